@@ -1,0 +1,56 @@
+// Array<T>: a move-only, read-only view of a big array that either owns its storage (built in
+// memory) or keeps a memory mapping alive (loaded from disk). Copying is deleted on purpose: these
+// hold gigabytes.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace shardgnn {
+
+template <class T>
+class Array {
+ public:
+  Array() = default;
+  explicit Array(std::vector<T> owned) : owned_(std::move(owned)), data_(owned_.data()), size_(owned_.size()) {}
+  // A view of `size` elements at `data`, kept valid by `keeper` (e.g. a memory mapping).
+  Array(std::shared_ptr<const void> keeper, const T* data, std::size_t size)
+      : keeper_(std::move(keeper)), data_(data), size_(size) {}
+
+  Array(Array&& other) noexcept { *this = std::move(other); }
+  Array& operator=(Array&& other) noexcept {
+    if (this != &other) {
+      // std::vector's move keeps its buffer, so data_ stays valid for owned arrays.
+      owned_ = std::move(other.owned_);
+      keeper_ = std::move(other.keeper_);
+      data_ = other.data_;
+      size_ = other.size_;
+      other.data_ = nullptr;
+      other.size_ = 0;
+    }
+    return *this;
+  }
+  Array(const Array&) = delete;
+  Array& operator=(const Array&) = delete;
+
+  const T* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  const T& operator[](std::size_t i) const noexcept { return data_[i]; }
+  const T* begin() const noexcept { return data_; }
+  const T* end() const noexcept { return data_ + size_; }
+  std::span<const T> span() const noexcept { return {data_, size_}; }
+  std::span<const T> subspan(std::size_t off, std::size_t n) const noexcept { return {data_ + off, n}; }
+  // True when the elements live in a file mapping rather than in memory this object owns.
+  bool is_mapped() const noexcept { return keeper_ != nullptr; }
+
+ private:
+  std::vector<T> owned_;
+  std::shared_ptr<const void> keeper_;
+  const T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace shardgnn

@@ -1,0 +1,47 @@
+// Builds a CSR graph from an edge list (COO), optionally symmetrising it and dropping self-loops
+// and duplicate edges, and reports how many entries each option changed.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "datasets/graph.hpp"
+
+namespace shardgnn {
+
+struct EdgeList {
+  std::int64_t num_nodes = 0;
+  std::vector<NodeId> src;
+  std::vector<NodeId> dst;
+  std::vector<std::int64_t> weight;  // optional, one per edge (METIS edge weights)
+};
+
+struct CleanOptions {
+  bool symmetrize = false;       // add the missing reverse of every edge (multiplicities matched)
+  bool drop_self_loops = false;  // remove (u, u)
+  bool drop_duplicates = false;  // keep one copy of each (u, v); weights of the first copy kept
+};
+
+// What cleaning changed, counted in directed entries.
+struct CleanReport {
+  std::int64_t input_entries = 0;
+  std::int64_t reverse_added = 0;
+  std::int64_t self_loops_dropped = 0;
+  std::int64_t duplicates_dropped = 0;
+  std::int64_t output_entries = 0;
+};
+
+struct BuiltGraph {
+  CsrGraph graph;
+  std::vector<std::int64_t> weights;  // aligned with graph.indices() when the input had weights
+  CleanReport report;
+};
+
+// Consumes `edges` (its memory is released as the CSR is built). Ids must already be in
+// [0, num_nodes) (readers check this and report the position). Rows come out sorted.
+BuiltGraph build_csr(EdgeList&& edges, const CleanOptions& options);
+
+// Re-cleans an existing CSR (e.g. one read from an npz).
+BuiltGraph rebuild_csr(const CsrGraph& graph, const CleanOptions& options);
+
+}  // namespace shardgnn

@@ -1,0 +1,293 @@
+// The dataset directory: meta.json plus one .npy per array. Load maps every array read-only and
+// checks only what is O(1) (sizes, dtypes, shapes); validate_dataset reads everything.
+#include "datasets/dataset.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "datasets/error.hpp"
+#include "datasets/fileio.hpp"
+#include "datasets/json_util.hpp"
+#include "datasets/npy.hpp"
+
+namespace fs = std::filesystem;
+
+namespace shardgnn {
+
+namespace {
+
+constexpr const char* kFormatName = "shardgnn-dataset";
+
+std::string hex32(std::uint32_t v) {
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", v);
+  return buf;
+}
+
+struct ArraySpec {
+  const char* name;
+  DType dtype;
+  std::vector<std::int64_t> shape;
+  const void* data;
+};
+
+// The arrays a dataset holds, in a fixed order, with the shapes its counts imply.
+std::vector<ArraySpec> array_specs(const Dataset& ds) {
+  const std::int64_t n = ds.num_nodes();
+  std::vector<ArraySpec> v;
+  v.push_back({"indptr", DType::kInt64, {n + 1}, ds.graph.indptr().data()});
+  v.push_back({"indices", DType::kInt64, {ds.graph.num_edges()}, ds.graph.indices().data()});
+  if (ds.feature_dim > 0) v.push_back({"features", DType::kFloat32, {n, ds.feature_dim}, ds.features.data()});
+  if (ds.num_classes > 0) v.push_back({"labels", DType::kInt64, {n}, ds.labels.data()});
+  v.push_back({"train_idx", DType::kInt64, {static_cast<std::int64_t>(ds.train_idx.size())}, ds.train_idx.data()});
+  v.push_back({"val_idx", DType::kInt64, {static_cast<std::int64_t>(ds.val_idx.size())}, ds.val_idx.data()});
+  v.push_back({"test_idx", DType::kInt64, {static_cast<std::int64_t>(ds.test_idx.size())}, ds.test_idx.data()});
+  if (!ds.node_ids.empty()) v.push_back({"node_ids", DType::kInt64, {n}, ds.node_ids.data()});
+  if (ds.node_weight_dim > 0) v.push_back({"node_weights", DType::kInt64, {n, ds.node_weight_dim}, ds.node_weights.data()});
+  if (!ds.edge_weights.empty()) v.push_back({"edge_weights", DType::kInt64, {ds.graph.num_edges()}, ds.edge_weights.data()});
+  return v;
+}
+
+void check_consistent(const Dataset& ds) {
+  const std::int64_t n = ds.num_nodes();
+  auto bad = [&](const std::string& what) { throw std::logic_error("save_dataset: inconsistent dataset '" + ds.name + "': " + what); };
+  if (ds.graph.indptr().empty()) bad("no indptr");
+  if (ds.feature_dim > 0 && static_cast<std::int64_t>(ds.features.size()) != n * ds.feature_dim) bad("features size");
+  if (ds.num_classes > 0 && static_cast<std::int64_t>(ds.labels.size()) != n) bad("labels size");
+  if (!ds.node_ids.empty() && static_cast<std::int64_t>(ds.node_ids.size()) != n) bad("node_ids size");
+  if (ds.node_weight_dim > 0 && static_cast<std::int64_t>(ds.node_weights.size()) != n * ds.node_weight_dim) bad("node_weights size");
+  if (!ds.edge_weights.empty() && static_cast<std::int64_t>(ds.edge_weights.size()) != ds.graph.num_edges()) bad("edge_weights size");
+}
+
+boost::json::object cleaning_json(const CleanReport& r) {
+  return {{"input_entries", r.input_entries},
+          {"reverse_added", r.reverse_added},
+          {"self_loops_dropped", r.self_loops_dropped},
+          {"duplicates_dropped", r.duplicates_dropped},
+          {"output_entries", r.output_entries}};
+}
+
+}  // namespace
+
+void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite) {
+  check_consistent(ds);
+  write_dir_atomic(dir, overwrite, [&](const std::string& tmp) {
+    boost::json::object arrays;
+    for (const auto& a : array_specs(ds)) {
+      const std::string file = std::string(a.name) + ".npy";
+      const std::string path = tmp + "/" + file;
+      write_npy(path, a.dtype, a.data, a.shape);
+      boost::json::array shape;
+      for (auto d : a.shape) shape.push_back(d);
+      arrays[a.name] = {{"file", file}, {"dtype", dtype_descr(a.dtype)}, {"shape", shape}, {"crc32", hex32(crc32_of_file(path))}};
+    }
+    boost::json::object meta;
+    meta["format"] = kFormatName;
+    meta["version"] = kDatasetFormatVersion;
+    meta["name"] = ds.name;
+    meta["source"] = ds.source;
+    meta["num_nodes"] = ds.num_nodes();
+    meta["num_edges"] = ds.graph.num_edges();
+    meta["feature_dim"] = ds.feature_dim;
+    meta["num_classes"] = ds.num_classes;
+    meta["node_weight_dim"] = ds.node_weight_dim;
+    meta["cleaning"] = cleaning_json(ds.cleaning);
+    meta["arrays"] = std::move(arrays);
+    write_json_file(tmp + "/meta.json", meta);
+  });
+}
+
+namespace {
+
+struct Meta {
+  std::string path;
+  boost::json::object root;
+  std::int64_t n = 0, m = 0, f = 0, c = 0, w = 0;
+};
+
+Meta read_meta(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) throw InputError(dir, "", "no such dataset folder");
+  if (!fs::is_directory(dir, ec)) throw InputError(dir, "", "is a file, expected a dataset folder (meta.json + .npy files)");
+  Meta meta;
+  meta.path = (fs::path(dir) / "meta.json").string();
+  if (!fs::exists(meta.path, ec)) throw InputError(meta.path, "", "missing: not a shardgnn dataset folder (convert one with `shardgnn data convert`)");
+  boost::json::value v = read_json_file(meta.path);
+  if (!v.is_object()) throw InputError(meta.path, at_byte(0), "expected a JSON object");
+  meta.root = std::move(v.get_object());
+  const std::string fmt = json_string(meta.root, "format", meta.path);
+  if (fmt != kFormatName) throw InputError(meta.path, "key 'format'", "'" + fmt + "', expected '" + kFormatName + "'");
+  const std::int64_t version = json_int(meta.root, "version", meta.path);
+  if (version != kDatasetFormatVersion)
+    throw InputError(meta.path, "key 'version'", std::to_string(version) + ", this build reads version " + std::to_string(kDatasetFormatVersion));
+  meta.n = json_int(meta.root, "num_nodes", meta.path);
+  meta.m = json_int(meta.root, "num_edges", meta.path);
+  meta.f = json_int(meta.root, "feature_dim", meta.path);
+  meta.c = json_int(meta.root, "num_classes", meta.path);
+  meta.w = meta.root.contains("node_weight_dim") ? json_int(meta.root, "node_weight_dim", meta.path) : 0;
+  for (auto [key, val] : {std::pair{"num_nodes", meta.n}, {"num_edges", meta.m}, {"feature_dim", meta.f}, {"num_classes", meta.c}, {"node_weight_dim", meta.w}})
+    if (val < 0) throw InputError(meta.path, std::string("key '") + key + "'", "negative count " + std::to_string(val));
+  return meta;
+}
+
+// Maps one array listed in meta.json and checks it against the expected shape.
+template <class T>
+Array<T> load_array(const Meta& meta, const std::string& dir, const char* name, std::vector<std::int64_t> expected, bool required) {
+  const auto& arrays = json_object(meta.root, "arrays", meta.path);
+  auto* entry = arrays.if_contains(name);
+  if (!entry) {
+    if (required) throw InputError(meta.path, std::string("key 'arrays.") + name + "'", "missing, the dataset needs this array");
+    return {};
+  }
+  if (!entry->is_object()) throw InputError(meta.path, std::string("key 'arrays.") + name + "'", "expected an object");
+  const std::string file = json_string(entry->get_object(), "file", meta.path);
+  if (file.find('/') != std::string::npos) throw InputError(meta.path, std::string("key 'arrays.") + name + ".file'", "expected a plain file name");
+  NpyBuffer buf = map_npy((fs::path(dir) / file).string());
+  Array<T> arr = npy_view<T>(buf, static_cast<int>(expected.size()));
+  if (buf.header.shape != expected) {
+    auto show = [](const std::vector<std::int64_t>& s) {
+      std::string t = "(";
+      for (std::size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+      return t + ")";
+    };
+    throw InputError(buf.origin, at_byte(0), "shape " + show(buf.header.shape) + ", expected " + show(expected) + " from meta.json");
+  }
+  return arr;
+}
+
+std::int64_t split_len(const Meta& meta, const char* name) {
+  const auto& arrays = json_object(meta.root, "arrays", meta.path);
+  auto* entry = arrays.if_contains(name);
+  if (!entry || !entry->is_object()) return 0;
+  auto* shape = entry->get_object().if_contains("shape");
+  if (!shape || !shape->is_array() || shape->get_array().size() != 1 || !shape->get_array()[0].is_number())
+    throw InputError(meta.path, std::string("key 'arrays.") + name + ".shape'", "expected a 1-element list");
+  return shape->get_array()[0].to_number<std::int64_t>();
+}
+
+CleanReport read_cleaning(const Meta& meta) {
+  CleanReport r;
+  if (auto* c = meta.root.if_contains("cleaning"); c && c->is_object()) {
+    const auto& o = c->get_object();
+    r.input_entries = json_int(o, "input_entries", meta.path);
+    r.reverse_added = json_int(o, "reverse_added", meta.path);
+    r.self_loops_dropped = json_int(o, "self_loops_dropped", meta.path);
+    r.duplicates_dropped = json_int(o, "duplicates_dropped", meta.path);
+    r.output_entries = json_int(o, "output_entries", meta.path);
+  }
+  return r;
+}
+
+}  // namespace
+
+Dataset load_dataset(const std::string& dir) {
+  const Meta meta = read_meta(dir);
+  Dataset ds;
+  ds.name = json_string(meta.root, "name", meta.path);
+  ds.source = meta.root.contains("source") ? json_string(meta.root, "source", meta.path) : "";
+  ds.feature_dim = meta.f;
+  ds.num_classes = meta.c;
+  ds.node_weight_dim = meta.w;
+  ds.cleaning = read_cleaning(meta);
+  auto indptr = load_array<EdgeId>(meta, dir, "indptr", {meta.n + 1}, true);
+  auto indices = load_array<NodeId>(meta, dir, "indices", {meta.m}, true);
+  // Two O(1) checks that catch most mismatched files without reading them.
+  if (indptr[0] != 0 || indptr[static_cast<std::size_t>(meta.n)] != meta.m)
+    throw InputError((fs::path(dir) / "indptr.npy").string(), "", "indptr must start at 0 and end at num_edges = " + std::to_string(meta.m));
+  ds.graph = CsrGraph(std::move(indptr), std::move(indices));
+  if (meta.f > 0) ds.features = load_array<float>(meta, dir, "features", {meta.n, meta.f}, true);
+  if (meta.c > 0) ds.labels = load_array<std::int64_t>(meta, dir, "labels", {meta.n}, true);
+  ds.train_idx = load_array<NodeId>(meta, dir, "train_idx", {split_len(meta, "train_idx")}, false);
+  ds.val_idx = load_array<NodeId>(meta, dir, "val_idx", {split_len(meta, "val_idx")}, false);
+  ds.test_idx = load_array<NodeId>(meta, dir, "test_idx", {split_len(meta, "test_idx")}, false);
+  ds.node_ids = load_array<std::int64_t>(meta, dir, "node_ids", {meta.n}, false);
+  if (meta.w > 0) ds.node_weights = load_array<std::int64_t>(meta, dir, "node_weights", {meta.n, meta.w}, true);
+  ds.edge_weights = load_array<std::int64_t>(meta, dir, "edge_weights", {meta.m}, false);
+  return ds;
+}
+
+namespace {
+
+// Collects problems, one line each, capped so a badly broken file does not flood the terminal.
+class Problems {
+ public:
+  explicit Problems(ValidationResult& r) : r_(r) {}
+  void error(const std::string& file, std::int64_t element, const std::string& what) {
+    if (r_.errors.size() < kMax) r_.errors.push_back(file + ": element " + std::to_string(element) + ": " + what);
+    else if (r_.errors.size() == kMax) r_.errors.push_back("... further errors not shown");
+  }
+  bool full() const { return r_.errors.size() > kMax; }
+
+ private:
+  static constexpr std::size_t kMax = 20;
+  ValidationResult& r_;
+};
+
+}  // namespace
+
+ValidationResult validate_dataset(const std::string& dir) {
+  ValidationResult res;
+  Dataset ds;
+  Meta meta;
+  try {
+    meta = read_meta(dir);
+    // Checksums first: a flipped byte is reported as corruption, not as a confusing content error.
+    const auto& arrays = json_object(meta.root, "arrays", meta.path);
+    for (const auto& kv : arrays) {
+      if (!kv.value().is_object()) continue;
+      const auto& o = kv.value().get_object();
+      const std::string path = (fs::path(dir) / json_string(o, "file", meta.path)).string();
+      const std::string want = o.contains("crc32") ? json_string(o, "crc32", meta.path) : "";
+      if (!fs::exists(path)) { res.errors.push_back(path + ": missing (listed in meta.json)"); continue; }
+      const std::string have = hex32(crc32_of_file(path));
+      if (!want.empty() && have != want) res.errors.push_back(path + ": checksum " + have + " differs from meta.json's " + want + " (file changed or corrupt)");
+    }
+    ds = load_dataset(dir);
+  } catch (const InputError& e) {
+    res.errors.push_back(e.what());
+    return res;
+  }
+  const std::string d = fs::path(dir).string() + "/";
+  Problems p(res);
+  const std::int64_t n = ds.num_nodes(), m = ds.graph.num_edges();
+  const auto& indptr = ds.graph.indptr();
+  const auto& indices = ds.graph.indices();
+  for (std::int64_t u = 0; u < n && !p.full(); ++u) {
+    if (indptr[u + 1] < indptr[u]) { p.error(d + "indptr.npy", u + 1, "indptr decreases (" + std::to_string(indptr[u]) + " -> " + std::to_string(indptr[u + 1]) + ")"); continue; }
+    if (indptr[u + 1] > m) { p.error(d + "indptr.npy", u + 1, "offset " + std::to_string(indptr[u + 1]) + " beyond num_edges " + std::to_string(m)); continue; }
+    for (EdgeId e = indptr[u]; e < indptr[u + 1]; ++e) {
+      const NodeId v = indices[e];
+      if (v < 0 || v >= n) p.error(d + "indices.npy", e, "node id " + std::to_string(v) + " out of range [0, " + std::to_string(n) + ")");
+      else if (e > indptr[u] && indices[e - 1] > v) p.error(d + "indices.npy", e, "row of node " + std::to_string(u) + " is not sorted");
+    }
+  }
+  for (std::size_t i = 0; i < ds.features.size() && !p.full(); ++i)
+    if (!std::isfinite(ds.features[i]))
+      p.error(d + "features.npy", static_cast<std::int64_t>(i), "non-finite feature (" + std::string(std::isnan(ds.features[i]) ? "NaN" : "Inf") + ") at node " + std::to_string(static_cast<std::int64_t>(i) / ds.feature_dim));
+  for (std::size_t i = 0; i < ds.labels.size() && !p.full(); ++i)
+    if (ds.labels[i] < -1 || ds.labels[i] >= ds.num_classes)
+      p.error(d + "labels.npy", static_cast<std::int64_t>(i), "label " + std::to_string(ds.labels[i]) + " outside [-1, " + std::to_string(ds.num_classes) + ")");
+  std::vector<std::uint8_t> seen(static_cast<std::size_t>(n), 0);
+  std::uint8_t bit = 1;
+  for (auto [name, arr] : {std::pair<const char*, const Array<NodeId>*>{"train_idx", &ds.train_idx}, {"val_idx", &ds.val_idx}, {"test_idx", &ds.test_idx}}) {
+    for (std::size_t i = 0; i < arr->size() && !p.full(); ++i) {
+      const NodeId v = (*arr)[i];
+      const std::string file = d + name + ".npy";
+      if (v < 0 || v >= n) { p.error(file, static_cast<std::int64_t>(i), "node id " + std::to_string(v) + " out of range [0, " + std::to_string(n) + ")"); continue; }
+      if (seen[v] & bit) p.error(file, static_cast<std::int64_t>(i), "node " + std::to_string(v) + " listed twice");
+      else if (seen[v]) p.error(file, static_cast<std::int64_t>(i), "node " + std::to_string(v) + " is also in another split");
+      seen[v] |= bit;
+      if (ds.num_classes > 0 && ds.labels[v] < 0) res.warnings.push_back(file + ": node " + std::to_string(v) + " is unlabelled");
+    }
+    bit <<= 1;
+  }
+  if (res.warnings.size() > 20) res.warnings.resize(20);
+  for (std::size_t i = 0; i < ds.edge_weights.size() && !p.full(); ++i)
+    if (ds.edge_weights[i] <= 0) p.error(d + "edge_weights.npy", static_cast<std::int64_t>(i), "edge weight " + std::to_string(ds.edge_weights[i]) + ", expected > 0");
+  if (ds.num_classes > 0 && ds.train_idx.empty()) res.warnings.push_back(d + "train_idx.npy: empty training split");
+  return res;
+}
+
+}  // namespace shardgnn

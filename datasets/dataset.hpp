@@ -1,0 +1,54 @@
+// A node-classification dataset: graph, dense float32 features, labels, train/val/test splits,
+// and the on-disk dataset directory (meta.json + one .npy per array), memory-mapped on load.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "datasets/array.hpp"
+#include "datasets/builder.hpp"
+#include "datasets/graph.hpp"
+
+namespace shardgnn {
+
+inline constexpr int kDatasetFormatVersion = 1;
+
+struct Dataset {
+  std::string name;
+  std::string source;              // where it came from (file and format), for provenance
+  CsrGraph graph;
+  std::int64_t feature_dim = 0;    // 0: no features
+  Array<float> features;           // num_nodes x feature_dim, row-major
+  std::int64_t num_classes = 0;    // 0: no labels
+  Array<std::int64_t> labels;      // num_nodes entries, -1 = unlabelled; empty if num_classes == 0
+  Array<NodeId> train_idx, val_idx, test_idx;
+  Array<std::int64_t> node_ids;    // original id of each node when the input was relabelled; else empty
+  Array<std::int64_t> node_weights;  // num_nodes x node_weight_dim (METIS vertex weights); else empty
+  std::int64_t node_weight_dim = 0;
+  Array<std::int64_t> edge_weights;  // aligned with graph.indices() (METIS edge weights); else empty
+  CleanReport cleaning;            // what conversion changed
+
+  NodeId num_nodes() const noexcept { return graph.num_nodes(); }
+};
+
+// Writes `ds` as a dataset directory, atomically (nothing is left at `dir` on failure).
+// An existing non-empty `dir` is an error unless `overwrite` is set.
+void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite = false);
+
+// Loads a dataset directory: parses meta.json and memory-maps every array read-only. Costs O(1)
+// in the dataset's size: it checks file sizes, dtypes and shapes against meta.json, not contents
+// (validate_dataset does that).
+Dataset load_dataset(const std::string& dir);
+
+// Full check of a dataset directory: every file's checksum, the CSR invariants, ids in range,
+// finite features, labels in [-1, num_classes), split indices in range, unique and disjoint.
+// Returns the problems found (empty = valid), each one line naming the file and position.
+struct ValidationResult {
+  std::vector<std::string> errors;
+  std::vector<std::string> warnings;
+  bool ok() const { return errors.empty(); }
+};
+ValidationResult validate_dataset(const std::string& dir);
+
+}  // namespace shardgnn

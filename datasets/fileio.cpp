@@ -1,0 +1,165 @@
+#include "datasets/fileio.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <atomic>
+#include <boost/iostreams/device/mapped_file.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "datasets/error.hpp"
+
+namespace fs = std::filesystem;
+
+namespace shardgnn {
+
+namespace {
+
+std::string errno_text() { return std::strerror(errno); }
+
+// A name no other writer (thread or process) will pick.
+std::string unique_suffix() {
+  static std::atomic<unsigned> counter{0};
+  return ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+}
+
+void fsync_path(const std::string& path, bool directory) {
+  int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
+  if (fd < 0) throw InputError(path, "", "cannot open to sync: " + errno_text());
+  int rc = ::fsync(fd);
+  int saved = errno;
+  ::close(fd);
+  if (rc != 0) {
+    errno = saved;
+    throw InputError(path, "", "fsync failed: " + errno_text());
+  }
+}
+
+}  // namespace
+
+MappedFile map_file(const std::string& path) {
+  std::error_code ec;
+  auto status = fs::status(path, ec);
+  if (ec || !fs::exists(status)) throw InputError(path, "", "no such file");
+  if (fs::is_directory(status)) throw InputError(path, "", "is a folder, expected a file");
+  auto size = fs::file_size(path, ec);
+  if (ec) throw InputError(path, "", "cannot read its size: " + ec.message());
+  MappedFile out;
+  out.path = path;
+  if (size == 0) return out;  // mapping a 0-byte file is an error in mmap; an empty span is the truth
+  auto map = std::make_shared<boost::iostreams::mapped_file_source>();
+  try {
+    map->open(path);
+  } catch (const std::exception& e) {
+    throw InputError(path, "", std::string("cannot map file: ") + e.what());
+  }
+  out.bytes = {reinterpret_cast<const std::byte*>(map->data()), map->size()};
+  out.keeper = std::move(map);
+  return out;
+}
+
+void write_file_atomic(const std::string& path, const std::function<void(std::FILE*)>& fill) {
+  const std::string tmp = path + unique_suffix();
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) throw InputError(path, "", "cannot create file: " + errno_text());
+  try {
+    fill(f);
+    if (std::fflush(f) != 0 || std::ferror(f)) throw InputError(path, "", "write failed: " + errno_text());
+    if (::fsync(::fileno(f)) != 0) throw InputError(path, "", "fsync failed: " + errno_text());
+  } catch (...) {
+    std::fclose(f);
+    std::remove(tmp.c_str());
+    throw;
+  }
+  if (std::fclose(f) != 0) {
+    std::remove(tmp.c_str());
+    throw InputError(path, "", "close failed: " + errno_text());
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::string err = errno_text();
+    std::remove(tmp.c_str());
+    throw InputError(path, "", "rename failed: " + err);
+  }
+  fsync_dir(fs::absolute(path).parent_path().string());
+}
+
+void write_dir_atomic(const std::string& dir, bool replace, const std::function<void(const std::string&)>& fill) {
+  fs::path target = fs::absolute(dir).lexically_normal();
+  if (target.has_filename() == false) target = target.parent_path();
+  std::error_code ec;
+  bool exists = fs::exists(target, ec);
+  if (exists) {
+    if (!fs::is_directory(target)) throw InputError(dir, "", "exists and is not a folder");
+    if (!fs::is_empty(target) && !replace)
+      throw InputError(dir, "", "output folder exists and is not empty (pass --force to replace it)");
+  }
+  fs::create_directories(target.parent_path(), ec);
+  if (ec) throw InputError(dir, "", "cannot create parent folder: " + ec.message());
+
+  const fs::path tmp = target.string() + unique_suffix();
+  fs::create_directory(tmp, ec);
+  if (ec) throw InputError(dir, "", "cannot create temporary folder: " + ec.message());
+  try {
+    fill(tmp.string());
+    for (const auto& entry : fs::directory_iterator(tmp))
+      if (entry.is_regular_file()) fsync_path(entry.path().string(), false);
+    fsync_path(tmp.string(), true);
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  if (exists) {
+    // Swap the old folder out, put the new one in, then remove the old one: a crash in between
+    // leaves either the old or the new folder complete, never a mix.
+    const fs::path old = target.string() + unique_suffix() + ".old";
+    fs::rename(target, old, ec);
+    if (ec) {
+      fs::remove_all(tmp, ec);
+      throw InputError(dir, "", "cannot move the existing folder aside");
+    }
+    fs::rename(tmp, target, ec);
+    if (ec) {
+      fs::rename(old, target, ec);
+      fs::remove_all(tmp, ec);
+      throw InputError(dir, "", "cannot rename the new folder into place");
+    }
+    fs::remove_all(old, ec);
+  } else {
+    fs::rename(tmp, target, ec);
+    if (ec) {
+      std::string msg = ec.message();
+      fs::remove_all(tmp, ec);
+      throw InputError(dir, "", "cannot rename the new folder into place: " + msg);
+    }
+  }
+  fsync_dir(target.parent_path().string());
+}
+
+std::uint32_t crc32_of(std::span<const std::byte> bytes, std::uint32_t crc) {
+  uLong c = crc;
+  const auto* p = reinterpret_cast<const Bytef*>(bytes.data());
+  std::size_t left = bytes.size();
+  // zlib's length argument is 32-bit on some platforms: feed it in 1 GiB pieces.
+  while (left > 0) {
+    uInt n = static_cast<uInt>(std::min<std::size_t>(left, std::size_t{1} << 30));
+    c = ::crc32(c, p, n);
+    p += n;
+    left -= n;
+  }
+  return static_cast<std::uint32_t>(c);
+}
+
+std::uint32_t crc32_of_file(const std::string& path) {
+  MappedFile m = map_file(path);
+  return crc32_of(m.bytes);
+}
+
+void fsync_dir(const std::string& dir) { fsync_path(dir, true); }
+
+}  // namespace shardgnn

@@ -1,0 +1,39 @@
+// Small file helpers shared by readers and writers: read-only memory maps, atomic file and folder
+// writes, CRC-32 checksums.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace shardgnn {
+
+// A read-only memory mapping of a whole file. An empty file maps to an empty span.
+struct MappedFile {
+  std::string path;
+  std::shared_ptr<const void> keeper;
+  std::span<const std::byte> bytes;
+};
+MappedFile map_file(const std::string& path);
+
+// Writes a file atomically: `fill` writes into a temporary file in the same folder, which is then
+// fsynced and renamed over `path`. On any exception the temporary file is removed.
+void write_file_atomic(const std::string& path, const std::function<void(std::FILE*)>& fill);
+
+// Builds a folder atomically: `fill` populates a fresh temporary sibling folder, whose files are
+// fsynced before it is renamed to `dir`. If `dir` exists it must be empty, or `replace` must be
+// set (the old folder is then swapped out and removed only after the new one is in place).
+// On any exception nothing is left behind.
+void write_dir_atomic(const std::string& dir, bool replace, const std::function<void(const std::string& tmp_dir)>& fill);
+
+// CRC-32 (zlib's polynomial) of a byte range and of a whole file.
+std::uint32_t crc32_of(std::span<const std::byte> bytes, std::uint32_t crc = 0);
+std::uint32_t crc32_of_file(const std::string& path);
+
+// fsyncs a folder so a rename inside it is durable.
+void fsync_dir(const std::string& dir);
+
+}  // namespace shardgnn

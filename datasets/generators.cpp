@@ -1,0 +1,306 @@
+// Synthetic graphs, seeded and reproducible on every platform.
+//  - R-MAT: D. Chakrabarti, Y. Zhan, C. Faloutsos, "R-MAT: A Recursive Model for Graph Mining",
+//    SDM 2004, with the parameters and the random vertex relabelling of the Graph500 benchmark
+//    (graph500.org, "Kernel 1" generator specification).
+//  - Stochastic block model: P. W. Holland, K. B. Laskey, S. Leinhardt, "Stochastic blockmodels:
+//    First steps", Social Networks 5(2), 1983; here in its planted-partition form (one intra-class
+//    probability, one inter-class probability) with Gaussian class-conditional features, as in the
+//    synthetic node-classification benchmarks of the GNN literature.
+#include "datasets/generators.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <span>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include <boost/random/normal_distribution.hpp>
+#include <boost/random/uniform_int_distribution.hpp>
+#include <boost/random/uniform_real_distribution.hpp>
+
+#include "datasets/error.hpp"
+#include "datasets/fileio.hpp"
+#include "datasets/random.hpp"
+#include "datasets/splits.hpp"
+
+namespace shardgnn {
+
+namespace {
+
+// Streams of one generator, each seeded on its own (see derive_seed).
+enum Stream : std::uint64_t { kRmatEdges, kRmatPermutation, kSbmClasses, kSbmEdges, kSbmMeans, kSbmFeatures, kSbmSplit };
+
+std::string fmt_double(double x) {
+  std::ostringstream os;
+  os << x;
+  return os.str();
+}
+
+bool is_probability(double p) { return std::isfinite(p) && p >= 0.0 && p <= 1.0; }
+
+void check_rmat_options(const RmatOptions& o) {
+  if (o.scale < 1 || o.scale > 40)
+    throw InputError("R-MAT: scale must be in 1..40 (2^scale nodes), got " + std::to_string(o.scale));
+  if (o.edge_factor < 1)
+    throw InputError("R-MAT: edge factor must be at least 1, got " + std::to_string(o.edge_factor));
+  if (static_cast<std::uint64_t>(o.edge_factor) > (std::uint64_t{1} << (62 - o.scale)))
+    throw InputError("R-MAT: edge_factor * 2^scale does not fit in 64 bits (scale " + std::to_string(o.scale) +
+                     ", edge factor " + std::to_string(o.edge_factor) + ")");
+  if (!is_probability(o.a) || !is_probability(o.b) || !is_probability(o.c))
+    throw InputError("R-MAT: the probabilities a, b, c must each be in [0, 1], got a=" + fmt_double(o.a) +
+                     " b=" + fmt_double(o.b) + " c=" + fmt_double(o.c));
+  // A little slack so that e.g. a=0.25, b=0.25, c=0.5 (d=0) is not refused for rounding.
+  if (o.a + o.b + o.c > 1.0 + 1e-9)
+    throw InputError("R-MAT: a + b + c must be at most 1 (d = 1 - a - b - c), got " + fmt_double(o.a + o.b + o.c));
+}
+
+void check_sbm_options(const SbmOptions& o) {
+  if (o.num_classes < 1) throw InputError("SBM: number of classes must be at least 1, got " + std::to_string(o.num_classes));
+  if (o.num_nodes < o.num_classes)
+    throw InputError("SBM: number of nodes (" + std::to_string(o.num_nodes) + ") must be at least the number of classes (" +
+                     std::to_string(o.num_classes) + ")");
+  if (!std::isfinite(o.avg_degree) || o.avg_degree < 0)
+    throw InputError("SBM: average degree must be a finite number >= 0, got " + fmt_double(o.avg_degree));
+  if (!is_probability(o.homophily)) throw InputError("SBM: homophily must be in [0, 1], got " + fmt_double(o.homophily));
+  if (o.feature_dim < 1) throw InputError("SBM: feature dimension must be at least 1, got " + std::to_string(o.feature_dim));
+  if (!std::isfinite(o.class_separation) || o.class_separation < 0)
+    throw InputError("SBM: class separation must be a finite number >= 0, got " + fmt_double(o.class_separation));
+  if (!std::isfinite(o.feature_noise) || o.feature_noise < 0)
+    throw InputError("SBM: feature noise must be a finite number >= 0, got " + fmt_double(o.feature_noise));
+  if (!is_probability(o.train_fraction)) throw InputError("SBM: train fraction must be in [0, 1], got " + fmt_double(o.train_fraction));
+  if (!is_probability(o.val_fraction)) throw InputError("SBM: validation fraction must be in [0, 1], got " + fmt_double(o.val_fraction));
+  if (o.train_fraction + o.val_fraction > 1.0 + 1e-9)
+    throw InputError("SBM: train and validation fractions must sum to at most 1, got " +
+                     fmt_double(o.train_fraction + o.val_fraction));
+  const double draws = std::round(static_cast<double>(o.num_nodes) * o.avg_degree / 2.0);
+  if (draws > static_cast<double>(std::numeric_limits<std::int64_t>::max() / 4))
+    throw InputError("SBM: num_nodes * avg_degree is too large (" + fmt_double(draws) + " edges)");
+}
+
+// A seeded bijection of [0, 2^scale), applied on the fly: Graph500's reference generator does the
+// same (`scramble` in generator/graph_generator.c) because a stored random permutation costs
+// 8 * 2^scale bytes and a cache miss per endpoint; here that table made generation 1.5x slower.
+// Adding a constant and multiplying by an odd one are bijections modulo 2^scale, and reversing the
+// low `scale` bits between the two rounds lets the high bits of the id influence the low ones.
+class Relabel {
+ public:
+  Relabel(int scale, std::uint64_t seed) : shift_(64 - scale) {
+    Rng rng(seed);
+    add_ = rng();
+    mul1_ = rng() | 1;
+    mul2_ = rng() | 1;
+  }
+  std::uint64_t operator()(std::uint64_t v) const {
+    v = reverse_bits((v + add_) * mul1_) >> shift_;
+    return reverse_bits(v * mul2_) >> shift_;
+  }
+
+ private:
+  static std::uint64_t reverse_bits(std::uint64_t x) {
+    x = __builtin_bswap64(x);
+    x = ((x >> 4) & 0x0f0f0f0f0f0f0f0fULL) | ((x & 0x0f0f0f0f0f0f0f0fULL) << 4);
+    x = ((x >> 2) & 0x3333333333333333ULL) | ((x & 0x3333333333333333ULL) << 2);
+    return ((x >> 1) & 0x5555555555555555ULL) | ((x & 0x5555555555555555ULL) << 1);
+  }
+  int shift_;
+  std::uint64_t add_, mul1_, mul2_;
+};
+
+}  // namespace
+
+EdgeList generate_rmat_edges(const RmatOptions& options) {
+  check_rmat_options(options);
+  const int scale = options.scale;
+  const std::int64_t n = std::int64_t{1} << scale;
+  const std::int64_t m = static_cast<std::int64_t>(options.edge_factor) << scale;
+
+  EdgeList edges;
+  edges.num_nodes = n;
+  edges.src.resize(static_cast<std::size_t>(m));
+  edges.dst.resize(static_cast<std::size_t>(m));
+
+  // Each level picks one quadrant of the adjacency matrix, a = (0,0), b = (0,1), c = (1,0),
+  // d = (1,1), by comparing a uniform 32-bit number against the cumulative probabilities scaled
+  // by 2^32 (an error under 2.4e-10 per probability). Each 64-bit draw of the engine serves two
+  // levels, and the bits are computed without branches: this loop runs scale * m times, the
+  // quadrants are too evenly mixed for a branch predictor, and a uniform_real_distribution per
+  // level made it several times slower.
+  auto threshold = [](double p) { return static_cast<std::uint64_t>(std::floor(p * 4294967296.0)); };
+  const std::uint64_t ta = threshold(options.a), tab = threshold(options.a + options.b),
+                      tabc = threshold(options.a + options.b + options.c);
+  // Graph500 relabels vertices so that the high-degree ones are not clustered at low ids (which
+  // would flatter any partitioner that splits by id range).
+  const Relabel relabel(scale, derive_seed(options.seed, kRmatPermutation));
+
+  Rng rng(derive_seed(options.seed, kRmatEdges));
+  NodeId* src = edges.src.data();
+  NodeId* dst = edges.dst.data();
+  for (std::int64_t e = 0; e < m; ++e) {
+    std::uint64_t u = 0, v = 0;
+    auto descend = [&](std::uint64_t r) {
+      const std::uint64_t row = r >= tab;
+      const std::uint64_t col = static_cast<std::uint64_t>((r >= ta) & (r < tab)) | static_cast<std::uint64_t>(r >= tabc);
+      u = (u << 1) | row;
+      v = (v << 1) | col;
+    };
+    int level = 0;
+    for (; level + 2 <= scale; level += 2) {
+      const std::uint64_t bits = rng();
+      descend(bits >> 32);
+      descend(bits & 0xffffffffu);
+    }
+    if (level < scale) descend(rng() >> 32);
+    src[e] = static_cast<NodeId>(options.permute ? relabel(u) : u);
+    dst[e] = static_cast<NodeId>(options.permute ? relabel(v) : v);
+  }
+  return edges;
+}
+
+Dataset generate_rmat(const RmatOptions& options, const CleanOptions& clean) {
+  BuiltGraph built = build_csr(generate_rmat_edges(options), clean);
+  Dataset ds;
+  ds.name = "rmat-s" + std::to_string(options.scale) + "-e" + std::to_string(options.edge_factor);
+  ds.source = "generated: R-MAT scale=" + std::to_string(options.scale) + " edge_factor=" + std::to_string(options.edge_factor) +
+              " a=" + fmt_double(options.a) + " b=" + fmt_double(options.b) + " c=" + fmt_double(options.c) +
+              " permute=" + (options.permute ? "true" : "false") + " seed=" + std::to_string(options.seed);
+  ds.graph = std::move(built.graph);
+  ds.cleaning = built.report;
+  return ds;
+}
+
+Dataset generate_sbm(const SbmOptions& options) {
+  check_sbm_options(options);
+  const std::int64_t n = options.num_nodes;
+  const int num_classes = options.num_classes;
+  const std::size_t nz = static_cast<std::size_t>(n);
+
+  // Balanced classes: i % C gives sizes that differ by at most one; the shuffle scatters them over ids.
+  std::vector<std::int64_t> labels(nz);
+  for (std::int64_t i = 0; i < n; ++i) labels[static_cast<std::size_t>(i)] = i % num_classes;
+  {
+    Rng rng(derive_seed(options.seed, kSbmClasses));
+    seeded_shuffle(std::span<std::int64_t>(labels), rng);
+  }
+
+  // Nodes ordered by class (a counting sort): class c owns members[offset[c] .. offset[c+1]), and
+  // the nodes of all other classes are the two ranges around it, so both kinds of draw are O(1).
+  std::vector<std::int64_t> offset(static_cast<std::size_t>(num_classes) + 1, 0);
+  for (std::int64_t c : labels) ++offset[static_cast<std::size_t>(c) + 1];
+  std::partial_sum(offset.begin(), offset.end(), offset.begin());
+  std::vector<NodeId> members(nz);
+  {
+    std::vector<std::int64_t> next(offset.begin(), offset.end() - 1);
+    for (std::int64_t i = 0; i < n; ++i) members[static_cast<std::size_t>(next[static_cast<std::size_t>(labels[static_cast<std::size_t>(i)])]++)] = i;
+  }
+
+  const std::int64_t draws = std::llround(static_cast<double>(n) * options.avg_degree / 2.0);
+  EdgeList edges;
+  edges.num_nodes = n;
+  edges.src.resize(static_cast<std::size_t>(draws));
+  edges.dst.resize(static_cast<std::size_t>(draws));
+  {
+    Rng rng(derive_seed(options.seed, kSbmEdges));
+    boost::random::uniform_int_distribution<std::int64_t> any_node(0, n - 1);
+    boost::random::uniform_real_distribution<double> unit(0.0, 1.0);
+    for (std::int64_t e = 0; e < draws; ++e) {
+      const NodeId u = any_node(rng);
+      const std::size_t c = static_cast<std::size_t>(labels[static_cast<std::size_t>(u)]);
+      const std::int64_t lo = offset[c], size = offset[c + 1] - offset[c];
+      const bool intra = unit(rng) < options.homophily;
+      std::int64_t pos;
+      // With a single class there is no other class to draw from: every edge stays inside it.
+      if (intra || size == n) {
+        pos = lo + boost::random::uniform_int_distribution<std::int64_t>(0, size - 1)(rng);
+      } else {
+        pos = boost::random::uniform_int_distribution<std::int64_t>(0, n - size - 1)(rng);
+        if (pos >= lo) pos += size;
+      }
+      edges.src[static_cast<std::size_t>(e)] = u;
+      edges.dst[static_cast<std::size_t>(e)] = members[static_cast<std::size_t>(pos)];
+    }
+  }
+  std::vector<NodeId>().swap(members);
+  BuiltGraph built = build_csr(std::move(edges), CleanOptions{.symmetrize = true, .drop_self_loops = true, .drop_duplicates = true});
+
+  const std::size_t dim = static_cast<std::size_t>(options.feature_dim);
+  std::vector<double> means(static_cast<std::size_t>(num_classes) * dim);
+  {
+    Rng rng(derive_seed(options.seed, kSbmMeans));
+    // A unit normal scaled by hand, because Boost's normal_distribution refuses sigma = 0.
+    boost::random::normal_distribution<double> normal(0.0, 1.0);
+    for (double& mu : means) mu = options.class_separation * normal(rng);
+  }
+  std::vector<float> features(nz * dim);
+  {
+    Rng rng(derive_seed(options.seed, kSbmFeatures));
+    boost::random::normal_distribution<double> normal(0.0, 1.0);
+    for (std::size_t i = 0; i < nz; ++i) {
+      const double* mu = means.data() + static_cast<std::size_t>(labels[i]) * dim;
+      float* x = features.data() + i * dim;
+      for (std::size_t d = 0; d < dim; ++d) x[d] = static_cast<float>(mu[d] + options.feature_noise * normal(rng));
+    }
+  }
+
+  Dataset ds;
+  ds.name = "sbm-n" + std::to_string(n) + "-c" + std::to_string(num_classes);
+  ds.source = "generated: SBM num_nodes=" + std::to_string(n) + " num_classes=" + std::to_string(num_classes) +
+              " avg_degree=" + fmt_double(options.avg_degree) + " homophily=" + fmt_double(options.homophily) +
+              " feature_dim=" + std::to_string(options.feature_dim) + " class_separation=" + fmt_double(options.class_separation) +
+              " feature_noise=" + fmt_double(options.feature_noise) + " train_fraction=" + fmt_double(options.train_fraction) +
+              " val_fraction=" + fmt_double(options.val_fraction) + " seed=" + std::to_string(options.seed);
+  ds.graph = std::move(built.graph);
+  ds.cleaning = built.report;
+  ds.feature_dim = options.feature_dim;
+  ds.features = Array<float>(std::move(features));
+  ds.num_classes = num_classes;
+  ds.labels = Array<std::int64_t>(std::move(labels));
+
+  // Every node is labelled, so a random split of the labelled nodes is a split of all nodes.
+  SplitSpec split;
+  split.kind = SplitSpec::Kind::kRandom;
+  split.train_fraction = options.train_fraction;
+  split.val_fraction = options.val_fraction;
+  split.seed = derive_seed(options.seed, kSbmSplit);
+  assign_split(ds, split);
+  return ds;
+}
+
+void write_edge_list(const std::string& path, const EdgeList& edges) {
+  if (edges.src.size() != edges.dst.size())
+    throw std::invalid_argument("write_edge_list: " + std::to_string(edges.src.size()) + " sources but " +
+                                std::to_string(edges.dst.size()) + " destinations");
+  write_file_atomic(path, [&](std::FILE* f) {
+    // Formatting by hand into one big buffer: fprintf per edge is several times slower, and the
+    // benchmark writes about a gigabyte.
+    constexpr std::size_t kBuffer = std::size_t{1} << 20;
+    constexpr std::size_t kMaxLine = 2 * 20 + 2;  // two int64s, a tab and a newline
+    std::vector<char> buf(kBuffer);
+    char* const begin = buf.data();
+    char* const flush_at = begin + kBuffer - kMaxLine;
+    char* p = begin;
+    auto flush = [&] {
+      const std::size_t len = static_cast<std::size_t>(p - begin);
+      if (std::fwrite(begin, 1, len, f) != len)
+        throw InputError(path, "", std::string("write failed: ") + std::strerror(errno));
+      p = begin;
+    };
+    const std::size_t m = edges.src.size();
+    for (std::size_t e = 0; e < m; ++e) {
+      p = std::to_chars(p, begin + kBuffer, edges.src[e]).ptr;
+      *p++ = '\t';
+      p = std::to_chars(p, begin + kBuffer, edges.dst[e]).ptr;
+      *p++ = '\n';
+      if (p >= flush_at) flush();
+    }
+    flush();
+  });
+}
+
+}  // namespace shardgnn

@@ -1,0 +1,47 @@
+// Synthetic graphs of any size, seeded and reproducible on every platform:
+//  - R-MAT (Chakrabarti, Zhan, Faloutsos 2004) with the Graph500 parameters a=0.57, b=c=0.19,
+//    d=0.05 and Graph500's random vertex relabelling; structure only, no features.
+//  - a stochastic block model with class-dependent Gaussian features: a learnable node
+//    classification task of any size, with generated train/val/test splits.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "datasets/builder.hpp"
+#include "datasets/dataset.hpp"
+
+namespace shardgnn {
+
+struct RmatOptions {
+  int scale = 16;               // 2^scale nodes
+  int edge_factor = 16;         // edge_factor * 2^scale generated edges
+  double a = 0.57, b = 0.19, c = 0.19;  // d = 1 - a - b - c
+  bool permute = true;          // Graph500 random relabelling of vertices
+  std::uint64_t seed = 1;
+};
+
+// The raw generated edges (directed, may hold duplicates and self-loops, as Graph500 generates them).
+EdgeList generate_rmat_edges(const RmatOptions& options);
+Dataset generate_rmat(const RmatOptions& options, const CleanOptions& clean);
+
+struct SbmOptions {
+  std::int64_t num_nodes = 10000;
+  int num_classes = 10;
+  double avg_degree = 20.0;     // expected undirected degree
+  double homophily = 0.8;       // expected fraction of edges inside a class
+  int feature_dim = 64;
+  double class_separation = 1.0;  // std-dev of class means around 0
+  double feature_noise = 1.0;     // std-dev of per-node noise around the class mean
+  double train_fraction = 0.6;
+  double val_fraction = 0.2;      // the rest is test
+  std::uint64_t seed = 1;
+};
+
+// Symmetric, without self-loops or duplicates; classes exactly balanced (sizes differ by at most 1).
+Dataset generate_sbm(const SbmOptions& options);
+
+// Writes the edges as a tab-separated text edge list ("u\tv\n"), atomically.
+void write_edge_list(const std::string& path, const EdgeList& edges);
+
+}  // namespace shardgnn

@@ -1,0 +1,84 @@
+// The numpy .npy format (versions 1.0, 2.0, 3.0): header parsing with full validation, typed
+// reads with range-checked conversion, zero-copy memory-mapped loads, and atomic writes.
+// Nothing is ever unpickled: object arrays are refused with a clear error.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "datasets/array.hpp"
+
+namespace shardgnn {
+
+enum class DType { kBool, kInt8, kUInt8, kInt16, kUInt16, kInt32, kUInt32, kInt64, kUInt64, kFloat32, kFloat64, kOther };
+
+std::size_t dtype_size(DType t);
+// The little-endian numpy descr of a dtype, e.g. "<i8", "|b1".
+std::string dtype_descr(DType t);
+
+template <class T>
+constexpr DType dtype_of();
+template <> constexpr DType dtype_of<std::int8_t>() { return DType::kInt8; }
+template <> constexpr DType dtype_of<std::uint8_t>() { return DType::kUInt8; }
+template <> constexpr DType dtype_of<std::int32_t>() { return DType::kInt32; }
+template <> constexpr DType dtype_of<std::uint32_t>() { return DType::kUInt32; }
+template <> constexpr DType dtype_of<std::int64_t>() { return DType::kInt64; }
+template <> constexpr DType dtype_of<std::uint64_t>() { return DType::kUInt64; }
+template <> constexpr DType dtype_of<float>() { return DType::kFloat32; }
+template <> constexpr DType dtype_of<double>() { return DType::kFloat64; }
+
+struct NpyHeader {
+  std::string descr;            // as written in the file, e.g. "<f4", "<U19", "|O"
+  DType dtype = DType::kOther;  // kOther for anything we cannot read as numbers
+  bool big_endian = false;
+  bool fortran_order = false;
+  std::vector<std::int64_t> shape;
+  std::size_t data_offset = 0;  // bytes from the start of the .npy to the data
+
+  std::int64_t count() const;   // product of the shape (1 for a 0-d array)
+};
+
+// A parsed .npy living in memory: a view into a mapping, or bytes we inflated. `origin` names it in
+// errors (a path, or "archive.npz:member.npy").
+struct NpyBuffer {
+  std::string origin;
+  NpyHeader header;
+  std::shared_ptr<const void> keeper;  // keeps `bytes` alive
+  std::span<const std::byte> bytes;    // the whole .npy, header included
+  std::uint64_t base_offset = 0;       // offset of `bytes` in its file, for error positions
+
+  std::span<const std::byte> data() const { return bytes.subspan(header.data_offset); }
+};
+
+// Parses and validates the header of the .npy in `bytes`; checks the data size against the shape.
+NpyHeader parse_npy_header(std::span<const std::byte> bytes, const std::string& origin, std::uint64_t base_offset = 0);
+
+// Maps `path` read-only and parses its header.
+NpyBuffer map_npy(const std::string& path);
+
+// Reads the array as T, converting between numeric types: integers must fit T exactly, floats to
+// integers are refused, float64 -> float32 rounds. Errors name the origin and the offending element.
+// `expected_ndim` < 0 accepts any shape.
+template <class T>
+std::vector<T> npy_to_vector(const NpyBuffer& buf, int expected_ndim = -1);
+
+// Zero-copy view of a file whose dtype is exactly T (little-endian, C order): the on-disk format
+// of shardgnn's own datasets. Anything else is an error naming the file.
+template <class T>
+Array<T> npy_view(const NpyBuffer& buf, int expected_ndim);
+
+// Writes an array with the given shape as .npy version 1.0 (or 2.0 if the header needs it),
+// atomically: to a temporary name in the same folder, fsync, rename.
+void write_npy(const std::string& path, DType dtype, const void* data, std::span<const std::int64_t> shape);
+
+template <class T>
+void write_npy(const std::string& path, std::span<const T> data, std::vector<std::int64_t> shape = {}) {
+  if (shape.empty()) shape = {static_cast<std::int64_t>(data.size())};
+  write_npy(path, dtype_of<T>(), data.data(), shape);
+}
+
+}  // namespace shardgnn

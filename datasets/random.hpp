@@ -1,0 +1,37 @@
+// Seeded randomness that yields the same numbers on every platform. Boost.Random's engines and
+// distributions are specified exactly; std::shuffle and the std:: distributions are not (libstdc++,
+// libc++ and MSVC draw differently), so generated datasets and splits use only what is here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <utility>
+
+#include <boost/random/mersenne_twister.hpp>
+#include <boost/random/uniform_int_distribution.hpp>
+
+namespace shardgnn {
+
+using Rng = boost::random::mt19937_64;
+
+// An independent seed for one stream of a generator (SplitMix64's finaliser over seed and stream),
+// so that changing how many numbers one stream draws leaves every other stream unchanged.
+inline std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t stream) {
+  std::uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (stream + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// Fisher-Yates, drawing each index with Boost's (portable) uniform_int_distribution.
+template <class T>
+void seeded_shuffle(std::span<T> items, Rng& rng) {
+  // 64-bit draws on every platform, whatever the width of size_t.
+  for (std::uint64_t i = items.size(); i > 1; --i) {
+    boost::random::uniform_int_distribution<std::uint64_t> pick(0, i - 1);
+    std::swap(items[i - 1], items[static_cast<std::size_t>(pick(rng))]);
+  }
+}
+
+}  // namespace shardgnn

@@ -1,0 +1,603 @@
+// Readers for the input formats. Each validates as it reads and throws InputError naming the
+// file, the position (line/column for text, byte offset or member/element for binary) and what
+// was expected. Graph cleaning (symmetrise, self-loops, duplicates) happens in build_csr.
+#include "datasets/readers.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+
+#include "datasets/error.hpp"
+#include "datasets/npz.hpp"
+#include "datasets/text.hpp"
+
+namespace fs = std::filesystem;
+
+namespace shardgnn {
+
+InputFormat parse_input_format(const std::string& name) {
+  if (name == "auto") return InputFormat::kAuto;
+  if (name == "npz") return InputFormat::kNpz;
+  if (name == "metis") return InputFormat::kMetis;
+  if (name == "edgelist" || name == "snap") return InputFormat::kEdgeList;
+  if (name == "ogb") return InputFormat::kOgb;
+  throw InputError("unknown input format '" + name + "', expected one of: auto, npz, metis, edgelist, ogb");
+}
+
+std::string format_name(InputFormat f) {
+  switch (f) {
+    case InputFormat::kAuto: return "auto";
+    case InputFormat::kNpz: return "npz";
+    case InputFormat::kMetis: return "metis";
+    case InputFormat::kEdgeList: return "edgelist";
+    case InputFormat::kOgb: return "ogb";
+  }
+  return "?";
+}
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// "a/b/soc-Slashdot0902.txt.gz" -> "soc-Slashdot0902"
+std::string default_name(const std::string& path) {
+  fs::path p = fs::path(path).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();
+  std::string name = p.filename().string();
+  for (const char* ext : {".gz", ".npz", ".graph", ".metis", ".txt", ".tsv", ".csv", ".el", ".edges"})
+    if (ends_with(name, ext) && name.size() > std::strlen(ext)) name.resize(name.size() - std::strlen(ext));
+  return name.empty() ? "dataset" : name;
+}
+
+std::string ogb_file(const std::string& dir, const std::string& rel) {
+  for (const char* ext : {".csv.gz", ".csv"}) {
+    std::string p = (fs::path(dir) / (rel + ext)).string();
+    if (fs::exists(p)) return p;
+  }
+  return {};
+}
+
+}  // namespace
+
+InputFormat detect_format(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    if (!ogb_file(path, "raw/edge").empty()) return InputFormat::kOgb;
+    throw InputError(path, "", "is a folder without raw/edge.csv.gz; expected an OGB dataset folder or a file");
+  }
+  std::string p = path;
+  if (ends_with(p, ".gz")) p.resize(p.size() - 3);
+  if (ends_with(p, ".npz")) return InputFormat::kNpz;
+  if (ends_with(p, ".graph") || ends_with(p, ".metis")) return InputFormat::kMetis;
+  return InputFormat::kEdgeList;
+}
+
+Dataset read_dataset(const std::string& path, const ReadOptions& options) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw InputError(path, "", "no such file or folder");
+  InputFormat f = options.format == InputFormat::kAuto ? detect_format(path) : options.format;
+  switch (f) {
+    case InputFormat::kNpz: return read_npz_dataset(path, options);
+    case InputFormat::kMetis: return read_metis_dataset(path, options);
+    case InputFormat::kEdgeList: return read_edge_list_dataset(path, options);
+    case InputFormat::kOgb: return read_ogb_dataset(path, options);
+    case InputFormat::kAuto: break;
+  }
+  throw InputError(path, "", "cannot tell the input format; pass --format");
+}
+
+// ---------------------------------------------------------------------------------------------
+// npz (Planetoid / gnn-benchmark layout)
+
+namespace {
+
+std::string member_pos(const std::string& member, std::size_t element) {
+  return "member '" + member + ".npy', element " + std::to_string(element);
+}
+
+// Checks a CSR triple read from an npz and returns (indptr, indices) as int64.
+void check_npz_csr(const std::string& path, const std::string& prefix, const std::vector<std::int64_t>& indptr,
+                   const std::vector<std::int64_t>& indices, std::int64_t rows, std::int64_t cols) {
+  if (static_cast<std::int64_t>(indptr.size()) != rows + 1)
+    throw InputError(path, "member '" + prefix + "_indptr.npy'", "has " + std::to_string(indptr.size()) + " entries, expected rows + 1 = " + std::to_string(rows + 1));
+  if (indptr.front() != 0) throw InputError(path, member_pos(prefix + "_indptr", 0), "must be 0");
+  for (std::size_t i = 1; i < indptr.size(); ++i)
+    if (indptr[i] < indptr[i - 1]) throw InputError(path, member_pos(prefix + "_indptr", i), "decreases: indptr must be non-decreasing");
+  if (indptr.back() != static_cast<std::int64_t>(indices.size()))
+    throw InputError(path, member_pos(prefix + "_indptr", indptr.size() - 1),
+                     "is " + std::to_string(indptr.back()) + ", expected the number of entries " + std::to_string(indices.size()));
+  for (std::size_t i = 0; i < indices.size(); ++i)
+    if (indices[i] < 0 || indices[i] >= cols)
+      throw InputError(path, member_pos(prefix + "_indices", i), "column " + std::to_string(indices[i]) + " out of range [0, " + std::to_string(cols) + ")");
+}
+
+std::vector<std::int64_t> read_shape2(const NpzArchive& z, const std::string& member) {
+  auto shape = npy_to_vector<std::int64_t>(z.read(member), 1);
+  if (shape.size() != 2) throw InputError(z.path(), "member '" + member + ".npy'", "expected 2 entries (rows, columns), found " + std::to_string(shape.size()));
+  if (shape[0] < 0 || shape[1] < 0) throw InputError(z.path(), "member '" + member + ".npy'", "negative count in shape");
+  return shape;
+}
+
+Array<NodeId> read_split(const NpzArchive& z, const std::string& member, std::int64_t n) {
+  if (!z.contains(member)) return {};
+  auto idx = npy_to_vector<std::int64_t>(z.read(member), 1);
+  for (std::size_t i = 0; i < idx.size(); ++i)
+    if (idx[i] < 0 || idx[i] >= n) throw InputError(z.path(), member_pos(member, i), "node id " + std::to_string(idx[i]) + " out of range [0, " + std::to_string(n) + ")");
+  return Array<NodeId>(std::move(idx));
+}
+
+void set_labels(Dataset& ds, std::vector<std::int64_t> labels, const std::string& path, const std::string& pos_prefix) {
+  std::int64_t max_label = -1;
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i] < -1) throw InputError(path, pos_prefix + std::to_string(i), "label " + std::to_string(labels[i]) + ", expected >= 0 or -1 for unlabelled");
+    max_label = std::max(max_label, labels[i]);
+  }
+  ds.num_classes = max_label + 1;
+  if (ds.num_classes > 0) ds.labels = Array<std::int64_t>(std::move(labels));
+}
+
+}  // namespace
+
+Dataset read_npz_dataset(const std::string& path, const ReadOptions& options) {
+  NpzArchive z(path);
+  Dataset ds;
+  ds.name = options.name.empty() ? default_name(path) : options.name;
+  ds.source = path + " (npz)";
+
+  const auto adj_shape = read_shape2(z, "adj_shape");
+  const std::int64_t n = adj_shape[0];
+  if (adj_shape[1] != n) throw InputError(path, "member 'adj_shape.npy'", "adjacency is " + std::to_string(n) + " x " + std::to_string(adj_shape[1]) + ", expected square");
+  auto indptr = npy_to_vector<std::int64_t>(z.read("adj_indptr"), 1);
+  auto indices = npy_to_vector<std::int64_t>(z.read("adj_indices"), 1);
+  check_npz_csr(path, "adj", indptr, indices, n, n);
+  {
+    EdgeList el;
+    el.num_nodes = n;
+    el.src.resize(indices.size());
+    for (std::int64_t u = 0; u < n; ++u) std::fill(el.src.begin() + indptr[u], el.src.begin() + indptr[u + 1], u);
+    el.dst = std::move(indices);
+    BuiltGraph built = build_csr(std::move(el), options.clean);
+    ds.graph = std::move(built.graph);
+    ds.cleaning = built.report;
+  }
+
+  if (z.contains("attr_data")) {
+    const auto shape = read_shape2(z, "attr_shape");
+    if (shape[0] != n) throw InputError(path, "member 'attr_shape.npy'", "features have " + std::to_string(shape[0]) + " rows, expected one per node (" + std::to_string(n) + ")");
+    auto fptr = npy_to_vector<std::int64_t>(z.read("attr_indptr"), 1);
+    auto fidx = npy_to_vector<std::int64_t>(z.read("attr_indices"), 1);
+    auto fval = npy_to_vector<float>(z.read("attr_data"), 1);
+    check_npz_csr(path, "attr", fptr, fidx, n, shape[1]);
+    if (fval.size() != fidx.size()) throw InputError(path, "member 'attr_data.npy'", "has " + std::to_string(fval.size()) + " values, expected " + std::to_string(fidx.size()) + " (as attr_indices)");
+    ds.feature_dim = shape[1];
+    std::vector<float> dense(static_cast<std::size_t>(n * ds.feature_dim), 0.0f);
+    for (std::int64_t u = 0; u < n; ++u)
+      for (std::int64_t e = fptr[u]; e < fptr[u + 1]; ++e) {
+        if (!std::isfinite(fval[e])) throw InputError(path, member_pos("attr_data", e), std::string(std::isnan(fval[e]) ? "NaN" : "infinite") + " feature value, expected a finite number");
+        dense[u * ds.feature_dim + fidx[e]] += fval[e];
+      }
+    ds.features = Array<float>(std::move(dense));
+  } else if (z.contains("attr_matrix")) {
+    NpyBuffer buf = z.read("attr_matrix");
+    if (buf.header.shape.size() != 2 || buf.header.shape[0] != n)
+      throw InputError(path, "member 'attr_matrix.npy'", "expected a 2-d array with one row per node");
+    auto dense = npy_to_vector<float>(buf, 2);
+    for (std::size_t i = 0; i < dense.size(); ++i)
+      if (!std::isfinite(dense[i])) throw InputError(path, member_pos("attr_matrix", i), "non-finite feature value, expected a finite number");
+    ds.feature_dim = buf.header.shape[1];
+    ds.features = Array<float>(std::move(dense));
+  }
+
+  if (z.contains("labels")) {
+    NpyBuffer buf = z.read("labels");
+    if (buf.header.shape.size() != 1 || buf.header.shape[0] != n)
+      throw InputError(path, "member 'labels.npy'", "expected one label per node (" + std::to_string(n) + "), as a 1-d array (one-hot labels are not supported)");
+    set_labels(ds, npy_to_vector<std::int64_t>(buf, 1), path, "member 'labels.npy', element ");
+  }
+  ds.train_idx = read_split(z, "idx_train", n);
+  ds.val_idx = read_split(z, "idx_val", n);
+  ds.test_idx = read_split(z, "idx_test", n);
+  return ds;
+}
+
+// ---------------------------------------------------------------------------------------------
+// METIS graph text: "n m [fmt [ncon]]", then one line per vertex (1-based neighbours).
+
+Dataset read_metis_dataset(const std::string& path, const ReadOptions& options) {
+  struct State {
+    bool have_header = false;
+    std::int64_t n = 0, m = 0, ncon = 0;
+    bool has_vsize = false, has_vweights = false, has_eweights = false;
+    std::int64_t vertex = 0;  // next vertex (0-based)
+    EdgeList el;
+    std::vector<std::int64_t> vweights;
+  } st;
+
+  for_each_text_chunk(path, [&](std::string_view text, std::uint64_t first_line) {
+    TextCursor c(text, first_line, path);
+    while (!c.at_end()) {
+      if (c.peek() == '%') { c.next_line(); continue; }
+      if (!st.have_header) {
+        c.skip_blanks();
+        if (c.at_eol()) { c.next_line(); continue; }
+        st.n = c.read_int("the number of vertices");
+        if (st.n < 0) c.fail("negative vertex count " + std::to_string(st.n));
+        c.skip_blanks();
+        st.m = c.read_int("the number of edges");
+        if (st.m < 0) c.fail("negative edge count " + std::to_string(st.m));
+        c.skip_blanks();
+        if (!c.at_eol()) {
+          std::string fmt(c.token());
+          if (fmt.size() > 3 || fmt.find_first_not_of("01") != std::string::npos) c.fail("format field " + quote_token(fmt) + ", expected up to three 0/1 digits (e.g. 011)");
+          fmt.insert(0, 3 - fmt.size(), '0');
+          st.has_vsize = fmt[0] == '1';
+          st.has_vweights = fmt[1] == '1';
+          st.has_eweights = fmt[2] == '1';
+          c.read_int("the format field");
+          c.skip_blanks();
+          if (!c.at_eol()) {
+            st.ncon = c.read_int("the number of vertex weights");
+            if (st.ncon < 1) c.fail("number of vertex weights must be >= 1");
+            if (!st.has_vweights) c.fail("number of vertex weights given but the format field has no vertex weights");
+            c.skip_blanks();
+            if (!c.at_eol()) c.fail("unexpected " + quote_token(c.token()) + " after the header");
+          }
+        }
+        if (st.has_vweights && st.ncon == 0) st.ncon = 1;
+        st.have_header = true;
+        st.el.num_nodes = st.n;
+        st.el.src.reserve(static_cast<std::size_t>(2 * st.m));
+        st.el.dst.reserve(static_cast<std::size_t>(2 * st.m));
+        c.next_line();
+        continue;
+      }
+      if (st.vertex >= st.n) {
+        c.skip_blanks();
+        if (!c.at_eol()) c.fail("unexpected data after the " + std::to_string(st.n) + " vertex lines the header announced");
+        c.next_line();
+        continue;
+      }
+      const NodeId u = st.vertex++;
+      c.skip_blanks();
+      if (st.has_vsize && !c.at_eol()) {
+        if (c.read_int("a vertex size") < 0) c.fail("negative vertex size");
+        c.skip_blanks();
+      }
+      for (std::int64_t k = 0; k < st.ncon; ++k) {
+        const std::int64_t w = c.read_int("a vertex weight");
+        if (w < 0) c.fail("negative vertex weight " + std::to_string(w));
+        st.vweights.push_back(w);
+        c.skip_blanks();
+      }
+      while (!c.at_eol()) {
+        const std::int64_t v = c.read_int("a neighbour id");
+        if (v < 1 || v > st.n) c.fail("neighbour id " + std::to_string(v) + " out of range [1, " + std::to_string(st.n) + "]");
+        std::int64_t w = 1;
+        if (st.has_eweights) {
+          c.skip_blanks();
+          w = c.read_int("an edge weight");
+          if (w <= 0) c.fail("edge weight " + std::to_string(w) + ", expected > 0");
+        }
+        if (static_cast<std::int64_t>(st.el.src.size()) >= 2 * st.m)
+          c.fail("more adjacency entries than the header's " + std::to_string(st.m) + " edges allow (2m = " + std::to_string(2 * st.m) + ")");
+        st.el.src.push_back(u);
+        st.el.dst.push_back(v - 1);
+        if (st.has_eweights) st.el.weight.push_back(w);
+        c.skip_blanks();
+      }
+      c.next_line();
+    }
+  });
+  if (!st.have_header) throw InputError(path, at_line(1), "empty file, expected a METIS header 'vertices edges [format [ncon]]'");
+  if (st.vertex < st.n)
+    throw InputError(path, "end of file", "found " + std::to_string(st.vertex) + " vertex lines, the header announced " + std::to_string(st.n) + " (truncated file?)");
+  if (static_cast<std::int64_t>(st.el.src.size()) != 2 * st.m)
+    throw InputError(path, "end of file", "found " + std::to_string(st.el.src.size()) + " adjacency entries, the header's " + std::to_string(st.m) + " edges need 2m = " + std::to_string(2 * st.m));
+
+  Dataset ds;
+  ds.name = options.name.empty() ? default_name(path) : options.name;
+  ds.source = path + " (metis)";
+  if (st.has_vweights) {
+    ds.node_weight_dim = st.ncon;
+    ds.node_weights = Array<std::int64_t>(std::move(st.vweights));
+  }
+  BuiltGraph built = build_csr(std::move(st.el), options.clean);
+  ds.graph = std::move(built.graph);
+  ds.cleaning = built.report;
+  if (!built.weights.empty()) ds.edge_weights = Array<std::int64_t>(std::move(built.weights));
+  return ds;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Edge lists
+
+namespace {
+
+[[noreturn]] void edge_line_error(std::string_view line_text, std::uint64_t line, const std::string& origin, std::int64_t id_limit) {
+  TextCursor c(line_text, line, origin);
+  c.skip_blanks();
+  for (int k = 0; k < 2; ++k) {
+    if (k == 1) {
+      c.skip_separator();
+      if (c.at_eol()) c.fail("line has one node id, expected two (source and target)");
+    }
+    const std::int64_t id = c.read_int("a non-negative integer node id");
+    if (id < 0) c.fail("negative node id " + std::to_string(id));
+    if (id >= id_limit) c.fail("node id " + std::to_string(id) + " out of range [0, " + std::to_string(id_limit) + ")");
+  }
+  c.fail("malformed line, expected 'source target'");
+}
+
+}  // namespace
+
+void parse_edge_list_text(std::string_view text, const std::string& origin, std::uint64_t first_line, RawEdges& out, std::int64_t id_limit) {
+  const char* p = text.data();
+  const char* const e = p + text.size();
+  std::uint64_t line = first_line;
+  auto is_digit = [](char ch) { return static_cast<unsigned char>(ch - '0') < 10; };
+  auto is_sep = [](char ch) { return ch == ' ' || ch == '\t' || ch == ','; };
+  // Hot loop: one pass, no allocation beyond the output vectors. Anything unusual falls to
+  // edge_line_error, which re-reads the line slowly to say exactly what is wrong.
+  while (p < e) {
+    const char* const line_start = p;
+    while (p < e && (*p == ' ' || *p == '\t')) ++p;
+    if (p == e) break;
+    const char ch = *p;
+    if (ch == '\n') { ++p; ++line; continue; }
+    if (ch == '\r' && (p + 1 == e || p[1] == '\n')) { p += (p + 1 == e) ? 1 : 2; ++line; continue; }
+    if (ch == '#' || ch == '%') {
+      const void* nl = std::memchr(p, '\n', static_cast<std::size_t>(e - p));
+      p = nl ? static_cast<const char*>(nl) + 1 : e;
+      ++line;
+      continue;
+    }
+    std::int64_t ids[2];
+    bool ok = true;
+    for (int k = 0; k < 2 && ok; ++k) {
+      if (k == 1) {
+        const char* before = p;
+        while (p < e && is_sep(*p)) ++p;
+        if (p == before) { ok = false; break; }
+      }
+      const char* s = p;
+      std::uint64_t v = 0;
+      while (p < e && is_digit(*p)) v = v * 10 + static_cast<std::uint64_t>(*p++ - '0');
+      // 18 digits always fit in int64; longer tokens take the careful path.
+      if (p == s || p - s > 18 || static_cast<std::int64_t>(v) >= id_limit) ok = false;
+      ids[k] = static_cast<std::int64_t>(v);
+    }
+    if (ok && p < e && !(is_sep(*p) || *p == '\n' || *p == '\r')) ok = false;
+    const void* nl = std::memchr(p, '\n', static_cast<std::size_t>(e - p));
+    const char* line_end = nl ? static_cast<const char*>(nl) : e;
+    if (!ok) edge_line_error(std::string_view(line_start, static_cast<std::size_t>(line_end - line_start)), line, origin, id_limit);
+    out.src.push_back(ids[0]);
+    out.dst.push_back(ids[1]);
+    ++out.lines;
+    p = nl ? line_end + 1 : e;
+    ++line;
+  }
+  out.bytes += text.size();
+}
+
+namespace {
+
+RawEdges parse_edge_file(const std::string& path, std::int64_t id_limit) {
+  RawEdges raw;
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  // ~12 bytes per line is typical of small ids; reserving avoids most regrowth on plain files.
+  if (!ec && !is_gzip_file(path)) {
+    raw.src.reserve(size / 12);
+    raw.dst.reserve(size / 12);
+  }
+  for_each_text_chunk(path, [&](std::string_view text, std::uint64_t first_line) { parse_edge_list_text(text, path, first_line, raw, id_limit); });
+  return raw;
+}
+
+}  // namespace
+
+RawEdges parse_edge_list_file(const std::string& path) { return parse_edge_file(path, std::numeric_limits<std::int64_t>::max()); }
+
+Dataset read_edge_list_dataset(const std::string& path, const ReadOptions& options) {
+  if (options.num_nodes < 0) throw InputError("--num-nodes must be positive, got " + std::to_string(options.num_nodes));
+  RawEdges raw = parse_edge_file(path, options.num_nodes > 0 ? options.num_nodes : std::numeric_limits<std::int64_t>::max());
+  if (raw.lines == 0) throw InputError(path, at_line(1), raw.bytes == 0 ? "empty file, expected lines 'source target'" : "no edges found, expected lines 'source target'");
+  Dataset ds;
+  ds.name = options.name.empty() ? default_name(path) : options.name;
+  ds.source = path + " (edge list)";
+  EdgeList el;
+  if (options.num_nodes > 0) {
+    el.num_nodes = options.num_nodes;
+  } else {
+    // Relabel the ids that appear to 0..n-1 in increasing order, so an already dense 0-based
+    // list keeps its ids. A dense table when ids are not too sparse, else sort + binary search.
+    std::int64_t max_id = 0;
+    for (auto v : raw.src) max_id = std::max(max_id, v);
+    for (auto v : raw.dst) max_id = std::max(max_id, v);
+    std::vector<std::int64_t> original;
+    const std::size_t m = raw.src.size();
+    if (static_cast<std::uint64_t>(max_id) < 4 * m + (1u << 20)) {
+      std::vector<std::int64_t> map(static_cast<std::size_t>(max_id) + 1, 0);
+      for (auto v : raw.src) map[v] = 1;
+      for (auto v : raw.dst) map[v] = 1;
+      std::int64_t next = 0;
+      for (std::int64_t id = 0; id <= max_id; ++id)
+        if (map[id]) { original.push_back(id); map[id] = next++; }
+      for (auto& v : raw.src) v = map[v];
+      for (auto& v : raw.dst) v = map[v];
+    } else {
+      original.reserve(2 * m);
+      original.insert(original.end(), raw.src.begin(), raw.src.end());
+      original.insert(original.end(), raw.dst.begin(), raw.dst.end());
+      std::sort(original.begin(), original.end());
+      original.erase(std::unique(original.begin(), original.end()), original.end());
+      auto relabel = [&](std::int64_t v) { return static_cast<std::int64_t>(std::lower_bound(original.begin(), original.end(), v) - original.begin()); };
+      for (auto& v : raw.src) v = relabel(v);
+      for (auto& v : raw.dst) v = relabel(v);
+    }
+    el.num_nodes = static_cast<std::int64_t>(original.size());
+    const bool identity = original.back() == el.num_nodes - 1;
+    if (!identity) ds.node_ids = Array<std::int64_t>(std::move(original));
+  }
+  el.src = std::move(raw.src);
+  el.dst = std::move(raw.dst);
+  BuiltGraph built = build_csr(std::move(el), options.clean);
+  ds.graph = std::move(built.graph);
+  ds.cleaning = built.report;
+  return ds;
+}
+
+// ---------------------------------------------------------------------------------------------
+// OGB node-property-prediction raw layout
+
+namespace {
+
+std::string require_ogb_file(const std::string& dir, const std::string& rel) {
+  std::string p = ogb_file(dir, rel);
+  if (p.empty()) throw InputError((fs::path(dir) / (rel + ".csv.gz")).string(), "", "missing from the OGB dataset folder");
+  return p;
+}
+
+// Reads a CSV of one integer per line (split files, num-node-list, labels). "nan" is allowed only
+// when nan_value is given (OGB marks unlabelled nodes so); integral floats ("3.0") are accepted
+// because OGB writes some label files that way.
+std::vector<std::int64_t> read_int_column(const std::string& path, const char* what, const std::int64_t* nan_value = nullptr) {
+  std::vector<std::int64_t> out;
+  for_each_text_chunk(path, [&](std::string_view text, std::uint64_t first_line) {
+    TextCursor c(text, first_line, path);
+    while (!c.at_end()) {
+      c.skip_blanks();
+      if (c.at_eol()) { c.next_line(); continue; }
+      const std::string_view tok = c.token();
+      if (nan_value && (tok == "nan" || tok == "NaN")) {
+        out.push_back(*nan_value);
+        c.skip_token();
+      } else if (tok.find_first_of(".eE") != std::string_view::npos) {
+        const double d = c.read_double(what);
+        if (d != std::floor(d) || std::fabs(d) > 9e15) c.fail(std::string("expected ") + what + ", found " + quote_token(tok));
+        out.push_back(static_cast<std::int64_t>(d));
+      } else {
+        out.push_back(c.read_int(what));
+      }
+      c.skip_blanks();
+      if (!c.at_eol()) c.fail("expected one value per line, found another column " + quote_token(c.token()));
+      c.next_line();
+    }
+  });
+  return out;
+}
+
+}  // namespace
+
+Dataset read_ogb_dataset(const std::string& dir, const ReadOptions& options) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw InputError(dir, "", "expected an OGB dataset folder (raw/, split/)");
+  Dataset ds;
+  ds.name = options.name.empty() ? default_name(dir) : options.name;
+  ds.source = dir + " (ogb)";
+
+  // Node count: raw/num-node-list when present, else the node-feature / label rows, else the ids.
+  std::int64_t n = -1;
+  if (std::string p = ogb_file(dir, "raw/num-node-list"); !p.empty()) {
+    auto v = read_int_column(p, "the number of nodes");
+    if (v.size() != 1) throw InputError(p, at_line(1), "expected exactly one node count (a single graph), found " + std::to_string(v.size()) + " values");
+    if (v[0] < 0) throw InputError(p, at_line(1), "negative node count " + std::to_string(v[0]));
+    n = v[0];
+  }
+
+  // Features: F comma-separated floats per line, F fixed by the first line.
+  std::vector<float> features;
+  std::int64_t feat_rows = 0, fdim = 0;
+  if (std::string p = ogb_file(dir, "raw/node-feat"); !p.empty()) {
+    for_each_text_chunk(p, [&](std::string_view text, std::uint64_t first_line) {
+      TextCursor c(text, first_line, p);
+      while (!c.at_end()) {
+        c.skip_blanks();
+        if (c.at_eol()) { c.next_line(); continue; }
+        std::int64_t cols = 0;
+        while (!c.at_eol()) {
+          const double v = c.read_double("a feature value");
+          if (!std::isfinite(v)) c.fail(std::string(std::isnan(v) ? "NaN" : "infinite") + " feature value, expected a finite number");
+          features.push_back(static_cast<float>(v));
+          ++cols;
+          c.skip_separator();
+        }
+        if (fdim == 0) fdim = cols;
+        else if (cols != fdim) c.fail("row has " + std::to_string(cols) + " features, expected " + std::to_string(fdim) + " as on the first row");
+        ++feat_rows;
+        c.next_line();
+      }
+    });
+    if (n < 0) n = feat_rows;
+    if (feat_rows != n) throw InputError(p, "end of file", std::to_string(feat_rows) + " feature rows, expected one per node (" + std::to_string(n) + ")");
+  }
+
+  std::vector<std::int64_t> labels;
+  std::string label_path = ogb_file(dir, "raw/node-label");
+  if (!label_path.empty()) {
+    const std::int64_t unlabelled = -1;
+    labels = read_int_column(label_path, "an integer class label", &unlabelled);
+    if (n < 0) n = static_cast<std::int64_t>(labels.size());
+    if (static_cast<std::int64_t>(labels.size()) != n)
+      throw InputError(label_path, "end of file", std::to_string(labels.size()) + " labels, expected one per node (" + std::to_string(n) + ")");
+  }
+
+  const std::string edge_path = require_ogb_file(dir, "raw/edge");
+  RawEdges raw = parse_edge_file(edge_path, n >= 0 ? n : std::numeric_limits<std::int64_t>::max());
+  if (n < 0) {
+    n = 0;
+    for (auto v : raw.src) n = std::max(n, v + 1);
+    for (auto v : raw.dst) n = std::max(n, v + 1);
+  }
+  EdgeList el;
+  el.num_nodes = n;
+  el.src = std::move(raw.src);
+  el.dst = std::move(raw.dst);
+  BuiltGraph built = build_csr(std::move(el), options.clean);
+  ds.graph = std::move(built.graph);
+  ds.cleaning = built.report;
+  if (fdim > 0) {
+    ds.feature_dim = fdim;
+    ds.features = Array<float>(std::move(features));
+  }
+  if (!labels.empty()) set_labels(ds, std::move(labels), label_path, "line ");
+
+  // Split: split/<name>/{train,valid,test}.csv.gz
+  const fs::path split_root = fs::path(dir) / "split";
+  if (fs::is_directory(split_root, ec)) {
+    std::string name = options.ogb_split;
+    if (name.empty()) {
+      std::vector<std::string> names;
+      for (const auto& e : fs::directory_iterator(split_root))
+        if (e.is_directory()) names.push_back(e.path().filename().string());
+      std::sort(names.begin(), names.end());
+      if (names.size() > 1) {
+        std::string list;
+        for (const auto& s : names) list += (list.empty() ? "" : ", ") + s;
+        throw InputError(split_root.string(), "", "holds several splits (" + list + "); choose one with --ogb-split");
+      }
+      if (!names.empty()) name = names[0];
+    }
+    if (!name.empty()) {
+      const std::string sdir = (split_root / name).string();
+      if (!fs::is_directory(sdir, ec)) throw InputError(sdir, "", "no such split folder");
+      auto read_idx = [&](const char* file) {
+        const std::string p = require_ogb_file(sdir, file);
+        auto idx = read_int_column(p, "a node id");
+        for (std::size_t i = 0; i < idx.size(); ++i)
+          if (idx[i] < 0 || idx[i] >= n) throw InputError(p, "value " + std::to_string(i + 1), "node id " + std::to_string(idx[i]) + " out of range [0, " + std::to_string(n) + ")");
+        return Array<NodeId>(std::move(idx));
+      };
+      ds.train_idx = read_idx("train");
+      ds.val_idx = read_idx("valid");
+      ds.test_idx = read_idx("test");
+    }
+  }
+  return ds;
+}
+
+}  // namespace shardgnn

@@ -1,0 +1,85 @@
+#include <catch2/catch.hpp>
+
+#include "datasets/builder.hpp"
+
+using namespace shardgnn;
+
+namespace {
+
+EdgeList edges(std::int64_t n, std::vector<std::pair<NodeId, NodeId>> list) {
+  EdgeList el;
+  el.num_nodes = n;
+  for (auto [u, v] : list) {
+    el.src.push_back(u);
+    el.dst.push_back(v);
+  }
+  return el;
+}
+
+std::vector<std::vector<NodeId>> rows(const CsrGraph& g) {
+  std::vector<std::vector<NodeId>> r;
+  for (NodeId u = 0; u < g.num_nodes(); ++u) r.emplace_back(g.neighbors(u).begin(), g.neighbors(u).end());
+  return r;
+}
+
+}  // namespace
+
+// 0 -> 1 -> 2      (directed, 1 -> 2 given twice), 2 -> 2 self-loop, 3 isolated, 2 -> 0
+TEST_CASE("build_csr keeps the input as is when no option is set, rows sorted", "[builder]") {
+  auto b = build_csr(edges(4, {{1, 2}, {0, 1}, {2, 2}, {1, 2}, {2, 0}}), {});
+  CHECK(rows(b.graph) == std::vector<std::vector<NodeId>>{{1}, {2, 2}, {0, 2}, {}});
+  CHECK(b.report.input_entries == 5);
+  CHECK(b.report.output_entries == 5);
+  CHECK(b.report.reverse_added + b.report.self_loops_dropped + b.report.duplicates_dropped == 0);
+}
+
+TEST_CASE("build_csr cleaning options and their counts", "[builder]") {
+  const auto in = [] { return edges(4, {{1, 2}, {0, 1}, {2, 2}, {1, 2}, {2, 0}}); };
+  SECTION("drop self-loops") {
+    auto b = build_csr(in(), {false, true, false});
+    CHECK(rows(b.graph) == std::vector<std::vector<NodeId>>{{1}, {2, 2}, {0}, {}});
+    CHECK(b.report.self_loops_dropped == 1);
+  }
+  SECTION("drop duplicates") {
+    auto b = build_csr(in(), {false, false, true});
+    CHECK(rows(b.graph) == std::vector<std::vector<NodeId>>{{1}, {2}, {0, 2}, {}});
+    CHECK(b.report.duplicates_dropped == 1);
+  }
+  SECTION("symmetrize keeps multiplicities: (1,2) twice needs (2,1) twice") {
+    auto b = build_csr(in(), {true, false, false});
+    CHECK(rows(b.graph) == std::vector<std::vector<NodeId>>{{1, 2}, {0, 2, 2}, {0, 1, 1, 2}, {}});
+    CHECK(b.report.reverse_added == 4);  // (1,0), (2,1) x2, (0,2)
+    CHECK(b.report.output_entries == 9);
+  }
+  SECTION("all three: the simple undirected graph") {
+    auto b = build_csr(in(), {true, true, true});
+    CHECK(rows(b.graph) == std::vector<std::vector<NodeId>>{{1, 2}, {0, 2}, {0, 1}, {}});
+    CHECK(b.report.reverse_added == 3);
+    CHECK(b.report.self_loops_dropped == 1);
+    CHECK(b.report.duplicates_dropped == 1);
+    CHECK(b.report.output_entries == 6);
+  }
+}
+
+TEST_CASE("symmetrize adds nothing to a graph that is already symmetric", "[builder]") {
+  //  0 - 1 - 2 - 0 (triangle)
+  auto b = build_csr(edges(3, {{0, 1}, {1, 0}, {1, 2}, {2, 1}, {2, 0}, {0, 2}}), {true, false, false});
+  CHECK(b.report.reverse_added == 0);
+  CHECK(b.report.output_entries == 6);
+}
+
+TEST_CASE("weights travel with their edges through sorting and cleaning", "[builder]") {
+  EdgeList el = edges(3, {{0, 2}, {0, 1}, {1, 0}, {0, 1}});
+  el.weight = {7, 3, 3, 5};
+  auto b = build_csr(std::move(el), {false, false, true});
+  CHECK(rows(b.graph) == std::vector<std::vector<NodeId>>{{1, 2}, {0}, {}});
+  // The duplicate (0,1) keeps the smaller weight deterministically; (0,2) keeps 7.
+  CHECK(b.weights == std::vector<std::int64_t>{3, 7, 3});
+}
+
+TEST_CASE("rebuild_csr re-cleans an existing CSR", "[builder]") {
+  auto b = build_csr(edges(3, {{0, 1}, {1, 2}}), {});
+  auto r = rebuild_csr(b.graph, {true, false, false});
+  CHECK(rows(r.graph) == std::vector<std::vector<NodeId>>{{1}, {0, 2}, {1}});
+  CHECK(r.report.reverse_added == 2);
+}

@@ -1,0 +1,113 @@
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <fstream>
+
+#include "datasets/error.hpp"
+#include "datasets/npy.hpp"
+#include "test_paths.hpp"
+
+using namespace shardgnn;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// Builds .npy bytes by hand so headers numpy itself would write (v2, big-endian, Fortran) are covered.
+std::vector<std::byte> npy_bytes(int major, const std::string& dict, const std::string& data) {
+  std::string s = "\x93NUMPY";
+  s += static_cast<char>(major);
+  s += '\0';
+  std::string d = dict + "\n";
+  if (major == 1) {
+    s += static_cast<char>(d.size() & 0xff);
+    s += static_cast<char>(d.size() >> 8);
+  } else {
+    std::uint32_t n = static_cast<std::uint32_t>(d.size());
+    s.append(reinterpret_cast<const char*>(&n), 4);
+  }
+  s += d + data;
+  std::vector<std::byte> out(s.size());
+  std::memcpy(out.data(), s.data(), s.size());
+  return out;
+}
+
+NpyBuffer buffer(std::vector<std::byte>& b) {
+  NpyBuffer buf;
+  buf.origin = "mem.npy";
+  buf.bytes = b;
+  buf.header = parse_npy_header(b, buf.origin);
+  return buf;
+}
+
+}  // namespace
+
+TEST_CASE("npy round trip keeps dtype, shape and values, and loads zero-copy", "[npy]") {
+  test::ScratchDir dir;
+  const std::vector<float> values = {1.5f, -2.0f, 3.25f, 0.0f, 1e-7f, 42.0f};
+  write_npy<float>(dir / "f.npy", values, {2, 3});
+  NpyBuffer buf = map_npy(dir / "f.npy");
+  CHECK(buf.header.descr == "<f4");
+  CHECK(buf.header.shape == std::vector<std::int64_t>{2, 3});
+  CHECK_FALSE(buf.header.fortran_order);
+  CHECK(buf.header.data_offset % 64 == 0);
+  Array<float> view = npy_view<float>(buf, 2);
+  REQUIRE(view.size() == values.size());
+  CHECK(view.is_mapped());
+  CHECK(std::equal(view.begin(), view.end(), values.begin()));
+  // Wrong ndim and wrong dtype are errors naming the file.
+  CHECK_THROWS_WITH(npy_view<float>(buf, 1), Contains("f.npy") && Contains("expected a 1-d array"));
+  CHECK_THROWS_WITH(npy_view<std::int64_t>(buf, 2), Contains("'<f4'") && Contains("expected '<i8'"));
+}
+
+TEST_CASE("npy of zero elements and of 64-bit ids round-trip", "[npy]") {
+  test::ScratchDir dir;
+  write_npy<std::int64_t>(dir / "empty.npy", std::span<const std::int64_t>{});
+  NpyBuffer e = map_npy(dir / "empty.npy");
+  CHECK(e.header.shape == std::vector<std::int64_t>{0});
+  CHECK(npy_view<std::int64_t>(e, 1).size() == 0);
+  const std::vector<std::int64_t> big = {0, (std::int64_t{1} << 40) + 7, -1};
+  write_npy<std::int64_t>(dir / "big.npy", big);
+  CHECK(npy_to_vector<std::int64_t>(map_npy(dir / "big.npy"), 1) == big);
+}
+
+TEST_CASE("npy typed reads convert between numeric types with range checks", "[npy]") {
+  std::int32_t i32[3] = {1, -5, 70000};
+  auto b = npy_bytes(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (3,), }", std::string(reinterpret_cast<char*>(i32), 12));
+  auto buf = buffer(b);
+  CHECK(npy_to_vector<std::int64_t>(buf, 1) == std::vector<std::int64_t>{1, -5, 70000});
+  CHECK(npy_to_vector<double>(buf, 1) == std::vector<double>{1, -5, 70000});
+
+  std::int64_t i64[2] = {3, std::int64_t{1} << 33};
+  auto b2 = npy_bytes(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }", std::string(reinterpret_cast<char*>(i64), 16));
+  CHECK_THROWS_WITH(npy_to_vector<std::int32_t>(buffer(b2), 1), Contains("element 1") && Contains("does not fit"));
+
+  double f64[2] = {0.5, 2.0};
+  auto b3 = npy_bytes(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", std::string(reinterpret_cast<char*>(f64), 16));
+  CHECK(npy_to_vector<float>(buffer(b3), 1) == std::vector<float>{0.5f, 2.0f});
+  CHECK_THROWS_WITH(npy_to_vector<std::int64_t>(buffer(b3), 1), Contains("expected an integer array"));
+}
+
+TEST_CASE("npy version 2 headers and big-endian data are read", "[npy]") {
+  const char be[8] = {0, 0, 1, 0, 0, 0, 0, 2};  // >i4: 256, 2
+  auto b = npy_bytes(2, "{'descr': '>i4', 'fortran_order': False, 'shape': (2,), }", std::string(be, 8));
+  auto buf = buffer(b);
+  CHECK(buf.header.big_endian);
+  CHECK(npy_to_vector<std::int64_t>(buf, 1) == std::vector<std::int64_t>{256, 2});
+  // Zero-copy views need the native layout.
+  CHECK_THROWS_WITH(npy_view<std::int32_t>(buf, 1), Contains("'>i4'"));
+}
+
+TEST_CASE("npy headers that are not plain C-ordered numbers are refused", "[npy]") {
+  auto fortran = npy_bytes(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", std::string(16, '\0'));
+  CHECK_THROWS_WITH(npy_to_vector<float>(buffer(fortran), 2), Contains("Fortran"));
+  auto unicode = npy_bytes(1, "{'descr': '<U3', 'fortran_order': False, 'shape': (2,), }", std::string(24, '\0'));
+  auto ubuf = buffer(unicode);  // parses (size checked as 2 x 12 bytes) ...
+  CHECK_THROWS_WITH(npy_to_vector<float>(ubuf, 1), Contains("unsupported dtype '<U3'"));  // ... but is not numbers
+  auto object = npy_bytes(1, "{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", "\x80\x04pickle");
+  CHECK_THROWS_WITH(npy_to_vector<float>(buffer(object), 1), Contains("unpickling"));
+  auto structured = npy_bytes(1, "{'descr': [('a', '<i4')], 'fortran_order': False, 'shape': (1,), }", std::string(4, '\0'));
+  CHECK_THROWS_WITH(buffer(structured), Contains("structured dtype"));
+  auto extra = npy_bytes(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (1,), }", std::string(8, '\0'));
+  CHECK_THROWS_WITH(buffer(extra), Contains("unexpected bytes after the array data"));
+  auto version = npy_bytes(9, "{}", "");
+  CHECK_THROWS_WITH(buffer(version), Contains("unsupported .npy version 9"));
+}

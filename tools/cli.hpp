@@ -1,0 +1,29 @@
+// Shared plumbing of the subcommands: option parsing with one-line usage errors, help output.
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <string>
+#include <vector>
+
+namespace shardgnn::cli {
+
+namespace po = boost::program_options;
+
+// Thrown for a malformed command line; main prints it with a hint to --help and exits 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Parses `args` against `opts` and `positional` names (each taking one value, in order).
+// Returns false (after printing help) when --help was given.
+bool parse(const std::vector<std::string>& args, const std::string& usage, po::options_description& opts,
+           const std::vector<std::string>& positional, po::variables_map& vm);
+
+// The command name for messages, e.g. "shardgnn data convert".
+extern std::string g_command;
+
+int data_main(const std::vector<std::string>& args);
+int bench_main(const std::vector<std::string>& args);
+int bench_data_main(const std::vector<std::string>& args);
+
+}  // namespace shardgnn::cli

@@ -1,0 +1,272 @@
+// `shardgnn data convert|generate|info|validate`
+#include <boost/json.hpp>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "datasets/error.hpp"
+#include "datasets/generators.hpp"
+#include "datasets/json_util.hpp"
+#include "datasets/readers.hpp"
+#include "datasets/splits.hpp"
+#include "datasets/stats.hpp"
+#include "tools/cli.hpp"
+
+namespace shardgnn::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+void add_clean_options(po::options_description& o) {
+  o.add_options()
+      ("symmetrize", "add the missing reverse of every edge (make the graph undirected)")
+      ("drop-self-loops", "remove edges (u, u)")
+      ("drop-duplicates", "keep one copy of each edge (u, v)");
+}
+
+CleanOptions clean_options(const po::variables_map& vm) {
+  CleanOptions c;
+  c.symmetrize = vm.count("symmetrize") > 0;
+  c.drop_self_loops = vm.count("drop-self-loops") > 0;
+  c.drop_duplicates = vm.count("drop-duplicates") > 0;
+  return c;
+}
+
+void print_cleaning(const CleanReport& r, const CleanOptions& c) {
+  std::printf("  input entries        %lld\n", static_cast<long long>(r.input_entries));
+  if (c.symmetrize) std::printf("  --symmetrize         added %lld reverse entries\n", static_cast<long long>(r.reverse_added));
+  if (c.drop_self_loops) std::printf("  --drop-self-loops    removed %lld self-loops\n", static_cast<long long>(r.self_loops_dropped));
+  if (c.drop_duplicates) std::printf("  --drop-duplicates    removed %lld duplicate entries\n", static_cast<long long>(r.duplicates_dropped));
+  std::printf("  output entries       %lld\n", static_cast<long long>(r.output_entries));
+}
+
+void maybe_split(Dataset& ds, const po::variables_map& vm) {
+  if (!vm.count("split")) return;
+  if (ds.num_classes == 0) throw InputError("--split needs labels, and '" + ds.name + "' has none");
+  assign_split(ds, parse_split_spec(vm["split"].as<std::string>(), vm["seed"].as<std::uint64_t>()));
+}
+
+void save_and_report(const Dataset& ds, const std::string& out, bool force, const CleanOptions& clean, double t_read) {
+  const auto t0 = Clock::now();
+  save_dataset(ds, out, force);
+  std::printf("wrote %s: %lld nodes, %lld directed edges, %lld features, %lld classes, split %zu/%zu/%zu\n", out.c_str(),
+              static_cast<long long>(ds.num_nodes()), static_cast<long long>(ds.graph.num_edges()),
+              static_cast<long long>(ds.feature_dim), static_cast<long long>(ds.num_classes), ds.train_idx.size(),
+              ds.val_idx.size(), ds.test_idx.size());
+  print_cleaning(ds.cleaning, clean);
+  std::printf("  time                 read %.2f s, write %.2f s\n", t_read, seconds_since(t0));
+}
+
+int convert(const std::vector<std::string>& args) {
+  g_command = "shardgnn data convert";
+  po::options_description o("options");
+  o.add_options()
+      ("out,o", po::value<std::string>()->required(), "output dataset folder")
+      ("format,f", po::value<std::string>()->default_value("auto"), "input format: auto, npz, metis, edgelist, ogb")
+      ("name", po::value<std::string>()->default_value(""), "dataset name (default: from the input path)")
+      ("num-nodes", po::value<std::int64_t>()->default_value(0), "edge lists: ids are 0-based and below this count (no relabelling)")
+      ("ogb-split", po::value<std::string>()->default_value(""), "OGB: split folder under split/ (default: the only one)")
+      ("split", po::value<std::string>(), "draw a split: random:TRAIN,VAL (fractions) or per-class:TRAIN,VAL (counts per class)")
+      ("seed", po::value<std::uint64_t>()->default_value(0), "seed for --split")
+      ("force", "replace an existing output folder");
+  add_clean_options(o);
+  po::variables_map vm;
+  if (!parse(args, "shardgnn data convert <input> --out <dir> [options]\n\n"
+                   "Reads a graph in one of the supported formats and writes a dataset folder (meta.json + .npy\n"
+                   "arrays) atomically. Sparse features are densified to float32.",
+             o, {"input"}, vm))
+    return 0;
+  ReadOptions ro;
+  ro.format = parse_input_format(vm["format"].as<std::string>());
+  ro.clean = clean_options(vm);
+  ro.name = vm["name"].as<std::string>();
+  ro.num_nodes = vm["num-nodes"].as<std::int64_t>();
+  ro.ogb_split = vm["ogb-split"].as<std::string>();
+  const auto t0 = Clock::now();
+  Dataset ds = read_dataset(vm["input"].as<std::string>(), ro);
+  maybe_split(ds, vm);
+  save_and_report(ds, vm["out"].as<std::string>(), vm.count("force") > 0, ro.clean, seconds_since(t0));
+  return 0;
+}
+
+int generate(const std::vector<std::string>& args) {
+  g_command = "shardgnn data generate";
+  if (args.empty() || (args[0] != "rmat" && args[0] != "sbm")) {
+    if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+      std::cout << "usage: shardgnn data generate rmat|sbm --out <dir> [options]\n"
+                   "  rmat   R-MAT graph with Graph500 parameters (structure only)\n"
+                   "  sbm    stochastic block model with class-dependent Gaussian features and splits\n"
+                   "Run 'shardgnn data generate rmat --help' for the options.\n";
+      return 0;
+    }
+    throw UsageError("expected a generator: rmat or sbm");
+  }
+  const std::string kind = args[0];
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  g_command += " " + kind;
+  po::options_description o("options");
+  o.add_options()
+      ("out,o", po::value<std::string>(), "output dataset folder")
+      ("seed", po::value<std::uint64_t>()->default_value(1), "random seed")
+      ("force", "replace an existing output folder");
+  po::variables_map vm;
+  if (kind == "rmat") {
+    o.add_options()
+        ("scale", po::value<int>()->default_value(16), "2^scale nodes")
+        ("edge-factor", po::value<int>()->default_value(16), "edges per node")
+        ("a", po::value<double>()->default_value(0.57), "R-MAT a")
+        ("b", po::value<double>()->default_value(0.19), "R-MAT b")
+        ("c", po::value<double>()->default_value(0.19), "R-MAT c (d = 1 - a - b - c)")
+        ("no-permute", "keep R-MAT's vertex order (Graph500 permutes it)")
+        ("edge-list", po::value<std::string>(), "also (or only, without --out) write the raw edges as a text edge list");
+    add_clean_options(o);
+    if (!parse(rest, "shardgnn data generate rmat --out <dir> [options]", o, {}, vm)) return 0;
+    if (!vm.count("out") && !vm.count("edge-list")) throw UsageError("give --out and/or --edge-list");
+    RmatOptions r;
+    r.scale = vm["scale"].as<int>();
+    r.edge_factor = vm["edge-factor"].as<int>();
+    r.a = vm["a"].as<double>();
+    r.b = vm["b"].as<double>();
+    r.c = vm["c"].as<double>();
+    r.permute = !vm.count("no-permute");
+    r.seed = vm["seed"].as<std::uint64_t>();
+    const auto t0 = Clock::now();
+    if (vm.count("edge-list")) {
+      EdgeList el = generate_rmat_edges(r);
+      write_edge_list(vm["edge-list"].as<std::string>(), el);
+      std::printf("wrote %s: %zu edges\n", vm["edge-list"].as<std::string>().c_str(), el.src.size());
+    }
+    if (vm.count("out")) {
+      Dataset ds = generate_rmat(r, clean_options(vm));
+      save_and_report(ds, vm["out"].as<std::string>(), vm.count("force") > 0, clean_options(vm), seconds_since(t0));
+    }
+    return 0;
+  }
+  o.add_options()
+      ("nodes", po::value<std::int64_t>()->default_value(10000), "number of nodes")
+      ("classes", po::value<int>()->default_value(10), "number of classes (blocks)")
+      ("avg-degree", po::value<double>()->default_value(20.0), "expected undirected degree")
+      ("homophily", po::value<double>()->default_value(0.8), "expected fraction of edges inside a class")
+      ("feature-dim", po::value<int>()->default_value(64), "feature dimension")
+      ("separation", po::value<double>()->default_value(1.0), "std-dev of the class means")
+      ("noise", po::value<double>()->default_value(1.0), "std-dev of the per-node feature noise")
+      ("train", po::value<double>()->default_value(0.6), "training fraction")
+      ("val", po::value<double>()->default_value(0.2), "validation fraction (the rest is test)");
+  if (!parse(rest, "shardgnn data generate sbm --out <dir> [options]", o, {}, vm)) return 0;
+  if (!vm.count("out")) throw UsageError("missing --out");
+  SbmOptions s;
+  s.num_nodes = vm["nodes"].as<std::int64_t>();
+  s.num_classes = vm["classes"].as<int>();
+  s.avg_degree = vm["avg-degree"].as<double>();
+  s.homophily = vm["homophily"].as<double>();
+  s.feature_dim = vm["feature-dim"].as<int>();
+  s.class_separation = vm["separation"].as<double>();
+  s.feature_noise = vm["noise"].as<double>();
+  s.train_fraction = vm["train"].as<double>();
+  s.val_fraction = vm["val"].as<double>();
+  s.seed = vm["seed"].as<std::uint64_t>();
+  const auto t0 = Clock::now();
+  Dataset ds = generate_sbm(s);
+  CleanOptions c{true, true, true};
+  save_and_report(ds, vm["out"].as<std::string>(), vm.count("force") > 0, c, seconds_since(t0));
+  return 0;
+}
+
+boost::json::object stats_json(const Dataset& ds, const DatasetStats& s) {
+  return {{"name", ds.name},
+          {"nodes", s.nodes},
+          {"undirected_edges", s.undirected_edges},
+          {"directed_edges", s.directed_edges},
+          {"feature_dim", s.feature_dim},
+          {"num_classes", s.num_classes},
+          {"labelled_nodes", s.labelled},
+          {"train", s.train},
+          {"val", s.val},
+          {"test", s.test},
+          {"degree", {{"min", s.min_degree}, {"max", s.max_degree}, {"mean", s.mean_degree}, {"median", s.median_degree}}},
+          {"isolated_nodes", s.isolated_nodes},
+          {"self_loops", s.self_loops},
+          {"duplicate_entries", s.duplicate_entries},
+          {"unmatched_entries", s.unmatched_entries},
+          {"symmetric", s.symmetric},
+          {"source", ds.source}};
+}
+
+int info(const std::vector<std::string>& args) {
+  g_command = "shardgnn data info";
+  po::options_description o("options");
+  o.add_options()("json", "print machine-readable JSON");
+  po::variables_map vm;
+  if (!parse(args, "shardgnn data info <dataset-dir> [--json]", o, {"dataset"}, vm)) return 0;
+  const Dataset ds = load_dataset(vm["dataset"].as<std::string>());
+  const DatasetStats s = compute_stats(ds);
+  if (vm.count("json")) {
+    std::cout << pretty_json(stats_json(ds, s));
+    return 0;
+  }
+  auto ll = [](std::int64_t v) { return static_cast<long long>(v); };
+  std::printf("dataset           %s\n", ds.name.c_str());
+  std::printf("source            %s\n", ds.source.c_str());
+  std::printf("nodes             %lld\n", ll(s.nodes));
+  std::printf("edges             %lld undirected, %lld directed entries\n", ll(s.undirected_edges), ll(s.directed_edges));
+  std::printf("features          %lld (float32)\n", ll(s.feature_dim));
+  std::printf("classes           %lld (%lld labelled nodes)\n", ll(s.num_classes), ll(s.labelled));
+  std::printf("split             train %lld, val %lld, test %lld\n", ll(s.train), ll(s.val), ll(s.test));
+  std::printf("degree            min %lld, max %lld, mean %.2f, median %.1f\n", ll(s.min_degree), ll(s.max_degree), s.mean_degree, s.median_degree);
+  std::printf("isolated nodes    %lld\n", ll(s.isolated_nodes));
+  std::printf("self-loops        %lld\n", ll(s.self_loops));
+  std::printf("duplicate entries %lld\n", ll(s.duplicate_entries));
+  std::printf("symmetric         %s", s.symmetric ? "yes\n" : "no");
+  if (!s.symmetric) std::printf(" (%lld entries lack their reverse; convert with --symmetrize)\n", ll(s.unmatched_entries));
+  return 0;
+}
+
+int validate(const std::vector<std::string>& args) {
+  g_command = "shardgnn data validate";
+  po::options_description o("options");
+  o.add_options()("json", "print machine-readable JSON");
+  po::variables_map vm;
+  if (!parse(args, "shardgnn data validate <dataset-dir> [--json]\n\n"
+                   "Checks every file's checksum, the CSR invariants, id ranges, finite features, label range and\n"
+                   "split consistency. Exit status 0 when valid, 1 otherwise.",
+             o, {"dataset"}, vm))
+    return 0;
+  const std::string dir = vm["dataset"].as<std::string>();
+  const ValidationResult r = validate_dataset(dir);
+  if (vm.count("json")) {
+    boost::json::array errors, warnings;
+    for (const auto& e : r.errors) errors.push_back(boost::json::string(e));
+    for (const auto& w : r.warnings) warnings.push_back(boost::json::string(w));
+    std::cout << pretty_json(boost::json::object{{"dataset", dir}, {"valid", r.ok()}, {"errors", errors}, {"warnings", warnings}});
+  } else {
+    for (const auto& w : r.warnings) std::printf("warning: %s\n", w.c_str());
+    for (const auto& e : r.errors) std::fprintf(stderr, "%s: error: %s\n", g_command.c_str(), e.c_str());
+    if (r.ok()) std::printf("%s: valid\n", dir.c_str());
+  }
+  return r.ok() ? 0 : 1;
+}
+
+}  // namespace
+
+int data_main(const std::vector<std::string>& args) {
+  const std::string usage =
+      "usage: shardgnn data <convert|generate|info|validate> [<args>]\n"
+      "  convert    convert npz / METIS / edge list / OGB input into a dataset folder\n"
+      "  generate   generate a synthetic dataset (rmat, sbm)\n"
+      "  info       print statistics of a dataset folder\n"
+      "  validate   check a dataset folder completely\n";
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::cout << usage;
+    return args.empty() ? 2 : 0;
+  }
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (args[0] == "convert") return convert(rest);
+  if (args[0] == "generate") return generate(rest);
+  if (args[0] == "info") return info(rest);
+  if (args[0] == "validate") return validate(rest);
+  throw UsageError("unknown data command '" + args[0] + "'");
+}
+
+}  // namespace shardgnn::cli

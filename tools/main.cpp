@@ -1,0 +1,59 @@
+// shardgnn: train graph neural networks on graphs partitioned across MPI ranks.
+// This is only the dispatcher; every subcommand is a thin main over library code.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "datasets/error.hpp"
+#include "tools/cli.hpp"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: shardgnn <command> [<args>]\n"
+    "\n"
+    "commands:\n"
+    "  data convert    convert a graph (npz, METIS, edge list, OGB) into a dataset folder\n"
+    "  data generate   generate a synthetic dataset (R-MAT, stochastic block model)\n"
+    "  data info       print a dataset's statistics\n"
+    "  data validate   check a dataset folder completely\n"
+    "  bench data      benchmark edge-list parsing and dataset loading\n"
+    "  version         print the version\n"
+    "\n"
+    "Run 'shardgnn <command> --help' for a command's options.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace shardgnn;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  const std::string cmd = args[0];
+  args.erase(args.begin());
+  cli::g_command = "shardgnn " + cmd;
+  try {
+    if (cmd == "data") return cli::data_main(args);
+    if (cmd == "bench") return cli::bench_main(args);
+    if (cmd == "version" || cmd == "--version") {
+      std::cout << "shardgnn 0.1.0\n";
+      return 0;
+    }
+    std::cerr << "shardgnn: error: unknown command '" << cmd << "' (see 'shardgnn --help')\n";
+    return 2;
+  } catch (const cli::UsageError& e) {
+    std::cerr << cli::g_command << ": error: " << e.what() << " (see '" << cli::g_command << " --help')\n";
+    return 2;
+  } catch (const InputError& e) {
+    std::cerr << cli::g_command << ": error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << cli::g_command << ": error: out of memory\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << cli::g_command << ": error: " << e.what() << "\n";
+    return 1;
+  }
+}
