@@ -10,6 +10,8 @@
 
 namespace shardgnn {
 
+void advise_dontneed(const void* data, std::size_t bytes) noexcept;  // fileio.cpp
+
 template <class T>
 class Array {
  public:
@@ -45,6 +47,12 @@ class Array {
   std::span<const T> subspan(std::size_t off, std::size_t n) const noexcept { return {data_ + off, n}; }
   // True when the elements live in a file mapping rather than in memory this object owns.
   bool is_mapped() const noexcept { return keeper_ != nullptr; }
+  // For a mapped array: tells the kernel its pages may be dropped from memory now (they are read
+  // back from the file if touched again). Lets a phase that copied the data out (e.g. into METIS's
+  // 32-bit arrays) stop paying for both copies. No effect on owned arrays.
+  void release_pages() const noexcept {
+    if (is_mapped() && size_ > 0) advise_dontneed(data_, size_ * sizeof(T));
+  }
 
  private:
   std::vector<T> owned_;

@@ -102,6 +102,9 @@ BuiltGraph build_csr(EdgeList&& edges, const CleanOptions& opt) {
   entries = {};
   indices.shrink_to_fit();
   rep.output_entries = static_cast<std::int64_t>(indices.size());
+  rep.symmetric = opt.symmetrize;
+  rep.no_self_loops = opt.drop_self_loops;
+  rep.no_duplicates = opt.drop_duplicates;
   out.graph = CsrGraph(Array<EdgeId>(std::move(indptr)), Array<NodeId>(std::move(indices)));
   out.weights = std::move(weights);
   return out;

@@ -29,6 +29,10 @@ struct CleanReport {
   std::int64_t self_loops_dropped = 0;
   std::int64_t duplicates_dropped = 0;
   std::int64_t output_entries = 0;
+  // What is known of the output because the option was applied (false = unknown, not "has some").
+  bool symmetric = false;
+  bool no_self_loops = false;
+  bool no_duplicates = false;
 };
 
 struct BuiltGraph {

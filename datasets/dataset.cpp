@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "datasets/array_dir.hpp"
 #include "datasets/error.hpp"
 #include "datasets/fileio.hpp"
 #include "datasets/json_util.hpp"
@@ -19,12 +20,6 @@ namespace shardgnn {
 namespace {
 
 constexpr const char* kFormatName = "shardgnn-dataset";
-
-std::string hex32(std::uint32_t v) {
-  char buf[9];
-  std::snprintf(buf, sizeof buf, "%08x", v);
-  return buf;
-}
 
 struct ArraySpec {
   const char* name;
@@ -66,7 +61,10 @@ boost::json::object cleaning_json(const CleanReport& r) {
           {"reverse_added", r.reverse_added},
           {"self_loops_dropped", r.self_loops_dropped},
           {"duplicates_dropped", r.duplicates_dropped},
-          {"output_entries", r.output_entries}};
+          {"output_entries", r.output_entries},
+          {"symmetric", r.symmetric},
+          {"no_self_loops", r.no_self_loops},
+          {"no_duplicates", r.no_duplicates}};
 }
 
 }  // namespace
@@ -75,14 +73,7 @@ void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite) {
   check_consistent(ds);
   write_dir_atomic(dir, overwrite, [&](const std::string& tmp) {
     boost::json::object arrays;
-    for (const auto& a : array_specs(ds)) {
-      const std::string file = std::string(a.name) + ".npy";
-      const std::string path = tmp + "/" + file;
-      write_npy(path, a.dtype, a.data, a.shape);
-      boost::json::array shape;
-      for (auto d : a.shape) shape.push_back(d);
-      arrays[a.name] = {{"file", file}, {"dtype", dtype_descr(a.dtype)}, {"shape", shape}, {"crc32", hex32(crc32_of_file(path))}};
-    }
+    for (const auto& a : array_specs(ds)) arrays[a.name] = write_listed_array(tmp, a.name, a.dtype, a.data, a.shape);
     boost::json::object meta;
     meta["format"] = kFormatName;
     meta["version"] = kDatasetFormatVersion;
@@ -132,39 +123,13 @@ Meta read_meta(const std::string& dir) {
   return meta;
 }
 
-// Maps one array listed in meta.json and checks it against the expected shape.
 template <class T>
 Array<T> load_array(const Meta& meta, const std::string& dir, const char* name, std::vector<std::int64_t> expected, bool required) {
-  const auto& arrays = json_object(meta.root, "arrays", meta.path);
-  auto* entry = arrays.if_contains(name);
-  if (!entry) {
-    if (required) throw InputError(meta.path, std::string("key 'arrays.") + name + "'", "missing, the dataset needs this array");
-    return {};
-  }
-  if (!entry->is_object()) throw InputError(meta.path, std::string("key 'arrays.") + name + "'", "expected an object");
-  const std::string file = json_string(entry->get_object(), "file", meta.path);
-  if (file.find('/') != std::string::npos) throw InputError(meta.path, std::string("key 'arrays.") + name + ".file'", "expected a plain file name");
-  NpyBuffer buf = map_npy((fs::path(dir) / file).string());
-  Array<T> arr = npy_view<T>(buf, static_cast<int>(expected.size()));
-  if (buf.header.shape != expected) {
-    auto show = [](const std::vector<std::int64_t>& s) {
-      std::string t = "(";
-      for (std::size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
-      return t + ")";
-    };
-    throw InputError(buf.origin, at_byte(0), "shape " + show(buf.header.shape) + ", expected " + show(expected) + " from meta.json");
-  }
-  return arr;
+  return load_listed_array<T>(dir, json_object(meta.root, "arrays", meta.path), meta.path, name, expected, required);
 }
 
 std::int64_t split_len(const Meta& meta, const char* name) {
-  const auto& arrays = json_object(meta.root, "arrays", meta.path);
-  auto* entry = arrays.if_contains(name);
-  if (!entry || !entry->is_object()) return 0;
-  auto* shape = entry->get_object().if_contains("shape");
-  if (!shape || !shape->is_array() || shape->get_array().size() != 1 || !shape->get_array()[0].is_number())
-    throw InputError(meta.path, std::string("key 'arrays.") + name + ".shape'", "expected a 1-element list");
-  return shape->get_array()[0].to_number<std::int64_t>();
+  return listed_length(json_object(meta.root, "arrays", meta.path), meta.path, name);
 }
 
 CleanReport read_cleaning(const Meta& meta) {
@@ -176,6 +141,10 @@ CleanReport read_cleaning(const Meta& meta) {
     r.self_loops_dropped = json_int(o, "self_loops_dropped", meta.path);
     r.duplicates_dropped = json_int(o, "duplicates_dropped", meta.path);
     r.output_entries = json_int(o, "output_entries", meta.path);
+    auto flag = [&](const char* key) { auto* b = o.if_contains(key); return b && b->is_bool() && b->get_bool(); };
+    r.symmetric = flag("symmetric");
+    r.no_self_loops = flag("no_self_loops");
+    r.no_duplicates = flag("no_duplicates");
   }
   return r;
 }
@@ -234,16 +203,7 @@ ValidationResult validate_dataset(const std::string& dir) {
   try {
     meta = read_meta(dir);
     // Checksums first: a flipped byte is reported as corruption, not as a confusing content error.
-    const auto& arrays = json_object(meta.root, "arrays", meta.path);
-    for (const auto& kv : arrays) {
-      if (!kv.value().is_object()) continue;
-      const auto& o = kv.value().get_object();
-      const std::string path = (fs::path(dir) / json_string(o, "file", meta.path)).string();
-      const std::string want = o.contains("crc32") ? json_string(o, "crc32", meta.path) : "";
-      if (!fs::exists(path)) { res.errors.push_back(path + ": missing (listed in meta.json)"); continue; }
-      const std::string have = hex32(crc32_of_file(path));
-      if (!want.empty() && have != want) res.errors.push_back(path + ": checksum " + have + " differs from meta.json's " + want + " (file changed or corrupt)");
-    }
+    verify_listed_checksums(dir, json_object(meta.root, "arrays", meta.path), meta.path, res.errors);
     ds = load_dataset(dir);
   } catch (const InputError& e) {
     res.errors.push_back(e.what());

@@ -32,7 +32,7 @@ std::string quote_token(std::string_view token) {
   std::string out = "'";
   for (std::size_t i = 0; i < token.size() && i < kMax; ++i) {
     unsigned char c = static_cast<unsigned char>(token[i]);
-    if (c < 0x20 || c == 0x7f) {
+    if (c < 0x20 || c >= 0x7f) {  // control bytes and non-ASCII (binary input must not garble the terminal)
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\x%02x", c);
       out += buf;

@@ -1,6 +1,7 @@
 #include "datasets/fileio.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -107,8 +108,9 @@ void write_dir_atomic(const std::string& dir, bool replace, const std::function<
   if (ec) throw InputError(dir, "", "cannot create temporary folder: " + ec.message());
   try {
     fill(tmp.string());
-    for (const auto& entry : fs::directory_iterator(tmp))
-      if (entry.is_regular_file()) fsync_path(entry.path().string(), false);
+    // Every file and folder of the new tree, so the rename publishes durable contents.
+    for (const auto& entry : fs::recursive_directory_iterator(tmp))
+      if (entry.is_regular_file() || entry.is_directory()) fsync_path(entry.path().string(), entry.is_directory());
     fsync_path(tmp.string(), true);
   } catch (...) {
     fs::remove_all(tmp, ec);
@@ -161,5 +163,15 @@ std::uint32_t crc32_of_file(const std::string& path) {
 }
 
 void fsync_dir(const std::string& dir) { fsync_path(dir, true); }
+
+void advise_dontneed(const void* data, std::size_t bytes) noexcept {
+  // madvise works on whole pages: shrink the range inward to the pages fully inside it.
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  auto begin = (reinterpret_cast<std::uintptr_t>(data) + page - 1) & ~(page - 1);
+  auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) & ~(page - 1);
+  // madvise, not posix_madvise: glibc makes POSIX_MADV_DONTNEED a no-op. For a read-only file
+  // mapping, MADV_DONTNEED only drops pages from this process; the file is untouched.
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
 
 }  // namespace shardgnn

@@ -231,6 +231,16 @@ NpyHeader parse_npy_header(std::span<const std::byte> bytes, const std::string& 
   std::string_view text(reinterpret_cast<const char*>(bytes.data() + prefix), header_len);
   NpyHeader h = HeaderParser(text, origin, base + prefix - 10).parse();
   h.data_offset = prefix + header_len;
+  // The element count must fit in 63 bits (count() multiplies in int64): a shape like
+  // (2^32, 2^32) would otherwise wrap to 0 and match an empty data block.
+  {
+    std::int64_t elems = 1;
+    for (auto d : h.shape) {
+      if (d != 0 && elems > (std::int64_t{1} << 62) / d)
+        throw InputError(origin, at_byte(base + prefix), "shape has too many elements (more than 2^62), expected a real array size");
+      elems *= d;
+    }
+  }
   classify_descr(h);
   if (is_object_descr(h.descr)) return h;  // pickled payload: refused when (and only when) read
   std::size_t item = dtype_size(h.dtype);

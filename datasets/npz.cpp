@@ -21,7 +21,8 @@ class Reader {
   Reader(std::span<const std::byte> bytes, const std::string& path) : b_(bytes), path_(path) {}
   template <class T>
   T at(std::uint64_t off, const char* what) const {
-    if (off + sizeof(T) > b_.size())
+    // Written so that offsets near 2^64 (from corrupt zip64 records) cannot wrap around.
+    if (off > b_.size() || b_.size() - off < sizeof(T))
       throw InputError(path_, at_byte(off), std::string("truncated zip archive: ") + what + " runs past the end of the file");
     T v;
     std::memcpy(&v, b_.data() + off, sizeof(T));
@@ -65,7 +66,7 @@ NpzArchive::NpzArchive(const std::string& path) : file_(map_file(path)) {
     cd_size = r.at<std::uint64_t>(z64 + 40, "zip64 central directory size");
     cd_off = r.at<std::uint64_t>(z64 + 48, "zip64 central directory offset");
   }
-  if (cd_off + cd_size > b.size()) throw InputError(path, at_byte(cd_off), "truncated zip archive: central directory runs past the end of the file");
+  if (cd_off > b.size() || cd_size > b.size() - cd_off) throw InputError(path, at_byte(cd_off), "truncated zip archive: central directory runs past the end of the file");
 
   std::uint64_t off = cd_off;
   for (std::uint64_t i = 0; i < count; ++i) {
@@ -127,7 +128,7 @@ NpyBuffer NpzArchive::read(const std::string& name) const {
   if (e.flags & 1) throw InputError(path, at_byte(e.local_offset), "member '" + name + "' is encrypted");
   const std::uint64_t data_off = e.local_offset + 30 + r.at<std::uint16_t>(e.local_offset + 26, "name length") +
                                  r.at<std::uint16_t>(e.local_offset + 28, "extra length");
-  if (data_off + e.compressed > file_.bytes.size())
+  if (data_off > file_.bytes.size() || e.compressed > file_.bytes.size() - data_off)
     throw InputError(path, at_byte(file_.bytes.size()), "truncated: member '" + name + "' runs past the end of the file");
   auto raw = file_.bytes.subspan(data_off, e.compressed);
 

@@ -4,6 +4,7 @@
 #include "datasets/readers.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -130,10 +131,12 @@ Array<NodeId> read_split(const NpzArchive& z, const std::string& member, std::in
   return Array<NodeId>(std::move(idx));
 }
 
-void set_labels(Dataset& ds, std::vector<std::int64_t> labels, const std::string& path, const std::string& pos_prefix) {
+// `first` is the position number of labels[0]: 0 for npz elements, 1 for text lines.
+void set_labels(Dataset& ds, std::vector<std::int64_t> labels, const std::string& path, const std::string& pos_prefix,
+                std::size_t first = 0) {
   std::int64_t max_label = -1;
   for (std::size_t i = 0; i < labels.size(); ++i) {
-    if (labels[i] < -1) throw InputError(path, pos_prefix + std::to_string(i), "label " + std::to_string(labels[i]) + ", expected >= 0 or -1 for unlabelled");
+    if (labels[i] < -1) throw InputError(path, pos_prefix + std::to_string(first + i), "label " + std::to_string(labels[i]) + ", expected >= 0 or -1 for unlabelled");
     max_label = std::max(max_label, labels[i]);
   }
   ds.num_classes = max_label + 1;
@@ -216,6 +219,8 @@ Dataset read_metis_dataset(const std::string& path, const ReadOptions& options) 
     EdgeList el;
     std::vector<std::int64_t> vweights;
   } st;
+  std::error_code size_ec;
+  const std::uint64_t file_bytes = fs::file_size(path, size_ec);  // compressed size for .gz: only a reserve hint
 
   for_each_text_chunk(path, [&](std::string_view text, std::uint64_t first_line) {
     TextCursor c(text, first_line, path);
@@ -229,6 +234,7 @@ Dataset read_metis_dataset(const std::string& path, const ReadOptions& options) 
         c.skip_blanks();
         st.m = c.read_int("the number of edges");
         if (st.m < 0) c.fail("negative edge count " + std::to_string(st.m));
+        if (st.m > std::numeric_limits<std::int64_t>::max() / 2) c.fail("edge count " + std::to_string(st.m) + " is too large (2m must fit in 64 bits)");
         c.skip_blanks();
         if (!c.at_eol()) {
           std::string fmt(c.token());
@@ -250,8 +256,11 @@ Dataset read_metis_dataset(const std::string& path, const ReadOptions& options) 
         if (st.has_vweights && st.ncon == 0) st.ncon = 1;
         st.have_header = true;
         st.el.num_nodes = st.n;
-        st.el.src.reserve(static_cast<std::size_t>(2 * st.m));
-        st.el.dst.reserve(static_cast<std::size_t>(2 * st.m));
+        // Reserve what the header announces, but no more than the file could hold (an entry takes
+        // at least 2 bytes), so a bogus header cannot trigger a huge allocation.
+        const auto entries = static_cast<std::size_t>(std::min<std::uint64_t>(static_cast<std::uint64_t>(2 * st.m), file_bytes / 2 + 1));
+        st.el.src.reserve(entries);
+        st.el.dst.reserve(entries);
         c.next_line();
         continue;
       }
@@ -366,8 +375,15 @@ void parse_edge_list_text(std::string_view text, const std::string& origin, std:
       const char* s = p;
       std::uint64_t v = 0;
       while (p < e && is_digit(*p)) v = v * 10 + static_cast<std::uint64_t>(*p++ - '0');
-      // 18 digits always fit in int64; longer tokens take the careful path.
-      if (p == s || p - s > 18 || static_cast<std::int64_t>(v) >= id_limit) ok = false;
+      // 18 digits always fit in int64; longer tokens are re-parsed with a range check (19-digit
+      // ids up to INT64_MAX are valid; anything longer falls to edge_line_error's message).
+      if (p - s > 18) {
+        std::int64_t big = 0;
+        auto [end, ec] = std::from_chars(s, p, big);
+        if (ec != std::errc() || end != p) ok = false;
+        v = static_cast<std::uint64_t>(big);
+      }
+      if (p == s || static_cast<std::int64_t>(v) >= id_limit) ok = false;
       ids[k] = static_cast<std::int64_t>(v);
     }
     if (ok && p < e && !(is_sep(*p) || *p == '\n' || *p == '\r')) ok = false;
@@ -548,6 +564,7 @@ Dataset read_ogb_dataset(const std::string& dir, const ReadOptions& options) {
 
   const std::string edge_path = require_ogb_file(dir, "raw/edge");
   RawEdges raw = parse_edge_file(edge_path, n >= 0 ? n : std::numeric_limits<std::int64_t>::max());
+  if (raw.bytes == 0) throw InputError(edge_path, at_line(1), "empty file, expected lines 'source,target'");
   if (n < 0) {
     n = 0;
     for (auto v : raw.src) n = std::max(n, v + 1);
@@ -564,7 +581,7 @@ Dataset read_ogb_dataset(const std::string& dir, const ReadOptions& options) {
     ds.feature_dim = fdim;
     ds.features = Array<float>(std::move(features));
   }
-  if (!labels.empty()) set_labels(ds, std::move(labels), label_path, "line ");
+  if (!labels.empty()) set_labels(ds, std::move(labels), label_path, "line ", 1);
 
   // Split: split/<name>/{train,valid,test}.csv.gz
   const fs::path split_root = fs::path(dir) / "split";

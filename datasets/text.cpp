@@ -108,20 +108,26 @@ std::string_view TextCursor::token() const {
   return {p_, static_cast<std::size_t>(e - p_)};
 }
 
-void TextCursor::fail(const std::string& what) const { throw InputError(origin_, at_line_col(line_, column()), what); }
+void TextCursor::fail(const std::string& what) const {
+  const std::uint64_t col = p_ == token_end_ ? static_cast<std::uint64_t>(token_start_ - line_start_) + 1 : column();
+  throw InputError(origin_, at_line_col(line_, col), what);
+}
 
 std::int64_t TextCursor::read_int(const char* what) {
+  token_start_ = token_end_ = nullptr;
   if (at_eol()) fail(std::string("line ends early, expected ") + what);
   std::int64_t v = 0;
   auto [ptr, ec] = std::from_chars(p_, end_, v);
   if (ec == std::errc::result_out_of_range) fail(std::string(what) + " " + quote_token(token()) + " is out of the 64-bit range");
   if (ec != std::errc() || (ptr < end_ && *ptr != ' ' && *ptr != '\t' && *ptr != ',' && *ptr != '\n' && *ptr != '\r'))
     fail(std::string("expected ") + what + ", found " + quote_token(token()));
-  p_ = ptr;
+  token_start_ = p_;
+  token_end_ = p_ = ptr;
   return v;
 }
 
 double TextCursor::read_double(const char* what) {
+  token_start_ = token_end_ = nullptr;
   if (at_eol()) fail(std::string("line ends early, expected ") + what);
   double v = 0;
   const char* s = p_;
@@ -130,7 +136,8 @@ double TextCursor::read_double(const char* what) {
   if (ec == std::errc::result_out_of_range) fail(std::string(what) + " " + quote_token(token()) + " is out of the float range");
   if (ec != std::errc() || (ptr < end_ && *ptr != ' ' && *ptr != '\t' && *ptr != ',' && *ptr != '\n' && *ptr != '\r'))
     fail(std::string("expected ") + what + ", found " + quote_token(token()));
-  p_ = ptr;
+  token_start_ = p_;
+  token_end_ = p_ = ptr;
   return v;
 }
 

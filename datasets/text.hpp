@@ -42,6 +42,8 @@ class TextCursor {
   void skip_token() { p_ += token().size(); }
   // The current token (up to a separator or line end), for messages.
   std::string_view token() const;
+  // Throws InputError at the current line/column; right after a read_int/read_double (nothing
+  // moved since), the column is that of the token just read, which the error is about.
   [[noreturn]] void fail(const std::string& what) const;
 
  private:
@@ -50,6 +52,8 @@ class TextCursor {
   const char* line_start_;
   std::uint64_t line_;
   const std::string& origin_;
+  const char* token_start_ = nullptr;  // start and end of the last token read_int/read_double parsed
+  const char* token_end_ = nullptr;
 };
 
 }  // namespace shardgnn

@@ -79,7 +79,11 @@ int convert(const std::vector<std::string>& args) {
              o, {"input"}, vm))
     return 0;
   ReadOptions ro;
-  ro.format = parse_input_format(vm["format"].as<std::string>());
+  try {
+    ro.format = parse_input_format(vm["format"].as<std::string>());
+  } catch (const InputError& e) {
+    throw UsageError(e.what());  // a bad option value is a command-line error (exit 2)
+  }
   ro.clean = clean_options(vm);
   ro.name = vm["name"].as<std::string>();
   ro.num_nodes = vm["num-nodes"].as<std::int64_t>();

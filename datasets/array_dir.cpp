@@ -1,0 +1,90 @@
+#include "datasets/array_dir.hpp"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "datasets/error.hpp"
+#include "datasets/fileio.hpp"
+#include "datasets/json_util.hpp"
+
+namespace fs = std::filesystem;
+
+namespace shardgnn {
+
+std::string hex32(std::uint32_t v) {
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", v);
+  return buf;
+}
+
+boost::json::object write_listed_array(const std::string& dir, const std::string& name, DType dtype, const void* data,
+                                       const std::vector<std::int64_t>& shape) {
+  const std::string file = name + ".npy";
+  const std::string path = (fs::path(dir) / file).string();
+  write_npy(path, dtype, data, shape);
+  boost::json::array js;
+  for (auto d : shape) js.push_back(d);
+  return {{"file", file}, {"dtype", dtype_descr(dtype)}, {"shape", js}, {"crc32", hex32(crc32_of_file(path))}};
+}
+
+namespace {
+std::string show_shape(const std::vector<std::int64_t>& s) {
+  std::string t = "(";
+  for (std::size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + ")";
+}
+}  // namespace
+
+template <class T>
+Array<T> load_listed_array(const std::string& dir, const boost::json::object& arrays, const std::string& json_path,
+                           const std::string& name, const std::vector<std::int64_t>& expected, bool required) {
+  auto* entry = arrays.if_contains(name);
+  if (!entry) {
+    if (required) throw InputError(json_path, "key 'arrays." + name + "'", "missing, this array is required");
+    return {};
+  }
+  if (!entry->is_object()) throw InputError(json_path, "key 'arrays." + name + "'", "expected an object");
+  const std::string file = json_string(entry->get_object(), "file", json_path);
+  if (file.find('/') != std::string::npos) throw InputError(json_path, "key 'arrays." + name + ".file'", "expected a plain file name");
+  const std::string path = (fs::path(dir) / file).string();
+  std::error_code ec;
+  if (!fs::exists(path, ec))
+    throw InputError(path, "", "missing, though " + fs::path(json_path).filename().string() + " lists it as array '" + name + "' (key 'arrays." + name + ".file')");
+  NpyBuffer buf = map_npy(path);
+  Array<T> arr = npy_view<T>(buf, static_cast<int>(expected.size()));
+  if (buf.header.shape != expected)
+    throw InputError(buf.origin, at_byte(0), "shape " + show_shape(buf.header.shape) + ", expected " + show_shape(expected) + " from " + fs::path(json_path).filename().string());
+  return arr;
+}
+
+std::int64_t listed_length(const boost::json::object& arrays, const std::string& json_path, const std::string& name) {
+  auto* entry = arrays.if_contains(name);
+  if (!entry || !entry->is_object()) return 0;
+  auto* shape = entry->get_object().if_contains("shape");
+  if (!shape || !shape->is_array() || shape->get_array().size() != 1 || !shape->get_array()[0].is_int64())
+    throw InputError(json_path, "key 'arrays." + name + ".shape'", "expected a 1-element list of integers");
+  return shape->get_array()[0].get_int64();
+}
+
+void verify_listed_checksums(const std::string& dir, const boost::json::object& arrays, const std::string& json_path,
+                             std::vector<std::string>& errors) {
+  for (const auto& kv : arrays) {
+    if (!kv.value().is_object()) continue;
+    const auto& o = kv.value().get_object();
+    const std::string path = (fs::path(dir) / json_string(o, "file", json_path)).string();
+    if (!fs::exists(path)) {
+      errors.push_back(path + ": missing (listed in " + fs::path(json_path).filename().string() + ")");
+      continue;
+    }
+    const std::string want = o.contains("crc32") ? json_string(o, "crc32", json_path) : "";
+    const std::string have = hex32(crc32_of_file(path));
+    if (!want.empty() && have != want)
+      errors.push_back(path + ": checksum " + have + " differs from the recorded " + want + " (file changed or corrupt)");
+  }
+}
+
+template Array<float> load_listed_array<float>(const std::string&, const boost::json::object&, const std::string&, const std::string&, const std::vector<std::int64_t>&, bool);
+template Array<std::int64_t> load_listed_array<std::int64_t>(const std::string&, const boost::json::object&, const std::string&, const std::string&, const std::vector<std::int64_t>&, bool);
+template Array<std::int32_t> load_listed_array<std::int32_t>(const std::string&, const boost::json::object&, const std::string&, const std::string&, const std::vector<std::int64_t>&, bool);
+
+}  // namespace shardgnn

@@ -1,0 +1,39 @@
+// A folder of .npy arrays described by a JSON "arrays" object ({name: {file, dtype, shape,
+// crc32}}): the shared mechanics of the dataset folder and the partitioned dataset's shards.
+#pragma once
+
+#include <boost/json.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "datasets/array.hpp"
+#include "datasets/npy.hpp"
+
+namespace shardgnn {
+
+// Writes `dir`/`name`.npy (atomically) and returns its entry for the "arrays" object.
+boost::json::object write_listed_array(const std::string& dir, const std::string& name, DType dtype, const void* data,
+                                       const std::vector<std::int64_t>& shape);
+
+template <class T>
+boost::json::object write_listed_array(const std::string& dir, const std::string& name, const std::vector<T>& v) {
+  return write_listed_array(dir, name, dtype_of<T>(), v.data(), {static_cast<std::int64_t>(v.size())});
+}
+
+// Maps the array `name` listed in `arrays` (read from `json_path`) and checks its dtype and its
+// shape against `expected`. A missing entry is an error when `required`, else an empty array.
+template <class T>
+Array<T> load_listed_array(const std::string& dir, const boost::json::object& arrays, const std::string& json_path,
+                           const std::string& name, const std::vector<std::int64_t>& expected, bool required);
+
+// The length recorded for a 1-d array (0 when absent).
+std::int64_t listed_length(const boost::json::object& arrays, const std::string& json_path, const std::string& name);
+
+// Compares every listed file's CRC-32 with the recorded one; appends one line per problem.
+void verify_listed_checksums(const std::string& dir, const boost::json::object& arrays, const std::string& json_path,
+                             std::vector<std::string>& errors);
+
+std::string hex32(std::uint32_t v);
+
+}  // namespace shardgnn

@@ -1,0 +1,438 @@
+// The input readers on tiny hand-made inputs whose every expected number is worked out by hand:
+// the OGB fixture, METIS in all its header variants, SNAP-style edge lists (plain and gzip), and
+// how the cleaning options change the counts in Dataset::cleaning.
+#include <zlib.h>
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "datasets/readers.hpp"
+#include "datasets/text.hpp"
+#include "test_paths.hpp"
+
+namespace fs = std::filesystem;
+using namespace shardgnn;
+using shardgnn::test::ScratchDir;
+
+namespace {
+
+using Rows = std::vector<std::vector<NodeId>>;
+
+Rows rows_of(const CsrGraph& g) {
+  Rows r;
+  for (NodeId u = 0; u < g.num_nodes(); ++u) {
+    auto nb = g.neighbors(u);
+    r.emplace_back(nb.begin(), nb.end());
+  }
+  return r;
+}
+
+template <class T>
+std::vector<T> vec(const Array<T>& a) {
+  return std::vector<T>(a.begin(), a.end());
+}
+
+void write_text(const std::string& path, std::string_view text) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(text.data(), static_cast<std::streamsize>(text.size()));
+  REQUIRE(f.good());
+}
+
+void write_gz(const std::string& path, std::string_view text) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  REQUIRE(f != nullptr);
+  REQUIRE(gzwrite(f, text.data(), static_cast<unsigned>(text.size())) == static_cast<int>(text.size()));
+  REQUIRE(gzclose(f) == Z_OK);
+}
+
+ReadOptions opts(bool symmetrize = false, bool drop_self_loops = false, bool drop_duplicates = false) {
+  ReadOptions o;
+  o.clean.symmetrize = symmetrize;
+  o.clean.drop_self_loops = drop_self_loops;
+  o.clean.drop_duplicates = drop_duplicates;
+  return o;
+}
+
+void check_report(const CleanReport& r, std::int64_t in, std::int64_t rev, std::int64_t self, std::int64_t dup, std::int64_t out) {
+  CHECK(r.input_entries == in);
+  CHECK(r.reverse_added == rev);
+  CHECK(r.self_loops_dropped == self);
+  CHECK(r.duplicates_dropped == dup);
+  CHECK(r.output_entries == out);
+}
+
+// A copy of the OGB fixture that a test may modify.
+std::string copy_ogb_fixture(const ScratchDir& dir) {
+  const std::string dst = dir / "ogb-tiny";
+  fs::copy(test::fixture("ogb-tiny"), dst, fs::copy_options::recursive);
+  return dst;
+}
+
+}  // namespace
+
+// The fixture (tests/fixtures/make_ogb_tiny.sh writes it):
+//
+//   0 <-> 1          6 ---> 7          9   (isolated, unlabelled: label "nan")
+//    \   /            ^     |
+//     v v              \    v
+//      2 ---> 3         `-- 8
+//             ^ \    (a cycle 3 -> 4 -> 5 -> 3)
+//             |  v
+//             5 <- 4
+//
+// edge.csv.gz: 0,1 1,0 0,2 1,2 2,3 3,4 4,5 5,3 6,7 7,8 8,6 (directed, as OGB stores them).
+TEST_CASE("OGB raw layout: the fixture reads exactly", "[readers]") {
+  const std::string dir = test::fixture("ogb-tiny");
+  REQUIRE(detect_format(dir) == InputFormat::kOgb);
+  const Dataset ds = read_dataset(dir, ReadOptions{});
+
+  CHECK(ds.name == "ogb-tiny");
+  CHECK_THAT(ds.source, Catch::Contains("(ogb)"));
+  REQUIRE(ds.num_nodes() == 10);
+  REQUIRE(ds.graph.num_edges() == 11);
+  CHECK(vec(ds.graph.indptr()) == std::vector<EdgeId>{0, 2, 4, 5, 6, 7, 8, 9, 10, 11, 11});
+  CHECK(rows_of(ds.graph) == Rows{{1, 2}, {0, 2}, {3}, {4}, {5}, {3}, {7}, {8}, {6}, {}});
+  CHECK(ds.node_ids.empty());
+  CHECK(ds.edge_weights.empty());
+  CHECK(ds.node_weight_dim == 0);
+  check_report(ds.cleaning, 11, 0, 0, 0, 11);
+
+  // Features as written in node-feat.csv.gz, decimal and scientific notation alike.
+  REQUIRE(ds.feature_dim == 3);
+  const std::vector<float> want_features = {
+      0.5f,   -1.0f, 0.15f,   //
+      1.0f,   0.0f,  2.5f,    //
+      -0.25f, 3.0f,  0.0f,    //
+      2.0f,   1e-3f, -0.75f,  //
+      0.125f, 0.5f,  1.0f,    //
+      -3.5f,  2.0f,  4.0f,    //
+      10.0f,  -0.02f, 0.75f,  //
+      0.0f,   0.0f,  0.0f,    //
+      6.25f,  -0.5f, 12.5f,   //
+      -1.0f,  1.0f,  -1.0f};
+  CHECK(vec(ds.features) == want_features);
+
+  // Labels: node 9 is "nan" in the file, -1 (unlabelled) here.
+  CHECK(ds.num_classes == 3);
+  CHECK(vec(ds.labels) == std::vector<std::int64_t>{0, 1, 0, 2, 1, 2, 0, 1, 2, -1});
+
+  CHECK(vec(ds.train_idx) == std::vector<NodeId>{0, 1, 2, 3, 4});
+  CHECK(vec(ds.val_idx) == std::vector<NodeId>{5, 6});
+  CHECK(vec(ds.test_idx) == std::vector<NodeId>{7, 8});
+}
+
+TEST_CASE("OGB raw layout: cleaning options and a forced format", "[readers]") {
+  const std::string dir = test::fixture("ogb-tiny");
+  SECTION("--symmetrize adds the 9 missing reverses (0->1 and 1->0 are already both there)") {
+    ReadOptions o = opts(true);
+    o.format = InputFormat::kOgb;
+    o.name = "tiny";
+    const Dataset ds = read_dataset(dir, o);
+    CHECK(ds.name == "tiny");
+    check_report(ds.cleaning, 11, 9, 0, 0, 20);
+    CHECK(rows_of(ds.graph) == Rows{{1, 2}, {0, 2}, {0, 1, 3}, {2, 4, 5}, {3, 5}, {3, 4}, {7, 8}, {6, 8}, {6, 7}, {}});
+  }
+  SECTION("dropping self-loops and duplicates changes nothing on a clean graph") {
+    const Dataset ds = read_dataset(dir, opts(false, true, true));
+    check_report(ds.cleaning, 11, 0, 0, 0, 11);
+  }
+}
+
+TEST_CASE("OGB raw layout: node count sources and split choice", "[readers]") {
+  ScratchDir tmp;
+  const std::string dir = copy_ogb_fixture(tmp);
+
+  SECTION("without num-node-list the count comes from the feature rows (isolated node 9 kept)") {
+    fs::remove(dir + "/raw/num-node-list.csv.gz");
+    const Dataset ds = read_dataset(dir, ReadOptions{});
+    CHECK(ds.num_nodes() == 10);
+    CHECK(ds.labels.size() == 10);
+  }
+  SECTION("with edges only the count is the largest id + 1 (isolated node 9 is lost)") {
+    fs::remove(dir + "/raw/num-node-list.csv.gz");
+    fs::remove(dir + "/raw/node-feat.csv.gz");
+    fs::remove(dir + "/raw/node-label.csv.gz");
+    const Dataset ds = read_dataset(dir, ReadOptions{});
+    CHECK(ds.num_nodes() == 9);
+    CHECK(ds.feature_dim == 0);
+    CHECK(ds.num_classes == 0);
+    CHECK(ds.labels.empty());
+    CHECK(vec(ds.test_idx) == std::vector<NodeId>{7, 8});
+  }
+  SECTION("plain .csv files are read as well as .csv.gz") {
+    fs::remove(dir + "/raw/edge.csv.gz");
+    write_text(dir + "/raw/edge.csv", "0,9\n9,0\n");
+    const Dataset ds = read_dataset(dir, ReadOptions{});
+    CHECK(rows_of(ds.graph) == Rows{{9}, {}, {}, {}, {}, {}, {}, {}, {}, {0}});
+  }
+  SECTION("two split folders need --ogb-split; naming one picks it") {
+    fs::create_directories(dir + "/split/random");
+    write_gz(dir + "/split/random/train.csv.gz", "8\n");
+    write_gz(dir + "/split/random/valid.csv.gz", "7\n6\n");
+    write_gz(dir + "/split/random/test.csv.gz", "0\n");
+    CHECK_THROWS_WITH(read_dataset(dir, ReadOptions{}), Catch::Contains("random, time") && Catch::Contains("--ogb-split"));
+    ReadOptions o;
+    o.ogb_split = "random";
+    const Dataset ds = read_dataset(dir, o);
+    CHECK(vec(ds.train_idx) == std::vector<NodeId>{8});
+    CHECK(vec(ds.val_idx) == std::vector<NodeId>{7, 6});
+    CHECK(vec(ds.test_idx) == std::vector<NodeId>{0});
+    o.ogb_split = "time";
+    CHECK(read_dataset(dir, o).train_idx.size() == 5);
+  }
+  SECTION("no split folder: no split") {
+    fs::remove_all(dir + "/split");
+    const Dataset ds = read_dataset(dir, ReadOptions{});
+    CHECK(ds.train_idx.empty());
+    CHECK(ds.val_idx.empty());
+    CHECK(ds.test_idx.empty());
+    CHECK(ds.num_classes == 3);
+  }
+  SECTION("integral float labels ('2.0') as some OGB files write them") {
+    write_gz(dir + "/raw/node-label.csv.gz", "0.0\n1.0\n0\n2.0\n1\n2\n0\n1\n2\nNaN\n");
+    const Dataset ds = read_dataset(dir, ReadOptions{});
+    CHECK(vec(ds.labels) == std::vector<std::int64_t>{0, 1, 0, 2, 1, 2, 0, 1, 2, -1});
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Edge lists and cleaning
+
+// Ids 0..3, dense. Entries: (0,1) twice, (1,2) and (2,1), self-loop (2,2), one-directional (3,0),
+// self-loop (3,3) twice: 8 directed entries.
+constexpr std::string_view kMessy = "0 1\n0 1\n1 2\n2 1\n2 2\n3 0\n3 3\n3 3\n";
+
+TEST_CASE("edge list cleaning: counts in Dataset::cleaning", "[readers]") {
+  ScratchDir tmp;
+  const std::string path = tmp / "messy.txt";
+  write_text(path, kMessy);
+
+  SECTION("no option: everything kept as given") {
+    const Dataset ds = read_dataset(path, opts());
+    REQUIRE(ds.num_nodes() == 4);
+    CHECK(ds.node_ids.empty());  // ids already 0..n-1: no relabelling to record
+    check_report(ds.cleaning, 8, 0, 0, 0, 8);
+    CHECK(rows_of(ds.graph) == Rows{{1, 1}, {2}, {1, 2}, {0, 3, 3}});
+  }
+  SECTION("--symmetrize: reverses matched by multiplicity") {
+    // 1->0 needed twice (0->1 twice), 0->3 once; 1<->2 already both ways; self-loops are their own reverse.
+    const Dataset ds = read_dataset(path, opts(true));
+    check_report(ds.cleaning, 8, 3, 0, 0, 11);
+    CHECK(rows_of(ds.graph) == Rows{{1, 1, 3}, {0, 0, 2}, {1, 2}, {0, 3, 3}});
+  }
+  SECTION("--drop-self-loops") {
+    const Dataset ds = read_dataset(path, opts(false, true));
+    check_report(ds.cleaning, 8, 0, 3, 0, 5);
+    CHECK(rows_of(ds.graph) == Rows{{1, 1}, {2}, {1}, {0}});
+  }
+  SECTION("--drop-duplicates: one (0,1) and one (3,3) removed") {
+    const Dataset ds = read_dataset(path, opts(false, false, true));
+    check_report(ds.cleaning, 8, 0, 0, 2, 6);
+    CHECK(rows_of(ds.graph) == Rows{{1}, {2}, {1, 2}, {0, 3}});
+  }
+  SECTION("all three: a simple undirected graph") {
+    const Dataset ds = read_dataset(path, opts(true, true, true));
+    check_report(ds.cleaning, 8, 2, 3, 1, 6);
+    CHECK(rows_of(ds.graph) == Rows{{1, 3}, {0, 2}, {1}, {0}});
+  }
+  SECTION("--num-nodes keeps ids as they are and adds isolated nodes up to the count") {
+    ReadOptions o = opts();
+    o.num_nodes = 6;
+    const Dataset ds = read_dataset(path, o);
+    CHECK(ds.num_nodes() == 6);
+    CHECK(ds.node_ids.empty());
+    CHECK(rows_of(ds.graph) == Rows{{1, 1}, {2}, {1, 2}, {0, 3, 3}, {}, {}});
+  }
+}
+
+// SNAP's own layout: '#' header lines, tab separated; here also CRLF line ends, spaces, commas,
+// extra columns and a blank line, with ids that are not 0..n-1.
+constexpr std::string_view kSnap =
+    "# Directed graph (each unordered pair of nodes is saved once): tiny.txt\r\n"
+    "# Nodes: 4 Edges: 5\r\n"
+    "# FromNodeId\tToNodeId\r\n"
+    "30\t10\r\n"
+    "10 20\r\n"
+    "\r\n"
+    "20,30\r\n"
+    "  % another comment style\r\n"
+    "10 , 40\r\n"
+    "40\t10\t0.5 extra columns are ignored\r\n";
+// Relabelled in increasing id order: 10 -> 0, 20 -> 1, 30 -> 2, 40 -> 3.
+const Rows kSnapRows = {{1, 3}, {2}, {0}, {0}};
+
+TEST_CASE("SNAP edge list: comments, CRLF, separators, relabelling", "[readers]") {
+  ScratchDir tmp;
+  SECTION("plain text") {
+    const std::string path = tmp / "tiny.txt";
+    write_text(path, kSnap);
+    REQUIRE(detect_format(path) == InputFormat::kEdgeList);
+    const Dataset ds = read_dataset(path, ReadOptions{});
+    CHECK(ds.name == "tiny");
+    CHECK_THAT(ds.source, Catch::Contains("(edge list)"));
+    REQUIRE(ds.num_nodes() == 4);
+    CHECK(rows_of(ds.graph) == kSnapRows);
+    CHECK(vec(ds.node_ids) == std::vector<std::int64_t>{10, 20, 30, 40});
+    check_report(ds.cleaning, 5, 0, 0, 0, 5);
+  }
+  SECTION("gzip, named .txt.gz") {
+    const std::string path = tmp / "tiny.txt.gz";
+    write_gz(path, kSnap);
+    REQUIRE(is_gzip_file(path));
+    REQUIRE(detect_format(path) == InputFormat::kEdgeList);
+    const Dataset ds = read_dataset(path, ReadOptions{});
+    CHECK(ds.name == "tiny");
+    CHECK(rows_of(ds.graph) == kSnapRows);
+    CHECK(vec(ds.node_ids) == std::vector<std::int64_t>{10, 20, 30, 40});
+  }
+  SECTION("gzip is recognised by its magic, not its name") {
+    const std::string path = tmp / "edges.el";
+    write_gz(path, kSnap);
+    const Dataset ds = read_dataset(path, ReadOptions{});
+    CHECK(ds.name == "edges");
+    CHECK(rows_of(ds.graph) == kSnapRows);
+  }
+  SECTION("--symmetrize on the relabelled graph: 30->10 and 10->40<->10 ...") {
+    // 10->20, 20->30, 30->10 need their reverses (3); 10->40 and 40->10 are a pair.
+    const std::string path = tmp / "tiny.txt";
+    write_text(path, kSnap);
+    const Dataset ds = read_dataset(path, opts(true));
+    check_report(ds.cleaning, 5, 3, 0, 0, 8);
+    CHECK(rows_of(ds.graph) == Rows{{1, 2, 3}, {0, 2}, {0, 1}, {0}});
+  }
+  SECTION("no newline after the last line") {
+    const std::string path = tmp / "t.tsv";
+    write_text(path, "5\t7\r\n7\t5");
+    const Dataset ds = read_dataset(path, ReadOptions{});
+    CHECK(rows_of(ds.graph) == Rows{{1}, {0}});
+    CHECK(vec(ds.node_ids) == std::vector<std::int64_t>{5, 7});
+  }
+}
+
+TEST_CASE("edge list relabelling with very sparse and very large ids", "[readers]") {
+  ScratchDir tmp;
+  const std::string path = tmp / "big-ids.txt";
+  SECTION("ids far beyond the edge count take the sorted path") {
+    write_text(path, "5000000000 7\n7 123456789012\n123456789012 5000000000\n");
+    const Dataset ds = read_dataset(path, ReadOptions{});
+    CHECK(vec(ds.node_ids) == std::vector<std::int64_t>{7, 5000000000, 123456789012});
+    CHECK(rows_of(ds.graph) == Rows{{2}, {0}, {1}});
+  }
+  SECTION("19-digit ids that still fit in 64 bits are valid") {
+    write_text(path, "1000000000000000000 9223372036854775806\n3 1000000000000000000\n");
+    const Dataset ds = read_dataset(path, ReadOptions{});
+    CHECK(vec(ds.node_ids) == std::vector<std::int64_t>{3, 1000000000000000000, INT64_MAX - 1});
+    CHECK(rows_of(ds.graph) == Rows{{1}, {2}, {}});
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// METIS
+
+// A triangle 1-2-3 plus isolated vertex 4 (a blank line), in every header variant.
+TEST_CASE("METIS: plain graph with comments and an isolated vertex", "[readers]") {
+  ScratchDir tmp;
+  const std::string path = tmp / "tri.graph";
+  write_text(path,
+             "% a comment before the header\n"
+             "4 3\n"
+             "2 3\n"
+             "% a comment between vertex lines\n"
+             "1 3\n"
+             "1 2\n"
+             "\n");
+  REQUIRE(detect_format(path) == InputFormat::kMetis);
+  const Dataset ds = read_dataset(path, ReadOptions{});
+  CHECK(ds.name == "tri");
+  CHECK_THAT(ds.source, Catch::Contains("(metis)"));
+  REQUIRE(ds.num_nodes() == 4);
+  CHECK(rows_of(ds.graph) == Rows{{1, 2}, {0, 2}, {0, 1}, {}});
+  CHECK(ds.edge_weights.empty());
+  CHECK(ds.node_weights.empty());
+  CHECK(ds.node_weight_dim == 0);
+  check_report(ds.cleaning, 6, 0, 0, 0, 6);
+  SECTION("already symmetric: --symmetrize adds nothing") {
+    check_report(read_dataset(path, opts(true, true, true)).cleaning, 6, 0, 0, 0, 6);
+  }
+  SECTION("CRLF line ends and a .metis name") {
+    const std::string p2 = tmp / "tri.metis";
+    write_text(p2, "% c\r\n4 3\r\n2 3\r\n1 3\r\n1 2\r\n\r\n");
+    REQUIRE(detect_format(p2) == InputFormat::kMetis);
+    CHECK(rows_of(read_dataset(p2, ReadOptions{}).graph) == Rows{{1, 2}, {0, 2}, {0, 1}, {}});
+  }
+  SECTION("gzip") {
+    const std::string p2 = tmp / "tri.graph.gz";
+    write_gz(p2, "4 3\n2 3\n1 3\n1 2\n\n");
+    REQUIRE(detect_format(p2) == InputFormat::kMetis);
+    CHECK(rows_of(read_dataset(p2, ReadOptions{}).graph) == Rows{{1, 2}, {0, 2}, {0, 1}, {}});
+  }
+}
+
+TEST_CASE("METIS: format field 001 (edge weights)", "[readers]") {
+  ScratchDir tmp;
+  const std::string path = tmp / "w.graph";
+  // Weights: 1-2: 5, 1-3: 7, 2-3: 9. Neighbours listed out of order on line 2.
+  const char* fmt = GENERATE("001", "1");
+  write_text(path, std::string("4 3 ") + fmt + "\n2 5 3 7\n3 9 1 5\n1 7 2 9\n\n");
+  const Dataset ds = read_dataset(path, ReadOptions{});
+  CHECK(rows_of(ds.graph) == Rows{{1, 2}, {0, 2}, {0, 1}, {}});
+  // Aligned with the sorted rows, not the file order.
+  CHECK(vec(ds.edge_weights) == std::vector<std::int64_t>{5, 7, 5, 9, 7, 9});
+  CHECK(ds.node_weight_dim == 0);
+  CHECK(ds.node_weights.empty());
+}
+
+TEST_CASE("METIS: format field 010 (one vertex weight)", "[readers]") {
+  ScratchDir tmp;
+  const std::string path = tmp / "vw.graph";
+  const char* fmt = GENERATE("010", "10");
+  // Vertex 4 is isolated: its line holds only its weight.
+  write_text(path, std::string("4 3 ") + fmt + "\n4 2 3\n1 1 3\n2 1 2\n7\n");
+  const Dataset ds = read_dataset(path, ReadOptions{});
+  CHECK(rows_of(ds.graph) == Rows{{1, 2}, {0, 2}, {0, 1}, {}});
+  CHECK(ds.node_weight_dim == 1);
+  CHECK(vec(ds.node_weights) == std::vector<std::int64_t>{4, 1, 2, 7});
+  CHECK(ds.edge_weights.empty());
+}
+
+TEST_CASE("METIS: format field 011 with ncon = 2", "[readers]") {
+  ScratchDir tmp;
+  const std::string path = tmp / "vw2.graph";
+  write_text(path,
+             "4 3 011 2\n"
+             "1 10  2 5  3 7\n"
+             "2 20  1 5  3 9\n"
+             "3 30  1 7  2 9\n"
+             "4 40\n");
+  const Dataset ds = read_dataset(path, ReadOptions{});
+  CHECK(rows_of(ds.graph) == Rows{{1, 2}, {0, 2}, {0, 1}, {}});
+  CHECK(ds.node_weight_dim == 2);
+  CHECK(vec(ds.node_weights) == std::vector<std::int64_t>{1, 10, 2, 20, 3, 30, 4, 40});
+  CHECK(vec(ds.edge_weights) == std::vector<std::int64_t>{5, 7, 5, 9, 7, 9});
+}
+
+TEST_CASE("METIS: format field 100 (vertex sizes are read and dropped)", "[readers]") {
+  ScratchDir tmp;
+  const std::string path = tmp / "vs.graph";
+  write_text(path, "4 3 100\n9 2 3\n8 1 3\n7 1 2\n6\n");
+  const Dataset ds = read_dataset(path, ReadOptions{});
+  CHECK(rows_of(ds.graph) == Rows{{1, 2}, {0, 2}, {0, 1}, {}});
+  CHECK(ds.node_weights.empty());
+  CHECK(ds.edge_weights.empty());
+}
+
+TEST_CASE("METIS: cleaning a graph with a duplicate edge", "[readers]") {
+  ScratchDir tmp;
+  const std::string path = tmp / "dup.graph";
+  // Edge 1-2 listed twice on both sides (m counts it twice): 4 entries between 1 and 2, plus 2-3.
+  write_text(path, "3 3\n2 2\n1 1 3\n2\n");
+  check_report(read_dataset(path, ReadOptions{}).cleaning, 6, 0, 0, 0, 6);
+  const Dataset ds = read_dataset(path, opts(false, false, true));
+  check_report(ds.cleaning, 6, 0, 0, 2, 4);
+  CHECK(rows_of(ds.graph) == Rows{{1}, {0, 2}, {1}});
+}
