@@ -21,10 +21,10 @@ boost::json::object write_listed_array(const std::string& dir, const std::string
                                        const std::vector<std::int64_t>& shape) {
   const std::string file = name + ".npy";
   const std::string path = (fs::path(dir) / file).string();
-  write_npy(path, dtype, data, shape);
+  const std::uint32_t crc = write_npy(path, dtype, data, shape);
   boost::json::array js;
   for (auto d : shape) js.push_back(d);
-  return {{"file", file}, {"dtype", dtype_descr(dtype)}, {"shape", js}, {"crc32", hex32(crc32_of_file(path))}};
+  return {{"file", file}, {"dtype", dtype_descr(dtype)}, {"shape", js}, {"crc32", hex32(crc)}};
 }
 
 namespace {

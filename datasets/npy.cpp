@@ -252,14 +252,15 @@ NpyHeader parse_npy_header(std::span<const std::byte> bytes, const std::string& 
     char kind = h.descr.size() >= 2 ? h.descr[1] : '?';
     item = kind == 'U' ? 4 * digits : digits;
   }
-  __int128 need = static_cast<__int128>(h.count()) * static_cast<__int128>(item);
-  std::size_t have = bytes.size() - h.data_offset;
-  if (item > 0 && need > static_cast<__int128>(have))
+  std::uint64_t need = 0;
+  if (__builtin_mul_overflow(static_cast<std::uint64_t>(h.count()), static_cast<std::uint64_t>(item), &need))
+    throw InputError(origin, at_byte(base), "shape needs more than 2^64 data bytes");
+  const std::uint64_t have = bytes.size() - h.data_offset;
+  if (item > 0 && need > have)
     throw InputError(origin, at_byte(base + bytes.size()),
-                     "truncated: shape needs " + std::to_string(static_cast<long long>(need)) + " data bytes, file has " + std::to_string(have));
-  if (item > 0 && need < static_cast<__int128>(have))
-    throw InputError(origin, at_byte(base + h.data_offset + static_cast<std::uint64_t>(need)),
-                     std::to_string(have - static_cast<std::size_t>(need)) + " unexpected bytes after the array data");
+                     "truncated: shape needs " + std::to_string(need) + " data bytes, file has " + std::to_string(have));
+  if (item > 0 && need < have)
+    throw InputError(origin, at_byte(base + h.data_offset + need), std::to_string(have - need) + " unexpected bytes after the array data");
   return h;
 }
 
@@ -316,7 +317,7 @@ Array<T> npy_view(const NpyBuffer& buf, int expected_ndim) {
   return Array<T>(buf.keeper, reinterpret_cast<const T*>(data.data()), static_cast<std::size_t>(h.count()));
 }
 
-void write_npy(const std::string& path, DType dtype, const void* data, std::span<const std::int64_t> shape) {
+std::uint32_t write_npy(const std::string& path, DType dtype, const void* data, std::span<const std::int64_t> shape) {
   std::string dict = "{'descr': '" + dtype_descr(dtype) + "', 'fortran_order': False, 'shape': (";
   std::int64_t count = 1;
   for (std::size_t i = 0; i < shape.size(); ++i) {
@@ -349,6 +350,9 @@ void write_npy(const std::string& path, DType dtype, const void* data, std::span
         (nbytes > 0 && std::fwrite(data, 1, nbytes, f) != nbytes))
       throw InputError(path, "", "write failed (disk full?)");
   });
+  std::uint32_t crc = crc32_of({reinterpret_cast<const std::byte*>(pre.data()), pre.size()});
+  crc = crc32_of({reinterpret_cast<const std::byte*>(dict.data()), dict.size()}, crc);
+  return crc32_of({static_cast<const std::byte*>(data), nbytes}, crc);
 }
 
 #define SHARDGNN_INSTANTIATE(T)                                              \

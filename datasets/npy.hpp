@@ -72,13 +72,14 @@ template <class T>
 Array<T> npy_view(const NpyBuffer& buf, int expected_ndim);
 
 // Writes an array with the given shape as .npy version 1.0 (or 2.0 if the header needs it),
-// atomically: to a temporary name in the same folder, fsync, rename.
-void write_npy(const std::string& path, DType dtype, const void* data, std::span<const std::int64_t> shape);
+// atomically: to a temporary name in the same folder, fsync, rename. Returns the CRC-32 of the
+// file's bytes, computed from memory while writing (no second read of the file).
+std::uint32_t write_npy(const std::string& path, DType dtype, const void* data, std::span<const std::int64_t> shape);
 
 template <class T>
-void write_npy(const std::string& path, std::span<const T> data, std::vector<std::int64_t> shape = {}) {
+std::uint32_t write_npy(const std::string& path, std::span<const T> data, std::vector<std::int64_t> shape = {}) {
   if (shape.empty()) shape = {static_cast<std::int64_t>(data.size())};
-  write_npy(path, dtype_of<T>(), data.data(), shape);
+  return write_npy(path, dtype_of<T>(), data.data(), shape);
 }
 
 }  // namespace shardgnn

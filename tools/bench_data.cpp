@@ -137,13 +137,18 @@ int bench_data_main(const std::vector<std::string>& args) {
 }
 
 int bench_main(const std::vector<std::string>& args) {
-  const std::string usage = "usage: shardgnn bench <data> [<args>]\n  data   edge-list parsing and dataset loading\n";
+  const std::string usage =
+      "usage: shardgnn bench <data|partition> [<args>]\n"
+      "  data        edge-list parsing and dataset loading\n"
+      "  partition   partitioning methods x K: time, peak memory, cut, volume, halo, balance, label entropy\n";
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << usage;
     return args.empty() ? 2 : 0;
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   if (args[0] == "data") return bench_data_main(rest);
+  if (args[0] == "partition") return bench_partition_main(rest);
+  if (args[0] == "partition-one") return bench_partition_one_main(rest);
   throw UsageError("unknown benchmark '" + args[0] + "'");
 }
 

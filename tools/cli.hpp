@@ -3,6 +3,9 @@
 
 #include <boost/program_options.hpp>
 #include <string>
+
+#include "comm/communicator.hpp"
+#include "partition/config.hpp"
 #include <vector>
 
 namespace shardgnn::cli {
@@ -25,5 +28,13 @@ extern std::string g_command;
 int data_main(const std::vector<std::string>& args);
 int bench_main(const std::vector<std::string>& args);
 int bench_data_main(const std::vector<std::string>& args);
+int partition_main(const std::vector<std::string>& args);
+int bench_partition_main(const std::vector<std::string>& args);
+int bench_partition_one_main(const std::vector<std::string>& args);
+int bench_sampler_main(const std::vector<std::string>& args, const comm::Communicator& world);
+
+// The partitioning options shared by `partition` and `bench partition`.
+void add_partition_options(po::options_description& o);
+PartitionConfig partition_config(const po::variables_map& vm);
 
 }  // namespace shardgnn::cli

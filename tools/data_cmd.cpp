@@ -10,6 +10,7 @@
 #include "datasets/readers.hpp"
 #include "datasets/splits.hpp"
 #include "datasets/stats.hpp"
+#include "datasets/writers.hpp"
 #include "tools/cli.hpp"
 
 namespace shardgnn::cli {
@@ -252,6 +253,25 @@ int validate(const std::vector<std::string>& args) {
   return r.ok() ? 0 : 1;
 }
 
+int export_cmd(const std::vector<std::string>& args) {
+  g_command = "shardgnn data export";
+  po::options_description o("options");
+  o.add_options()
+      ("format,f", po::value<std::string>()->default_value("metis"), "metis (graph text, for gpmetis) or edgelist (tab-separated, original ids)")
+      ("out,o", po::value<std::string>()->required(), "output file");
+  po::variables_map vm;
+  if (!parse(args, "shardgnn data export <dataset-dir> --format metis|edgelist --out FILE", o, {"dataset"}, vm)) return 0;
+  const std::string fmt = vm["format"].as<std::string>();
+  if (fmt != "metis" && fmt != "edgelist") throw UsageError("unknown --format '" + fmt + "', expected metis or edgelist");
+  const Dataset ds = load_dataset(vm["dataset"].as<std::string>());
+  const std::string out = vm["out"].as<std::string>();
+  if (fmt == "metis") write_metis_graph(ds, out);
+  else write_edge_list_file(ds, out);
+  std::printf("wrote %s (%s): %lld nodes, %lld directed entries\n", out.c_str(), fmt.c_str(), static_cast<long long>(ds.num_nodes()),
+              static_cast<long long>(ds.graph.num_edges()));
+  return 0;
+}
+
 }  // namespace
 
 int data_main(const std::vector<std::string>& args) {
@@ -260,7 +280,8 @@ int data_main(const std::vector<std::string>& args) {
       "  convert    convert npz / METIS / edge list / OGB input into a dataset folder\n"
       "  generate   generate a synthetic dataset (rmat, sbm)\n"
       "  info       print statistics of a dataset folder\n"
-      "  validate   check a dataset folder completely\n";
+      "  validate   check a dataset folder completely\n"
+      "  export     write a dataset as METIS graph text or an edge list\n";
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << usage;
     return args.empty() ? 2 : 0;
@@ -270,6 +291,7 @@ int data_main(const std::vector<std::string>& args) {
   if (args[0] == "generate") return generate(rest);
   if (args[0] == "info") return info(rest);
   if (args[0] == "validate") return validate(rest);
+  if (args[0] == "export") return export_cmd(rest);
   throw UsageError("unknown data command '" + args[0] + "'");
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/communicator.hpp"
 #include "datasets/error.hpp"
 #include "tools/cli.hpp"
 
@@ -17,7 +18,10 @@ constexpr const char* kUsage =
     "  data generate   generate a synthetic dataset (R-MAT, stochastic block model)\n"
     "  data info       print a dataset's statistics\n"
     "  data validate   check a dataset folder completely\n"
+    "  partition       cut a dataset into K shards (METIS, random, LDG, Fennel); report, verify\n"
     "  bench data      benchmark edge-list parsing and dataset loading\n"
+    "  bench partition benchmark partitioning methods (time, memory, cut, balance, entropy)\n"
+    "  bench sampler   benchmark the distributed sampler and feature fetch (under mpiexec)\n"
     "  version         print the version\n"
     "\n"
     "Run 'shardgnn <command> --help' for a command's options.\n";
@@ -34,9 +38,26 @@ int main(int argc, char** argv) {
   const std::string cmd = args[0];
   args.erase(args.begin());
   cli::g_command = "shardgnn " + cmd;
+  // Distributed commands: MPI up first, and every failure ends the job on every rank, never a hang.
+  if (cmd == "bench" && !args.empty() && args[0] == "sampler") {
+    comm::Environment env(argc, argv);
+    int rc;
+    {
+      const auto world = comm::Communicator::world();
+      rc = comm::run_guarded("shardgnn bench sampler", world, [&] {
+        try {
+          return cli::bench_sampler_main({args.begin() + 1, args.end()}, world);
+        } catch (const cli::UsageError& e) {
+          throw comm::CollectiveError(e.what());
+        }
+      });
+    }
+    return rc;
+  }
   try {
     if (cmd == "data") return cli::data_main(args);
     if (cmd == "bench") return cli::bench_main(args);
+    if (cmd == "partition") return cli::partition_main(args);
     if (cmd == "version" || cmd == "--version") {
       std::cout << "shardgnn 0.1.0\n";
       return 0;

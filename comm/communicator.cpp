@@ -1,0 +1,168 @@
+#include "comm/communicator.hpp"
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstring>
+
+namespace shardgnn::comm {
+
+namespace {
+
+std::string mpi_error_string(int code) {
+  char buf[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(code, buf, &len) != MPI_SUCCESS) return "MPI error " + std::to_string(code);
+  return std::string(buf, static_cast<std::size_t>(len));
+}
+
+void check(int rc, const char* call) {
+  if (rc != MPI_SUCCESS) throw MpiError(call, rc);
+}
+
+MPI_Datatype datatype(Kind k) {
+  switch (k) {
+    case Kind::kInt32: return MPI_INT32_T;
+    case Kind::kInt64: return MPI_INT64_T;
+    case Kind::kUInt64: return MPI_UINT64_T;
+    case Kind::kFloat32: return MPI_FLOAT;
+    case Kind::kFloat64: return MPI_DOUBLE;
+    case Kind::kByte: return MPI_BYTE;
+  }
+  return MPI_BYTE;
+}
+
+MPI_Op mpi_op(Op op) {
+  switch (op) {
+    case Op::kSum: return MPI_SUM;
+    case Op::kMax: return MPI_MAX;
+    case Op::kMin: return MPI_MIN;
+  }
+  return MPI_SUM;
+}
+
+}  // namespace
+
+MpiError::MpiError(const std::string& call, int code) : std::runtime_error(call + " failed: " + mpi_error_string(code)), code_(code) {}
+
+Environment::Environment(int& argc, char**& argv) {
+  int provided = 0;
+  check(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
+  thread_multiple_ = provided >= MPI_THREAD_MULTIPLE;
+  // Errors come back as codes (turned into MpiError) instead of killing the job unexplained.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+}
+
+Environment::~Environment() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+struct Communicator::Handle {
+  MPI_Comm comm = MPI_COMM_NULL;
+  ~Handle() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (comm != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm);
+  }
+};
+
+Communicator Communicator::world() {
+  Communicator c;
+  c.handle_ = std::make_unique<Handle>();
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &c.handle_->comm), "MPI_Comm_dup");
+  MPI_Comm_set_errhandler(c.handle_->comm, MPI_ERRORS_RETURN);
+  check(MPI_Comm_rank(c.handle_->comm, &c.rank_), "MPI_Comm_rank");
+  check(MPI_Comm_size(c.handle_->comm, &c.size_), "MPI_Comm_size");
+  return c;
+}
+
+Communicator Communicator::dup() const {
+  Communicator c;
+  c.handle_ = std::make_unique<Handle>();
+  check(MPI_Comm_dup(handle_->comm, &c.handle_->comm), "MPI_Comm_dup");
+  MPI_Comm_set_errhandler(c.handle_->comm, MPI_ERRORS_RETURN);
+  c.rank_ = rank_;
+  c.size_ = size_;
+  return c;
+}
+
+Communicator::Communicator(Communicator&&) noexcept = default;
+Communicator& Communicator::operator=(Communicator&&) noexcept = default;
+Communicator::~Communicator() = default;
+
+void Communicator::barrier() const { check(MPI_Barrier(handle_->comm), "MPI_Barrier"); }
+
+void Communicator::allreduce_raw(void* data, std::int64_t count, Kind kind, Op op) const {
+  check(MPI_Allreduce_c(MPI_IN_PLACE, data, static_cast<MPI_Count>(count), datatype(kind), mpi_op(op), handle_->comm), "MPI_Allreduce");
+}
+
+void Communicator::broadcast_raw(void* data, std::int64_t bytes, int root) const {
+  check(MPI_Bcast_c(data, static_cast<MPI_Count>(bytes), MPI_BYTE, root, handle_->comm), "MPI_Bcast");
+}
+
+void Communicator::allgather_raw(const void* in, void* out, std::size_t bytes) const {
+  check(MPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, handle_->comm), "MPI_Allgather");
+}
+
+std::vector<std::int64_t> Communicator::exchange_counts(std::span<const std::int64_t> send_counts) const {
+  if (static_cast<int>(send_counts.size()) != size_)
+    throw std::logic_error("alltoallv: " + std::to_string(send_counts.size()) + " send counts for " + std::to_string(size_) + " ranks");
+  std::vector<std::int64_t> recv(static_cast<std::size_t>(size_));
+  check(MPI_Alltoall(send_counts.data(), 1, MPI_INT64_T, recv.data(), 1, MPI_INT64_T, handle_->comm), "MPI_Alltoall");
+  return recv;
+}
+
+void Communicator::alltoallv_raw(const void* send, std::span<const std::int64_t> send_counts, void* recv, std::span<const std::int64_t> recv_counts,
+                                 std::size_t elem_bytes) const {
+  // Byte counts and displacements in MPI_Count: large-count (MPI-4) so no 2^31 limit.
+  const auto n = static_cast<std::size_t>(size_);
+  std::vector<MPI_Count> sc(n), sd(n), rc(n), rd(n);
+  MPI_Count so = 0, ro = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    sc[i] = static_cast<MPI_Count>(send_counts[i]) * static_cast<MPI_Count>(elem_bytes);
+    rc[i] = static_cast<MPI_Count>(recv_counts[i]) * static_cast<MPI_Count>(elem_bytes);
+    sd[i] = so;
+    rd[i] = ro;
+    so += sc[i];
+    ro += rc[i];
+  }
+  std::vector<MPI_Aint> sda(sd.begin(), sd.end()), rda(rd.begin(), rd.end());
+  check(MPI_Alltoallv_c(send, sc.data(), sda.data(), MPI_BYTE, recv, rc.data(), rda.data(), MPI_BYTE, handle_->comm), "MPI_Alltoallv");
+}
+
+void Communicator::check_all(bool ok, const std::string& message_if_not) const {
+  // Lowest failing rank broadcasts its message so every rank throws the same text.
+  const std::int32_t first_bad = allreduce<std::int32_t>(ok ? size_ : rank_, Op::kMin);
+  if (first_bad == size_) return;
+  std::int64_t len = first_bad == rank_ ? static_cast<std::int64_t>(message_if_not.size()) : 0;
+  broadcast_raw(&len, sizeof len, first_bad);
+  std::string msg(static_cast<std::size_t>(len), '\0');
+  if (first_bad == rank_) msg = message_if_not;
+  broadcast_raw(msg.data(), len, first_bad);
+  throw CollectiveError(msg);
+}
+
+void Communicator::abort(const std::string& message, int code) const {
+  std::fprintf(stderr, "%s\n", message.c_str());
+  std::fflush(stderr);
+  MPI_Abort(handle_ ? handle_->comm : MPI_COMM_WORLD, code);
+  std::_Exit(code);  // MPI_Abort does not return; this keeps [[noreturn]] honest
+}
+
+int run_guarded(const std::string& prefix, const Communicator& comm, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const CollectiveError& e) {
+    // Every rank says so (each rank's log may be all a SLURM user reads), then exits cleanly.
+    std::fprintf(stderr, "%s: error: rank %d/%d: %s\n", prefix.c_str(), comm.rank(), comm.size(), e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    comm.abort(prefix + ": error: rank " + std::to_string(comm.rank()) + ": " + e.what() + " (aborting all ranks)");
+  } catch (...) {
+    comm.abort(prefix + ": error: rank " + std::to_string(comm.rank()) + ": unknown exception (aborting all ranks)");
+  }
+}
+
+}  // namespace shardgnn::comm

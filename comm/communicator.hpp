@@ -1,0 +1,154 @@
+// The MPI layer: the only code that includes <mpi.h> (in communicator.cpp; this header keeps it
+// out of every includer). Typed collectives in the spirit of KaMPIng: counts and displacements
+// are computed here, not by callers; MPI errors become MpiError carrying MPI's error string; and
+// run_guarded turns any exception into a job-wide outcome so that no rank is left hanging in a
+// collective another rank will never enter.
+//
+// Thread safety: Environment asks for MPI_THREAD_MULTIPLE. A Communicator may be used by one
+// thread at a time; threads that communicate concurrently (the sampler's prefetch thread and the
+// trainer) use separate communicators from dup(), so their collectives never interleave.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace shardgnn::comm {
+
+// An MPI call failed; what() carries MPI's own error string.
+class MpiError : public std::runtime_error {
+ public:
+  MpiError(const std::string& call, int code);
+  int code() const noexcept { return code_; }
+
+ private:
+  int code_;
+};
+
+// A problem every rank detected identically (bad options, a rank count that does not fit the
+// parts): run_guarded reports it and exits cleanly on every rank instead of aborting.
+class CollectiveError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class Kind { kInt32, kInt64, kUInt64, kFloat32, kFloat64, kByte };
+template <class T> constexpr Kind kind_of();
+template <> constexpr Kind kind_of<std::int32_t>() { return Kind::kInt32; }
+template <> constexpr Kind kind_of<std::int64_t>() { return Kind::kInt64; }
+template <> constexpr Kind kind_of<std::uint64_t>() { return Kind::kUInt64; }
+template <> constexpr Kind kind_of<float>() { return Kind::kFloat32; }
+template <> constexpr Kind kind_of<double>() { return Kind::kFloat64; }
+template <> constexpr Kind kind_of<std::byte>() { return Kind::kByte; }
+template <> constexpr Kind kind_of<char>() { return Kind::kByte; }
+template <> constexpr Kind kind_of<std::uint8_t>() { return Kind::kByte; }
+
+enum class Op { kSum, kMax, kMin };
+
+// MPI_Init_thread / MPI_Finalize for the process. Construct exactly one, first thing in main.
+class Environment {
+ public:
+  Environment(int& argc, char**& argv);
+  ~Environment();
+  Environment(const Environment&) = delete;
+  Environment& operator=(const Environment&) = delete;
+  bool thread_multiple() const noexcept { return thread_multiple_; }
+
+ private:
+  bool thread_multiple_ = false;
+};
+
+template <class T>
+struct AlltoallvResult {
+  std::vector<T> data;                 // everything received, grouped by source rank
+  std::vector<std::int64_t> counts;    // elements from each rank
+  std::vector<std::int64_t> displs;    // where each rank's elements start in data
+  std::span<const T> from(int rank) const { return {data.data() + displs[rank], static_cast<std::size_t>(counts[rank])}; }
+};
+
+class Communicator {
+ public:
+  // A duplicate of MPI_COMM_WORLD (never the world handle itself, so library traffic cannot
+  // collide with anyone else's).
+  static Communicator world();
+  // A new communicator over the same ranks, for another thread's collectives.
+  Communicator dup() const;
+
+  Communicator(Communicator&&) noexcept;
+  Communicator& operator=(Communicator&&) noexcept;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+  ~Communicator();
+
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return size_; }
+
+  // All collectives block until every rank of the communicator has entered them.
+  void barrier() const;
+  template <class T>
+  void allreduce_inplace(std::span<T> data, Op op) const { allreduce_raw(data.data(), static_cast<std::int64_t>(data.size()), kind_of<T>(), op); }
+  template <class T>
+  T allreduce(T value, Op op) const {
+    allreduce_raw(&value, 1, kind_of<T>(), op);
+    return value;
+  }
+  template <class T>
+  void broadcast(std::span<T> data, int root) const { broadcast_raw(data.data(), static_cast<std::int64_t>(data.size() * sizeof(T)), root); }
+  // One value from every rank, in rank order.
+  template <class T>
+  std::vector<T> allgather(const T& value) const {
+    std::vector<T> out(static_cast<std::size_t>(size_));
+    allgather_raw(&value, out.data(), sizeof(T));
+    return out;
+  }
+  // Sends send[displ_r .. displ_r + send_counts[r]) to rank r (displacements are the prefix sums
+  // of send_counts) and returns what every rank sent here, with its counts. Counts may exceed
+  // 2^31 elements (MPI-4 large-count calls).
+  template <class T>
+  AlltoallvResult<T> alltoallv(std::span<const T> send, std::span<const std::int64_t> send_counts) const {
+    AlltoallvResult<T> r;
+    r.counts = exchange_counts(send_counts);
+    r.displs.assign(r.counts.size(), 0);
+    std::int64_t total = 0;
+    for (std::size_t i = 0; i < r.counts.size(); ++i) {
+      r.displs[i] = total;
+      total += r.counts[i];
+    }
+    r.data.resize(static_cast<std::size_t>(total));
+    alltoallv_raw(send.data(), send_counts, r.data.data(), r.counts, sizeof(T));
+    return r;
+  }
+  // True on every rank if `ok` is true on every rank.
+  bool all(bool ok) const { return allreduce<std::int32_t>(ok ? 1 : 0, Op::kMin) == 1; }
+  // Throws CollectiveError on every rank unless `ok` holds on every rank. The message of a rank
+  // that failed travels to all (the lowest such rank's), so every rank reports the same line.
+  void check_all(bool ok, const std::string& message_if_not) const;
+
+  // Ends the whole job now, from any rank, after printing `message` on this rank's stderr.
+  [[noreturn]] void abort(const std::string& message, int code = 1) const;
+
+ private:
+  Communicator() = default;
+  void allreduce_raw(void* data, std::int64_t count, Kind kind, Op op) const;
+  void broadcast_raw(void* data, std::int64_t bytes, int root) const;
+  void allgather_raw(const void* in, void* out, std::size_t bytes) const;
+  std::vector<std::int64_t> exchange_counts(std::span<const std::int64_t> send_counts) const;
+  void alltoallv_raw(const void* send, std::span<const std::int64_t> send_counts, void* recv, std::span<const std::int64_t> recv_counts,
+                     std::size_t elem_bytes) const;
+
+  struct Handle;
+  std::unique_ptr<Handle> handle_;
+  int rank_ = 0, size_ = 1;
+};
+
+// Runs `body` on this rank. An exception on any rank ends the job without a hang: a
+// CollectiveError (raised on every rank by check_all) prints "<prefix>: error: rank R/N: ..." on
+// every rank and returns 1 on every rank for a clean exit; anything else prints
+// "<prefix>: error: rank R: ..." and calls MPI_Abort, which ends every rank.
+int run_guarded(const std::string& prefix, const Communicator& comm, const std::function<int()>& body);
+
+}  // namespace shardgnn::comm

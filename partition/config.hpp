@@ -1,0 +1,52 @@
+// Configuration of the partitioning phase: plain structs with documented defaults, filled by the
+// CLI (`shardgnn partition`) and by tests; nothing global.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shardgnn {
+
+enum class PartitionMethod { kMetis, kRandom, kLdg, kFennel };
+
+// What each shard should get its fair share of. Each key becomes one balance constraint (a METIS
+// vertex-weight component; a capacity for the streaming methods).
+enum class BalanceKey {
+  kNodes,   // every node weighs 1
+  kTrain,   // training nodes
+  kVal,     // validation nodes
+  kTest,    // test nodes
+  kEdges,   // a node weighs its degree
+  kLabels,  // one constraint per class: every shard gets its share of each class (label entropy balanced)
+};
+
+enum class PartitionObjective { kCut, kVolume };  // METIS: minimise edge cut or communication volume
+
+enum class EdgeWeighting {
+  kNone,     // unit weights (or the dataset's own edge weights, if it has them)
+  kEntropy,  // weights from feature similarity and degree (Deshmukh et al. 2023): keeps similar
+             // neighbourhoods together so shards get lower label entropy
+};
+
+struct PartitionConfig {
+  int parts = 2;
+  PartitionMethod method = PartitionMethod::kMetis;
+  std::vector<BalanceKey> balance = {BalanceKey::kNodes};
+  PartitionObjective objective = PartitionObjective::kCut;
+  EdgeWeighting edge_weights = EdgeWeighting::kNone;
+  double imbalance = 0.03;     // allowed load imbalance per constraint: max part <= (1 + imbalance) * mean
+  std::uint64_t seed = 0;
+  // Streaming methods (LDG, Fennel): nodes arrive in id order, or in a seeded random order.
+  bool stream_shuffle = false;
+  double fennel_gamma = 1.5;   // Fennel's exponent (Tsourakakis et al. 2014)
+};
+
+std::string method_name(PartitionMethod m);
+PartitionMethod parse_method(const std::string& name);           // metis, random, ldg, fennel
+std::vector<BalanceKey> parse_balance(const std::string& list);  // "nodes,train,val,test,edges,labels"
+std::string balance_name(BalanceKey k);
+PartitionObjective parse_objective(const std::string& name);     // cut, vol
+EdgeWeighting parse_edge_weighting(const std::string& name);     // none, entropy
+
+}  // namespace shardgnn

@@ -1,0 +1,202 @@
+#include "partition/metrics.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "datasets/error.hpp"
+#include "datasets/json_util.hpp"
+
+namespace shardgnn {
+
+double entropy_bits(std::span<const std::int64_t> counts) {
+  double total = 0;
+  for (auto c : counts) total += static_cast<double>(c);
+  if (total <= 0) return 0;
+  double h = 0;
+  for (auto c : counts)
+    if (c > 0) {
+      const double p = static_cast<double>(c) / total;
+      h -= p * std::log2(p);
+    }
+  return h;
+}
+
+double kl_bits(std::span<const std::int64_t> p, std::span<const std::int64_t> q) {
+  double tp = 0, tq = 0;
+  for (auto c : p) tp += static_cast<double>(c);
+  for (auto c : q) tq += static_cast<double>(c);
+  if (tp <= 0 || tq <= 0) return 0;
+  // Add-half smoothing on q only: a class the shard has but the whole graph lacks cannot happen,
+  // the smoothing just keeps the formula finite.
+  const double k = static_cast<double>(q.size());
+  double kl = 0;
+  for (std::size_t i = 0; i < p.size(); ++i)
+    if (p[i] > 0) {
+      const double pi = static_cast<double>(p[i]) / tp;
+      const double qi = (static_cast<double>(q[i]) + 0.5) / (tq + 0.5 * k);
+      kl += pi * std::log2(pi / qi);
+    }
+  return std::max(0.0, kl);
+}
+
+namespace {
+
+Imbalance imbalance_of(const std::vector<ShardMetrics>& shards, std::int64_t ShardMetrics::*field) {
+  Imbalance im;
+  double sum = 0;
+  for (const auto& s : shards) {
+    im.max = std::max(im.max, static_cast<double>(s.*field));
+    sum += static_cast<double>(s.*field);
+  }
+  im.mean = shards.empty() ? 0 : sum / static_cast<double>(shards.size());
+  return im;
+}
+
+}  // namespace
+
+PartitionMetrics compute_metrics(const Dataset& ds, std::span<const PartId> part, int parts) {
+  const CsrGraph& g = ds.graph;
+  const std::int64_t n = ds.num_nodes();
+  PartitionMetrics m;
+  m.parts = parts;
+  m.shards.assign(static_cast<std::size_t>(parts), ShardMetrics{});
+  for (auto& s : m.shards) s.label_counts.assign(static_cast<std::size_t>(ds.num_classes), 0);
+  std::vector<std::int64_t> global_labels(static_cast<std::size_t>(ds.num_classes), 0);
+
+  // Halo per shard: a "last seen by" stamp per node avoids a set per shard. Nodes are visited
+  // grouped by shard so each stamp pass is one shard's.
+  std::vector<std::vector<NodeId>> members(static_cast<std::size_t>(parts));
+  for (NodeId v = 0; v < n; ++v) members[part[v]].push_back(v);
+  std::vector<PartId> stamp(static_cast<std::size_t>(n), -1);
+  std::vector<PartId> seen_parts;  // distinct other shards of one node's neighbours
+  for (PartId k = 0; k < parts; ++k) {
+    ShardMetrics& s = m.shards[k];
+    for (NodeId u : members[k]) {
+      s.nodes += 1;
+      s.edges += g.degree(u);
+      if (ds.num_classes > 0 && ds.labels[u] >= 0) {
+        s.label_counts[ds.labels[u]] += 1;
+        global_labels[ds.labels[u]] += 1;
+      }
+      seen_parts.clear();
+      const auto nb = g.neighbors(u);
+      for (std::size_t i = 0; i < nb.size(); ++i) {
+        const NodeId v = nb[i];
+        const PartId pv = part[v];
+        if (pv == k) continue;
+        s.cut_entries += 1;
+        if (stamp[v] != k) {
+          stamp[v] = k;
+          s.halo += 1;
+        }
+        if (std::find(seen_parts.begin(), seen_parts.end(), pv) == seen_parts.end()) seen_parts.push_back(pv);
+        // Count each distinct pair once: from the smaller end, or from the only end listing it.
+        if (i > 0 && nb[i - 1] == v) continue;
+        const auto back = g.neighbors(v);
+        if (u < v || !std::binary_search(back.begin(), back.end(), u)) m.edge_cut += 1;
+      }
+      m.comm_volume += static_cast<std::int64_t>(seen_parts.size());
+    }
+  }
+  for (NodeId v : ds.train_idx.span()) m.shards[part[v]].train += 1;
+  for (NodeId v : ds.val_idx.span()) m.shards[part[v]].val += 1;
+  for (NodeId v : ds.test_idx.span()) m.shards[part[v]].test += 1;
+
+  std::int64_t replicated = n;
+  for (const auto& s : m.shards) replicated += s.halo;
+  m.halo_factor = n > 0 ? static_cast<double>(replicated) / static_cast<double>(n) : 1.0;
+  m.global_label_entropy = entropy_bits(global_labels);
+  double weighted = 0, labelled = 0;
+  for (auto& s : m.shards) {
+    s.label_entropy = entropy_bits(s.label_counts);
+    s.label_kl = kl_bits(s.label_counts, global_labels);
+    double ls = 0;
+    for (auto c : s.label_counts) ls += static_cast<double>(c);
+    weighted += ls * s.label_entropy;
+    labelled += ls;
+    m.max_label_kl = std::max(m.max_label_kl, s.label_kl);
+  }
+  m.mean_label_entropy = labelled > 0 ? weighted / labelled : 0;
+  m.nodes = imbalance_of(m.shards, &ShardMetrics::nodes);
+  m.edges = imbalance_of(m.shards, &ShardMetrics::edges);
+  m.train = imbalance_of(m.shards, &ShardMetrics::train);
+  m.val = imbalance_of(m.shards, &ShardMetrics::val);
+  m.test = imbalance_of(m.shards, &ShardMetrics::test);
+  return m;
+}
+
+namespace {
+
+boost::json::object imbalance_json(const Imbalance& im) { return {{"max", im.max}, {"mean", im.mean}, {"max_over_mean", im.ratio()}}; }
+
+Imbalance imbalance_from(const boost::json::object& o, const char* key, const std::string& file) {
+  const auto& x = json_object(o, key, file);
+  Imbalance im;
+  im.max = x.at("max").to_number<double>();
+  im.mean = x.at("mean").to_number<double>();
+  return im;
+}
+
+}  // namespace
+
+boost::json::object metrics_to_json(const PartitionMetrics& m) {
+  boost::json::array shards;
+  for (const auto& s : m.shards) {
+    boost::json::array labels;
+    for (auto c : s.label_counts) labels.push_back(c);
+    shards.push_back(boost::json::object{{"nodes", s.nodes}, {"edges", s.edges}, {"train", s.train}, {"val", s.val}, {"test", s.test},
+                                         {"halo", s.halo}, {"cut_entries", s.cut_entries}, {"label_counts", labels},
+                                         {"label_entropy_bits", s.label_entropy}, {"label_kl_bits", s.label_kl}});
+  }
+  return {{"parts", m.parts},
+          {"edge_cut", m.edge_cut},
+          {"comm_volume", m.comm_volume},
+          {"halo_factor", m.halo_factor},
+          {"global_label_entropy_bits", m.global_label_entropy},
+          {"mean_label_entropy_bits", m.mean_label_entropy},
+          {"max_label_kl_bits", m.max_label_kl},
+          {"imbalance", {{"nodes", imbalance_json(m.nodes)}, {"edges", imbalance_json(m.edges)}, {"train", imbalance_json(m.train)},
+                         {"val", imbalance_json(m.val)}, {"test", imbalance_json(m.test)}}},
+          {"shards", shards}};
+}
+
+PartitionMetrics metrics_from_json(const boost::json::object& o, const std::string& file) {
+  PartitionMetrics m;
+  try {
+    m.parts = static_cast<int>(json_int(o, "parts", file));
+    m.edge_cut = json_int(o, "edge_cut", file);
+    m.comm_volume = json_int(o, "comm_volume", file);
+    m.halo_factor = o.at("halo_factor").to_number<double>();
+    m.global_label_entropy = o.at("global_label_entropy_bits").to_number<double>();
+    m.mean_label_entropy = o.at("mean_label_entropy_bits").to_number<double>();
+    m.max_label_kl = o.at("max_label_kl_bits").to_number<double>();
+    const auto& im = json_object(o, "imbalance", file);
+    m.nodes = imbalance_from(im, "nodes", file);
+    m.edges = imbalance_from(im, "edges", file);
+    m.train = imbalance_from(im, "train", file);
+    m.val = imbalance_from(im, "val", file);
+    m.test = imbalance_from(im, "test", file);
+    for (const auto& v : o.at("shards").as_array()) {
+      const auto& so = v.as_object();
+      ShardMetrics s;
+      s.nodes = json_int(so, "nodes", file);
+      s.edges = json_int(so, "edges", file);
+      s.train = json_int(so, "train", file);
+      s.val = json_int(so, "val", file);
+      s.test = json_int(so, "test", file);
+      s.halo = json_int(so, "halo", file);
+      s.cut_entries = json_int(so, "cut_entries", file);
+      for (const auto& c : so.at("label_counts").as_array()) s.label_counts.push_back(c.to_number<std::int64_t>());
+      s.label_entropy = so.at("label_entropy_bits").to_number<double>();
+      s.label_kl = so.at("label_kl_bits").to_number<double>();
+      m.shards.push_back(std::move(s));
+    }
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw InputError(file, "key 'metrics'", std::string("malformed: ") + e.what());
+  }
+  return m;
+}
+
+}  // namespace shardgnn

@@ -1,0 +1,185 @@
+#include "partition/partitioner.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "datasets/error.hpp"
+#include "partition/methods.hpp"
+
+namespace shardgnn {
+
+std::string method_name(PartitionMethod m) {
+  switch (m) {
+    case PartitionMethod::kMetis: return "metis";
+    case PartitionMethod::kRandom: return "random";
+    case PartitionMethod::kLdg: return "ldg";
+    case PartitionMethod::kFennel: return "fennel";
+  }
+  return "?";
+}
+
+PartitionMethod parse_method(const std::string& name) {
+  for (auto m : {PartitionMethod::kMetis, PartitionMethod::kRandom, PartitionMethod::kLdg, PartitionMethod::kFennel})
+    if (name == method_name(m)) return m;
+  throw InputError("unknown partitioning method '" + name + "', expected one of: metis, random, ldg, fennel");
+}
+
+std::string balance_name(BalanceKey k) {
+  switch (k) {
+    case BalanceKey::kNodes: return "nodes";
+    case BalanceKey::kTrain: return "train";
+    case BalanceKey::kVal: return "val";
+    case BalanceKey::kTest: return "test";
+    case BalanceKey::kEdges: return "edges";
+    case BalanceKey::kLabels: return "labels";
+  }
+  return "?";
+}
+
+std::vector<BalanceKey> parse_balance(const std::string& list) {
+  std::vector<BalanceKey> keys;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const std::size_t end = std::min(list.find(',', start), list.size());
+    const std::string item = list.substr(start, end - start);
+    bool found = false;
+    for (auto k : {BalanceKey::kNodes, BalanceKey::kTrain, BalanceKey::kVal, BalanceKey::kTest, BalanceKey::kEdges, BalanceKey::kLabels})
+      if (item == balance_name(k)) {
+        if (std::find(keys.begin(), keys.end(), k) != keys.end()) throw InputError("--balance lists '" + item + "' twice");
+        keys.push_back(k);
+        found = true;
+      }
+    if (!found) throw InputError("unknown --balance key '" + item + "', expected a comma-separated list of: nodes, train, val, test, edges, labels");
+    start = end + 1;
+  }
+  return keys;
+}
+
+PartitionObjective parse_objective(const std::string& name) {
+  if (name == "cut") return PartitionObjective::kCut;
+  if (name == "vol" || name == "volume") return PartitionObjective::kVolume;
+  throw InputError("unknown --objective '" + name + "', expected cut or vol");
+}
+
+EdgeWeighting parse_edge_weighting(const std::string& name) {
+  if (name == "none") return EdgeWeighting::kNone;
+  if (name == "entropy") return EdgeWeighting::kEntropy;
+  throw InputError("unknown --edge-weights '" + name + "', expected none or entropy");
+}
+
+std::vector<PartId> Partitioner::partition(const Dataset& ds, const PartitionConfig& cfg) const {
+  const std::int64_t n = ds.num_nodes();
+  if (cfg.parts < 1) throw InputError("--parts must be at least 1, got " + std::to_string(cfg.parts));
+  if (cfg.parts > n)
+    throw InputError("--parts " + std::to_string(cfg.parts) + " exceeds the " + std::to_string(n) + " nodes of dataset '" + ds.name + "'");
+  if (!(cfg.imbalance >= 0 && cfg.imbalance <= 10)) throw InputError("--imbalance must be in [0, 10], got " + std::to_string(cfg.imbalance));
+  if (cfg.balance.empty()) throw InputError("--balance needs at least one key");
+  for (BalanceKey k : cfg.balance) {
+    const auto need = [&](const Array<NodeId>& split, const char* what) {
+      if (split.empty()) throw InputError("--balance " + balance_name(k) + ": dataset '" + ds.name + "' has no " + what + " split");
+    };
+    if (k == BalanceKey::kTrain) need(ds.train_idx, "training");
+    if (k == BalanceKey::kVal) need(ds.val_idx, "validation");
+    if (k == BalanceKey::kTest) need(ds.test_idx, "test");
+    if (k == BalanceKey::kLabels && ds.num_classes == 0) throw InputError("--balance labels: dataset '" + ds.name + "' has no labels");
+  }
+  if (cfg.method == PartitionMethod::kFennel && (!(cfg.fennel_gamma >= 1.0) || !std::isfinite(cfg.fennel_gamma)))
+    throw InputError("--fennel-gamma must be a finite number >= 1, got " + std::to_string(cfg.fennel_gamma));
+  // The streaming methods count neighbours; they have no notion of edge weights.
+  if (cfg.edge_weights != EdgeWeighting::kNone && cfg.method != PartitionMethod::kMetis)
+    throw InputError("--edge-weights " + std::string(cfg.edge_weights == EdgeWeighting::kEntropy ? "entropy" : "") + " works with --method metis only, not " +
+                     method_name(cfg.method));
+  if (cfg.edge_weights == EdgeWeighting::kEntropy && ds.feature_dim == 0)
+    throw InputError("--edge-weights entropy: dataset '" + ds.name + "' has no features to compare");
+  if (cfg.parts == 1) return std::vector<PartId>(static_cast<std::size_t>(n), 0);
+  std::vector<PartId> parts = run(ds, cfg);
+  // An invariant, not input: a partitioner that breaks it is a bug.
+  if (static_cast<std::int64_t>(parts.size()) != n) throw std::logic_error(method_name(cfg.method) + " returned a wrong-sized assignment");
+  for (PartId p : parts)
+    if (p < 0 || p >= cfg.parts) throw std::logic_error(method_name(cfg.method) + " returned part " + std::to_string(p));
+  return parts;
+}
+
+std::unique_ptr<Partitioner> make_partitioner(PartitionMethod m) {
+  switch (m) {
+    case PartitionMethod::kMetis: return std::make_unique<MetisPartitioner>();
+    case PartitionMethod::kRandom: return std::make_unique<RandomPartitioner>();
+    case PartitionMethod::kLdg: return std::make_unique<LdgPartitioner>();
+    case PartitionMethod::kFennel: return std::make_unique<FennelPartitioner>();
+  }
+  throw std::logic_error("unknown partitioning method");
+}
+
+std::vector<std::int64_t> balance_weights(const Dataset& ds, const std::vector<BalanceKey>& keys, int* ncon_out) {
+  const std::int64_t n = ds.num_nodes();
+  int ncon = 0;
+  for (BalanceKey k : keys) ncon += k == BalanceKey::kLabels ? static_cast<int>(ds.num_classes) : 1;
+  std::vector<std::int64_t> w(static_cast<std::size_t>(n * ncon), 0);
+  int col = 0;
+  for (BalanceKey k : keys) {
+    switch (k) {
+      case BalanceKey::kNodes:
+        for (std::int64_t v = 0; v < n; ++v) w[v * ncon + col] = 1;
+        break;
+      case BalanceKey::kEdges:
+        // A node with no edges still costs something to hold.
+        for (std::int64_t v = 0; v < n; ++v) w[v * ncon + col] = std::max<std::int64_t>(1, ds.graph.degree(v));
+        break;
+      case BalanceKey::kTrain:
+        for (NodeId v : ds.train_idx.span()) w[v * ncon + col] = 1;
+        break;
+      case BalanceKey::kVal:
+        for (NodeId v : ds.val_idx.span()) w[v * ncon + col] = 1;
+        break;
+      case BalanceKey::kTest:
+        for (NodeId v : ds.test_idx.span()) w[v * ncon + col] = 1;
+        break;
+      case BalanceKey::kLabels:
+        for (std::int64_t v = 0; v < n; ++v)
+          if (ds.labels[v] >= 0) w[v * ncon + col + ds.labels[v]] = 1;
+        break;
+    }
+    col += k == BalanceKey::kLabels ? static_cast<int>(ds.num_classes) : 1;
+  }
+  *ncon_out = ncon;
+  return w;
+}
+
+std::vector<std::int64_t> entropy_edge_weights(const Dataset& ds) {
+  // Deshmukh et al. (ICDM 2023) weight edges so that METIS keeps nodes that are likely to share a
+  // label together, which lowers each shard's label entropy. Our weight combines the two signals
+  // they name: feature similarity (cosine, mapped to [0, 1]) and degree (an edge between
+  // low-degree nodes is a larger share of their neighbourhoods, so cutting it costs more):
+  //   w(u, v) = 1 + round(kScale * sim(u, v) * 2 / (1 + sqrt(deg(u) * deg(v)) / mean_deg))
+  // Symmetric by construction; at least 1 so no edge becomes free to cut.
+  constexpr double kScale = 100.0;
+  const std::int64_t n = ds.num_nodes(), f = ds.feature_dim;
+  std::vector<double> norm(static_cast<std::size_t>(n), 0.0);
+  for (std::int64_t v = 0; v < n; ++v) {
+    const float* x = ds.features.data() + v * f;
+    double s = 0;
+    for (std::int64_t j = 0; j < f; ++j) s += static_cast<double>(x[j]) * x[j];
+    norm[v] = std::sqrt(s);
+  }
+  const double mean_deg = n > 0 ? std::max(1.0, static_cast<double>(ds.graph.num_edges()) / static_cast<double>(n)) : 1.0;
+  std::vector<std::int64_t> w(static_cast<std::size_t>(ds.graph.num_edges()));
+  for (NodeId u = 0; u < n; ++u) {
+    const float* xu = ds.features.data() + u * f;
+    const EdgeId base = ds.graph.indptr()[u];
+    const auto nb = ds.graph.neighbors(u);
+    for (std::size_t i = 0; i < nb.size(); ++i) {
+      const NodeId v = nb[i];
+      const float* xv = ds.features.data() + v * f;
+      double dot = 0;
+      for (std::int64_t j = 0; j < f; ++j) dot += static_cast<double>(xu[j]) * xv[j];
+      const double denom = norm[u] * norm[v];
+      const double cos = denom > 0 ? dot / denom : 0.0;
+      const double sim = (1.0 + cos) / 2.0;
+      const double deg = std::sqrt(static_cast<double>(ds.graph.degree(u)) * static_cast<double>(ds.graph.degree(v)));
+      w[base + static_cast<EdgeId>(i)] = 1 + std::llround(kScale * sim * 2.0 / (1.0 + deg / mean_deg));
+    }
+  }
+  return w;
+}
+
+}  // namespace shardgnn

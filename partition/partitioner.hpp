@@ -1,0 +1,43 @@
+// Partitioners: assign every node of a dataset to one of K parts.
+//  - METIS k-way (Karypis & Kumar 1998), multi-constraint, cut or volume objective;
+//  - random (a seeded hash of the node id);
+//  - LDG, linear deterministic greedy (Stanton & Kliot, KDD 2012), one pass, bounded memory;
+//  - Fennel (Tsourakakis et al., WSDM 2014), one pass, bounded memory.
+// All are deterministic for a given seed. The interface follows mt-KaHyPar: a public non-virtual
+// method that validates and measures, over a private virtual one.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "datasets/dataset.hpp"
+#include "partition/book.hpp"
+#include "partition/config.hpp"
+
+namespace shardgnn {
+
+class Partitioner {
+ public:
+  virtual ~Partitioner() = default;
+  // Returns the part of every node (size num_nodes, values in [0, parts)). Throws InputError for a
+  // configuration the dataset cannot satisfy (K < 1, K > nodes, --balance train without a train
+  // split, a graph beyond METIS's index range, ...).
+  std::vector<PartId> partition(const Dataset& ds, const PartitionConfig& cfg) const;
+
+ private:
+  virtual std::vector<PartId> run(const Dataset& ds, const PartitionConfig& cfg) const = 0;
+};
+
+std::unique_ptr<Partitioner> make_partitioner(PartitionMethod m);
+
+// The per-node balance weights of `keys`, row-major [num_nodes x ncon] (kLabels expands to one
+// column per class). Shared by METIS (vertex weights) and the streaming methods (capacities).
+std::vector<std::int64_t> balance_weights(const Dataset& ds, const std::vector<BalanceKey>& keys, int* ncon);
+
+// Entropy-aware edge weights (Deshmukh et al. 2023), aligned with ds.graph.indices(): positive
+// integers, larger for neighbours with similar features and for low-degree endpoints. Symmetric:
+// w(u, v) == w(v, u).
+std::vector<std::int64_t> entropy_edge_weights(const Dataset& ds);
+
+}  // namespace shardgnn

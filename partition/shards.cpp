@@ -1,0 +1,357 @@
+#include "partition/shards.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <filesystem>
+
+#include "datasets/array_dir.hpp"
+#include "datasets/error.hpp"
+#include "datasets/fileio.hpp"
+#include "datasets/json_util.hpp"
+#include "partition/partitioner.hpp"
+
+namespace fs = std::filesystem;
+
+namespace shardgnn {
+
+namespace {
+
+constexpr const char* kFormatName = "shardgnn-partition";
+
+std::string part_dir_name(PartId k) { return "part-" + std::to_string(k); }
+
+boost::json::object parameters_json(const PartitionConfig& c) {
+  boost::json::array balance;
+  for (auto k : c.balance) balance.push_back(boost::json::string(balance_name(k)));
+  return {{"parts", c.parts},
+          {"method", method_name(c.method)},
+          {"balance", balance},
+          {"objective", c.objective == PartitionObjective::kCut ? "cut" : "vol"},
+          {"edge_weights", c.edge_weights == EdgeWeighting::kEntropy ? "entropy" : "none"},
+          {"imbalance", c.imbalance},
+          {"seed", c.seed},
+          {"stream_shuffle", c.stream_shuffle},
+          {"fennel_gamma", c.fennel_gamma}};
+}
+
+// Node ids of `split` owned by part k, as sorted new ids.
+std::vector<NodeId> split_of_part(const Array<NodeId>& split, const Relabelling& r, PartId k) {
+  std::vector<NodeId> out;
+  for (NodeId v : split.span()) {
+    const NodeId g = r.new_of_old[v];
+    if (g >= r.book.begin(k) && g < r.book.end(k)) out.push_back(g);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+void write_partitioned(const Dataset& ds, const std::string& dataset_dir, const PartitionResult& result,
+                       const PartitionMetrics& metrics, const std::string& out_dir, bool overwrite) {
+  const int K = result.config.parts;
+  const Relabelling r = relabel(result.assignment, K);
+  const std::int64_t F = ds.feature_dim;
+  const std::string meta_path = (fs::path(dataset_dir) / "meta.json").string();
+  const std::string meta_crc = fs::exists(meta_path) ? hex32(crc32_of_file(meta_path)) : "";
+
+  // One shard's arrays, written under `tmp`; `stamp` is per-worker scratch over all nodes.
+  auto write_part = [&](const std::string& tmp, PartId k, std::vector<PartId>& stamp) {
+    const std::string pdir = (fs::path(tmp) / part_dir_name(k)).string();
+    fs::create_directory(pdir);
+    const NodeId first = r.book.begin(k), count = r.book.size(k);
+    std::vector<EdgeId> indptr(static_cast<std::size_t>(count) + 1, 0);
+    for (NodeId i = 0; i < count; ++i) indptr[i + 1] = indptr[i] + ds.graph.degree(r.old_of_new[first + i]);
+    std::vector<NodeId> indices(static_cast<std::size_t>(indptr.back()));
+    std::vector<std::int64_t> eweights(ds.edge_weights.empty() ? 0 : indices.size());
+    std::vector<std::pair<NodeId, std::int64_t>> row;
+    for (NodeId i = 0; i < count; ++i) {
+      const NodeId u = r.old_of_new[first + i];
+      const auto nb = ds.graph.neighbors(u);
+      NodeId* out = indices.data() + indptr[i];
+      if (eweights.empty()) {
+        for (std::size_t j = 0; j < nb.size(); ++j) out[j] = r.new_of_old[nb[j]];
+        std::sort(out, out + nb.size());  // relabelling reorders neighbours across parts
+        continue;
+      }
+      const EdgeId base = ds.graph.indptr()[u];
+      row.clear();
+      for (std::size_t j = 0; j < nb.size(); ++j) row.emplace_back(r.new_of_old[nb[j]], ds.edge_weights[base + static_cast<EdgeId>(j)]);
+      std::sort(row.begin(), row.end());
+      for (std::size_t j = 0; j < row.size(); ++j) {
+        out[j] = row[j].first;
+        eweights[indptr[i] + static_cast<EdgeId>(j)] = row[j].second;
+      }
+    }
+    // Distinct remote targets: a stamp per node instead of sorting every cut entry; only the
+    // distinct ones are sorted.
+    std::vector<NodeId> halo;
+    for (NodeId v : indices)
+      if ((v < first || v >= first + count) && stamp[v] != k) {
+        stamp[v] = k;
+        halo.push_back(v);
+      }
+    std::sort(halo.begin(), halo.end());
+    std::vector<PartId> halo_owner(halo.size());
+    for (std::size_t i = 0; i < halo.size(); ++i) halo_owner[i] = r.book.owner(halo[i]);
+    std::vector<NodeId> orig(r.old_of_new.begin() + first, r.old_of_new.begin() + first + count);
+
+    boost::json::object arrays;
+    arrays["indptr"] = write_listed_array(pdir, "indptr", indptr);
+    arrays["indices"] = write_listed_array(pdir, "indices", indices);
+    if (F > 0) {
+      std::vector<float> feats(static_cast<std::size_t>(count * F));
+      for (NodeId i = 0; i < count; ++i) std::copy_n(ds.features.data() + orig[i] * F, F, feats.data() + i * F);
+      arrays["features"] = write_listed_array(pdir, "features", DType::kFloat32, feats.data(), {count, F});
+    }
+    if (ds.num_classes > 0) {
+      std::vector<std::int64_t> labels(static_cast<std::size_t>(count));
+      for (NodeId i = 0; i < count; ++i) labels[i] = ds.labels[orig[i]];
+      arrays["labels"] = write_listed_array(pdir, "labels", labels);
+    }
+    arrays["train_idx"] = write_listed_array(pdir, "train_idx", split_of_part(ds.train_idx, r, k));
+    arrays["val_idx"] = write_listed_array(pdir, "val_idx", split_of_part(ds.val_idx, r, k));
+    arrays["test_idx"] = write_listed_array(pdir, "test_idx", split_of_part(ds.test_idx, r, k));
+    arrays["halo_nodes"] = write_listed_array(pdir, "halo_nodes", halo);
+    arrays["halo_owner"] = write_listed_array(pdir, "halo_owner", halo_owner);
+    arrays["orig_ids"] = write_listed_array(pdir, "orig_ids", orig);
+    if (!eweights.empty()) arrays["edge_weights"] = write_listed_array(pdir, "edge_weights", eweights);
+    return boost::json::object{{"dir", part_dir_name(k)}, {"nodes", count}, {"edges", indptr.back()},
+                               {"halo", static_cast<std::int64_t>(halo.size())}, {"arrays", std::move(arrays)}};
+  };
+
+  write_dir_atomic(out_dir, overwrite, [&](const std::string& tmp) {
+    // Shards are independent: one worker per core, each taking the next part.
+    std::vector<boost::json::object> part_json(static_cast<std::size_t>(K));
+    std::atomic<PartId> next{0};
+    std::mutex error_mu;
+    std::exception_ptr error;
+    auto worker = [&] {
+      std::vector<PartId> stamp(static_cast<std::size_t>(ds.num_nodes()), -1);
+      for (PartId k; (k = next++) < K;) {
+        try {
+          part_json[static_cast<std::size_t>(k)] = write_part(tmp, k, stamp);
+        } catch (...) {
+          std::lock_guard lock(error_mu);
+          if (!error) error = std::current_exception();
+          next = K;
+        }
+      }
+    };
+    const unsigned workers = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), static_cast<unsigned>(K)));
+    std::vector<std::thread> pool;
+    for (unsigned w = 1; w < workers; ++w) pool.emplace_back(worker);
+    worker();
+    for (auto& t : pool) t.join();
+    if (error) std::rethrow_exception(error);
+    boost::json::array parts_json;
+    for (auto& pj : part_json) parts_json.push_back(std::move(pj));
+    boost::json::array offsets;
+    for (NodeId o : r.book.offsets()) offsets.push_back(o);
+    boost::json::object root;
+    root["format"] = kFormatName;
+    root["version"] = kPartitionFormatVersion;
+    root["dataset"] = {{"name", ds.name},
+                       {"dir", fs::absolute(dataset_dir).lexically_normal().string()},
+                       {"meta_crc32", meta_crc},
+                       {"num_nodes", ds.num_nodes()},
+                       {"num_edges", ds.graph.num_edges()},
+                       {"feature_dim", F},
+                       {"num_classes", ds.num_classes}};
+    root["method"] = method_name(result.config.method);
+    root["parameters"] = parameters_json(result.config);
+    root["partition_seconds"] = result.seconds;
+    root["num_parts"] = K;
+    root["offsets"] = std::move(offsets);
+    root["metrics"] = metrics_to_json(metrics);
+    root["parts"] = std::move(parts_json);
+    write_json_file((fs::path(tmp) / "partition.json").string(), root);
+  });
+}
+
+PartitionInfo load_partition_info(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw InputError(dir, "", "no such partitioned-dataset folder");
+  PartitionInfo info;
+  info.dir = dir;
+  const std::string path = (fs::path(dir) / "partition.json").string();
+  if (!fs::exists(path, ec)) throw InputError(path, "", "missing: not a partitioned dataset (make one with `shardgnn partition`)");
+  boost::json::value v = read_json_file(path);
+  if (!v.is_object()) throw InputError(path, at_byte(0), "expected a JSON object");
+  info.json = std::move(v.get_object());
+  const auto& o = info.json;
+  if (json_string(o, "format", path) != kFormatName) throw InputError(path, "key 'format'", std::string("expected '") + kFormatName + "'");
+  if (json_int(o, "version", path) != kPartitionFormatVersion)
+    throw InputError(path, "key 'version'", "this build reads version " + std::to_string(kPartitionFormatVersion));
+  const auto& d = json_object(o, "dataset", path);
+  info.dataset_name = json_string(d, "name", path);
+  info.dataset_dir = json_string(d, "dir", path);
+  info.num_nodes = json_int(d, "num_nodes", path);
+  info.num_edges = json_int(d, "num_edges", path);
+  info.feature_dim = json_int(d, "feature_dim", path);
+  info.num_classes = json_int(d, "num_classes", path);
+  info.method = json_string(o, "method", path);
+  const std::int64_t K = json_int(o, "num_parts", path);
+  auto* off = o.if_contains("offsets");
+  if (!off || !off->is_array() || static_cast<std::int64_t>(off->get_array().size()) != K + 1)
+    throw InputError(path, "key 'offsets'", "expected num_parts + 1 = " + std::to_string(K + 1) + " integers");
+  std::vector<NodeId> offsets;
+  for (const auto& x : off->get_array()) {
+    if (!x.is_int64()) throw InputError(path, "key 'offsets'", "expected integers");
+    offsets.push_back(x.get_int64());
+  }
+  if (offsets.front() != 0 || offsets.back() != info.num_nodes || !std::is_sorted(offsets.begin(), offsets.end()))
+    throw InputError(path, "key 'offsets'", "expected non-decreasing offsets from 0 to num_nodes = " + std::to_string(info.num_nodes));
+  info.book = PartitionBook(std::move(offsets));
+  auto* parts = o.if_contains("parts");
+  if (!parts || !parts->is_array() || static_cast<std::int64_t>(parts->get_array().size()) != K)
+    throw InputError(path, "key 'parts'", "expected " + std::to_string(K) + " entries");
+  info.metrics = metrics_from_json(json_object(o, "metrics", path), path);
+  return info;
+}
+
+Shard load_shard(const PartitionInfo& info, PartId k) {
+  const std::string path = (fs::path(info.dir) / "partition.json").string();
+  if (k < 0 || k >= info.book.parts())
+    throw InputError(path, "", "part " + std::to_string(k) + " requested, the dataset has parts 0.." + std::to_string(info.book.parts() - 1));
+  const auto& pj = info.json.at("parts").as_array()[static_cast<std::size_t>(k)].as_object();
+  const std::string pdir = (fs::path(info.dir) / json_string(pj, "dir", path)).string();
+  const auto& arrays = json_object(pj, "arrays", path);
+  const std::int64_t n = info.book.size(k), m = json_int(pj, "edges", path);
+  Shard s;
+  s.part = k;
+  s.book = info.book;
+  s.feature_dim = info.feature_dim;
+  s.num_classes = info.num_classes;
+  auto indptr = load_listed_array<EdgeId>(pdir, arrays, path, "indptr", {n + 1}, true);
+  auto indices = load_listed_array<NodeId>(pdir, arrays, path, "indices", {m}, true);
+  if (indptr[0] != 0 || indptr[static_cast<std::size_t>(n)] != m)
+    throw InputError(pdir + "/indptr.npy", "", "must start at 0 and end at the shard's " + std::to_string(m) + " edges");
+  s.graph = CsrGraph(std::move(indptr), std::move(indices));
+  if (info.feature_dim > 0) s.features = load_listed_array<float>(pdir, arrays, path, "features", {n, info.feature_dim}, true);
+  if (info.num_classes > 0) s.labels = load_listed_array<std::int64_t>(pdir, arrays, path, "labels", {n}, true);
+  s.train_idx = load_listed_array<NodeId>(pdir, arrays, path, "train_idx", {listed_length(arrays, path, "train_idx")}, true);
+  s.val_idx = load_listed_array<NodeId>(pdir, arrays, path, "val_idx", {listed_length(arrays, path, "val_idx")}, true);
+  s.test_idx = load_listed_array<NodeId>(pdir, arrays, path, "test_idx", {listed_length(arrays, path, "test_idx")}, true);
+  const std::int64_t h = listed_length(arrays, path, "halo_nodes");
+  s.halo_nodes = load_listed_array<NodeId>(pdir, arrays, path, "halo_nodes", {h}, true);
+  s.halo_owner = load_listed_array<PartId>(pdir, arrays, path, "halo_owner", {h}, true);
+  s.orig_ids = load_listed_array<NodeId>(pdir, arrays, path, "orig_ids", {n}, true);
+  s.edge_weights = load_listed_array<std::int64_t>(pdir, arrays, path, "edge_weights", {m}, false);
+  return s;
+}
+
+ValidationResult verify_partition(const std::string& dataset_dir, const std::string& partition_dir) {
+  ValidationResult res;
+  auto& err = res.errors;
+  Dataset ds;
+  PartitionInfo info;
+  try {
+    ds = load_dataset(dataset_dir);
+    info = load_partition_info(partition_dir);
+  } catch (const InputError& e) {
+    err.push_back(e.what());
+    return res;
+  }
+  const std::string pj = (fs::path(partition_dir) / "partition.json").string();
+  const std::int64_t n = ds.num_nodes();
+  if (info.num_nodes != n || info.num_edges != ds.graph.num_edges() || info.dataset_name != ds.name) {
+    err.push_back(pj + ": made from dataset '" + info.dataset_name + "' (" + std::to_string(info.num_nodes) + " nodes, " +
+                  std::to_string(info.num_edges) + " edges), not from " + dataset_dir + " ('" + ds.name + "', " + std::to_string(n) + " nodes)");
+    return res;
+  }
+  const int K = info.book.parts();
+  const auto& parts = info.json.at("parts").as_array();
+  for (int k = 0; k < K; ++k) {
+    const auto& p = parts[static_cast<std::size_t>(k)].as_object();
+    verify_listed_checksums((fs::path(partition_dir) / json_string(p, "dir", pj)).string(), json_object(p, "arrays", pj), pj, err);
+  }
+  if (!err.empty()) return res;
+
+  std::vector<Shard> shards;
+  try {
+    for (PartId k = 0; k < K; ++k) shards.push_back(load_shard(info, k));
+  } catch (const InputError& e) {
+    err.push_back(e.what());
+    return res;
+  }
+  auto fail = [&](PartId k, const std::string& what) {
+    if (err.size() < 20) err.push_back(partition_dir + "/part-" + std::to_string(k) + ": " + what);
+  };
+  // orig_ids must be a permutation of the dataset's nodes; it defines new -> old.
+  std::vector<NodeId> old_of_new(static_cast<std::size_t>(n), -1);
+  std::vector<std::uint8_t> seen(static_cast<std::size_t>(n), 0);
+  for (const Shard& s : shards)
+    for (std::size_t i = 0; i < s.orig_ids.size(); ++i) {
+      const NodeId v = s.orig_ids[i];
+      if (v < 0 || v >= n || seen[v]) {
+        fail(s.part, "orig_ids.npy: element " + std::to_string(i) + ": node " + std::to_string(v) + (v < 0 || v >= n ? " out of range" : " owned twice"));
+        continue;
+      }
+      seen[v] = 1;
+      old_of_new[info.book.begin(s.part) + static_cast<NodeId>(i)] = v;
+    }
+  if (!err.empty()) return res;
+
+  std::vector<NodeId> row;
+  for (const Shard& s : shards) {
+    const PartId k = s.part;
+    std::vector<NodeId> halo;
+    for (NodeId i = 0; i < info.book.size(k); ++i) {
+      const NodeId u = s.orig_ids[i];
+      const auto nb = s.graph.neighbors(i);
+      row.clear();
+      bool in_range = true;
+      for (std::size_t j = 0; j < nb.size(); ++j) {
+        if (nb[j] < 0 || nb[j] >= n) { in_range = false; break; }
+        if (j > 0 && nb[j - 1] > nb[j]) fail(k, "indices.npy: row " + std::to_string(i) + " is not sorted");
+        row.push_back(old_of_new[nb[j]]);
+        if (info.book.owner(nb[j]) != k) halo.push_back(nb[j]);
+      }
+      if (!in_range) { fail(k, "indices.npy: row " + std::to_string(i) + " has a node id out of range"); continue; }
+      std::sort(row.begin(), row.end());
+      const auto want = ds.graph.neighbors(u);
+      if (!std::equal(row.begin(), row.end(), want.begin(), want.end()))
+        fail(k, "row " + std::to_string(i) + " (dataset node " + std::to_string(u) + ") has " + std::to_string(row.size()) +
+                    " neighbours that differ from the dataset's " + std::to_string(want.size()));
+      if (ds.feature_dim > 0 && !std::equal(s.features.data() + i * ds.feature_dim, s.features.data() + (i + 1) * ds.feature_dim,
+                                            ds.features.data() + u * ds.feature_dim))
+        fail(k, "features.npy: row " + std::to_string(i) + " differs from dataset node " + std::to_string(u));
+      if (ds.num_classes > 0 && s.labels[i] != ds.labels[u])
+        fail(k, "labels.npy: element " + std::to_string(i) + " differs from dataset node " + std::to_string(u));
+    }
+    std::sort(halo.begin(), halo.end());
+    halo.erase(std::unique(halo.begin(), halo.end()), halo.end());
+    if (!std::equal(halo.begin(), halo.end(), s.halo_nodes.begin(), s.halo_nodes.end()))
+      fail(k, "halo_nodes.npy: " + std::to_string(s.halo_nodes.size()) + " nodes, the shard's edges reach " + std::to_string(halo.size()) + " remote nodes");
+    for (std::size_t i = 0; i < s.halo_owner.size() && i < s.halo_nodes.size(); ++i)
+      if (s.halo_owner[i] != info.book.owner(s.halo_nodes[i])) {
+        fail(k, "halo_owner.npy: element " + std::to_string(i) + " names part " + std::to_string(s.halo_owner[i]) + ", the book says " +
+                    std::to_string(info.book.owner(s.halo_nodes[i])));
+        break;
+      }
+  }
+  // Splits: the union over shards, mapped back, equals the dataset's; each shard lists only its own nodes.
+  for (auto [name, member, source] : {std::tuple{"train_idx", &Shard::train_idx, &ds.train_idx}, std::tuple{"val_idx", &Shard::val_idx, &ds.val_idx},
+                                      std::tuple{"test_idx", &Shard::test_idx, &ds.test_idx}}) {
+    std::vector<NodeId> all;
+    for (const Shard& s : shards)
+      for (NodeId g : (s.*member).span()) {
+        if (g < info.book.begin(s.part) || g >= info.book.end(s.part)) {
+          fail(s.part, std::string(name) + ".npy: node " + std::to_string(g) + " is not owned by this part");
+          continue;
+        }
+        all.push_back(old_of_new[g]);
+      }
+    std::sort(all.begin(), all.end());
+    std::vector<NodeId> want(source->begin(), source->end());
+    std::sort(want.begin(), want.end());
+    if (all != want) err.push_back(partition_dir + ": the shards' " + name + " differ from the dataset's (" + std::to_string(all.size()) + " vs " + std::to_string(want.size()) + " nodes)");
+  }
+  return res;
+}
+
+}  // namespace shardgnn

@@ -1,0 +1,70 @@
+// The partitioned dataset on disk: partition.json (method, parameters, the range partition book,
+// quality metrics, a checksum per file) plus part-<k>/ per shard holding, as .npy:
+//   indptr      int64 [n_k + 1]   CSR over the shard's owned nodes (local row = global - offset)
+//   indices     int64 [m_k]       neighbours, as new global ids (rows sorted)
+//   features    float32 [n_k, F]  labels int64 [n_k]
+//   train_idx, val_idx, test_idx  int64, new global ids of owned nodes
+//   halo_nodes  int64 [h_k]       the remote nodes the shard's edges reach (sorted global ids)
+//   halo_owner  int32 [h_k]       their owning part
+//   orig_ids    int64 [n_k]       each owned node's id in the source dataset
+//   edge_weights int64 [m_k]      when the dataset has them
+#pragma once
+
+#include <boost/json.hpp>
+#include <string>
+#include <vector>
+
+#include "datasets/dataset.hpp"
+#include "partition/book.hpp"
+#include "partition/config.hpp"
+#include "partition/metrics.hpp"
+
+namespace shardgnn {
+
+inline constexpr int kPartitionFormatVersion = 1;
+
+struct PartitionResult {
+  PartitionConfig config;
+  std::vector<PartId> assignment;  // part of every dataset node
+  double seconds = 0;              // time the partitioner took
+};
+
+// Writes the partitioned dataset atomically (nothing is left at `out_dir` on failure).
+// `dataset_dir` is recorded (with its meta.json checksum) so a verifier can find the source.
+void write_partitioned(const Dataset& ds, const std::string& dataset_dir, const PartitionResult& result,
+                       const PartitionMetrics& metrics, const std::string& out_dir, bool overwrite);
+
+// partition.json, parsed and checked.
+struct PartitionInfo {
+  std::string dir;
+  boost::json::object json;
+  PartitionBook book;
+  std::string method;
+  std::string dataset_name, dataset_dir;
+  std::int64_t num_nodes = 0, num_edges = 0, feature_dim = 0, num_classes = 0;
+  PartitionMetrics metrics;
+};
+PartitionInfo load_partition_info(const std::string& dir);
+
+// One shard, memory-mapped (what a rank loads).
+struct Shard {
+  PartId part = 0;
+  PartitionBook book;
+  CsrGraph graph;  // local rows, global neighbour ids
+  std::int64_t feature_dim = 0, num_classes = 0;
+  Array<float> features;
+  Array<std::int64_t> labels;
+  Array<NodeId> train_idx, val_idx, test_idx;
+  Array<NodeId> halo_nodes;
+  Array<PartId> halo_owner;
+  Array<NodeId> orig_ids;
+  Array<std::int64_t> edge_weights;
+};
+Shard load_shard(const PartitionInfo& info, PartId part);
+
+// Serial verifier: checks a partitioned dataset against its source dataset. Every edge present
+// exactly once across shards; features, labels and splits identical after relabelling; halo lists
+// exact; the partition book consistent; every file's checksum. Returns the problems found.
+ValidationResult verify_partition(const std::string& dataset_dir, const std::string& partition_dir);
+
+}  // namespace shardgnn

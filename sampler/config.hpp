@@ -1,0 +1,40 @@
+// Configuration of the distributed sampler and feature store; plain structs with documented
+// defaults, filled by the CLI.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shardgnn {
+
+enum class CachePolicy {
+  kNone,
+  kDegree,     // cache the remote rows this shard's edges reference most (a degree proxy)
+  kPresample,  // SALIENT++'s VIP idea: presample batches, cache the remote rows fetched most
+};
+
+struct SamplerConfig {
+  // Fanouts by hop from the seeds outward: {15, 10, 5} samples 15 neighbours of each seed, 10 of
+  // each node one hop out, 5 at the outermost hop. -1 takes all neighbours. (DGL lists the same
+  // fanouts from the input side: pass them reversed to compare.)
+  std::vector<int> fanouts = {15, 10, 5};
+  bool replace = false;       // sample with replacement
+  int batch_size = 1024;      // seeds per batch, per rank
+  std::uint64_t seed = 0;
+  int prefetch = 2;           // batches sampled ahead by the pipeline's thread (0: no thread)
+  CachePolicy cache_policy = CachePolicy::kNone;
+  double cache_mb = 0;        // cache size limit in MB (10^6 bytes) of feature rows
+  double cache_fraction = 0;  // alternatively: this fraction of the shard's halo rows (0 = use cache_mb)
+  int presample_batches = 64; // batches presampled by the kPresample policy
+};
+
+// "15,10,5" -> {15, 10, 5}; -1 means all neighbours. Empty lists, 0, values below -1 and
+// non-numbers are InputErrors naming the offending item.
+std::vector<int> parse_fanouts(const std::string& text);
+CachePolicy parse_cache_policy(const std::string& name);  // none, degree, presample
+std::string cache_policy_name(CachePolicy p);
+// Throws InputError for a configuration no run can use (batch size < 1, no fanouts, ...).
+void validate(const SamplerConfig& c);
+
+}  // namespace shardgnn

@@ -1,0 +1,63 @@
+// Input features for a batch: local rows straight from the shard's mapped file, remote rows from a
+// per-rank cache or from their owners in one batched exchange per batch. The cache has a size
+// limit and a policy: by degree (the remote rows this shard's edges reference most) or by
+// presampling (SALIENT++'s VIP idea: sample some batches ahead, cache the rows fetched most).
+#pragma once
+
+#include <boost/unordered/unordered_flat_map.hpp>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "partition/shards.hpp"
+#include "sampler/config.hpp"
+
+namespace shardgnn {
+
+class DistSampler;
+
+struct FeatureCounters {
+  std::int64_t local_rows = 0, remote_rows = 0, cache_hits = 0;
+  std::int64_t bytes_sent = 0, bytes_received = 0;
+  double local_gather_s = 0, remote_s = 0, exchange_s = 0;
+  double hit_rate() const { return remote_rows > 0 ? static_cast<double>(cache_hits) / static_cast<double>(remote_rows) : 0.0; }
+};
+
+class FeatureStore {
+ public:
+  FeatureStore(const Shard& shard, const comm::Communicator& comm);
+
+  // Collective. Fills the cache per `config` (policy and size); kPresample draws
+  // config.presample_batches batches with `sampler` (epoch -1, so training epochs are untouched).
+  void build_cache(const SamplerConfig& config, DistSampler* sampler);
+
+  // Collective: every rank calls it once per step. Writes the rows of `nodes` (global ids),
+  // row-major, into `out` (resized to nodes.size() x feature_dim).
+  void fetch(std::span<const NodeId> nodes, std::vector<float>& out);
+
+  std::int64_t feature_dim() const noexcept { return dim_; }
+  std::int64_t cached_rows() const noexcept { return static_cast<std::int64_t>(slot_.size()); }
+  const FeatureCounters& counters() const noexcept { return counters_; }
+  FeatureCounters& counters() noexcept { return counters_; }
+  // For the benchmark's raw-MPI replay: when on, the float counts of every row reply this rank
+  // sent (one vector of per-rank counts per fetch) are kept.
+  void record_replies(bool on) { record_ = on; }
+  const std::vector<std::vector<std::int64_t>>& reply_log() const noexcept { return reply_log_; }
+
+ private:
+  // Collective: the rows of `remote` (global ids owned elsewhere) from their owners.
+  std::vector<float> fetch_remote(std::span<const NodeId> remote);
+  void fill_cache(std::vector<NodeId> chosen);
+
+  const Shard& shard_;
+  const comm::Communicator& comm_;
+  std::int64_t dim_;
+  boost::unordered_flat_map<NodeId, std::int64_t> slot_;  // cached global id -> row in cache_
+  std::vector<float> cache_;
+  FeatureCounters counters_;
+  bool record_ = false;
+  std::vector<std::vector<std::int64_t>> reply_log_;
+};
+
+}  // namespace shardgnn

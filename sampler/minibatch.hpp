@@ -1,0 +1,40 @@
+// What the sampler hands the trainer: per layer a block (a bipartite message-flow graph in CSR
+// with local numbering) plus the global ids of each layer's nodes, the input features and the
+// seeds' labels. Plain arrays: the trainer wraps them in tensors without copying.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "datasets/graph.hpp"
+
+namespace shardgnn {
+
+struct Block {
+  std::int64_t num_src = 0;  // input-side nodes; the first num_dst of them are the output-side nodes
+  std::int64_t num_dst = 0;
+  std::vector<std::int64_t> indptr;   // num_dst + 1
+  std::vector<std::int64_t> indices;  // positions in the src node list
+};
+
+struct MiniBatch {
+  std::int64_t epoch = 0, step = 0;
+  // layer_nodes[h]: global ids of the nodes at depth <= h, seeds first; a prefix of layer_nodes[h+1].
+  std::vector<std::vector<NodeId>> layer_nodes;
+  // blocks[0] is the input layer (as in DGL): src = layer_nodes[L], dst = layer_nodes[L-1];
+  // blocks[L-1] ends at the seeds.
+  std::vector<Block> blocks;
+  std::int64_t feature_dim = 0;
+  std::vector<float> features;        // layer_nodes[L].size() x feature_dim
+  std::vector<std::int64_t> labels;   // one per seed (-1 = unlabelled)
+
+  const std::vector<NodeId>& seeds() const { return layer_nodes.front(); }
+  const std::vector<NodeId>& input_nodes() const { return layer_nodes.back(); }
+  std::int64_t sampled_edges() const {
+    std::int64_t e = 0;
+    for (const auto& b : blocks) e += static_cast<std::int64_t>(b.indices.size());
+    return e;
+  }
+};
+
+}  // namespace shardgnn

@@ -1,0 +1,74 @@
+#include "sampler/pipeline.hpp"
+
+#include <chrono>
+
+namespace shardgnn {
+
+MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::int64_t epoch, std::int64_t step) {
+  const std::vector<NodeId> seeds = sampler.seeds_for(epoch, step);
+  MiniBatch mb = sampler.sample(seeds, epoch, step);
+  mb.feature_dim = features.feature_dim();
+  features.fetch(mb.input_nodes(), mb.features);
+  const Shard& shard = sampler.shard();
+  const NodeId first = shard.book.begin(shard.part);
+  mb.labels.resize(seeds.size(), -1);
+  if (!shard.labels.empty())
+    for (std::size_t i = 0; i < seeds.size(); ++i) mb.labels[i] = shard.labels[seeds[i] - first];
+  return mb;
+}
+
+Prefetcher::Prefetcher(DistSampler& sampler, FeatureStore& features, std::int64_t epoch, std::int64_t steps, int depth)
+    : sampler_(sampler), features_(features), epoch_(epoch), steps_(steps), depth_(static_cast<std::size_t>(depth)) {
+  if (depth_ > 0) thread_ = std::thread([this] { run(); });
+}
+
+Prefetcher::~Prefetcher() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  // The producer finishes the batch it is in (a collective the other ranks also finish) and stops.
+  if (thread_.joinable()) thread_.join();
+}
+
+void Prefetcher::run() {
+  try {
+    for (std::int64_t step = 0; step < steps_; ++step) {
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || queue_.size() < depth_; });
+        if (stop_) return;
+      }
+      MiniBatch mb = produce_batch(sampler_, features_, epoch_, step);
+      {
+        std::lock_guard lock(mu_);
+        queue_.push_back(std::move(mb));
+        ++produced_;
+      }
+      cv_.notify_all();
+    }
+  } catch (...) {
+    std::lock_guard lock(mu_);
+    error_ = std::current_exception();
+    cv_.notify_all();
+  }
+}
+
+std::optional<MiniBatch> Prefetcher::next() {
+  if (next_step_ >= steps_) return std::nullopt;
+  if (depth_ == 0) return produce_batch(sampler_, features_, epoch_, next_step_++);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return !queue_.empty() || error_; });
+  wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (queue_.empty() && error_) std::rethrow_exception(error_);
+  MiniBatch mb = std::move(queue_.front());
+  queue_.pop_front();
+  ++next_step_;
+  lock.unlock();
+  cv_.notify_all();
+  return mb;
+}
+
+}  // namespace shardgnn

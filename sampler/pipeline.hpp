@@ -1,0 +1,53 @@
+// The prefetch pipeline: a thread samples and fetches the next batches of an epoch while the
+// current one is consumed, handing them over through a bounded queue. The thread uses the
+// sampler's and feature store's communicator (a dup() of the trainer's), so its collectives
+// never interleave with the consumer's. An exception in the thread is rethrown by next().
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "sampler/feature_store.hpp"
+#include "sampler/sampler.hpp"
+
+namespace shardgnn {
+
+// A complete batch: the sampler's blocks plus input features and seed labels.
+MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::int64_t epoch, std::int64_t step);
+
+class Prefetcher {
+ public:
+  // Starts producing the `steps` batches of `epoch` (collective work: every rank must run the
+  // same epoch with the same steps). depth 0 produces each batch in next() itself, no thread.
+  Prefetcher(DistSampler& sampler, FeatureStore& features, std::int64_t epoch, std::int64_t steps, int depth);
+  ~Prefetcher();
+  Prefetcher(const Prefetcher&) = delete;
+  Prefetcher& operator=(const Prefetcher&) = delete;
+
+  // The next batch, or nullopt after the last step. Blocks while the thread catches up.
+  std::optional<MiniBatch> next();
+  // Time next() spent waiting for the producer (the part of sampling the pipeline did not hide).
+  double wait_seconds() const noexcept { return wait_s_; }
+
+ private:
+  void run();
+
+  DistSampler& sampler_;
+  FeatureStore& features_;
+  std::int64_t epoch_, steps_, next_step_ = 0;
+  std::size_t depth_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<MiniBatch> queue_;
+  std::int64_t produced_ = 0;
+  bool stop_ = false;
+  std::exception_ptr error_;
+  double wait_s_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace shardgnn

@@ -1,0 +1,69 @@
+// The distributed neighbour sampler (one instance per rank, SPMD): seed scheduling, multi-hop
+// sampling where frontier nodes owned by other ranks are sampled by their owners in one batched
+// exchange per hop, and the serial reference it is tested against.
+#pragma once
+
+#include <climits>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "datasets/dataset.hpp"
+#include "partition/shards.hpp"
+#include "sampler/config.hpp"
+#include "sampler/minibatch.hpp"
+
+namespace shardgnn {
+
+// Per-rank work counters, kept for the rebalancer (and printed by the benchmark).
+struct SamplerCounters {
+  std::int64_t batches = 0, seeds = 0, sampled_edges = 0;
+  std::int64_t local_rows_sampled = 0, remote_rows_sampled = 0;  // nodes whose neighbours were drawn here / by an owner for us
+  std::int64_t rows_served = 0;                                 // rows this rank sampled for others
+  std::int64_t bytes_sent = 0, bytes_received = 0;
+  double sample_s = 0, exchange_s = 0;
+};
+
+// This rank's seeds for one epoch, shuffled with a stream keyed by (seed, epoch, rank) and cut
+// into batches. Pure, so tests and the serial reference reproduce it.
+std::vector<std::vector<NodeId>> epoch_batches(std::span<const NodeId> seeds, int batch_size, std::uint64_t seed, std::int64_t epoch, int rank);
+
+class DistSampler {
+ public:
+  // `comm` must outlive the sampler; its collectives are this sampler's alone (give it a dup()).
+  DistSampler(const Shard& shard, const comm::Communicator& comm, SamplerConfig config);
+
+  // Collective. The number of steps every rank runs this epoch: the largest batch count over
+  // ranks, so uneven shards never leave a rank waiting in a collective another rank skips. A
+  // rank with fewer batches wraps around its shuffled seeds (each rank's steps stay full batches).
+  std::int64_t steps_in_epoch(std::int64_t epoch) const;
+  // This rank's seeds at `step` of `epoch` (wrapping as described above; empty if it has none).
+  std::vector<NodeId> seeds_for(std::int64_t epoch, std::int64_t step) const;
+
+  // Collective: every rank calls it once per step, in the same order. Samples the multi-hop
+  // neighbourhood of `seeds` (global ids owned by this rank) and returns the blocks and layer
+  // node lists; features and labels are left to the FeatureStore.
+  MiniBatch sample(std::span<const NodeId> seeds, std::int64_t epoch, std::int64_t step);
+
+  const SamplerConfig& config() const noexcept { return config_; }
+  const SamplerCounters& counters() const noexcept { return counters_; }
+  SamplerCounters& counters() noexcept { return counters_; }
+  const Shard& shard() const noexcept { return shard_; }
+  const comm::Communicator& comm() const noexcept { return comm_; }
+
+ private:
+  const Shard& shard_;
+  const comm::Communicator& comm_;
+  SamplerConfig config_;
+  std::vector<NodeId> train_;  // this rank's training seeds
+  SamplerCounters counters_;
+  mutable std::int64_t batches_epoch_ = INT64_MIN;  // none yet (-1 is a real epoch: presampling)
+  mutable std::vector<std::vector<NodeId>> batches_;  // epoch_batches of batches_epoch_, computed on first use
+};
+
+// The serial reference: the same sampling on the unpartitioned dataset (ids are the dataset's),
+// with the same keyed random streams. One rank's DistSampler reproduces it exactly.
+MiniBatch reference_sample(const Dataset& ds, const SamplerConfig& config, std::span<const NodeId> seeds, std::int64_t epoch, std::int64_t step);
+
+}  // namespace shardgnn

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# `shardgnn partition` end to end: partition Cora, verify, report (table + SVG); bad requests give
+# one stderr line, the right exit code and leave nothing behind.
+set -euo pipefail
+: "${SHARDGNN:?}" "${SAMPLES:?}"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$SHARDGNN" data convert "$SAMPLES/cora.npz" --out "$work/cora" >/dev/null
+"$SHARDGNN" partition "$work/cora" --parts 2 --method metis --balance nodes,train --out "$work/p2" --verify > "$work/out.txt"
+grep -q "verified" "$work/out.txt" || fail "partition --verify did not verify"
+grep -q "edge cut" "$work/out.txt" || fail "partition printed no report"
+[ -f "$work/p2/partition.json" ] && [ -d "$work/p2/part-0" ] && [ -d "$work/p2/part-1" ] || fail "missing shard folders"
+"$SHARDGNN" partition verify "$work/p2" >/dev/null || fail "partition verify failed on a good partition"
+"$SHARDGNN" partition report "$work/p2" > "$work/report.txt"
+grep -qE "^ +0 +[0-9]+" "$work/report.txt" || fail "report table lacks a row for part 0"
+grep -q "<svg" "$work/p2/report.svg" || fail "report.svg is not an SVG"
+"$SHARDGNN" partition report "$work/p2" --json | grep -q '"edge_cut"' || fail "report --json lacks edge_cut"
+
+for m in random ldg fennel; do
+  "$SHARDGNN" partition "$work/cora" --parts 3 --method "$m" --out "$work/p-$m" --verify >/dev/null || fail "$m partition failed"
+done
+
+# One clear line, exit code, nothing written.
+expect_error() {  # expected-exit pattern args...
+  local want=$1 pattern=$2; shift 2
+  set +e
+  "$SHARDGNN" "$@" > /dev/null 2> "$work/err.txt"
+  local rc=$?
+  set -e
+  [ "$rc" = "$want" ] || fail "'$*' exited $rc, expected $want"
+  [ "$(wc -l < "$work/err.txt")" = 1 ] || fail "'$*' printed $(wc -l < "$work/err.txt") stderr lines: $(cat "$work/err.txt")"
+  grep -q -- "$pattern" "$work/err.txt" || fail "'$*' error lacks '$pattern': $(cat "$work/err.txt")"
+  [ ! -e "$work/bad" ] || fail "'$*' left $work/bad behind"
+}
+expect_error 2 "at least 1" partition "$work/cora" --parts 0 --out "$work/bad"
+expect_error 1 "exceeds the 2708 nodes" partition "$work/cora" --parts 3000 --out "$work/bad"
+expect_error 2 "unknown partitioning method 'kway'" partition "$work/cora" --method kway --out "$work/bad"
+expect_error 2 "unknown --balance key" partition "$work/cora" --balance nodes,weight --out "$work/bad"
+expect_error 1 "no such dataset folder" partition "$work/missing" --parts 2 --out "$work/bad"
+"$SHARDGNN" data convert "$SAMPLES/4elt.graph" --out "$work/4elt" >/dev/null
+expect_error 1 "no training split" partition "$work/4elt" --parts 2 --balance train --out "$work/bad"
+
+# A corrupted shard is caught by verify.
+printf '\x42' | dd of="$work/p2/part-1/labels.npy" bs=1 seek=300 conv=notrunc status=none
+set +e
+"$SHARDGNN" partition verify "$work/p2" > /dev/null 2> "$work/err.txt"
+rc=$?
+set -e
+[ "$rc" = 1 ] || fail "verify of a corrupted shard exited $rc"
+grep -q "part-1/labels.npy.*checksum" "$work/err.txt" || fail "verify did not name the corrupted file: $(cat "$work/err.txt")"
+ls -A "$work" | grep -q tmp && fail "temporary files left behind: $(ls -A "$work")"
+echo "partition CLI: all checks passed"

@@ -1,0 +1,261 @@
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "datasets/builder.hpp"
+#include "datasets/error.hpp"
+#include "datasets/generators.hpp"
+#include "datasets/readers.hpp"
+#include "partition/partitioner.hpp"
+#include "partition/shards.hpp"
+#include "test_paths.hpp"
+
+using namespace shardgnn;
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+// An undirected graph from a list of pairs, with optional labels and train split.
+Dataset drawn(std::int64_t n, std::vector<std::pair<NodeId, NodeId>> edges, std::vector<std::int64_t> labels = {},
+              std::vector<NodeId> train = {}) {
+  EdgeList el;
+  el.num_nodes = n;
+  for (auto [u, v] : edges) {
+    el.src.push_back(u);
+    el.dst.push_back(v);
+  }
+  Dataset ds;
+  ds.name = "drawn";
+  BuiltGraph b = build_csr(std::move(el), {true, true, true});
+  ds.graph = std::move(b.graph);
+  ds.cleaning = b.report;
+  if (!labels.empty()) {
+    ds.num_classes = *std::max_element(labels.begin(), labels.end()) + 1;
+    ds.labels = Array<std::int64_t>(std::move(labels));
+  }
+  ds.train_idx = Array<NodeId>(std::move(train));
+  return ds;
+}
+
+//  0 - 1      4 - 5
+//  | X |  --  | X |      two 4-cliques, 3 - 4 the only bridge
+//  2 - 3      6 - 7
+Dataset two_cliques() {
+  std::vector<std::pair<NodeId, NodeId>> e;
+  for (NodeId base : {0, 4})
+    for (NodeId a = 0; a < 4; ++a)
+      for (NodeId b = a + 1; b < 4; ++b) e.emplace_back(base + a, base + b);
+  e.emplace_back(3, 4);
+  return drawn(8, e, {0, 0, 0, 0, 1, 1, 1, 1}, {0, 1, 4, 5});
+}
+
+std::int64_t cut_of(const Dataset& ds, const std::vector<PartId>& p) {
+  std::int64_t cut = 0;
+  for (NodeId u = 0; u < ds.num_nodes(); ++u)
+    for (NodeId v : ds.graph.neighbors(u)) cut += u < v && p[u] != p[v];
+  return cut;
+}
+
+PartitionConfig config(PartitionMethod m, int k, std::uint64_t seed = 1) {
+  PartitionConfig c;
+  c.method = m;
+  c.parts = k;
+  c.seed = seed;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("relabel gives each part a contiguous range, stable inside a part", "[partition]") {
+  const std::vector<PartId> assignment = {1, 0, 1, 2, 0, 1};
+  Relabelling r = relabel(assignment, 3);
+  CHECK(r.book.offsets() == std::vector<NodeId>{0, 2, 5, 6});
+  CHECK(r.old_of_new == std::vector<NodeId>{1, 4, 0, 2, 5, 3});
+  for (NodeId v = 0; v < 6; ++v) {
+    CHECK(r.old_of_new[r.new_of_old[v]] == v);
+    CHECK(r.book.owner(r.new_of_old[v]) == assignment[v]);
+  }
+  CHECK(r.book.to_local(3) == 1);
+  // An empty part keeps an empty range.
+  Relabelling e = relabel(std::vector<PartId>{0, 0, 2}, 3);
+  CHECK(e.book.offsets() == std::vector<NodeId>{0, 2, 2, 3});
+  CHECK(e.book.owner(2) == 2);
+}
+
+TEST_CASE("metrics on a drawn graph: cut, volume, halo, label entropy", "[partition]") {
+  Dataset ds = two_cliques();
+  const std::vector<PartId> p = {0, 0, 0, 0, 1, 1, 1, 1};
+  PartitionMetrics m = compute_metrics(ds, p, 2);
+  CHECK(m.edge_cut == 1);
+  CHECK(m.comm_volume == 2);  // nodes 3 and 4 each see one other part
+  CHECK(m.shards[0].halo == 1);
+  CHECK(m.shards[1].halo == 1);
+  CHECK(m.halo_factor == Approx(10.0 / 8.0));
+  CHECK(m.global_label_entropy == Approx(1.0));
+  CHECK(m.mean_label_entropy == Approx(0.0));  // each shard holds one class
+  CHECK(m.max_label_kl > 0.9);
+  CHECK(m.train.ratio() == Approx(1.0));
+  // Moving node 3 across: cut 3 + 1 - ... every edge of 3 into part 0 is now cut.
+  PartitionMetrics m2 = compute_metrics(ds, std::vector<PartId>{0, 0, 0, 1, 1, 1, 1, 1}, 2);
+  CHECK(m2.edge_cut == 3);
+  CHECK(m2.nodes.max == 5);
+  CHECK(m2.nodes.ratio() == Approx(5.0 / 4.0));
+}
+
+TEST_CASE("METIS cuts two cliques at their bridge, deterministically", "[partition][metis]") {
+  Dataset ds = two_cliques();
+  auto p = make_partitioner(PartitionMethod::kMetis)->partition(ds, config(PartitionMethod::kMetis, 2));
+  CHECK(cut_of(ds, p) == 1);
+  CHECK(p[0] != p[7]);
+  CHECK(make_partitioner(PartitionMethod::kMetis)->partition(ds, config(PartitionMethod::kMetis, 2)) == p);
+  // K = 1 puts everything in part 0.
+  auto one = make_partitioner(PartitionMethod::kMetis)->partition(ds, config(PartitionMethod::kMetis, 1));
+  CHECK(std::all_of(one.begin(), one.end(), [](PartId x) { return x == 0; }));
+}
+
+TEST_CASE("METIS multi-constraint balance gives every part its share of each key", "[partition][metis]") {
+  SbmOptions o;
+  o.num_nodes = 4000;
+  o.num_classes = 4;
+  o.train_fraction = 0.1;
+  o.val_fraction = 0.1;
+  Dataset ds = generate_sbm(o);
+  PartitionConfig c = config(PartitionMethod::kMetis, 4);
+  c.balance = {BalanceKey::kNodes, BalanceKey::kTrain, BalanceKey::kVal, BalanceKey::kTest, BalanceKey::kEdges};
+  auto p = make_partitioner(c.method)->partition(ds, c);
+  PartitionMetrics m = compute_metrics(ds, p, 4);
+  CHECK(m.nodes.ratio() <= 1.05);
+  CHECK(m.train.ratio() <= 1.05);
+  CHECK(m.val.ratio() <= 1.05);
+  CHECK(m.test.ratio() <= 1.05);
+  CHECK(m.edges.ratio() <= 1.05);
+}
+
+TEST_CASE("balancing labels lowers the shards' divergence from the global label mix", "[partition][metis]") {
+  ReadOptions sym;
+  Dataset ds = read_dataset(test::sample("cora.npz"), sym);
+  PartitionConfig plain = config(PartitionMethod::kMetis, 4);
+  PartitionConfig labels = plain;
+  labels.balance = {BalanceKey::kNodes, BalanceKey::kLabels};
+  auto mp = compute_metrics(ds, make_partitioner(plain.method)->partition(ds, plain), 4);
+  auto ml = compute_metrics(ds, make_partitioner(labels.method)->partition(ds, labels), 4);
+  INFO("max KL plain " << mp.max_label_kl << ", label-balanced " << ml.max_label_kl);
+  CHECK(ml.max_label_kl < mp.max_label_kl / 4);
+  CHECK(ml.mean_label_entropy > mp.mean_label_entropy);
+}
+
+TEST_CASE("entropy edge weights are symmetric, positive and favour similar neighbours", "[partition]") {
+  Dataset ds = read_dataset(test::sample("cora.npz"), {});
+  auto w = entropy_edge_weights(ds);
+  REQUIRE(w.size() == static_cast<std::size_t>(ds.graph.num_edges()));
+  std::int64_t same_sum = 0, diff_sum = 0, same_n = 0, diff_n = 0;
+  for (NodeId u = 0; u < ds.num_nodes(); ++u) {
+    const auto nb = ds.graph.neighbors(u);
+    for (std::size_t i = 0; i < nb.size(); ++i) {
+      const NodeId v = nb[i];
+      const auto back = ds.graph.neighbors(v);
+      const auto j = std::lower_bound(back.begin(), back.end(), u) - back.begin();
+      const std::int64_t wuv = w[ds.graph.indptr()[u] + static_cast<EdgeId>(i)], wvu = w[ds.graph.indptr()[v] + j];
+      REQUIRE(wuv == wvu);
+      REQUIRE(wuv >= 1);
+      (ds.labels[u] == ds.labels[v] ? same_sum : diff_sum) += wuv;
+      (ds.labels[u] == ds.labels[v] ? same_n : diff_n) += 1;
+    }
+  }
+  // Edges inside a class weigh more on average than edges across classes.
+  CHECK(static_cast<double>(same_sum) / static_cast<double>(same_n) > 1.1 * static_cast<double>(diff_sum) / static_cast<double>(diff_n));
+  PartitionConfig c = config(PartitionMethod::kMetis, 4);
+  c.edge_weights = EdgeWeighting::kEntropy;
+  auto p = make_partitioner(c.method)->partition(ds, c);
+  CHECK(compute_metrics(ds, p, 4).nodes.ratio() <= 1.05);
+}
+
+TEST_CASE("bad partitioning requests are clear errors", "[partition][bad-input]") {
+  Dataset ds = two_cliques();
+  auto metis = make_partitioner(PartitionMethod::kMetis);
+  CHECK_THROWS_WITH(metis->partition(ds, config(PartitionMethod::kMetis, 0)), Contains("--parts must be at least 1"));
+  CHECK_THROWS_WITH(metis->partition(ds, config(PartitionMethod::kMetis, 9)), Contains("exceeds the 8 nodes"));
+  CHECK_THROWS_WITH(parse_method("kway"), Contains("unknown partitioning method 'kway'") && Contains("metis, random, ldg, fennel"));
+  CHECK_THROWS_WITH(parse_balance("nodes,weight"), Contains("unknown --balance key 'weight'"));
+  Dataset no_split = drawn(4, {{0, 1}, {2, 3}});
+  PartitionConfig c = config(PartitionMethod::kMetis, 2);
+  c.balance = {BalanceKey::kTrain};
+  CHECK_THROWS_WITH(metis->partition(no_split, c), Contains("--balance train") && Contains("no training split"));
+  c.balance = {BalanceKey::kNodes};
+  c.edge_weights = EdgeWeighting::kEntropy;
+  CHECK_THROWS_WITH(metis->partition(no_split, c), Contains("no features"));
+  c.method = PartitionMethod::kLdg;
+  CHECK_THROWS_WITH(make_partitioner(c.method)->partition(no_split, c), Contains("--edge-weights entropy works with --method metis only"));
+  CHECK_THROWS_WITH(load_dataset("/nonexistent/dataset"), Contains("/nonexistent/dataset") && Contains("no such dataset folder"));
+}
+
+TEST_CASE("shards on disk pass the serial verifier, which catches tampering", "[partition][verify]") {
+  test::ScratchDir dir;
+  Dataset src = read_dataset(test::sample("cora.npz"), {});
+  save_dataset(src, dir / "cora");
+  Dataset ds = load_dataset(dir / "cora");
+  for (auto [method, k] : {std::pair{PartitionMethod::kMetis, 3}, std::pair{PartitionMethod::kRandom, 4}, std::pair{PartitionMethod::kLdg, 2}}) {
+    INFO(method_name(method) << " K=" << k);
+    PartitionResult r;
+    r.config = config(method, k);
+    r.assignment = make_partitioner(method)->partition(ds, r.config);
+    const std::string out = dir / ("p-" + method_name(method));
+    write_partitioned(ds, dir / "cora", r, compute_metrics(ds, r.assignment, k), out, false);
+    auto v = verify_partition(dir / "cora", out);
+    INFO((v.errors.empty() ? "" : v.errors[0]));
+    CHECK(v.ok());
+    PartitionInfo info = load_partition_info(out);
+    CHECK(info.book.parts() == k);
+    CHECK(info.metrics.edge_cut == compute_metrics(ds, r.assignment, k).edge_cut);
+    Shard s = load_shard(info, 0);
+    CHECK(s.graph.num_nodes() == info.book.size(0));
+    CHECK(s.features.is_mapped());
+  }
+  SECTION("a flipped byte in a shard is a checksum error naming the file") {
+    const std::string f = dir / "p-metis/part-1/features.npy";
+    {
+      std::fstream io(f, std::ios::in | std::ios::out | std::ios::binary);
+      io.seekp(500);
+      io.put('\x42');
+    }
+    auto v = verify_partition(dir / "cora", dir / "p-metis");
+    REQUIRE_FALSE(v.ok());
+    CHECK_THAT(v.errors[0], Contains("part-1/features.npy") && Contains("checksum"));
+  }
+  SECTION("a partition of another dataset is refused") {
+    save_dataset(read_dataset(test::sample("citeseer.npz"), {}), dir / "citeseer");
+    auto v = verify_partition(dir / "citeseer", dir / "p-metis");
+    REQUIRE_FALSE(v.ok());
+    CHECK_THAT(v.errors[0], Contains("made from dataset 'cora'"));
+  }
+}
+
+TEST_CASE("real graphs: partition, write and verify (4elt, copter2, Cora, Slashdot, Amazon-Photo)", "[partition][verify][golden]") {
+  test::ScratchDir dir;
+  struct Case { std::string path; bool symmetrize; };
+  std::vector<Case> cases = {{test::sample("4elt.graph"), false}, {test::sample("copter2.graph.gz"), false},
+                             {test::sample("cora.npz"), false}, {test::sample("soc-Slashdot0902.txt.gz"), true}};
+  if (auto amazon = test::shared_dataset("amazon-photo/amazon_electronics_photo.npz"); !amazon.empty()) cases.push_back({amazon, true});
+  else WARN("../shared/datasets/amazon-photo not present: Amazon-Photo skipped");
+  for (const Case& c : cases) {
+    INFO(c.path);
+    ReadOptions o;
+    o.clean.symmetrize = c.symmetrize;
+    const std::string ddir = dir / fs::path(c.path).filename().string();
+    save_dataset(read_dataset(c.path, o), ddir);
+    Dataset ds = load_dataset(ddir);
+    for (PartitionMethod m : {PartitionMethod::kMetis, PartitionMethod::kFennel}) {
+      PartitionResult r;
+      r.config = config(m, 4);
+      r.assignment = make_partitioner(m)->partition(ds, r.config);
+      PartitionMetrics met = compute_metrics(ds, r.assignment, 4);
+      CHECK(met.nodes.ratio() <= 1.04);
+      const std::string out = ddir + "-" + method_name(m);
+      write_partitioned(ds, ddir, r, met, out, false);
+      auto v = verify_partition(ddir, out);
+      INFO((v.errors.empty() ? "" : v.errors[0]));
+      CHECK(v.ok());
+    }
+  }
+}

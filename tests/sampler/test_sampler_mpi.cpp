@@ -1,0 +1,286 @@
+// The distributed sampler and feature store at 1, 2 and 4 ranks (ctest runs this file under
+// mpiexec at each count) against the full graph and the serial reference. Only CHECK (never
+// REQUIRE) after the first collective: a failing rank must keep entering the collectives.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "comm/communicator.hpp"
+#include "datasets/readers.hpp"
+#include "partition/partitioner.hpp"
+#include "partition/shards.hpp"
+#include "sampler/feature_store.hpp"
+#include "sampler/pipeline.hpp"
+#include "sampler/sampler.hpp"
+#include "test_paths.hpp"
+
+using namespace shardgnn;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Cora partitioned into one part per rank, written once by rank 0 into a folder all ranks see.
+struct Fixture {
+  comm::Communicator world = comm::Communicator::world();
+  std::string root;
+  Dataset ds;
+  PartitionInfo info;
+  Shard shard;
+  std::vector<NodeId> old_of_new;
+
+  Fixture() {
+    std::string dir;
+    if (world.rank() == 0) {
+      dir = (fs::temp_directory_path() / ("shardgnn-mpi-" + std::to_string(::getpid()))).string();
+      fs::remove_all(dir);
+      fs::create_directories(dir);
+      save_dataset(read_dataset(test::sample("cora.npz"), {}), dir + "/cora");
+      Dataset d = load_dataset(dir + "/cora");
+      PartitionResult r;
+      r.config.parts = world.size();
+      r.config.method = world.size() == 1 ? PartitionMethod::kMetis : PartitionMethod::kRandom;  // random: many remote neighbours
+      r.config.seed = 3;
+      r.assignment = make_partitioner(r.config.method)->partition(d, r.config);
+      write_partitioned(d, dir + "/cora", r, compute_metrics(d, r.assignment, r.config.parts), dir + "/parts", false);
+    }
+    std::int64_t len = static_cast<std::int64_t>(dir.size());
+    world.broadcast(std::span<std::int64_t>(&len, 1), 0);
+    dir.resize(static_cast<std::size_t>(len));
+    world.broadcast(std::span<char>(dir.data(), dir.size()), 0);
+    root = dir;
+    ds = load_dataset(root + "/cora");
+    info = load_partition_info(root + "/parts");
+    shard = load_shard(info, world.rank());
+    old_of_new.resize(static_cast<std::size_t>(ds.num_nodes()));
+    for (PartId k = 0; k < info.book.parts(); ++k) {
+      Shard s = load_shard(info, k);
+      for (std::size_t i = 0; i < s.orig_ids.size(); ++i) old_of_new[info.book.begin(k) + static_cast<NodeId>(i)] = s.orig_ids[i];
+    }
+  }
+  ~Fixture() {
+    world.barrier();
+    if (world.rank() == 0) fs::remove_all(root);
+  }
+};
+
+bool has_edge(const Dataset& ds, NodeId u, NodeId v) {
+  const auto nb = ds.graph.neighbors(u);
+  return std::binary_search(nb.begin(), nb.end(), v);
+}
+
+}  // namespace
+
+TEST_CASE("sampled blocks are subgraphs of the full graph, respecting fanouts", "[sampler][mpi]") {
+  Fixture fx;
+  for (bool replace : {false, true}) {
+    SamplerConfig cfg;
+    cfg.fanouts = {5, 3, -1};
+    cfg.batch_size = 64;
+    cfg.replace = replace;
+    cfg.seed = 7;
+    auto comm = fx.world.dup();
+    DistSampler sampler(fx.shard, comm, cfg);
+    const std::int64_t steps = sampler.steps_in_epoch(0);
+    const auto all_steps = fx.world.allgather(steps);
+    CHECK(std::all_of(all_steps.begin(), all_steps.end(), [&](std::int64_t s) { return s == steps; }));
+    CHECK(steps >= static_cast<std::int64_t>((fx.shard.train_idx.size() + 63) / 64));
+    std::int64_t bad_edges = 0, over_fanout = 0, dups = 0, wrong_count = 0;
+    for (std::int64_t step = 0; step < steps; ++step) {
+      const auto seeds = sampler.seeds_for(0, step);
+      for (NodeId s : seeds) CHECK(fx.info.book.owner(s) == fx.world.rank());
+      MiniBatch mb = sampler.sample(seeds, 0, step);
+      const int L = static_cast<int>(cfg.fanouts.size());
+      CHECK(static_cast<int>(mb.blocks.size()) == L);
+      for (int b = 0; b < L; ++b) {
+        const Block& blk = mb.blocks[static_cast<std::size_t>(b)];
+        const int hop = L - 1 - b;  // blocks run input -> output
+        const auto& dst_nodes = mb.layer_nodes[static_cast<std::size_t>(hop)];
+        const auto& src_nodes = mb.layer_nodes[static_cast<std::size_t>(hop + 1)];
+        CHECK(blk.num_dst == static_cast<std::int64_t>(dst_nodes.size()));
+        CHECK(blk.num_src == static_cast<std::int64_t>(src_nodes.size()));
+        const int f = cfg.fanouts[static_cast<std::size_t>(hop)];
+        for (std::int64_t i = 0; i < blk.num_dst; ++i) {
+          const NodeId u = fx.old_of_new[dst_nodes[i]];
+          const std::int64_t deg = fx.ds.graph.degree(u);
+          const std::int64_t cnt = blk.indptr[i + 1] - blk.indptr[i];
+          const std::int64_t want = f < 0 ? deg : (replace ? (deg > 0 ? f : 0) : std::min<std::int64_t>(f, deg));
+          wrong_count += cnt != want;
+          over_fanout += f > 0 && cnt > f;
+          std::vector<NodeId> row;
+          for (std::int64_t e = blk.indptr[i]; e < blk.indptr[i + 1]; ++e) {
+            const NodeId v = fx.old_of_new[src_nodes[blk.indices[e]]];
+            bad_edges += !has_edge(fx.ds, u, v);
+            row.push_back(v);
+          }
+          std::sort(row.begin(), row.end());
+          if (!replace) dups += std::adjacent_find(row.begin(), row.end()) != row.end();
+        }
+      }
+    }
+    INFO("replace=" << replace);
+    CHECK(bad_edges == 0);
+    CHECK(over_fanout == 0);
+    CHECK(wrong_count == 0);
+    CHECK(dups == 0);
+  }
+}
+
+TEST_CASE("fetched features equal the full graph's rows, with and without a cache", "[sampler][mpi]") {
+  Fixture fx;
+  for (CachePolicy policy : {CachePolicy::kNone, CachePolicy::kDegree, CachePolicy::kPresample}) {
+    SamplerConfig cfg;
+    cfg.fanouts = {4, 4};
+    cfg.batch_size = 128;
+    cfg.cache_policy = policy;
+    cfg.cache_fraction = 0.2;
+    cfg.presample_batches = 4;
+    auto comm = fx.world.dup();
+    DistSampler sampler(fx.shard, comm, cfg);
+    FeatureStore store(fx.shard, comm);
+    store.build_cache(cfg, &sampler);
+    if (policy != CachePolicy::kNone && fx.world.size() > 1) CHECK(store.cached_rows() > 0);
+    std::int64_t mismatched = 0, label_mismatch = 0;
+    const std::int64_t steps = sampler.steps_in_epoch(1);
+    Prefetcher pipe(sampler, store, 1, steps, /*depth=*/2);
+    std::int64_t got = 0;
+    while (auto mb = pipe.next()) {
+      ++got;
+      const auto F = static_cast<std::size_t>(fx.ds.feature_dim);
+      const auto& in = mb->input_nodes();
+      CHECK(mb->features.size() == in.size() * F);
+      for (std::size_t i = 0; i < in.size(); ++i)
+        mismatched += !std::equal(mb->features.begin() + static_cast<std::ptrdiff_t>(i * F), mb->features.begin() + static_cast<std::ptrdiff_t>((i + 1) * F),
+                                  fx.ds.features.data() + fx.old_of_new[in[i]] * fx.ds.feature_dim);
+      for (std::size_t i = 0; i < mb->seeds().size(); ++i) label_mismatch += mb->labels[i] != fx.ds.labels[fx.old_of_new[mb->seeds()[i]]];
+    }
+    INFO("policy " << cache_policy_name(policy));
+    CHECK(got == steps);
+    CHECK(mismatched == 0);
+    CHECK(label_mismatch == 0);
+    const auto& c = store.counters();
+    CHECK(c.cache_hits <= c.remote_rows);
+    if (policy == CachePolicy::kNone) CHECK(c.cache_hits == 0);
+    if (policy != CachePolicy::kNone && fx.world.size() > 1) CHECK(c.hit_rate() > 0.2);
+  }
+}
+
+TEST_CASE("one rank reproduces the serial reference exactly", "[sampler][mpi]") {
+  Fixture fx;
+  if (fx.world.size() != 1) return;
+  SamplerConfig cfg;
+  cfg.fanouts = {10, 5};
+  cfg.batch_size = 50;
+  cfg.seed = 11;
+  DistSampler sampler(fx.shard, fx.world, cfg);
+  const auto batches = epoch_batches(std::vector<NodeId>(fx.ds.train_idx.begin(), fx.ds.train_idx.end()), 50, 11, 2, 0);
+  CHECK(sampler.steps_in_epoch(2) == static_cast<std::int64_t>(batches.size()));
+  for (std::int64_t step = 0; step < static_cast<std::int64_t>(batches.size()); ++step) {
+    CHECK(sampler.seeds_for(2, step) == batches[static_cast<std::size_t>(step)]);
+    MiniBatch d = sampler.sample(batches[static_cast<std::size_t>(step)], 2, step);
+    MiniBatch r = reference_sample(fx.ds, cfg, batches[static_cast<std::size_t>(step)], 2, step);
+    CHECK(d.layer_nodes == r.layer_nodes);
+    for (std::size_t b = 0; b < d.blocks.size(); ++b) {
+      CHECK(d.blocks[b].indptr == r.blocks[b].indptr);
+      CHECK(d.blocks[b].indices == r.blocks[b].indices);
+    }
+  }
+}
+
+TEST_CASE("the distributed sampler draws neighbours uniformly, as the serial reference does", "[sampler][mpi][statistics]") {
+  // For every node sampled at hop 1 (often remote) with degree above the fanout, count how often
+  // each neighbour is chosen over many steps; without replacement each neighbour is chosen with
+  // probability f/d per appearance. The normalised squared deviations, summed over all such
+  // (node, neighbour) pairs, follow roughly a chi-square law with that many degrees of freedom:
+  // both samplers must land within 6 standard deviations of its mean.
+  Fixture fx;
+  SamplerConfig cfg;
+  cfg.fanouts = {3, 4};
+  cfg.batch_size = 16;
+  cfg.seed = 5;
+  DistSampler sampler(fx.shard, fx.world, cfg);
+  const auto seeds = sampler.seeds_for(0, 0);
+  std::vector<NodeId> seeds_old;
+  for (NodeId s : seeds) seeds_old.push_back(fx.old_of_new[s]);
+  std::map<NodeId, std::int64_t> appear_d, appear_r;
+  std::map<std::pair<NodeId, NodeId>, std::int64_t> chosen_d, chosen_r;
+  const int S = 300;
+  auto tally = [&](const MiniBatch& mb, bool translate, auto& appear, auto& chosen) {
+    const Block& blk = mb.blocks[0];  // input block = hop 1
+    for (std::int64_t i = 0; i < blk.num_dst; ++i) {
+      const NodeId u = translate ? fx.old_of_new[mb.layer_nodes[1][i]] : mb.layer_nodes[1][i];
+      ++appear[u];
+      for (std::int64_t e = blk.indptr[i]; e < blk.indptr[i + 1]; ++e) {
+        const NodeId v = translate ? fx.old_of_new[mb.layer_nodes[2][blk.indices[e]]] : mb.layer_nodes[2][blk.indices[e]];
+        ++chosen[{u, v}];
+      }
+    }
+  };
+  for (int s = 0; s < S; ++s) {
+    tally(sampler.sample(seeds, 100, s), true, appear_d, chosen_d);
+    tally(reference_sample(fx.ds, cfg, seeds_old, 100, s), false, appear_r, chosen_r);
+  }
+  auto statistic = [&](const auto& appear, const auto& chosen, double& chi, double& dof) {
+    chi = 0;
+    dof = 0;
+    for (const auto& [u, n] : appear) {
+      const auto d = static_cast<double>(fx.ds.graph.degree(u));
+      const double f = cfg.fanouts[1];
+      if (d <= f || n < 30) continue;
+      const double p = f / d;
+      for (NodeId v : fx.ds.graph.neighbors(u)) {
+        auto it = chosen.find({u, v});
+        const double obs = it == chosen.end() ? 0.0 : static_cast<double>(it->second);
+        const double exp = static_cast<double>(n) * p;
+        chi += (obs - exp) * (obs - exp) / (static_cast<double>(n) * p * (1 - p));
+        dof += 1;
+      }
+    }
+  };
+  double chi_d, dof_d, chi_r, dof_r;
+  statistic(appear_d, chosen_d, chi_d, dof_d);
+  statistic(appear_r, chosen_r, chi_r, dof_r);
+  INFO("distributed chi2 " << chi_d << " over " << dof_d << ", reference " << chi_r << " over " << dof_r);
+  CHECK(dof_d > 20);
+  CHECK(std::abs(chi_d - dof_d) < 6 * std::sqrt(2 * dof_d));
+  CHECK(std::abs(chi_r - dof_r) < 6 * std::sqrt(2 * dof_r));
+  // The same nodes appear at hop 1 in both (the seeds' neighbourhoods), about equally often.
+  CHECK(appear_d.size() == appear_r.size());
+}
+
+TEST_CASE("a rank count the parts cannot be mapped to is an error on every rank", "[sampler][mpi][bad-input]") {
+  Fixture fx;
+  // Pretend the job has one rank more than the parts: every rank detects it and agrees.
+  const bool ok = fx.info.book.parts() == fx.world.size() + 1;
+  std::string what;
+  try {
+    fx.world.check_all(ok, "the partitioned dataset has " + std::to_string(fx.info.book.parts()) + " parts, the job " +
+                               std::to_string(fx.world.size() + 1) + " ranks");
+  } catch (const comm::CollectiveError& e) {
+    what = e.what();
+  }
+  CHECK_THAT(what, Catch::Matchers::Contains("parts, the job"));
+  // Each rank learns the same message, even if only one rank saw the problem.
+  std::string one;
+  try {
+    fx.world.check_all(fx.world.rank() != fx.world.size() - 1, "rank " + std::to_string(fx.world.size() - 1) + " found a bad file");
+  } catch (const comm::CollectiveError& e) {
+    one = e.what();
+  }
+  CHECK(one == "rank " + std::to_string(fx.world.size() - 1) + " found a bad file");
+}
+
+TEST_CASE("bad sampler options are clear errors", "[sampler][bad-input]") {
+  using Catch::Matchers::Contains;
+  CHECK(parse_fanouts("15,10,5") == std::vector<int>{15, 10, 5});
+  CHECK(parse_fanouts("-1,3") == std::vector<int>{-1, 3});
+  CHECK_THROWS_WITH(parse_fanouts(""), Contains("--fanouts is empty"));
+  CHECK_THROWS_WITH(parse_fanouts("15,0,5"), Contains("item 2 is 0"));
+  CHECK_THROWS_WITH(parse_fanouts("15,x"), Contains("item 2 is 'x'"));
+  CHECK_THROWS_WITH(parse_fanouts("15,,5"), Contains("item 2"));
+  CHECK_THROWS_WITH(parse_fanouts("-2"), Contains("item 1 is -2"));
+  SamplerConfig c;
+  c.batch_size = 0;
+  CHECK_THROWS_WITH(validate(c), Contains("--batch must be at least 1"));
+  CHECK_THROWS_WITH(parse_cache_policy("lru"), Contains("unknown --cache-policy 'lru'"));
+}

@@ -1,0 +1,317 @@
+// `shardgnn bench partition`: every method x K on one dataset, each run in its own process so its
+// time and peak memory are its own, side by side with Debian's gpmetis on the same graph, K,
+// seed and imbalance. One table (and JSON) of time, peak memory, cut, volume, halo factor,
+// balance and label entropy.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "datasets/error.hpp"
+#include "datasets/fileio.hpp"
+#include "datasets/json_util.hpp"
+#include "datasets/writers.hpp"
+#include "partition/partitioner.hpp"
+#include "partition/shards.hpp"
+#include "tools/cli.hpp"
+
+namespace fs = std::filesystem;
+
+namespace shardgnn::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double peak_rss_mb_self() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;  // Linux reports KiB
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+struct ProcessResult {
+  int status = -1;
+  double wall_s = 0;
+  double peak_rss_mb = 0;
+  std::string out;
+};
+
+// Runs argv[0] with argv, capturing stdout, and measures wall time and peak RSS (wait4).
+ProcessResult run_process(const std::vector<std::string>& argv, const std::string& cwd = "") {
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
+  const auto t0 = Clock::now();
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(126);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  ProcessResult r;
+  char buf[4096];
+  for (ssize_t got; (got = read(fds[0], buf, sizeof buf)) > 0;) r.out.append(buf, static_cast<std::size_t>(got));
+  close(fds[0]);
+  rusage ru{};
+  int status = 0;
+  wait4(pid, &status, 0, &ru);
+  r.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.peak_rss_mb = static_cast<double>(ru.ru_maxrss) / 1024.0;
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+std::string self_exe() { return fs::read_symlink("/proc/self/exe").string(); }
+
+}  // namespace
+
+// Hidden worker: one partitioning run, results as one JSON object on stdout.
+int bench_partition_one_main(const std::vector<std::string>& args) {
+  g_command = "shardgnn bench partition-one";
+  po::options_description o("options");
+  add_partition_options(o);
+  o.add_options()("write-to", po::value<std::string>(), "also time writing the shards here, against a plain write of the same bytes");
+  po::variables_map vm;
+  if (!parse(args, "shardgnn bench partition-one <dataset> [partition options]  (used by bench partition)", o, {"dataset"}, vm)) return 0;
+  const PartitionConfig cfg = partition_config(vm);
+  const auto t_load = Clock::now();
+  const Dataset ds = load_dataset(vm["dataset"].as<std::string>());
+  const double load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
+  const auto t0 = Clock::now();
+  const std::vector<PartId> parts = make_partitioner(cfg.method)->partition(ds, cfg);
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double peak_mb = peak_rss_mb_self();
+  const PartitionMetrics m = compute_metrics(ds, parts, cfg.parts);
+  boost::json::object result{{"load_s", load_s}, {"partition_s", seconds}, {"partition_peak_mb", peak_mb}, {"metrics", metrics_to_json(m)}};
+  if (vm.count("write-to")) {
+    // Shard writing against the disk's own pace: the same number of bytes written and fsynced
+    // as one plain file, in the same place, right after.
+    const fs::path dir = vm["write-to"].as<std::string>();
+    PartitionResult pr;
+    pr.config = cfg;
+    pr.assignment = parts;
+    pr.seconds = seconds;
+    const auto tw = Clock::now();
+    write_partitioned(ds, vm["dataset"].as<std::string>(), pr, m, (dir / "shards").string(), true);
+    const double write_s = std::chrono::duration<double>(Clock::now() - tw).count();
+    std::uint64_t bytes = 0;
+    for (const auto& e : fs::recursive_directory_iterator(dir / "shards"))
+      if (e.is_regular_file()) bytes += e.file_size();
+    fs::remove_all(dir / "shards");
+    std::vector<char> block(8 << 20, 1);
+    const auto tr = Clock::now();
+    write_file_atomic((dir / "raw.bin").string(), [&](std::FILE* f) {
+      for (std::uint64_t left = bytes; left > 0;) {
+        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, block.size()));
+        if (std::fwrite(block.data(), 1, n, f) != n) throw InputError((dir / "raw.bin").string(), "", "write failed");
+        left -= n;
+      }
+    });
+    const double raw_s = std::chrono::duration<double>(Clock::now() - tr).count();
+    fs::remove(dir / "raw.bin");
+    result["write"] = {{"bytes", bytes}, {"shards_s", write_s}, {"raw_s", raw_s}};
+  }
+  std::cout << boost::json::serialize(result) << "\n";
+  return 0;
+}
+
+int bench_partition_main(const std::vector<std::string>& args) {
+  g_command = "shardgnn bench partition";
+  po::options_description o("options");
+  o.add_options()
+      ("parts", po::value<std::string>()->default_value("2,4,8"), "comma-separated K values")
+      ("methods", po::value<std::string>()->default_value("metis,random,ldg,fennel"), "comma-separated methods")
+      ("balance", po::value<std::string>()->default_value("nodes"), "balance keys (as for partition)")
+      ("objective", po::value<std::string>()->default_value("cut"), "cut or vol")
+      ("edge-weights", po::value<std::string>()->default_value("none"), "none or entropy")
+      ("imbalance", po::value<double>()->default_value(0.03), "allowed imbalance")
+      ("seed", po::value<std::uint64_t>()->default_value(1), "seed (METIS seed 0 means 'random' in gpmetis, so the default is 1)")
+      ("gpmetis", po::value<std::string>()->default_value("auto"), "run Debian's gpmetis beside our METIS path: auto, on, off")
+      ("workdir", po::value<std::string>()->default_value((fs::temp_directory_path() / "shardgnn-bench-partition").string()), "scratch folder")
+      ("json", po::value<std::string>(), "also write all rows as JSON to this file")
+      ("no-write", "skip timing the shard writer (done once, for the first method at the largest K)");
+  po::variables_map vm;
+  if (!parse(args, "shardgnn bench partition <dataset-dir> [--parts 2,4,8] [--methods metis,random,ldg,fennel] [options]", o, {"dataset"}, vm)) return 0;
+  const std::string dataset = fs::absolute(vm["dataset"].as<std::string>()).string();
+  const auto methods = split_list(vm["methods"].as<std::string>());
+  const auto ks = split_list(vm["parts"].as<std::string>());
+  for (const auto& m : methods) try { parse_method(m); } catch (const InputError& e) { throw UsageError(e.what()); }
+  for (const auto& k : ks)
+    if (k.find_first_not_of("0123456789") != std::string::npos || std::stoll(k) < 1) throw UsageError("--parts must list positive integers, got '" + k + "'");
+  const Dataset probe = load_dataset(dataset);  // fail early, and describe the graph
+  std::fprintf(stderr, "dataset %s: %lld nodes, %lld directed edges\n", probe.name.c_str(), static_cast<long long>(probe.num_nodes()),
+               static_cast<long long>(probe.graph.num_edges()));
+
+  struct Row {
+    std::string method;
+    std::string k;
+    double seconds = 0, wall = 0, peak = 0, partition_peak = 0;
+    boost::json::object metrics;
+    std::string note;
+  };
+  std::vector<Row> rows;
+  boost::json::object write_report;
+  std::string write_label;
+  const std::string exe = self_exe();
+  for (const auto& k : ks)
+    for (const auto& m : methods) {
+      std::vector<std::string> argv = {exe, "bench", "partition-one", dataset, "--parts", k, "--method", m,
+                                       "--balance", vm["balance"].as<std::string>(), "--objective", vm["objective"].as<std::string>(),
+                                       "--edge-weights", vm["edge-weights"].as<std::string>(),
+                                       "--imbalance", std::to_string(vm["imbalance"].as<double>()), "--seed", std::to_string(vm["seed"].as<std::uint64_t>())};
+      const bool time_write = !vm.count("no-write") && k == ks.back() && m == methods.front();
+      const fs::path write_dir = fs::path(vm["workdir"].as<std::string>()) / "write";
+      if (time_write) {
+        fs::create_directories(write_dir);
+        argv.insert(argv.end(), {"--write-to", write_dir.string()});
+      }
+      std::fprintf(stderr, "  %s K=%s ...\n", m.c_str(), k.c_str());
+      ProcessResult pr = run_process(argv);
+      Row row;
+      row.method = m;
+      row.k = k;
+      row.wall = pr.wall_s;
+      row.peak = pr.peak_rss_mb;
+      if (pr.status != 0) {
+        row.note = "failed (exit " + std::to_string(pr.status) + ")";
+      } else {
+        auto v = boost::json::parse(pr.out).as_object();
+        row.seconds = v.at("partition_s").to_number<double>();
+        row.partition_peak = v.at("partition_peak_mb").to_number<double>();
+        row.metrics = v.at("metrics").as_object();
+        if (auto* w = v.if_contains("write")) write_report = w->as_object(), write_label = m + " K=" + k;
+      }
+      if (time_write) fs::remove_all(write_dir);
+      rows.push_back(std::move(row));
+    }
+
+  // gpmetis on the same graph, side by side.
+  std::string gp = vm["gpmetis"].as<std::string>();
+  const bool has_metis = std::find(methods.begin(), methods.end(), "metis") != methods.end();
+  bool gp_found = system("command -v gpmetis >/dev/null 2>&1") == 0;
+  if (gp == "on" && !gp_found) throw InputError("--gpmetis on: gpmetis not found (apt-get install metis)");
+  std::string gp_note;
+  if ((gp == "on" || (gp == "auto" && gp_found)) && has_metis) {
+    if (vm["balance"].as<std::string>() != "nodes" || vm["edge-weights"].as<std::string>() != "none") {
+      gp_note = "gpmetis skipped: it takes neither our balance constraints nor entropy weights";
+    } else {
+      const fs::path work = vm["workdir"].as<std::string>();
+      fs::create_directories(work);
+      const std::string graph = (work / "graph.metis").string();
+      try {
+        write_metis_graph(probe, graph);
+        for (const auto& k : ks) {
+          std::fprintf(stderr, "  gpmetis K=%s ...\n", k.c_str());
+          const std::string obj = vm["objective"].as<std::string>() == "vol" ? "vol" : "cut";
+          ProcessResult pr = run_process({"gpmetis", "-seed=" + std::to_string(vm["seed"].as<std::uint64_t>()),
+                                          "-ufactor=" + std::to_string(static_cast<long>(std::lround(vm["imbalance"].as<double>() * 1000))),
+                                          "-objtype=" + obj, graph, k},
+                                         work.string());
+          Row row;
+          row.method = "gpmetis";
+          row.k = k;
+          row.wall = pr.wall_s;
+          row.peak = pr.peak_rss_mb;
+          // gpmetis prints "Partitioning: 1.234 sec" and "Edgecut: N, communication volume: M."
+          auto number_after = [&](const std::string& label) -> std::string {
+            const auto at = pr.out.find(label);
+            if (at == std::string::npos) return "";
+            auto b = pr.out.find_first_of("0123456789", at + label.size());
+            auto e = pr.out.find_first_not_of("0123456789.", b);
+            return b == std::string::npos ? "" : pr.out.substr(b, e - b);
+          };
+          const std::string part_s = number_after("Partitioning:");
+          if (pr.status == 0 && !part_s.empty()) row.seconds = std::stod(part_s);
+          else row.note = "failed (exit " + std::to_string(pr.status) + ")";
+          row.partition_peak = row.peak;
+          boost::json::object met;
+          if (const std::string cut = number_after("Edgecut:"), vol = number_after("communication volume:"); !cut.empty() && !vol.empty()) {
+            met["edge_cut"] = std::stoll(cut);
+            met["comm_volume"] = std::stoll(vol);
+          }
+          row.metrics = met;
+          rows.push_back(std::move(row));
+        }
+      } catch (const InputError& e) {
+        gp_note = std::string("gpmetis skipped: ") + e.what();
+      }
+      fs::remove_all(work);
+    }
+  } else if (has_metis && gp != "off") {
+    gp_note = "gpmetis not found: install Debian's metis package for the side-by-side comparison";
+  }
+
+  auto get = [](const boost::json::object& o, std::initializer_list<const char*> path) -> double {
+    const boost::json::value* v = nullptr;
+    const boost::json::object* cur = &o;
+    for (const char* key : path) {
+      v = cur->if_contains(key);
+      if (!v) return std::nan("");
+      if (v->is_object()) cur = &v->get_object();
+    }
+    return v->is_number() ? v->to_number<double>() : std::nan("");
+  };
+  std::printf("%-8s %3s %9s %9s %9s %12s %12s %7s %7s %7s %7s %8s %8s\n", "method", "K", "part s", "proc s", "peak MB", "edge cut", "comm vol",
+              "halo x", "nodes", "train", "edges", "H(lab)", "max KL");
+  boost::json::array out;
+  for (const Row& r : rows) {
+    const auto& m = r.metrics;
+    std::printf("%-8s %3s %9.3f %9.3f %9.1f %12.0f %12.0f %7.3f %7.3f %7.3f %7.3f %8.3f %8.4f %s\n", r.method.c_str(), r.k.c_str(), r.seconds, r.wall,
+                r.method == "gpmetis" ? r.peak : r.partition_peak, get(m, {"edge_cut"}), get(m, {"comm_volume"}), get(m, {"halo_factor"}),
+                get(m, {"imbalance", "nodes", "max_over_mean"}), get(m, {"imbalance", "train", "max_over_mean"}),
+                get(m, {"imbalance", "edges", "max_over_mean"}), get(m, {"mean_label_entropy_bits"}), get(m, {"max_label_kl_bits"}), r.note.c_str());
+    out.push_back(boost::json::object{{"method", r.method}, {"parts", std::stoll(r.k)}, {"partition_s", r.seconds}, {"process_s", r.wall},
+                                      {"process_peak_mb", r.peak}, {"partition_peak_mb", r.partition_peak}, {"metrics", m}, {"note", r.note}});
+  }
+  std::printf("\npart s: the partitioner alone (gpmetis: its own 'Partitioning' time); proc s: the whole process, load to exit;\n"
+              "peak MB: resident memory at the end of partitioning (gpmetis: the whole process). Balance columns are max/mean.\n");
+  // Ours vs gpmetis, per K.
+  for (const auto& k : ks) {
+    const Row *ours = nullptr, *theirs = nullptr;
+    for (const Row& r : rows)
+      if (r.k == k) {
+        if (r.method == "metis") ours = &r;
+        if (r.method == "gpmetis") theirs = &r;
+      }
+    if (ours && theirs && theirs->seconds > 0)
+      std::printf("K=%s metis vs gpmetis: partition time %.2fx, process time %.2fx, peak memory %.2fx, edge cut %.3fx\n", k.c_str(),
+                  ours->seconds / theirs->seconds, ours->wall / theirs->wall, ours->partition_peak / theirs->peak,
+                  get(ours->metrics, {"edge_cut"}) / get(theirs->metrics, {"edge_cut"}));
+  }
+  if (!gp_note.empty()) std::printf("%s\n", gp_note.c_str());
+  if (!write_report.empty()) {
+    const double mb = write_report.at("bytes").to_number<double>() / 1e6;
+    const double ts = write_report.at("shards_s").to_number<double>(), tr = write_report.at("raw_s").to_number<double>();
+    std::printf("shard writing (%s): %.1f MB in %.2f s = %.0f MB/s; a plain write+fsync of the same bytes: %.0f MB/s; ratio %.2f\n",
+                write_label.c_str(), mb, ts, mb / ts, mb / tr, tr / ts);
+  }
+  if (vm.count("json")) {
+    const std::string path = vm["json"].as<std::string>();
+    write_json_file(path, boost::json::object{{"dataset", dataset}, {"rows", out}, {"write", write_report}});
+  }
+  return 0;
+}
+
+}  // namespace shardgnn::cli

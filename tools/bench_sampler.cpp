@@ -1,0 +1,238 @@
+// `mpiexec -n P shardgnn bench sampler <parts-dir> --fanouts 15,10,5 --batch 1024`: the
+// distributed sampler and feature store, with the physical limits measured in the same run: a
+// plain memcpy random-row gather (the local-gather limit) and a raw MPI alltoallv replaying the
+// exact byte pattern of the feature exchanges (the remote-fetch limit); optionally DGL's CPU
+// neighbour sampler on the same graph, fanouts and batch size.
+#include <boost/json.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <random>
+
+#include "comm/communicator.hpp"
+#include "datasets/error.hpp"
+#include "datasets/json_util.hpp"
+#include "partition/shards.hpp"
+#include "sampler/feature_store.hpp"
+#include "sampler/pipeline.hpp"
+#include "sampler/sampler.hpp"
+#include "tools/cli.hpp"
+
+namespace fs = std::filesystem;
+
+namespace shardgnn::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Loads this rank's shard, turning any failure into an error every rank reports.
+Shard load_rank_shard(const comm::Communicator& world, const std::string& dir, PartitionInfo& info) {
+  std::string error;
+  Shard shard;
+  try {
+    info = load_partition_info(dir);
+    if (info.book.parts() != world.size())
+      error = dir + ": " + std::to_string(info.book.parts()) + " parts, but the job has " + std::to_string(world.size()) +
+              " ranks (run with mpiexec -n " + std::to_string(info.book.parts()) + ", one rank per part)";
+    else
+      shard = load_shard(info, world.rank());
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  world.check_all(error.empty(), error);
+  return shard;
+}
+
+}  // namespace
+
+int bench_sampler_main(const std::vector<std::string>& args, const comm::Communicator& world) {
+  g_command = "shardgnn bench sampler";
+  po::options_description o("options");
+  o.add_options()
+      ("fanouts", po::value<std::string>()->default_value("15,10,5"), "neighbours per hop, from the seeds outward (-1 = all)")
+      ("batch", po::value<int>()->default_value(1024), "seeds per batch per rank")
+      ("epochs", po::value<int>()->default_value(1), "epochs to time")
+      ("max-steps", po::value<std::int64_t>()->default_value(0), "stop each epoch after this many steps (0 = whole epoch)")
+      ("replace", "sample with replacement")
+      ("cache-policy", po::value<std::string>()->default_value("degree"), "none, degree or presample")
+      ("cache-fraction", po::value<double>()->default_value(0.2), "cache this fraction of the shard's halo rows")
+      ("cache-mb", po::value<double>()->default_value(0), "or: a cache of this many MB (used when --cache-fraction is 0)")
+      ("seed", po::value<std::uint64_t>()->default_value(0), "seed")
+      ("dgl-python", po::value<std::string>(), "a python with DGL (scripts/peers.sh makes one): run DGL's sampler on the same graph")
+      ("json", po::value<std::string>(), "also write the results as JSON here (rank 0)");
+  po::variables_map vm;
+  std::string usage_error;
+  bool help = false;
+  try {
+    help = !parse(args, "mpiexec -n P shardgnn bench sampler <partitioned-dir> [--fanouts 15,10,5] [--batch 1024] [options]", o, {"dir"}, vm);
+  } catch (const std::exception& e) {
+    usage_error = e.what();
+  }
+  world.check_all(usage_error.empty(), usage_error);
+  if (help) return 0;
+
+  SamplerConfig cfg;
+  std::string bad;
+  try {
+    cfg.fanouts = parse_fanouts(vm["fanouts"].as<std::string>());
+    cfg.batch_size = vm["batch"].as<int>();
+    cfg.replace = vm.count("replace") > 0;
+    cfg.cache_policy = parse_cache_policy(vm["cache-policy"].as<std::string>());
+    cfg.cache_fraction = vm["cache-fraction"].as<double>();
+    cfg.cache_mb = vm["cache-mb"].as<double>();
+    cfg.seed = vm["seed"].as<std::uint64_t>();
+    cfg.prefetch = 0;
+    validate(cfg);
+    if (vm["epochs"].as<int>() < 1) throw InputError("--epochs must be at least 1");
+  } catch (const std::exception& e) {
+    bad = e.what();
+  }
+  world.check_all(bad.empty(), bad);
+
+  const std::string dir = vm["dir"].as<std::string>();
+  PartitionInfo info;
+  const Shard shard = load_rank_shard(world, dir, info);
+  auto comm = world.dup();
+  DistSampler sampler(shard, comm, cfg);
+  FeatureStore store(shard, comm);
+  const auto tc = Clock::now();
+  store.build_cache(cfg, &sampler);
+  const double cache_s = since(tc);
+  store.record_replies(true);
+
+  // Timed epochs, one batch at a time (no prefetch thread) so each phase's time is its own.
+  std::int64_t steps_run = 0, input_nodes = 0;
+  const auto t_all = Clock::now();
+  for (int epoch = 0; epoch < vm["epochs"].as<int>(); ++epoch) {
+    std::int64_t steps = sampler.steps_in_epoch(epoch);
+    if (vm["max-steps"].as<std::int64_t>() > 0) steps = std::min(steps, vm["max-steps"].as<std::int64_t>());
+    Prefetcher pipe(sampler, store, epoch, steps, 0);
+    while (auto mb = pipe.next()) {
+      ++steps_run;
+      input_nodes += static_cast<std::int64_t>(mb->input_nodes().size());
+    }
+  }
+  const double wall = since(t_all);
+  const SamplerCounters sc = sampler.counters();
+  const FeatureCounters fc = store.counters();
+  const std::size_t row_bytes = static_cast<std::size_t>(shard.feature_dim) * sizeof(float);
+
+  // Limit 1: a plain memcpy gather of as many random local rows, from the same mapped file.
+  double memcpy_gbs = 0;
+  if (shard.feature_dim > 0 && shard.graph.num_nodes() > 0 && fc.local_rows > 0) {
+    std::mt19937_64 rng(42);
+    std::uniform_int_distribution<std::int64_t> pick(0, shard.graph.num_nodes() - 1);
+    const std::int64_t rows = fc.local_rows;
+    std::vector<std::int64_t> idx(static_cast<std::size_t>(std::min<std::int64_t>(rows, 1 << 22)));
+    for (auto& i : idx) i = pick(rng);
+    std::vector<float> out(idx.size() * static_cast<std::size_t>(shard.feature_dim));
+    const auto t0 = Clock::now();
+    std::int64_t done = 0;
+    while (done < rows) {
+      for (std::size_t k = 0; k < idx.size() && done < rows; ++k, ++done)
+        std::memcpy(out.data() + k * static_cast<std::size_t>(shard.feature_dim), shard.features.data() + idx[k] * shard.feature_dim, row_bytes);
+    }
+    memcpy_gbs = static_cast<double>(rows) * static_cast<double>(row_bytes) / since(t0) / 1e9;
+  }
+  // Limit 2: raw alltoallv replaying the feature replies' counts (same bytes, same peers, no
+  // request round, no gather).
+  world.barrier();
+  double raw_s = 0;
+  {
+    std::vector<float> buf;
+    const auto t0 = Clock::now();
+    for (const auto& counts : store.reply_log()) {
+      std::int64_t total = 0;
+      for (auto c : counts) total += c;
+      buf.resize(static_cast<std::size_t>(total));
+      comm.alltoallv<float>(buf, counts);
+    }
+    raw_s = since(t0);
+  }
+
+  // Per-rank numbers, reduced.
+  const double local_gbs = fc.local_gather_s > 0 ? static_cast<double>(fc.local_rows) * static_cast<double>(row_bytes) / fc.local_gather_s / 1e9 : 0;
+  const double remote_bytes = static_cast<double>(fc.remote_rows - fc.cache_hits) * static_cast<double>(row_bytes);
+  struct Row {
+    double sampled_edges, sample_s, exchange_s, fetch_local_s, fetch_remote_s, remote_bytes, remote_rows, hits, input_nodes, steps, raw_s, local_gbs, memcpy_gbs, wall;
+  } mine{static_cast<double>(sc.sampled_edges), sc.sample_s, sc.exchange_s, fc.local_gather_s, fc.remote_s, remote_bytes, static_cast<double>(fc.remote_rows),
+         static_cast<double>(fc.cache_hits), static_cast<double>(input_nodes), static_cast<double>(steps_run), raw_s, local_gbs, memcpy_gbs, wall};
+  const auto all = world.allgather(mine);
+  if (world.rank() != 0) return 0;
+  Row sum{};
+  double max_wall = 0;
+  for (const Row& r : all) {
+    sum.sampled_edges += r.sampled_edges;
+    sum.sample_s += r.sample_s;
+    sum.exchange_s += r.exchange_s;
+    sum.fetch_local_s += r.fetch_local_s;
+    sum.fetch_remote_s += r.fetch_remote_s;
+    sum.remote_bytes += r.remote_bytes;
+    sum.remote_rows += r.remote_rows;
+    sum.hits += r.hits;
+    sum.input_nodes += r.input_nodes;
+    sum.steps += r.steps;
+    sum.raw_s += r.raw_s;
+    sum.local_gbs += r.local_gbs / static_cast<double>(all.size());
+    sum.memcpy_gbs += r.memcpy_gbs / static_cast<double>(all.size());
+    max_wall = std::max(max_wall, r.wall);
+  }
+  const double edges_per_core_s = sum.sampled_edges / (sum.sample_s + sum.exchange_s);
+  const double remote_gbs = sum.fetch_remote_s > 0 ? sum.remote_bytes / sum.fetch_remote_s / 1e9 : 0;
+  const double raw_gbs = sum.raw_s > 0 ? sum.remote_bytes / sum.raw_s / 1e9 : 0;
+  const double hit = sum.remote_rows > 0 ? sum.hits / sum.remote_rows : 0;
+  std::printf("dataset %s, %d ranks, fanouts %s, batch %d, %s, cache %s (%.0f%% of halo rows), %.0f steps per rank\n", info.dataset_name.c_str(), world.size(),
+              vm["fanouts"].as<std::string>().c_str(), cfg.batch_size, cfg.replace ? "with replacement" : "without replacement",
+              cache_policy_name(cfg.cache_policy).c_str(), 100 * cfg.cache_fraction, sum.steps / static_cast<double>(all.size()));
+  std::printf("sampled edges / s / core   %.3g   (%.0f edges per batch)\n", edges_per_core_s, sum.sampled_edges / sum.steps);
+  std::printf("input nodes per batch      %.0f\n", sum.input_nodes / sum.steps);
+  std::printf("remote bytes per batch     %.3g  (features fetched from other ranks, after the cache)\n", sum.remote_bytes / sum.steps);
+  std::printf("cache hit rate             %.3f  (cache built in %.2f s)\n", hit, cache_s);
+  std::printf("local gather               %.2f GB/s vs memcpy random-row gather %.2f GB/s: %.0f%%\n", sum.local_gbs, sum.memcpy_gbs,
+              sum.memcpy_gbs > 0 ? 100 * sum.local_gbs / sum.memcpy_gbs : 0.0);
+  std::printf("remote fetch               %.3f GB/s vs raw MPI alltoallv of the same bytes %.3f GB/s: %.2fx the raw time\n", remote_gbs, raw_gbs,
+              sum.raw_s > 0 ? sum.fetch_remote_s / sum.raw_s : 0.0);
+  const double total = sum.sample_s + sum.exchange_s + sum.fetch_local_s + sum.fetch_remote_s;
+  std::printf("time split                 sample %.0f%%, sampling exchange %.0f%%, local fetch %.0f%%, remote fetch %.0f%%  (%.2f s wall, slowest rank)\n",
+              100 * sum.sample_s / total, 100 * sum.exchange_s / total, 100 * sum.fetch_local_s / total, 100 * sum.fetch_remote_s / total, max_wall);
+  boost::json::object out{{"ranks", world.size()}, {"fanouts", vm["fanouts"].as<std::string>()}, {"batch", cfg.batch_size},
+                          {"sampled_edges_per_s_per_core", edges_per_core_s}, {"input_nodes_per_batch", sum.input_nodes / sum.steps},
+                          {"remote_bytes_per_batch", sum.remote_bytes / sum.steps}, {"cache_hit_rate", hit},
+                          {"local_gather_gbs", sum.local_gbs}, {"memcpy_gather_gbs", sum.memcpy_gbs}, {"remote_fetch_gbs", remote_gbs},
+                          {"raw_alltoallv_gbs", raw_gbs}, {"remote_vs_raw_time", sum.raw_s > 0 ? sum.fetch_remote_s / sum.raw_s : 0.0},
+                          {"time_s", {{"sample", sum.sample_s}, {"sample_exchange", sum.exchange_s}, {"fetch_local", sum.fetch_local_s}, {"fetch_remote", sum.fetch_remote_s}}}};
+
+  if (vm.count("dgl-python")) {
+    // DGL lists fanouts from the input side: reverse ours. One thread, like one of our ranks.
+    std::string fan;
+    for (auto it = cfg.fanouts.rbegin(); it != cfg.fanouts.rend(); ++it) fan += (fan.empty() ? "" : ",") + std::to_string(*it);
+    const fs::path script = fs::path(SHARDGNN_SOURCE_DIR) / "tools/peers/dgl_sampler.py";
+    const std::string cmd = "OMP_NUM_THREADS=1 " + vm["dgl-python"].as<std::string>() + " " + script.string() + " " + info.dataset_dir +
+                            " --fanouts " + fan + " --batch " + std::to_string(cfg.batch_size) + (cfg.replace ? " --replace" : "") +
+                            " --max-batches " + std::to_string(static_cast<long long>(sum.steps)) + " 2>/dev/null";
+    std::FILE* p = popen(cmd.c_str(), "r");
+    std::string text;
+    char buf[4096];
+    while (p && std::fgets(buf, sizeof buf, p)) text += buf;
+    const int rc = p ? pclose(p) : -1;
+    try {
+      if (rc != 0) throw std::runtime_error("exit " + std::to_string(rc));
+      auto v = boost::json::parse(text).as_object();
+      const double dgl = v.at("sampled_edges_per_s").to_number<double>();
+      std::printf("DGL %s CPU sampler        %.3g sampled edges / s (1 thread, same graph, fanouts %s input-first, batch %d): ours %.2fx\n",
+                  std::string(v.at("dgl_version").as_string()).c_str(), dgl, fan.c_str(), cfg.batch_size, edges_per_core_s / dgl);
+      out["dgl"] = v;
+      out["ours_vs_dgl"] = edges_per_core_s / dgl;
+    } catch (const std::exception& e) {
+      std::printf("DGL peer failed (%s): %s\n", e.what(), text.substr(0, 300).c_str());
+    }
+  }
+  if (vm.count("json")) write_json_file(vm["json"].as<std::string>(), out);
+  return 0;
+}
+
+}  // namespace shardgnn::cli

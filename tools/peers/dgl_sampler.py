@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""DGL's CPU neighbour sampler on a shardgnn dataset folder: the peer of `shardgnn bench sampler`.
+
+Reads indptr/indices/train_idx (.npy) of the unpartitioned dataset, samples blocks for shuffled
+batches of training nodes with dgl.dataloading.NeighborSampler on one thread, and prints one JSON
+object with the sampled edges per second. Benchmark-only: never imported by shardgnn.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dataset")
+    ap.add_argument("--fanouts", default="5,10,15", help="DGL order: input layer first")
+    ap.add_argument("--batch", type=int, default=1024)
+    ap.add_argument("--replace", action="store_true")
+    ap.add_argument("--max-batches", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args()
+
+    os.environ.setdefault("DGLBACKEND", "pytorch")
+    import torch
+    import dgl
+
+    torch.set_num_threads(1)
+    load = lambda name: np.load(os.path.join(a.dataset, name + ".npy"), mmap_mode="r")
+    indptr, indices = torch.from_numpy(np.array(load("indptr"))), torch.from_numpy(np.array(load("indices")))
+    n = indptr.numel() - 1
+    train = np.array(load("train_idx")) if os.path.exists(os.path.join(a.dataset, "train_idx.npy")) else np.arange(n)
+    if train.size == 0:
+        train = np.arange(n)
+    # Our CSR rows are out-neighbours; DGL samples in-edges. Build the graph reversed so a node's
+    # sampled predecessors are our row's neighbours (identical for symmetric graphs).
+    g = dgl.graph(("csc", (indptr, indices, torch.empty(0, dtype=torch.int64))), num_nodes=n)
+    g.create_formats_()
+    sampler = dgl.dataloading.NeighborSampler([int(x) for x in a.fanouts.split(",")], replace=a.replace)
+    rng = np.random.default_rng(a.seed)
+    order = torch.from_numpy(rng.permutation(train))
+    batches = [order[i:i + a.batch] for i in range(0, len(order), a.batch)]
+    if a.max_batches > 0:
+        while len(batches) < a.max_batches:
+            batches += batches
+        batches = batches[:a.max_batches]
+    sampler.sample(g, batches[0])  # warm-up (format conversion, allocations)
+    edges = 0
+    t0 = time.perf_counter()
+    for b in batches:
+        _, _, blocks = sampler.sample(g, b)
+        edges += sum(int(blk.num_edges()) for blk in blocks)
+    dt = time.perf_counter() - t0
+    print(json.dumps({"dgl_version": dgl.__version__, "torch_version": torch.__version__, "batches": len(batches),
+                      "sampled_edges": edges, "seconds": dt, "sampled_edges_per_s": edges / dt}))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
