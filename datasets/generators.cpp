@@ -173,6 +173,34 @@ Dataset generate_rmat(const RmatOptions& options, const CleanOptions& clean) {
   return ds;
 }
 
+void add_random_node_data(Dataset& ds, int feature_dim, int num_classes, double train_fraction, double val_fraction, std::uint64_t seed) {
+  if (feature_dim < 1) throw InputError("--feature-dim must be at least 1, got " + std::to_string(feature_dim));
+  if (num_classes < 1) throw InputError("--classes must be at least 1, got " + std::to_string(num_classes));
+  const std::int64_t n = ds.num_nodes();
+  std::vector<float> features(static_cast<std::size_t>(n) * static_cast<std::size_t>(feature_dim));
+  {
+    Rng rng(derive_seed(seed, 0xfea7));
+    boost::random::normal_distribution<float> normal(0.0f, 1.0f);
+    for (float& x : features) x = normal(rng);
+  }
+  std::vector<std::int64_t> labels(static_cast<std::size_t>(n));
+  {
+    Rng rng(derive_seed(seed, 0x1abe1));
+    boost::random::uniform_int_distribution<std::int64_t> pick(0, num_classes - 1);
+    for (auto& l : labels) l = pick(rng);
+  }
+  ds.feature_dim = feature_dim;
+  ds.features = Array<float>(std::move(features));
+  ds.num_classes = num_classes;
+  ds.labels = Array<std::int64_t>(std::move(labels));
+  SplitSpec spec;
+  spec.kind = SplitSpec::Kind::kRandom;
+  spec.train_fraction = train_fraction;
+  spec.val_fraction = val_fraction;
+  spec.seed = derive_seed(seed, 0x5b117);
+  assign_split(ds, spec);
+}
+
 Dataset generate_sbm(const SbmOptions& options) {
   check_sbm_options(options);
   const std::int64_t n = options.num_nodes;

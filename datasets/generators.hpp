@@ -41,6 +41,11 @@ struct SbmOptions {
 // Symmetric, without self-loops or duplicates; classes exactly balanced (sizes differ by at most 1).
 Dataset generate_sbm(const SbmOptions& options);
 
+// Gives a structure-only dataset (an R-MAT graph, say) node data for sampler and training
+// benchmarks: standard-normal float32 features, uniformly random labels in [0, classes) and a
+// random train/val/test split of the given fractions. Seeded. The labels carry no signal.
+void add_random_node_data(Dataset& ds, int feature_dim, int num_classes, double train_fraction, double val_fraction, std::uint64_t seed);
+
 // Writes the edges as a tab-separated text edge list ("u\tv\n"), atomically.
 void write_edge_list(const std::string& path, const EdgeList& edges);
 

@@ -244,6 +244,30 @@ Shard load_shard(const PartitionInfo& info, PartId k) {
   return s;
 }
 
+namespace {
+template <class T>
+Array<T> view_of(const Array<T>& a) { return Array<T>(nullptr, a.data(), a.size()); }
+}  // namespace
+
+Shard shard_from_dataset(const Dataset& ds) {
+  Shard s;
+  s.part = 0;
+  s.book = PartitionBook({0, ds.num_nodes()});
+  s.graph = CsrGraph(view_of(ds.graph.indptr()), view_of(ds.graph.indices()));
+  s.feature_dim = ds.feature_dim;
+  s.num_classes = ds.num_classes;
+  s.features = view_of(ds.features);
+  s.labels = view_of(ds.labels);
+  s.train_idx = view_of(ds.train_idx);
+  s.val_idx = view_of(ds.val_idx);
+  s.test_idx = view_of(ds.test_idx);
+  std::vector<NodeId> ids(static_cast<std::size_t>(ds.num_nodes()));
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<NodeId>(i);
+  s.orig_ids = Array<NodeId>(std::move(ids));
+  s.edge_weights = view_of(ds.edge_weights);
+  return s;
+}
+
 ValidationResult verify_partition(const std::string& dataset_dir, const std::string& partition_dir) {
   ValidationResult res;
   auto& err = res.errors;

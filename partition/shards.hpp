@@ -62,6 +62,11 @@ struct Shard {
 };
 Shard load_shard(const PartitionInfo& info, PartId part);
 
+// The whole dataset as part 0 of a one-part partition (global ids = dataset ids, no halo), for
+// single-process runs on a dataset folder. The arrays are views of `ds`'s (no copy), so `ds` must
+// outlive the shard; only orig_ids (the identity) is allocated.
+Shard shard_from_dataset(const Dataset& ds);
+
 // Serial verifier: checks a partitioned dataset against its source dataset. Every edge present
 // exactly once across shards; features, labels and splits identical after relabelling; halo lists
 // exact; the partition book consistent; every file's checksum. Returns the problems found.

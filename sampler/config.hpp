@@ -10,7 +10,7 @@ namespace shardgnn {
 
 enum class CachePolicy {
   kNone,
-  kDegree,     // cache the remote rows this shard's edges reference most (a degree proxy)
+  kDegree,     // cache the halo rows of highest degree (sampling reaches a node along any of its edges)
   kPresample,  // SALIENT++'s VIP idea: presample batches, cache the remote rows fetched most
 };
 
@@ -25,7 +25,7 @@ struct SamplerConfig {
   int prefetch = 2;           // batches sampled ahead by the pipeline's thread (0: no thread)
   CachePolicy cache_policy = CachePolicy::kNone;
   double cache_mb = 0;        // cache size limit in MB (10^6 bytes) of feature rows
-  double cache_fraction = 0;  // alternatively: this fraction of the shard's halo rows (0 = use cache_mb)
+  double cache_fraction = 0;  // alternatively: this fraction of the rows this rank does not own (0 = use cache_mb)
   int presample_batches = 64; // batches presampled by the kPresample policy
 };
 

@@ -42,39 +42,54 @@ std::vector<float> FeatureStore::fetch_remote(std::span<const NodeId> remote) {
 void FeatureStore::fetch(std::span<const NodeId> nodes, std::vector<float>& out) {
   const PartitionBook& book = shard_.book;
   const PartId me = shard_.part;
-  const NodeId first = book.begin(me);
+  const NodeId first = book.begin(me), count = book.size(me);
   const int P = comm_.size();
   const auto F = static_cast<std::size_t>(dim_);
-  out.resize(nodes.size() * F);
+  out.resize(nodes.size() * F);  // allocation and zero-fill are not part of the gather
   auto t0 = Clock::now();
-  // Local rows and cache hits now; misses grouped by owner for one exchange.
-  std::vector<std::vector<std::size_t>> miss_pos(static_cast<std::size_t>(P));
+  // Pass 1, the local gather: rows this rank owns, straight from the mapped file.
+  const float* local = shard_.features.data();
+  std::int64_t local_rows = 0;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const NodeId v = nodes[i];
-    const PartId owner = book.owner(v);
-    if (owner == me) {
-      std::memcpy(out.data() + i * F, shard_.features.data() + (v - first) * dim_, F * sizeof(float));
-      ++counters_.local_rows;
-      continue;
+    if (v >= first && v < first + count) {
+      std::memcpy(out.data() + i * F, local + (v - first) * dim_, F * sizeof(float));
+      ++local_rows;
     }
-    ++counters_.remote_rows;
+  }
+  counters_.local_gather_s += since(t0);
+  // Pass 2: remote rows from the cache, the misses from their owners in one exchange.
+  t0 = Clock::now();
+  std::vector<std::size_t> miss;
+  std::vector<std::int64_t> per_owner(static_cast<std::size_t>(P), 0);
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const NodeId v = nodes[i];
+    if (v >= first && v < first + count) continue;
     if (auto it = slot_.find(v); it != slot_.end()) {
       std::memcpy(out.data() + i * F, cache_.data() + it->second * dim_, F * sizeof(float));
       ++counters_.cache_hits;
-      continue;
+    } else {
+      miss.push_back(i);
+      ++per_owner[book.owner(v)];
     }
-    miss_pos[owner].push_back(i);
   }
-  counters_.local_gather_s += since(t0);
+  counters_.cache_s += since(t0);
   t0 = Clock::now();
-  std::vector<NodeId> misses;
-  for (const auto& list : miss_pos)
-    for (std::size_t i : list) misses.push_back(nodes[i]);
+  // Group misses by owner (a counting sort keeps each owner's order).
+  std::vector<std::int64_t> fill(static_cast<std::size_t>(P), 0);
+  for (int r = 1; r < P; ++r) fill[r] = fill[r - 1] + per_owner[r - 1];
+  std::vector<NodeId> misses(miss.size());
+  std::vector<std::size_t> slot_of(miss.size());
+  for (std::size_t i : miss) {
+    const auto at = static_cast<std::size_t>(fill[book.owner(nodes[i])]++);
+    misses[at] = nodes[i];
+    slot_of[at] = i;
+  }
   std::vector<float> rows = fetch_remote(misses);
-  std::size_t k = 0;
-  for (const auto& list : miss_pos)
-    for (std::size_t i : list) std::memcpy(out.data() + i * F, rows.data() + (k++) * F, F * sizeof(float));
+  for (std::size_t k = 0; k < misses.size(); ++k) std::memcpy(out.data() + slot_of[k] * F, rows.data() + k * F, F * sizeof(float));
   counters_.remote_s += since(t0);
+  counters_.local_rows += local_rows;
+  counters_.remote_rows += static_cast<std::int64_t>(nodes.size()) - local_rows;
 }
 
 void FeatureStore::fill_cache(std::vector<NodeId> chosen) {
@@ -89,34 +104,47 @@ void FeatureStore::fill_cache(std::vector<NodeId> chosen) {
 
 void FeatureStore::build_cache(const SamplerConfig& config, DistSampler* sampler) {
   std::vector<NodeId> chosen;
-  if (config.cache_policy != CachePolicy::kNone && dim_ > 0) {
-    const std::size_t row_bytes = static_cast<std::size_t>(dim_) * sizeof(float);
-    std::size_t capacity = config.cache_fraction > 0 ? static_cast<std::size_t>(config.cache_fraction * static_cast<double>(shard_.halo_nodes.size()))
+  const bool on = config.cache_policy != CachePolicy::kNone && dim_ > 0;
+  const std::size_t row_bytes = static_cast<std::size_t>(dim_) * sizeof(float);
+  const auto remote_rows = static_cast<std::size_t>(shard_.book.num_nodes() - shard_.book.size(shard_.part));
+  std::size_t capacity = !on ? 0
+                         : config.cache_fraction > 0 ? static_cast<std::size_t>(config.cache_fraction * static_cast<double>(remote_rows))
                                                      : static_cast<std::size_t>(config.cache_mb * 1e6 / static_cast<double>(row_bytes));
-    capacity = std::min(capacity, shard_.halo_nodes.size());
-    // Score every halo node, then keep the `capacity` best (ties: smaller id, for determinism).
-    boost::unordered_flat_map<NodeId, std::int64_t> score;
-    if (config.cache_policy == CachePolicy::kDegree) {
-      for (NodeId v : shard_.graph.indices().span())
-        if (shard_.book.owner(v) != shard_.part) ++score[v];
-    } else if (sampler != nullptr) {
-      // Presample with the training sampler's configuration on a reserved epoch (-1).
-      const std::int64_t steps = std::min<std::int64_t>(config.presample_batches, sampler->steps_in_epoch(-1));
-      for (std::int64_t s = 0; s < steps; ++s) {
-        const auto seeds = sampler->seeds_for(-1, s);
-        const MiniBatch mb = sampler->sample(seeds, -1, s);
+  // Score candidates, then keep the `capacity` best (ties: smaller id, for determinism).
+  boost::unordered_flat_map<NodeId, std::int64_t> score;
+  if (config.cache_policy == CachePolicy::kDegree) {
+    // Candidates are the halo; a remote node is drawn in proportion to its degree (sampling
+    // reaches it along any of its edges), so rank by the degree its owner reports, once. This is
+    // a collective on every rank, cache or not, so the exchange always lines up.
+    const std::vector<NodeId> halo(shard_.halo_nodes.begin(), shard_.halo_nodes.end());  // sorted: grouped by owner
+    std::vector<std::int64_t> counts(static_cast<std::size_t>(comm_.size()), 0);
+    for (NodeId v : halo) ++counts[shard_.book.owner(v)];
+    auto asked = comm_.alltoallv<NodeId>(halo, counts);
+    const NodeId first = shard_.book.begin(shard_.part);
+    std::vector<std::int64_t> degrees(asked.data.size());
+    for (std::size_t i = 0; i < degrees.size(); ++i) degrees[i] = shard_.graph.degree(asked.data[i] - first);
+    auto got = comm_.alltoallv<std::int64_t>(degrees, asked.counts);
+    if (on)
+      for (std::size_t i = 0; i < halo.size(); ++i) score[halo[i]] = got.data[i];
+  } else if (config.cache_policy == CachePolicy::kPresample && sampler != nullptr) {
+    // SALIENT++'s VIP idea: presample with the training configuration on a reserved epoch (-1)
+    // and rank remote rows by how often they were input nodes.
+    const std::int64_t steps = std::min<std::int64_t>(config.presample_batches, sampler->steps_in_epoch(-1));
+    for (std::int64_t s = 0; s < steps; ++s) {
+      const auto seeds = sampler->seeds_for(-1, s);
+      const MiniBatch mb = sampler->sample(seeds, -1, s);
+      if (on)
         for (NodeId v : mb.input_nodes())
           if (shard_.book.owner(v) != shard_.part) ++score[v];
-      }
-      sampler->counters() = SamplerCounters{};  // presampling is setup, not training work
     }
-    std::vector<std::pair<std::int64_t, NodeId>> ranked;
-    ranked.reserve(score.size());
-    for (const auto& [v, c] : score) ranked.emplace_back(-c, v);
-    const std::size_t keep = std::min(capacity, ranked.size());
-    std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(keep), ranked.end());
-    for (std::size_t i = 0; i < keep; ++i) chosen.push_back(ranked[i].second);
+    sampler->counters() = SamplerCounters{};  // presampling is setup, not training work
   }
+  std::vector<std::pair<std::int64_t, NodeId>> ranked;
+  ranked.reserve(score.size());
+  for (const auto& [v, c] : score) ranked.emplace_back(-c, v);
+  const std::size_t keep = std::min(capacity, ranked.size());
+  std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(keep), ranked.end());
+  for (std::size_t i = 0; i < keep; ++i) chosen.push_back(ranked[i].second);
   fill_cache(std::move(chosen));  // collective even when empty: every rank serves the others
   counters_ = FeatureCounters{};
 }

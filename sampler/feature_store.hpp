@@ -20,7 +20,7 @@ class DistSampler;
 struct FeatureCounters {
   std::int64_t local_rows = 0, remote_rows = 0, cache_hits = 0;
   std::int64_t bytes_sent = 0, bytes_received = 0;
-  double local_gather_s = 0, remote_s = 0, exchange_s = 0;
+  double local_gather_s = 0, cache_s = 0, remote_s = 0, exchange_s = 0;  // remote_s: misses only (grouping, exchange, scatter)
   double hit_rate() const { return remote_rows > 0 ? static_cast<double>(cache_hits) / static_cast<double>(remote_rows) : 0.0; }
 };
 

@@ -6,6 +6,10 @@ namespace shardgnn {
 
 MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::int64_t epoch, std::int64_t step) {
   const std::vector<NodeId> seeds = sampler.seeds_for(epoch, step);
+  return produce_batch(sampler, features, seeds, epoch, step);
+}
+
+MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::span<const NodeId> seeds, std::int64_t epoch, std::int64_t step) {
   MiniBatch mb = sampler.sample(seeds, epoch, step);
   mb.feature_dim = features.feature_dim();
   features.fetch(mb.input_nodes(), mb.features);

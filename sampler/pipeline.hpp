@@ -18,6 +18,8 @@ namespace shardgnn {
 
 // A complete batch: the sampler's blocks plus input features and seed labels.
 MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::int64_t epoch, std::int64_t step);
+// The same for given seeds (e.g. a batch of DistSampler::eval_batches); collective likewise.
+MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::span<const NodeId> seeds, std::int64_t epoch, std::int64_t step);
 
 class Prefetcher {
  public:

@@ -13,16 +13,20 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Builds one block from the per-dst sampled neighbour lists, extending the node list with the
-// neighbours seen for the first time.
-class BlockBuilder {
+// Numbers the nodes of a batch as they are first seen, across all hops (layer h's nodes are a
+// prefix of layer h+1's, so one map serves every hop), and builds each hop's block.
+class Compactor {
  public:
-  explicit BlockBuilder(std::vector<NodeId>& nodes) : nodes_(nodes) {
-    pos_.reserve(nodes.size() * 4);
+  explicit Compactor(std::vector<NodeId>& nodes) : nodes_(nodes) {
+    pos_.reserve(nodes.size() * 32);
     for (std::size_t i = 0; i < nodes.size(); ++i) pos_.emplace(nodes[i], static_cast<std::int64_t>(i));
-    block_.num_dst = static_cast<std::int64_t>(nodes.size());
-    block_.indptr.reserve(nodes.size() + 1);
+  }
+  void begin_block(std::size_t num_dst, std::size_t expected_edges) {
+    block_ = Block{};
+    block_.num_dst = static_cast<std::int64_t>(num_dst);
+    block_.indptr.reserve(num_dst + 1);
     block_.indptr.push_back(0);
+    block_.indices.reserve(expected_edges);
   }
   void add_row(std::span<const NodeId> nbrs) {
     for (NodeId v : nbrs) {
@@ -32,7 +36,7 @@ class BlockBuilder {
     }
     block_.indptr.push_back(static_cast<std::int64_t>(block_.indices.size()));
   }
-  Block finish() {
+  Block end_block() {
     block_.num_src = static_cast<std::int64_t>(nodes_.size());
     return std::move(block_);
   }
@@ -42,6 +46,8 @@ class BlockBuilder {
   boost::unordered_flat_map<NodeId, std::int64_t> pos_;
   Block block_;
 };
+
+std::size_t expected_edges(std::size_t rows, int fanout) { return fanout > 0 ? rows * static_cast<std::size_t>(fanout) : rows * 8; }
 
 }  // namespace
 
@@ -75,6 +81,15 @@ std::vector<NodeId> DistSampler::seeds_for(std::int64_t epoch, std::int64_t step
   return batches_[static_cast<std::size_t>(step) % batches_.size()];
 }
 
+std::vector<std::vector<NodeId>> DistSampler::eval_batches(std::span<const NodeId> seeds) const {
+  const auto B = static_cast<std::size_t>(config_.batch_size);
+  std::vector<std::vector<NodeId>> out;
+  for (std::size_t i = 0; i < seeds.size(); i += B) out.emplace_back(seeds.begin() + i, seeds.begin() + std::min(seeds.size(), i + B));
+  const auto steps = comm_.allreduce<std::int64_t>(static_cast<std::int64_t>(out.size()), comm::Op::kMax);
+  out.resize(static_cast<std::size_t>(steps));
+  return out;
+}
+
 MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch, std::int64_t step) {
   const PartitionBook& book = shard_.book;
   const PartId me = shard_.part;
@@ -83,47 +98,53 @@ MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch,
   MiniBatch mb;
   mb.epoch = epoch;
   mb.step = step;
-  mb.layer_nodes.emplace_back(seeds.begin(), seeds.end());
-  std::vector<NodeId> picked;
+  // All hops grow one node list; layer h is its prefix of length sizes[h].
+  std::vector<NodeId> nodes(seeds.begin(), seeds.end());
+  std::vector<std::size_t> sizes = {nodes.size()};
+  Compactor compactor(nodes);
+  std::vector<NodeId> picked, reply;
   std::vector<std::int64_t> scratch;
+  std::vector<PartId> owner;
   const int L = static_cast<int>(config_.fanouts.size());
   for (int hop = 0; hop < L; ++hop) {
     const int fanout = config_.fanouts[static_cast<std::size_t>(hop)];
-    std::vector<NodeId> nodes = mb.layer_nodes.back();
-    const std::size_t n = nodes.size();
+    const std::size_t n = sizes.back();
 
     // Requests for the owners of remote frontier nodes, grouped by owner.
     auto t0 = Clock::now();
+    owner.resize(n);
     std::vector<std::int64_t> send_counts(static_cast<std::size_t>(P), 0);
-    for (NodeId v : nodes)
-      if (book.owner(v) != me) ++send_counts[book.owner(v)];
-    std::vector<std::int64_t> offs(static_cast<std::size_t>(P) + 1, 0);
-    for (int r = 0; r < P; ++r) offs[r + 1] = offs[r] + send_counts[r];
-    std::vector<NodeId> requests(static_cast<std::size_t>(offs[P]));
-    std::vector<std::int64_t> fill(offs.begin(), offs.end() - 1);
-    for (NodeId v : nodes)
-      if (book.owner(v) != me) requests[fill[book.owner(v)]++] = v;
+    for (std::size_t i = 0; i < n; ++i) {
+      const NodeId v = nodes[i];
+      owner[i] = (v >= first && v < first + book.size(me)) ? me : book.owner(v);
+      if (owner[i] != me) ++send_counts[owner[i]];
+    }
+    std::vector<std::int64_t> fill(static_cast<std::size_t>(P), 0);
+    for (int r = 1; r < P; ++r) fill[r] = fill[r - 1] + send_counts[r - 1];
+    std::vector<NodeId> requests(static_cast<std::size_t>(fill[P - 1] + send_counts[P - 1]));
+    for (std::size_t i = 0; i < n; ++i)
+      if (owner[i] != me) requests[fill[owner[i]]++] = nodes[i];
     counters_.sample_s += since(t0);
 
     t0 = Clock::now();
     auto incoming = comm_.alltoallv<NodeId>(requests, send_counts);
     counters_.exchange_s += since(t0);
-    counters_.bytes_sent += offs[P] * static_cast<std::int64_t>(sizeof(NodeId));
+    counters_.bytes_sent += static_cast<std::int64_t>(requests.size() * sizeof(NodeId));
     counters_.bytes_received += static_cast<std::int64_t>(incoming.data.size() * sizeof(NodeId));
 
     // Serve the requests: [count, neighbours...] per requested node, in request order.
     t0 = Clock::now();
     std::vector<std::int64_t> reply_counts(static_cast<std::size_t>(P), 0);
-    std::vector<NodeId> reply;
+    reply.clear();
     for (int r = 0; r < P; ++r) {
       const std::size_t before = reply.size();
       for (NodeId v : incoming.from(r)) {
         const NodeId local = v - first;
-        picked.clear();
+        const std::size_t at = reply.size();
+        reply.push_back(0);
         sample_row<NodeId>(shard_.graph.neighbors(local), fanout, config_.replace, sample_key(config_.seed, epoch, step, hop, shard_.orig_ids[local]),
-                           picked, scratch);
-        reply.push_back(static_cast<NodeId>(picked.size()));
-        reply.insert(reply.end(), picked.begin(), picked.end());
+                           reply, scratch);
+        reply[at] = static_cast<NodeId>(reply.size() - at - 1);
       }
       reply_counts[r] = static_cast<std::int64_t>(reply.size() - before);
       counters_.rows_served += incoming.counts[r];
@@ -136,32 +157,31 @@ MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch,
     counters_.bytes_sent += static_cast<std::int64_t>(reply.size() * sizeof(NodeId));
     counters_.bytes_received += static_cast<std::int64_t>(answers.data.size() * sizeof(NodeId));
 
-    // Assemble the block in frontier order: local rows sampled here, remote rows from the answers.
+    // The block, in frontier order: local rows sampled here, remote rows from the answers.
     t0 = Clock::now();
     std::vector<std::int64_t> cursor(answers.displs.begin(), answers.displs.end());
-    std::vector<NodeId>& next = mb.layer_nodes.emplace_back(nodes);
-    BlockBuilder builder(next);
+    compactor.begin_block(n, expected_edges(n, fanout));
     for (std::size_t i = 0; i < n; ++i) {
-      const NodeId v = nodes[i];
-      const PartId owner = book.owner(v);
-      if (owner == me) {
-        const NodeId local = v - first;
+      if (owner[i] == me) {
+        const NodeId local = nodes[i] - first;
         picked.clear();
         sample_row<NodeId>(shard_.graph.neighbors(local), fanout, config_.replace, sample_key(config_.seed, epoch, step, hop, shard_.orig_ids[local]),
                            picked, scratch);
-        builder.add_row(picked);
+        compactor.add_row(picked);
         ++counters_.local_rows_sampled;
       } else {
-        std::int64_t& c = cursor[owner];
+        std::int64_t& c = cursor[owner[i]];
         const auto cnt = answers.data[static_cast<std::size_t>(c)];
-        builder.add_row(std::span<const NodeId>(answers.data.data() + c + 1, static_cast<std::size_t>(cnt)));
+        compactor.add_row(std::span<const NodeId>(answers.data.data() + c + 1, static_cast<std::size_t>(cnt)));
         c += 1 + cnt;
         ++counters_.remote_rows_sampled;
       }
     }
-    mb.blocks.push_back(builder.finish());
+    mb.blocks.push_back(compactor.end_block());
+    sizes.push_back(nodes.size());
     counters_.sample_s += since(t0);
   }
+  for (std::size_t size : sizes) mb.layer_nodes.emplace_back(nodes.begin(), nodes.begin() + static_cast<std::ptrdiff_t>(size));
   std::reverse(mb.blocks.begin(), mb.blocks.end());
   ++counters_.batches;
   counters_.seeds += static_cast<std::int64_t>(seeds.size());
@@ -173,21 +193,24 @@ MiniBatch reference_sample(const Dataset& ds, const SamplerConfig& config, std::
   MiniBatch mb;
   mb.epoch = epoch;
   mb.step = step;
-  mb.layer_nodes.emplace_back(seeds.begin(), seeds.end());
+  std::vector<NodeId> nodes(seeds.begin(), seeds.end());
+  std::vector<std::size_t> sizes = {nodes.size()};
+  Compactor compactor(nodes);
   std::vector<NodeId> picked;
   std::vector<std::int64_t> scratch;
   for (int hop = 0; hop < static_cast<int>(config.fanouts.size()); ++hop) {
-    std::vector<NodeId> nodes = mb.layer_nodes.back();
-    std::vector<NodeId>& next = mb.layer_nodes.emplace_back(nodes);
-    BlockBuilder builder(next);
-    for (NodeId v : nodes) {
+    const int fanout = config.fanouts[static_cast<std::size_t>(hop)];
+    const std::size_t n = sizes.back();
+    compactor.begin_block(n, expected_edges(n, fanout));
+    for (std::size_t i = 0; i < n; ++i) {
       picked.clear();
-      sample_row<NodeId>(ds.graph.neighbors(v), config.fanouts[static_cast<std::size_t>(hop)], config.replace,
-                         sample_key(config.seed, epoch, step, hop, v), picked, scratch);
-      builder.add_row(picked);
+      sample_row<NodeId>(ds.graph.neighbors(nodes[i]), fanout, config.replace, sample_key(config.seed, epoch, step, hop, nodes[i]), picked, scratch);
+      compactor.add_row(picked);
     }
-    mb.blocks.push_back(builder.finish());
+    mb.blocks.push_back(compactor.end_block());
+    sizes.push_back(nodes.size());
   }
+  for (std::size_t size : sizes) mb.layer_nodes.emplace_back(nodes.begin(), nodes.begin() + static_cast<std::ptrdiff_t>(size));
   std::reverse(mb.blocks.begin(), mb.blocks.end());
   return mb;
 }

@@ -41,6 +41,13 @@ class DistSampler {
   // This rank's seeds at `step` of `epoch` (wrapping as described above; empty if it has none).
   std::vector<NodeId> seeds_for(std::int64_t epoch, std::int64_t step) const;
 
+  // Collective. An evaluation schedule: `seeds` (global ids owned by this rank, e.g. the
+  // validation set) cut in their given order into batches of config().batch_size, then padded
+  // with empty batches up to the largest batch count over ranks, so every rank runs as many
+  // sample() calls (sample() takes empty seed lists). No shuffle and no wrap-around: each seed is
+  // in exactly one batch.
+  std::vector<std::vector<NodeId>> eval_batches(std::span<const NodeId> seeds) const;
+
   // Collective: every rank calls it once per step, in the same order. Samples the multi-hop
   // neighbourhood of `seeds` (global ids owned by this rank) and returns the blocks and layer
   // node lists; features and labels are left to the FeatureStore.

@@ -125,6 +125,10 @@ int generate(const std::vector<std::string>& args) {
         ("b", po::value<double>()->default_value(0.19), "R-MAT b")
         ("c", po::value<double>()->default_value(0.19), "R-MAT c (d = 1 - a - b - c)")
         ("no-permute", "keep R-MAT's vertex order (Graph500 permutes it)")
+        ("feature-dim", po::value<int>()->default_value(0), "also give every node random N(0,1) features of this size (for sampler benchmarks)")
+        ("classes", po::value<int>()->default_value(10), "with --feature-dim: random labels in [0, classes)")
+        ("train", po::value<double>()->default_value(0.1), "with --feature-dim: training fraction of a random split")
+        ("val", po::value<double>()->default_value(0.1), "with --feature-dim: validation fraction")
         ("edge-list", po::value<std::string>(), "also (or only, without --out) write the raw edges as a text edge list");
     add_clean_options(o);
     if (!parse(rest, "shardgnn data generate rmat --out <dir> [options]", o, {}, vm)) return 0;
@@ -145,6 +149,8 @@ int generate(const std::vector<std::string>& args) {
     }
     if (vm.count("out")) {
       Dataset ds = generate_rmat(r, clean_options(vm));
+      if (vm["feature-dim"].as<int>() > 0)
+        add_random_node_data(ds, vm["feature-dim"].as<int>(), vm["classes"].as<int>(), vm["train"].as<double>(), vm["val"].as<double>(), r.seed);
       save_and_report(ds, vm["out"].as<std::string>(), vm.count("force") > 0, clean_options(vm), seconds_since(t0));
     }
     return 0;

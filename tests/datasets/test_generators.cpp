@@ -453,3 +453,27 @@ TEST_CASE("SBM refuses bad options", "[generators]") {
   CHECK_NOTHROW(generate_sbm(bad([](SbmOptions& o) { o.num_nodes = 10, o.avg_degree = 0; })));
   CHECK_NOTHROW(generate_sbm(bad([](SbmOptions& o) { o.train_fraction = 0.7, o.val_fraction = 0.3; })));
 }
+
+TEST_CASE("add_random_node_data gives features, labels and a split of the asked sizes, seeded", "[generators]") {
+  RmatOptions r;
+  r.scale = 10;
+  r.edge_factor = 4;
+  Dataset a = generate_rmat(r, {true, true, true});
+  add_random_node_data(a, 8, 5, 0.1, 0.2, 3);
+  const std::int64_t n = a.num_nodes();
+  CHECK(a.feature_dim == 8);
+  CHECK(a.features.size() == static_cast<std::size_t>(n * 8));
+  CHECK(a.num_classes == 5);
+  CHECK(*std::max_element(a.labels.begin(), a.labels.end()) <= 4);
+  CHECK(*std::min_element(a.labels.begin(), a.labels.end()) >= 0);
+  CHECK(static_cast<double>(a.train_idx.size()) == Approx(0.1 * static_cast<double>(n)).margin(1));
+  CHECK(static_cast<double>(a.val_idx.size()) == Approx(0.2 * static_cast<double>(n)).margin(1));
+  double mean = 0;
+  for (float x : a.features.span()) mean += x;
+  CHECK(std::abs(mean / static_cast<double>(a.features.size())) < 0.05);
+  Dataset b = generate_rmat(r, {true, true, true});
+  add_random_node_data(b, 8, 5, 0.1, 0.2, 3);
+  CHECK(std::equal(a.features.begin(), a.features.end(), b.features.begin()));
+  CHECK(std::equal(a.train_idx.begin(), a.train_idx.end(), b.train_idx.begin(), b.train_idx.end()));
+  CHECK_THROWS_AS(add_random_node_data(b, 0, 5, 0.1, 0.1, 1), InputError);
+}
