@@ -45,9 +45,9 @@ MPI_Op mpi_op(Op op) {
 
 MpiError::MpiError(const std::string& call, int code) : std::runtime_error(call + " failed: " + mpi_error_string(code)), code_(code) {}
 
-Environment::Environment(int& argc, char**& argv) {
+Environment::Environment(int& argc, char**& argv, bool threads) {
   int provided = 0;
-  check(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
+  check(MPI_Init_thread(&argc, &argv, threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
   thread_multiple_ = provided >= MPI_THREAD_MULTIPLE;
   // Errors come back as codes (turned into MpiError) instead of killing the job unexplained.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);

@@ -4,7 +4,7 @@
 // run_guarded turns any exception into a job-wide outcome so that no rank is left hanging in a
 // collective another rank will never enter.
 //
-// Thread safety: Environment asks for MPI_THREAD_MULTIPLE. A Communicator may be used by one
+// Thread safety: Environment asks for MPI_THREAD_MULTIPLE unless told otherwise. A Communicator may be used by one
 // thread at a time; threads that communicate concurrently (the sampler's prefetch thread and the
 // trainer) use separate communicators from dup(), so their collectives never interleave.
 #pragma once
@@ -50,9 +50,12 @@ template <> constexpr Kind kind_of<std::uint8_t>() { return Kind::kByte; }
 enum class Op { kSum, kMax, kMin };
 
 // MPI_Init_thread / MPI_Finalize for the process. Construct exactly one, first thing in main.
+// `threads`: true when several threads will call MPI at once (MPI_THREAD_MULTIPLE, e.g. the
+// prefetch pipeline beside the trainer's all-reduce); false asks only for MPI_THREAD_FUNNELED,
+// which spares MPICH the locking of its progress loop.
 class Environment {
  public:
-  Environment(int& argc, char**& argv);
+  Environment(int& argc, char**& argv, bool threads = true);
   ~Environment();
   Environment(const Environment&) = delete;
   Environment& operator=(const Environment&) = delete;
@@ -112,6 +115,24 @@ class Communicator {
   AlltoallvResult<T> alltoallv(std::span<const T> send, std::span<const std::int64_t> send_counts) const {
     AlltoallvResult<T> r;
     r.counts = exchange_counts(send_counts);
+    r.displs.assign(r.counts.size(), 0);
+    std::int64_t total = 0;
+    for (std::size_t i = 0; i < r.counts.size(); ++i) {
+      r.displs[i] = total;
+      total += r.counts[i];
+    }
+    r.data.resize(static_cast<std::size_t>(total));
+    alltoallv_raw(send.data(), send_counts, r.data.data(), r.counts, sizeof(T));
+    return r;
+  }
+  // The same when the receiver already knows what each rank sends it (a reply to its own
+  // request, say): no count exchange, one collective instead of two. recv_counts must match the
+  // senders' send_counts exactly.
+  template <class T>
+  AlltoallvResult<T> alltoallv_known(std::span<const T> send, std::span<const std::int64_t> send_counts,
+                                     std::span<const std::int64_t> recv_counts) const {
+    AlltoallvResult<T> r;
+    r.counts.assign(recv_counts.begin(), recv_counts.end());
     r.displs.assign(r.counts.size(), 0);
     std::int64_t total = 0;
     for (std::size_t i = 0; i < r.counts.size(); ++i) {

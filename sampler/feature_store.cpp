@@ -30,9 +30,12 @@ std::vector<float> FeatureStore::fetch_remote(std::span<const NodeId> remote) {
     std::memcpy(rows.data() + i * dim_, shard_.features.data() + (asked.data[i] - first) * dim_, static_cast<std::size_t>(dim_) * sizeof(float));
   std::vector<std::int64_t> row_counts(asked.counts.size());
   for (std::size_t r = 0; r < row_counts.size(); ++r) row_counts[r] = asked.counts[r] * dim_;
-  if (record_) reply_log_.push_back(row_counts);
+  // The reply's sizes are known here already (F floats per row asked), so no count exchange.
+  std::vector<std::int64_t> expect(static_cast<std::size_t>(P));
+  for (int r = 0; r < P; ++r) expect[r] = counts[r] * dim_;
+  if (record_) reply_log_.push_back({row_counts, expect});
   t0 = Clock::now();
-  auto got = comm_.alltoallv<float>(rows, row_counts);
+  auto got = comm_.alltoallv_known<float>(rows, row_counts, expect);
   counters_.exchange_s += since(t0);
   counters_.bytes_sent += static_cast<std::int64_t>(remote.size() * sizeof(NodeId) + rows.size() * sizeof(float));
   counters_.bytes_received += static_cast<std::int64_t>(asked.data.size() * sizeof(NodeId) + got.data.size() * sizeof(float));

@@ -40,10 +40,13 @@ class FeatureStore {
   std::int64_t cached_rows() const noexcept { return static_cast<std::int64_t>(slot_.size()); }
   const FeatureCounters& counters() const noexcept { return counters_; }
   FeatureCounters& counters() noexcept { return counters_; }
-  // For the benchmark's raw-MPI replay: when on, the float counts of every row reply this rank
-  // sent (one vector of per-rank counts per fetch) are kept.
+  // For the benchmark's raw-MPI replay: when on, the per-rank float counts of every row reply
+  // this rank sent and received are kept, one entry per fetch.
+  struct ReplyCounts {
+    std::vector<std::int64_t> sent, received;
+  };
   void record_replies(bool on) { record_ = on; }
-  const std::vector<std::vector<std::int64_t>>& reply_log() const noexcept { return reply_log_; }
+  const std::vector<ReplyCounts>& reply_log() const noexcept { return reply_log_; }
 
  private:
   // Collective: the rows of `remote` (global ids owned elsewhere) from their owners.
@@ -57,7 +60,7 @@ class FeatureStore {
   std::vector<float> cache_;
   FeatureCounters counters_;
   bool record_ = false;
-  std::vector<std::vector<std::int64_t>> reply_log_;
+  std::vector<ReplyCounts> reply_log_;
 };
 
 }  // namespace shardgnn

@@ -17,9 +17,8 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 // prefix of layer h+1's, so one map serves every hop), and builds each hop's block.
 class Compactor {
  public:
-  explicit Compactor(std::vector<NodeId>& nodes) : nodes_(nodes) {
-    pos_.reserve(nodes.size() * 32);
-    for (std::size_t i = 0; i < nodes.size(); ++i) pos_.emplace(nodes[i], static_cast<std::int64_t>(i));
+  Compactor(std::vector<NodeId>& nodes, const DenseRange& dense) : nodes_(nodes), dense_(dense) {
+    for (std::size_t i = 0; i < nodes.size(); ++i) find_or_add(nodes[i], static_cast<std::int64_t>(i));
   }
   void begin_block(std::size_t num_dst, std::size_t expected_edges) {
     block_ = Block{};
@@ -29,11 +28,7 @@ class Compactor {
     block_.indices.reserve(expected_edges);
   }
   void add_row(std::span<const NodeId> nbrs) {
-    for (NodeId v : nbrs) {
-      auto [it, inserted] = pos_.try_emplace(v, static_cast<std::int64_t>(nodes_.size()));
-      if (inserted) nodes_.push_back(v);
-      block_.indices.push_back(it->second);
-    }
+    for (NodeId v : nbrs) block_.indices.push_back(find_or_add(v, static_cast<std::int64_t>(nodes_.size())));
     block_.indptr.push_back(static_cast<std::int64_t>(block_.indices.size()));
   }
   Block end_block() {
@@ -42,10 +37,43 @@ class Compactor {
   }
 
  private:
+  // The position of v, appending it (at `next`) when first seen.
+  std::int64_t find_or_add(NodeId v, std::int64_t next) {
+    const NodeId d = v - dense_.first;
+    if (d >= 0 && d < dense_.count) {
+      std::uint32_t& st = (*dense_.stamp)[static_cast<std::size_t>(d)];
+      std::int64_t& p = (*dense_.pos)[static_cast<std::size_t>(d)];
+      if (st != dense_.current) {
+        st = dense_.current;
+        p = next;
+        if (next == static_cast<std::int64_t>(nodes_.size())) nodes_.push_back(v);
+      }
+      return p;
+    }
+    auto [it, inserted] = pos_.try_emplace(v, next);
+    if (inserted && next == static_cast<std::int64_t>(nodes_.size())) nodes_.push_back(v);
+    return it->second;
+  }
+
   std::vector<NodeId>& nodes_;
+  const DenseRange& dense_;
   boost::unordered_flat_map<NodeId, std::int64_t> pos_;
   Block block_;
 };
+
+// Advances the stamp of a dense table (a new batch), clearing it when the counter wraps.
+DenseRange next_dense(NodeId first, NodeId count, std::vector<std::int64_t>& pos, std::vector<std::uint32_t>& stamp, std::uint32_t& current) {
+  if (pos.size() != static_cast<std::size_t>(count)) {
+    pos.assign(static_cast<std::size_t>(count), 0);
+    stamp.assign(static_cast<std::size_t>(count), 0);
+    current = 0;
+  }
+  if (++current == 0) {
+    std::fill(stamp.begin(), stamp.end(), 0);
+    current = 1;
+  }
+  return DenseRange{first, count, &pos, &stamp, current};
+}
 
 std::size_t expected_edges(std::size_t rows, int fanout) { return fanout > 0 ? rows * static_cast<std::size_t>(fanout) : rows * 8; }
 
@@ -101,7 +129,8 @@ MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch,
   // All hops grow one node list; layer h is its prefix of length sizes[h].
   std::vector<NodeId> nodes(seeds.begin(), seeds.end());
   std::vector<std::size_t> sizes = {nodes.size()};
-  Compactor compactor(nodes);
+  const DenseRange dense = next_dense(first, book.size(me), local_pos_, local_stamp_, stamp_);
+  Compactor compactor(nodes, dense);
   std::vector<NodeId> picked, reply;
   std::vector<std::int64_t> scratch;
   std::vector<PartId> owner;
@@ -195,7 +224,11 @@ MiniBatch reference_sample(const Dataset& ds, const SamplerConfig& config, std::
   mb.step = step;
   std::vector<NodeId> nodes(seeds.begin(), seeds.end());
   std::vector<std::size_t> sizes = {nodes.size()};
-  Compactor compactor(nodes);
+  std::vector<std::int64_t> pos;
+  std::vector<std::uint32_t> stamp;
+  std::uint32_t current = 0;
+  const DenseRange dense = next_dense(0, ds.num_nodes(), pos, stamp, current);
+  Compactor compactor(nodes, dense);
   std::vector<NodeId> picked;
   std::vector<std::int64_t> scratch;
   for (int hop = 0; hop < static_cast<int>(config.fanouts.size()); ++hop) {

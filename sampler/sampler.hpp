@@ -29,6 +29,16 @@ struct SamplerCounters {
 // into batches. Pure, so tests and the serial reference reproduce it.
 std::vector<std::vector<NodeId>> epoch_batches(std::span<const NodeId> seeds, int batch_size, std::uint64_t seed, std::int64_t epoch, int rank);
 
+// Positions of the nodes of one batch: a dense table over a contiguous id range (the rank's own
+// nodes) and a hash map for the rest. Internal to the samplers; here so DistSampler can keep its
+// dense table between batches.
+struct DenseRange {
+  NodeId first = 0, count = 0;
+  std::vector<std::int64_t>* pos = nullptr;
+  std::vector<std::uint32_t>* stamp = nullptr;
+  std::uint32_t current = 0;
+};
+
 class DistSampler {
  public:
   // `comm` must outlive the sampler; its collectives are this sampler's alone (give it a dup()).
@@ -65,6 +75,11 @@ class DistSampler {
   SamplerConfig config_;
   std::vector<NodeId> train_;  // this rank's training seeds
   SamplerCounters counters_;
+  // Per owned node: its position in the current batch's node list, valid when its stamp is the
+  // batch's. Owned nodes skip the hash map (most nodes of a good partition are owned).
+  std::vector<std::int64_t> local_pos_;
+  std::vector<std::uint32_t> local_stamp_;
+  std::uint32_t stamp_ = 0;
   mutable std::int64_t batches_epoch_ = INT64_MIN;  // none yet (-1 is a real epoch: presampling)
   mutable std::vector<std::vector<NodeId>> batches_;  // epoch_batches of batches_epoch_, computed on first use
 };

@@ -138,8 +138,8 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
     }
     memcpy_gbs = static_cast<double>(rows) * static_cast<double>(row_bytes) / since(t0) / 1e9;
   }
-  // Limit 2: raw alltoallv replaying the feature replies' counts (same bytes, same peers, no
-  // request round, no gather).
+  // Limit 2: one raw MPI_Alltoallv per batch replaying the feature replies' exact counts (same
+  // bytes, same peers; no request round, no count exchange, no gather, no skew between ranks).
   world.barrier();
   double raw_s = 0;
   {
@@ -147,9 +147,9 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
     const auto t0 = Clock::now();
     for (const auto& counts : store.reply_log()) {
       std::int64_t total = 0;
-      for (auto c : counts) total += c;
+      for (auto c : counts.sent) total += c;
       buf.resize(static_cast<std::size_t>(total));
-      comm.alltoallv<float>(buf, counts);
+      comm.alltoallv_known<float>(buf, counts.sent, counts.received);
     }
     raw_s = since(t0);
   }

@@ -40,7 +40,8 @@ int main(int argc, char** argv) {
   cli::g_command = "shardgnn " + cmd;
   // Distributed commands: MPI up first, and every failure ends the job on every rank, never a hang.
   if (cmd == "bench" && !args.empty() && args[0] == "sampler") {
-    comm::Environment env(argc, argv);
+    // The benchmark times one batch at a time on the calling thread: no thread-safe MPI needed.
+    comm::Environment env(argc, argv, /*threads=*/false);
     int rc;
     {
       const auto world = comm::Communicator::world();
