@@ -268,6 +268,15 @@ Shard shard_from_dataset(const Dataset& ds) {
   return s;
 }
 
+void verify_shard_checksums(const PartitionInfo& info, PartId k) {
+  const std::string path = (fs::path(info.dir) / "partition.json").string();
+  if (k < 0 || k >= info.book.parts()) throw InputError(path, "", "no part " + std::to_string(k));
+  const auto& pj = info.json.at("parts").as_array()[static_cast<std::size_t>(k)].as_object();
+  std::vector<std::string> errors;
+  verify_listed_checksums((fs::path(info.dir) / json_string(pj, "dir", path)).string(), json_object(pj, "arrays", path), path, errors);
+  if (!errors.empty()) throw InputError(errors.front());
+}
+
 ValidationResult verify_partition(const std::string& dataset_dir, const std::string& partition_dir) {
   ValidationResult res;
   auto& err = res.errors;

@@ -61,6 +61,9 @@ struct Shard {
   Array<std::int64_t> edge_weights;
 };
 Shard load_shard(const PartitionInfo& info, PartId part);
+// Reads every file of one part and compares its CRC-32 with partition.json's; throws InputError
+// naming the first file that differs. O(shard size): what a rank runs once at start-up.
+void verify_shard_checksums(const PartitionInfo& info, PartId part);
 
 // The whole dataset as part 0 of a one-part partition (global ids = dataset ids, no halo), for
 // single-process runs on a dataset folder. The arrays are views of `ds`'s (no copy), so `ds` must

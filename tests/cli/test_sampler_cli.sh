@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# `shardgnn bench sampler` under mpiexec: a good run, and bad input that every rank reports with a
+# clean exit (status 1), never a hang (each run has a timeout).
+set -euo pipefail
+: "${SHARDGNN:?}" "${SAMPLES:?}" "${MPIEXEC:?}"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$SHARDGNN" data convert "$SAMPLES/cora.npz" --out "$work/cora" >/dev/null
+"$SHARDGNN" partition "$work/cora" --parts 2 --method metis --out "$work/p2" >/dev/null
+timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" bench sampler "$work/p2" --fanouts 10,5 --batch 64 > "$work/out.txt" 2>&1 || fail "good run failed: $(cat "$work/out.txt")"
+grep -q "sampled edges / s / core" "$work/out.txt" || fail "no throughput line"
+grep -q "cache hit rate" "$work/out.txt" || fail "no cache line"
+
+expect_error() {  # ranks pattern args...
+  local ranks=$1 pattern=$2; shift 2
+  set +e
+  timeout 120 "$MPIEXEC" -n "$ranks" "$SHARDGNN" bench sampler "$@" > "$work/out.txt" 2> "$work/err.txt"
+  local rc=$?
+  set -e
+  [ "$rc" != 124 ] || fail "'$*' hung (timeout)"
+  [ "$rc" = 1 ] || fail "'$*' on $ranks ranks exited $rc, expected 1: $(cat "$work/err.txt")"
+  local lines
+  lines=$(grep -c "error: rank" "$work/err.txt" || true)
+  [ "$lines" = "$ranks" ] || fail "'$*': $lines ranks reported the error, expected $ranks: $(cat "$work/err.txt")"
+  grep -q -- "$pattern" "$work/err.txt" || fail "'$*' error lacks '$pattern': $(cat "$work/err.txt")"
+}
+expect_error 2 "fanouts is empty" "$work/p2" --fanouts ""
+expect_error 2 "item 2 is 0" "$work/p2" --fanouts 10,0
+expect_error 2 "item 1 is 'x'" "$work/p2" --fanouts x,5
+expect_error 2 "batch must be at least 1" "$work/p2" --batch 0
+expect_error 3 "2 parts, but the job has 3 ranks" "$work/p2"
+expect_error 2 "no such partitioned-dataset folder" "$work/missing"
+# A shard file changed after partitioning: its checksum no longer matches partition.json.
+printf '\x42' | dd of="$work/p2/part-1/indices.npy" bs=1 seek=200 conv=notrunc status=none
+expect_error 2 "part-1/indices.npy.*checksum" "$work/p2"
+echo "sampler CLI: all checks passed"
