@@ -113,17 +113,8 @@ class Communicator {
   // 2^31 elements (MPI-4 large-count calls).
   template <class T>
   AlltoallvResult<T> alltoallv(std::span<const T> send, std::span<const std::int64_t> send_counts) const {
-    AlltoallvResult<T> r;
-    r.counts = exchange_counts(send_counts);
-    r.displs.assign(r.counts.size(), 0);
-    std::int64_t total = 0;
-    for (std::size_t i = 0; i < r.counts.size(); ++i) {
-      r.displs[i] = total;
-      total += r.counts[i];
-    }
-    r.data.resize(static_cast<std::size_t>(total));
-    alltoallv_raw(send.data(), send_counts, r.data.data(), r.counts, sizeof(T));
-    return r;
+    const std::vector<std::int64_t> recv_counts = exchange_counts(send_counts);
+    return alltoallv_known(send, send_counts, std::span<const std::int64_t>(recv_counts));
   }
   // The same when the receiver already knows what each rank sends it (a reply to its own
   // request, say): no count exchange, one collective instead of two. recv_counts must match the
