@@ -21,6 +21,16 @@ struct RowEntry {
 
 }  // namespace
 
+bool is_symmetric(const CsrGraph& g) {
+  for (NodeId u = 0; u < g.num_nodes(); ++u)
+    for (NodeId v : g.neighbors(u)) {
+      if (v == u) continue;
+      const auto back = g.neighbors(v);
+      if (!std::binary_search(back.begin(), back.end(), u)) return false;
+    }
+  return true;
+}
+
 BuiltGraph build_csr(EdgeList&& edges, const CleanOptions& opt) {
   const std::int64_t n = edges.num_nodes;
   const std::size_t m = edges.src.size();
@@ -69,6 +79,7 @@ BuiltGraph build_csr(EdgeList&& edges, const CleanOptions& opt) {
   indices.reserve(staged);
   std::vector<std::int64_t> weights;
   if (weighted) weights.reserve(staged);
+  bool saw_self_loop = false, saw_duplicate = false;
   for (NodeId u = 0; u < n; ++u) {
     auto first = entries.begin() + count[u], last = entries.begin() + count[u + 1];
     std::sort(first, last);
@@ -90,6 +101,8 @@ BuiltGraph build_csr(EdgeList&& edges, const CleanOptions& opt) {
         keep = std::max(originals, reverses);
         rep.reverse_added += std::max<std::int64_t>(0, reverses - originals);
       }
+      saw_self_loop |= nb == u;
+      saw_duplicate |= keep > 1;
       // Originals sort before reverses of the same neighbour, so `it` is the first original when one exists.
       for (std::int64_t k = 0; k < keep; ++k) {
         indices.push_back(nb);
@@ -102,10 +115,12 @@ BuiltGraph build_csr(EdgeList&& edges, const CleanOptions& opt) {
   entries = {};
   indices.shrink_to_fit();
   rep.output_entries = static_cast<std::int64_t>(indices.size());
-  rep.symmetric = opt.symmetrize;
-  rep.no_self_loops = opt.drop_self_loops;
-  rep.no_duplicates = opt.drop_duplicates;
+  rep.no_self_loops = !saw_self_loop;
+  rep.no_duplicates = !saw_duplicate;
   out.graph = CsrGraph(Array<EdgeId>(std::move(indptr)), Array<NodeId>(std::move(indices)));
+  // Symmetry is known when it was made; otherwise one check now (rows are sorted) spares every
+  // later consumer (METIS needs it) from repeating it.
+  rep.symmetric = opt.symmetrize || is_symmetric(out.graph);
   out.weights = std::move(weights);
   return out;
 }

@@ -29,7 +29,9 @@ struct CleanReport {
   std::int64_t self_loops_dropped = 0;
   std::int64_t duplicates_dropped = 0;
   std::int64_t output_entries = 0;
-  // What is known of the output because the option was applied (false = unknown, not "has some").
+  // Properties of the output, established while building (every (u, v) has its (v, u); no
+  // (u, u); no repeated (u, v)). A dataset saved before these were recorded reads them as false,
+  // i.e. unknown, and consumers check for themselves.
   bool symmetric = false;
   bool no_self_loops = false;
   bool no_duplicates = false;
@@ -44,6 +46,9 @@ struct BuiltGraph {
 // Consumes `edges` (its memory is released as the CSR is built). Ids must already be in
 // [0, num_nodes) (readers check this and report the position). Rows come out sorted.
 BuiltGraph build_csr(EdgeList&& edges, const CleanOptions& options);
+
+// True when every (u, v), u != v, has its (v, u). Rows must be sorted.
+bool is_symmetric(const CsrGraph& g);
 
 // Re-cleans an existing CSR (e.g. one read from an npz).
 BuiltGraph rebuild_csr(const CsrGraph& graph, const CleanOptions& options);
