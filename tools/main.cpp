@@ -1,5 +1,9 @@
 // shardgnn: train graph neural networks on graphs partitioned across MPI ranks.
 // This is only the dispatcher; every subcommand is a thin main over library code.
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -22,11 +26,14 @@ constexpr const char* kUsage =
     "  bench data      benchmark edge-list parsing and dataset loading\n"
     "  bench partition benchmark partitioning methods (time, memory, cut, balance, entropy)\n"
     "  bench sampler   benchmark the distributed sampler and feature fetch (under mpiexec)\n"
+    "  train           train a GNN (GraphSAGE, GCN, GAT) on a dataset or, under mpiexec, its shards\n"
     "  version         print the version\n"
     "\n"
     "Run 'shardgnn <command> --help' for a command's options.\n";
 
 }  // namespace
+
+namespace fs = std::filesystem;
 
 int main(int argc, char** argv) {
   using namespace shardgnn;
@@ -54,6 +61,33 @@ int main(int argc, char** argv) {
       });
     }
     return rc;
+  }
+  if (cmd == "train") {
+    comm::Environment env(argc, argv);
+    const auto world = comm::Communicator::world();
+    // Training is a module loaded on demand (see tools/CMakeLists.txt): libtorch costs every
+    // other command ~160 MB of memory and a fifth of a second to start.
+    const fs::path exe_dir = fs::read_symlink("/proc/self/exe").parent_path();
+    std::string tried;
+    void* module = nullptr;
+    for (const fs::path& candidate : {exe_dir / "libshardgnn_train.so", exe_dir / "../lib/shardgnn/libshardgnn_train.so"}) {
+      module = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (module) break;
+      tried += std::string(tried.empty() ? "" : "; ") + dlerror();
+    }
+    if (!module) {
+      std::fprintf(stderr, "shardgnn train: error: rank %d/%d: cannot load the training module (%s); this build may lack libtorch (-DSHARDGNN_WITH_TORCH=ON)\n",
+                   world.rank(), world.size(), tried.c_str());
+      return 1;
+    }
+    using Entry = int (*)(const std::vector<std::string>*, const comm::Communicator*);
+    auto entry = reinterpret_cast<Entry>(dlsym(module, "shardgnn_train_entry"));
+    if (!entry) {
+      std::fprintf(stderr, "shardgnn train: error: rank %d/%d: the training module lacks its entry point\n", world.rank(), world.size());
+      return 1;
+    }
+    // Never dlclose: libtorch registers exit-time handlers that must find their code.
+    return entry(&args, &world);
   }
   try {
     if (cmd == "data") return cli::data_main(args);

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# `shardgnn train`: a dataset folder in one process and its shards under mpiexec print the final
+# test accuracy; checkpoints resume; bad options and foreign or damaged checkpoints are one-line
+# errors on every rank (status 1), never a hang, and overwrite nothing.
+set -euo pipefail
+: "${SHARDGNN:?}" "${SAMPLES:?}" "${MPIEXEC:?}"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+export OMP_NUM_THREADS=1
+
+"$SHARDGNN" data convert "$SAMPLES/cora.npz" --out "$work/cora" >/dev/null
+"$SHARDGNN" partition "$work/cora" --parts 2 --method metis --out "$work/p2" >/dev/null
+quick=(--model gcn --fanouts 10,10 --hidden 32 --batch 64)
+
+timeout 120 "$SHARDGNN" train "$work/cora" "${quick[@]}" --epochs 4 --metrics "$work/m.jsonl" > "$work/out.txt" 2>&1 ||
+  fail "dataset run failed: $(cat "$work/out.txt")"
+grep -qE "^test accuracy 0\.[7-9][0-9]*, macro-F1 .* \(full neighbourhoods\)$" "$work/out.txt" || fail "no good final test accuracy: $(cat "$work/out.txt")"
+[ "$(wc -l < "$work/m.jsonl")" = 4 ] || fail "expected 4 metrics lines"
+grep -q '"val_acc"' "$work/m.jsonl" || fail "metrics lack val_acc"
+
+timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${quick[@]}" --epochs 2 --checkpoint-dir "$work/ck" > "$work/out.txt" 2>&1 ||
+  fail "2-rank run failed: $(cat "$work/out.txt")"
+grep -q "test accuracy" "$work/out.txt" || fail "no test accuracy line"
+[ -s "$work/ck/checkpoint.pt" ] && [ -s "$work/ck/weights.pt" ] || fail "no checkpoint or weights"
+timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${quick[@]}" --epochs 3 --checkpoint-dir "$work/ck" --resume > "$work/out.txt" 2>&1 ||
+  fail "resume failed: $(cat "$work/out.txt")"
+grep -q "resuming .* at epoch 3 of 3" "$work/out.txt" || fail "did not resume: $(cat "$work/out.txt")"
+cp "$work/ck/checkpoint.pt" "$work/saved.pt"
+
+expect_error() {  # ranks pattern args...
+  local ranks=$1 pattern=$2; shift 2
+  set +e
+  timeout 120 "$MPIEXEC" -n "$ranks" "$SHARDGNN" train "$@" > "$work/out.txt" 2> "$work/err.txt"
+  local rc=$?
+  set -e
+  [ "$rc" != 124 ] || fail "'$*' hung (timeout)"
+  [ "$rc" = 1 ] || fail "'$*' on $ranks ranks exited $rc, expected 1: $(cat "$work/err.txt")"
+  local lines
+  lines=$(grep -c "error: rank" "$work/err.txt" || true)
+  [ "$lines" = "$ranks" ] || fail "'$*': $lines ranks reported the error, expected $ranks: $(cat "$work/err.txt")"
+  grep -q -- "$pattern" "$work/err.txt" || fail "'$*' error lacks '$pattern': $(cat "$work/err.txt")"
+}
+expect_error 1 "unknown --model 'gin'" "$work/cora" --model gin
+expect_error 1 "hidden must be at least 1" "$work/cora" --hidden 0
+expect_error 2 "lr must be > 0, got 0" "$work/p2" --lr 0
+expect_error 2 "lr must be > 0, got -1" "$work/p2" --lr -1
+expect_error 1 "device cuda: no CUDA device available" "$work/cora" --device cuda
+expect_error 2 "a dataset folder trains in one process" "$work/cora"
+expect_error 3 "2 parts, but the job has 3 ranks" "$work/p2"
+expect_error 2 "a checkpoint exists" "$work/p2" "${quick[@]}" --checkpoint-dir "$work/ck"
+expect_error 2 "the checkpoint is of gcn (hidden 32" "$work/p2" --model sage --fanouts 10,10 --hidden 32 --checkpoint-dir "$work/ck" --resume
+cmp -s "$work/ck/checkpoint.pt" "$work/saved.pt" || fail "a refused run changed the checkpoint"
+head -c 2000 "$work/saved.pt" > "$work/ck/checkpoint.pt"
+expect_error 2 "checkpoint.pt: not a readable checkpoint" "$work/p2" "${quick[@]}" --checkpoint-dir "$work/ck" --resume
+echo "train CLI: all checks passed"

@@ -1,0 +1,216 @@
+// The GNN layers on a tiny drawn block against hand-computed values, the classification metrics,
+// and the configuration checks. No communication: these run on every rank alike.
+
+#include <cmath>
+
+#include "trainer/torch_catch.hpp"  // torch, then Catch
+#include "datasets/error.hpp"
+#include "trainer/config.hpp"
+#include "trainer/metrics.hpp"
+#include "trainer/models.hpp"
+
+using namespace shardgnn;
+using Approx = Catch::Detail::Approx;
+
+namespace {
+
+// The block (src ids; the dst nodes 0, 1, 2 are src 0, 1, 2 by the dst-prefix):
+//
+//     src 1 --.               src 0 --.
+//              > dst 0        src 2 ---> dst 1        (nothing) -> dst 2
+//     src 2 --'               src 3 --'
+Block drawn_block() {
+  Block b;
+  b.num_src = 4;
+  b.num_dst = 3;
+  b.indptr = {0, 2, 5, 5};
+  b.indices = {1, 2, 0, 2, 3};
+  return b;
+}
+
+torch::Tensor rows(std::initializer_list<std::initializer_list<float>> values) {
+  std::vector<float> flat;
+  std::int64_t cols = 0;
+  for (auto r : values) {
+    cols = static_cast<std::int64_t>(r.size());
+    flat.insert(flat.end(), r.begin(), r.end());
+  }
+  return torch::tensor(flat).view({static_cast<std::int64_t>(values.size()), cols});
+}
+
+void set_weight(torch::Tensor w, const torch::Tensor& value) {
+  torch::NoGradGuard g;
+  w.copy_(value);
+}
+
+}  // namespace
+
+TEST_CASE("block tensors alias the block and list each edge's dst", "[trainer][layers]") {
+  const Block b = drawn_block();
+  const BlockTensors t = to_tensors(b, torch::kCPU);
+  CHECK(t.src.data_ptr<std::int64_t>() == b.indices.data());  // no copy on the CPU
+  const std::vector<std::int64_t> dst(t.dst.data_ptr<std::int64_t>(), t.dst.data_ptr<std::int64_t>() + 5);
+  CHECK(dst == std::vector<std::int64_t>({0, 0, 1, 1, 1}));
+  CHECK(t.in_degree[2].item<float>() == 0);
+}
+
+TEST_CASE("SAGEConv: own row plus the mean of the in-neighbours", "[trainer][layers]") {
+  const Block b = drawn_block();
+  const BlockTensors t = to_tensors(b, torch::kCPU);
+  const torch::Tensor h = rows({{1, 0}, {0, 1}, {2, 2}, {4, 0}});
+  SECTION("aggregate, then project (in <= out)") {
+    SAGEConv conv(SAGEConvOptions(2, 2));
+    set_weight(conv->fc_self->weight, torch::eye(2));
+    set_weight(conv->fc_self->bias, torch::zeros({2}));
+    set_weight(conv->fc_neigh->weight, torch::eye(2));
+    const torch::Tensor out = conv(t, h);
+    // dst 0: [1,0] + mean([0,1],[2,2]);  dst 1: [0,1] + mean([1,0],[2,2],[4,0]);  dst 2: [2,2] + 0
+    CHECK(torch::allclose(out, rows({{2, 1.5}, {7.0f / 3, 5.0f / 3}, {2, 2}})));
+  }
+  SECTION("project, then aggregate (in > out) gives the same") {
+    SAGEConv conv(SAGEConvOptions(2, 1));
+    set_weight(conv->fc_self->weight, rows({{1, 1}}));
+    set_weight(conv->fc_self->bias, torch::zeros({1}));
+    set_weight(conv->fc_neigh->weight, rows({{1, 1}}));
+    const torch::Tensor out = conv(t, h);
+    // row sums 1, 1, 4, 4: dst 0: 1 + (1+4)/2;  dst 1: 1 + (1+4+4)/3;  dst 2: 4 + 0
+    CHECK(torch::allclose(out, rows({{3.5}, {4}, {4}})));
+  }
+}
+
+TEST_CASE("GraphConv: symmetric normalisation with self-loops from the dst-prefix", "[trainer][layers]") {
+  const Block b = drawn_block();
+  BlockTensors t = to_tensors(b, torch::kCPU);
+  const torch::Tensor h = rows({{1}, {2}, {3}, {4}});
+  auto make = [&](bool self_loop) {
+    GraphConv conv(GraphConvOptions(1, 1).self_loop(self_loop));
+    set_weight(conv->fc->weight, rows({{1}}));
+    return conv;
+  };
+  const double r2 = std::sqrt(2.0), r3 = std::sqrt(3.0);
+  SECTION("with self-loops (A + I)") {
+    // in-degrees with the loop: 3, 4, 1; out-degrees within the block: src 0: 1+1, src 1: 1+1,
+    // src 2: 2+1, src 3: 1 (not a dst, so no loop).
+    const torch::Tensor out = make(true)(t, h);
+    CHECK(out[0].item<double>() == Approx((1 / r2 + 2 / r2 + 3 / r3) / r3));
+    CHECK(out[1].item<double>() == Approx((2 / r2 + 1 / r2 + 3 / r3 + 4 / 1.0) / 2));
+    CHECK(out[2].item<double>() == Approx(3 / r3 / 1.0));
+  }
+  SECTION("without self-loops, as DGL GraphConv(norm='both') on the block") {
+    const torch::Tensor out = make(false)(t, h);
+    CHECK(out[0].item<double>() == Approx((2 / 1.0 + 3 / r2) / r2));
+    CHECK(out[1].item<double>() == Approx((1 / 1.0 + 3 / r2 + 4 / 1.0) / r3));
+    CHECK(out[2].item<double>() == Approx(0));  // no in-edges
+  }
+  SECTION("full-graph degrees when the block carries them") {
+    t.src_degree = torch::full({4}, 5.0f);  // + the self-loop: 6 each
+    const torch::Tensor out = make(true)(t, h);
+    const double r6 = std::sqrt(6.0);
+    CHECK(out[0].item<double>() == Approx((1 + 2 + 3) / r6 / r3));
+    CHECK(out[1].item<double>() == Approx((2 + 1 + 3 + 4) / r6 / 2));
+  }
+}
+
+TEST_CASE("GATConv: attention is a softmax over each dst's in-edges and the self-loop", "[trainer][layers]") {
+  const Block b = drawn_block();
+  const BlockTensors t = to_tensors(b, torch::kCPU);
+  const torch::Tensor h = rows({{1, 0}, {0, 1}, {2, 2}, {4, 0}});
+  GATConv conv(GATConvOptions(2, 2, 1));
+  set_weight(conv->fc->weight, torch::eye(2));
+  set_weight(conv->attn_l, rows({{1, 0}}).view({1, 1, 2}));
+  set_weight(conv->attn_r, rows({{0, 1}}).view({1, 1, 2}));
+  set_weight(conv->bias, torch::zeros({1, 2}));
+  torch::Tensor a;
+  const torch::Tensor out = conv(t, h, &a).squeeze(1);
+  REQUIRE(a.size(0) == 5 + 3);
+  // Serial reference: edges (u -> v) of the block, then v -> v.
+  const std::vector<std::pair<int, int>> edges{{1, 0}, {2, 0}, {0, 1}, {2, 1}, {3, 1}, {0, 0}, {1, 1}, {2, 2}};
+  const auto hv = [&](int i, int k) { return h[i][k].item<double>(); };
+  const auto lrelu = [](double x) { return x > 0 ? x : 0.2 * x; };
+  std::vector<double> denom(3, 0), expect_out(6, 0);
+  for (auto [u, v] : edges) denom[v] += std::exp(lrelu(hv(u, 0) + hv(v, 1)));
+  for (std::size_t e = 0; e < edges.size(); ++e) {
+    const auto [u, v] = edges[e];
+    const double w = std::exp(lrelu(hv(u, 0) + hv(v, 1))) / denom[v];
+    CHECK(a[static_cast<std::int64_t>(e)][0].item<double>() == Approx(w));
+    for (int k = 0; k < 2; ++k) expect_out[v * 2 + k] += w * hv(u, k);
+  }
+  for (int v = 0; v < 3; ++v)
+    for (int k = 0; k < 2; ++k) CHECK(out[v][k].item<double>() == Approx(expect_out[v * 2 + k]));
+  // Sums to 1 per dst, for random weights and several heads too; dst 2 attends only to itself.
+  GATConv multi(GATConvOptions(2, 3, 4));
+  torch::Tensor a4;
+  multi(t, h * 10, &a4);
+  const torch::Tensor sums = torch::zeros({3, 4}).index_add(0, torch::cat({t.dst, torch::arange(3)}), a4);
+  CHECK(torch::allclose(sums, torch::ones({3, 4})));
+  CHECK(torch::allclose(a4[7], torch::ones({4})));
+}
+
+TEST_CASE("models run forward and backward on blocks, empty ones included", "[trainer][layers]") {
+  const Block b = drawn_block();
+  Block top;  // dst 0, 1 of the drawn block's dst nodes
+  top.num_src = 3;
+  top.num_dst = 2;
+  top.indptr = {0, 1, 3};
+  top.indices = {2, 0, 2};
+  Block empty;
+  empty.indptr = {0};
+  const std::vector<Block> two{b, top}, none{empty, empty};  // the tensors alias these
+  for (ModelKind kind : {ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat}) {
+    INFO(model_name(kind));
+    Gnn model(GnnOptions(kind, 5, 8, 3, 2).heads(2).dropout(0.5));
+    const auto blocks = to_tensors(two, torch::kCPU);
+    const torch::Tensor logits = model->forward(blocks, torch::randn({4, 5}));
+    CHECK(logits.sizes() == torch::IntArrayRef({2, 3}));
+    logits.sum().backward();
+    for (const auto& p : model->parameters()) CHECK(p.grad().defined());
+    CHECK(model->forward(to_tensors(none, torch::kCPU), torch::zeros({0, 5})).sizes() == torch::IntArrayRef({0, 3}));
+  }
+}
+
+TEST_CASE("accuracy and macro-F1 from a confusion matrix", "[trainer][metrics]") {
+  Confusion c(3);
+  for (auto [t, p] : std::vector<std::pair<int, int>>{{0, 0}, {0, 0}, {0, 1}, {1, 1}, {2, 1}}) c.add(t, p);
+  c.add(-1, 0);  // unlabelled: skipped
+  const ClassMetrics m = c.metrics();
+  CHECK(m.count == 5);
+  CHECK(m.accuracy == Approx(0.6));
+  // F1: class 0 = 2*2/(3+2), class 1 = 2*1/(1+3), class 2 = 0
+  CHECK(m.macro_f1 == Approx((0.8 + 0.5 + 0.0) / 3));
+  CHECK(Confusion(4).metrics().accuracy == 0);
+}
+
+TEST_CASE("bad training options are clear errors", "[trainer][bad-input]") {
+  using Catch::Matchers::Contains;
+  CHECK_THROWS_WITH(parse_model("gin"), Contains("unknown --model 'gin'"));
+  CHECK_THROWS_WITH(parse_optimizer("adagrad"), Contains("expected adam or sgd"));
+  CHECK_THROWS_WITH(parse_lr_schedule("poly"), Contains("expected none, step or cosine"));
+  auto bad = [](auto change) {
+    TrainConfig c;
+    change(c);
+    return c;
+  };
+  CHECK_NOTHROW(validate(TrainConfig{}));
+  CHECK_THROWS_AS(validate(bad([](TrainConfig& c) { c.hidden = 0; })), InputError);
+  CHECK_THROWS_WITH(validate(bad([](TrainConfig& c) { c.hidden = 0; })), Contains("--hidden must be at least 1"));
+  CHECK_THROWS_WITH(validate(bad([](TrainConfig& c) { c.lr = 0; })), Contains("--lr must be > 0"));
+  CHECK_THROWS_WITH(validate(bad([](TrainConfig& c) { c.lr = -1; })), Contains("--lr must be > 0"));
+  CHECK_THROWS_WITH(validate(bad([](TrainConfig& c) { c.dropout = 1; })), Contains("--dropout"));
+  CHECK_THROWS_WITH(validate(bad([](TrainConfig& c) {
+                      c.model = ModelKind::kGat;
+                      c.hidden = 10;
+                      c.heads = 4;
+                    })),
+                    Contains("not divisible by --heads"));
+  CHECK_THROWS_WITH(validate(bad([](TrainConfig& c) { c.device = "tpu"; })), Contains("unknown --device 'tpu'"));
+  CHECK_THROWS_WITH(validate(bad([](TrainConfig& c) { c.resume = true; })), Contains("--resume needs --checkpoint-dir"));
+  TrainConfig step;
+  step.lr_schedule = LrSchedule::kStep;
+  step.epochs = 9;
+  CHECK(lr_at(step, 2) == Approx(0.01));
+  CHECK(lr_at(step, 3) == Approx(0.001));
+  TrainConfig cosine;
+  cosine.lr_schedule = LrSchedule::kCosine;
+  CHECK(lr_at(cosine, 0) == Approx(0.01));
+  CHECK(lr_at(cosine, 10) == Approx(0.005));
+}

@@ -1,0 +1,335 @@
+// Training end to end. [cora]: one process on the Cora dataset folder (run at 1 rank only):
+// accuracy well above chance, checkpoints and resume, bad checkpoints. [mpi]: at 1 and 2 ranks on
+// Cora partitioned per rank count: replicas stay identical, the gradient average equals the
+// full-batch gradient, full-neighbourhood inference equals the serial whole-graph computation.
+// Only CHECK (never REQUIRE) after the first collective: a failing rank must keep entering them.
+#include <torch/cuda.h>
+#include <torch/serialize.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "trainer/torch_catch.hpp"  // torch, then Catch
+#include "comm/communicator.hpp"
+#include "datasets/readers.hpp"
+#include "partition/partitioner.hpp"
+#include "partition/shards.hpp"
+#include "test_paths.hpp"
+#include "trainer/data_parallel.hpp"
+#include "trainer/evaluate.hpp"
+#include "trainer/models.hpp"
+#include "trainer/train.hpp"
+
+using namespace shardgnn;
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const Dataset& cora() {
+  static const Dataset ds = read_dataset(test::sample("cora.npz"), {});
+  return ds;
+}
+
+TrainConfig quick_config(ModelKind model) {
+  TrainConfig c;
+  c.model = model;
+  c.hidden = 64;
+  c.epochs = 12;
+  c.progress = false;
+  c.final_full_eval = true;
+  return c;
+}
+
+SamplerConfig quick_sampler() {
+  SamplerConfig s;
+  s.fanouts = {10, 10};
+  s.batch_size = 64;
+  s.prefetch = 2;
+  return s;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+
+std::string trainer_error(const Shard& shard, const comm::Communicator& world, const TrainConfig& c, const SamplerConfig& s) {
+  try {
+    Trainer t(shard, "cora", world, c, s);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("GCN, GraphSAGE and GAT learn Cora well above chance", "[trainer][cora]") {
+  auto world = comm::Communicator::world();
+  if (world.size() != 1) return;
+  const Shard shard = shard_from_dataset(cora());
+  for (ModelKind kind : {ModelKind::kGcn, ModelKind::kSage, ModelKind::kGat}) {
+    INFO(model_name(kind));
+    TrainConfig c = quick_config(kind);
+    if (kind == ModelKind::kGat) c.epochs = 8;
+    Trainer trainer(shard, "cora", world, c, quick_sampler());
+    const TrainResult r = trainer.fit();
+    CHECK(r.history.size() == static_cast<std::size_t>(c.epochs));
+    CHECK(r.history.back().loss < r.history.front().loss);
+    CHECK(r.best_val > 0.7);
+    CHECK(r.sampled.test.count == 1000);
+    CHECK(r.sampled.test.accuracy > 0.7);  // 7 classes: chance is ~0.3 (the largest class)
+    CHECK(r.full.test.accuracy > 0.7);
+    CHECK(r.full.test.macro_f1 > 0.6);
+  }
+}
+
+TEST_CASE("early stopping keeps the best model", "[trainer][cora]") {
+  auto world = comm::Communicator::world();
+  if (world.size() != 1) return;
+  const Shard shard = shard_from_dataset(cora());
+  TrainConfig c = quick_config(ModelKind::kGcn);
+  c.hidden = 16;
+  c.epochs = 40;
+  c.patience = 2;
+  c.final_full_eval = false;
+  Trainer t(shard, "cora", world, c, quick_sampler());
+  const TrainResult r = t.fit();
+  CHECK(r.stopped_early);
+  CHECK(r.history.size() == static_cast<std::size_t>(r.best_epoch + 1 + c.patience));
+  for (const EpochRecord& e : r.history) CHECK(e.val.accuracy <= r.best_val);
+  // The best model is restored: the same sampled neighbourhoods give the same val accuracy.
+  CHECK(r.sampled.val.accuracy == r.best_val);
+}
+
+TEST_CASE("a resumed run ends exactly where an uninterrupted one does", "[trainer][cora][checkpoint]") {
+  auto world = comm::Communicator::world();
+  if (world.size() != 1) return;
+  const Shard shard = shard_from_dataset(cora());
+  test::ScratchDir dir;
+  TrainConfig c = quick_config(ModelKind::kGcn);
+  c.hidden = 32;
+  c.epochs = 4;
+  c.final_full_eval = false;
+
+  TrainConfig whole = c;
+  whole.checkpoint_dir = dir / "whole";
+  Trainer a(shard, "cora", world, whole, quick_sampler());
+  const TrainResult ra = a.fit();
+
+  TrainConfig first = c;
+  first.checkpoint_dir = dir / "split";
+  first.epochs = 2;
+  {
+    Trainer b(shard, "cora", world, first, quick_sampler());
+    b.fit();
+  }
+  REQUIRE(fs::exists(dir / "split/checkpoint.pt"));
+  TrainConfig rest = c;
+  rest.checkpoint_dir = dir / "split";
+  rest.resume = true;
+  Trainer b(shard, "cora", world, rest, quick_sampler());
+  const TrainResult rb = b.fit();
+  CHECK(rb.start_epoch == 2);
+  REQUIRE(rb.history.size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(rb.history[i].loss == ra.history[i + 2].loss);
+    CHECK(rb.history[i].val.accuracy == ra.history[i + 2].val.accuracy);
+  }
+  CHECK(rb.best_val == ra.best_val);
+  CHECK(rb.best_epoch == ra.best_epoch);
+  CHECK(b.weights_checksum() == a.weights_checksum());
+  CHECK(rb.sampled.test.accuracy == ra.sampled.test.accuracy);
+
+  // The weights file is a {name: tensor} dict for torch.load, holding the best model.
+  const std::string bytes = slurp(dir / "whole/weights.pt");
+  const c10::IValue v = torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+  REQUIRE(v.isGenericDict());
+  const auto dict = v.toGenericDict();
+  CHECK(dict.contains("conv0.fc.weight"));
+  CHECK(dict.at("conv0.fc.weight").toTensor().sizes() == torch::IntArrayRef({32, 1433}));
+  CHECK(dict.at("conv1.bias").toTensor().sizes() == torch::IntArrayRef({7}));
+}
+
+TEST_CASE("bad devices and foreign, damaged or existing checkpoints are clear errors that overwrite nothing", "[trainer][cora][bad-input]") {
+  auto world = comm::Communicator::world();
+  if (world.size() != 1) return;
+  const Shard shard = shard_from_dataset(cora());
+  test::ScratchDir dir;
+  TrainConfig c = quick_config(ModelKind::kGcn);
+  c.hidden = 16;
+  c.epochs = 1;
+  c.final_full_eval = false;
+  c.checkpoint_dir = dir.str();
+  Trainer(shard, "cora", world, c, quick_sampler()).fit();
+  const std::string path = dir / "checkpoint.pt";
+  const std::string original = slurp(path);
+  REQUIRE(!original.empty());
+
+  CHECK_THAT(trainer_error(shard, world, c, quick_sampler()), Contains("a checkpoint exists: pass --resume"));
+  TrainConfig other = c;
+  other.resume = true;
+  other.model = ModelKind::kSage;
+  CHECK_THAT(trainer_error(shard, world, other, quick_sampler()), Contains("the checkpoint is of gcn (hidden 16, 2 layers"));
+  other = c;
+  other.resume = true;
+  other.hidden = 32;
+  CHECK_THAT(trainer_error(shard, world, other, quick_sampler()), Contains("this run trains gcn (hidden 32"));
+  other = c;
+  other.resume = true;
+  CHECK_THAT(trainer_error(shard, world, other, SamplerConfig{}), Contains("3 layers"));  // three fanouts
+  CHECK(slurp(path) == original);
+
+  {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f << "not a checkpoint";
+  }
+  other = c;
+  other.resume = true;
+  CHECK_THAT(trainer_error(shard, world, other, quick_sampler()), Contains("checkpoint.pt: not a readable checkpoint"));
+  CHECK(slurp(path) == "not a checkpoint");
+
+  if (!torch::cuda::is_available()) {
+    TrainConfig gpu = quick_config(ModelKind::kGcn);
+    gpu.device = "cuda";
+    CHECK_THAT(trainer_error(shard, world, gpu, quick_sampler()), Contains("--device cuda: no CUDA device available"));
+  }
+  TrainConfig zero = quick_config(ModelKind::kGcn);
+  zero.hidden = 0;
+  CHECK_THAT(trainer_error(shard, world, zero, quick_sampler()), Contains("--hidden must be at least 1"));
+}
+
+namespace {
+
+// Cora partitioned into one part per rank (random: many remote neighbours), written once by rank
+// 0 into a folder every rank sees.
+struct PartFixture {
+  comm::Communicator world = comm::Communicator::world();
+  std::string root;
+  Dataset ds;
+  PartitionInfo info;
+  Shard shard;
+  std::vector<NodeId> old_of_new;
+
+  PartFixture() {
+    std::string dir;
+    if (world.rank() == 0) {
+      dir = (fs::temp_directory_path() / ("shardgnn-trainer-mpi-" + std::to_string(::getpid()))).string();
+      fs::remove_all(dir);
+      fs::create_directories(dir);
+      save_dataset(read_dataset(test::sample("cora.npz"), {}), dir + "/cora");
+      Dataset d = load_dataset(dir + "/cora");
+      PartitionResult r;
+      r.config.parts = world.size();
+      r.config.method = PartitionMethod::kRandom;
+      r.config.seed = 3;
+      r.assignment = make_partitioner(r.config.method)->partition(d, r.config);
+      write_partitioned(d, dir + "/cora", r, compute_metrics(d, r.assignment, r.config.parts), dir + "/parts", false);
+    }
+    std::int64_t len = static_cast<std::int64_t>(dir.size());
+    world.broadcast(std::span<std::int64_t>(&len, 1), 0);
+    dir.resize(static_cast<std::size_t>(len));
+    world.broadcast(std::span<char>(dir.data(), dir.size()), 0);
+    root = dir;
+    ds = load_dataset(root + "/cora");
+    info = load_partition_info(root + "/parts");
+    shard = load_shard(info, world.rank());
+    old_of_new.resize(static_cast<std::size_t>(ds.num_nodes()));
+    for (PartId k = 0; k < info.book.parts(); ++k) {
+      Shard s = load_shard(info, k);
+      for (std::size_t i = 0; i < s.orig_ids.size(); ++i) old_of_new[info.book.begin(k) + static_cast<NodeId>(i)] = s.orig_ids[i];
+    }
+  }
+  ~PartFixture() {
+    world.barrier();
+    if (world.rank() == 0) fs::remove_all(root);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("replicas stay identical across ranks through training", "[trainer][mpi]") {
+  PartFixture fx;
+  for (OptimizerKind opt : {OptimizerKind::kAdam, OptimizerKind::kSgd}) {
+    TrainConfig c = quick_config(ModelKind::kSage);
+    c.optimizer = opt;
+    c.epochs = 2;
+    c.final_full_eval = true;
+    SamplerConfig s = quick_sampler();
+    s.batch_size = 16;  // several steps per epoch
+    s.cache_policy = CachePolicy::kDegree;
+    s.cache_fraction = 0.3;
+    Trainer t(fx.shard, "cora", fx.world, c, s);
+    const auto before = fx.world.allgather(t.weights_checksum());
+    const TrainResult r = t.fit();
+    const auto after = fx.world.allgather(t.weights_checksum());
+    INFO(optimizer_name(opt));
+    CHECK(std::all_of(before.begin(), before.end(), [&](std::uint64_t x) { return x == before[0]; }));
+    CHECK(std::all_of(after.begin(), after.end(), [&](std::uint64_t x) { return x == after[0]; }));
+    CHECK(after[0] != before[0]);
+    CHECK(r.history.back().steps >= 140 / 16 / fx.world.size());
+    CHECK(r.sampled.test.count == 1000);  // every rank's test nodes, counted once
+    CHECK(r.full.val.count == 500);
+    if (opt == OptimizerKind::kAdam) CHECK(r.full.test.accuracy > 0.6);
+  }
+}
+
+TEST_CASE("the sample-weighted gradient average equals the gradient of the whole batch", "[trainer][mpi]") {
+  auto world = comm::Communicator::world();
+  const int P = world.size(), rank = world.rank();
+  // Every rank can build all ranks' data: rank r holds examples [start_r, start_r + r + 3).
+  torch::manual_seed(1);
+  const torch::Tensor all_x = torch::randn({64, 6});
+  const torch::Tensor all_y = torch::randint(0, 3, {64}, torch::kLong);
+  std::vector<std::int64_t> start(static_cast<std::size_t>(P) + 1, 0);
+  for (int r = 0; r < P; ++r) start[static_cast<std::size_t>(r) + 1] = start[static_cast<std::size_t>(r)] + r + 3;
+  namespace F = torch::nn::functional;
+  auto make = [] {
+    torch::manual_seed(2);
+    return torch::nn::Linear(6, 3);
+  };
+  torch::nn::Linear local = make(), reference = make();
+  const auto a = start[static_cast<std::size_t>(rank)], b = start[static_cast<std::size_t>(rank) + 1];
+  F::cross_entropy(local(all_x.slice(0, a, b)), all_y.slice(0, a, b), F::CrossEntropyFuncOptions().reduction(torch::kSum)).backward();
+  GradientAllreducer reducer(*local, world, /*bucket_bytes=*/64);  // tiny buckets: several collectives
+  std::vector<double> extras{1.0 * rank};
+  const double total = reducer.average(static_cast<double>(b - a), extras);
+  CHECK(total == static_cast<double>(start.back()));
+  CHECK(extras[0] == P * (P - 1) / 2.0);
+  F::cross_entropy(reference(all_x.slice(0, 0, start.back())), all_y.slice(0, 0, start.back())).backward();
+  CHECK(torch::allclose(local->weight.grad(), reference->weight.grad(), 1e-5, 1e-6));
+  CHECK(torch::allclose(local->bias.grad(), reference->bias.grad(), 1e-5, 1e-6));
+}
+
+TEST_CASE("full-neighbourhood inference equals the serial whole-graph computation", "[trainer][mpi]") {
+  PartFixture fx;
+  // The serial reference: one block holding the whole dataset graph.
+  const NodeId n = fx.ds.num_nodes();
+  Block whole;
+  whole.num_src = whole.num_dst = n;
+  whole.indptr.assign(fx.ds.graph.indptr().begin(), fx.ds.graph.indptr().end());
+  whole.indices.assign(fx.ds.graph.indices().begin(), fx.ds.graph.indices().end());
+  BlockTensors wt = to_tensors(whole, torch::kCPU);
+  wt.src_degree = wt.in_degree;  // symmetric graph
+  const torch::Tensor x = torch::from_blob(const_cast<float*>(fx.ds.features.data()), {n, fx.ds.feature_dim}, torch::kFloat);
+  const NodeId first = fx.info.book.begin(fx.world.rank());
+  std::vector<std::int64_t> mine;
+  for (NodeId i = 0; i < fx.shard.graph.num_nodes(); ++i) mine.push_back(fx.old_of_new[first + i]);
+  const torch::Tensor mine_t = torch::tensor(mine, torch::kLong);
+  for (ModelKind kind : {ModelKind::kGcn, ModelKind::kSage, ModelKind::kGat}) {
+    torch::manual_seed(5);  // the same weights on every rank
+    Gnn model(GnnOptions(kind, fx.ds.feature_dim, 16, fx.ds.num_classes, 2).heads(2));
+    const torch::Tensor got = full_inference(model, fx.shard, fx.world, torch::kCPU, /*chunk=*/300);
+    torch::Tensor want;
+    {
+      torch::NoGradGuard g;
+      model->eval();
+      want = model->forward({wt, wt}, x).index_select(0, mine_t);
+    }
+    INFO(model_name(kind));
+    CHECK(got.sizes() == want.sizes());
+    CHECK(torch::allclose(got, want, 1e-4, 1e-5));
+  }
+}

@@ -1,0 +1,166 @@
+#include "trainer/checkpoint.hpp"
+
+#include <torch/csrc/jit/serialization/export.h>
+#include <torch/csrc/jit/serialization/pickler.h>
+#include <torch/serialize.h>
+
+#include <cstdio>
+
+#include "datasets/error.hpp"
+#include "datasets/fileio.hpp"
+
+namespace shardgnn {
+
+namespace {
+
+constexpr const char* kFormat = "shardgnn-checkpoint";
+constexpr std::int64_t kVersion = 1;
+
+void write_bytes_atomic(const std::string& path, const std::function<void(const std::function<void(const void*, std::size_t)>&)>& produce) {
+  write_file_atomic(path, [&](std::FILE* f) {
+    produce([&](const void* data, std::size_t n) {
+      if (n > 0 && std::fwrite(data, 1, n, f) != n) throw std::runtime_error(path + ": write failed");
+    });
+  });
+}
+
+// Built by append: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string&&.
+std::string best_key(std::size_t i) {
+  std::string key = "p";
+  key += std::to_string(i);
+  return key;
+}
+
+// torch's messages carry a backtrace after the first line; one line is enough here.
+std::string first_line(const char* what) {
+  std::string s(what);
+  return s.substr(0, s.find('\n'));
+}
+
+}  // namespace
+
+std::string CheckpointIdentity::describe() const {
+  return model + " (hidden " + std::to_string(hidden) + ", " + std::to_string(layers) + " layers" + (model == "gat" ? ", " + std::to_string(heads) + " heads" : "") +
+         ", " + optimizer + ", seed " + std::to_string(seed) + ") on '" + dataset + "' (" + std::to_string(num_nodes) + " nodes, " + std::to_string(in) +
+         " features, " + std::to_string(classes) + " classes)";
+}
+
+void save_checkpoint(const std::string& path, const CheckpointIdentity& id, const torch::nn::Module& model, const torch::optim::Optimizer& optimizer,
+                     const TrainState& state) {
+  torch::serialize::OutputArchive a;
+  a.write("format", c10::IValue(std::string(kFormat)));
+  a.write("version", c10::IValue(kVersion));
+  a.write("model_name", c10::IValue(id.model));
+  a.write("optimizer_name", c10::IValue(id.optimizer));
+  a.write("dataset", c10::IValue(id.dataset));
+  a.write("hidden", c10::IValue(id.hidden));
+  a.write("layers", c10::IValue(id.layers));
+  a.write("heads", c10::IValue(id.heads));
+  a.write("in_features", c10::IValue(id.in));  // keys become TorchScript names: "in" is reserved
+  a.write("classes", c10::IValue(id.classes));
+  a.write("num_nodes", c10::IValue(id.num_nodes));
+  a.write("seed", c10::IValue(static_cast<std::int64_t>(id.seed)));
+  a.write("next_epoch", c10::IValue(static_cast<std::int64_t>(state.next_epoch)));
+  a.write("best_val", c10::IValue(state.best_val));
+  a.write("best_epoch", c10::IValue(static_cast<std::int64_t>(state.best_epoch)));
+  a.write("bad_evals", c10::IValue(static_cast<std::int64_t>(state.bad_evals)));
+  torch::serialize::OutputArchive m, o, b;
+  model.save(m);
+  a.write("model", m);
+  optimizer.save(o);
+  a.write("optimizer", o);
+  for (std::size_t i = 0; i < state.best.size(); ++i) b.write(best_key(i), state.best[i]);
+  a.write("best_count", c10::IValue(static_cast<std::int64_t>(state.best.size())));
+  a.write("best", b);
+  write_bytes_atomic(path, [&](const auto& sink) {
+    a.save_to([&](const void* data, std::size_t n) -> std::size_t {
+      sink(data, n);
+      return n;
+    });
+  });
+}
+
+void load_checkpoint(const std::string& path, const CheckpointIdentity& id, torch::nn::Module& model, torch::optim::Optimizer& optimizer, TrainState& state,
+                     const torch::Device& device) {
+  torch::serialize::InputArchive a;
+  try {
+    a.load_from(path, device);
+  } catch (const c10::Error& e) {
+    throw InputError(path, "", "not a readable checkpoint: " + first_line(e.what_without_backtrace()));
+  } catch (const std::exception& e) {  // TorchScript's parser reports with its own types
+    throw InputError(path, "", "not a readable checkpoint: " + first_line(e.what()));
+  }
+  auto read = [&](const char* key) {
+    c10::IValue v;
+    if (!a.try_read(key, v)) throw InputError(path, "", std::string("not a shardgnn checkpoint (no '") + key + "' entry)");
+    return v;
+  };
+  try {
+    const c10::IValue format = read("format");
+    if (!format.isString() || format.toStringRef() != kFormat) throw InputError(path, "", "not a shardgnn checkpoint");
+    if (read("version").toInt() != kVersion)
+      throw InputError(path, "", "checkpoint format version " + std::to_string(read("version").toInt()) + ", this build reads " + std::to_string(kVersion));
+    CheckpointIdentity got;
+    got.model = read("model_name").toStringRef();
+    got.optimizer = read("optimizer_name").toStringRef();
+    got.dataset = read("dataset").toStringRef();
+    got.hidden = read("hidden").toInt();
+    got.layers = read("layers").toInt();
+    got.heads = read("heads").toInt();
+    got.in = read("in_features").toInt();
+    got.classes = read("classes").toInt();
+    got.num_nodes = read("num_nodes").toInt();
+    got.seed = static_cast<std::uint64_t>(read("seed").toInt());
+    if (got.describe() != id.describe())
+      throw InputError(path, "", "the checkpoint is of " + got.describe() + ", this run trains " + id.describe() +
+                                     " (use another --checkpoint-dir, or --force to start over)");
+    TrainState s;
+    s.next_epoch = static_cast<int>(read("next_epoch").toInt());
+    s.best_val = read("best_val").toDouble();
+    s.best_epoch = static_cast<int>(read("best_epoch").toInt());
+    s.bad_evals = static_cast<int>(read("bad_evals").toInt());
+    torch::serialize::InputArchive m, o, b;
+    if (!a.try_read("model", m) || !a.try_read("optimizer", o) || !a.try_read("best", b)) throw InputError(path, "", "incomplete checkpoint");
+    const std::int64_t best_count = read("best_count").toInt();
+    for (std::int64_t i = 0; i < best_count; ++i) {
+      torch::Tensor t;
+      b.read(best_key(static_cast<std::size_t>(i)), t);
+      s.best.push_back(t.to(device));
+    }
+    model.load(m);
+    optimizer.load(o);
+    state = std::move(s);
+  } catch (const c10::Error& e) {
+    throw InputError(path, "", "damaged checkpoint: " + first_line(e.what_without_backtrace()));
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw InputError(path, "", "damaged checkpoint: " + first_line(e.what()));
+  }
+}
+
+void save_weights(const std::string& path, const torch::nn::Module& model) {
+  c10::Dict<std::string, at::Tensor> dict;
+  for (const auto& item : model.named_parameters()) dict.insert(item.key(), item.value().detach().to(torch::kCPU).contiguous());
+  for (const auto& item : model.named_buffers()) dict.insert(item.key(), item.value().detach().to(torch::kCPU).contiguous());
+  // torch::pickle_save, but without TorchScript's type tags: a tagged dict unpickles through
+  // torch.jit._pickle.restore_type_tag, which torch.load(weights_only=True), the default since
+  // PyTorch 2.6, refuses. Untagged, the archive holds only tensors, storages and a dict.
+  std::vector<char> pickle;
+  torch::jit::Pickler pickler([&](const char* data, std::size_t n) { pickle.insert(pickle.end(), data, data + n); }, /*tensor_table=*/nullptr,
+                              /*type_renamer=*/nullptr, /*memoized_class_types=*/nullptr, /*get_tensor_id=*/nullptr, /*tag_aggregates=*/false);
+  pickler.protocol();
+  pickler.pushIValue(c10::IValue(dict));
+  pickler.stop();
+  std::vector<char> bytes;
+  {
+    caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, std::size_t n) {
+      bytes.insert(bytes.end(), static_cast<const char*>(data), static_cast<const char*>(data) + n);
+      return n;
+    });
+    torch::jit::writeArchiveAndTensors("data", pickle.data(), pickle.size(), pickler.tensorData(), writer);
+  }  // the writer finishes the zip when destroyed
+  write_bytes_atomic(path, [&](const auto& sink) { sink(bytes.data(), bytes.size()); });
+}
+
+}  // namespace shardgnn

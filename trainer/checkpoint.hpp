@@ -1,0 +1,49 @@
+// Checkpoints: model, optimiser, the epoch to run next and the early-stopping state (with the
+// best weights so far), in one torch::serialize archive written atomically (temporary file,
+// fsync, rename). The archive names the model and the dataset it was trained on, and loading a
+// checkpoint of anything else is an InputError before any state is touched. Randomness needs no
+// stored state: dropout is reseeded from (seed, epoch, rank) at every epoch and the sampler's
+// streams are keyed by (seed, epoch, step), so a resumed run draws exactly what an uninterrupted
+// one would (the seed is part of the identity).
+#pragma once
+
+#include <torch/nn.h>
+#include <torch/optim.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shardgnn {
+
+// What a checkpoint must match to be resumed.
+struct CheckpointIdentity {
+  std::string model, optimizer, dataset;
+  std::int64_t hidden = 0, layers = 0, heads = 0, in = 0, classes = 0, num_nodes = 0;
+  std::uint64_t seed = 0;
+  std::string describe() const;  // "gcn (hidden 16, 2 layers, adam, seed 0) on 'cora' (2708 nodes)"
+};
+
+// Where training stands at an epoch boundary.
+struct TrainState {
+  int next_epoch = 0;
+  double best_val = -1;   // best validation accuracy so far (-1: none yet)
+  int best_epoch = -1;
+  int bad_evals = 0;      // validations since the best one (for patience)
+  std::vector<torch::Tensor> best;  // parameters of the best epoch (empty: none yet)
+};
+
+void save_checkpoint(const std::string& path, const CheckpointIdentity& id, const torch::nn::Module& model, const torch::optim::Optimizer& optimizer,
+                     const TrainState& state);
+
+// Restores `model`, `optimizer` and `state` from `path`, tensors onto `device`. A file that is not
+// a checkpoint, is damaged, or was written for another model or dataset (`id`) is an InputError
+// naming the file.
+void load_checkpoint(const std::string& path, const CheckpointIdentity& id, torch::nn::Module& model, torch::optim::Optimizer& optimizer, TrainState& state,
+                     const torch::Device& device);
+
+// The model's parameters as {name: tensor} (CPU), pickled as torch.save does: Python reads it
+// with torch.load(path). Written atomically.
+void save_weights(const std::string& path, const torch::nn::Module& model);
+
+}  // namespace shardgnn

@@ -1,0 +1,107 @@
+#include "trainer/config.hpp"
+
+#include <charconv>
+#include <cstdio>
+#include <cmath>
+#include <numbers>
+
+#include "datasets/error.hpp"
+
+namespace shardgnn {
+
+ModelKind parse_model(const std::string& name) {
+  if (name == "sage" || name == "graphsage") return ModelKind::kSage;
+  if (name == "gcn") return ModelKind::kGcn;
+  if (name == "gat") return ModelKind::kGat;
+  throw InputError("unknown --model " + quote_token(name) + ", expected sage, gcn or gat");
+}
+
+std::string model_name(ModelKind m) {
+  switch (m) {
+    case ModelKind::kSage: return "sage";
+    case ModelKind::kGcn: return "gcn";
+    case ModelKind::kGat: return "gat";
+  }
+  return "?";
+}
+
+OptimizerKind parse_optimizer(const std::string& name) {
+  if (name == "adam") return OptimizerKind::kAdam;
+  if (name == "sgd") return OptimizerKind::kSgd;
+  throw InputError("unknown --optimizer " + quote_token(name) + ", expected adam or sgd");
+}
+
+std::string optimizer_name(OptimizerKind o) { return o == OptimizerKind::kAdam ? "adam" : "sgd"; }
+
+LrSchedule parse_lr_schedule(const std::string& name) {
+  if (name == "none") return LrSchedule::kNone;
+  if (name == "step") return LrSchedule::kStep;
+  if (name == "cosine") return LrSchedule::kCosine;
+  throw InputError("unknown --lr-schedule " + quote_token(name) + ", expected none, step or cosine");
+}
+
+std::string lr_schedule_name(LrSchedule s) {
+  switch (s) {
+    case LrSchedule::kNone: return "none";
+    case LrSchedule::kStep: return "step";
+    case LrSchedule::kCosine: return "cosine";
+  }
+  return "?";
+}
+
+EvalMode parse_eval_mode(const std::string& name) {
+  if (name == "sampled") return EvalMode::kSampled;
+  if (name == "full") return EvalMode::kFull;
+  throw InputError("unknown --eval " + quote_token(name) + ", expected sampled or full");
+}
+
+namespace {
+std::string num(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
+bool valid_device(const std::string& d) {
+  if (d == "cpu" || d == "cuda") return true;
+  if (d.rfind("cuda:", 0) != 0 || d.size() == 5) return false;
+  int index = 0;
+  auto [p, ec] = std::from_chars(d.data() + 5, d.data() + d.size(), index);
+  return ec == std::errc() && p == d.data() + d.size() && index >= 0;
+}
+}  // namespace
+
+void validate(const TrainConfig& c) {
+  if (c.hidden < 1) throw InputError("--hidden must be at least 1, got " + std::to_string(c.hidden));
+  if (c.heads < 1) throw InputError("--heads must be at least 1, got " + std::to_string(c.heads));
+  if (c.model == ModelKind::kGat && c.hidden % c.heads != 0)
+    throw InputError("--hidden " + std::to_string(c.hidden) + " is not divisible by --heads " + std::to_string(c.heads) +
+                     " (GAT splits the hidden width between the heads)");
+  if (!(c.dropout >= 0 && c.dropout < 1)) throw InputError("--dropout must be in [0, 1), got " + num(c.dropout));
+  if (!(c.lr > 0) || !std::isfinite(c.lr)) throw InputError("--lr must be > 0, got " + num(c.lr));
+  if (!(c.weight_decay >= 0) || !std::isfinite(c.weight_decay)) throw InputError("--weight-decay must be >= 0, got " + num(c.weight_decay));
+  if (!(c.momentum >= 0 && c.momentum < 1)) throw InputError("--momentum must be in [0, 1), got " + num(c.momentum));
+  if (c.lr_step_epochs < 0) throw InputError("--lr-step must be >= 0");
+  if (!(c.lr_gamma > 0 && c.lr_gamma <= 1)) throw InputError("--lr-gamma must be in (0, 1], got " + num(c.lr_gamma));
+  if (c.epochs < 1) throw InputError("--epochs must be at least 1, got " + std::to_string(c.epochs));
+  if (c.eval_every < 1) throw InputError("--eval-every must be at least 1, got " + std::to_string(c.eval_every));
+  if (c.patience < 0) throw InputError("--patience must be >= 0, got " + std::to_string(c.patience));
+  if (c.eval_chunk < 1) throw InputError("--eval-chunk must be at least 1");
+  if (c.threads < 0) throw InputError("--threads must be >= 0");
+  if (!valid_device(c.device)) throw InputError("unknown --device " + quote_token(c.device) + ", expected cpu, cuda or cuda:N");
+  if (c.resume && c.checkpoint_dir.empty()) throw InputError("--resume needs --checkpoint-dir");
+}
+
+double lr_at(const TrainConfig& c, int epoch) {
+  switch (c.lr_schedule) {
+    case LrSchedule::kNone: return c.lr;
+    case LrSchedule::kStep: {
+      const int period = c.lr_step_epochs > 0 ? c.lr_step_epochs : std::max(1, c.epochs / 3);
+      return c.lr * std::pow(c.lr_gamma, epoch / period);
+    }
+    case LrSchedule::kCosine: return 0.5 * c.lr * (1 + std::cos(std::numbers::pi * epoch / c.epochs));
+  }
+  return c.lr;
+}
+
+}  // namespace shardgnn

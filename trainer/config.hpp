@@ -1,0 +1,71 @@
+// Configuration of a training run: a plain struct with documented defaults, filled by the CLI.
+// No torch here, so that tools and tests can fill and check it without the torch headers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace shardgnn {
+
+enum class ModelKind {
+  kSage,  // GraphSAGE, mean aggregator (Hamilton et al. 2017; DGL SAGEConv 'mean')
+  kGcn,   // GCN (Kipf & Welling 2017; DGL GraphConv norm='both' on blocks, with self-loops)
+  kGat,   // GAT (Velickovic et al. 2018; DGL GATConv)
+};
+enum class OptimizerKind { kAdam, kSgd };
+enum class LrSchedule {
+  kNone,
+  kStep,    // lr * lr_gamma every lr_step_epochs epochs
+  kCosine,  // cosine from lr down to 0 over `epochs` epochs
+};
+enum class EvalMode {
+  kSampled,  // per-epoch validation through the sampler (same fanouts as training)
+  kFull,     // per-epoch validation by full-neighbourhood layer-wise inference
+};
+
+struct TrainConfig {
+  ModelKind model = ModelKind::kSage;
+  int hidden = 256;            // hidden width; for GAT the heads split it (hidden / heads each)
+  int heads = 4;               // GAT attention heads (hidden layers concatenate, the output averages)
+  double dropout = 0.5;        // on every layer's input (GAT: also on the attention weights)
+  OptimizerKind optimizer = OptimizerKind::kAdam;
+  double lr = 0.01;
+  double weight_decay = 5e-4;  // L2, applied by the optimiser
+  double momentum = 0.9;       // SGD only
+  LrSchedule lr_schedule = LrSchedule::kNone;
+  int lr_step_epochs = 0;      // kStep: decay period in epochs (0 = a third of `epochs`)
+  double lr_gamma = 0.1;       // kStep: decay factor
+  int epochs = 20;
+  int eval_every = 1;          // validate every this many epochs (and after the last)
+  int patience = 0;            // stop after this many validations without a better val accuracy (0 = never)
+  EvalMode eval_mode = EvalMode::kSampled;
+  bool final_full_eval = true; // at the end, also evaluate the best model with full neighbourhoods
+  std::int64_t eval_chunk = 4096;  // dst nodes per block in full-neighbourhood inference
+  std::uint64_t seed = 0;      // weights, dropout and (through SamplerConfig::seed) sampling
+  std::string device = "cpu";  // cpu, cuda or cuda:N ("cuda" = the node-local rank's GPU)
+  int threads = 0;             // torch intra-op threads per rank (0 = OMP_NUM_THREADS, else the cores shared among the node's ranks)
+  std::string checkpoint_dir;  // "" = no checkpoints; else DIR/checkpoint.pt after every epoch
+  bool resume = false;         // continue from DIR/checkpoint.pt when it exists
+  bool overwrite = false;      // start over even though DIR/checkpoint.pt exists
+  std::string weights_path;    // best weights as a Python-readable tensor dict ("" = DIR/weights.pt if DIR)
+  std::string metrics_path;    // JSON lines, one per epoch ("" = none)
+  bool progress = true;        // rank 0 prints progress
+};
+
+// Names <-> enums. Unknown names are InputErrors listing the valid ones.
+ModelKind parse_model(const std::string& name);
+std::string model_name(ModelKind m);
+OptimizerKind parse_optimizer(const std::string& name);
+std::string optimizer_name(OptimizerKind o);
+LrSchedule parse_lr_schedule(const std::string& name);
+std::string lr_schedule_name(LrSchedule s);
+EvalMode parse_eval_mode(const std::string& name);
+
+// Throws InputError for a configuration no run can use (hidden 0, lr <= 0, dropout outside
+// [0, 1), GAT hidden not divisible by heads, ...), naming the option.
+void validate(const TrainConfig& c);
+
+// The learning rate of `epoch` under the schedule.
+double lr_at(const TrainConfig& c, int epoch);
+
+}  // namespace shardgnn

@@ -1,0 +1,96 @@
+#include "trainer/data_parallel.hpp"
+
+#include <chrono>
+#include <cstring>
+
+namespace shardgnn {
+
+namespace {
+
+std::vector<torch::Tensor> state_tensors(const torch::nn::Module& model) {
+  std::vector<torch::Tensor> out = model.parameters();
+  for (const auto& b : model.buffers()) out.push_back(b);
+  return out;
+}
+
+}  // namespace
+
+void broadcast_parameters(torch::nn::Module& model, const comm::Communicator& comm) {
+  torch::NoGradGuard no_grad;
+  for (torch::Tensor& t : state_tensors(model)) {
+    torch::Tensor cpu = t.detach().to(torch::kCPU).contiguous().clone();
+    comm.broadcast(std::span<std::byte>(static_cast<std::byte*>(cpu.data_ptr()), static_cast<std::size_t>(cpu.nbytes())), 0);
+    t.copy_(cpu);
+  }
+}
+
+std::uint64_t parameters_checksum(const torch::nn::Module& model) {
+  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  for (const torch::Tensor& t : state_tensors(model)) {
+    const torch::Tensor cpu = t.detach().to(torch::kCPU).contiguous();
+    const auto* p = static_cast<const unsigned char*>(cpu.data_ptr());
+    for (std::size_t i = 0; i < static_cast<std::size_t>(cpu.nbytes()); ++i) h = (h ^ p[i]) * 1099511628211ULL;
+  }
+  return h;
+}
+
+GradientAllreducer::GradientAllreducer(const torch::nn::Module& model, const comm::Communicator& comm, std::size_t bucket_bytes)
+    : params_(model.parameters()), comm_(comm) {
+  const std::size_t cap = std::max<std::size_t>(1, bucket_bytes / sizeof(float));
+  std::size_t fill = 0;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const auto n = static_cast<std::size_t>(params_[i].numel());
+    if (buckets_.empty() || (fill > 0 && fill + n > cap)) {  // a parameter above the cap gets a bucket of its own
+      buckets_.emplace_back();
+      fill = 0;
+    }
+    buckets_.back().push_back(i);
+    fill += n;
+  }
+  if (buckets_.empty()) buckets_.emplace_back();  // the counts still travel
+}
+
+double GradientAllreducer::average(double examples, std::vector<double>& extras) {
+  const auto t0 = std::chrono::steady_clock::now();
+  torch::NoGradGuard no_grad;
+  double total = 0;
+  for (std::size_t bi = 0; bi < buckets_.size(); ++bi) {
+    const bool last = bi + 1 == buckets_.size();
+    std::size_t elems = 0;
+    for (std::size_t i : buckets_[bi]) elems += static_cast<std::size_t>(params_[i].numel());
+    buffer_.resize(elems + (last ? 1 + extras.size() : 0));
+    std::size_t off = 0;
+    for (std::size_t i : buckets_[bi]) {
+      const torch::Tensor& p = params_[i];
+      const auto n = static_cast<std::size_t>(p.numel());
+      auto slot = torch::from_blob(buffer_.data() + off, {p.numel()}, torch::kFloat);
+      if (p.grad().defined())
+        slot.copy_(p.grad().reshape({-1}));
+      else
+        std::fill_n(buffer_.data() + off, n, 0.0f);
+      off += n;
+    }
+    if (last) {
+      buffer_[off] = static_cast<float>(examples);
+      for (std::size_t k = 0; k < extras.size(); ++k) buffer_[off + 1 + k] = static_cast<float>(extras[k]);
+    }
+    comm_.allreduce_inplace(std::span<float>(buffer_), comm::Op::kSum);
+    off = 0;
+    for (std::size_t i : buckets_[bi]) {
+      torch::Tensor& p = params_[i];
+      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+      p.mutable_grad().copy_(torch::from_blob(buffer_.data() + off, p.sizes(), torch::kFloat));
+      off += static_cast<std::size_t>(p.numel());
+    }
+    if (last) {
+      total = buffer_[off];
+      for (std::size_t k = 0; k < extras.size(); ++k) extras[k] = buffer_[off + 1 + k];
+    }
+  }
+  if (total > 0)
+    for (torch::Tensor& p : params_) p.mutable_grad().div_(total);
+  seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return total;
+}
+
+}  // namespace shardgnn

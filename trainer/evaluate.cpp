@@ -1,0 +1,157 @@
+#include "trainer/evaluate.hpp"
+
+#include <algorithm>
+
+#include "sampler/pipeline.hpp"
+
+namespace shardgnn {
+
+namespace {
+
+// Puts the model in eval mode (no dropout) for a scope, and back as it was.
+class EvalScope {
+ public:
+  explicit EvalScope(torch::nn::Module& m) : m_(m), was_training_(m.is_training()) { m_.eval(); }
+  ~EvalScope() { m_.train(was_training_); }
+  EvalScope(const EvalScope&) = delete;
+  EvalScope& operator=(const EvalScope&) = delete;
+
+ private:
+  torch::nn::Module& m_;
+  bool was_training_;
+  torch::NoGradGuard no_grad_;
+};
+
+std::vector<std::int64_t> argmax_cpu(const torch::Tensor& logits) {
+  const torch::Tensor p = logits.argmax(/*dim=*/1).to(torch::kCPU).contiguous();
+  return {p.data_ptr<std::int64_t>(), p.data_ptr<std::int64_t>() + p.numel()};
+}
+
+SplitMetrics finish(Confusion& val, Confusion& test, const comm::Communicator& comm) {
+  // One collective for both matrices.
+  std::vector<std::int64_t> both(val.counts());
+  both.insert(both.end(), test.counts().begin(), test.counts().end());
+  comm.allreduce_inplace(std::span<std::int64_t>(both), comm::Op::kSum);
+  const auto half = static_cast<std::ptrdiff_t>(val.counts().size());
+  const Confusion v(val.classes(), {both.begin(), both.begin() + half}), t(val.classes(), {both.begin() + half, both.end()});
+  return {v.metrics(), t.metrics()};
+}
+
+}  // namespace
+
+SplitMetrics evaluate_sampled(Gnn& model, DistSampler& sampler, FeatureStore& features, const torch::Device& device) {
+  EvalScope scope(*model);
+  const Shard& shard = sampler.shard();
+  const std::int64_t C = shard.num_classes;
+  std::vector<NodeId> seeds(shard.val_idx.begin(), shard.val_idx.end());
+  const std::size_t n_val = seeds.size();
+  seeds.insert(seeds.end(), shard.test_idx.begin(), shard.test_idx.end());
+  const auto batches = sampler.eval_batches(seeds);
+  Confusion val(C), test(C);
+  std::size_t pos = 0;
+  for (std::size_t step = 0; step < batches.size(); ++step) {
+    const MiniBatch mb = produce_batch(sampler, features, batches[step], kEvalEpoch, static_cast<std::int64_t>(step));
+    if (mb.seeds().empty()) continue;
+    const BatchTensors t = to_tensors(mb, device);
+    const auto pred = argmax_cpu(model->forward(t.blocks, t.x));
+    for (std::size_t i = 0; i < pred.size(); ++i, ++pos) (pos < n_val ? val : test).add(mb.labels[i], pred[i]);
+  }
+  return finish(val, test, sampler.comm());
+}
+
+torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk) {
+  EvalScope scope(*model);
+  const PartitionBook& book = shard.book;
+  const NodeId first = book.begin(shard.part);
+  const NodeId n_own = shard.graph.num_nodes();
+  const auto n_halo = static_cast<std::int64_t>(shard.halo_nodes.size());
+  const int P = comm.size();
+
+  // The halo list is sorted by global id, hence grouped by owner in rank order (range book):
+  // it is the request buffer as is, and the replies come back in its order.
+  std::vector<std::int64_t> ask_counts(static_cast<std::size_t>(P), 0);
+  for (PartId o : shard.halo_owner.span()) ++ask_counts[static_cast<std::size_t>(o)];
+  const auto asked = comm.alltoallv<NodeId>(shard.halo_nodes.span(), ask_counts);
+  std::vector<std::int64_t> serve(asked.data.size());
+  for (std::size_t i = 0; i < serve.size(); ++i) serve[i] = asked.data[i] - first;
+
+  // Full-graph degrees of owned and halo nodes, for GraphConv's normalisation. The graph is taken
+  // as symmetric (every dataset the tools build for training is): a node's out-degree is its row
+  // length.
+  std::vector<double> own_deg(static_cast<std::size_t>(n_own));
+  for (NodeId u = 0; u < n_own; ++u) own_deg[static_cast<std::size_t>(u)] = static_cast<double>(shard.graph.degree(u));
+  std::vector<double> deg_reply(serve.size());
+  for (std::size_t i = 0; i < serve.size(); ++i) deg_reply[i] = own_deg[static_cast<std::size_t>(serve[i])];
+  auto halo_deg = comm.alltoallv<double>(deg_reply, asked.counts);
+  std::vector<float> table_deg(own_deg.begin(), own_deg.end());
+  table_deg.insert(table_deg.end(), halo_deg.data.begin(), halo_deg.data.end());
+  const torch::Tensor deg_t = torch::from_blob(table_deg.data(), {n_own + n_halo}, torch::kFloat).to(device).clone();
+  const torch::Tensor serve_t = torch::from_blob(serve.data(), {static_cast<std::int64_t>(serve.size())}, torch::kLong).to(device).clone();
+
+  // Position of a neighbour in the layer's table (owned rows, then halo rows).
+  auto table_pos = [&](NodeId v) -> std::int64_t {
+    if (v >= first && v < first + n_own) return v - first;
+    return n_own + (std::lower_bound(shard.halo_nodes.begin(), shard.halo_nodes.end(), v) - shard.halo_nodes.begin());
+  };
+
+  torch::Tensor h;
+  if (shard.feature_dim > 0 && n_own > 0)
+    h = torch::from_blob(const_cast<float*>(shard.features.data()), {n_own, shard.feature_dim}, torch::kFloat).to(device);
+  else
+    h = torch::zeros({n_own, shard.feature_dim}, torch::TensorOptions().device(device));
+  std::vector<std::int64_t> slot(static_cast<std::size_t>(n_own + n_halo), -1);
+  for (std::int64_t l = 0; l < model->options.layers(); ++l) {
+    const std::int64_t d = h.size(1);
+    const torch::Tensor rows = h.index_select(0, serve_t).to(torch::kCPU).contiguous();
+    std::vector<std::int64_t> row_counts(asked.counts.begin(), asked.counts.end());
+    for (auto& c : row_counts) c *= d;
+    const auto got = comm.alltoallv<float>(std::span<const float>(rows.data_ptr<float>(), static_cast<std::size_t>(rows.numel())), row_counts);
+    torch::Tensor table = h;
+    if (n_halo > 0)
+      table = torch::cat({h, torch::from_blob(const_cast<float*>(got.data.data()), {n_halo, d}, torch::kFloat).to(device)});
+    torch::Tensor out = torch::empty({n_own, model->layer_out_dim(l)}, h.options());
+    for (NodeId a = 0; a < n_own; a += chunk) {
+      const NodeId b = std::min(n_own, a + chunk);
+      Block blk;
+      std::vector<std::int64_t> src_pos;
+      for (NodeId u = a; u < b; ++u) {
+        slot[static_cast<std::size_t>(u)] = u - a;
+        src_pos.push_back(u);
+      }
+      blk.num_dst = b - a;
+      blk.indptr.push_back(0);
+      for (NodeId u = a; u < b; ++u) {
+        for (NodeId v : shard.graph.neighbors(u)) {
+          const std::int64_t p = table_pos(v);
+          auto& s = slot[static_cast<std::size_t>(p)];
+          if (s < 0) {
+            s = static_cast<std::int64_t>(src_pos.size());
+            src_pos.push_back(p);
+          }
+          blk.indices.push_back(s);
+        }
+        blk.indptr.push_back(static_cast<std::int64_t>(blk.indices.size()));
+      }
+      blk.num_src = static_cast<std::int64_t>(src_pos.size());
+      for (std::int64_t p : src_pos) slot[static_cast<std::size_t>(p)] = -1;
+      BlockTensors bt = to_tensors(blk, device);
+      const torch::Tensor pos_t = torch::from_blob(src_pos.data(), {blk.num_src}, torch::kLong).to(device);
+      bt.src_degree = deg_t.index_select(0, pos_t);
+      out.slice(0, a, b).copy_(model->forward_layer(l, bt, table.index_select(0, pos_t)));
+    }
+    h = out;
+  }
+  return h;
+}
+
+SplitMetrics evaluate_full(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk) {
+  const torch::Tensor logits = full_inference(model, shard, comm, device, chunk);
+  const auto pred = argmax_cpu(logits);
+  const NodeId first = shard.book.begin(shard.part);
+  Confusion val(shard.num_classes), test(shard.num_classes);
+  for (NodeId v : shard.val_idx.span()) val.add(shard.labels[static_cast<std::size_t>(v - first)], pred[static_cast<std::size_t>(v - first)]);
+  for (NodeId v : shard.test_idx.span()) test.add(shard.labels[static_cast<std::size_t>(v - first)], pred[static_cast<std::size_t>(v - first)]);
+  return finish(val, test, comm);
+}
+
+}  // namespace shardgnn

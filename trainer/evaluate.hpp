@@ -1,0 +1,32 @@
+// Evaluation on the validation and test sets of every rank: (a) through the sampler, with the
+// training fanouts, and (b) with full neighbourhoods by layer-wise inference: each layer is
+// computed for all owned nodes before the next, and the rows of the halo nodes (the remote
+// neighbours of the shard's edges) are exchanged with their owners between layers. Predictions
+// become a confusion matrix summed across ranks.
+#pragma once
+
+#include <torch/nn.h>
+
+#include "partition/shards.hpp"
+#include "sampler/feature_store.hpp"
+#include "sampler/sampler.hpp"
+#include "trainer/metrics.hpp"
+#include "trainer/models.hpp"
+
+namespace shardgnn {
+
+// The sampler epoch key of evaluation batches: fixed, so every validation sees the same
+// neighbourhoods and epochs compare on equal terms (-1 is the cache's presampling).
+inline constexpr std::int64_t kEvalEpoch = -2;
+
+// Collective over the sampler's communicator (no Prefetcher may be running on it).
+SplitMetrics evaluate_sampled(Gnn& model, DistSampler& sampler, FeatureStore& features, const torch::Device& device);
+
+// Collective over `comm`. Returns the logits of every owned node, [n_own, classes], on `device`.
+// chunk: dst nodes per block (bounds the memory of one layer step).
+torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk);
+
+// Collective over `comm`: full_inference, scored on the owned val and test nodes.
+SplitMetrics evaluate_full(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk);
+
+}  // namespace shardgnn

@@ -1,0 +1,95 @@
+// What training reports: classification metrics from a confusion matrix (summed across ranks),
+// the per-epoch record written as JSON lines, and rank 0's progress display. No torch here.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.hpp"
+
+namespace shardgnn {
+
+struct ClassMetrics {
+  std::int64_t count = 0;  // labelled examples evaluated
+  double accuracy = 0;
+  double macro_f1 = 0;  // mean F1 over the classes present in the truth or the predictions (as scikit-learn)
+};
+
+struct SplitMetrics {
+  ClassMetrics val, test;
+};
+
+// counts[truth * C + pred]
+class Confusion {
+ public:
+  explicit Confusion(std::int64_t classes) : classes_(classes), counts_(static_cast<std::size_t>(classes * classes), 0) {}
+  Confusion(std::int64_t classes, std::vector<std::int64_t> counts) : classes_(classes), counts_(std::move(counts)) {}
+  // Labels outside [0, C) (unlabelled nodes) are skipped.
+  void add(std::int64_t truth, std::int64_t pred) {
+    if (truth >= 0 && truth < classes_ && pred >= 0 && pred < classes_) ++counts_[static_cast<std::size_t>(truth * classes_ + pred)];
+  }
+  // Collective: sums the matrices of all ranks.
+  void allreduce(const comm::Communicator& comm) { comm.allreduce_inplace(std::span<std::int64_t>(counts_), comm::Op::kSum); }
+  ClassMetrics metrics() const;
+  std::int64_t classes() const noexcept { return classes_; }
+  const std::vector<std::int64_t>& counts() const noexcept { return counts_; }
+
+ private:
+  std::int64_t classes_;
+  std::vector<std::int64_t> counts_;
+};
+
+struct EpochRecord {
+  int epoch = 0;
+  double lr = 0;
+  double loss = 0;        // mean training loss over the epoch's examples, all ranks
+  double train_acc = 0;   // on the training batches as trained (dropout on)
+  bool evaluated = false;
+  ClassMetrics val, test;
+  double epoch_s = 0;      // wall time of the epoch (training + evaluation), slowest rank
+  double sample_wait_s = 0, compute_s = 0, allreduce_s = 0, eval_s = 0;  // mean over ranks
+  double bytes_sent = 0, bytes_received = 0;  // sampler + feature exchanges, all ranks
+  std::int64_t steps = 0;
+};
+
+// One JSON object per line, flushed after each epoch (a crash loses at most the epoch in flight).
+class MetricsLog {
+ public:
+  MetricsLog() = default;
+  // "" = disabled. append: keep what is there (a resumed run).
+  MetricsLog(const std::string& path, bool append);
+  ~MetricsLog();
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
+  void write(const EpochRecord& r);
+
+ private:
+  std::string path_;
+  std::FILE* f_ = nullptr;
+};
+
+// Rank 0's progress: on a terminal one line redrawn in place (batches/s, loss, ETA); otherwise
+// a plain line every `interval` seconds, so batch logs stay readable.
+class Progress {
+ public:
+  Progress(bool enabled, std::FILE* out = stdout, double interval_s = 10.0);
+  void start_epoch(int epoch, int epochs, std::int64_t steps);
+  void step(std::int64_t done, double loss);
+  void end_epoch(const EpochRecord& r);
+  void message(const std::string& line);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  bool enabled_, tty_;
+  std::FILE* out_;
+  double interval_s_;
+  int epoch_ = 0, epochs_ = 0;
+  std::int64_t steps_ = 0;
+  Clock::time_point start_, last_;
+  bool drawn_ = false;
+};
+
+}  // namespace shardgnn

@@ -1,0 +1,207 @@
+#include "trainer/models.hpp"
+
+#include <limits>
+
+namespace shardgnn {
+
+namespace {
+
+namespace F = torch::nn::functional;
+
+torch::Tensor view_int64(const std::vector<std::int64_t>& v, const torch::Device& device) {
+  if (v.empty()) return torch::empty({0}, torch::TensorOptions().dtype(torch::kLong).device(device));
+  // from_blob wants a mutable pointer; the tensor is only ever read.
+  auto t = torch::from_blob(const_cast<std::int64_t*>(v.data()), {static_cast<std::int64_t>(v.size())}, torch::kLong);
+  return t.to(device);
+}
+
+// dst positions 0..num_dst-1, the self-loop edges' src and dst alike (the dst-prefix).
+torch::Tensor self_ids(const BlockTensors& b) { return torch::arange(b.num_dst, b.src.options()); }
+
+}  // namespace
+
+BlockTensors to_tensors(const Block& block, const torch::Device& device) {
+  BlockTensors t;
+  t.num_src = block.num_src;
+  t.num_dst = block.num_dst;
+  t.indptr = view_int64(block.indptr, device);
+  t.src = view_int64(block.indices, device);
+  const torch::Tensor degree = t.indptr.slice(0, 1) - t.indptr.slice(0, 0, -1);
+  t.dst = torch::repeat_interleave(torch::arange(block.num_dst, t.indptr.options()), degree);
+  t.in_degree = degree.to(torch::kFloat);
+  return t;
+}
+
+std::vector<BlockTensors> to_tensors(const std::vector<Block>& blocks, const torch::Device& device) {
+  std::vector<BlockTensors> out;
+  out.reserve(blocks.size());
+  for (const Block& b : blocks) out.push_back(to_tensors(b, device));
+  return out;
+}
+
+BatchTensors to_tensors(const MiniBatch& mb, const torch::Device& device) {
+  BatchTensors t;
+  t.blocks = to_tensors(mb.blocks, device);
+  const auto n = static_cast<std::int64_t>(mb.input_nodes().size());
+  if (n == 0 || mb.feature_dim == 0)
+    t.x = torch::zeros({n, mb.feature_dim}, torch::TensorOptions().device(device));
+  else
+    t.x = torch::from_blob(const_cast<float*>(mb.features.data()), {n, mb.feature_dim}, torch::kFloat).to(device);
+  t.y = view_int64(mb.labels, device);
+  return t;
+}
+
+torch::Tensor aggregate_sum(const BlockTensors& b, const torch::Tensor& h, const torch::Tensor& weight) {
+  if (!weight.defined() && h.dim() == 2) {
+    // A sum of rows per dst is an embedding bag over the block's CSR: it never materialises the
+    // E x F messages (the gather below does, which dominates the memory traffic of wide layers).
+    return F::embedding_bag(b.src, h, F::EmbeddingBagFuncOptions().offsets(b.indptr).mode(torch::kSum).include_last_offset(true));
+  }
+  torch::Tensor msgs = h.index_select(/*dim=*/0, b.src);
+  if (weight.defined()) {
+    torch::Tensor w = weight;
+    while (w.dim() < msgs.dim()) w = w.unsqueeze(-1);
+    msgs = msgs * w;
+  }
+  auto shape = h.sizes().vec();
+  shape[0] = b.num_dst;
+  return torch::zeros(shape, h.options()).index_add(/*dim=*/0, b.dst, msgs);
+}
+
+torch::Tensor edge_softmax(const BlockTensors& b, const torch::Tensor& scores, bool self_loops) {
+  const std::int64_t E = b.src.size(0);
+  // The per-dst maximum only keeps exp() in range: any per-dst shift gives the same softmax, so
+  // it needs no gradient.
+  torch::Tensor shift;
+  {
+    torch::NoGradGuard no_grad;
+    const torch::Tensor s = scores.detach();
+    auto rest = s.sizes().vec();
+    rest[0] = b.num_dst;
+    if (E > 0)
+      shift = torch::segment_reduce(s.slice(0, 0, E), "max", /*lengths=*/b.indptr.slice(0, 1) - b.indptr.slice(0, 0, -1));
+    else
+      shift = torch::full(rest, -std::numeric_limits<float>::infinity(), s.options());
+    if (self_loops) shift = torch::maximum(shift, s.slice(0, E, E + b.num_dst));
+    // A dst without in-edges keeps -inf; no edge reads it.
+  }
+  const torch::Tensor dst = self_loops ? torch::cat({b.dst, self_ids(b)}) : b.dst;
+  const torch::Tensor ex = torch::exp(scores - shift.index_select(0, dst));
+  auto rest = ex.sizes().vec();
+  rest[0] = b.num_dst;
+  const torch::Tensor denom = torch::zeros(rest, ex.options()).index_add(0, dst, ex);
+  return ex / denom.index_select(0, dst);
+}
+
+SAGEConvImpl::SAGEConvImpl(const SAGEConvOptions& o) : options(o) {
+  fc_self = register_module("fc_self", torch::nn::Linear(torch::nn::LinearOptions(o.in(), o.out()).bias(o.bias())));
+  fc_neigh = register_module("fc_neigh", torch::nn::Linear(torch::nn::LinearOptions(o.in(), o.out()).bias(false)));
+}
+
+torch::Tensor SAGEConvImpl::forward(const BlockTensors& b, const torch::Tensor& h) {
+  const torch::Tensor inv_deg = b.in_degree.clamp_min(1).reciprocal().unsqueeze(1);  // mean of nothing = 0, as DGL
+  // The mean commutes with the bias-free linear map: project first when that shrinks the rows
+  // to gather (DGL's lin_before_mp).
+  torch::Tensor neigh = options.in() > options.out() ? aggregate_sum(b, fc_neigh(h)) * inv_deg : fc_neigh(aggregate_sum(b, h) * inv_deg);
+  return fc_self(h.slice(0, 0, b.num_dst)) + neigh;
+}
+
+GraphConvImpl::GraphConvImpl(const GraphConvOptions& o) : options(o) {
+  fc = register_module("fc", torch::nn::Linear(torch::nn::LinearOptions(o.in(), o.out()).bias(false)));
+  if (o.bias()) bias = register_parameter("bias", torch::zeros({o.out()}));
+}
+
+torch::Tensor GraphConvImpl::forward(const BlockTensors& b, const torch::Tensor& h) {
+  const float loop = options.self_loop() ? 1.0f : 0.0f;
+  torch::Tensor out_deg;
+  if (b.src_degree.defined()) {
+    out_deg = b.src_degree + loop;
+  } else {
+    out_deg = torch::bincount(b.src, /*weights=*/{}, /*minlength=*/b.num_src).to(torch::kFloat);
+    if (options.self_loop()) out_deg.slice(0, 0, b.num_dst).add_(1);
+  }
+  const torch::Tensor src_norm = out_deg.clamp_min(1).rsqrt().unsqueeze(1);
+  const torch::Tensor dst_norm = (b.in_degree + loop).clamp_min(1).rsqrt().unsqueeze(1);
+  const bool project_first = options.in() > options.out();
+  torch::Tensor x = h * src_norm;
+  if (project_first) x = fc(x);
+  torch::Tensor agg = aggregate_sum(b, x);
+  if (options.self_loop()) agg = agg + x.slice(0, 0, b.num_dst);
+  agg = agg * dst_norm;
+  if (!project_first) agg = fc(agg);
+  return bias.defined() ? agg + bias : agg;
+}
+
+GATConvImpl::GATConvImpl(const GATConvOptions& o) : options(o) {
+  fc = register_module("fc", torch::nn::Linear(torch::nn::LinearOptions(o.in(), o.out() * o.heads()).bias(false)));
+  // Glorot as DGL (gain for ReLU) on the weight and the attention vectors.
+  const double gain = std::sqrt(2.0);
+  torch::nn::init::xavier_normal_(fc->weight, gain);
+  attn_l = register_parameter("attn_l", torch::empty({1, o.heads(), o.out()}));
+  attn_r = register_parameter("attn_r", torch::empty({1, o.heads(), o.out()}));
+  torch::nn::init::xavier_normal_(attn_l, gain);
+  torch::nn::init::xavier_normal_(attn_r, gain);
+  if (o.bias()) bias = register_parameter("bias", torch::zeros({o.heads(), o.out()}));
+}
+
+torch::Tensor GATConvImpl::forward(const BlockTensors& b, const torch::Tensor& h, torch::Tensor* attention) {
+  const std::int64_t H = options.heads(), D = options.out();
+  const torch::Tensor z = fc(h).view({b.num_src, H, D});
+  const torch::Tensor el = (z * attn_l).sum(-1);                      // [num_src, H]
+  const torch::Tensor er = (z.slice(0, 0, b.num_dst) * attn_r).sum(-1);  // [num_dst, H]
+  torch::Tensor src = b.src, dst = b.dst;
+  if (options.self_loop()) {
+    src = torch::cat({b.src, self_ids(b)});
+    dst = torch::cat({b.dst, self_ids(b)});
+  }
+  const torch::Tensor e = F::leaky_relu(el.index_select(0, src) + er.index_select(0, dst), F::LeakyReLUFuncOptions().negative_slope(options.negative_slope()));
+  torch::Tensor a = edge_softmax(b, e, options.self_loop());
+  if (attention) *attention = a;
+  if (options.attn_dropout() > 0) a = F::dropout(a, F::DropoutFuncOptions().p(options.attn_dropout()).training(is_training()));
+  const torch::Tensor msgs = z.index_select(0, src) * a.unsqueeze(-1);
+  torch::Tensor out = torch::zeros({b.num_dst, H, D}, z.options()).index_add(0, dst, msgs);
+  return bias.defined() ? out + bias : out;
+}
+
+GnnImpl::GnnImpl(const GnnOptions& o) : options(o) {
+  dropout_ = register_module("dropout", torch::nn::Dropout(o.dropout()));
+  for (std::int64_t l = 0; l < o.layers(); ++l) {
+    const std::int64_t in = l == 0 ? o.in() : o.hidden();
+    const bool last = l + 1 == o.layers();
+    const std::string name = "conv" + std::to_string(l);
+    switch (o.kind()) {
+      case ModelKind::kSage: sage_.push_back(register_module(name, SAGEConv(SAGEConvOptions(in, last ? o.out() : o.hidden())))); break;
+      case ModelKind::kGcn: gcn_.push_back(register_module(name, GraphConv(GraphConvOptions(in, last ? o.out() : o.hidden())))); break;
+      case ModelKind::kGat:
+        gat_.push_back(register_module(
+            name, GATConv(GATConvOptions(in, last ? o.out() : o.hidden() / o.heads(), o.heads()).attn_dropout(o.dropout()))));
+        break;
+    }
+  }
+}
+
+std::int64_t GnnImpl::layer_out_dim(std::int64_t l) const { return l + 1 == options.layers() ? options.out() : options.hidden(); }
+
+torch::Tensor GnnImpl::forward_layer(std::int64_t l, const BlockTensors& b, torch::Tensor h) {
+  const bool last = l + 1 == options.layers();
+  h = dropout_(h);
+  const auto i = static_cast<std::size_t>(l);
+  switch (options.kind()) {
+    case ModelKind::kSage: h = sage_[i](b, h); break;
+    case ModelKind::kGcn: h = gcn_[i](b, h); break;
+    case ModelKind::kGat: {
+      h = gat_[i](b, h);
+      return last ? h.mean(/*dim=*/1) : torch::elu(h.flatten(/*start_dim=*/1));
+    }
+  }
+  return last ? h : torch::relu(h);
+}
+
+torch::Tensor GnnImpl::forward(const std::vector<BlockTensors>& blocks, torch::Tensor x) {
+  TORCH_CHECK(static_cast<std::int64_t>(blocks.size()) == options.layers(), "the model has ", options.layers(), " layers, the batch ", blocks.size(),
+              " blocks");
+  for (std::size_t l = 0; l < blocks.size(); ++l) x = forward_layer(static_cast<std::int64_t>(l), blocks[l], x);
+  return x;
+}
+
+}  // namespace shardgnn

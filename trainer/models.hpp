@@ -1,0 +1,161 @@
+// GNN layers on sampled blocks and the models built from them, in the PyTorch C++ frontend's
+// style (XxxOptions + XxxImpl + TORCH_MODULE). Every layer maps the rows of a block's src nodes to
+// the rows of its dst nodes; the dst nodes are the first num_dst src nodes (the sampler's
+// dst-prefix), which is how a layer finds a node's own previous representation.
+//   SAGEConv   GraphSAGE, mean aggregator (Hamilton et al. 2017), as DGL SAGEConv('mean'):
+//              fc_self(h_v) + fc_neigh(mean_{u->v} h_u). (Equal to one linear layer over the
+//              concatenation [h_v, mean h_u], the paper's form, with the weight split in two.)
+//   GraphConv  GCN (Kipf & Welling 2017), as DGL GraphConv(norm='both') on blocks:
+//              sum_{u->v} h_u / sqrt(d_out(u) d_in(v)), then W and bias. With self_loop (the
+//              default) every dst v also receives from itself (src v, by the dst-prefix), and the
+//              self-loop counts in both degrees: A + I of the paper, without touching the graph.
+//              Degrees are counted within the block (as DGL does on sampled blocks), unless the
+//              block carries full-graph degrees (layer-wise inference).
+//   GATConv    GAT (Velickovic et al. 2018), as DGL GATConv: per head, e_uv = LeakyReLU_0.2(
+//              a_l.Wh_u + a_r.Wh_v), softmax over each dst's in-edges (segment max for range,
+//              index_add for the sums), sum of attention * Wh_u. With self_loop (the default)
+//              every dst attends to itself too, so no dst is left without an in-edge.
+// Aggregation runs on whatever device the tensors live on: unweighted sums (SAGE, GCN) as an
+// embedding bag over the block's CSR, which never materialises the E x F messages; weighted ones
+// (GAT) as index_select (gather the messages) + index_add (sum them per dst).
+#pragma once
+
+#include <torch/nn.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "sampler/minibatch.hpp"
+#include "trainer/config.hpp"
+
+namespace shardgnn {
+
+// A block as tensors on one device. On the CPU the index tensors alias the Block's vectors (no
+// copy), so the Block must outlive the tensors, backward included.
+struct BlockTensors {
+  std::int64_t num_src = 0, num_dst = 0;
+  torch::Tensor indptr;     // int64 [num_dst + 1]
+  torch::Tensor src;        // int64 [E]: src position of each edge (Block::indices)
+  torch::Tensor dst;        // int64 [E]: dst row of each edge
+  torch::Tensor in_degree;  // float [num_dst]: sampled in-edges per dst
+  // Optional float [num_src]: the src nodes' out-degrees in the whole graph, without self-loops
+  // (full-neighbourhood inference on chunks, where the block sees only part of a src's edges).
+  // Undefined: GraphConv counts out-degrees within the block.
+  torch::Tensor src_degree;
+};
+
+BlockTensors to_tensors(const Block& block, const torch::Device& device);
+std::vector<BlockTensors> to_tensors(const std::vector<Block>& blocks, const torch::Device& device);
+// The tensors would outlive a temporary's storage.
+BlockTensors to_tensors(Block&& block, const torch::Device& device) = delete;
+std::vector<BlockTensors> to_tensors(std::vector<Block>&& blocks, const torch::Device& device) = delete;
+
+// A whole batch: its blocks, input features [num_input, F] and seed labels [num_seeds] (int64,
+// -1 = unlabelled), aliasing the MiniBatch's vectors on the CPU as above.
+struct BatchTensors {
+  std::vector<BlockTensors> blocks;
+  torch::Tensor x, y;
+};
+BatchTensors to_tensors(const MiniBatch& mb, const torch::Device& device);
+BatchTensors to_tensors(MiniBatch&& mb, const torch::Device& device) = delete;
+
+// out[v] = sum over v's in-edges (u, v) of weight_e * h[u]; weight is [E] or [E, H] (undefined:
+// all 1); h is [num_src, ...] and out [num_dst, ...].
+torch::Tensor aggregate_sum(const BlockTensors& b, const torch::Tensor& h, const torch::Tensor& weight = {});
+
+// Softmax of edge scores [E', H] over each dst's in-edges, for edges laid out as the block's CSR
+// (dst 0's edges first, ...) followed, when `self_loops`, by one edge (v, v) per dst v.
+torch::Tensor edge_softmax(const BlockTensors& b, const torch::Tensor& scores, bool self_loops);
+
+struct SAGEConvOptions {
+  SAGEConvOptions(std::int64_t in, std::int64_t out) : in_(in), out_(out) {}
+  TORCH_ARG(std::int64_t, in);
+  TORCH_ARG(std::int64_t, out);
+  TORCH_ARG(bool, bias) = true;
+};
+
+class SAGEConvImpl : public torch::nn::Module {
+ public:
+  explicit SAGEConvImpl(const SAGEConvOptions& options);
+  // h: [num_src, in] -> [num_dst, out]
+  torch::Tensor forward(const BlockTensors& b, const torch::Tensor& h);
+  SAGEConvOptions options;
+  torch::nn::Linear fc_self{nullptr}, fc_neigh{nullptr};
+};
+TORCH_MODULE(SAGEConv);
+
+struct GraphConvOptions {
+  GraphConvOptions(std::int64_t in, std::int64_t out) : in_(in), out_(out) {}
+  TORCH_ARG(std::int64_t, in);
+  TORCH_ARG(std::int64_t, out);
+  TORCH_ARG(bool, bias) = true;
+  TORCH_ARG(bool, self_loop) = true;
+};
+
+class GraphConvImpl : public torch::nn::Module {
+ public:
+  explicit GraphConvImpl(const GraphConvOptions& options);
+  torch::Tensor forward(const BlockTensors& b, const torch::Tensor& h);
+  GraphConvOptions options;
+  torch::nn::Linear fc{nullptr};
+  torch::Tensor bias;
+};
+TORCH_MODULE(GraphConv);
+
+struct GATConvOptions {
+  GATConvOptions(std::int64_t in, std::int64_t out, std::int64_t heads) : in_(in), out_(out), heads_(heads) {}
+  TORCH_ARG(std::int64_t, in);
+  TORCH_ARG(std::int64_t, out);  // per head
+  TORCH_ARG(std::int64_t, heads);
+  TORCH_ARG(double, negative_slope) = 0.2;
+  TORCH_ARG(double, attn_dropout) = 0.0;
+  TORCH_ARG(bool, bias) = true;
+  TORCH_ARG(bool, self_loop) = true;
+};
+
+class GATConvImpl : public torch::nn::Module {
+ public:
+  explicit GATConvImpl(const GATConvOptions& options);
+  // h: [num_src, in] -> [num_dst, heads, out]. If `attention` is given it receives the attention
+  // weights [E', heads] (E' = E + num_dst with self-loops, laid out as edge_softmax says).
+  torch::Tensor forward(const BlockTensors& b, const torch::Tensor& h, torch::Tensor* attention = nullptr);
+  GATConvOptions options;
+  torch::nn::Linear fc{nullptr};
+  torch::Tensor attn_l, attn_r, bias;
+};
+TORCH_MODULE(GATConv);
+
+struct GnnOptions {
+  GnnOptions(ModelKind kind, std::int64_t in, std::int64_t hidden, std::int64_t out, std::int64_t layers)
+      : kind_(kind), in_(in), hidden_(hidden), out_(out), layers_(layers) {}
+  TORCH_ARG(ModelKind, kind);
+  TORCH_ARG(std::int64_t, in);      // feature width
+  TORCH_ARG(std::int64_t, hidden);  // hidden width (GAT: heads x hidden/heads, concatenated)
+  TORCH_ARG(std::int64_t, out);     // classes
+  TORCH_ARG(std::int64_t, layers);  // = number of fanouts
+  TORCH_ARG(std::int64_t, heads) = 4;
+  TORCH_ARG(double, dropout) = 0.5;
+};
+
+// `layers` convolutions; between them ReLU (GAT: ELU, as in the paper); dropout on every layer's
+// input (as Kipf & Welling and the GAT paper do). The output layer gives logits; GAT averages its
+// heads there.
+class GnnImpl : public torch::nn::Module {
+ public:
+  explicit GnnImpl(const GnnOptions& options);
+  // blocks[0] is the input layer; x: [blocks[0].num_src, in] -> [blocks.back().num_dst, out]
+  torch::Tensor forward(const std::vector<BlockTensors>& blocks, torch::Tensor x);
+  // Layer `l` alone (dropout, convolution, activation unless last), for layer-wise inference.
+  torch::Tensor forward_layer(std::int64_t l, const BlockTensors& b, torch::Tensor h);
+  std::int64_t layer_out_dim(std::int64_t l) const;
+  GnnOptions options;
+
+ private:
+  std::vector<SAGEConv> sage_;
+  std::vector<GraphConv> gcn_;
+  std::vector<GATConv> gat_;
+  torch::nn::Dropout dropout_{nullptr};
+};
+TORCH_MODULE(Gnn);
+
+}  // namespace shardgnn

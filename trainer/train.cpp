@@ -1,0 +1,340 @@
+#include "trainer/train.hpp"
+
+#include <torch/cuda.h>
+#include <torch/nn.h>
+#include <torch/optim.h>
+#include <torch/utils.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <thread>
+
+#include "datasets/error.hpp"
+#include "datasets/random.hpp"
+#include "sampler/feature_store.hpp"
+#include "sampler/pipeline.hpp"
+#include "sampler/sampler.hpp"
+#include "trainer/checkpoint.hpp"
+#include "trainer/data_parallel.hpp"
+#include "trainer/evaluate.hpp"
+#include "trainer/models.hpp"
+
+namespace fs = std::filesystem;
+
+// OpenBLAS (Debian's BLAS behind libtorch) keeps its own thread pool, sized from the environment
+// at load time and untouched by torch::set_num_threads; its spinning threads starve the other
+// ranks' MPI progress on a shared node. Weak: null with another BLAS.
+extern "C" void openblas_set_num_threads(int) __attribute__((weak));
+
+namespace shardgnn {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// The node-local rank, for picking a GPU: launchers export it (Hydra/MPICH, Open MPI, SLURM).
+int local_rank() {
+  for (const char* name : {"MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"})
+    if (const char* v = std::getenv(name)) return std::atoi(v);
+  return 0;
+}
+
+// Ranks on this node (0: unknown), so that their torch threads share the cores, not fight for them.
+int local_size() {
+  for (const char* name : {"MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"})
+    if (const char* v = std::getenv(name)) return std::atoi(v);
+  return 0;
+}
+
+void limit_threads(int n) {
+  torch::set_num_threads(n);
+  if (openblas_set_num_threads) openblas_set_num_threads(n);
+}
+
+torch::Device resolve_device(const std::string& name) {
+  if (name == "cpu") return torch::kCPU;
+  if (!torch::cuda::is_available())
+    throw InputError("--device " + name + ": no CUDA device available (this libtorch was built without CUDA, or no GPU is visible); use --device cpu");
+  const auto count = static_cast<int>(torch::cuda::device_count());
+  if (name == "cuda") return {torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank() % count)};
+  torch::Device d(name);
+  if (d.index() >= count) throw InputError("--device " + name + ": only " + std::to_string(count) + " CUDA devices are visible");
+  return d;
+}
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c, std::vector<torch::Tensor> params) {
+  if (c.optimizer == OptimizerKind::kSgd)
+    return std::make_unique<torch::optim::SGD>(std::move(params), torch::optim::SGDOptions(c.lr).momentum(c.momentum).weight_decay(c.weight_decay));
+  return std::make_unique<torch::optim::Adam>(std::move(params), torch::optim::AdamOptions(c.lr).weight_decay(c.weight_decay));
+}
+
+std::vector<torch::Tensor> clone_parameters(const torch::nn::Module& m) {
+  std::vector<torch::Tensor> out;
+  for (const auto& p : m.parameters()) out.push_back(p.detach().clone());
+  return out;
+}
+
+void assign_parameters(torch::nn::Module& m, const std::vector<torch::Tensor>& values) {
+  torch::NoGradGuard no_grad;
+  auto params = m.parameters();
+  for (std::size_t i = 0; i < params.size() && i < values.size(); ++i) params[i].copy_(values[i]);
+}
+
+// Runs `body` on every rank; an exception on any rank becomes a CollectiveError on all of them.
+template <class F>
+void checked(const comm::Communicator& comm, F&& body) {
+  std::string error;
+  try {
+    body();
+  } catch (const std::exception& e) {
+    error = e.what();
+    if (error.empty()) error = "unknown error";
+  }
+  comm.check_all(error.empty(), error);
+}
+
+}  // namespace
+
+struct Trainer::State {
+  const Shard& shard;
+  std::string dataset;
+  TrainConfig cfg;
+  SamplerConfig scfg;
+  comm::Communicator comm;          // gradients, metrics, full inference: this thread only
+  comm::Communicator sampler_comm;  // the sampler and feature store (and the prefetch thread)
+  torch::Device device = torch::kCPU;
+  std::string checkpoint_path;
+  bool resume_from_file = false;
+  Gnn model{nullptr};
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::unique_ptr<GradientAllreducer> allreducer;
+  std::unique_ptr<DistSampler> sampler;
+  std::unique_ptr<FeatureStore> features;
+  TrainState state;
+
+  State(const Shard& s, std::string ds, const comm::Communicator& world, TrainConfig c, SamplerConfig sc)
+      : shard(s), dataset(std::move(ds)), cfg(std::move(c)), scfg(std::move(sc)), comm(world.dup()), sampler_comm(world.dup()) {}
+
+  CheckpointIdentity identity() const {
+    CheckpointIdentity id;
+    id.model = model_name(cfg.model);
+    id.optimizer = optimizer_name(cfg.optimizer);
+    id.dataset = dataset;
+    id.hidden = cfg.hidden;
+    id.layers = static_cast<std::int64_t>(scfg.fanouts.size());
+    id.heads = cfg.model == ModelKind::kGat ? cfg.heads : 0;
+    id.in = shard.feature_dim;
+    id.classes = shard.num_classes;
+    id.num_nodes = shard.book.num_nodes();
+    id.seed = cfg.seed;
+    return id;
+  }
+};
+
+Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Communicator& world, TrainConfig config, SamplerConfig sampler)
+    : s_(std::make_unique<State>(shard, dataset, world, std::move(config), std::move(sampler))) {
+  State& s = *s_;
+  // Local checks first, agreed on by every rank before any collective work.
+  checked(s.comm, [&] {
+    validate(s.cfg);
+    validate(s.scfg);
+    if (shard.num_classes < 1) throw InputError("dataset '" + dataset + "' has no labels: nothing to train on");
+    s.device = resolve_device(s.cfg.device);
+    if (!s.cfg.checkpoint_dir.empty()) {
+      s.checkpoint_path = (fs::path(s.cfg.checkpoint_dir) / "checkpoint.pt").string();
+      if (fs::exists(s.checkpoint_path) && !s.cfg.resume && !s.cfg.overwrite)
+        throw InputError(s.checkpoint_path, "", "a checkpoint exists: pass --resume to continue it or --force to start over");
+    }
+  });
+  const auto train_total = s.comm.allreduce<std::int64_t>(static_cast<std::int64_t>(shard.train_idx.size()), comm::Op::kSum);
+  s.comm.check_all(train_total > 0, "dataset '" + dataset + "' has no training nodes");
+  if (!s.checkpoint_path.empty() && s.cfg.resume) {
+    const bool here = fs::exists(s.checkpoint_path);
+    const auto seen = s.comm.allreduce<std::int32_t>(here ? 1 : 0, comm::Op::kSum);
+    s.comm.check_all(seen == 0 || seen == s.comm.size(), s.checkpoint_path + ": visible on some ranks only (the checkpoint folder must be shared)");
+    s.resume_from_file = seen > 0;
+  }
+
+  if (s.cfg.threads > 0) {
+    limit_threads(s.cfg.threads);
+  } else if (local_size() > 1 && std::getenv("OMP_NUM_THREADS") == nullptr) {
+    const int cores = static_cast<int>(std::thread::hardware_concurrency());
+    limit_threads(std::max(1, cores / local_size()));
+  }
+  torch::manual_seed(s.cfg.seed);
+  GnnOptions mo(s.cfg.model, shard.feature_dim, s.cfg.hidden, shard.num_classes, static_cast<std::int64_t>(s.scfg.fanouts.size()));
+  mo.heads(s.cfg.heads).dropout(s.cfg.dropout);
+  s.model = Gnn(mo);
+  s.model->to(s.device);
+  broadcast_parameters(*s.model, s.comm);
+  s.optimizer = make_optimizer(s.cfg, s.model->parameters());
+  s.allreducer = std::make_unique<GradientAllreducer>(*s.model, s.comm);
+  if (s.resume_from_file) checked(s.comm, [&] { load_checkpoint(s.checkpoint_path, s.identity(), *s.model, *s.optimizer, s.state, s.device); });
+
+  s.sampler = std::make_unique<DistSampler>(shard, s.sampler_comm, s.scfg);
+  s.features = std::make_unique<FeatureStore>(shard, s.sampler_comm);
+  s.features->build_cache(s.scfg, s.sampler.get());
+}
+
+Trainer::~Trainer() = default;
+
+const TrainConfig& Trainer::config() const noexcept { return s_->cfg; }
+std::uint64_t Trainer::weights_checksum() const { return parameters_checksum(*s_->model); }
+std::string Trainer::device_name() const { return s_->device.str(); }
+std::int64_t Trainer::num_parameters() const {
+  std::int64_t n = 0;
+  for (const auto& p : s_->model->parameters()) n += p.numel();
+  return n;
+}
+
+SplitMetrics Trainer::evaluate_sampled() { return shardgnn::evaluate_sampled(s_->model, *s_->sampler, *s_->features, s_->device); }
+SplitMetrics Trainer::evaluate_full() { return shardgnn::evaluate_full(s_->model, s_->shard, s_->comm, s_->device, s_->cfg.eval_chunk); }
+
+TrainResult Trainer::fit() {
+  State& s = *s_;
+  const TrainConfig& c = s.cfg;
+  const int rank = s.comm.rank();
+  TrainResult result;
+  result.start_epoch = s.state.next_epoch;
+  Progress progress(c.progress && rank == 0);
+  if (s.resume_from_file)
+    progress.message("resuming " + s.checkpoint_path + " at epoch " + std::to_string(s.state.next_epoch + 1) + " of " + std::to_string(c.epochs));
+  std::optional<MetricsLog> log;
+  checked(s.comm, [&] {
+    if (rank == 0) log.emplace(c.metrics_path, s.resume_from_file);
+    if (!c.checkpoint_dir.empty() && rank == 0) fs::create_directories(c.checkpoint_dir);
+  });
+
+  namespace F = torch::nn::functional;
+  const auto t_train = Clock::now();
+  // A checkpoint of a run that stopped early has nothing left to train.
+  result.stopped_early = c.patience > 0 && s.state.bad_evals >= c.patience;
+  for (int epoch = s.state.next_epoch; epoch < c.epochs && !result.stopped_early; ++epoch) {
+    const auto t_epoch = Clock::now();
+    // Dropout draws from torch's generator: reseeding per (epoch, rank) makes a resumed run
+    // draw what an uninterrupted one would.
+    torch::manual_seed(derive_seed(derive_seed(c.seed, static_cast<std::uint64_t>(epoch)), 0x7a1e0000ULL + static_cast<std::uint64_t>(rank)));
+    const double lr = lr_at(c, epoch);
+    for (auto& group : s.optimizer->param_groups()) group.options().set_lr(lr);
+    s.model->train();
+
+    const SamplerCounters sc0 = s.sampler->counters();
+    const FeatureCounters fc0 = s.features->counters();
+    const double ar0 = s.allreducer->seconds();
+    double wait_s = 0, compute_s = 0, loss_sum = 0, correct = 0, examples = 0;
+    const std::int64_t steps = s.sampler->steps_in_epoch(epoch);
+    progress.start_epoch(epoch, c.epochs, steps);
+    {
+      Prefetcher pipe(*s.sampler, *s.features, epoch, steps, s.scfg.prefetch);
+      for (std::int64_t step = 0; step < steps; ++step) {
+        auto t0 = Clock::now();
+        std::optional<MiniBatch> mb = pipe.next();
+        wait_s += since(t0);
+        t0 = Clock::now();
+        s.optimizer->zero_grad();
+        double labelled = 0;
+        std::vector<double> extras{0, 0};  // loss sum, correct predictions
+        if (!mb->seeds().empty()) {
+          const BatchTensors t = to_tensors(*mb, s.device);
+          const torch::Tensor logits = s.model->forward(t.blocks, t.x);
+          const torch::Tensor loss = F::cross_entropy(logits, t.y, F::CrossEntropyFuncOptions().reduction(torch::kSum).ignore_index(-1));
+          loss.backward();
+          const torch::Tensor mask = t.y.ge(0);
+          labelled = static_cast<double>(mask.sum().item<std::int64_t>());
+          extras[0] = loss.item<double>();
+          extras[1] = static_cast<double>(logits.argmax(1).eq(t.y).logical_and(mask).sum().item<std::int64_t>());
+        }
+        compute_s += since(t0);
+        const double total = s.allreducer->average(labelled, extras);
+        t0 = Clock::now();
+        if (total > 0) s.optimizer->step();
+        compute_s += since(t0);
+        loss_sum += extras[0];
+        correct += extras[1];
+        examples += total;
+        progress.step(step + 1, total > 0 ? extras[0] / total : 0.0);
+      }
+    }
+
+    EpochRecord r;
+    r.epoch = epoch;
+    r.lr = lr;
+    r.steps = steps;
+    r.loss = examples > 0 ? loss_sum / examples : 0;
+    r.train_acc = examples > 0 ? correct / examples : 0;
+    const bool eval_now = (epoch + 1) % c.eval_every == 0 || epoch + 1 == c.epochs;
+    bool stop = false;
+    const auto t_eval = Clock::now();
+    if (eval_now) {
+      const SplitMetrics m = c.eval_mode == EvalMode::kFull ? evaluate_full() : evaluate_sampled();
+      r.evaluated = true;
+      r.val = m.val;
+      r.test = m.test;
+      if (m.val.accuracy > s.state.best_val) {
+        s.state.best_val = m.val.accuracy;
+        s.state.best_epoch = epoch;
+        s.state.best = clone_parameters(*s.model);
+        s.state.bad_evals = 0;
+      } else {
+        ++s.state.bad_evals;
+      }
+      stop = c.patience > 0 && s.state.bad_evals >= c.patience;
+    }
+    const double eval_s = since(t_eval);
+    const SamplerCounters& sc = s.sampler->counters();
+    const FeatureCounters& fc = s.features->counters();
+    std::vector<double> sums{wait_s,
+                             compute_s,
+                             s.allreducer->seconds() - ar0,
+                             eval_s,
+                             static_cast<double>(sc.bytes_sent - sc0.bytes_sent + fc.bytes_sent - fc0.bytes_sent),
+                             static_cast<double>(sc.bytes_received - sc0.bytes_received + fc.bytes_received - fc0.bytes_received)};
+    s.comm.allreduce_inplace(std::span<double>(sums), comm::Op::kSum);
+    const double P = s.comm.size();
+    r.sample_wait_s = sums[0] / P;
+    r.compute_s = sums[1] / P;
+    r.allreduce_s = sums[2] / P;
+    r.eval_s = sums[3] / P;
+    r.bytes_sent = sums[4];
+    r.bytes_received = sums[5];
+    r.epoch_s = s.comm.allreduce(since(t_epoch), comm::Op::kMax);
+
+    s.state.next_epoch = epoch + 1;
+    checked(s.comm, [&] {
+      if (rank != 0) return;
+      if (!s.checkpoint_path.empty()) save_checkpoint(s.checkpoint_path, s.identity(), *s.model, *s.optimizer, s.state);
+      if (log) log->write(r);
+    });
+    progress.end_epoch(r);
+    result.history.push_back(r);
+    if (stop) {
+      result.stopped_early = true;
+      progress.message("early stop: no better validation accuracy in " + std::to_string(c.patience) + " validations (best " +
+                       std::to_string(s.state.best_val) + " at epoch " + std::to_string(s.state.best_epoch + 1) + ")");
+      break;
+    }
+  }
+  result.train_s = since(t_train);
+
+  if (!s.state.best.empty()) assign_parameters(*s.model, s.state.best);
+  result.best_epoch = s.state.best_epoch;
+  result.best_val = s.state.best_val;
+  result.sampled = evaluate_sampled();
+  if (c.final_full_eval) {
+    result.full = evaluate_full();
+    result.has_full = true;
+  }
+  const std::string weights = !c.weights_path.empty() ? c.weights_path
+                              : !c.checkpoint_dir.empty() ? (fs::path(c.checkpoint_dir) / "weights.pt").string()
+                                                          : std::string();
+  if (!weights.empty())
+    checked(s.comm, [&] {
+      if (rank == 0) save_weights(weights, *s.model);
+    });
+  return result;
+}
+
+}  // namespace shardgnn

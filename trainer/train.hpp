@@ -1,0 +1,69 @@
+// Data-parallel training over MPI ranks (SPMD: every rank runs the same program): each rank
+// trains a replica of the model on batches of its own training nodes, sampled by the distributed
+// sampler and prefetched by the pipeline's thread, and every step applies the gradient of the
+// mean loss over all ranks' examples (see data_parallel.hpp). All ranks run the same number of
+// steps (DistSampler::steps_in_epoch), validate together, keep the best model by validation
+// accuracy, stop early after `patience` validations without improvement, and checkpoint at epoch
+// boundaries. The loop follows pytorch/examples cpp/mnist: plain steps, evaluation under
+// NoGradGuard.
+//
+// This header has no torch includes (the tool that runs training compiles without them).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "partition/shards.hpp"
+#include "sampler/config.hpp"
+#include "trainer/config.hpp"
+#include "trainer/metrics.hpp"
+
+namespace shardgnn {
+
+struct TrainResult {
+  std::vector<EpochRecord> history;  // the epochs run by this call
+  int start_epoch = 0;               // > 0 when resumed from a checkpoint
+  int best_epoch = -1;
+  double best_val = -1;
+  bool stopped_early = false;
+  SplitMetrics sampled;              // the best model, through the sampler
+  bool has_full = false;
+  SplitMetrics full;                 // the best model, full neighbourhoods (TrainConfig::final_full_eval)
+  double train_s = 0;                // wall time of the epochs
+};
+
+class Trainer {
+ public:
+  // Collective over `world`. Checks the configuration, the device and any checkpoint on every
+  // rank before any collective work (a problem anywhere is a comm::CollectiveError on every
+  // rank), builds the model from rank 0's weights and the sampler, and resumes when asked.
+  // `shard` and `world` must outlive the trainer; the sampler and the gradient all-reduce get
+  // their own dup()s of `world`. `dataset` names the data in checkpoints.
+  Trainer(const Shard& shard, const std::string& dataset, const comm::Communicator& world, TrainConfig config, SamplerConfig sampler);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // Collective. Trains up to config.epochs epochs (from the checkpoint's epoch when resumed),
+  // then restores the best model, evaluates it and writes the weights file (rank 0).
+  TrainResult fit();
+
+  // Collective. The current model on the val/test sets of all ranks.
+  SplitMetrics evaluate_sampled();
+  SplitMetrics evaluate_full();
+
+  // A hash of the exact parameter bytes (compare across ranks with allgather).
+  std::uint64_t weights_checksum() const;
+  std::int64_t num_parameters() const;
+  std::string device_name() const;
+  const TrainConfig& config() const noexcept;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace shardgnn
