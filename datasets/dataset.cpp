@@ -69,6 +69,19 @@ boost::json::object cleaning_json(const CleanReport& r) {
 
 }  // namespace
 
+void normalize_feature_rows(Dataset& ds) {
+  if (ds.feature_dim == 0) return;
+  std::vector<float> f(ds.features.begin(), ds.features.end());
+  const auto F = static_cast<std::size_t>(ds.feature_dim);
+  for (std::size_t r = 0; r < f.size() / F; ++r) {
+    double sum = 0;
+    for (std::size_t j = 0; j < F; ++j) sum += f[r * F + j];
+    if (sum != 0)
+      for (std::size_t j = 0; j < F; ++j) f[r * F + j] = static_cast<float>(f[r * F + j] / sum);
+  }
+  ds.features = Array<float>(std::move(f));
+}
+
 void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite) {
   check_consistent(ds);
   write_dir_atomic(dir, overwrite, [&](const std::string& tmp) {

@@ -32,6 +32,10 @@ struct Dataset {
   NodeId num_nodes() const noexcept { return graph.num_nodes(); }
 };
 
+// Scales every feature row to sum 1 (rows of zeros stay zero): the preprocessing of Kipf &
+// Welling's GCN on the Planetoid citation graphs. Needs owned (not mapped) features.
+void normalize_feature_rows(Dataset& ds);
+
 // Writes `ds` as a dataset directory, atomically (nothing is left at `dir` on failure).
 // An existing non-empty `dir` is an error unless `overwrite` is set.
 void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite = false);

@@ -71,6 +71,7 @@ int convert(const std::vector<std::string>& args) {
       ("ogb-split", po::value<std::string>()->default_value(""), "OGB: split folder under split/ (default: the only one)")
       ("split", po::value<std::string>(), "draw a split: random:TRAIN,VAL (fractions) or per-class:TRAIN,VAL (counts per class)")
       ("seed", po::value<std::uint64_t>()->default_value(0), "seed for --split")
+      ("normalize-features", po::value<std::string>()->default_value("none"), "none, or row: scale each feature row to sum 1 (Kipf & Welling's preprocessing)")
       ("force", "replace an existing output folder");
   add_clean_options(o);
   po::variables_map vm;
@@ -90,7 +91,10 @@ int convert(const std::vector<std::string>& args) {
   ro.num_nodes = vm["num-nodes"].as<std::int64_t>();
   ro.ogb_split = vm["ogb-split"].as<std::string>();
   const auto t0 = Clock::now();
+  const std::string norm = vm["normalize-features"].as<std::string>();
+  if (norm != "none" && norm != "row") throw UsageError("unknown --normalize-features '" + norm + "', expected none or row");
   Dataset ds = read_dataset(vm["input"].as<std::string>(), ro);
+  if (norm == "row") normalize_feature_rows(ds);
   maybe_split(ds, vm);
   save_and_report(ds, vm["out"].as<std::string>(), vm.count("force") > 0, ro.clean, seconds_since(t0));
   return 0;
