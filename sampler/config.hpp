@@ -27,6 +27,7 @@ struct SamplerConfig {
   double cache_mb = 0;        // cache size limit in MB (10^6 bytes) of feature rows
   double cache_fraction = 0;  // alternatively: this fraction of the rows this rank does not own (0 = use cache_mb)
   int presample_batches = 64; // batches presampled by the kPresample policy
+  bool with_degrees = false;  // also fetch every input node's full-graph degree (MiniBatch::degrees)
 };
 
 // "15,10,5" -> {15, 10, 5}; -1 means all neighbours. Empty lists, 0, values below -1 and

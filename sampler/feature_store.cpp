@@ -95,6 +95,33 @@ void FeatureStore::fetch(std::span<const NodeId> nodes, std::vector<float>& out)
   counters_.remote_rows += static_cast<std::int64_t>(nodes.size()) - local_rows;
 }
 
+void FeatureStore::fetch_degrees(std::span<const NodeId> nodes, std::vector<std::int64_t>& out) {
+  const PartitionBook& book = shard_.book;
+  const NodeId first = book.begin(shard_.part), count = book.size(shard_.part);
+  const int P = comm_.size();
+  out.assign(nodes.size(), 0);
+  std::vector<std::int64_t> per_owner(static_cast<std::size_t>(P), 0);
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i] >= first && nodes[i] < first + count) out[i] = shard_.graph.degree(nodes[i] - first);
+    else ++per_owner[book.owner(nodes[i])];
+  }
+  std::vector<std::int64_t> fill(static_cast<std::size_t>(P), 0);
+  for (int r = 1; r < P; ++r) fill[r] = fill[r - 1] + per_owner[r - 1];
+  std::vector<NodeId> ask(static_cast<std::size_t>(fill[P - 1] + per_owner[P - 1]));
+  std::vector<std::size_t> slot_of(ask.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    if (!(nodes[i] >= first && nodes[i] < first + count)) {
+      const auto at = static_cast<std::size_t>(fill[book.owner(nodes[i])]++);
+      ask[at] = nodes[i];
+      slot_of[at] = i;
+    }
+  auto asked = comm_.alltoallv<NodeId>(ask, per_owner);
+  std::vector<std::int64_t> degrees(asked.data.size());
+  for (std::size_t i = 0; i < degrees.size(); ++i) degrees[i] = shard_.graph.degree(asked.data[i] - first);
+  auto got = comm_.alltoallv_known<std::int64_t>(degrees, asked.counts, per_owner);
+  for (std::size_t k = 0; k < ask.size(); ++k) out[slot_of[k]] = got.data[k];
+}
+
 void FeatureStore::fill_cache(std::vector<NodeId> chosen) {
   // Owners answer in request order when requests are grouped by owner: sort by global id (which
   // groups them, the book being ranges) and fetch once.

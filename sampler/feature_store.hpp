@@ -36,6 +36,10 @@ class FeatureStore {
   // row-major, into `out` (resized to nodes.size() x feature_dim).
   void fetch(std::span<const NodeId> nodes, std::vector<float>& out);
 
+  // Collective likewise: the full-graph degree of each of `nodes` (owned ones read here, the others
+  // asked of their owners in one exchange).
+  void fetch_degrees(std::span<const NodeId> nodes, std::vector<std::int64_t>& out);
+
   std::int64_t feature_dim() const noexcept { return dim_; }
   std::int64_t cached_rows() const noexcept { return static_cast<std::int64_t>(slot_.size()); }
   const FeatureCounters& counters() const noexcept { return counters_; }

@@ -27,6 +27,9 @@ struct MiniBatch {
   std::int64_t feature_dim = 0;
   std::vector<float> features;        // layer_nodes[L].size() x feature_dim
   std::vector<std::int64_t> labels;   // one per seed (-1 = unlabelled)
+  // Full-graph degree of each input node (SamplerConfig::with_degrees); empty otherwise. Exact
+  // GCN normalisation needs it: a block sees only the sampled edges of its src nodes.
+  std::vector<std::int64_t> degrees;
 
   const std::vector<NodeId>& seeds() const { return layer_nodes.front(); }
   const std::vector<NodeId>& input_nodes() const { return layer_nodes.back(); }

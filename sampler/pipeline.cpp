@@ -13,6 +13,7 @@ MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::span<
   MiniBatch mb = sampler.sample(seeds, epoch, step);
   mb.feature_dim = features.feature_dim();
   features.fetch(mb.input_nodes(), mb.features);
+  if (sampler.config().with_degrees) features.fetch_degrees(mb.input_nodes(), mb.degrees);
   const Shard& shard = sampler.shard();
   const NodeId first = shard.book.begin(shard.part);
   mb.labels.resize(seeds.size(), -1);

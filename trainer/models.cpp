@@ -43,6 +43,11 @@ BatchTensors to_tensors(const MiniBatch& mb, const torch::Device& device) {
   BatchTensors t;
   t.blocks = to_tensors(mb.blocks, device);
   const auto n = static_cast<std::int64_t>(mb.input_nodes().size());
+  if (!mb.degrees.empty()) {
+    // Every block's src list is a prefix of the input nodes, so one degree vector serves all.
+    const torch::Tensor deg = view_int64(mb.degrees, device).to(torch::kFloat);
+    for (BlockTensors& b : t.blocks) b.src_degree = deg.slice(0, 0, b.num_src);
+  }
   if (n == 0 || mb.feature_dim == 0)
     t.x = torch::zeros({n, mb.feature_dim}, torch::TensorOptions().device(device));
   else

@@ -1,5 +1,6 @@
 #include "trainer/train.hpp"
 
+#include <algorithm>
 #include <torch/cuda.h>
 #include <torch/nn.h>
 #include <torch/optim.h>
@@ -116,7 +117,11 @@ struct Trainer::State {
   TrainState state;
 
   State(const Shard& s, std::string ds, const comm::Communicator& world, TrainConfig c, SamplerConfig sc)
-      : shard(s), dataset(std::move(ds)), cfg(std::move(c)), scfg(std::move(sc)), comm(world.dup()), sampler_comm(world.dup()) {}
+      : shard(s), dataset(std::move(ds)), cfg(std::move(c)), scfg(std::move(sc)), comm(world.dup()), sampler_comm(world.dup()) {
+    // Over full neighbourhoods GCN can be exact: its src normalisation then needs each node's
+    // degree in the whole graph, which a block (seeing only the batch's edges) does not know.
+    scfg.with_degrees = cfg.model == ModelKind::kGcn && std::all_of(scfg.fanouts.begin(), scfg.fanouts.end(), [](int f) { return f < 0; });
+  }
 
   CheckpointIdentity identity() const {
     CheckpointIdentity id;
