@@ -31,6 +31,7 @@ int bench_data_main(const std::vector<std::string>& args);
 int partition_main(const std::vector<std::string>& args);
 int bench_partition_main(const std::vector<std::string>& args);
 int bench_partition_one_main(const std::vector<std::string>& args);
+int bench_train_main(const std::vector<std::string>& args);
 int bench_sampler_main(const std::vector<std::string>& args, const comm::Communicator& world);
 int train_main(const std::vector<std::string>& args, const comm::Communicator& world);  // in the training module
 

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""DGL's sampler-based GraphSAGE training on a shardgnn dataset folder, one process: the peer of
+`shardgnn bench train` (DistDGL itself is not run; see the issue notes). Same model shape
+(mean-aggregator SAGEConv layers, hidden width, dropout), optimiser, fanouts and batch size.
+Prints one JSON object with the epoch time and the test accuracy. Benchmark-only."""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dataset")
+    ap.add_argument("--fanouts", default="5,10,15", help="DGL order: input layer first")
+    ap.add_argument("--batch", type=int, default=1024)
+    ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--dropout", type=float, default=0.5)
+    ap.add_argument("--lr", type=float, default=0.01)
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args()
+
+    os.environ.setdefault("DGLBACKEND", "pytorch")
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    import dgl
+    from dgl.nn import SAGEConv
+
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    load = lambda name: np.load(os.path.join(a.dataset, name + ".npy"))
+    indptr, indices = torch.from_numpy(load("indptr")), torch.from_numpy(load("indices"))
+    n = indptr.numel() - 1
+    g = dgl.graph(("csc", (indptr, indices, torch.empty(0, dtype=torch.int64))), num_nodes=n)
+    feats = torch.from_numpy(load("features"))
+    labels = torch.from_numpy(load("labels"))
+    train, test = torch.from_numpy(load("train_idx")), torch.from_numpy(load("test_idx"))
+    classes = int(labels.max()) + 1
+    fanouts = [int(x) for x in a.fanouts.split(",")]
+
+    class SAGE(nn.Module):
+        def __init__(self):
+            super().__init__()
+            dims = [feats.shape[1]] + [a.hidden] * (len(fanouts) - 1) + [classes]
+            self.layers = nn.ModuleList(SAGEConv(dims[i], dims[i + 1], "mean") for i in range(len(fanouts)))
+            self.drop = nn.Dropout(a.dropout)
+
+        def forward(self, blocks, x):
+            for i, (layer, block) in enumerate(zip(self.layers, blocks)):
+                x = layer(block, self.drop(x))
+                if i + 1 < len(self.layers):
+                    x = F.relu(x)
+            return x
+
+    model = SAGE()
+    opt = torch.optim.Adam(model.parameters(), lr=a.lr, weight_decay=5e-4)
+    sampler = dgl.dataloading.NeighborSampler(fanouts)
+    loader = dgl.dataloading.DataLoader(g, train, sampler, batch_size=a.batch, shuffle=True, drop_last=False, num_workers=0)
+    epoch_times = []
+    for _ in range(a.epochs):
+        model.train()
+        t0 = time.perf_counter()
+        for input_nodes, output_nodes, blocks in loader:
+            out = model(blocks, feats[input_nodes])
+            loss = F.cross_entropy(out, labels[output_nodes])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        epoch_times.append(time.perf_counter() - t0)
+    model.eval()
+    correct = 0
+    test_loader = dgl.dataloading.DataLoader(g, test, sampler, batch_size=4096, shuffle=False, num_workers=0)
+    with torch.no_grad():
+        for input_nodes, output_nodes, blocks in test_loader:
+            correct += int((model(blocks, feats[input_nodes]).argmax(1) == labels[output_nodes]).sum())
+    print(json.dumps({"dgl_version": dgl.__version__, "torch_version": torch.__version__, "threads": a.threads,
+                      "epoch_s": min(epoch_times), "epoch_times": epoch_times, "test_acc": correct / len(test)}))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
