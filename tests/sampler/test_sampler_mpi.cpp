@@ -13,6 +13,7 @@
 #include "sampler/feature_store.hpp"
 #include "sampler/pipeline.hpp"
 #include "sampler/sampler.hpp"
+#include "cora_parts.hpp"
 #include "test_paths.hpp"
 
 using namespace shardgnn;
@@ -20,49 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Cora partitioned into one part per rank, written once by rank 0 into a folder all ranks see.
-struct Fixture {
-  comm::Communicator world = comm::Communicator::world();
-  std::string root;
-  Dataset ds;
-  PartitionInfo info;
-  Shard shard;
-  std::vector<NodeId> old_of_new;
-
-  Fixture() {
-    std::string dir;
-    if (world.rank() == 0) {
-      dir = (fs::temp_directory_path() / ("shardgnn-mpi-" + std::to_string(::getpid()))).string();
-      fs::remove_all(dir);
-      fs::create_directories(dir);
-      save_dataset(read_dataset(test::sample("cora.npz"), {}), dir + "/cora");
-      Dataset d = load_dataset(dir + "/cora");
-      PartitionResult r;
-      r.config.parts = world.size();
-      r.config.method = world.size() == 1 ? PartitionMethod::kMetis : PartitionMethod::kRandom;  // random: many remote neighbours
-      r.config.seed = 3;
-      r.assignment = make_partitioner(r.config.method)->partition(d, r.config);
-      write_partitioned(d, dir + "/cora", r, compute_metrics(d, r.assignment, r.config.parts), dir + "/parts", false);
-    }
-    std::int64_t len = static_cast<std::int64_t>(dir.size());
-    world.broadcast(std::span<std::int64_t>(&len, 1), 0);
-    dir.resize(static_cast<std::size_t>(len));
-    world.broadcast(std::span<char>(dir.data(), dir.size()), 0);
-    root = dir;
-    ds = load_dataset(root + "/cora");
-    info = load_partition_info(root + "/parts");
-    shard = load_shard(info, world.rank());
-    old_of_new.resize(static_cast<std::size_t>(ds.num_nodes()));
-    for (PartId k = 0; k < info.book.parts(); ++k) {
-      Shard s = load_shard(info, k);
-      for (std::size_t i = 0; i < s.orig_ids.size(); ++i) old_of_new[info.book.begin(k) + static_cast<NodeId>(i)] = s.orig_ids[i];
-    }
-  }
-  ~Fixture() {
-    world.barrier();
-    if (world.rank() == 0) fs::remove_all(root);
-  }
-};
+using Fixture = test::CoraParts;
 
 bool has_edge(const Dataset& ds, NodeId u, NodeId v) {
   const auto nb = ds.graph.neighbors(u);

@@ -1,0 +1,66 @@
+// Cora partitioned into one part per MPI rank (random: many remote neighbours; one part on one
+// rank), written once by rank 0 into a folder every rank sees, then loaded by every rank: the
+// shared fixture of the MPI tests.
+#pragma once
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "datasets/readers.hpp"
+#include "partition/partitioner.hpp"
+#include "partition/shards.hpp"
+#include "test_paths.hpp"
+
+namespace shardgnn::test {
+
+struct CoraParts {
+  comm::Communicator world = comm::Communicator::world();
+  std::string root;
+  Dataset ds;
+  PartitionInfo info;
+  Shard shard;
+  std::vector<NodeId> old_of_new;  // global id -> Cora id
+
+  CoraParts() {
+    namespace fs = std::filesystem;
+    std::string dir;
+    if (world.rank() == 0) {
+      dir = (fs::temp_directory_path() / ("shardgnn-mpi-" + std::to_string(::getpid()))).string();
+      fs::remove_all(dir);
+      fs::create_directories(dir);
+      save_dataset(read_dataset(sample("cora.npz"), {}), dir + "/cora");
+      Dataset d = load_dataset(dir + "/cora");
+      PartitionResult r;
+      r.config.parts = world.size();
+      r.config.method = PartitionMethod::kRandom;
+      r.config.seed = 3;
+      r.assignment = make_partitioner(r.config.method)->partition(d, r.config);
+      write_partitioned(d, dir + "/cora", r, compute_metrics(d, r.assignment, r.config.parts), dir + "/parts", false);
+    }
+    std::int64_t len = static_cast<std::int64_t>(dir.size());
+    world.broadcast(std::span<std::int64_t>(&len, 1), 0);
+    dir.resize(static_cast<std::size_t>(len));
+    world.broadcast(std::span<char>(dir.data(), dir.size()), 0);
+    root = dir;
+    ds = load_dataset(root + "/cora");
+    info = load_partition_info(root + "/parts");
+    shard = load_shard(info, world.rank());
+    old_of_new.resize(static_cast<std::size_t>(ds.num_nodes()));
+    for (PartId k = 0; k < info.book.parts(); ++k) {
+      Shard s = load_shard(info, k);
+      for (std::size_t i = 0; i < s.orig_ids.size(); ++i) old_of_new[info.book.begin(k) + static_cast<NodeId>(i)] = s.orig_ids[i];
+    }
+  }
+  ~CoraParts() {
+    world.barrier();
+    if (world.rank() == 0) std::filesystem::remove_all(root);
+  }
+  CoraParts(const CoraParts&) = delete;
+  CoraParts& operator=(const CoraParts&) = delete;
+};
+
+}  // namespace shardgnn::test
