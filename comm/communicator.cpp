@@ -53,6 +53,11 @@ Environment::Environment(int& argc, char**& argv, bool threads) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 }
 
+bool thread_multiple() {
+  int level = MPI_THREAD_SINGLE;
+  return MPI_Query_thread(&level) == MPI_SUCCESS && level >= MPI_THREAD_MULTIPLE;
+}
+
 Environment::~Environment() {
   int finalized = 0;
   MPI_Finalized(&finalized);

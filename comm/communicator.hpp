@@ -65,6 +65,9 @@ class Environment {
   bool thread_multiple_ = false;
 };
 
+// True when MPI is initialised with MPI_THREAD_MULTIPLE (several threads may communicate at once).
+bool thread_multiple();
+
 template <class T>
 struct AlltoallvResult {
   std::vector<T> data;                 // everything received, grouped by source rank

@@ -140,6 +140,11 @@ NpyBuffer NpzArchive::read(const std::string& name) const {
     buf.bytes = raw;
     buf.base_offset = data_off;
   } else if (e.method == 8) {
+    // Deflate expands at most ~1032:1: a header claiming more is corrupt, and must not make us
+    // allocate (and zero) whatever it says.
+    if (e.uncompressed / 1032 > e.compressed + 64)
+      throw InputError(path, at_byte(e.local_offset), "corrupt zip archive: member '" + name + "' claims " + std::to_string(e.uncompressed) +
+                                                          " bytes from " + std::to_string(e.compressed) + " compressed");
     auto out = std::make_shared<std::vector<std::byte>>(e.uncompressed);
     z_stream zs{};
     if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) throw std::runtime_error("zlib inflateInit2 failed");

@@ -137,6 +137,8 @@ void set_labels(Dataset& ds, std::vector<std::int64_t> labels, const std::string
   std::int64_t max_label = -1;
   for (std::size_t i = 0; i < labels.size(); ++i) {
     if (labels[i] < -1) throw InputError(path, pos_prefix + std::to_string(first + i), "label " + std::to_string(labels[i]) + ", expected >= 0 or -1 for unlabelled");
+    // Labels size the model's output and the confusion matrices: a stray huge value is bad input.
+    if (labels[i] >= (std::int64_t{1} << 31)) throw InputError(path, pos_prefix + std::to_string(i), "label " + std::to_string(labels[i]) + ", expected a class index below 2^31");
     max_label = std::max(max_label, labels[i]);
   }
   ds.num_classes = max_label + 1;
@@ -176,8 +178,12 @@ Dataset read_npz_dataset(const std::string& path, const ReadOptions& options) {
     auto fval = npy_to_vector<float>(z.read("attr_data"), 1);
     check_npz_csr(path, "attr", fptr, fidx, n, shape[1]);
     if (fval.size() != fidx.size()) throw InputError(path, "member 'attr_data.npy'", "has " + std::to_string(fval.size()) + " values, expected " + std::to_string(fidx.size()) + " (as attr_indices)");
+    std::int64_t cells = 0;
+    // n x F dense floats: a crafted shape must not wrap the size (the writes below would overrun).
+    if (__builtin_mul_overflow(n, shape[1], &cells) || cells > (std::int64_t{1} << 40))
+      throw InputError(path, "member 'attr_shape.npy'", std::to_string(n) + " x " + std::to_string(shape[1]) + " features are too many to densify");
     ds.feature_dim = shape[1];
-    std::vector<float> dense(static_cast<std::size_t>(n * ds.feature_dim), 0.0f);
+    std::vector<float> dense(static_cast<std::size_t>(cells), 0.0f);
     for (std::int64_t u = 0; u < n; ++u)
       for (std::int64_t e = fptr[u]; e < fptr[u + 1]; ++e) {
         if (!std::isfinite(fval[e])) throw InputError(path, member_pos("attr_data", e), std::string(std::isnan(fval[e]) ? "NaN" : "infinite") + " feature value, expected a finite number");

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <filesystem>
 
@@ -129,21 +130,25 @@ void write_partitioned(const Dataset& ds, const std::string& dataset_dir, const 
     std::atomic<PartId> next{0};
     std::mutex error_mu;
     std::exception_ptr error;
+    // Nothing may escape a worker (an escaping exception ends the process, leaving the temporary
+    // folder behind): failures are kept and rethrown here, where write_dir_atomic cleans up.
     auto worker = [&] {
-      std::vector<PartId> stamp(static_cast<std::size_t>(ds.num_nodes()), -1);
-      for (PartId k; (k = next++) < K;) {
-        try {
-          part_json[static_cast<std::size_t>(k)] = write_part(tmp, k, stamp);
-        } catch (...) {
-          std::lock_guard lock(error_mu);
-          if (!error) error = std::current_exception();
-          next = K;
-        }
+      try {
+        std::vector<PartId> stamp(static_cast<std::size_t>(ds.num_nodes()), -1);
+        for (PartId k; (k = next++) < K;) part_json[static_cast<std::size_t>(k)] = write_part(tmp, k, stamp);
+      } catch (...) {
+        std::lock_guard lock(error_mu);
+        if (!error) error = std::current_exception();
+        next = K;
       }
     };
     const unsigned workers = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), static_cast<unsigned>(K)));
     std::vector<std::thread> pool;
-    for (unsigned w = 1; w < workers; ++w) pool.emplace_back(worker);
+    try {
+      for (unsigned w = 1; w < workers; ++w) pool.emplace_back(worker);
+    } catch (const std::system_error&) {
+      // No thread to spare: the workers already started and this thread share the parts.
+    }
     worker();
     for (auto& t : pool) t.join();
     if (error) std::rethrow_exception(error);

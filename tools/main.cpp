@@ -75,15 +75,20 @@ int main(int argc, char** argv) {
       if (module) break;
       tried += std::string(tried.empty() ? "" : "; ") + dlerror();
     }
-    if (!module) {
-      std::fprintf(stderr, "shardgnn train: error: rank %d/%d: cannot load the training module (%s); this build may lack libtorch (-DSHARDGNN_WITH_TORCH=ON)\n",
-                   world.rank(), world.size(), tried.c_str());
+    // Every rank must agree before any collective: a node without libtorch must not leave the
+    // others waiting in the trainer's first check.
+    try {
+      world.check_all(module != nullptr, "cannot load the training module (" + tried + "); this build may lack libtorch (-DSHARDGNN_WITH_TORCH=ON)");
+    } catch (const comm::CollectiveError& e) {
+      std::fprintf(stderr, "shardgnn train: error: rank %d/%d: %s\n", world.rank(), world.size(), e.what());
       return 1;
     }
     using Entry = int (*)(const std::vector<std::string>*, const comm::Communicator*);
     auto entry = reinterpret_cast<Entry>(dlsym(module, "shardgnn_train_entry"));
-    if (!entry) {
-      std::fprintf(stderr, "shardgnn train: error: rank %d/%d: the training module lacks its entry point\n", world.rank(), world.size());
+    try {
+      world.check_all(entry != nullptr, "the training module lacks its entry point shardgnn_train_entry");
+    } catch (const comm::CollectiveError& e) {
+      std::fprintf(stderr, "shardgnn train: error: rank %d/%d: %s\n", world.rank(), world.size(), e.what());
       return 1;
     }
     // Never dlclose: libtorch registers exit-time handlers that must find their code.

@@ -121,6 +121,9 @@ struct Trainer::State {
     // Over full neighbourhoods GCN can be exact: its src normalisation then needs each node's
     // degree in the whole graph, which a block (seeing only the batch's edges) does not know.
     scfg.with_degrees = cfg.model == ModelKind::kGcn && std::all_of(scfg.fanouts.begin(), scfg.fanouts.end(), [](int f) { return f < 0; });
+    // The prefetch thread communicates while this thread all-reduces: that needs an MPI that
+    // granted MPI_THREAD_MULTIPLE. Without it, sample on this thread (every rank sees the same).
+    if (!comm::thread_multiple()) scfg.prefetch = 0;
   }
 
   CheckpointIdentity identity() const {
