@@ -90,6 +90,12 @@ void write_file_atomic(const std::string& path, const std::function<void(std::FI
   fsync_dir(fs::absolute(path).parent_path().string());
 }
 
+void write_text_file_atomic(const std::string& path, const std::string& text) {
+  write_file_atomic(path, [&](std::FILE* f) {
+    if (std::fwrite(text.data(), 1, text.size(), f) != text.size()) throw InputError(path, "", "write failed (disk full?)");
+  });
+}
+
 void write_dir_atomic(const std::string& dir, bool replace, const std::function<void(const std::string&)>& fill) {
   fs::path target = fs::absolute(dir).lexically_normal();
   if (target.has_filename() == false) target = target.parent_path();

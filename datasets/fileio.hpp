@@ -23,6 +23,9 @@ MappedFile map_file(const std::string& path);
 // fsynced and renamed over `path`. On any exception the temporary file is removed.
 void write_file_atomic(const std::string& path, const std::function<void(std::FILE*)>& fill);
 
+// write_file_atomic for a text already in memory.
+void write_text_file_atomic(const std::string& path, const std::string& text);
+
 // Builds a folder atomically: `fill` populates a fresh temporary sibling folder, whose files are
 // fsynced before it is renamed to `dir`. If `dir` exists it must be empty, or `replace` must be
 // set (the old folder is then swapped out and removed only after the new one is in place).

@@ -52,12 +52,7 @@ std::string pretty_json(const boost::json::value& v) {
   return out;
 }
 
-void write_json_file(const std::string& path, const boost::json::value& v) {
-  const std::string text = pretty_json(v);
-  write_file_atomic(path, [&](std::FILE* f) {
-    if (std::fwrite(text.data(), 1, text.size(), f) != text.size()) throw InputError(path, "", "write failed (disk full?)");
-  });
-}
+void write_json_file(const std::string& path, const boost::json::value& v) { write_text_file_atomic(path, pretty_json(v)); }
 
 std::int64_t json_int(const boost::json::object& o, const char* key, const std::string& file) {
   auto* v = o.if_contains(key);

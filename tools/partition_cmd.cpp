@@ -69,10 +69,7 @@ int report(const std::vector<std::string>& args) {
   }
   std::cout << render_report_table(info);
   const std::string svg = vm.count("svg") ? vm["svg"].as<std::string>() : (fs::path(info.dir) / "report.svg").string();
-  const std::string text = render_report_svg(info);
-  write_file_atomic(svg, [&](std::FILE* f) {
-    if (std::fwrite(text.data(), 1, text.size(), f) != text.size()) throw InputError(svg, "", "write failed");
-  });
+  write_text_file_atomic(svg, render_report_svg(info));
   std::cout << "\nfigure: " << svg << "\n";
   return 0;
 }
