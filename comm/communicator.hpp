@@ -111,6 +111,16 @@ class Communicator {
     allgather_raw(&value, out.data(), sizeof(T));
     return out;
   }
+  // Every rank's `mine`, concatenated in rank order (counts per rank in the result). Built on
+  // alltoallv (each rank's block sent to all), so meant for small arrays (seed lists).
+  template <class T>
+  AlltoallvResult<T> allgatherv(std::span<const T> mine) const {
+    std::vector<T> send;
+    send.reserve(mine.size() * static_cast<std::size_t>(size_));
+    for (int r = 0; r < size_; ++r) send.insert(send.end(), mine.begin(), mine.end());
+    const std::vector<std::int64_t> counts(static_cast<std::size_t>(size_), static_cast<std::int64_t>(mine.size()));
+    return alltoallv<T>(send, counts);
+  }
   // Sends send[displ_r .. displ_r + send_counts[r]) to rank r (displacements are the prefix sums
   // of send_counts) and returns what every rank sent here, with its counts. Counts may exceed
   // 2^31 elements (MPI-4 large-count calls).

@@ -28,6 +28,8 @@ struct SamplerConfig {
   double cache_fraction = 0;  // alternatively: this fraction of the rows this rank does not own (0 = use cache_mb)
   int presample_batches = 64; // batches presampled by the kPresample policy
   bool with_degrees = false;  // also fetch every input node's full-graph degree (MiniBatch::degrees)
+  bool remote_seeds = false;  // seeds may be owned by other ranks (runtime rebalancing, class-balanced
+                              // seed sampling): their labels are fetched from the owners, collectively
 };
 
 // "15,10,5" -> {15, 10, 5}; -1 means all neighbours. Empty lists, 0, values below -1 and

@@ -95,14 +95,15 @@ void FeatureStore::fetch(std::span<const NodeId> nodes, std::vector<float>& out)
   counters_.remote_rows += static_cast<std::int64_t>(nodes.size()) - local_rows;
 }
 
-void FeatureStore::fetch_degrees(std::span<const NodeId> nodes, std::vector<std::int64_t>& out) {
+template <class Local>
+void FeatureStore::fetch_values(std::span<const NodeId> nodes, std::vector<std::int64_t>& out, Local local_value) {
   const PartitionBook& book = shard_.book;
   const NodeId first = book.begin(shard_.part), count = book.size(shard_.part);
   const int P = comm_.size();
   out.assign(nodes.size(), 0);
   std::vector<std::int64_t> per_owner(static_cast<std::size_t>(P), 0);
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (nodes[i] >= first && nodes[i] < first + count) out[i] = shard_.graph.degree(nodes[i] - first);
+    if (nodes[i] >= first && nodes[i] < first + count) out[i] = local_value(nodes[i] - first);
     else ++per_owner[book.owner(nodes[i])];
   }
   std::vector<std::int64_t> fill(static_cast<std::size_t>(P), 0);
@@ -116,10 +117,20 @@ void FeatureStore::fetch_degrees(std::span<const NodeId> nodes, std::vector<std:
       slot_of[at] = i;
     }
   auto asked = comm_.alltoallv<NodeId>(ask, per_owner);
-  std::vector<std::int64_t> degrees(asked.data.size());
-  for (std::size_t i = 0; i < degrees.size(); ++i) degrees[i] = shard_.graph.degree(asked.data[i] - first);
-  auto got = comm_.alltoallv_known<std::int64_t>(degrees, asked.counts, per_owner);
+  std::vector<std::int64_t> values(asked.data.size());
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = local_value(asked.data[i] - first);
+  auto got = comm_.alltoallv_known<std::int64_t>(values, asked.counts, per_owner);
   for (std::size_t k = 0; k < ask.size(); ++k) out[slot_of[k]] = got.data[k];
+  counters_.bytes_sent += static_cast<std::int64_t>((ask.size() + values.size()) * sizeof(std::int64_t));
+  counters_.bytes_received += static_cast<std::int64_t>((asked.data.size() + got.data.size()) * sizeof(std::int64_t));
+}
+
+void FeatureStore::fetch_degrees(std::span<const NodeId> nodes, std::vector<std::int64_t>& out) {
+  fetch_values(nodes, out, [&](NodeId local) { return shard_.graph.degree(local); });
+}
+
+void FeatureStore::fetch_labels(std::span<const NodeId> nodes, std::vector<std::int64_t>& out) {
+  fetch_values(nodes, out, [&](NodeId local) { return shard_.labels.empty() ? std::int64_t{-1} : shard_.labels[static_cast<std::size_t>(local)]; });
 }
 
 void FeatureStore::fill_cache(std::vector<NodeId> chosen) {

@@ -39,6 +39,9 @@ class FeatureStore {
   // Collective likewise: the full-graph degree of each of `nodes` (owned ones read here, the others
   // asked of their owners in one exchange).
   void fetch_degrees(std::span<const NodeId> nodes, std::vector<std::int64_t>& out);
+  // Collective likewise: the label of each of `nodes` (-1 when unlabelled), for seeds a rank
+  // trains but does not own (runtime rebalancing, class-balanced seed sampling).
+  void fetch_labels(std::span<const NodeId> nodes, std::vector<std::int64_t>& out);
 
   std::int64_t feature_dim() const noexcept { return dim_; }
   std::int64_t cached_rows() const noexcept { return static_cast<std::int64_t>(slot_.size()); }
@@ -56,6 +59,9 @@ class FeatureStore {
   // Collective: the rows of `remote` (global ids owned elsewhere) from their owners.
   std::vector<float> fetch_remote(std::span<const NodeId> remote);
   void fill_cache(std::vector<NodeId> chosen);
+  // Collective: one int64 per node, read locally by `local_value(local row)` or asked of the owner.
+  template <class Local>
+  void fetch_values(std::span<const NodeId> nodes, std::vector<std::int64_t>& out, Local local_value);
 
   const Shard& shard_;
   const comm::Communicator& comm_;

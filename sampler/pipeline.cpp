@@ -14,6 +14,10 @@ MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::span<
   mb.feature_dim = features.feature_dim();
   features.fetch(mb.input_nodes(), mb.features);
   if (sampler.config().with_degrees) features.fetch_degrees(mb.input_nodes(), mb.degrees);
+  if (sampler.config().remote_seeds) {
+    features.fetch_labels(seeds, mb.labels);
+    return mb;
+  }
   const Shard& shard = sampler.shard();
   const NodeId first = shard.book.begin(shard.part);
   mb.labels.resize(seeds.size(), -1);

@@ -96,17 +96,62 @@ DistSampler::DistSampler(const Shard& shard, const comm::Communicator& comm, Sam
 }
 
 std::int64_t DistSampler::steps_in_epoch(std::int64_t epoch) const {
-  const auto local = static_cast<std::int64_t>(epoch_batches(train_, config_.batch_size, config_.seed, epoch, comm_.rank()).size());
-  return comm_.allreduce<std::int64_t>(local, comm::Op::kMax);
+  const std::int64_t local = schedule_.epoch == epoch
+                                 ? schedule_.steps
+                                 : static_cast<std::int64_t>(epoch_batches(train_, config_.batch_size, config_.seed, epoch, comm_.rank()).size());
+  const auto steps = comm_.allreduce<std::int64_t>(local, comm::Op::kMax);
+  if (schedule_.epoch == epoch && steps != schedule_.steps)
+    throw std::logic_error("DistSampler: ranks installed schedules of different step counts for epoch " + std::to_string(epoch));
+  return steps;
 }
 
 std::vector<NodeId> DistSampler::seeds_for(std::int64_t epoch, std::int64_t step) const {
+  if (schedule_.epoch == epoch) {
+    const auto n = static_cast<std::int64_t>(schedule_.seeds.size());
+    const std::int64_t begin = std::min(n, step * schedule_.batch), end = std::min(n, begin + schedule_.batch);
+    return {schedule_.seeds.begin() + begin, schedule_.seeds.begin() + end};
+  }
   if (batches_epoch_ != epoch) {
     batches_ = epoch_batches(train_, config_.batch_size, config_.seed, epoch, comm_.rank());
     batches_epoch_ = epoch;
   }
-  if (batches_.empty()) return {};
-  return batches_[static_cast<std::size_t>(step) % batches_.size()];
+  if (step < 0 || static_cast<std::size_t>(step) >= batches_.size()) return {};
+  return batches_[static_cast<std::size_t>(step)];
+}
+
+std::vector<NodeId> DistSampler::shuffled_seeds(std::int64_t epoch) const {
+  std::vector<NodeId> order(train_);
+  Rng rng(derive_seed(derive_seed(config_.seed, static_cast<std::uint64_t>(epoch)), 0x5eed0000ULL + static_cast<std::uint64_t>(comm_.rank())));
+  seeded_shuffle(std::span<NodeId>(order), rng);
+  return order;
+}
+
+void DistSampler::set_schedule(std::int64_t epoch, std::vector<NodeId> seeds, std::int64_t batch, std::int64_t steps) {
+  if (batch < 0 || steps < 0 || (!seeds.empty() && batch * steps < static_cast<std::int64_t>(seeds.size())))
+    throw std::invalid_argument("DistSampler::set_schedule: " + std::to_string(seeds.size()) + " seeds do not fit " + std::to_string(steps) +
+                                " steps of " + std::to_string(batch));
+  schedule_ = Schedule{epoch, batch, steps, std::move(seeds)};
+}
+
+void DistSampler::apply_plan(std::int64_t epoch, const SeedPlan& plan) {
+  const int rank = comm_.rank(), P = comm_.size();
+  if (plan.load.size() != static_cast<std::size_t>(P)) throw std::invalid_argument("DistSampler::apply_plan: the plan is for another rank count");
+  std::vector<NodeId> own = shuffled_seeds(epoch);
+  std::vector<std::int64_t> send_counts(static_cast<std::size_t>(P), 0);
+  std::vector<NodeId> send;
+  for (const OutgoingRange& r : outgoing_ranges(plan, rank, static_cast<std::int64_t>(own.size()))) {
+    send_counts[static_cast<std::size_t>(r.to)] += r.end - r.begin;
+    send.insert(send.end(), own.begin() + r.begin, own.begin() + r.end);  // transfers are ordered by receiver
+  }
+  auto got = comm_.alltoallv<NodeId>(send, send_counts);
+  own.resize(static_cast<std::size_t>(std::min<std::int64_t>(plan.load[static_cast<std::size_t>(rank)], static_cast<std::int64_t>(own.size()))));
+  own.insert(own.end(), got.data.begin(), got.data.end());
+  if (static_cast<std::int64_t>(own.size()) != plan.load[static_cast<std::size_t>(rank)])
+    throw std::logic_error("DistSampler::apply_plan: received " + std::to_string(own.size()) + " seeds, the plan says " +
+                           std::to_string(plan.load[static_cast<std::size_t>(rank)]));
+  Rng rng(derive_seed(derive_seed(config_.seed, static_cast<std::uint64_t>(epoch)), 0x5eed8000ULL + static_cast<std::uint64_t>(rank)));
+  seeded_shuffle(std::span<NodeId>(own), rng);
+  set_schedule(epoch, std::move(own), plan.batch[static_cast<std::size_t>(rank)], plan.steps);
 }
 
 std::vector<std::vector<NodeId>> DistSampler::eval_batches(std::span<const NodeId> seeds) const {

@@ -13,6 +13,7 @@
 #include "partition/shards.hpp"
 #include "sampler/config.hpp"
 #include "sampler/minibatch.hpp"
+#include "sampler/rebalance.hpp"
 
 namespace shardgnn {
 
@@ -44,12 +45,26 @@ class DistSampler {
   // `comm` must outlive the sampler; its collectives are this sampler's alone (give it a dup()).
   DistSampler(const Shard& shard, const comm::Communicator& comm, SamplerConfig config);
 
-  // Collective. The number of steps every rank runs this epoch: the largest batch count over
-  // ranks, so uneven shards never leave a rank waiting in a collective another rank skips. A
-  // rank with fewer batches wraps around its shuffled seeds (each rank's steps stay full batches).
+  // Collective. The number of steps every rank runs this epoch. By default: the largest batch
+  // count over ranks, so uneven shards never leave a rank waiting in a collective another rank
+  // skips; a rank that runs out of seeds runs empty steps (every seed once per epoch, so the
+  // sample-weighted gradient stays unbiased). With a schedule installed for the epoch (below),
+  // its step count.
   std::int64_t steps_in_epoch(std::int64_t epoch) const;
-  // This rank's seeds at `step` of `epoch` (wrapping as described above; empty if it has none).
+  // This rank's seeds at `step` of `epoch` (empty once its seeds are used up).
   std::vector<NodeId> seeds_for(std::int64_t epoch, std::int64_t step) const;
+  // This rank's own training seeds in the epoch's shuffled order (keyed by seed, epoch, rank).
+  std::vector<NodeId> shuffled_seeds(std::int64_t epoch) const;
+
+  // Installs this rank's schedule for `epoch`: `seeds` (any global ids, owned here or not; the
+  // config's remote_seeds must then be on) cut in order into `steps` batches of `batch` seeds
+  // (the last ones may be short or empty). Not collective, but every rank must install one with
+  // the same `steps` (what plan_seeds guarantees). A later epoch's schedule replaces it.
+  void set_schedule(std::int64_t epoch, std::vector<NodeId> seeds, std::int64_t batch, std::int64_t steps);
+  // Collective: installs `plan` for `epoch`. Each donor keeps the first plan.load seeds of its
+  // shuffled list and sends the rest to its receivers (outgoing_ranges); every rank's schedule
+  // is its kept seeds plus those received, shuffled again.
+  void apply_plan(std::int64_t epoch, const SeedPlan& plan);
 
   // Collective. An evaluation schedule: `seeds` (global ids owned by this rank, e.g. the
   // validation set) cut in their given order into batches of config().batch_size, then padded
@@ -82,6 +97,10 @@ class DistSampler {
   std::uint32_t stamp_ = 0;
   mutable std::int64_t batches_epoch_ = INT64_MIN;  // none yet (-1 is a real epoch: presampling)
   mutable std::vector<std::vector<NodeId>> batches_;  // epoch_batches of batches_epoch_, computed on first use
+  struct Schedule {
+    std::int64_t epoch = INT64_MIN, batch = 0, steps = 0;
+    std::vector<NodeId> seeds;
+  } schedule_;  // an installed schedule (set_schedule / apply_plan)
 };
 
 // The serial reference: the same sampling on the unpartitioned dataset (ids are the dataset's),
