@@ -2,8 +2,12 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <thread>
 
 namespace shardgnn::comm {
 
@@ -41,7 +45,40 @@ MPI_Op mpi_op(Op op) {
   return MPI_SUM;
 }
 
+std::atomic<WaitMode> g_wait_mode{WaitMode::kSpin};
+
+// Completes a nonblocking collective without holding the core: a short spin (latency when the
+// others are ready), then MPI_Test between sleeps growing from 1 to 100 us (MPI progresses inside
+// MPI_Test, so the operation advances at each wake-up).
+void polite_wait(MPI_Request& req, const char* call) {
+  int done = 0;
+  for (int spin = 0; spin < 200; ++spin) {
+    check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), call);
+    if (done) return;
+  }
+  long ns = 1000;
+  while (true) {
+    timespec ts{0, ns};
+    nanosleep(&ts, nullptr);
+    check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), call);
+    if (done) return;
+    ns = ns < 100000 ? ns * 2 : 100000;
+  }
+}
+
+bool yielding() { return g_wait_mode.load(std::memory_order_relaxed) == WaitMode::kYield; }
+
 }  // namespace
+
+void set_wait_mode(WaitMode mode) { g_wait_mode.store(mode, std::memory_order_relaxed); }
+WaitMode wait_mode() { return g_wait_mode.load(std::memory_order_relaxed); }
+
+WaitMode parse_wait_mode(const std::string& name, int ranks_on_node, int cores) {
+  if (name == "spin") return WaitMode::kSpin;
+  if (name == "yield") return WaitMode::kYield;
+  if (name == "auto" || name.empty()) return ranks_on_node > cores ? WaitMode::kYield : WaitMode::kSpin;
+  throw std::invalid_argument("SHARDGNN_MPI_WAIT=" + name + ": expected spin, yield or auto");
+}
 
 MpiError::MpiError(const std::string& call, int code) : std::runtime_error(call + " failed: " + mpi_error_string(code)), code_(code) {}
 
@@ -51,6 +88,22 @@ Environment::Environment(int& argc, char**& argv, bool threads) {
   thread_multiple_ = provided >= MPI_THREAD_MULTIPLE;
   // Errors come back as codes (turned into MpiError) instead of killing the job unexplained.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  // How to wait in collectives: MPICH busy-polls, which is right when every rank has its core and
+  // ruinous when ranks share cores (a waiting rank steals the core of the rank it waits for).
+  MPI_Comm node = MPI_COMM_NULL;
+  int on_node = 1;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+    MPI_Comm_size(node, &on_node);
+    MPI_Comm_free(&node);
+  }
+  const char* env = std::getenv("SHARDGNN_MPI_WAIT");
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  try {
+    set_wait_mode(parse_wait_mode(env ? env : "auto", on_node, cores > 0 ? cores : 1));
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "warning: %s; using auto\n", e.what());
+    set_wait_mode(parse_wait_mode("auto", on_node, cores > 0 ? cores : 1));
+  }
 }
 
 bool thread_multiple() {
@@ -97,25 +150,47 @@ Communicator::Communicator(Communicator&&) noexcept = default;
 Communicator& Communicator::operator=(Communicator&&) noexcept = default;
 Communicator::~Communicator() = default;
 
-void Communicator::barrier() const { check(MPI_Barrier(handle_->comm), "MPI_Barrier"); }
+void Communicator::barrier() const {
+  if (!yielding()) return check(MPI_Barrier(handle_->comm), "MPI_Barrier");
+  MPI_Request req;
+  check(MPI_Ibarrier(handle_->comm, &req), "MPI_Ibarrier");
+  polite_wait(req, "MPI_Ibarrier");
+}
 
 void Communicator::allreduce_raw(void* data, std::int64_t count, Kind kind, Op op) const {
-  check(MPI_Allreduce_c(MPI_IN_PLACE, data, static_cast<MPI_Count>(count), datatype(kind), mpi_op(op), handle_->comm), "MPI_Allreduce");
+  if (!yielding())
+    return check(MPI_Allreduce_c(MPI_IN_PLACE, data, static_cast<MPI_Count>(count), datatype(kind), mpi_op(op), handle_->comm), "MPI_Allreduce");
+  MPI_Request req;
+  check(MPI_Iallreduce_c(MPI_IN_PLACE, data, static_cast<MPI_Count>(count), datatype(kind), mpi_op(op), handle_->comm, &req), "MPI_Iallreduce");
+  polite_wait(req, "MPI_Iallreduce");
 }
 
 void Communicator::broadcast_raw(void* data, std::int64_t bytes, int root) const {
-  check(MPI_Bcast_c(data, static_cast<MPI_Count>(bytes), MPI_BYTE, root, handle_->comm), "MPI_Bcast");
+  if (!yielding()) return check(MPI_Bcast_c(data, static_cast<MPI_Count>(bytes), MPI_BYTE, root, handle_->comm), "MPI_Bcast");
+  MPI_Request req;
+  check(MPI_Ibcast_c(data, static_cast<MPI_Count>(bytes), MPI_BYTE, root, handle_->comm, &req), "MPI_Ibcast");
+  polite_wait(req, "MPI_Ibcast");
 }
 
 void Communicator::allgather_raw(const void* in, void* out, std::size_t bytes) const {
-  check(MPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, handle_->comm), "MPI_Allgather");
+  if (!yielding())
+    return check(MPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, handle_->comm), "MPI_Allgather");
+  MPI_Request req;
+  check(MPI_Iallgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, handle_->comm, &req), "MPI_Iallgather");
+  polite_wait(req, "MPI_Iallgather");
 }
 
 std::vector<std::int64_t> Communicator::exchange_counts(std::span<const std::int64_t> send_counts) const {
   if (static_cast<int>(send_counts.size()) != size_)
     throw std::logic_error("alltoallv: " + std::to_string(send_counts.size()) + " send counts for " + std::to_string(size_) + " ranks");
   std::vector<std::int64_t> recv(static_cast<std::size_t>(size_));
-  check(MPI_Alltoall(send_counts.data(), 1, MPI_INT64_T, recv.data(), 1, MPI_INT64_T, handle_->comm), "MPI_Alltoall");
+  if (!yielding()) {
+    check(MPI_Alltoall(send_counts.data(), 1, MPI_INT64_T, recv.data(), 1, MPI_INT64_T, handle_->comm), "MPI_Alltoall");
+  } else {
+    MPI_Request req;
+    check(MPI_Ialltoall(send_counts.data(), 1, MPI_INT64_T, recv.data(), 1, MPI_INT64_T, handle_->comm, &req), "MPI_Ialltoall");
+    polite_wait(req, "MPI_Ialltoall");
+  }
   return recv;
 }
 
@@ -134,7 +209,10 @@ void Communicator::alltoallv_raw(const void* send, std::span<const std::int64_t>
     ro += rc[i];
   }
   std::vector<MPI_Aint> sda(sd.begin(), sd.end()), rda(rd.begin(), rd.end());
-  check(MPI_Alltoallv_c(send, sc.data(), sda.data(), MPI_BYTE, recv, rc.data(), rda.data(), MPI_BYTE, handle_->comm), "MPI_Alltoallv");
+  if (!yielding()) return check(MPI_Alltoallv_c(send, sc.data(), sda.data(), MPI_BYTE, recv, rc.data(), rda.data(), MPI_BYTE, handle_->comm), "MPI_Alltoallv");
+  MPI_Request req;
+  check(MPI_Ialltoallv_c(send, sc.data(), sda.data(), MPI_BYTE, recv, rc.data(), rda.data(), MPI_BYTE, handle_->comm, &req), "MPI_Ialltoallv");
+  polite_wait(req, "MPI_Ialltoallv");
 }
 
 void Communicator::check_all(bool ok, const std::string& message_if_not) const {

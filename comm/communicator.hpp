@@ -49,6 +49,17 @@ template <> constexpr Kind kind_of<std::uint8_t>() { return Kind::kByte; }
 
 enum class Op { kSum, kMax, kMin };
 
+// How a rank waits inside a collective. kSpin: MPI's own blocking calls, which busy-poll (lowest
+// latency when every rank has a core of its own). kYield: nonblocking collectives completed by
+// MPI_Test between short sleeps, so a waiting rank leaves its core to the ranks it waits for
+// (what an oversubscribed node needs). Environment picks it from SHARDGNN_MPI_WAIT=spin|yield|auto
+// (default auto: yield when the node's ranks outnumber its cores).
+enum class WaitMode { kSpin, kYield };
+void set_wait_mode(WaitMode mode);
+WaitMode wait_mode();
+// "spin", "yield" or "auto"/"" (decided from the node's rank and core counts); else invalid_argument.
+WaitMode parse_wait_mode(const std::string& name, int ranks_on_node, int cores);
+
 // MPI_Init_thread / MPI_Finalize for the process. Construct exactly one, first thing in main.
 // `threads`: true when several threads will call MPI at once (MPI_THREAD_MULTIPLE, e.g. the
 // prefetch pipeline beside the trainer's all-reduce); false asks only for MPI_THREAD_FUNNELED,

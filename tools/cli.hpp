@@ -32,6 +32,7 @@ int partition_main(const std::vector<std::string>& args);
 int bench_partition_main(const std::vector<std::string>& args);
 int bench_partition_one_main(const std::vector<std::string>& args);
 int bench_train_main(const std::vector<std::string>& args);
+int bench_balance_main(const std::vector<std::string>& args);
 int bench_sampler_main(const std::vector<std::string>& args, const comm::Communicator& world);
 int train_main(const std::vector<std::string>& args, const comm::Communicator& world);  // in the training module
 

@@ -26,6 +26,8 @@ constexpr const char* kUsage =
     "  bench data      benchmark edge-list parsing and dataset loading\n"
     "  bench partition benchmark partitioning methods (time, memory, cut, balance, entropy)\n"
     "  bench sampler   benchmark the distributed sampler and feature fetch (under mpiexec)\n"
+    "  bench train     benchmark data-parallel training (epoch time and split), beside DGL\n"
+    "  bench balance   benchmark rebalancing on heterogeneous shards and ranks\n"
     "  train           train a GNN (GraphSAGE, GCN, GAT) on a dataset or, under mpiexec, its shards\n"
     "  version         print the version\n"
     "\n"

@@ -100,6 +100,13 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
       ("force", "start over even though DIR/checkpoint.pt exists")
       ("weights", po::value<std::string>(), "write the best weights here (a tensor dict for Python's torch.load)")
       ("metrics", po::value<std::string>(), "write one JSON line per epoch here")
+      ("run-dir", po::value<std::string>(), "write the metrics to DIR/metrics.jsonl (read by `shardgnn report DIR`)")
+      ("rebalance", po::value<std::string>()->default_value("none"),
+       "between epochs, reassign training seeds across ranks: none, seeds (equal counts) or cost (by measured cost per seed)")
+      ("remote-seed-factor", po::value<double>()->default_value(1.2), "rebalancing: cost of a seed trained away from its owner, relative to an own seed")
+      ("seed-sampling", po::value<std::string>()->default_value("shard"),
+       "shard (each rank its own training nodes) or class-balanced (from all ranks', inversely to class frequency)")
+      ("simulate-slowdown", po::value<std::string>(), "RANK:FACTOR: that rank computes FACTOR times slower (heterogeneous hardware, for tests and benchmarks)")
       ("quiet,q", "no progress output");
   po::variables_map vm;
   std::string usage_error;
@@ -142,6 +149,17 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
     tc.overwrite = vm.count("force") > 0;
     if (vm.count("weights")) tc.weights_path = vm["weights"].as<std::string>();
     if (vm.count("metrics")) tc.metrics_path = vm["metrics"].as<std::string>();
+    if (vm.count("run-dir")) {
+      if (vm.count("metrics")) throw InputError("--run-dir and --metrics both name the metrics file: pass one");
+      tc.metrics_path = (fs::path(vm["run-dir"].as<std::string>()) / "metrics.jsonl").string();
+    }
+    tc.rebalance = parse_rebalance_policy(vm["rebalance"].as<std::string>());
+    tc.remote_seed_factor = vm["remote-seed-factor"].as<double>();
+    const std::string sampling = vm["seed-sampling"].as<std::string>();
+    if (sampling != "shard" && sampling != "class-balanced")
+      throw InputError("unknown --seed-sampling " + quote_token(sampling) + ", expected shard or class-balanced");
+    tc.class_balanced = sampling == "class-balanced";
+    if (vm.count("simulate-slowdown")) parse_slowdown(vm["simulate-slowdown"].as<std::string>(), tc.slow_rank, tc.slowdown);
     tc.progress = vm.count("quiet") == 0;
     validate(tc);
     sc.fanouts = parse_fanouts(vm["fanouts"].as<std::string>());

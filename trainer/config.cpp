@@ -1,5 +1,7 @@
 #include "trainer/config.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdio>
 #include <cmath>
@@ -90,6 +92,28 @@ void validate(const TrainConfig& c) {
   if (c.threads < 0) throw InputError("--threads must be >= 0");
   if (!valid_device(c.device)) throw InputError("unknown --device " + quote_token(c.device) + ", expected cpu, cuda or cuda:N");
   if (c.resume && c.checkpoint_dir.empty()) throw InputError("--resume needs --checkpoint-dir");
+  if (!(c.remote_seed_factor >= 1) || !std::isfinite(c.remote_seed_factor))
+    throw InputError("--remote-seed-factor must be >= 1, got " + num(c.remote_seed_factor));
+  if (!(c.slowdown >= 1) || !std::isfinite(c.slowdown)) throw InputError("--simulate-slowdown: the factor must be >= 1, got " + num(c.slowdown));
+}
+
+void parse_slowdown(const std::string& text, int& rank, double& factor) {
+  const auto colon = text.find(':');
+  const std::string what = "--simulate-slowdown " + quote_token(text) + ": expected RANK:FACTOR, e.g. 1:2 (rank 1 computes at half speed)";
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) throw InputError(what);
+  const std::string r = text.substr(0, colon), f = text.substr(colon + 1);
+  if (!std::all_of(r.begin(), r.end(), [](unsigned char ch) { return std::isdigit(ch); }) || r.size() > 9) throw InputError(what + " (bad rank)");
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(f, &used);
+  } catch (const std::exception&) {
+    throw InputError(what + " (bad factor)");
+  }
+  if (used != f.size()) throw InputError(what + " (bad factor)");
+  if (!(value >= 1) || !std::isfinite(value)) throw InputError("--simulate-slowdown " + quote_token(text) + ": the factor must be >= 1, got " + f);
+  rank = std::stoi(r);
+  factor = value;
 }
 
 double lr_at(const TrainConfig& c, int epoch) {

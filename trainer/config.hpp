@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "sampler/rebalance.hpp"
+
 namespace shardgnn {
 
 enum class ModelKind {
@@ -50,7 +52,18 @@ struct TrainConfig {
   std::string weights_path;    // best weights as a Python-readable tensor dict ("" = DIR/weights.pt if DIR)
   std::string metrics_path;    // JSON lines, one per epoch ("" = none)
   bool progress = true;        // rank 0 prints progress
+  // Load balance (see sampler/rebalance.hpp). Between epochs the policy turns each rank's
+  // measured cost per seed (busy time / seeds, smoothed) into a new share of the training seeds.
+  RebalancePolicy rebalance = RebalancePolicy::kNone;
+  double remote_seed_factor = 1.2;  // cost of a received seed relative to an own one (its first hop and features are remote)
+  bool class_balanced = false;      // draw seeds from all ranks' training nodes, inversely to class frequency
+  int slow_rank = -1;               // --simulate-slowdown RANK:FACTOR: this rank's compute takes FACTOR times as long
+  double slowdown = 1.0;
 };
+
+// "RANK:FACTOR" -> (rank, factor). The rank must be >= 0 (checked against the job size by the
+// trainer) and the factor >= 1 (it slows a rank down); anything else is an InputError.
+void parse_slowdown(const std::string& text, int& rank, double& factor);
 
 // Names <-> enums. Unknown names are InputErrors listing the valid ones.
 ModelKind parse_model(const std::string& name);

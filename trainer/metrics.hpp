@@ -42,6 +42,21 @@ class Confusion {
   std::vector<std::int64_t> counts_;
 };
 
+// One rank's share of an epoch's training (evaluation excluded): what the rebalancer measures.
+struct RankEpoch {
+  int rank = 0;
+  std::int64_t seeds = 0, steps = 0, sampled_edges = 0;
+  std::int64_t remote_sampled_rows = 0;  // frontier nodes sampled for us by their owners
+  std::int64_t remote_rows = 0, cache_hits = 0;  // input feature rows owned elsewhere, and those the cache served
+  double bytes_sent = 0, bytes_received = 0;
+  double sample_s = 0, fetch_s = 0;  // the producer's work (the prefetch thread's, when there is one)
+  double batch_wait_s = 0;           // the training loop waiting for its next batch
+  double compute_s = 0;              // forward, backward, optimiser (and a simulated slowdown)
+  double allreduce_s = 0;            // in the gradient all-reduce: mostly waiting for slower ranks
+  double busy_s = 0;                 // batch_wait + compute: this rank's own critical path
+  double slowdown = 1;               // --simulate-slowdown factor on this rank
+};
+
 struct EpochRecord {
   int epoch = 0;
   double lr = 0;
@@ -53,6 +68,12 @@ struct EpochRecord {
   double sample_wait_s = 0, compute_s = 0, allreduce_s = 0, eval_s = 0;  // mean over ranks
   double bytes_sent = 0, bytes_received = 0;  // sampler + feature exchanges, all ranks
   std::int64_t steps = 0;
+  double train_s = 0;       // wall time of the training steps (no evaluation), slowest rank
+  std::vector<RankEpoch> ranks;  // every rank, in rank order
+  double imbalance = 0;     // max over ranks of busy_s / mean busy_s (1 = perfectly balanced)
+  std::string rebalance;    // the policy that assigned this epoch's seeds ("" = none)
+  std::vector<std::int64_t> plan_load;  // seeds each rank was assigned
+  std::int64_t moved = 0;   // seeds trained by a rank other than their owner
 };
 
 // One JSON object per line, flushed after each epoch (a crash loses at most the epoch in flight).

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <numeric>
 #include <optional>
 #include <thread>
 
@@ -16,6 +17,7 @@
 #include "datasets/random.hpp"
 #include "sampler/feature_store.hpp"
 #include "sampler/pipeline.hpp"
+#include "sampler/rebalance.hpp"
 #include "sampler/sampler.hpp"
 #include "trainer/checkpoint.hpp"
 #include "trainer/data_parallel.hpp"
@@ -115,6 +117,12 @@ struct Trainer::State {
   std::unique_ptr<DistSampler> sampler;
   std::unique_ptr<FeatureStore> features;
   TrainState state;
+  // Load balance: every rank's own training-seed count, the smoothed measured cost per seed of
+  // every rank (the same on all ranks: computed from allgathered records), and the global
+  // training set by class when seeds are drawn class-balanced.
+  std::vector<std::int64_t> own_seeds;
+  std::vector<double> cost_per_seed;
+  std::unique_ptr<ClassBalancedPool> pool;
 
   State(const Shard& s, std::string ds, const comm::Communicator& world, TrainConfig c, SamplerConfig sc)
       : shard(s), dataset(std::move(ds)), cfg(std::move(c)), scfg(std::move(sc)), comm(world.dup()), sampler_comm(world.dup()) {
@@ -124,6 +132,51 @@ struct Trainer::State {
     // The prefetch thread communicates while this thread all-reduces: that needs an MPI that
     // granted MPI_THREAD_MULTIPLE. Without it, sample on this thread (every rank sees the same).
     if (!comm::thread_multiple()) scfg.prefetch = 0;
+    // Rebalanced or class-balanced seeds may belong to other ranks: their labels come from owners.
+    scfg.remote_seeds = cfg.rebalance != RebalancePolicy::kNone || cfg.class_balanced;
+  }
+
+  // Collective: installs this epoch's seeds when a policy assigns them; returns the plan's
+  // record fields (policy "" when every rank simply trains its own seeds).
+  void assign_seeds(int epoch, EpochRecord& r) {
+    if (cfg.rebalance == RebalancePolicy::kNone && !cfg.class_balanced) return;
+    const int P = comm.size(), rank = comm.rank();
+    std::vector<std::int64_t> own = own_seeds;
+    if (cfg.class_balanced) {  // draws, not moves: every rank's share starts even
+      const std::int64_t total = std::accumulate(own.begin(), own.end(), std::int64_t{0});
+      for (int k = 0; k < P; ++k) own[static_cast<std::size_t>(k)] = total / P + (k < total % P ? 1 : 0);
+    }
+    const SeedPlan plan = plan_seeds(cfg.rebalance, own, cost_per_seed, cfg.remote_seed_factor, scfg.batch_size);
+    if (cfg.class_balanced) {
+      sampler->set_schedule(epoch, pool->draw(plan.load[static_cast<std::size_t>(rank)], cfg.seed, epoch, rank), plan.batch[static_cast<std::size_t>(rank)],
+                            plan.steps);
+      r.rebalance = rebalance_policy_name(cfg.rebalance) + "+class-balanced";
+      r.moved = 0;
+    } else {
+      sampler->apply_plan(epoch, plan);
+      r.rebalance = rebalance_policy_name(cfg.rebalance);
+      r.moved = plan.moved();
+    }
+    r.plan_load = plan.load;
+  }
+
+  // Smoothed cost per seed from the epoch's per-rank records (identical on every rank). A rank
+  // that trained nothing keeps its previous estimate. Quantised to 1/20 of the fastest rank's
+  // cost, so that timing noise alone does not reshuffle seeds every epoch.
+  void update_costs(const std::vector<RankEpoch>& ranks) {
+    const std::size_t P = ranks.size();
+    if (cost_per_seed.size() != P) cost_per_seed.assign(P, 0.0);
+    std::vector<double> raw(P, 0.0);
+    for (std::size_t k = 0; k < P; ++k) {
+      if (ranks[k].seeds <= 0 || !(ranks[k].busy_s > 0)) continue;
+      const double c = ranks[k].busy_s / static_cast<double>(ranks[k].seeds);
+      raw[k] = cost_per_seed[k] > 0 ? 0.5 * cost_per_seed[k] + 0.5 * c : c;
+    }
+    double fastest = 0;
+    for (double c : raw)
+      if (c > 0 && (fastest == 0 || c < fastest)) fastest = c;
+    for (std::size_t k = 0; k < P; ++k)
+      if (raw[k] > 0) cost_per_seed[k] = fastest * std::max(1.0, std::round(raw[k] / fastest * 20.0) / 20.0);
   }
 
   CheckpointIdentity identity() const {
@@ -151,6 +204,10 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     validate(s.scfg);
     if (shard.num_classes < 1) throw InputError("dataset '" + dataset + "' has no labels: nothing to train on");
     s.device = resolve_device(s.cfg.device);
+    if (s.cfg.slow_rank >= s.comm.size())
+      throw InputError("--simulate-slowdown " + std::to_string(s.cfg.slow_rank) + ":" + std::to_string(s.cfg.slowdown) + ": there is no rank " +
+                       std::to_string(s.cfg.slow_rank) + " (the job has " + std::to_string(s.comm.size()) + " rank" + (s.comm.size() == 1 ? "" : "s") +
+                       ", 0 to " + std::to_string(s.comm.size() - 1) + ")");
     if (!s.cfg.checkpoint_dir.empty()) {
       s.checkpoint_path = (fs::path(s.cfg.checkpoint_dir) / "checkpoint.pt").string();
       if (fs::exists(s.checkpoint_path) && !s.cfg.resume && !s.cfg.overwrite)
@@ -182,6 +239,16 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
   s.allreducer = std::make_unique<GradientAllreducer>(*s.model, s.comm);
   if (s.resume_from_file) checked(s.comm, [&] { load_checkpoint(s.checkpoint_path, s.identity(), *s.model, *s.optimizer, s.state, s.device); });
 
+  s.own_seeds = s.comm.allgather(static_cast<std::int64_t>(shard.train_idx.size()));
+  if (s.cfg.class_balanced) {
+    const NodeId first = shard.book.begin(shard.part);
+    std::vector<std::int64_t> labels(shard.train_idx.size(), -1);
+    if (!shard.labels.empty())
+      for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = shard.labels[static_cast<std::size_t>(shard.train_idx[i] - first)];
+    const auto ids = s.comm.allgatherv<NodeId>(std::span<const NodeId>(shard.train_idx.data(), shard.train_idx.size()));
+    const auto all_labels = s.comm.allgatherv<std::int64_t>(labels);
+    s.pool = std::make_unique<ClassBalancedPool>(ids.data, all_labels.data);
+  }
   s.sampler = std::make_unique<DistSampler>(shard, s.sampler_comm, s.scfg);
   s.features = std::make_unique<FeatureStore>(shard, s.sampler_comm);
   s.features->build_cache(s.scfg, s.sampler.get());
@@ -212,6 +279,7 @@ TrainResult Trainer::fit() {
     progress.message("resuming " + s.checkpoint_path + " at epoch " + std::to_string(s.state.next_epoch + 1) + " of " + std::to_string(c.epochs));
   std::optional<MetricsLog> log;
   checked(s.comm, [&] {
+    if (rank == 0 && !c.metrics_path.empty() && fs::path(c.metrics_path).has_parent_path()) fs::create_directories(fs::path(c.metrics_path).parent_path());
     if (rank == 0) log.emplace(c.metrics_path, s.resume_from_file);
     if (!c.checkpoint_dir.empty() && rank == 0) fs::create_directories(c.checkpoint_dir);
   });
@@ -229,10 +297,14 @@ TrainResult Trainer::fit() {
     for (auto& group : s.optimizer->param_groups()) group.options().set_lr(lr);
     s.model->train();
 
+    EpochRecord r;
+    s.assign_seeds(epoch, r);
     const SamplerCounters sc0 = s.sampler->counters();
     const FeatureCounters fc0 = s.features->counters();
     const double ar0 = s.allreducer->seconds();
+    const bool slowed = rank == c.slow_rank && c.slowdown > 1;
     double wait_s = 0, compute_s = 0, loss_sum = 0, correct = 0, examples = 0;
+    std::int64_t seeds_done = 0;
     const std::int64_t steps = s.sampler->steps_in_epoch(epoch);
     progress.start_epoch(epoch, c.epochs, steps);
     {
@@ -245,6 +317,7 @@ TrainResult Trainer::fit() {
         s.optimizer->zero_grad();
         double labelled = 0;
         std::vector<double> extras{0, 0};  // loss sum, correct predictions
+        seeds_done += static_cast<std::int64_t>(mb->seeds().size());
         if (!mb->seeds().empty()) {
           const BatchTensors t = to_tensors(*mb, s.device);
           const torch::Tensor logits = s.model->forward(t.blocks, t.x);
@@ -255,11 +328,18 @@ TrainResult Trainer::fit() {
           extras[0] = loss.item<double>();
           extras[1] = static_cast<double>(logits.argmax(1).eq(t.y).logical_and(mask).sum().item<std::int64_t>());
         }
-        compute_s += since(t0);
+        double step_compute = since(t0);
         const double total = s.allreducer->average(labelled, extras);
         t0 = Clock::now();
         if (total > 0) s.optimizer->step();
-        compute_s += since(t0);
+        step_compute += since(t0);
+        // Slower hardware, simulated: the rank is busy (factor - 1) times longer. Sleeping
+        // leaves the core to others, as a slower device would.
+        if (slowed && step_compute > 0) {
+          std::this_thread::sleep_for(std::chrono::duration<double>(step_compute * (c.slowdown - 1)));
+          step_compute *= c.slowdown;
+        }
+        compute_s += step_compute;
         loss_sum += extras[0];
         correct += extras[1];
         examples += total;
@@ -267,7 +347,7 @@ TrainResult Trainer::fit() {
       }
     }
 
-    EpochRecord r;
+    const double train_wall = since(t_epoch);
     r.epoch = epoch;
     r.lr = lr;
     r.steps = steps;
@@ -301,6 +381,34 @@ TrainResult Trainer::fit() {
                              static_cast<double>(sc.bytes_sent - sc0.bytes_sent + fc.bytes_sent - fc0.bytes_sent),
                              static_cast<double>(sc.bytes_received - sc0.bytes_received + fc.bytes_received - fc0.bytes_received)};
     s.comm.allreduce_inplace(std::span<double>(sums), comm::Op::kSum);
+    {
+      RankEpoch me;
+      me.rank = rank;
+      me.seeds = seeds_done;
+      me.steps = steps;
+      me.sampled_edges = sc.sampled_edges - sc0.sampled_edges;
+      me.remote_sampled_rows = sc.remote_rows_sampled - sc0.remote_rows_sampled;
+      me.remote_rows = fc.remote_rows - fc0.remote_rows;
+      me.cache_hits = fc.cache_hits - fc0.cache_hits;
+      me.bytes_sent = static_cast<double>(sc.bytes_sent - sc0.bytes_sent + fc.bytes_sent - fc0.bytes_sent);
+      me.bytes_received = static_cast<double>(sc.bytes_received - sc0.bytes_received + fc.bytes_received - fc0.bytes_received);
+      me.sample_s = (sc.sample_s - sc0.sample_s) + (sc.exchange_s - sc0.exchange_s);
+      me.fetch_s = (fc.local_gather_s - fc0.local_gather_s) + (fc.cache_s - fc0.cache_s) + (fc.remote_s - fc0.remote_s);
+      me.batch_wait_s = wait_s;
+      me.compute_s = compute_s;
+      me.allreduce_s = s.allreducer->seconds() - ar0;
+      me.busy_s = wait_s + compute_s;
+      me.slowdown = slowed ? c.slowdown : 1.0;
+      r.ranks = s.comm.allgather(me);
+      double mx = 0, mean = 0;
+      for (const RankEpoch& k : r.ranks) {
+        mx = std::max(mx, k.busy_s);
+        mean += k.busy_s / static_cast<double>(r.ranks.size());
+      }
+      r.imbalance = mean > 0 ? mx / mean : 1.0;
+      s.update_costs(r.ranks);
+    }
+    r.train_s = s.comm.allreduce(train_wall, comm::Op::kMax);
     const double P = s.comm.size();
     r.sample_wait_s = sums[0] / P;
     r.compute_s = sums[1] / P;

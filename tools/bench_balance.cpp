@@ -1,0 +1,257 @@
+// `shardgnn bench balance`: the rebalancer's acceptance benchmark. Three heterogeneous set-ups on
+// a generated block-model graph, each trained without and with rebalancing, every run a separate
+// `mpiexec -n P shardgnn train` reading its per-rank metrics file:
+//   (a) a random partition where one shard holds half the training nodes (policy none vs cost);
+//   (b) a METIS partition with one rank's compute slowed 2x (--simulate-slowdown; none vs cost);
+//   (c) a label-skewed partition (each shard holds a few classes; shard seeds vs class-balanced
+//       seed sampling), with the test accuracy of single-process training beside it.
+// Reported per run: the training time per epoch (evaluation excluded) over the epochs after the
+// first (the first is the rebalancer's measurement), the slowest rank's busy time over the mean
+// (busy = batch wait + compute, i.e. everything but the gradient all-reduce), seeds per rank, and
+// the test accuracy of the best-validation model.
+#include <boost/json.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "datasets/error.hpp"
+#include "datasets/generators.hpp"
+#include "datasets/json_util.hpp"
+#include "datasets/random.hpp"
+#include "partition/partitioner.hpp"
+#include "partition/shards.hpp"
+#include "tools/cli.hpp"
+#include "tools/process.hpp"
+
+namespace fs = std::filesystem;
+
+namespace shardgnn::cli {
+
+namespace {
+
+struct RunResult {
+  std::string scenario, variant;
+  bool ok = false;
+  std::string note;
+  double epoch_s = 0;      // mean training time per epoch over epochs 2..E
+  double imbalance = 0;    // mean over those epochs of max busy / mean busy
+  double step_max_s = 0, step_mean_s = 0;  // busy time per step: slowest rank, mean over ranks (same epochs)
+  std::vector<std::int64_t> seeds;  // per rank, last epoch
+  std::int64_t moved = 0;
+  double test_acc = -1;
+};
+
+// Reads a run's metrics file (and the test accuracy from its stdout).
+void read_run(const std::string& metrics, const std::string& out, RunResult& r) {
+  std::ifstream in(metrics);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    const auto v = boost::json::parse(line).as_object();
+    const auto& ranks = v.at("ranks").as_array();
+    r.seeds.clear();
+    double mx = 0, mean = 0;
+    const auto steps = static_cast<double>(std::max<std::int64_t>(1, v.at("steps").to_number<std::int64_t>()));
+    for (const auto& k : ranks) {
+      const auto& o = k.as_object();
+      r.seeds.push_back(o.at("seeds").to_number<std::int64_t>());
+      const double busy = o.at("busy_s").to_number<double>();
+      mx = std::max(mx, busy);
+      mean += busy / static_cast<double>(ranks.size());
+    }
+    r.moved = 0;
+    if (auto* rb = v.if_contains("rebalance")) r.moved = rb->as_object().at("moved").to_number<std::int64_t>();
+    if (v.at("epoch").to_number<std::int64_t>() == 0) continue;  // the rebalancer's measurement epoch
+    r.epoch_s += v.at("train_s").to_number<double>();
+    r.imbalance += v.at("imbalance").to_number<double>();
+    r.step_max_s += mx / steps;
+    r.step_mean_s += mean / steps;
+    ++n;
+  }
+  if (n == 0) throw std::runtime_error(metrics + ": no epoch after the first");
+  r.epoch_s /= n;
+  r.imbalance /= n;
+  r.step_max_s /= n;
+  r.step_mean_s /= n;
+  const auto at = out.rfind("test accuracy ");
+  if (at != std::string::npos) r.test_acc = std::stod(out.substr(at + 14));
+  r.ok = true;
+}
+
+void write_parts(const Dataset& ds, const std::string& data_dir, PartitionResult r, const std::string& out) {
+  if (fs::exists(fs::path(out) / "partition.json")) return;
+  write_partitioned(ds, data_dir, r, compute_metrics(ds, r.assignment, r.config.parts), out, true);
+}
+
+}  // namespace
+
+int bench_balance_main(const std::vector<std::string>& args) {
+  g_command = "shardgnn bench balance";
+  po::options_description o("options");
+  o.add_options()
+      ("ranks", po::value<int>()->default_value(4), "MPI ranks (parts)")
+      ("nodes", po::value<std::int64_t>()->default_value(40000), "block-model nodes")
+      ("avg-degree", po::value<double>()->default_value(20), "expected undirected degree")
+      ("feature-dim", po::value<int>()->default_value(64), "features")
+      ("classes", po::value<int>()->default_value(10), "classes")
+      ("separation", po::value<double>()->default_value(0.1), "class separation of the features (lower: harder)")
+      ("homophily", po::value<double>()->default_value(0.4), "expected fraction of edges inside a class (lower: harder)")
+      ("fanouts", po::value<std::string>()->default_value("10,5"), "from the seeds outward")
+      ("batch", po::value<int>()->default_value(256), "seeds per batch per rank")
+      ("hidden", po::value<int>()->default_value(128), "hidden width")
+      ("epochs", po::value<int>()->default_value(4), "epochs of the timing runs (a) and (b); the first is not counted")
+      ("accuracy-epochs", po::value<int>()->default_value(10), "epochs of the accuracy runs (c)")
+      ("slowdown", po::value<double>()->default_value(2.0), "(b): the slowed rank's factor")
+      ("scenarios", po::value<std::string>()->default_value("a,b,c"), "which of a, b, c to run")
+      ("seed", po::value<std::uint64_t>()->default_value(0), "training seed")
+      ("workdir", po::value<std::string>()->default_value((fs::temp_directory_path() / "shardgnn-bench-balance").string()), "scratch folder (graphs and partitions are reused)")
+      ("json", po::value<std::string>(), "also write the results as JSON here");
+  po::variables_map vm;
+  if (!parse(args, "shardgnn bench balance [options]", o, {}, vm)) return 0;
+  const int P = vm["ranks"].as<int>();
+  if (P < 2) throw UsageError("--ranks must be at least 2 (balance is between ranks)");
+  const std::string scenarios = vm["scenarios"].as<std::string>();
+  for (char ch : scenarios)
+    if (ch != 'a' && ch != 'b' && ch != 'c' && ch != ',') throw UsageError("--scenarios lists a, b and c, got '" + scenarios + "'");
+  const fs::path work = vm["workdir"].as<std::string>();
+  fs::create_directories(work);
+
+  SbmOptions sbm;
+  sbm.num_nodes = vm["nodes"].as<std::int64_t>();
+  sbm.avg_degree = vm["avg-degree"].as<double>();
+  sbm.feature_dim = vm["feature-dim"].as<int>();
+  sbm.num_classes = vm["classes"].as<int>();
+  sbm.class_separation = vm["separation"].as<double>();
+  sbm.homophily = vm["homophily"].as<double>();
+  sbm.train_fraction = 0.5;
+  sbm.val_fraction = 0.1;
+  const std::string tag = "sbm-" + std::to_string(sbm.num_nodes) + "-" + std::to_string(static_cast<int>(sbm.avg_degree)) + "-" +
+                          std::to_string(sbm.feature_dim) + "-" + std::to_string(sbm.num_classes) + "-" +
+                          std::to_string(static_cast<int>(sbm.class_separation * 1000)) + "-" + std::to_string(static_cast<int>(sbm.homophily * 1000));
+  const std::string data_dir = (work / tag).string();
+  if (!fs::exists(fs::path(data_dir) / "meta.json")) {
+    std::fprintf(stderr, "generating %s ...\n", tag.c_str());
+    save_dataset(generate_sbm(sbm), data_dir, true);
+  }
+  const Dataset ds = load_dataset(data_dir);
+  std::fprintf(stderr, "dataset %s: %lld nodes, %lld directed edges, %zu training nodes, %d ranks\n", tag.c_str(), static_cast<long long>(ds.num_nodes()),
+               static_cast<long long>(ds.graph.num_edges()), ds.train_idx.size(), P);
+
+  // (a) random, with one shard holding half the training nodes.
+  const std::string parts_a = (work / (tag + "-a-" + std::to_string(P))).string();
+  {
+    PartitionResult r;
+    r.config.parts = P;
+    r.config.method = PartitionMethod::kRandom;
+    r.assignment.assign(static_cast<std::size_t>(ds.num_nodes()), 0);
+    Rng rng(derive_seed(7, 0xa));
+    std::vector<char> train(static_cast<std::size_t>(ds.num_nodes()), 0);
+    for (NodeId v : ds.train_idx) train[static_cast<std::size_t>(v)] = 1;
+    for (NodeId v = 0; v < ds.num_nodes(); ++v) {
+      const std::uint64_t x = rng();
+      if (train[static_cast<std::size_t>(v)]) r.assignment[static_cast<std::size_t>(v)] = (x & 1) ? 0 : static_cast<PartId>(1 + (x >> 1) % (P - 1));
+      else r.assignment[static_cast<std::size_t>(v)] = static_cast<PartId>(x % static_cast<std::uint64_t>(P));
+    }
+    if (scenarios.find('a') != std::string::npos) write_parts(ds, data_dir, r, parts_a);
+  }
+  // (b) METIS, balanced nodes and training nodes.
+  const std::string parts_b = (work / (tag + "-b-" + std::to_string(P))).string();
+  if (scenarios.find('b') != std::string::npos && !fs::exists(fs::path(parts_b) / "partition.json")) {
+    PartitionResult r;
+    r.config.parts = P;
+    r.config.balance = {BalanceKey::kNodes, BalanceKey::kTrain};
+    r.assignment = make_partitioner(r.config.method)->partition(ds, r.config);
+    write_parts(ds, data_dir, r, parts_b);
+  }
+  // (c) label-skewed: class c lives on rank c mod P (shards hold different classes and counts).
+  const std::string parts_c = (work / (tag + "-c-" + std::to_string(P))).string();
+  if (scenarios.find('c') != std::string::npos) {
+    PartitionResult r;
+    r.config.parts = P;
+    r.config.method = PartitionMethod::kRandom;  // recorded as such; the assignment is by label
+    r.assignment.resize(static_cast<std::size_t>(ds.num_nodes()));
+    for (NodeId v = 0; v < ds.num_nodes(); ++v) r.assignment[static_cast<std::size_t>(v)] = static_cast<PartId>(ds.labels[static_cast<std::size_t>(v)] % P);
+    write_parts(ds, data_dir, r, parts_c);
+  }
+
+  const std::string exe = self_exe();
+  auto train = [&](const std::string& scenario, const std::string& variant, const std::string& dir, int ranks, int batch, int epochs,
+                   std::vector<std::string> extra) {
+    RunResult res;
+    res.scenario = scenario;
+    res.variant = variant;
+    const std::string run_dir = (work / ("run-" + scenario + "-" + variant)).string();
+    fs::remove_all(run_dir);
+    std::vector<std::string> argv = {"mpiexec", "-n", std::to_string(ranks), exe, "train", dir, "--model", "sage", "--fanouts", vm["fanouts"].as<std::string>(),
+                                     "--batch", std::to_string(batch), "--hidden", std::to_string(vm["hidden"].as<int>()), "--epochs",
+                                     std::to_string(epochs), "--no-full-eval", "--seed", std::to_string(vm["seed"].as<std::uint64_t>()), "--run-dir",
+                                     run_dir, "--quiet"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    std::fprintf(stderr, "(%s) %s ...\n", scenario.c_str(), variant.c_str());
+    const ProcessResult pr = run_process(argv);
+    try {
+      if (pr.status != 0) throw std::runtime_error("exit " + std::to_string(pr.status));
+      read_run(run_dir + "/metrics.jsonl", pr.out, res);
+    } catch (const std::exception& e) {
+      res.note = std::string("failed: ") + e.what();
+    }
+    return res;
+  };
+  const int B = vm["batch"].as<int>(), E = vm["epochs"].as<int>(), EA = vm["accuracy-epochs"].as<int>();
+  const std::string eval_tail = std::to_string(E);
+  std::vector<RunResult> rows;
+  std::vector<std::pair<std::size_t, std::size_t>> pairs;  // (without, with)
+  if (scenarios.find('a') != std::string::npos) {
+    rows.push_back(train("a", "none", parts_a, P, B, E, {"--eval-every", eval_tail}));
+    rows.push_back(train("a", "cost", parts_a, P, B, E, {"--eval-every", eval_tail, "--rebalance", "cost"}));
+    pairs.emplace_back(rows.size() - 2, rows.size() - 1);
+  }
+  if (scenarios.find('b') != std::string::npos) {
+    char slow[64];
+    std::snprintf(slow, sizeof slow, "1:%g", vm["slowdown"].as<double>());
+    rows.push_back(train("b", "none", parts_b, P, B, E, {"--eval-every", eval_tail, "--simulate-slowdown", slow}));
+    rows.push_back(train("b", "cost", parts_b, P, B, E, {"--eval-every", eval_tail, "--simulate-slowdown", slow, "--rebalance", "cost"}));
+    pairs.emplace_back(rows.size() - 2, rows.size() - 1);
+  }
+  if (scenarios.find('c') != std::string::npos) {
+    rows.push_back(train("c", "single-process", data_dir, 1, B * P, EA, {}));
+    rows.push_back(train("c", "none", parts_c, P, B, EA, {}));
+    rows.push_back(train("c", "class-balanced", parts_c, P, B, EA, {"--seed-sampling", "class-balanced", "--rebalance", "cost"}));
+    pairs.emplace_back(rows.size() - 2, rows.size() - 1);
+  }
+
+  std::printf("%-3s %-15s %9s %11s %11s %11s %8s  %-28s %s\n", "", "variant", "epoch s", "max/mean", "step max s", "step mean s", "test acc",
+              "seeds per rank (last epoch)", "moved");
+  boost::json::array out;
+  for (const RunResult& r : rows) {
+    std::string seeds;
+    for (auto n : r.seeds) seeds += (seeds.empty() ? "" : ",") + std::to_string(n);
+    if (!r.ok) {
+      std::printf("(%s) %-15s %s\n", r.scenario.c_str(), r.variant.c_str(), r.note.c_str());
+    } else {
+      std::printf("(%s) %-15s %9.3f %11.3f %11.4f %11.4f %8.4f  %-28s %lld\n", r.scenario.c_str(), r.variant.c_str(), r.epoch_s, r.imbalance, r.step_max_s,
+                  r.step_mean_s, r.test_acc, seeds.c_str(), static_cast<long long>(r.moved));
+    }
+    out.push_back(boost::json::object{{"scenario", r.scenario}, {"variant", r.variant}, {"ok", r.ok}, {"note", r.note}, {"epoch_s", r.epoch_s},
+                                      {"max_over_mean_busy", r.imbalance}, {"step_max_s", r.step_max_s}, {"step_mean_s", r.step_mean_s},
+                                      {"test_acc", r.test_acc}, {"seeds", boost::json::array(r.seeds.begin(), r.seeds.end())}, {"moved", r.moved}});
+  }
+  for (auto [a, b] : pairs) {
+    const RunResult& x = rows[a];
+    const RunResult& y = rows[b];
+    if (!x.ok || !y.ok) continue;
+    std::printf("(%s) with %s: epoch %.2fx faster; slowest rank's busy time %.3fx the mean (was %.3fx)", y.scenario.c_str(), y.variant.c_str(),
+                x.epoch_s / y.epoch_s, y.imbalance, x.imbalance);
+    if (y.scenario == "c" && rows[a - 1].ok)
+      std::printf("; test acc %.4f vs %.4f single-process (baseline %.4f)", y.test_acc, rows[a - 1].test_acc, x.test_acc);
+    std::printf("\n");
+  }
+  std::printf("(epoch s: training only, mean over epochs 2..; max/mean: slowest rank's busy time (batch wait + compute) over the mean;\n"
+              " (c) single-process runs one rank with batch %d, the ranks' combined batch)\n",
+              B * P);
+  if (vm.count("json")) write_json_file(vm["json"].as<std::string>(), boost::json::object{{"dataset", data_dir}, {"ranks", P}, {"rows", out}});
+  return 0;
+}
+
+}  // namespace shardgnn::cli
