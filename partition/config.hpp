@@ -19,6 +19,7 @@ enum class BalanceKey {
   kTest,    // test nodes
   kEdges,   // a node weighs its degree
   kLabels,  // one constraint per class: every shard gets its share of each class (label entropy balanced)
+  kCost,    // expected sampling cost of training nodes (partition/cost.hpp); others weigh 0
 };
 
 enum class PartitionObjective { kCut, kVolume };  // METIS: minimise edge cut or communication volume
@@ -40,13 +41,23 @@ struct PartitionConfig {
   // Streaming methods (LDG, Fennel): nodes arrive in id order, or in a seeded random order.
   bool stream_shuffle = false;
   double fennel_gamma = 1.5;   // Fennel's exponent (Tsourakakis et al. 2014)
+  // The cost model (partition/cost.hpp), used by --balance cost and by the expected-cost metrics:
+  // the sampler's fanouts by hop from the seeds outward (-1 = all neighbours), and the cost of one
+  // remote feature row relative to one sampled edge (2: a remote row is a network transfer on top
+  // of the sampling work of its edge).
+  std::vector<int> cost_fanouts = {15, 10, 5};
+  double cost_remote_weight = 2.0;
 };
 
 std::string method_name(PartitionMethod m);
 PartitionMethod parse_method(const std::string& name);           // metis, random, ldg, fennel
-std::vector<BalanceKey> parse_balance(const std::string& list);  // "nodes,train,val,test,edges,labels"
+std::vector<BalanceKey> parse_balance(const std::string& list);  // "nodes,train,val,test,edges,labels,cost"
 std::string balance_name(BalanceKey k);
 PartitionObjective parse_objective(const std::string& name);     // cut, vol
 EdgeWeighting parse_edge_weighting(const std::string& name);     // none, entropy
+// "15,10,5" -> {15, 10, 5}; -1 means all neighbours. Empty lists, 0, values below -1 and
+// non-numbers are InputErrors naming the offending item. Shared by the sampler's --fanouts and the
+// partitioner's cost model (it lives here because the sampler depends on partition, not the reverse).
+std::vector<int> parse_fanouts(const std::string& text);
 
 }  // namespace shardgnn

@@ -5,6 +5,7 @@
 
 #include "datasets/error.hpp"
 #include "datasets/json_util.hpp"
+#include "partition/cost.hpp"
 
 namespace shardgnn {
 
@@ -55,6 +56,13 @@ Imbalance imbalance_of(const std::vector<ShardMetrics>& shards, std::int64_t Sha
 }  // namespace
 
 PartitionMetrics compute_metrics(const Dataset& ds, std::span<const PartId> part, int parts) {
+  PartitionConfig cfg;
+  cfg.parts = parts;
+  return compute_metrics(ds, part, cfg);
+}
+
+PartitionMetrics compute_metrics(const Dataset& ds, std::span<const PartId> part, const PartitionConfig& cfg) {
+  const int parts = cfg.parts;
   const CsrGraph& g = ds.graph;
   const std::int64_t n = ds.num_nodes();
   PartitionMetrics m;
@@ -122,6 +130,14 @@ PartitionMetrics compute_metrics(const Dataset& ds, std::span<const PartId> part
   m.train = imbalance_of(m.shards, &ShardMetrics::train);
   m.val = imbalance_of(m.shards, &ShardMetrics::val);
   m.test = imbalance_of(m.shards, &ShardMetrics::test);
+  if (!ds.train_idx.empty()) {
+    const std::vector<std::int64_t> w = node_cost_weights(ds, cfg.cost_fanouts, cfg.cost_remote_weight, part);
+    for (NodeId v : ds.train_idx.span()) m.shards[part[v]].cost += w[static_cast<std::size_t>(v)];
+    m.has_cost = true;
+    m.cost = imbalance_of(m.shards, &ShardMetrics::cost);
+    m.cost_fanouts = cfg.cost_fanouts;
+    m.cost_remote_weight = cfg.cost_remote_weight;
+  }
   return m;
 }
 
@@ -147,17 +163,26 @@ boost::json::object metrics_to_json(const PartitionMetrics& m) {
     shards.push_back(boost::json::object{{"nodes", s.nodes}, {"edges", s.edges}, {"train", s.train}, {"val", s.val}, {"test", s.test},
                                          {"halo", s.halo}, {"cut_entries", s.cut_entries}, {"label_counts", labels},
                                          {"label_entropy_bits", s.label_entropy}, {"label_kl_bits", s.label_kl}});
+    if (m.has_cost) shards.back().as_object()["expected_cost"] = s.cost;
   }
-  return {{"parts", m.parts},
+  boost::json::object imbalance{{"nodes", imbalance_json(m.nodes)}, {"edges", imbalance_json(m.edges)}, {"train", imbalance_json(m.train)},
+                                {"val", imbalance_json(m.val)}, {"test", imbalance_json(m.test)}};
+  if (m.has_cost) imbalance["expected_cost"] = imbalance_json(m.cost);
+  boost::json::object o{{"parts", m.parts},
           {"edge_cut", m.edge_cut},
           {"comm_volume", m.comm_volume},
           {"halo_factor", m.halo_factor},
           {"global_label_entropy_bits", m.global_label_entropy},
           {"mean_label_entropy_bits", m.mean_label_entropy},
           {"max_label_kl_bits", m.max_label_kl},
-          {"imbalance", {{"nodes", imbalance_json(m.nodes)}, {"edges", imbalance_json(m.edges)}, {"train", imbalance_json(m.train)},
-                         {"val", imbalance_json(m.val)}, {"test", imbalance_json(m.test)}}},
+          {"imbalance", std::move(imbalance)},
           {"shards", shards}};
+  if (m.has_cost) {
+    boost::json::array fanouts;
+    for (int f : m.cost_fanouts) fanouts.push_back(f);
+    o["cost_model"] = {{"fanouts", fanouts}, {"remote_weight", m.cost_remote_weight}};
+  }
+  return o;
 }
 
 PartitionMetrics metrics_from_json(const boost::json::object& o, const std::string& file) {
@@ -176,6 +201,14 @@ PartitionMetrics metrics_from_json(const boost::json::object& o, const std::stri
     m.train = imbalance_from(im, "train", file);
     m.val = imbalance_from(im, "val", file);
     m.test = imbalance_from(im, "test", file);
+    // Absent from files written before the cost model: such files read back without cost.
+    m.has_cost = im.contains("expected_cost");
+    if (m.has_cost) {
+      m.cost = imbalance_from(im, "expected_cost", file);
+      const auto& cm = json_object(o, "cost_model", file);
+      for (const auto& f : cm.at("fanouts").as_array()) m.cost_fanouts.push_back(static_cast<int>(f.to_number<std::int64_t>()));
+      m.cost_remote_weight = cm.at("remote_weight").to_number<double>();
+    }
     for (const auto& v : o.at("shards").as_array()) {
       const auto& so = v.as_object();
       ShardMetrics s;
@@ -189,6 +222,7 @@ PartitionMetrics metrics_from_json(const boost::json::object& o, const std::stri
       for (const auto& c : so.at("label_counts").as_array()) s.label_counts.push_back(c.to_number<std::int64_t>());
       s.label_entropy = so.at("label_entropy_bits").to_number<double>();
       s.label_kl = so.at("label_kl_bits").to_number<double>();
+      if (m.has_cost) s.cost = json_int(so, "expected_cost", file);
       m.shards.push_back(std::move(s));
     }
   } catch (const InputError&) {

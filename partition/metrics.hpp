@@ -1,7 +1,8 @@
 // Quality metrics of a partitioning, as free functions (mt-KaHyPar style): edge cut,
 // communication volume, halo (replication) factor, per-shard sizes and their imbalance, and the
 // per-shard label distributions with their entropy and KL divergence from the global one: the
-// heterogeneity the rebalancer later corrects.
+// heterogeneity the rebalancer later corrects. When the dataset has a training split, also each
+// shard's expected sampling cost under the cost model of partition/cost.hpp.
 #pragma once
 
 #include <boost/json.hpp>
@@ -11,6 +12,7 @@
 
 #include "datasets/dataset.hpp"
 #include "partition/book.hpp"
+#include "partition/config.hpp"
 
 namespace shardgnn {
 
@@ -22,6 +24,7 @@ struct ShardMetrics {
   std::vector<std::int64_t> label_counts;  // per class, over labelled owned nodes
   double label_entropy = 0;           // bits
   double label_kl = 0;                // KL(shard || global), bits
+  std::int64_t cost = 0;              // sum of its training nodes' cost weights (node_cost_weights under the final assignment)
 };
 
 struct Imbalance {
@@ -38,9 +41,19 @@ struct PartitionMetrics {
   double mean_label_entropy = 0;   // node-weighted mean over shards
   double max_label_kl = 0;
   Imbalance nodes, edges, train, val, test;
+  // Expected cost (partition/cost.hpp), present when the dataset has a training split (and in
+  // partition.json files written since the cost model; older ones read back with has_cost false).
+  bool has_cost = false;
+  Imbalance cost;
+  std::vector<int> cost_fanouts;
+  double cost_remote_weight = 0;
   std::vector<ShardMetrics> shards;
 };
 
+// The cost metrics use cfg's cost model (cost_fanouts, cost_remote_weight) and the remote fetches
+// under `assignment` itself, so every method is measured the same way.
+PartitionMetrics compute_metrics(const Dataset& ds, std::span<const PartId> assignment, const PartitionConfig& cfg);
+// The same with cfg.parts = parts and the default cost model.
 PartitionMetrics compute_metrics(const Dataset& ds, std::span<const PartId> assignment, int parts);
 
 boost::json::object metrics_to_json(const PartitionMetrics& m);

@@ -1,9 +1,11 @@
 #include "partition/partitioner.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
 #include "datasets/error.hpp"
+#include "partition/cost.hpp"
 #include "partition/methods.hpp"
 
 namespace shardgnn {
@@ -32,6 +34,7 @@ std::string balance_name(BalanceKey k) {
     case BalanceKey::kTest: return "test";
     case BalanceKey::kEdges: return "edges";
     case BalanceKey::kLabels: return "labels";
+    case BalanceKey::kCost: return "cost";
   }
   return "?";
 }
@@ -43,13 +46,14 @@ std::vector<BalanceKey> parse_balance(const std::string& list) {
     const std::size_t end = std::min(list.find(',', start), list.size());
     const std::string item = list.substr(start, end - start);
     bool found = false;
-    for (auto k : {BalanceKey::kNodes, BalanceKey::kTrain, BalanceKey::kVal, BalanceKey::kTest, BalanceKey::kEdges, BalanceKey::kLabels})
+    for (auto k : {BalanceKey::kNodes, BalanceKey::kTrain, BalanceKey::kVal, BalanceKey::kTest, BalanceKey::kEdges, BalanceKey::kLabels,
+                   BalanceKey::kCost})
       if (item == balance_name(k)) {
         if (std::find(keys.begin(), keys.end(), k) != keys.end()) throw InputError("--balance lists '" + item + "' twice");
         keys.push_back(k);
         found = true;
       }
-    if (!found) throw InputError("unknown --balance key '" + item + "', expected a comma-separated list of: nodes, train, val, test, edges, labels");
+    if (!found) throw InputError("unknown --balance key '" + item + "', expected a comma-separated list of: nodes, train, val, test, edges, labels, cost");
     start = end + 1;
   }
   return keys;
@@ -67,6 +71,25 @@ EdgeWeighting parse_edge_weighting(const std::string& name) {
   throw InputError("unknown --edge-weights '" + name + "', expected none or entropy");
 }
 
+std::vector<int> parse_fanouts(const std::string& text) {
+  if (text.empty()) throw InputError("--fanouts is empty, expected comma-separated neighbour counts such as 15,10,5 (-1 = all)");
+  std::vector<int> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    int v = 0;
+    auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || p != item.data() + item.size())
+      throw InputError("--fanouts item " + std::to_string(out.size() + 1) + " is " + quote_token(item) + ", expected an integer >= 1 or -1 (all)");
+    if (v == 0 || v < -1)
+      throw InputError("--fanouts item " + std::to_string(out.size() + 1) + " is " + std::to_string(v) + ", expected an integer >= 1 or -1 (all)");
+    out.push_back(v);
+    start = end + 1;
+  }
+  return out;
+}
+
 std::vector<PartId> Partitioner::partition(const Dataset& ds, const PartitionConfig& cfg) const {
   const std::int64_t n = ds.num_nodes();
   if (cfg.parts < 1) throw InputError("--parts must be at least 1, got " + std::to_string(cfg.parts));
@@ -78,11 +101,12 @@ std::vector<PartId> Partitioner::partition(const Dataset& ds, const PartitionCon
     const auto need = [&](const Array<NodeId>& split, const char* what) {
       if (split.empty()) throw InputError("--balance " + balance_name(k) + ": dataset '" + ds.name + "' has no " + what + " split");
     };
-    if (k == BalanceKey::kTrain) need(ds.train_idx, "training");
+    if (k == BalanceKey::kTrain || k == BalanceKey::kCost) need(ds.train_idx, "training");
     if (k == BalanceKey::kVal) need(ds.val_idx, "validation");
     if (k == BalanceKey::kTest) need(ds.test_idx, "test");
     if (k == BalanceKey::kLabels && ds.num_classes == 0) throw InputError("--balance labels: dataset '" + ds.name + "' has no labels");
   }
+  validate_cost_model(cfg.cost_fanouts, cfg.cost_remote_weight);
   if (cfg.method == PartitionMethod::kFennel && (!(cfg.fennel_gamma >= 1.0) || !std::isfinite(cfg.fennel_gamma)))
     throw InputError("--fennel-gamma must be a finite number >= 1, got " + std::to_string(cfg.fennel_gamma));
   // The streaming methods count neighbours; they have no notion of edge weights.
@@ -110,7 +134,8 @@ std::unique_ptr<Partitioner> make_partitioner(PartitionMethod m) {
   throw std::logic_error("unknown partitioning method");
 }
 
-std::vector<std::int64_t> balance_weights(const Dataset& ds, const std::vector<BalanceKey>& keys, int* ncon_out) {
+std::vector<std::int64_t> balance_weights(const Dataset& ds, const std::vector<BalanceKey>& keys, int* ncon_out,
+                                          std::span<const std::int64_t> cost) {
   const std::int64_t n = ds.num_nodes();
   int ncon = 0;
   for (BalanceKey k : keys) ncon += k == BalanceKey::kLabels ? static_cast<int>(ds.num_classes) : 1;
@@ -137,6 +162,10 @@ std::vector<std::int64_t> balance_weights(const Dataset& ds, const std::vector<B
       case BalanceKey::kLabels:
         for (std::int64_t v = 0; v < n; ++v)
           if (ds.labels[v] >= 0) w[v * ncon + col + ds.labels[v]] = 1;
+        break;
+      case BalanceKey::kCost:
+        if (static_cast<std::int64_t>(cost.size()) != n) throw std::logic_error("balance_weights: --balance cost without the nodes' cost weights");
+        for (std::int64_t v = 0; v < n; ++v) w[v * ncon + col] = cost[static_cast<std::size_t>(v)];
         break;
     }
     col += k == BalanceKey::kLabels ? static_cast<int>(ds.num_classes) : 1;

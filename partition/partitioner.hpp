@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "datasets/dataset.hpp"
@@ -22,7 +23,8 @@ class Partitioner {
   virtual ~Partitioner() = default;
   // Returns the part of every node (size num_nodes, values in [0, parts)). Throws InputError for a
   // configuration the dataset cannot satisfy (K < 1, K > nodes, --balance train without a train
-  // split, a graph beyond METIS's index range, ...).
+  // split, a graph beyond METIS's index range, bad cost-model
+  // fanouts, ...).
   std::vector<PartId> partition(const Dataset& ds, const PartitionConfig& cfg) const;
 
  private:
@@ -33,7 +35,9 @@ std::unique_ptr<Partitioner> make_partitioner(PartitionMethod m);
 
 // The per-node balance weights of `keys`, row-major [num_nodes x ncon] (kLabels expands to one
 // column per class). Shared by METIS (vertex weights) and the streaming methods (capacities).
-std::vector<std::int64_t> balance_weights(const Dataset& ds, const std::vector<BalanceKey>& keys, int* ncon);
+// kCost takes its column from `cost` (node_cost_weights, size num_nodes), required when listed.
+std::vector<std::int64_t> balance_weights(const Dataset& ds, const std::vector<BalanceKey>& keys, int* ncon,
+                                          std::span<const std::int64_t> cost = {});
 
 // Entropy-aware edge weights (Deshmukh et al. 2023), aligned with ds.graph.indices(): positive
 // integers, larger for neighbours with similar features and for low-degree endpoints. Symmetric:

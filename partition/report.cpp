@@ -44,12 +44,19 @@ std::string render_report_table(const PartitionInfo& info) {
   out += "halo factor          " + fmt("%.3f", m.halo_factor) + "  ((owned + halo) / nodes)\n";
   out += "imbalance max/mean   nodes " + fmt("%.3f", m.nodes.ratio()) + ", edges " + fmt("%.3f", m.edges.ratio()) + ", train " +
          fmt("%.3f", m.train.ratio()) + ", val " + fmt("%.3f", m.val.ratio()) + ", test " + fmt("%.3f", m.test.ratio()) + "\n";
+  if (m.has_cost) {
+    std::string fanouts;
+    for (int f : m.cost_fanouts) fanouts += (fanouts.empty() ? "" : ",") + std::to_string(f);
+    out += "expected cost        max/mean " + fmt("%.3f", m.cost.ratio()) + "  (sampled edges + " + fmt("%g", m.cost_remote_weight) +
+           " x remote rows per training node, fanouts " + fanouts + ")\n";
+  }
   if (info.num_classes > 0)
     out += "label entropy        global " + fmt("%.3f", m.global_label_entropy) + " bits, shards' mean " + fmt("%.3f", m.mean_label_entropy) +
            " bits, max KL " + fmt("%.4f", m.max_label_kl) + " bits\n";
   out += "\n";
-  const std::vector<std::pair<std::string, std::size_t>> cols = {{"part", 5}, {"nodes", 11}, {"edges", 13}, {"train", 9}, {"val", 8},
-                                                                 {"test", 8}, {"halo", 10}, {"halo %", 8}, {"H(labels)", 10}, {"KL", 8}};
+  std::vector<std::pair<std::string, std::size_t>> cols = {{"part", 5}, {"nodes", 11}, {"edges", 13}, {"train", 9}, {"val", 8},
+                                                           {"test", 8}, {"halo", 10}, {"halo %", 8}, {"H(labels)", 10}, {"KL", 8}};
+  if (m.has_cost) cols.emplace_back("cost", 14);
   for (const auto& [name, w] : cols) out += pad(name, w);
   out += "\n";
   for (std::size_t k = 0; k < m.shards.size(); ++k) {
@@ -57,7 +64,7 @@ std::string render_report_table(const PartitionInfo& info) {
     const double halo_pct = s.nodes > 0 ? 100.0 * static_cast<double>(s.halo) / static_cast<double>(s.nodes + s.halo) : 0.0;
     out += pad(num(static_cast<std::int64_t>(k)), 5) + pad(num(s.nodes), 11) + pad(num(s.edges), 13) + pad(num(s.train), 9) + pad(num(s.val), 8) +
            pad(num(s.test), 8) + pad(num(s.halo), 10) + pad(fmt("%.1f", halo_pct), 8) + pad(fmt("%.3f", s.label_entropy), 10) +
-           pad(fmt("%.4f", s.label_kl), 8) + "\n";
+           pad(fmt("%.4f", s.label_kl), 8) + (m.has_cost ? pad(num(s.cost), 14) : "") + "\n";
   }
   return out;
 }

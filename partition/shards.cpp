@@ -27,6 +27,8 @@ std::string part_dir_name(PartId k) { return "part-" + std::to_string(k); }
 boost::json::object parameters_json(const PartitionConfig& c) {
   boost::json::array balance;
   for (auto k : c.balance) balance.push_back(boost::json::string(balance_name(k)));
+  boost::json::array fanouts;
+  for (int f : c.cost_fanouts) fanouts.push_back(f);
   return {{"parts", c.parts},
           {"method", method_name(c.method)},
           {"balance", balance},
@@ -35,7 +37,9 @@ boost::json::object parameters_json(const PartitionConfig& c) {
           {"imbalance", c.imbalance},
           {"seed", c.seed},
           {"stream_shuffle", c.stream_shuffle},
-          {"fennel_gamma", c.fennel_gamma}};
+          {"fennel_gamma", c.fennel_gamma},
+          {"cost_fanouts", fanouts},
+          {"cost_remote_weight", c.cost_remote_weight}};
 }
 
 // Node ids of `split` owned by part k, as sorted new ids.

@@ -11,7 +11,8 @@
 //  - Arrival order is node id order, or a seeded Fisher-Yates shuffle (stream_shuffle). Only the
 //    already placed neighbours in v's CSR row count; a directed graph contributes its out-edges
 //    only. Neighbours are counted, not weighted: dataset and entropy edge weights are METIS's.
-//  - Balance is multi-constraint. Every key of cfg.balance gives weights w(v, c) (balance_weights)
+//  - Balance is multi-constraint. Every key of cfg.balance gives weights w(v, c) (balance_weights;
+//    for 'cost', the subtree-only cost of partition/cost.hpp, as remote fetches need an assignment)
 //    and a hard capacity cap_c = max(ceil((1 + imbalance) * total_c / K), max_v w(v, c)): the
 //    second term so that any single node fits in an empty part. v may go to part i only if
 //    load_i,c + w(v, c) <= cap_c for each c with w(v, c) != 0 (a constraint v does not weigh on
@@ -40,6 +41,7 @@
 
 #include "datasets/error.hpp"
 #include "datasets/random.hpp"
+#include "partition/cost.hpp"
 #include "partition/methods.hpp"
 
 namespace shardgnn {
@@ -73,7 +75,13 @@ std::vector<PartId> stream_partition(const Dataset& ds, const PartitionConfig& c
   const auto k = static_cast<std::size_t>(cfg.parts);
 
   int ncon_int = 0;
-  const std::vector<std::int64_t> weights = balance_weights(ds, cfg.balance, &ncon_int);
+  // --balance cost: the subtree-only cost (r = 0); a one-pass method has no assignment to
+  // estimate remote fetches from until it is done.
+  std::vector<std::int64_t> cost;
+  if (std::find(cfg.balance.begin(), cfg.balance.end(), BalanceKey::kCost) != cfg.balance.end())
+    cost = node_cost_weights(ds, cfg.cost_fanouts, cfg.cost_remote_weight);
+  const std::vector<std::int64_t> weights = balance_weights(ds, cfg.balance, &ncon_int, cost);
+  cost = {};
   const auto ncon = static_cast<std::size_t>(ncon_int);
 
   std::vector<std::int64_t> cap(ncon, 0);

@@ -1,29 +1,8 @@
 #include "sampler/config.hpp"
 
-#include <charconv>
-
 #include "datasets/error.hpp"
 
 namespace shardgnn {
-
-std::vector<int> parse_fanouts(const std::string& text) {
-  if (text.empty()) throw InputError("--fanouts is empty, expected comma-separated neighbour counts such as 15,10,5 (-1 = all)");
-  std::vector<int> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t end = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, end - start);
-    int v = 0;
-    auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
-    if (item.empty() || ec != std::errc() || p != item.data() + item.size())
-      throw InputError("--fanouts item " + std::to_string(out.size() + 1) + " is " + quote_token(item) + ", expected an integer >= 1 or -1 (all)");
-    if (v == 0 || v < -1)
-      throw InputError("--fanouts item " + std::to_string(out.size() + 1) + " is " + std::to_string(v) + ", expected an integer >= 1 or -1 (all)");
-    out.push_back(v);
-    start = end + 1;
-  }
-  return out;
-}
 
 CachePolicy parse_cache_policy(const std::string& name) {
   if (name == "none") return CachePolicy::kNone;

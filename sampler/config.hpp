@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "partition/config.hpp"
+
 namespace shardgnn {
 
 enum class CachePolicy {
@@ -32,9 +34,8 @@ struct SamplerConfig {
                               // seed sampling): their labels are fetched from the owners, collectively
 };
 
-// "15,10,5" -> {15, 10, 5}; -1 means all neighbours. Empty lists, 0, values below -1 and
-// non-numbers are InputErrors naming the offending item.
-std::vector<int> parse_fanouts(const std::string& text);
+// parse_fanouts ("15,10,5" -> {15, 10, 5}) is declared in partition/config.hpp: the partitioner's
+// cost model takes the same --fanouts, and partition sits below the sampler.
 CachePolicy parse_cache_policy(const std::string& name);  // none, degree, presample
 std::string cache_policy_name(CachePolicy p);
 // Throws InputError for a configuration no run can use (batch size < 1, no fanouts, ...).

@@ -65,7 +65,7 @@ int bench_partition_one_main(const std::vector<std::string>& args) {
   const std::vector<PartId> parts = make_partitioner(cfg.method)->partition(ds, cfg);
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   const double peak_mb = peak_rss_mb_self();
-  const PartitionMetrics m = compute_metrics(ds, parts, cfg.parts);
+  const PartitionMetrics m = compute_metrics(ds, parts, cfg);
   boost::json::object result{{"load_s", load_s}, {"partition_s", seconds}, {"partition_peak_mb", peak_mb}, {"metrics", metrics_to_json(m)}};
   if (vm.count("write-to")) {
     // Shard writing against the disk's own pace: the same number of bytes written and fsynced

@@ -8,6 +8,7 @@
 #include "datasets/error.hpp"
 #include "datasets/fileio.hpp"
 #include "datasets/json_util.hpp"
+#include "partition/cost.hpp"
 #include "partition/partitioner.hpp"
 #include "partition/report.hpp"
 #include "partition/shards.hpp"
@@ -22,12 +23,17 @@ void add_partition_options(po::options_description& o) {
       ("parts,k", po::value<int>()->default_value(2), "number of parts K (one per MPI rank)")
       ("method,m", po::value<std::string>()->default_value("metis"), "metis, random, ldg or fennel")
       ("balance", po::value<std::string>()->default_value("nodes"),
-       "what every part gets its share of, comma-separated: nodes, train, val, test, edges, labels (one constraint per class)")
+       "what every part gets its share of, comma-separated: nodes, train, val, test, edges, labels (one constraint per class), "
+       "cost (expected sampling cost of the training nodes, see --fanouts)")
       ("objective", po::value<std::string>()->default_value("cut"), "METIS objective: cut or vol (communication volume)")
       ("edge-weights", po::value<std::string>()->default_value("none"), "none, or entropy (feature similarity and degree, Deshmukh et al. 2023)")
       ("imbalance", po::value<double>()->default_value(0.03), "allowed imbalance per constraint (0.03: max part <= 1.03 x mean)")
       ("seed", po::value<std::uint64_t>()->default_value(0), "random seed")
-      ("stream-order", po::value<std::string>()->default_value("natural"), "LDG/Fennel node order: natural or random");
+      ("stream-order", po::value<std::string>()->default_value("natural"), "LDG/Fennel node order: natural or random")
+      ("fanouts", po::value<std::string>()->default_value("15,10,5"),
+       "cost model: the sampler's fanouts by hop from the seeds outward (-1 = all neighbours)")
+      ("cost-remote-weight", po::value<double>()->default_value(2.0),
+       "cost model: cost of one remote feature row relative to one sampled edge");
 }
 
 PartitionConfig partition_config(const po::variables_map& vm) {
@@ -43,6 +49,9 @@ PartitionConfig partition_config(const po::variables_map& vm) {
     const std::string order = vm["stream-order"].as<std::string>();
     if (order != "natural" && order != "random") throw InputError("unknown --stream-order '" + order + "', expected natural or random");
     c.stream_shuffle = order == "random";
+    c.cost_fanouts = parse_fanouts(vm["fanouts"].as<std::string>());
+    c.cost_remote_weight = vm["cost-remote-weight"].as<double>();
+    validate_cost_model(c.cost_fanouts, c.cost_remote_weight);
   } catch (const InputError& e) {
     throw UsageError(e.what());
   }
@@ -120,7 +129,7 @@ int partition_main(const std::vector<std::string>& args) {
   const auto t0 = Clock::now();
   result.assignment = make_partitioner(cfg.method)->partition(ds, cfg);
   result.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  const PartitionMetrics metrics = compute_metrics(ds, result.assignment, cfg.parts);
+  const PartitionMetrics metrics = compute_metrics(ds, result.assignment, cfg);
   const auto t1 = Clock::now();
   write_partitioned(ds, dataset_dir, result, metrics, out, vm.count("force") > 0);
   const double t_write = std::chrono::duration<double>(Clock::now() - t1).count();

@@ -18,6 +18,13 @@ grep -qE "^ +0 +[0-9]+" "$work/report.txt" || fail "report table lacks a row for
 grep -q "<svg" "$work/p2/report.svg" || fail "report.svg is not an SVG"
 "$SHARDGNN" partition report "$work/p2" --json | grep -q '"edge_cut"' || fail "report --json lacks edge_cut"
 
+# --balance cost: the expected cost shows in the report and in partition.json, with the model used.
+"$SHARDGNN" partition "$work/cora" --parts 4 --balance nodes,cost --fanouts 10,5 --cost-remote-weight 3 --out "$work/pc" --verify > "$work/out.txt"
+grep -q "expected cost        max/mean" "$work/out.txt" || fail "partition --balance cost printed no expected cost"
+grep -q "fanouts 10,5" "$work/out.txt" || fail "the report does not name the cost model's fanouts"
+"$SHARDGNN" partition report "$work/pc" --json | grep -q '"expected_cost"' || fail "report --json lacks expected_cost"
+"$SHARDGNN" partition "$work/cora" --parts 3 --method fennel --balance cost --fanouts=-1,5 --out "$work/pc-fennel" >/dev/null || fail "fennel --balance cost failed"
+
 for m in random ldg fennel; do
   "$SHARDGNN" partition "$work/cora" --parts 3 --method "$m" --out "$work/p-$m" --verify >/dev/null || fail "$m partition failed"
 done
@@ -41,6 +48,11 @@ expect_error 2 "unknown --balance key" partition "$work/cora" --balance nodes,we
 expect_error 1 "no such dataset folder" partition "$work/missing" --parts 2 --out "$work/bad"
 "$SHARDGNN" data convert "$SAMPLES/4elt.graph" --out "$work/4elt" >/dev/null
 expect_error 1 "no training split" partition "$work/4elt" --parts 2 --balance train --out "$work/bad"
+expect_error 1 "--balance cost: dataset '4elt' has no training split" partition "$work/4elt" --parts 2 --balance nodes,cost --out "$work/bad"
+expect_error 2 "--fanouts item 2 is 0" partition "$work/cora" --balance nodes,cost --fanouts 15,0 --out "$work/bad"
+expect_error 2 "--fanouts item 1 is 'x'" partition "$work/cora" --balance cost --fanouts x,5 --out "$work/bad"
+expect_error 2 "--fanouts is empty" partition "$work/cora" --balance cost --fanouts "" --out "$work/bad"
+expect_error 2 "--cost-remote-weight must be a finite number >= 0" partition "$work/cora" --balance cost --cost-remote-weight -1 --out "$work/bad"
 
 # A corrupted shard is caught by verify.
 printf '\x42' | dd of="$work/p2/part-1/labels.npy" bs=1 seek=300 conv=notrunc status=none
