@@ -30,12 +30,17 @@ int report_main(const std::vector<std::string>& args) {
   const RunMetrics run = load_run_metrics(vm["run"].as<std::string>());
   const RunSummary summary = summarize_run(run);
   const bool json = vm.count("json") > 0;
-  if (json) std::cout << pretty_json(run_summary_json(summary));
-  else std::cout << render_run_table(summary);
-  if (json && !vm.count("svg")) return 0;
-  const std::string svg = vm.count("svg") ? vm["svg"].as<std::string>() : (fs::path(run.dir) / "report.svg").string();
-  write_text_file_atomic(svg, render_run_svg(summary, run));
-  if (!json) std::cout << "\nfigure: " << svg << "\n";
+  // The figure first: a failure to write it must not follow a table that looks like success.
+  std::string svg;
+  if (!json || vm.count("svg")) {
+    svg = vm.count("svg") ? vm["svg"].as<std::string>() : (fs::path(run.dir) / "report.svg").string();
+    write_text_file_atomic(svg, render_run_svg(summary, run));
+  }
+  if (json) {
+    std::cout << pretty_json(run_summary_json(summary));
+  } else {
+    std::cout << render_run_table(summary) << "\nfigure: " << svg << "\n";
+  }
   return 0;
 }
 

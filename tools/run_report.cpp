@@ -33,7 +33,8 @@ struct Where {
 
 std::string key_name(const std::string& prefix, const char* key) { return "key '" + prefix + key + "'"; }
 
-std::string found(const json::value& v) { return quote_token(json::serialize(v)); }
+// The offending value as written (Boost.JSON would print 0.5 as 5E-1).
+std::string found(const json::value& v) { return quote_token(v.is_double() ? fmt("%.15g", v.get_double()) : json::serialize(v)); }
 
 // A number (integer or not) under `key`; required unless `dflt` is given. Negative values are
 // refused: every field here is a count, a size or a duration.
@@ -394,8 +395,16 @@ std::string render_run_table(const RunSummary& s) {
 // ---------------------------------------------------------------------------------------------
 // JSON
 
+namespace {
+// Whole numbers (counts, bytes) as JSON integers: 20, not 2E1.
+json::value jnum(double v) {
+  if (std::floor(v) == v && std::fabs(v) < 9007199254740992.0) return json::value(static_cast<std::int64_t>(v));
+  return json::value(v);
+}
+}  // namespace
+
 boost::json::value run_summary_json(const RunSummary& s) {
-  auto opt = [](const std::optional<double>& v) { return v ? json::value(*v) : json::value(nullptr); };
+  auto opt = [](const std::optional<double>& v) { return v ? jnum(*v) : json::value(nullptr); };
   json::object o;
   o["file"] = s.file;
   o["dir"] = s.dir;
@@ -403,7 +412,7 @@ boost::json::value run_summary_json(const RunSummary& s) {
   o["epochs_with_ranks"] = s.epochs_with_ranks;
   o["superseded_lines"] = s.superseded;
   o["ranks"] = s.ranks;
-  o["total_epoch_s"] = s.total_epoch_s;
+  o["total_epoch_s"] = jnum(s.total_epoch_s);
   o["accuracy"] = json::object{{"best_val", opt(s.best_val)},
                                {"best_val_epoch", s.best_val ? json::value(s.best_val_epoch) : json::value(nullptr)},
                                {"test_at_best_val", opt(s.test_at_best_val)},
@@ -413,41 +422,41 @@ boost::json::value run_summary_json(const RunSummary& s) {
                                {"last_test", opt(s.last_test)},
                                {"last_eval_epoch", s.last_eval_epoch >= 0 ? json::value(s.last_eval_epoch) : json::value(nullptr)}};
   if (s.ranks > 0)
-    o["imbalance"] = json::object{{"mean_max_over_mean_busy", s.mean_ratio}, {"worst_max_over_mean_busy", s.worst_ratio}, {"worst_epoch", s.worst_epoch}};
+    o["imbalance"] = json::object{{"mean_max_over_mean_busy", jnum(s.mean_ratio)}, {"worst_max_over_mean_busy", jnum(s.worst_ratio)}, {"worst_epoch", s.worst_epoch}};
   else
     o["imbalance"] = nullptr;
   json::array ranks;
   for (const RankSummary& t : s.per_rank)
     ranks.push_back(json::object{{"rank", t.rank},
                                  {"epochs", t.epochs},
-                                 {"seeds_per_epoch", t.seeds_per_epoch},
-                                 {"steps", t.steps},
-                                 {"sampled_edges", t.sampled_edges},
-                                 {"remote_sampled_rows", t.remote_sampled_rows},
-                                 {"remote_rows", t.remote_rows},
-                                 {"cache_hits", t.cache_hits},
-                                 {"bytes_moved", t.bytes_moved},
-                                 {"time_s", {{"sample", t.sample_s}, {"fetch", t.fetch_s}, {"batch_wait", t.batch_wait_s}, {"compute", t.compute_s}, {"allreduce", t.allreduce_s}}},
-                                 {"busy_s", t.busy_s},
-                                 {"busy_per_epoch_s", t.busy_per_epoch_s},
-                                 {"busy_per_step_s", t.busy_per_step_s},
+                                 {"seeds_per_epoch", jnum(t.seeds_per_epoch)},
+                                 {"steps", jnum(t.steps)},
+                                 {"sampled_edges", jnum(t.sampled_edges)},
+                                 {"remote_sampled_rows", jnum(t.remote_sampled_rows)},
+                                 {"remote_rows", jnum(t.remote_rows)},
+                                 {"cache_hits", jnum(t.cache_hits)},
+                                 {"bytes_moved", jnum(t.bytes_moved)},
+                                 {"time_s", {{"sample", jnum(t.sample_s)}, {"fetch", jnum(t.fetch_s)}, {"batch_wait", jnum(t.batch_wait_s)}, {"compute", jnum(t.compute_s)}, {"allreduce", jnum(t.allreduce_s)}}},
+                                 {"busy_s", jnum(t.busy_s)},
+                                 {"busy_per_epoch_s", jnum(t.busy_per_epoch_s)},
+                                 {"busy_per_step_s", jnum(t.busy_per_step_s)},
                                  {"slowest_epochs", t.slowest_epochs},
-                                 {"slowdown", t.slowdown}});
+                                 {"slowdown", jnum(t.slowdown)}});
   o["per_rank"] = std::move(ranks);
   json::array epochs;
   for (const EpochImbalance& e : s.per_epoch) {
-    json::object x{{"epoch", e.epoch}, {"epoch_s", e.epoch_s}, {"loss", e.loss}, {"val_acc", opt(e.val_acc)}, {"test_acc", opt(e.test_acc)}};
+    json::object x{{"epoch", e.epoch}, {"epoch_s", jnum(e.epoch_s)}, {"loss", jnum(e.loss)}, {"val_acc", opt(e.val_acc)}, {"test_acc", opt(e.test_acc)}};
     if (e.has_ranks) {
-      x["max_busy_s"] = e.max_busy_s;
-      x["mean_busy_s"] = e.mean_busy_s;
-      x["max_over_mean_busy"] = e.ratio;
+      x["max_busy_s"] = jnum(e.max_busy_s);
+      x["mean_busy_s"] = jnum(e.mean_busy_s);
+      x["max_over_mean_busy"] = jnum(e.ratio);
       x["slowest_rank"] = e.slowest_rank;
-      x["max_allreduce_s"] = e.max_allreduce_s;
+      x["max_allreduce_s"] = jnum(e.max_allreduce_s);
     }
     if (e.rebalance) {
       json::array seeds;
-      for (double v : e.rebalance->seeds) seeds.push_back(v);
-      x["rebalance"] = json::object{{"policy", e.rebalance->policy}, {"seeds", std::move(seeds)}, {"moved", e.rebalance->moved}};
+      for (double v : e.rebalance->seeds) seeds.push_back(jnum(v));
+      x["rebalance"] = json::object{{"policy", e.rebalance->policy}, {"seeds", std::move(seeds)}, {"moved", jnum(e.rebalance->moved)}};
     }
     epochs.push_back(std::move(x));
   }
