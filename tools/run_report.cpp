@@ -111,8 +111,9 @@ RunEpoch parse_line(const json::object& o, const Where& w) {
   }
   e.bytes_sent = number(o, "bytes_sent", w, "", 0.0);
   e.bytes_received = number(o, "bytes_received", w, "", 0.0);
-  if (o.contains("val_acc")) e.val_acc = number(o, "val_acc", w);
-  if (o.contains("test_acc")) e.test_acc = number(o, "test_acc", w);
+  // Only evaluated epochs have accuracies (null counts as absent).
+  if (const json::value* v = o.if_contains("val_acc"); v && !v->is_null()) e.val_acc = number(o, "val_acc", w);
+  if (const json::value* v = o.if_contains("test_acc"); v && !v->is_null()) e.test_acc = number(o, "test_acc", w);
   if (const json::value* ranks = o.if_contains("ranks")) {
     if (!ranks->is_array() || ranks->get_array().empty()) w.fail("key 'ranks': expected a non-empty array of per-rank objects, found " + found(*ranks));
     const json::array& a = ranks->get_array();
