@@ -5,19 +5,18 @@
 
 namespace shardgnn {
 
-namespace {
+namespace render {
 
 std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
 }
-std::string num(std::int64_t v) { return std::to_string(v); }
 
 std::string pad(const std::string& s, std::size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
 
-// A qualitative palette (Tableau 10) for label classes; cycles beyond ten.
-const char* kColors[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+// A qualitative palette (Tableau 10); cycles beyond ten.
+const char* const kColors[10] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
 
 std::string xml_escape(const std::string& s) {
   std::string o;
@@ -26,10 +25,22 @@ std::string xml_escape(const std::string& s) {
     else if (c == '>') o += "&gt;";
     else if (c == '&') o += "&amp;";
     else if (c == '"') o += "&quot;";
+    else if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n') o += '?';  // not allowed in XML 1.0
     else o += c;
   }
   return o;
 }
+
+}  // namespace render
+
+namespace {
+
+using render::fmt;
+using render::kColors;
+using render::pad;
+using render::xml_escape;
+
+std::string num(std::int64_t v) { return std::to_string(v); }
 
 }  // namespace
 

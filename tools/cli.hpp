@@ -29,6 +29,7 @@ int data_main(const std::vector<std::string>& args);
 int bench_main(const std::vector<std::string>& args);
 int bench_data_main(const std::vector<std::string>& args);
 int partition_main(const std::vector<std::string>& args);
+int report_main(const std::vector<std::string>& args);
 int bench_partition_main(const std::vector<std::string>& args);
 int bench_partition_one_main(const std::vector<std::string>& args);
 int bench_train_main(const std::vector<std::string>& args);

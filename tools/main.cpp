@@ -29,6 +29,7 @@ constexpr const char* kUsage =
     "  bench train     benchmark data-parallel training (epoch time and split), beside DGL\n"
     "  bench balance   benchmark rebalancing on heterogeneous shards and ranks\n"
     "  train           train a GNN (GraphSAGE, GCN, GAT) on a dataset or, under mpiexec, its shards\n"
+    "  report          per-rank time, traffic and imbalance of a training run (its metrics file)\n"
     "  version         print the version\n"
     "\n"
     "Run 'shardgnn <command> --help' for a command's options.\n";
@@ -100,6 +101,7 @@ int main(int argc, char** argv) {
     if (cmd == "data") return cli::data_main(args);
     if (cmd == "bench") return cli::bench_main(args);
     if (cmd == "partition") return cli::partition_main(args);
+    if (cmd == "report") return cli::report_main(args);
     if (cmd == "version" || cmd == "--version") {
       std::cout << "shardgnn 0.1.0\n";
       return 0;

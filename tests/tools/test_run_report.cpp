@@ -1,0 +1,125 @@
+// The run report's reading and summary (tools/run_report.hpp) on metrics lines written inline.
+#include <catch2/catch.hpp>
+
+#include "datasets/error.hpp"
+#include "tools/run_report.hpp"
+
+using namespace shardgnn;
+
+namespace {
+
+// One rank's entry: busy = wait + compute, as the trainer records it.
+std::string rank_json(int rank, double seeds, double steps, double wait, double compute, double allreduce) {
+  return "{\"rank\":" + std::to_string(rank) + ",\"seeds\":" + std::to_string(seeds) + ",\"steps\":" + std::to_string(steps) +
+         ",\"sampled_edges\":1000,\"remote_sampled_rows\":10,\"remote_rows\":100,\"cache_hits\":25,\"bytes_sent\":1e6,\"bytes_received\":2e6,"
+         "\"time_s\":{\"sample\":0.1,\"fetch\":0.1,\"batch_wait\":" +
+         std::to_string(wait) + ",\"compute\":" + std::to_string(compute) + ",\"allreduce\":" + std::to_string(allreduce) +
+         "},\"busy_s\":" + std::to_string(wait + compute) + ",\"slowdown\":1}";
+}
+
+std::string message_of(const std::string& text) {
+  try {
+    parse_run_metrics(text, "m.jsonl");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("run report: per-epoch imbalance and per-rank totals", "[report]") {
+  // Three ranks, listed out of order; epoch 1 is logged twice (a resumed run): the later line wins.
+  const std::string text =
+      "{\"epoch\":0,\"epoch_s\":5,\"loss\":1,\"steps\":4,\"val_acc\":0.5,\"test_acc\":0.45,\"ranks\":[" + rank_json(2, 300, 4, 0.5, 3.5, 0) + "," +
+      rank_json(0, 100, 4, 0.5, 1.5, 2) + "," + rank_json(1, 200, 4, 0.5, 2.5, 1) + "]}\n" +
+      "{\"epoch\":1,\"epoch_s\":9,\"ranks\":[" + rank_json(0, 1, 1, 9, 9, 0) + "," + rank_json(1, 1, 1, 9, 9, 0) + "," + rank_json(2, 1, 1, 9, 9, 0) + "]}\n" +
+      "\n" +
+      "{\"epoch\":1,\"epoch_s\":4,\"loss\":0.5,\"steps\":4,\"val_acc\":0.6,\"test_acc\":0.4,\"rebalance\":{\"policy\":\"cost\",\"seeds\":[200,200,200],\"moved\":100},"
+      "\"ranks\":[" +
+      rank_json(0, 200, 4, 0.5, 2.5, 0.5) + "," + rank_json(1, 200, 4, 1, 2.5, 0) + "," + rank_json(2, 200, 4, 0.5, 2.5, 0.5) + "]}\n";
+  const RunMetrics run = parse_run_metrics(text, "dir/m.jsonl");
+  REQUIRE(run.epochs.size() == 2);
+  CHECK(run.superseded == 1);
+  CHECK(run.epochs[1].line == 4);
+  CHECK(run.epochs[0].ranks[0].rank == 0);
+  CHECK(run.dir == "dir");
+  const RunSummary s = summarize_run(run);
+  CHECK(s.ranks == 3);
+  CHECK(s.epochs_with_ranks == 2);
+  CHECK(s.total_epoch_s == Approx(9));
+  REQUIRE(s.per_epoch.size() == 2);
+  // Epoch 0: busy 2, 3, 4 -> max 4, mean 3.
+  CHECK(s.per_epoch[0].max_busy_s == Approx(4));
+  CHECK(s.per_epoch[0].mean_busy_s == Approx(3));
+  CHECK(s.per_epoch[0].ratio == Approx(4.0 / 3));
+  CHECK(s.per_epoch[0].slowest_rank == 2);
+  CHECK(s.per_epoch[0].max_allreduce_s == Approx(2));
+  // Epoch 1: busy 3, 3.5, 3 -> max 3.5 on rank 1.
+  CHECK(s.per_epoch[1].max_busy_s == Approx(3.5));
+  CHECK(s.per_epoch[1].mean_busy_s == Approx(9.5 / 3));
+  CHECK(s.per_epoch[1].slowest_rank == 1);
+  REQUIRE(s.per_epoch[1].rebalance);
+  CHECK(s.per_epoch[1].rebalance->moved == 100);
+  CHECK(s.per_epoch[1].rebalance->seeds.size() == 3);
+  CHECK(s.worst_epoch == 0);
+  CHECK(s.worst_ratio == Approx(4.0 / 3));
+  CHECK(s.mean_ratio == Approx((4.0 / 3 + 3.5 / (9.5 / 3)) / 2));
+  // Per rank: rank 0 busy 2 + 3 over 2 epochs and 8 steps; seeds (100 + 200) / 2.
+  const RankSummary& r0 = s.per_rank[0];
+  CHECK(r0.epochs == 2);
+  CHECK(r0.seeds_per_epoch == Approx(150));
+  CHECK(r0.busy_per_epoch_s == Approx(2.5));
+  CHECK(r0.busy_per_step_s == Approx(5.0 / 8));
+  CHECK(r0.allreduce_s == Approx(2.5));
+  CHECK(r0.bytes_moved == Approx(6e6));
+  CHECK(r0.slowest_epochs == 0);
+  CHECK(s.per_rank[2].slowest_epochs == 1);
+  CHECK(s.per_rank[1].slowest_epochs == 1);
+  // Accuracy: best validation at epoch 1, with the test accuracy of that epoch; best test at 0.
+  CHECK(*s.best_val == Approx(0.6));
+  CHECK(s.best_val_epoch == 1);
+  CHECK(*s.test_at_best_val == Approx(0.4));
+  CHECK(*s.best_test == Approx(0.45));
+  CHECK(s.best_test_epoch == 0);
+  CHECK(s.last_eval_epoch == 1);
+  // The renderings carry the numbers.
+  const std::string table = render_run_table(s);
+  CHECK(table.find("4.000") != std::string::npos);
+  CHECK(table.find("cost, moved 100 seeds") != std::string::npos);
+  const std::string svg = render_run_svg(s, run);
+  CHECK(svg.rfind("<svg ", 0) == 0);
+  CHECK(svg.find("</svg>") != std::string::npos);
+  CHECK(svg.find("rank 2: busy") != std::string::npos);
+  const auto json = run_summary_json(s).as_object();
+  CHECK(json.at("per_epoch").as_array().size() == 2);
+}
+
+TEST_CASE("run report: lines without per-rank data", "[report]") {
+  const RunMetrics run = parse_run_metrics("{\"epoch\":0,\"epoch_s\":1.5,\"loss\":2,\"time_s\":{\"sample_wait\":0.25,\"compute\":1}}\n", "m.jsonl");
+  const RunSummary s = summarize_run(run);
+  CHECK(s.ranks == 0);
+  CHECK(s.per_rank.empty());
+  CHECK_FALSE(s.per_epoch[0].has_ranks);
+  CHECK(s.per_epoch[0].compute_s == Approx(1));
+  CHECK_FALSE(s.best_val);
+  CHECK(render_run_table(s).find("per-rank     absent") != std::string::npos);
+  CHECK(render_run_svg(s, run).find("no per-rank data") != std::string::npos);
+}
+
+TEST_CASE("run report: errors name the file and the line", "[report]") {
+  CHECK(message_of("") == "m.jsonl: line 1: empty file, expected one JSON object per line (one per epoch)");
+  CHECK(message_of("\n  \n") == "m.jsonl: line 1: empty file, expected one JSON object per line (one per epoch)");
+  CHECK(message_of("{\"epoch\":0,\"epoch_s\":1}\n{\"epoch\":1,") .rfind("m.jsonl: line 2, column", 0) == 0);
+  CHECK(message_of("{\"epoch\":0,\"epoch_s\":1}\n7\n") == "m.jsonl: line 2: expected a JSON object (one epoch per line), found '7'");
+  CHECK(message_of("{\"epoch_s\":1}") == "m.jsonl: line 1: key 'epoch': missing, expected a non-negative integer");
+  CHECK(message_of("{\"epoch\":0.5,\"epoch_s\":1}") == "m.jsonl: line 1: key 'epoch': expected a non-negative integer, found '0.5'");
+  CHECK(message_of("{\"epoch\":0,\"epoch_s\":true}") == "m.jsonl: line 1: key 'epoch_s': expected a number, found 'true'");
+  const std::string r0 = rank_json(0, 1, 1, 1, 1, 0), r1 = rank_json(1, 1, 1, 1, 1, 0);
+  CHECK(message_of("{\"epoch\":0,\"epoch_s\":1,\"ranks\":[" + r0 + "," + rank_json(2, 1, 1, 1, 1, 0) + "]}").find("line 1: ranks[1].rank: 2 is out of range") !=
+        std::string::npos);
+  CHECK(message_of("{\"epoch\":0,\"epoch_s\":1,\"ranks\":[" + r0 + "," + r1 + "]}\n{\"epoch\":1,\"epoch_s\":1,\"ranks\":[" + r0 + "]}") ==
+        "m.jsonl: line 2: key 'ranks': 1 ranks, expected 2 as on line 1");
+  CHECK(message_of("{\"epoch\":0,\"epoch_s\":1,\"ranks\":[{\"rank\":0}]}") == "m.jsonl: line 1: key 'ranks[0].seeds': missing, expected a number");
+  CHECK(message_of("{\"epoch\":0,\"epoch_s\":1,\"rebalance\":{\"moved\":3}}") == "m.jsonl: line 1: key 'rebalance.policy': expected a string");
+}
