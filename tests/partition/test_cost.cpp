@@ -140,7 +140,7 @@ TEST_CASE("cost weights: round(s + w r), at least 1, training nodes only, clampe
   CHECK(m.nodes.ratio() <= 1.04);
 }
 
-TEST_CASE("--balance cost on Cora: METIS balances the expected cost far better than node balance", "[partition][cost][metis]") {
+TEST_CASE("balance cost on Cora: METIS balances the expected cost far better than node balance", "[partition][cost][metis]") {
   const Dataset ds = read_dataset(test::sample("cora.npz"), {});
   PartitionConfig nodes;
   nodes.parts = 4;
@@ -170,7 +170,7 @@ TEST_CASE("--balance cost on Cora: METIS balances the expected cost far better t
   CHECK(mc.cost.mean == Approx(static_cast<double>(total) / 4));
 }
 
-TEST_CASE("--balance cost for the streaming methods: the subtree-only cost is their capacity", "[partition][cost][streaming]") {
+TEST_CASE("balance cost for the streaming methods: the subtree-only cost is their capacity", "[partition][cost][streaming]") {
   const Dataset ds = read_dataset(test::sample("cora.npz"), {});
   const PartitionConfig defaults;
   const auto s = node_cost_weights(ds, defaults.cost_fanouts, defaults.cost_remote_weight);  // r = 0
