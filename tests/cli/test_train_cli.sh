@@ -53,4 +53,30 @@ expect_error 2 "the checkpoint is of gcn (hidden 32" "$work/p2" --model sage --f
 cmp -s "$work/ck/checkpoint.pt" "$work/saved.pt" || fail "a refused run changed the checkpoint"
 head -c 2000 "$work/saved.pt" > "$work/ck/checkpoint.pt"
 expect_error 2 "checkpoint.pt: not a readable checkpoint" "$work/p2" "${quick[@]}" --checkpoint-dir "$work/ck" --resume
+expect_error 2 "there is no rank 2 (the job has 2 ranks, 0 to 1)" "$work/p2" --simulate-slowdown 2:2
+expect_error 2 "the factor must be >= 1, got 0" "$work/p2" --simulate-slowdown 1:0
+expect_error 2 "the factor must be >= 1, got -3" "$work/p2" --simulate-slowdown 1:-3
+expect_error 2 "expected RANK:FACTOR" "$work/p2" --simulate-slowdown 1
+expect_error 2 "unknown --rebalance policy 'fastest'" "$work/p2" --rebalance fastest
+expect_error 2 "unknown --seed-sampling 'labels'" "$work/p2" --seed-sampling labels
+
+# Rebalancing on 2 ranks with rank 1 slowed 3x: per-rank records in the metrics, the slow rank
+# ends with fewer seeds, and `shardgnn report` reads the run.
+timeout 180 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${quick[@]}" --epochs 4 --rebalance cost --simulate-slowdown 1:3 --run-dir "$work/run" \
+  --no-full-eval > "$work/out.txt" 2>&1 || fail "rebalanced run failed: $(cat "$work/out.txt")"
+[ "$(wc -l < "$work/run/metrics.jsonl")" = 4 ] || fail "expected 4 metrics lines in the run dir"
+grep -q '"ranks":\[{"rank":0' "$work/run/metrics.jsonl" || fail "metrics lack per-rank records"
+last=$(tail -n 1 "$work/run/metrics.jsonl")
+seeds=$(echo "$last" | grep -o '"rebalance":{"policy":"cost","seeds":\[[0-9]*,[0-9]*\]' | grep -o '\[.*\]' | tr -d '[]')
+[ -n "$seeds" ] || fail "no rebalance record: $last"
+s0=${seeds%,*}; s1=${seeds#*,}
+[ "$s1" -lt "$s0" ] || fail "the slowed rank 1 kept as many seeds as rank 0 ($seeds)"
+"$SHARDGNN" report "$work/run" > "$work/report.txt" || fail "report failed"
+grep -q "slowdown x3" "$work/report.txt" || fail "report does not show the slowed rank: $(cat "$work/report.txt")"
+[ -s "$work/run/report.svg" ] || fail "report wrote no SVG"
+
+# Class-balanced seed sampling trains (labels of other ranks' seeds come from their owners).
+timeout 180 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${quick[@]}" --epochs 4 --seed-sampling class-balanced --no-full-eval \
+  > "$work/out.txt" 2>&1 || fail "class-balanced run failed: $(cat "$work/out.txt")"
+grep -qE "^test accuracy 0\.[6-9]" "$work/out.txt" || fail "class-balanced run: no good test accuracy: $(cat "$work/out.txt")"
 echo "train CLI: all checks passed"

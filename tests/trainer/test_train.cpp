@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <numeric>
 
 #include "trainer/torch_catch.hpp"  // torch, then Catch
 #include "comm/communicator.hpp"
@@ -231,6 +232,63 @@ TEST_CASE("replicas stay identical across ranks through training", "[trainer][mp
     CHECK(r.sampled.test.count == 1000);  // every rank's test nodes, counted once
     CHECK(r.full.val.count == 500);
     if (opt == OptimizerKind::kAdam) CHECK(r.full.test.accuracy > 0.6);
+  }
+}
+
+TEST_CASE("rebalanced and class-balanced training: every seed once, identical replicas, seeded, per-rank records", "[trainer][mpi][rebalance]") {
+  PartFixture fx;
+  const std::int64_t total = 140;  // Cora's training nodes
+  struct Variant {
+    RebalancePolicy policy;
+    bool class_balanced;
+    int slow_rank;
+  };
+  for (const Variant v : {Variant{RebalancePolicy::kSeeds, false, -1}, Variant{RebalancePolicy::kCost, false, 0}, Variant{RebalancePolicy::kNone, true, -1}}) {
+    TrainConfig c = quick_config(ModelKind::kSage);
+    c.epochs = 3;
+    c.final_full_eval = false;
+    c.rebalance = v.policy;
+    c.class_balanced = v.class_balanced;
+    c.slow_rank = v.slow_rank;
+    c.slowdown = v.slow_rank >= 0 ? 4.0 : 1.0;
+    SamplerConfig s = quick_sampler();
+    s.batch_size = 16;
+    auto run = [&] {
+      Trainer t(fx.shard, "cora", fx.world, c, s);
+      const TrainResult r = t.fit();
+      return std::make_pair(r, t.weights_checksum());
+    };
+    const auto [r, sum] = run();
+    INFO("policy " << rebalance_policy_name(v.policy) << (v.class_balanced ? " class-balanced" : ""));
+    const auto sums = fx.world.allgather(sum);
+    CHECK(std::all_of(sums.begin(), sums.end(), [&](std::uint64_t x) { return x == sums[0]; }));
+    for (const EpochRecord& e : r.history) {
+      CHECK(static_cast<int>(e.ranks.size()) == fx.world.size());
+      std::int64_t seeds = 0;
+      for (const RankEpoch& k : e.ranks) {
+        seeds += k.seeds;
+        CHECK(k.steps == e.steps);
+        CHECK(k.busy_s >= k.compute_s);
+        CHECK(k.slowdown == (k.rank == v.slow_rank ? 4.0 : 1.0));
+      }
+      CHECK(seeds == total);  // each seed once per epoch (class-balanced: as many draws)
+      CHECK(std::accumulate(e.plan_load.begin(), e.plan_load.end(), std::int64_t{0}) == total);
+      CHECK(e.imbalance >= 1.0);
+      // Equal step counts, and no rank's batch larger than its share spread over them.
+      CHECK(e.steps == (total + 16 * fx.world.size() - 1) / (16 * fx.world.size()));
+    }
+    if (v.policy == RebalancePolicy::kSeeds) {
+      // Equal counts: the same plan every epoch, so the run is reproducible bit for bit.
+      const auto again = run();
+      CHECK(again.second == sum);
+      for (const EpochRecord& e : r.history)
+        for (std::int64_t n : e.plan_load) CHECK(std::abs(n - total / fx.world.size()) <= 1);
+    }
+    if (v.policy == RebalancePolicy::kCost && fx.world.size() > 1) {
+      // Rank 0 computes 4x slower: after the first (measuring) epoch it is given fewer seeds.
+      const auto& last = r.history.back().plan_load;
+      CHECK(last[0] < last[1]);
+    }
   }
 }
 
