@@ -46,6 +46,21 @@ MPI_Op mpi_op(Op op) {
 }
 
 std::atomic<WaitMode> g_wait_mode{WaitMode::kSpin};
+thread_local double t_collective_s = 0;
+
+// Adds the lifetime of the scope to the calling thread's time in collectives.
+class CollectiveTimer {
+ public:
+  CollectiveTimer() { clock_gettime(CLOCK_MONOTONIC, &start_); }
+  ~CollectiveTimer() {
+    timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    t_collective_s += static_cast<double>(now.tv_sec - start_.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec - start_.tv_nsec);
+  }
+
+ private:
+  timespec start_;
+};
 
 // Completes a nonblocking collective without holding the core: a short spin (latency when the
 // others are ready), then MPI_Test between sleeps growing from 1 to 100 us (MPI progresses inside
@@ -69,6 +84,8 @@ void polite_wait(MPI_Request& req, const char* call) {
 bool yielding() { return g_wait_mode.load(std::memory_order_relaxed) == WaitMode::kYield; }
 
 }  // namespace
+
+double collective_seconds() noexcept { return t_collective_s; }
 
 void set_wait_mode(WaitMode mode) { g_wait_mode.store(mode, std::memory_order_relaxed); }
 WaitMode wait_mode() { return g_wait_mode.load(std::memory_order_relaxed); }
@@ -98,12 +115,18 @@ Environment::Environment(int& argc, char**& argv, bool threads) {
   }
   const char* env = std::getenv("SHARDGNN_MPI_WAIT");
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  WaitMode mine;
   try {
-    set_wait_mode(parse_wait_mode(env ? env : "auto", on_node, cores > 0 ? cores : 1));
+    mine = parse_wait_mode(env ? env : "auto", on_node, cores > 0 ? cores : 1);
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "warning: %s; using auto\n", e.what());
-    set_wait_mode(parse_wait_mode("auto", on_node, cores > 0 ? cores : 1));
+    mine = parse_wait_mode("auto", on_node, cores > 0 ? cores : 1);
   }
+  // Blocking and nonblocking collectives never match each other: every rank must wait the same
+  // way. Yield wins when any rank asks for it (an oversubscribed node anywhere).
+  int yield = mine == WaitMode::kYield ? 1 : 0;
+  check(MPI_Allreduce(MPI_IN_PLACE, &yield, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+  set_wait_mode(yield ? WaitMode::kYield : WaitMode::kSpin);
 }
 
 bool thread_multiple() {
@@ -151,6 +174,7 @@ Communicator& Communicator::operator=(Communicator&&) noexcept = default;
 Communicator::~Communicator() = default;
 
 void Communicator::barrier() const {
+  CollectiveTimer timer;
   if (!yielding()) return check(MPI_Barrier(handle_->comm), "MPI_Barrier");
   MPI_Request req;
   check(MPI_Ibarrier(handle_->comm, &req), "MPI_Ibarrier");
@@ -158,6 +182,7 @@ void Communicator::barrier() const {
 }
 
 void Communicator::allreduce_raw(void* data, std::int64_t count, Kind kind, Op op) const {
+  CollectiveTimer timer;
   if (!yielding())
     return check(MPI_Allreduce_c(MPI_IN_PLACE, data, static_cast<MPI_Count>(count), datatype(kind), mpi_op(op), handle_->comm), "MPI_Allreduce");
   MPI_Request req;
@@ -166,6 +191,7 @@ void Communicator::allreduce_raw(void* data, std::int64_t count, Kind kind, Op o
 }
 
 void Communicator::broadcast_raw(void* data, std::int64_t bytes, int root) const {
+  CollectiveTimer timer;
   if (!yielding()) return check(MPI_Bcast_c(data, static_cast<MPI_Count>(bytes), MPI_BYTE, root, handle_->comm), "MPI_Bcast");
   MPI_Request req;
   check(MPI_Ibcast_c(data, static_cast<MPI_Count>(bytes), MPI_BYTE, root, handle_->comm, &req), "MPI_Ibcast");
@@ -173,6 +199,7 @@ void Communicator::broadcast_raw(void* data, std::int64_t bytes, int root) const
 }
 
 void Communicator::allgather_raw(const void* in, void* out, std::size_t bytes) const {
+  CollectiveTimer timer;
   if (!yielding())
     return check(MPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, handle_->comm), "MPI_Allgather");
   MPI_Request req;
@@ -184,6 +211,7 @@ std::vector<std::int64_t> Communicator::exchange_counts(std::span<const std::int
   if (static_cast<int>(send_counts.size()) != size_)
     throw std::logic_error("alltoallv: " + std::to_string(send_counts.size()) + " send counts for " + std::to_string(size_) + " ranks");
   std::vector<std::int64_t> recv(static_cast<std::size_t>(size_));
+  CollectiveTimer timer;
   if (!yielding()) {
     check(MPI_Alltoall(send_counts.data(), 1, MPI_INT64_T, recv.data(), 1, MPI_INT64_T, handle_->comm), "MPI_Alltoall");
   } else {
@@ -209,6 +237,7 @@ void Communicator::alltoallv_raw(const void* send, std::span<const std::int64_t>
     ro += rc[i];
   }
   std::vector<MPI_Aint> sda(sd.begin(), sd.end()), rda(rd.begin(), rd.end());
+  CollectiveTimer timer;
   if (!yielding()) return check(MPI_Alltoallv_c(send, sc.data(), sda.data(), MPI_BYTE, recv, rc.data(), rda.data(), MPI_BYTE, handle_->comm), "MPI_Alltoallv");
   MPI_Request req;
   check(MPI_Ialltoallv_c(send, sc.data(), sda.data(), MPI_BYTE, recv, rc.data(), rda.data(), MPI_BYTE, handle_->comm, &req), "MPI_Ialltoallv");

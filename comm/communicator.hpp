@@ -53,12 +53,17 @@ enum class Op { kSum, kMax, kMin };
 // latency when every rank has a core of its own). kYield: nonblocking collectives completed by
 // MPI_Test between short sleeps, so a waiting rank leaves its core to the ranks it waits for
 // (what an oversubscribed node needs). Environment picks it from SHARDGNN_MPI_WAIT=spin|yield|auto
-// (default auto: yield when the node's ranks outnumber its cores).
+// (default auto: yield when the node's ranks outnumber its cores); all ranks agree on one mode
+// (yield if any rank asks for it), since blocking and nonblocking collectives never match.
 enum class WaitMode { kSpin, kYield };
 void set_wait_mode(WaitMode mode);
 WaitMode wait_mode();
 // "spin", "yield" or "auto"/"" (decided from the node's rank and core counts); else invalid_argument.
 WaitMode parse_wait_mode(const std::string& name, int ranks_on_node, int cores);
+
+// Seconds the calling thread has spent inside collectives of any Communicator (cumulative): the
+// part of a thread's time that is waiting for (and exchanging with) other ranks, not own work.
+double collective_seconds() noexcept;
 
 // MPI_Init_thread / MPI_Finalize for the process. Construct exactly one, first thing in main.
 // `threads`: true when several threads will call MPI at once (MPI_THREAD_MULTIPLE, e.g. the

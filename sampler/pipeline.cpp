@@ -2,7 +2,20 @@
 
 #include <chrono>
 
+#include "comm/communicator.hpp"
+
 namespace shardgnn {
+
+namespace {
+// produce_batch, and the seconds of it that were own work (not inside collectives).
+MiniBatch timed_produce(DistSampler& sampler, FeatureStore& features, std::int64_t epoch, std::int64_t step, double& work_s) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const double c0 = comm::collective_seconds();
+  MiniBatch mb = produce_batch(sampler, features, epoch, step);
+  work_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - (comm::collective_seconds() - c0);
+  return mb;
+}
+}  // namespace
 
 MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::int64_t epoch, std::int64_t step) {
   const std::vector<NodeId> seeds = sampler.seeds_for(epoch, step);
@@ -49,9 +62,11 @@ void Prefetcher::run() {
         cv_.wait(lock, [&] { return stop_ || queue_.size() < depth_; });
         if (stop_) return;
       }
-      MiniBatch mb = produce_batch(sampler_, features_, epoch_, step);
+      double work = 0;
+      MiniBatch mb = timed_produce(sampler_, features_, epoch_, step, work);
       {
         std::lock_guard lock(mu_);
+        work_s_ += work;
         queue_.push_back(std::move(mb));
         ++produced_;
       }
@@ -66,7 +81,12 @@ void Prefetcher::run() {
 
 std::optional<MiniBatch> Prefetcher::next() {
   if (next_step_ >= steps_) return std::nullopt;
-  if (depth_ == 0) return produce_batch(sampler_, features_, epoch_, next_step_++);
+  if (depth_ == 0) {
+    double work = 0;
+    MiniBatch mb = timed_produce(sampler_, features_, epoch_, next_step_++, work);
+    work_s_ += work;
+    return mb;
+  }
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_lock lock(mu_);
   cv_.wait(lock, [&] { return !queue_.empty() || error_; });
@@ -80,4 +100,11 @@ std::optional<MiniBatch> Prefetcher::next() {
   return mb;
 }
 
+}  // namespace shardgnn
+
+namespace shardgnn {
+double Prefetcher::work_seconds() {
+  std::lock_guard lock(mu_);
+  return work_s_;
+}
 }  // namespace shardgnn

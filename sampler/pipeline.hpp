@@ -34,6 +34,9 @@ class Prefetcher {
   std::optional<MiniBatch> next();
   // Time next() spent waiting for the producer (the part of sampling the pipeline did not hide).
   double wait_seconds() const noexcept { return wait_s_; }
+  // Time spent producing the batches handed out so far, less the producer's time inside
+  // collectives (waiting for and exchanging with other ranks): this rank's own sampling work.
+  double work_seconds();
 
  private:
   void run();
@@ -49,6 +52,7 @@ class Prefetcher {
   bool stop_ = false;
   std::exception_ptr error_;
   double wait_s_ = 0;
+  double work_s_ = 0;  // guarded by mu_
   std::thread thread_;
 };
 

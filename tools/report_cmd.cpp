@@ -23,7 +23,7 @@ int report_main(const std::vector<std::string>& args) {
              "shardgnn report <run-dir|metrics.jsonl> [--svg FILE] [--json]\n\n"
              "A training run per rank, from the metrics written by 'shardgnn train --metrics FILE' (one JSON line per\n"
              "epoch): per-rank seeds, sampled edges, remote rows, traffic and time (sample, fetch, batch wait, compute,\n"
-             "all-reduce), busy time (batch wait + compute) per epoch and per step; per epoch the imbalance max/mean busy,\n"
+             "all-reduce), busy time (own work: compute and sampling, no waiting) per epoch and per step; per epoch the imbalance max/mean busy,\n"
              "the slowest rank and any rebalancing; best and last accuracy. The SVG shows each rank's time per epoch.",
              o, {"run"}, vm))
     return 0;

@@ -366,7 +366,7 @@ std::string render_run_table(const RunSummary& s) {
              pad(std::to_string(t.slowest_epochs) + "/" + std::to_string(t.epochs), 9) + (t.slowdown != 1 ? "  (slowdown x" + fmt("%g", t.slowdown) + ")" : "") +
              "\n";
     }
-    out += "(totals over the epochs except seeds/ep and busy; busy = batch wait + compute; slowest = epochs with the largest busy time)\n";
+    out += "(totals over the epochs except seeds/ep and busy; busy = own work (compute and sampling, no waiting); slowest = epochs with the largest busy time)\n";
   }
   out += "\n";
   const std::vector<std::pair<std::string, std::size_t>> head = {{"epoch", 6}, {"epoch s", 9}, {"loss", 8}, {"val acc", 9}};
@@ -604,7 +604,7 @@ std::string render_run_svg(const RunSummary& sum, const RunMetrics& run) {
   const std::vector<Series> parts = {{"batch wait", render::kColors[1]}, {"compute", render::kColors[0]}, {"all-reduce (waiting for slower ranks)", render::kColors[2]}};
   if (K > 0) {
     legend(s, 20, 72, parts, false);
-    text(s, 20, top - 4, "time per epoch on each rank (s, common scale; busy = batch wait + compute)", "font-weight=\"bold\"");
+    text(s, 20, top - 4, "time per epoch on each rank (s, common scale; busy = own work, no waiting)", "font-weight=\"bold\"");
     double ymax_data = 0;
     for (const RunEpoch& e : run.epochs)
       for (const RankEpoch& r : e.ranks) ymax_data = std::max(ymax_data, r.batch_wait_s + r.compute_s + r.allreduce_s);

@@ -18,7 +18,7 @@ struct RankEpoch {
   double seeds = 0, steps = 0, sampled_edges = 0, remote_sampled_rows = 0, remote_rows = 0, cache_hits = 0;
   double bytes_sent = 0, bytes_received = 0;
   double sample_s = 0, fetch_s = 0, batch_wait_s = 0, compute_s = 0, allreduce_s = 0;
-  double busy_s = 0;    // batch_wait + compute: the rank's own critical path, without the all-reduce
+  double busy_s = 0;    // own work: compute + sampling outside collectives (no waiting)
   double slowdown = 1;  // the rank's configured slowdown factor (1 = none)
 };
 

@@ -53,7 +53,7 @@ struct RankEpoch {
   double batch_wait_s = 0;           // the training loop waiting for its next batch
   double compute_s = 0;              // forward, backward, optimiser (and a simulated slowdown)
   double allreduce_s = 0;            // in the gradient all-reduce: mostly waiting for slower ranks
-  double busy_s = 0;                 // batch_wait + compute: this rank's own critical path
+  double busy_s = 0;                 // own work: compute + sampling and fetching outside collectives (no waiting)
   double slowdown = 1;               // --simulate-slowdown factor on this rank
 };
 

@@ -160,16 +160,23 @@ struct Trainer::State {
     r.plan_load = plan.load;
   }
 
-  // Smoothed cost per seed from the epoch's per-rank records (identical on every rank). A rank
+  // Smoothed cost per seed from the epoch's per-rank records and plan (identical on every rank):
+  // own work / (kept + factor * received), so that the plan's factor is not counted twice. A rank
   // that trained nothing keeps its previous estimate. Quantised to 1/20 of the fastest rank's
   // cost, so that timing noise alone does not reshuffle seeds every epoch.
-  void update_costs(const std::vector<RankEpoch>& ranks) {
+  void update_costs(const std::vector<RankEpoch>& ranks, const std::vector<std::int64_t>& load) {
     const std::size_t P = ranks.size();
     if (cost_per_seed.size() != P) cost_per_seed.assign(P, 0.0);
     std::vector<double> raw(P, 0.0);
     for (std::size_t k = 0; k < P; ++k) {
-      if (ranks[k].seeds <= 0 || !(ranks[k].busy_s > 0)) continue;
-      const double c = ranks[k].busy_s / static_cast<double>(ranks[k].seeds);
+      double units = static_cast<double>(ranks[k].seeds);
+      if (load.size() == P && !cfg.class_balanced) {
+        const auto kept = static_cast<double>(std::min(own_seeds[k], load[k]));
+        const auto received = static_cast<double>(std::max<std::int64_t>(0, load[k] - own_seeds[k]));
+        units = kept + cfg.remote_seed_factor * received;
+      }
+      if (units <= 0 || !(ranks[k].busy_s > 0)) continue;
+      const double c = ranks[k].busy_s / units;
       raw[k] = cost_per_seed[k] > 0 ? 0.5 * cost_per_seed[k] + 0.5 * c : c;
     }
     double fastest = 0;
@@ -248,6 +255,7 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     const auto ids = s.comm.allgatherv<NodeId>(std::span<const NodeId>(shard.train_idx.data(), shard.train_idx.size()));
     const auto all_labels = s.comm.allgatherv<std::int64_t>(labels);
     s.pool = std::make_unique<ClassBalancedPool>(ids.data, all_labels.data);
+    s.comm.check_all(s.pool->size() > 0, "--seed-sampling class-balanced: dataset '" + dataset + "' has no labelled training nodes");
   }
   s.sampler = std::make_unique<DistSampler>(shard, s.sampler_comm, s.scfg);
   s.features = std::make_unique<FeatureStore>(shard, s.sampler_comm);
@@ -303,7 +311,7 @@ TrainResult Trainer::fit() {
     const FeatureCounters fc0 = s.features->counters();
     const double ar0 = s.allreducer->seconds();
     const bool slowed = rank == c.slow_rank && c.slowdown > 1;
-    double wait_s = 0, compute_s = 0, loss_sum = 0, correct = 0, examples = 0;
+    double wait_s = 0, compute_s = 0, sample_work_s = 0, loss_sum = 0, correct = 0, examples = 0;
     std::int64_t seeds_done = 0;
     const std::int64_t steps = s.sampler->steps_in_epoch(epoch);
     progress.start_epoch(epoch, c.epochs, steps);
@@ -345,6 +353,7 @@ TrainResult Trainer::fit() {
         examples += total;
         progress.step(step + 1, total > 0 ? extras[0] / total : 0.0);
       }
+      sample_work_s = pipe.work_seconds();
     }
 
     const double train_wall = since(t_epoch);
@@ -397,7 +406,7 @@ TrainResult Trainer::fit() {
       me.batch_wait_s = wait_s;
       me.compute_s = compute_s;
       me.allreduce_s = s.allreducer->seconds() - ar0;
-      me.busy_s = wait_s + compute_s;
+      me.busy_s = compute_s + sample_work_s;
       me.slowdown = slowed ? c.slowdown : 1.0;
       r.ranks = s.comm.allgather(me);
       double mx = 0, mean = 0;
@@ -406,7 +415,7 @@ TrainResult Trainer::fit() {
         mean += k.busy_s / static_cast<double>(r.ranks.size());
       }
       r.imbalance = mean > 0 ? mx / mean : 1.0;
-      s.update_costs(r.ranks);
+      s.update_costs(r.ranks, r.plan_load);
     }
     r.train_s = s.comm.allreduce(train_wall, comm::Op::kMax);
     const double P = s.comm.size();
