@@ -20,6 +20,7 @@
 #include "partition/partitioner.hpp"
 #include "partition/report.hpp"
 #include "partition/shards.hpp"
+#include "drawn.hpp"
 #include "test_paths.hpp"
 
 using namespace shardgnn;
@@ -27,23 +28,11 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-// An undirected simple graph from a list of pairs (both directions stored), every node training.
+// An undirected simple graph from a list of pairs, every node training unless `train` says.
 Dataset undirected(std::int64_t n, const std::vector<std::pair<NodeId, NodeId>>& list, std::vector<NodeId> train = {}) {
-  EdgeList el;
-  el.num_nodes = n;
-  for (auto [u, v] : list) {
-    el.src.push_back(u);
-    el.dst.push_back(v);
-  }
-  Dataset ds;
-  ds.name = "drawn";
-  BuiltGraph b = build_csr(std::move(el), {true, true, true});
-  ds.graph = std::move(b.graph);
-  ds.cleaning = b.report;
   if (train.empty())
     for (NodeId v = 0; v < n; ++v) train.push_back(v);
-  ds.train_idx = Array<NodeId>(std::move(train));
-  return ds;
+  return test::drawn(n, list, {}, std::move(train));
 }
 
 Dataset path4() { return undirected(4, {{0, 1}, {1, 2}, {2, 3}}); }             // 0 - 1 - 2 - 3

@@ -8,6 +8,7 @@
 #include "datasets/readers.hpp"
 #include "partition/partitioner.hpp"
 #include "partition/shards.hpp"
+#include "drawn.hpp"
 #include "test_paths.hpp"
 
 using namespace shardgnn;
@@ -16,27 +17,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// An undirected graph from a list of pairs, with optional labels and train split.
-Dataset drawn(std::int64_t n, std::vector<std::pair<NodeId, NodeId>> edges, std::vector<std::int64_t> labels = {},
-              std::vector<NodeId> train = {}) {
-  EdgeList el;
-  el.num_nodes = n;
-  for (auto [u, v] : edges) {
-    el.src.push_back(u);
-    el.dst.push_back(v);
-  }
-  Dataset ds;
-  ds.name = "drawn";
-  BuiltGraph b = build_csr(std::move(el), {true, true, true});
-  ds.graph = std::move(b.graph);
-  ds.cleaning = b.report;
-  if (!labels.empty()) {
-    ds.num_classes = *std::max_element(labels.begin(), labels.end()) + 1;
-    ds.labels = Array<std::int64_t>(std::move(labels));
-  }
-  ds.train_idx = Array<NodeId>(std::move(train));
-  return ds;
-}
+using test::drawn;
 
 //  0 - 1      4 - 5
 //  | X |  --  | X |      two 4-cliques, 3 - 4 the only bridge

@@ -14,24 +14,14 @@
 #include "datasets/error.hpp"
 #include "datasets/generators.hpp"
 #include "partition/partitioner.hpp"
+#include "drawn.hpp"
 
 using namespace shardgnn;
 
 namespace {
 
 // A dataset holding just the undirected graph of `list` (both directions stored, self-loops kept).
-Dataset graph_dataset(std::int64_t n, const std::vector<std::pair<NodeId, NodeId>>& list) {
-  EdgeList el;
-  el.num_nodes = n;
-  for (auto [u, v] : list) {
-    el.src.push_back(u);
-    el.dst.push_back(v);
-  }
-  Dataset ds;
-  ds.name = "drawn";
-  ds.graph = build_csr(std::move(el), {true, false, false}).graph;
-  return ds;
-}
+Dataset graph_dataset(std::int64_t n, const std::vector<std::pair<NodeId, NodeId>>& list) { return test::drawn(n, list, {}, {}, {true, false, false}); }
 
 std::vector<PartId> run(const Dataset& ds, PartitionMethod method, int parts, PartitionConfig cfg = {}) {
   cfg.method = method;
