@@ -1,7 +1,8 @@
 // `shardgnn bench train`: epoch time and its split for data-parallel training on a generated
 // block-model graph (default ~1M nodes, ~25M edges, 100 features), at each rank count, with
 // DGL's sampler-based training of the same model on the same graph beside it (one process,
-// as many threads as our ranks). DistDGL itself is not launched here (see the issue notes).
+// as many threads as our ranks) and, with --distdgl-python, DistDGL (one partition, server and
+// trainer per rank, launched locally by tools/peers/distdgl_train.py).
 #include <boost/json.hpp>
 #include <chrono>
 #include <cstdio>
@@ -37,6 +38,7 @@ int bench_train_main(const std::vector<std::string>& args) {
       ("hidden", po::value<int>()->default_value(256), "hidden width")
       ("epochs", po::value<int>()->default_value(2), "epochs per run (the fastest is reported)")
       ("dgl-python", po::value<std::string>(), "a python with DGL (scripts/peers.sh): run DGL's training beside ours")
+      ("distdgl-python", po::value<std::string>(), "a python with DGL: run DistDGL beside ours (as many partitions, servers and trainers as ranks)")
       ("workdir", po::value<std::string>()->default_value((fs::temp_directory_path() / "shardgnn-bench-train").string()), "scratch folder (the graph is kept and reused)")
       ("json", po::value<std::string>(), "also write the results as JSON here");
   po::variables_map vm;
@@ -130,12 +132,14 @@ int bench_train_main(const std::vector<std::string>& args) {
       }
     }
     rows.push_back(row);
-    if (vm.count("dgl-python")) {
-      std::string fan;
+    std::string fan;  // DGL's order: input layer first
+    {
       std::stringstream ss(vm["fanouts"].as<std::string>());
       std::vector<std::string> f;
       for (std::string item; std::getline(ss, item, ',');) f.push_back(item);
       for (auto it = f.rbegin(); it != f.rend(); ++it) fan += (fan.empty() ? "" : ",") + *it;
+    }
+    if (vm.count("dgl-python")) {
       std::fprintf(stderr, "DGL training, %d thread(s) ...\n", p);
       const ProcessResult dg = run_process({vm["dgl-python"].as<std::string>(), std::string(SHARDGNN_SOURCE_DIR) + "/tools/peers/dgl_train.py", data_dir,
                                             "--fanouts", fan, "--batch", std::to_string(vm["batch"].as<int>() * p), "--hidden",
@@ -156,6 +160,28 @@ int bench_train_main(const std::vector<std::string>& args) {
       }
       rows.push_back(d);
     }
+    if (vm.count("distdgl-python")) {
+      std::fprintf(stderr, "DistDGL training, %d partition(s), %d server(s), %d trainer(s) ...\n", p, p, p);
+      const ProcessResult dd = run_process({vm["distdgl-python"].as<std::string>(), std::string(SHARDGNN_SOURCE_DIR) + "/tools/peers/distdgl_train.py",
+                                            data_dir, "--trainers", std::to_string(p), "--parts", std::to_string(p), "--fanouts", fan, "--batch",
+                                            std::to_string(vm["batch"].as<int>()), "--hidden", std::to_string(vm["hidden"].as<int>()), "--epochs",
+                                            std::to_string(vm["epochs"].as<int>()), "--workdir", (work / "distdgl").string()});
+      Row d;
+      d.who = "distdgl";
+      d.ranks = p;
+      try {
+        if (dd.status != 0) throw std::runtime_error("exit " + std::to_string(dd.status));
+        const auto v = boost::json::parse(dd.out).as_object();
+        d.epoch_s = v.at("epoch_s").to_number<double>();
+        d.test_acc = v.at("test_acc").to_number<double>();
+        d.note = "DistDGL " + std::string(v.at("dgl_version").as_string()) + ", " + std::to_string(p) + " trainer(s) + " + std::to_string(p) +
+                 " server(s), " + std::to_string(p) + (p > 1 ? " METIS partitions" : " partition") + ", batch " +
+                 std::to_string(vm["batch"].as<int>()) + " per trainer";
+      } catch (const std::exception& e) {
+        d.note = std::string("failed: ") + e.what();
+      }
+      rows.push_back(d);
+    }
   }
   std::printf("%-9s %5s %9s %9s %9s %9s %8s  %s\n", "who", "cores", "epoch s", "wait s", "compute s", "allred s", "test acc", "");
   boost::json::array out;
@@ -166,8 +192,8 @@ int bench_train_main(const std::vector<std::string>& args) {
   }
   for (const Row& r : rows)
     for (const Row& d : rows)
-      if (r.who == "shardgnn" && d.who == "dgl" && r.ranks == d.ranks && r.epoch_s > 0 && d.epoch_s > 0)
-        std::printf("%d core(s): DGL epoch / ours = %.2fx\n", r.ranks, d.epoch_s / r.epoch_s);
+      if (r.who == "shardgnn" && (d.who == "dgl" || d.who == "distdgl") && r.ranks == d.ranks && r.epoch_s > 0 && d.epoch_s > 0)
+        std::printf("%d core(s): %s epoch / ours = %.2fx\n", r.ranks, d.who == "dgl" ? "DGL" : "DistDGL", d.epoch_s / r.epoch_s);
   std::printf("(epoch s: training only, evaluation excluded; ours: %s epoch and its split; test acc: after the last epoch, sampled\n"
               " neighbourhoods for both; the graph stays in %s for the next run)\n",
               vm["epochs"].as<int>() > 1 ? "the fastest" : "one", work.c_str());
