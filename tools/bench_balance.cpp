@@ -127,11 +127,7 @@ int bench_balance_main(const std::vector<std::string>& args) {
   const fs::path work = vm["workdir"].as<std::string>();
   fs::create_directories(work);
 
-  SbmOptions sbm;
-  sbm.num_nodes = vm["nodes"].as<std::int64_t>();
-  sbm.avg_degree = vm["avg-degree"].as<double>();
-  sbm.feature_dim = vm["feature-dim"].as<int>();
-  sbm.num_classes = vm["classes"].as<int>();
+  SbmOptions sbm = sbm_options(vm);
   sbm.class_separation = vm["separation"].as<double>();
   sbm.homophily = vm["homophily"].as<double>();
   sbm.train_fraction = 0.5;
@@ -140,10 +136,7 @@ int bench_balance_main(const std::vector<std::string>& args) {
                           std::to_string(sbm.feature_dim) + "-" + std::to_string(sbm.num_classes) + "-" +
                           std::to_string(static_cast<int>(sbm.class_separation * 1000)) + "-" + std::to_string(static_cast<int>(sbm.homophily * 1000));
   const std::string data_dir = (work / tag).string();
-  if (!fs::exists(fs::path(data_dir) / "meta.json")) {
-    std::fprintf(stderr, "generating %s ...\n", tag.c_str());
-    save_dataset(generate_sbm(sbm), data_dir, true);
-  }
+  ensure_sbm_dataset(data_dir, sbm, /*trim_test=*/false);
   const Dataset ds = load_dataset(data_dir);
   std::fprintf(stderr, "dataset %s: %lld nodes, %lld directed edges, %zu training nodes, %d ranks\n", tag.c_str(), static_cast<long long>(ds.num_nodes()),
                static_cast<long long>(ds.graph.num_edges()), ds.train_idx.size(), P);

@@ -22,6 +22,26 @@ namespace fs = std::filesystem;
 
 namespace shardgnn::cli {
 
+SbmOptions sbm_options(const po::variables_map& vm) {
+  SbmOptions sbm;
+  sbm.num_nodes = vm["nodes"].as<std::int64_t>();
+  sbm.avg_degree = vm["avg-degree"].as<double>();
+  sbm.feature_dim = vm["feature-dim"].as<int>();
+  sbm.num_classes = vm["classes"].as<int>();
+  return sbm;
+}
+
+void ensure_sbm_dataset(const std::string& dir, const SbmOptions& sbm, bool trim_test) {
+  if (fs::exists(fs::path(dir) / "meta.json")) return;
+  std::fprintf(stderr, "generating %s ...\n", fs::path(dir).filename().c_str());
+  Dataset g = generate_sbm(sbm);
+  if (trim_test) {  // the generator puts every node outside train and val in the test set
+    std::vector<NodeId> test(g.test_idx.begin(), g.test_idx.begin() + static_cast<std::ptrdiff_t>(std::min(g.test_idx.size(), g.val_idx.size())));
+    g.test_idx = Array<NodeId>(std::move(test));
+  }
+  save_dataset(g, dir, true);
+}
+
 int bench_train_main(const std::vector<std::string>& args) {
   g_command = "shardgnn bench train";
   po::options_description o("options");
@@ -54,26 +74,15 @@ int bench_train_main(const std::vector<std::string>& args) {
   }
   const fs::path work = vm["workdir"].as<std::string>();
   fs::create_directories(work);
-  SbmOptions sbm;
-  sbm.num_nodes = vm["nodes"].as<std::int64_t>();
-  sbm.avg_degree = vm["avg-degree"].as<double>();
-  sbm.feature_dim = vm["feature-dim"].as<int>();
-  sbm.num_classes = vm["classes"].as<int>();
+  SbmOptions sbm = sbm_options(vm);
   sbm.train_fraction = vm["train"].as<double>();
   sbm.val_fraction = 0.01;
   sbm.class_separation = 0.3;
   const std::string tag = "sbm-" + std::to_string(sbm.num_nodes) + "-" + std::to_string(static_cast<int>(sbm.avg_degree)) + "-" +
                           std::to_string(sbm.feature_dim) + "-" + std::to_string(static_cast<int>(sbm.train_fraction * 1000)) + "-v2";
   const std::string data_dir = (work / tag).string();
-  if (!fs::exists(fs::path(data_dir) / "meta.json")) {
-    std::fprintf(stderr, "generating %s ...\n", tag.c_str());
-    Dataset g = generate_sbm(sbm);
-    // Evaluation is not what this measures: keep the test set as small as the validation set
-    // (the generator puts every remaining node in it).
-    std::vector<NodeId> test(g.test_idx.begin(), g.test_idx.begin() + static_cast<std::ptrdiff_t>(std::min(g.test_idx.size(), g.val_idx.size())));
-    g.test_idx = Array<NodeId>(std::move(test));
-    save_dataset(g, data_dir, true);
-  }
+  // Evaluation is not what this measures: a test set as small as the validation set.
+  ensure_sbm_dataset(data_dir, sbm, /*trim_test=*/true);
   const Dataset ds = load_dataset(data_dir);
   std::fprintf(stderr, "dataset %s: %lld nodes, %lld directed edges, %lld features, %zu training nodes\n", ds.name.c_str(),
                static_cast<long long>(ds.num_nodes()), static_cast<long long>(ds.graph.num_edges()), static_cast<long long>(ds.feature_dim),

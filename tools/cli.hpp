@@ -5,6 +5,7 @@
 #include <string>
 
 #include "comm/communicator.hpp"
+#include "datasets/generators.hpp"
 #include "partition/config.hpp"
 #include <vector>
 
@@ -34,6 +35,12 @@ int bench_partition_main(const std::vector<std::string>& args);
 int bench_partition_one_main(const std::vector<std::string>& args);
 int bench_train_main(const std::vector<std::string>& args);
 int bench_balance_main(const std::vector<std::string>& args);
+
+// The training benchmarks' generated graph: the block-model options --nodes, --avg-degree,
+// --feature-dim and --classes, and the dataset folder `dir` generated on first use (and reused).
+// trim_test keeps only as many test nodes as validation nodes (when evaluation is not measured).
+SbmOptions sbm_options(const po::variables_map& vm);
+void ensure_sbm_dataset(const std::string& dir, const SbmOptions& sbm, bool trim_test);
 int bench_sampler_main(const std::vector<std::string>& args, const comm::Communicator& world);
 int train_main(const std::vector<std::string>& args, const comm::Communicator& world);  // in the training module
 
