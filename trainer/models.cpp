@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "datasets/random.hpp"
+
 namespace shardgnn {
 
 namespace {
@@ -199,9 +201,28 @@ GnnImpl::GnnImpl(const GnnOptions& o) : options(o) {
 
 std::int64_t GnnImpl::layer_out_dim(std::int64_t l) const { return l + 1 == options.layers() ? options.out() : options.hidden(); }
 
+torch::Tensor GnnImpl::dropout(const torch::Tensor& h) {
+  const double p = options.dropout();
+  if (!is_training() || p <= 0) return h;
+  if (!h.device().is_cpu() || h.scalar_type() != torch::kFloat || !h.is_contiguous()) return dropout_(h);
+  torch::Tensor mask = torch::empty_like(h);
+  float* m = mask.data_ptr<float>();
+  const auto n = static_cast<std::uint64_t>(h.numel());
+  const auto keep = static_cast<float>(1.0 / (1.0 - p));
+  // A uniform in [0, 1) from 32 bits, compared against p: P(keep) = 1 - p.
+  const auto threshold = static_cast<std::uint64_t>(p * 4294967296.0);
+  const std::uint64_t key = derive_seed(dropout_seed_, ++dropout_calls_);
+  for (std::uint64_t i = 0; i < n; i += 2) {
+    const std::uint64_t r = derive_seed(key, i);
+    m[i] = (r & 0xffffffffULL) >= threshold ? keep : 0.0f;
+    if (i + 1 < n) m[i + 1] = (r >> 32) >= threshold ? keep : 0.0f;
+  }
+  return h * mask;
+}
+
 torch::Tensor GnnImpl::forward_layer(std::int64_t l, const BlockTensors& b, torch::Tensor h) {
   const bool last = l + 1 == options.layers();
-  h = dropout_(h);
+  h = dropout(h);
   const auto i = static_cast<std::size_t>(l);
   switch (options.kind()) {
     case ModelKind::kSage: h = sage_[i](b, h); break;

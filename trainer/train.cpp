@@ -312,7 +312,9 @@ TrainResult Trainer::fit() {
     const auto t_epoch = Clock::now();
     // Dropout draws from torch's generator: reseeding per (epoch, rank) makes a resumed run
     // draw what an uninterrupted one would.
-    torch::manual_seed(derive_seed(derive_seed(c.seed, static_cast<std::uint64_t>(epoch)), 0x7a1e0000ULL + static_cast<std::uint64_t>(rank)));
+    const std::uint64_t epoch_seed = derive_seed(derive_seed(c.seed, static_cast<std::uint64_t>(epoch)), 0x7a1e0000ULL + static_cast<std::uint64_t>(rank));
+    torch::manual_seed(epoch_seed);
+    s.model->reseed_dropout(epoch_seed);
     const double lr = lr_at(c, epoch);
     for (auto& group : s.optimizer->param_groups()) group.options().set_lr(lr);
     s.model->train();

@@ -214,3 +214,20 @@ TEST_CASE("bad training options are clear errors", "[trainer][bad-input]") {
   CHECK(lr_at(cosine, 0) == Approx(0.01));
   CHECK(lr_at(cosine, 10) == Approx(0.005));
 }
+
+TEST_CASE("dropout keeps 1 - p of the inputs scaled by 1 / (1 - p), keyed and reseedable, none in eval mode", "[trainer][layers]") {
+  Gnn model(GnnOptions(ModelKind::kSage, 64, 8, 3, 2).dropout(0.3));
+  const torch::Tensor x = torch::ones({1000, 64});
+  model->train();
+  model->reseed_dropout(7);
+  const torch::Tensor a = model->dropout(x);
+  const double kept = a.ne(0).sum().item<double>() / 64000.0;
+  CHECK(std::abs(kept - 0.7) < 0.01);  // sd of the fraction ~0.0018
+  CHECK(a.masked_select(a.ne(0)).allclose(torch::full({1}, 1.0 / 0.7)));
+  const torch::Tensor b = model->dropout(x);
+  CHECK(!a.equal(b));  // a new mask per call
+  model->reseed_dropout(7);
+  CHECK(model->dropout(x).equal(a));  // the same stream after reseeding
+  model->eval();
+  CHECK(model->dropout(x).equal(x));
+}
