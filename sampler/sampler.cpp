@@ -77,12 +77,17 @@ DenseRange next_dense(NodeId first, NodeId count, std::vector<std::int64_t>& pos
 
 std::size_t expected_edges(std::size_t rows, int fanout) { return fanout > 0 ? rows * static_cast<std::size_t>(fanout) : rows * 8; }
 
-}  // namespace
-
-std::vector<std::vector<NodeId>> epoch_batches(std::span<const NodeId> seeds, int batch_size, std::uint64_t seed, std::int64_t epoch, int rank) {
+// A rank's seeds in the epoch's order: shuffled by the stream keyed by (seed, epoch, rank).
+std::vector<NodeId> shuffle_for_epoch(std::span<const NodeId> seeds, std::uint64_t seed, std::int64_t epoch, int rank) {
   std::vector<NodeId> order(seeds.begin(), seeds.end());
   Rng rng(derive_seed(derive_seed(seed, static_cast<std::uint64_t>(epoch)), 0x5eed0000ULL + static_cast<std::uint64_t>(rank)));
   seeded_shuffle(std::span<NodeId>(order), rng);
+  return order;
+}
+}  // namespace
+
+std::vector<std::vector<NodeId>> epoch_batches(std::span<const NodeId> seeds, int batch_size, std::uint64_t seed, std::int64_t epoch, int rank) {
+  const std::vector<NodeId> order = shuffle_for_epoch(seeds, seed, epoch, rank);
   std::vector<std::vector<NodeId>> out;
   for (std::size_t i = 0; i < order.size(); i += static_cast<std::size_t>(batch_size))
     out.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(i),
@@ -96,9 +101,8 @@ DistSampler::DistSampler(const Shard& shard, const comm::Communicator& comm, Sam
 }
 
 std::int64_t DistSampler::steps_in_epoch(std::int64_t epoch) const {
-  const std::int64_t local = schedule_.epoch == epoch
-                                 ? schedule_.steps
-                                 : static_cast<std::int64_t>(epoch_batches(train_, config_.batch_size, config_.seed, epoch, comm_.rank()).size());
+  const auto B = static_cast<std::int64_t>(config_.batch_size);
+  const std::int64_t local = schedule_.epoch == epoch ? schedule_.steps : (static_cast<std::int64_t>(train_.size()) + B - 1) / B;
   const auto steps = comm_.allreduce<std::int64_t>(local, comm::Op::kMax);
   if (schedule_.epoch == epoch && steps != schedule_.steps)
     throw std::logic_error("DistSampler: ranks installed schedules of different step counts for epoch " + std::to_string(epoch));
@@ -119,12 +123,7 @@ std::vector<NodeId> DistSampler::seeds_for(std::int64_t epoch, std::int64_t step
   return batches_[static_cast<std::size_t>(step)];
 }
 
-std::vector<NodeId> DistSampler::shuffled_seeds(std::int64_t epoch) const {
-  std::vector<NodeId> order(train_);
-  Rng rng(derive_seed(derive_seed(config_.seed, static_cast<std::uint64_t>(epoch)), 0x5eed0000ULL + static_cast<std::uint64_t>(comm_.rank())));
-  seeded_shuffle(std::span<NodeId>(order), rng);
-  return order;
-}
+std::vector<NodeId> DistSampler::shuffled_seeds(std::int64_t epoch) const { return shuffle_for_epoch(train_, config_.seed, epoch, comm_.rank()); }
 
 void DistSampler::set_schedule(std::int64_t epoch, std::vector<NodeId> seeds, std::int64_t batch, std::int64_t steps) {
   if (batch < 0 || steps < 0 || (!seeds.empty() && batch * steps < static_cast<std::int64_t>(seeds.size())))

@@ -68,12 +68,12 @@ const json::object* object(const json::object& o, const char* key, const Where& 
   return &v->get_object();
 }
 
-RankEpoch parse_rank(const json::value& v, std::size_t i, const Where& w) {
+RankRecord parse_rank(const json::value& v, std::size_t i, const Where& w) {
   const std::string prefix = "ranks[" + std::to_string(i) + "]";
   if (!v.is_object()) w.fail(prefix + ": expected an object per rank, found " + found(v));
   const json::object& o = v.get_object();
   const std::string p = prefix + ".";
-  RankEpoch r;
+  RankRecord r;
   r.rank = static_cast<int>(std::min<std::int64_t>(integer(o, "rank", w, p), INT32_MAX));
   r.seeds = number(o, "seeds", w, p);
   r.steps = number(o, "steps", w, p);
@@ -119,7 +119,7 @@ RunEpoch parse_line(const json::object& o, const Where& w) {
     const json::array& a = ranks->get_array();
     std::vector<bool> seen(a.size(), false);
     for (std::size_t i = 0; i < a.size(); ++i) {
-      RankEpoch r = parse_rank(a[i], i, w);
+      RankRecord r = parse_rank(a[i], i, w);
       if (static_cast<std::size_t>(r.rank) >= a.size())
         w.fail("ranks[" + std::to_string(i) + "].rank: " + std::to_string(r.rank) + " is out of range, expected 0.." + std::to_string(a.size() - 1) +
                " (one entry per rank)");
@@ -127,7 +127,7 @@ RunEpoch parse_line(const json::object& o, const Where& w) {
       seen[static_cast<std::size_t>(r.rank)] = true;
       e.ranks.push_back(r);
     }
-    std::sort(e.ranks.begin(), e.ranks.end(), [](const RankEpoch& a, const RankEpoch& b) { return a.rank < b.rank; });
+    std::sort(e.ranks.begin(), e.ranks.end(), [](const RankRecord& a, const RankRecord& b) { return a.rank < b.rank; });
   }
   if (const json::object* rb = object(o, "rebalance", w, "", false)) {
     Rebalance r;
@@ -253,7 +253,7 @@ RunSummary summarize_run(const RunMetrics& run) {
       im.has_ranks = true;
       ++s.epochs_with_ranks;
       double sum = 0;
-      for (const RankEpoch& r : e.ranks) {
+      for (const RankRecord& r : e.ranks) {
         RankSummary& t = s.per_rank[static_cast<std::size_t>(r.rank)];
         ++t.epochs;
         t.seeds_per_epoch += r.seeds;  // a total until divided below
@@ -607,7 +607,7 @@ std::string render_run_svg(const RunSummary& sum, const RunMetrics& run) {
     text(s, 20, top - 4, "time per epoch on each rank (s, common scale; busy = own work, no waiting)", "font-weight=\"bold\"");
     double ymax_data = 0;
     for (const RunEpoch& e : run.epochs)
-      for (const RankEpoch& r : e.ranks) ymax_data = std::max(ymax_data, r.batch_wait_s + r.compute_s + r.allreduce_s);
+      for (const RankRecord& r : e.ranks) ymax_data = std::max(ymax_data, r.batch_wait_s + r.compute_s + r.allreduce_s);
     double step;
     const double ymax = round_up(0, ymax_data > 0 ? ymax_data : 1, step);
     for (int k = 0; k < K; ++k) {
@@ -621,7 +621,7 @@ std::string render_run_svg(const RunSummary& sum, const RunMetrics& run) {
       draw_axes(s, a, step, epochs, "seconds");
       std::vector<std::vector<double>> v(E);
       for (std::size_t i = 0; i < E; ++i)
-        for (const RankEpoch& r : run.epochs[i].ranks)
+        for (const RankRecord& r : run.epochs[i].ranks)
           if (r.rank == k) v[i] = {r.batch_wait_s, r.compute_s, r.allreduce_s};
       stacked_bars(s, a, v, parts, epochs);
     }

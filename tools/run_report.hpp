@@ -12,8 +12,9 @@
 
 namespace shardgnn {
 
-// One rank's share of one epoch (the "ranks" array of a metrics line).
-struct RankEpoch {
+// One rank's share of one epoch as read back from a metrics line (the "ranks" array that
+// trainer/metrics.hpp's RankEpoch is written as; a distinct name, since both live in shardgnn::).
+struct RankRecord {
   int rank = 0;
   double seeds = 0, steps = 0, sampled_edges = 0, remote_sampled_rows = 0, remote_rows = 0, cache_hits = 0;
   double bytes_sent = 0, bytes_received = 0;
@@ -36,7 +37,7 @@ struct RunEpoch {
   double sample_wait_s = 0, compute_s = 0, allreduce_s = 0, eval_s = 0;  // means over ranks (time_s)
   double bytes_sent = 0, bytes_received = 0;
   std::optional<double> val_acc, test_acc;
-  std::vector<RankEpoch> ranks;  // sorted by rank; empty when the line has none (older trainers)
+  std::vector<RankRecord> ranks;  // sorted by rank; empty when the line has none (older trainers)
   std::optional<Rebalance> rebalance;
 };
 

@@ -2,6 +2,9 @@
 // under `mpiexec -n <parts>`, one rank per part) or a dataset folder (meta.json; one process,
 // the whole graph as a single part viewed in place).
 #include <cstdio>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <filesystem>
 #include <iostream>
 
@@ -201,6 +204,14 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
 // run_guarded turns them into the job-wide outcome here.
 extern "C" int shardgnn_train_entry(const std::vector<std::string>* args, const shardgnn::comm::Communicator* world) {
   using namespace shardgnn;
+  // The training process's allocator policy. Every step allocates tensors of tens of MB, which
+  // glibc serves with fresh mmaps and unmaps at free, so each batch paid page faults, zeroing and
+  // munmap for memory it had just released (a fifth of an epoch's time in a profile). Keep freed
+  // memory in the heap for reuse instead.
+#if defined(__GLIBC__)
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
   return comm::run_guarded("shardgnn train", *world, [&] {
     try {
       return cli::train_main(*args, *world);

@@ -31,10 +31,6 @@ namespace fs = std::filesystem;
 // ranks' MPI progress on a shared node. Weak: null with another BLAS.
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 namespace shardgnn {
 
 namespace {
@@ -234,14 +230,6 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     s.resume_from_file = seen > 0;
   }
 
-  // Every step allocates tensors of tens of MB. glibc serves allocations that large with fresh
-  // mmaps and returns them at free, so each batch paid page faults, zeroing and munmap for memory
-  // it had just released (a fifth of an epoch's time in a profile). Keep freed memory in the heap
-  // for reuse instead.
-#if defined(__GLIBC__)
-  mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-#endif
   if (s.cfg.threads > 0) {
     limit_threads(s.cfg.threads);
   } else if (local_size() > 1 && std::getenv("OMP_NUM_THREADS") == nullptr) {
@@ -397,48 +385,40 @@ TrainResult Trainer::fit() {
     const double eval_s = since(t_eval);
     const SamplerCounters& sc = s.sampler->counters();
     const FeatureCounters& fc = s.features->counters();
-    std::vector<double> sums{wait_s,
-                             compute_s,
-                             s.allreducer->seconds() - ar0,
-                             eval_s,
-                             static_cast<double>(sc.bytes_sent - sc0.bytes_sent + fc.bytes_sent - fc0.bytes_sent),
-                             static_cast<double>(sc.bytes_received - sc0.bytes_received + fc.bytes_received - fc0.bytes_received)};
-    s.comm.allreduce_inplace(std::span<double>(sums), comm::Op::kSum);
-    {
-      RankEpoch me;
-      me.rank = rank;
-      me.seeds = seeds_done;
-      me.steps = steps;
-      me.sampled_edges = sc.sampled_edges - sc0.sampled_edges;
-      me.remote_sampled_rows = sc.remote_rows_sampled - sc0.remote_rows_sampled;
-      me.remote_rows = fc.remote_rows - fc0.remote_rows;
-      me.cache_hits = fc.cache_hits - fc0.cache_hits;
-      me.bytes_sent = static_cast<double>(sc.bytes_sent - sc0.bytes_sent + fc.bytes_sent - fc0.bytes_sent);
-      me.bytes_received = static_cast<double>(sc.bytes_received - sc0.bytes_received + fc.bytes_received - fc0.bytes_received);
-      me.sample_s = (sc.sample_s - sc0.sample_s) + (sc.exchange_s - sc0.exchange_s);
-      me.fetch_s = (fc.local_gather_s - fc0.local_gather_s) + (fc.cache_s - fc0.cache_s) + (fc.remote_s - fc0.remote_s);
-      me.batch_wait_s = wait_s;
-      me.compute_s = compute_s;
-      me.allreduce_s = s.allreducer->seconds() - ar0;
-      me.busy_s = compute_s + sample_work_s;
-      me.slowdown = slowed ? c.slowdown : 1.0;
-      r.ranks = s.comm.allgather(me);
-      double mx = 0, mean = 0;
-      for (const RankEpoch& k : r.ranks) {
-        mx = std::max(mx, k.busy_s);
-        mean += k.busy_s / static_cast<double>(r.ranks.size());
-      }
-      r.imbalance = mean > 0 ? mx / mean : 1.0;
-      s.update_costs(r.ranks, r.plan_load);
-    }
-    r.train_s = s.comm.allreduce(train_wall, comm::Op::kMax);
+    RankEpoch me;
+    me.rank = rank;
+    me.seeds = seeds_done;
+    me.steps = steps;
+    me.sampled_edges = sc.sampled_edges - sc0.sampled_edges;
+    me.remote_sampled_rows = sc.remote_rows_sampled - sc0.remote_rows_sampled;
+    me.remote_rows = fc.remote_rows - fc0.remote_rows;
+    me.cache_hits = fc.cache_hits - fc0.cache_hits;
+    me.bytes_sent = static_cast<double>(sc.bytes_sent - sc0.bytes_sent + fc.bytes_sent - fc0.bytes_sent);
+    me.bytes_received = static_cast<double>(sc.bytes_received - sc0.bytes_received + fc.bytes_received - fc0.bytes_received);
+    me.sample_s = (sc.sample_s - sc0.sample_s) + (sc.exchange_s - sc0.exchange_s);
+    me.fetch_s = (fc.local_gather_s - fc0.local_gather_s) + (fc.cache_s - fc0.cache_s) + (fc.remote_s - fc0.remote_s);
+    me.batch_wait_s = wait_s;
+    me.compute_s = compute_s;
+    me.allreduce_s = s.allreducer->seconds() - ar0;
+    me.busy_s = compute_s + sample_work_s;
+    me.slowdown = slowed ? c.slowdown : 1.0;
+    r.ranks = s.comm.allgather(me);
+    // The epoch's means and totals over ranks follow from the ranks' records.
     const double P = s.comm.size();
-    r.sample_wait_s = sums[0] / P;
-    r.compute_s = sums[1] / P;
-    r.allreduce_s = sums[2] / P;
-    r.eval_s = sums[3] / P;
-    r.bytes_sent = sums[4];
-    r.bytes_received = sums[5];
+    double max_busy = 0, mean_busy = 0;
+    for (const RankEpoch& k : r.ranks) {
+      max_busy = std::max(max_busy, k.busy_s);
+      mean_busy += k.busy_s / P;
+      r.sample_wait_s += k.batch_wait_s / P;
+      r.compute_s += k.compute_s / P;
+      r.allreduce_s += k.allreduce_s / P;
+      r.bytes_sent += k.bytes_sent;
+      r.bytes_received += k.bytes_received;
+    }
+    r.imbalance = mean_busy > 0 ? max_busy / mean_busy : 1.0;
+    s.update_costs(r.ranks, r.plan_load);
+    r.eval_s = s.comm.allreduce(eval_s, comm::Op::kSum) / P;
+    r.train_s = s.comm.allreduce(train_wall, comm::Op::kMax);
     r.epoch_s = s.comm.allreduce(since(t_epoch), comm::Op::kMax);
 
     s.state.next_epoch = epoch + 1;

@@ -13,19 +13,9 @@ timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" bench sampler "$work/p2" --fanouts 10,5 
 grep -q "sampled edges / s / core" "$work/out.txt" || fail "no throughput line"
 grep -q "cache hit rate" "$work/out.txt" || fail "no cache line"
 
-expect_error() {  # ranks pattern args...
-  local ranks=$1 pattern=$2; shift 2
-  set +e
-  timeout 120 "$MPIEXEC" -n "$ranks" "$SHARDGNN" bench sampler "$@" > "$work/out.txt" 2> "$work/err.txt"
-  local rc=$?
-  set -e
-  [ "$rc" != 124 ] || fail "'$*' hung (timeout)"
-  [ "$rc" = 1 ] || fail "'$*' on $ranks ranks exited $rc, expected 1: $(cat "$work/err.txt")"
-  local lines
-  lines=$(grep -c "error: rank" "$work/err.txt" || true)
-  [ "$lines" = "$ranks" ] || fail "'$*': $lines ranks reported the error, expected $ranks: $(cat "$work/err.txt")"
-  grep -q -- "$pattern" "$work/err.txt" || fail "'$*' error lacks '$pattern': $(cat "$work/err.txt")"
-}
+# shellcheck source=expect_error.sh
+source "$(dirname "$0")/expect_error.sh"
+expect_cmd=(bench sampler)
 expect_error 2 "fanouts is empty" "$work/p2" --fanouts ""
 expect_error 2 "item 2 is 0" "$work/p2" --fanouts 10,0
 expect_error 2 "item 1 is 'x'" "$work/p2" --fanouts x,5

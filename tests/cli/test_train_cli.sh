@@ -28,19 +28,9 @@ timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${quick[@]}" --epochs 
 grep -q "resuming .* at epoch 3 of 3" "$work/out.txt" || fail "did not resume: $(cat "$work/out.txt")"
 cp "$work/ck/checkpoint.pt" "$work/saved.pt"
 
-expect_error() {  # ranks pattern args...
-  local ranks=$1 pattern=$2; shift 2
-  set +e
-  timeout 120 "$MPIEXEC" -n "$ranks" "$SHARDGNN" train "$@" > "$work/out.txt" 2> "$work/err.txt"
-  local rc=$?
-  set -e
-  [ "$rc" != 124 ] || fail "'$*' hung (timeout)"
-  [ "$rc" = 1 ] || fail "'$*' on $ranks ranks exited $rc, expected 1: $(cat "$work/err.txt")"
-  local lines
-  lines=$(grep -c "error: rank" "$work/err.txt" || true)
-  [ "$lines" = "$ranks" ] || fail "'$*': $lines ranks reported the error, expected $ranks: $(cat "$work/err.txt")"
-  grep -q -- "$pattern" "$work/err.txt" || fail "'$*' error lacks '$pattern': $(cat "$work/err.txt")"
-}
+# shellcheck source=expect_error.sh
+source "$(dirname "$0")/expect_error.sh"
+expect_cmd=(train)
 expect_error 1 "unknown --model 'gin'" "$work/cora" --model gin
 expect_error 1 "hidden must be at least 1" "$work/cora" --hidden 0
 expect_error 2 "lr must be > 0, got 0" "$work/p2" --lr 0

@@ -11,6 +11,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sage_model import make_sage  # noqa: E402
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -30,7 +33,6 @@ def main():
     import torch.nn as nn
     import torch.nn.functional as F
     import dgl
-    from dgl.nn import SAGEConv
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -44,21 +46,7 @@ def main():
     classes = int(labels.max()) + 1
     fanouts = [int(x) for x in a.fanouts.split(",")]
 
-    class SAGE(nn.Module):
-        def __init__(self):
-            super().__init__()
-            dims = [feats.shape[1]] + [a.hidden] * (len(fanouts) - 1) + [classes]
-            self.layers = nn.ModuleList(SAGEConv(dims[i], dims[i + 1], "mean") for i in range(len(fanouts)))
-            self.drop = nn.Dropout(a.dropout)
-
-        def forward(self, blocks, x):
-            for i, (layer, block) in enumerate(zip(self.layers, blocks)):
-                x = layer(block, self.drop(x))
-                if i + 1 < len(self.layers):
-                    x = F.relu(x)
-            return x
-
-    model = SAGE()
+    model = make_sage(feats.shape[1], a.hidden, classes, len(fanouts), a.dropout)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, weight_decay=5e-4)
     sampler = dgl.dataloading.NeighborSampler(fanouts)
     loader = dgl.dataloading.DataLoader(g, train, sampler, batch_size=a.batch, shuffle=True, drop_last=False, num_workers=0)

@@ -43,6 +43,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sage_model import make_sage  # noqa: E402
+
 GRAPH_NAME = "shardgnn"
 
 
@@ -95,7 +98,6 @@ def run_trainer(a):
     import torch.nn as nn
     import torch.nn.functional as F
     import dgl
-    from dgl.nn import SAGEConv
 
     _patch_dgl_for_one_host(int(os.environ["DISTDGL_MACHINE_ID"]), os.environ["DISTDGL_SHM_PREFIX"])
     torch.set_num_threads(a.threads)
@@ -111,21 +113,7 @@ def run_trainer(a):
     feat_dim = g.ndata["features"].shape[1]
     classes = a.classes
 
-    class SAGE(nn.Module):  # identical to dgl_train.py
-        def __init__(self):
-            super().__init__()
-            dims = [feat_dim] + [a.hidden] * (len(fanouts) - 1) + [classes]
-            self.layers = nn.ModuleList(SAGEConv(dims[i], dims[i + 1], "mean") for i in range(len(fanouts)))
-            self.drop = nn.Dropout(a.dropout)
-
-        def forward(self, blocks, x):
-            for i, (layer, block) in enumerate(zip(self.layers, blocks)):
-                x = layer(block, self.drop(x))
-                if i + 1 < len(self.layers):
-                    x = F.relu(x)
-            return x
-
-    model = nn.parallel.DistributedDataParallel(SAGE())
+    model = nn.parallel.DistributedDataParallel(make_sage(feat_dim, a.hidden, classes, len(fanouts), a.dropout))
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, weight_decay=5e-4)
     sampler = dgl.dataloading.NeighborSampler(fanouts)
     loader = dgl.dataloading.DistNodeDataLoader(g, train_nid, sampler, batch_size=a.batch, shuffle=True, drop_last=False)
