@@ -5,9 +5,12 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
+
+#include "datasets/graph.hpp"
 
 namespace shardgnn {
 
@@ -18,13 +21,14 @@ inline std::uint64_t splitmix64(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
-inline std::uint64_t sample_key(std::uint64_t seed, std::int64_t epoch, std::int64_t step, int hop, std::int64_t node) {
+// The key of one hop of one step; a node's key is node_key(hop_key(...), node).
+inline std::uint64_t hop_key(std::uint64_t seed, std::int64_t epoch, std::int64_t step, int hop) {
   std::uint64_t k = splitmix64(seed ^ 0x5ad1e5a3c0ffee11ULL);
   k = splitmix64(k ^ static_cast<std::uint64_t>(epoch));
   k = splitmix64(k ^ static_cast<std::uint64_t>(step));
-  k = splitmix64(k ^ static_cast<std::uint64_t>(hop));
-  return splitmix64(k ^ static_cast<std::uint64_t>(node));
+  return splitmix64(k ^ static_cast<std::uint64_t>(hop));
 }
+inline std::uint64_t node_key(std::uint64_t hop, std::int64_t node) { return splitmix64(hop ^ static_cast<std::uint64_t>(node)); }
 
 // A tiny counter-based stream: fast, and fully determined by the key.
 class KeyedStream {
@@ -41,31 +45,86 @@ class KeyedStream {
   std::uint64_t state_;
 };
 
-// Appends the chosen neighbours of one node to `out`. fanout -1 (or >= degree without
-// replacement) takes every neighbour; without replacement the choice is Floyd's algorithm and the
-// chosen neighbours keep their CSR order; with replacement `fanout` independent uniform draws.
-template <class NodeT>
-void sample_row(std::span<const NodeT> neighbors, int fanout, bool replace, std::uint64_t key, std::vector<NodeT>& out,
-                std::vector<std::int64_t>& scratch) {
-  const auto d = static_cast<std::int64_t>(neighbors.size());
-  if (d == 0) return;
-  if (fanout < 0 || (!replace && fanout >= d)) {
-    out.insert(out.end(), neighbors.begin(), neighbors.end());
-    return;
-  }
+// The neighbours chosen for one node of degree d, as positions 0..d-1 in its CSR row, written to
+// pos (room for `fanout` entries). Returns how many, or -1 when the whole row is taken: fanout
+// -1, or fanout >= d without replacement. Without replacement the choice is Floyd's algorithm and
+// the positions are sorted (chosen neighbours keep their CSR order); with replacement `fanout`
+// independent uniform draws.
+inline int choose_neighbors(std::int64_t d, int fanout, bool replace, std::uint64_t key, std::int64_t* pos) {
+  if (d == 0) return 0;
+  if (fanout < 0 || (!replace && fanout >= d)) return -1;
   KeyedStream rng(key);
   if (replace) {
-    for (int i = 0; i < fanout; ++i) out.push_back(neighbors[static_cast<std::size_t>(rng.below(static_cast<std::uint64_t>(d)))]);
-    return;
+    for (int i = 0; i < fanout; ++i) pos[i] = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(d)));
+    return fanout;
   }
   // Floyd: for j in d-k .. d-1, pick t in [0, j]; take t unless taken, else take j.
-  scratch.clear();
+  int k = 0;
   for (std::int64_t j = d - fanout; j < d; ++j) {
     const auto t = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(j + 1)));
-    scratch.push_back(std::find(scratch.begin(), scratch.end(), t) == scratch.end() ? t : j);
+    const bool taken = std::find(pos, pos + k, t) != pos + k;
+    pos[k++] = taken ? j : t;
   }
-  std::sort(scratch.begin(), scratch.end());
-  for (std::int64_t i : scratch) out.push_back(neighbors[static_cast<std::size_t>(i)]);
+  std::sort(pos, pos + k);
+  return k;
+}
+
+// Samples the neighbours of many rows of one CSR graph: rows[i] (local ids of `graph`) is keyed
+// by node_key(hop, orig[rows[i]]) (orig empty: the local id itself). Appends the chosen
+// neighbours of each row to `out` and the end of each row's run in `out` to `ends`.
+// Sampling is bound by memory latency, not arithmetic: the rows are random places in the CSR
+// arrays. So offsets and keys are prefetched kFar rows ahead, and a row's neighbours are read
+// kLag rows after its choice is made and their cache lines are prefetched.
+inline void sample_rows(const CsrGraph& graph, std::span<const NodeId> orig, std::span<const NodeId> rows, int fanout, bool replace, std::uint64_t hop,
+                        std::vector<NodeId>& out, std::vector<std::int64_t>& ends, std::vector<std::int64_t>& scratch) {
+  constexpr std::size_t kFar = 16, kLag = 4, kRing = 8;
+  struct Pending {
+    EdgeId begin = 0, degree = 0;
+    int chosen = 0;  // -1: the whole row
+  };
+  std::array<Pending, kRing> ring;
+  const std::size_t F = fanout > 0 ? static_cast<std::size_t>(fanout) : 0;
+  scratch.resize(kRing * F);
+  const EdgeId* indptr = graph.indptr().data();
+  const NodeId* indices = graph.indices().data();
+  const NodeId* ids = orig.empty() ? nullptr : orig.data();
+  const std::size_t n = rows.size();
+  auto emit = [&](std::size_t i) {
+    const Pending& p = ring[i % kRing];
+    const NodeId* row = indices + p.begin;
+    if (p.chosen < 0) {
+      out.insert(out.end(), row, row + p.degree);
+    } else {
+      const std::int64_t* pos = scratch.data() + (i % kRing) * F;
+      for (int q = 0; q < p.chosen; ++q) out.push_back(row[pos[q]]);
+    }
+    ends.push_back(static_cast<std::int64_t>(out.size()));
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + kFar < n) {
+      const NodeId u = rows[i + kFar];
+      __builtin_prefetch(indptr + u);
+      if (ids) __builtin_prefetch(ids + u);
+    }
+    const NodeId u = rows[i];
+    const EdgeId b = indptr[u], d = indptr[u + 1] - b;
+    std::int64_t* pos = scratch.data() + (i % kRing) * F;
+    const int k = choose_neighbors(d, fanout, replace, node_key(hop, ids ? ids[u] : u), pos);
+    ring[i % kRing] = Pending{b, d, k};
+    if (k < 0) {
+      __builtin_prefetch(indices + b);
+      if (d > 8) __builtin_prefetch(indices + b + 8);
+    } else {
+      std::uintptr_t last = 0;
+      for (int q = 0; q < k; ++q) {
+        const auto line = reinterpret_cast<std::uintptr_t>(indices + b + pos[q]) >> 6;
+        if (line != last) __builtin_prefetch(indices + b + pos[q]);
+        last = line;
+      }
+    }
+    if (i >= kLag) emit(i - kLag);
+  }
+  for (std::size_t i = n > kLag ? n - kLag : 0; i < n; ++i) emit(i);
 }
 
 }  // namespace shardgnn

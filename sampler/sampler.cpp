@@ -14,41 +14,40 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Numbers the nodes of a batch as they are first seen, across all hops (layer h's nodes are a
-// prefix of layer h+1's, so one map serves every hop), and builds each hop's block.
+// prefix of layer h+1's, so one map serves every hop), and turns each hop's neighbour ids into
+// positions in that list.
 class Compactor {
  public:
   Compactor(std::vector<NodeId>& nodes, const DenseRange& dense) : nodes_(nodes), dense_(dense) {
     for (std::size_t i = 0; i < nodes.size(); ++i) find_or_add(nodes[i], static_cast<std::int64_t>(i));
   }
-  void begin_block(std::size_t num_dst, std::size_t expected_edges) {
-    block_ = Block{};
-    block_.num_dst = static_cast<std::int64_t>(num_dst);
-    block_.indptr.reserve(num_dst + 1);
-    block_.indptr.push_back(0);
-    block_.indices.reserve(expected_edges);
-  }
-  void add_row(std::span<const NodeId> nbrs) {
-    for (NodeId v : nbrs) block_.indices.push_back(find_or_add(v, static_cast<std::int64_t>(nodes_.size())));
-    block_.indptr.push_back(static_cast<std::int64_t>(block_.indices.size()));
-  }
-  Block end_block() {
-    block_.num_src = static_cast<std::int64_t>(nodes_.size());
-    return std::move(block_);
+  // Replaces every global id in `ids` by its position, appending ids seen for the first time in
+  // order. The dense slots are random places in a table of the rank's nodes: prefetched ahead.
+  void compact(std::vector<std::int64_t>& ids) {
+    constexpr std::size_t kAhead = 16;
+    const std::size_t n = ids.size();
+    std::uint64_t* slots = dense_.slots->data();
+    for (std::size_t j = 0; j < n; ++j) {
+      if (j + kAhead < n) {
+        const NodeId d = ids[j + kAhead] - dense_.first;
+        if (static_cast<std::uint64_t>(d) < static_cast<std::uint64_t>(dense_.count)) __builtin_prefetch(slots + d, 1);
+      }
+      ids[j] = find_or_add(ids[j], static_cast<std::int64_t>(nodes_.size()));
+    }
   }
 
  private:
   // The position of v, appending it (at `next`) when first seen.
   std::int64_t find_or_add(NodeId v, std::int64_t next) {
     const NodeId d = v - dense_.first;
-    if (d >= 0 && d < dense_.count) {
-      std::uint32_t& st = (*dense_.stamp)[static_cast<std::size_t>(d)];
-      std::int64_t& p = (*dense_.pos)[static_cast<std::size_t>(d)];
-      if (st != dense_.current) {
-        st = dense_.current;
-        p = next;
-        if (next == static_cast<std::int64_t>(nodes_.size())) nodes_.push_back(v);
-      }
-      return p;
+    if (static_cast<std::uint64_t>(d) < static_cast<std::uint64_t>(dense_.count)) {
+      std::uint64_t& slot = (*dense_.slots)[static_cast<std::size_t>(d)];
+      if (static_cast<std::uint32_t>(slot >> 32) == dense_.current) return static_cast<std::int64_t>(slot & 0xffffffffULL);
+      if (next > static_cast<std::int64_t>(0xffffffffLL))
+        throw std::length_error("sampler: a batch reaches more than 2^32 nodes; use smaller batches or fanouts");
+      slot = (static_cast<std::uint64_t>(dense_.current) << 32) | static_cast<std::uint64_t>(next);
+      if (next == static_cast<std::int64_t>(nodes_.size())) nodes_.push_back(v);
+      return next;
     }
     auto [it, inserted] = pos_.try_emplace(v, next);
     if (inserted && next == static_cast<std::int64_t>(nodes_.size())) nodes_.push_back(v);
@@ -58,24 +57,34 @@ class Compactor {
   std::vector<NodeId>& nodes_;
   const DenseRange& dense_;
   boost::unordered_flat_map<NodeId, std::int64_t> pos_;
-  Block block_;
 };
 
 // Advances the stamp of a dense table (a new batch), clearing it when the counter wraps.
-DenseRange next_dense(NodeId first, NodeId count, std::vector<std::int64_t>& pos, std::vector<std::uint32_t>& stamp, std::uint32_t& current) {
-  if (pos.size() != static_cast<std::size_t>(count)) {
-    pos.assign(static_cast<std::size_t>(count), 0);
-    stamp.assign(static_cast<std::size_t>(count), 0);
+DenseRange next_dense(NodeId first, NodeId count, std::vector<std::uint64_t>& slots, std::uint32_t& current) {
+  if (slots.size() != static_cast<std::size_t>(count)) {
+    slots.assign(static_cast<std::size_t>(count), 0);
     current = 0;
   }
   if (++current == 0) {
-    std::fill(stamp.begin(), stamp.end(), 0);
+    std::fill(slots.begin(), slots.end(), 0);
     current = 1;
   }
-  return DenseRange{first, count, &pos, &stamp, current};
+  return DenseRange{first, count, &slots, current};
 }
 
-std::size_t expected_edges(std::size_t rows, int fanout) { return fanout > 0 ? rows * static_cast<std::size_t>(fanout) : rows * 8; }
+// A block with num_dst rows whose neighbour ids (global) are ids, row i ending at ends[i].
+Block make_block(std::size_t num_dst, std::span<const std::int64_t> ends, std::vector<std::int64_t> ids, Compactor& compactor, const std::vector<NodeId>& nodes) {
+  Block b;
+  b.num_dst = static_cast<std::int64_t>(num_dst);
+  b.indptr.reserve(num_dst + 1);
+  b.indptr.push_back(0);
+  b.indptr.insert(b.indptr.end(), ends.begin(), ends.end());
+  b.indices = std::move(ids);
+  compactor.compact(b.indices);
+  b.num_src = static_cast<std::int64_t>(nodes.size());
+  return b;
+}
+
 
 // A rank's seeds in the epoch's order: shuffled by the stream keyed by (seed, epoch, rank).
 std::vector<NodeId> shuffle_for_epoch(std::span<const NodeId> seeds, std::uint64_t seed, std::int64_t epoch, int rank) {
@@ -166,31 +175,37 @@ MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch,
   const PartitionBook& book = shard_.book;
   const PartId me = shard_.part;
   const int P = comm_.size();
-  const NodeId first = book.begin(me);
+  const NodeId first = book.begin(me), owned = book.size(me);
+  const std::span<const NodeId> orig(shard_.orig_ids.data(), shard_.orig_ids.size());
   MiniBatch mb;
   mb.epoch = epoch;
   mb.step = step;
   // All hops grow one node list; layer h is its prefix of length sizes[h].
   std::vector<NodeId> nodes(seeds.begin(), seeds.end());
   std::vector<std::size_t> sizes = {nodes.size()};
-  const DenseRange dense = next_dense(first, book.size(me), local_pos_, local_stamp_, stamp_);
+  const DenseRange dense = next_dense(first, owned, local_slots_, stamp_);
   Compactor compactor(nodes, dense);
-  std::vector<NodeId> picked, reply;
-  std::vector<std::int64_t> scratch;
   std::vector<PartId> owner;
   const int L = static_cast<int>(config_.fanouts.size());
   for (int hop = 0; hop < L; ++hop) {
     const int fanout = config_.fanouts[static_cast<std::size_t>(hop)];
+    const std::uint64_t key = hop_key(config_.seed, epoch, step, hop);
     const std::size_t n = sizes.back();
 
-    // Requests for the owners of remote frontier nodes, grouped by owner.
+    // Requests for the owners of remote frontier nodes, grouped by owner; the owned ones in order.
     auto t0 = Clock::now();
     owner.resize(n);
+    local_rows_.clear();
     std::vector<std::int64_t> send_counts(static_cast<std::size_t>(P), 0);
     for (std::size_t i = 0; i < n; ++i) {
       const NodeId v = nodes[i];
-      owner[i] = (v >= first && v < first + book.size(me)) ? me : book.owner(v);
-      if (owner[i] != me) ++send_counts[owner[i]];
+      if (v >= first && v < first + owned) {
+        owner[i] = me;
+        local_rows_.push_back(v - first);
+      } else {
+        owner[i] = book.owner(v);
+        ++send_counts[owner[i]];
+      }
     }
     std::vector<std::int64_t> fill(static_cast<std::size_t>(P), 0);
     for (int r = 1; r < P; ++r) fill[r] = fill[r - 1] + send_counts[r - 1];
@@ -205,52 +220,65 @@ MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch,
     counters_.bytes_sent += static_cast<std::int64_t>(requests.size() * sizeof(NodeId));
     counters_.bytes_received += static_cast<std::int64_t>(incoming.data.size() * sizeof(NodeId));
 
-    // Serve the requests: [count, neighbours...] per requested node, in request order.
+    // Serve the requests. To each peer: the neighbour count of each of its nodes, in request
+    // order, then their neighbours.
     t0 = Clock::now();
+    serve_rows_.clear();
+    for (NodeId v : incoming.data) serve_rows_.push_back(v - first);
+    picked_.clear();
+    ends_.clear();
+    sample_rows(shard_.graph, orig, serve_rows_, fanout, config_.replace, key, picked_, ends_, scratch_);
     std::vector<std::int64_t> reply_counts(static_cast<std::size_t>(P), 0);
-    reply.clear();
-    for (int r = 0; r < P; ++r) {
-      const std::size_t before = reply.size();
-      for (NodeId v : incoming.from(r)) {
-        const NodeId local = v - first;
-        const std::size_t at = reply.size();
-        reply.push_back(0);
-        sample_row<NodeId>(shard_.graph.neighbors(local), fanout, config_.replace, sample_key(config_.seed, epoch, step, hop, shard_.orig_ids[local]),
-                           reply, scratch);
-        reply[at] = static_cast<NodeId>(reply.size() - at - 1);
-      }
-      reply_counts[r] = static_cast<std::int64_t>(reply.size() - before);
+    reply_.clear();
+    for (std::size_t r = 0, row = 0; r < static_cast<std::size_t>(P); ++r) {
+      const std::size_t before = reply_.size(), rows = static_cast<std::size_t>(incoming.counts[r]);
+      const std::int64_t begin = row == 0 ? 0 : ends_[row - 1];
+      for (std::size_t k = row; k < row + rows; ++k) reply_.push_back(ends_[k] - (k == 0 ? 0 : ends_[k - 1]));
+      const std::int64_t end = rows == 0 ? begin : ends_[row + rows - 1];
+      reply_.insert(reply_.end(), picked_.begin() + begin, picked_.begin() + end);
+      row += rows;
+      reply_counts[r] = static_cast<std::int64_t>(reply_.size() - before);
       counters_.rows_served += incoming.counts[r];
     }
     counters_.sample_s += since(t0);
 
     t0 = Clock::now();
-    auto answers = comm_.alltoallv<NodeId>(reply, reply_counts);
+    auto answers = comm_.alltoallv<NodeId>(reply_, reply_counts);
     counters_.exchange_s += since(t0);
-    counters_.bytes_sent += static_cast<std::int64_t>(reply.size() * sizeof(NodeId));
+    counters_.bytes_sent += static_cast<std::int64_t>(reply_.size() * sizeof(NodeId));
     counters_.bytes_received += static_cast<std::int64_t>(answers.data.size() * sizeof(NodeId));
 
-    // The block, in frontier order: local rows sampled here, remote rows from the answers.
+    // The block, in frontier order: rows owned here sampled here, the others from the answers.
     t0 = Clock::now();
-    std::vector<std::int64_t> cursor(answers.displs.begin(), answers.displs.end());
-    compactor.begin_block(n, expected_edges(n, fanout));
-    for (std::size_t i = 0; i < n; ++i) {
-      if (owner[i] == me) {
-        const NodeId local = nodes[i] - first;
-        picked.clear();
-        sample_row<NodeId>(shard_.graph.neighbors(local), fanout, config_.replace, sample_key(config_.seed, epoch, step, hop, shard_.orig_ids[local]),
-                           picked, scratch);
-        compactor.add_row(picked);
-        ++counters_.local_rows_sampled;
-      } else {
-        std::int64_t& c = cursor[owner[i]];
-        const auto cnt = answers.data[static_cast<std::size_t>(c)];
-        compactor.add_row(std::span<const NodeId>(answers.data.data() + c + 1, static_cast<std::size_t>(cnt)));
-        c += 1 + cnt;
-        ++counters_.remote_rows_sampled;
+    picked_.clear();
+    ends_.clear();
+    sample_rows(shard_.graph, orig, local_rows_, fanout, config_.replace, key, picked_, ends_, scratch_);
+    counters_.local_rows_sampled += static_cast<std::int64_t>(local_rows_.size());
+    counters_.remote_rows_sampled += static_cast<std::int64_t>(n - local_rows_.size());
+    if (local_rows_.size() == n) {
+      mb.blocks.push_back(make_block(n, ends_, std::move(picked_), compactor, nodes));
+      picked_ = {};
+    } else {
+      std::vector<std::int64_t> ids, row_ends;
+      ids.reserve(picked_.size() + answers.data.size());
+      row_ends.reserve(n);
+      std::vector<std::int64_t> count_at(answers.displs.begin(), answers.displs.end()), nbr_at(count_at);
+      for (int r = 0; r < P; ++r) nbr_at[r] += send_counts[r];
+      for (std::size_t i = 0, li = 0; i < n; ++i) {
+        if (owner[i] == me) {
+          const std::int64_t b = li == 0 ? 0 : ends_[li - 1];
+          ids.insert(ids.end(), picked_.begin() + b, picked_.begin() + ends_[li]);
+          ++li;
+        } else {
+          const PartId r = owner[i];
+          const auto c = answers.data[static_cast<std::size_t>(count_at[r]++)];
+          ids.insert(ids.end(), answers.data.begin() + nbr_at[r], answers.data.begin() + nbr_at[r] + c);
+          nbr_at[r] += c;
+        }
+        row_ends.push_back(static_cast<std::int64_t>(ids.size()));
       }
+      mb.blocks.push_back(make_block(n, row_ends, std::move(ids), compactor, nodes));
     }
-    mb.blocks.push_back(compactor.end_block());
     sizes.push_back(nodes.size());
     counters_.sample_s += since(t0);
   }
@@ -268,23 +296,18 @@ MiniBatch reference_sample(const Dataset& ds, const SamplerConfig& config, std::
   mb.step = step;
   std::vector<NodeId> nodes(seeds.begin(), seeds.end());
   std::vector<std::size_t> sizes = {nodes.size()};
-  std::vector<std::int64_t> pos;
-  std::vector<std::uint32_t> stamp;
+  std::vector<std::uint64_t> slots;
   std::uint32_t current = 0;
-  const DenseRange dense = next_dense(0, ds.num_nodes(), pos, stamp, current);
+  const DenseRange dense = next_dense(0, ds.num_nodes(), slots, current);
   Compactor compactor(nodes, dense);
-  std::vector<NodeId> picked;
-  std::vector<std::int64_t> scratch;
+  std::vector<std::int64_t> ends, scratch;
   for (int hop = 0; hop < static_cast<int>(config.fanouts.size()); ++hop) {
-    const int fanout = config.fanouts[static_cast<std::size_t>(hop)];
     const std::size_t n = sizes.back();
-    compactor.begin_block(n, expected_edges(n, fanout));
-    for (std::size_t i = 0; i < n; ++i) {
-      picked.clear();
-      sample_row<NodeId>(ds.graph.neighbors(nodes[i]), fanout, config.replace, sample_key(config.seed, epoch, step, hop, nodes[i]), picked, scratch);
-      compactor.add_row(picked);
-    }
-    mb.blocks.push_back(compactor.end_block());
+    std::vector<NodeId> picked;
+    ends.clear();
+    sample_rows(ds.graph, {}, std::span<const NodeId>(nodes.data(), n), config.fanouts[static_cast<std::size_t>(hop)], config.replace,
+                hop_key(config.seed, epoch, step, hop), picked, ends, scratch);
+    mb.blocks.push_back(make_block(n, ends, std::move(picked), compactor, nodes));
     sizes.push_back(nodes.size());
   }
   for (std::size_t size : sizes) mb.layer_nodes.emplace_back(nodes.begin(), nodes.begin() + static_cast<std::ptrdiff_t>(size));

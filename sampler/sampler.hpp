@@ -33,10 +33,11 @@ std::vector<std::vector<NodeId>> epoch_batches(std::span<const NodeId> seeds, in
 // Positions of the nodes of one batch: a dense table over a contiguous id range (the rank's own
 // nodes) and a hash map for the rest. Internal to the samplers; here so DistSampler can keep its
 // dense table between batches.
+// One 64-bit slot per node of the range: the batch's stamp (high half) and the node's position
+// (low half), so a lookup touches one cache line.
 struct DenseRange {
   NodeId first = 0, count = 0;
-  std::vector<std::int64_t>* pos = nullptr;
-  std::vector<std::uint32_t>* stamp = nullptr;
+  std::vector<std::uint64_t>* slots = nullptr;
   std::uint32_t current = 0;
 };
 
@@ -92,9 +93,11 @@ class DistSampler {
   SamplerCounters counters_;
   // Per owned node: its position in the current batch's node list, valid when its stamp is the
   // batch's. Owned nodes skip the hash map (most nodes of a good partition are owned).
-  std::vector<std::int64_t> local_pos_;
-  std::vector<std::uint32_t> local_stamp_;
+  std::vector<std::uint64_t> local_slots_;
   std::uint32_t stamp_ = 0;
+  // Per-hop buffers, kept between batches so their pages stay mapped.
+  std::vector<NodeId> local_rows_, serve_rows_, picked_, reply_;
+  std::vector<std::int64_t> ends_, scratch_;
   mutable std::int64_t batches_epoch_ = INT64_MIN;  // none yet (-1 is a real epoch: presampling)
   mutable std::vector<std::vector<NodeId>> batches_;  // epoch_batches of batches_epoch_, computed on first use
   struct Schedule {
