@@ -163,6 +163,16 @@ class Communicator {
     alltoallv_raw(send.data(), send_counts, r.data.data(), r.counts, sizeof(T));
     return r;
   }
+  // alltoallv_known into a buffer the caller keeps between calls (its pages stay mapped): `recv`
+  // must hold exactly the sum of recv_counts elements, rank r's block at the prefix sum.
+  template <class T>
+  void alltoallv_into(std::span<const T> send, std::span<const std::int64_t> send_counts, std::span<const std::int64_t> recv_counts, std::span<T> recv) const {
+    std::int64_t total = 0;
+    for (auto c : recv_counts) total += c;
+    if (total != static_cast<std::int64_t>(recv.size()))
+      throw std::logic_error("alltoallv_into: a buffer of " + std::to_string(recv.size()) + " for " + std::to_string(total) + " elements");
+    alltoallv_raw(send.data(), send_counts, recv.data(), recv_counts, sizeof(T));
+  }
   // True on every rank if `ok` is true on every rank.
   bool all(bool ok) const { return allreduce<std::int32_t>(ok ? 1 : 0, Op::kMin) == 1; }
   // Throws CollectiveError on every rank unless `ok` holds on every rank. The message of a rank

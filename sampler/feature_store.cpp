@@ -11,35 +11,50 @@ namespace shardgnn {
 namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Prefetches every cache line of a row of `bytes` bytes (a source row of a gather).
+void prefetch_row(const void* row, std::size_t bytes) {
+  const char* p = static_cast<const char*>(row);
+  for (std::size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, 0);
+}
+constexpr std::size_t kRowsAhead = 6;  // prefetch distance of the random-row gathers, in rows
 }  // namespace
 
 FeatureStore::FeatureStore(const Shard& shard, const comm::Communicator& comm) : shard_(shard), comm_(comm), dim_(shard.feature_dim) {}
 
-std::vector<float> FeatureStore::fetch_remote(std::span<const NodeId> remote) {
+void FeatureStore::fetch_remote(std::span<const NodeId> remote, float* dst, std::span<const std::int64_t> dst_rows) {
   const PartitionBook& book = shard_.book;
   const int P = comm_.size();
   const NodeId first = book.begin(shard_.part);
+  const auto F = static_cast<std::size_t>(dim_);
   std::vector<std::int64_t> counts(static_cast<std::size_t>(P), 0);
   for (NodeId v : remote) ++counts[book.owner(v)];
   // `remote` arrives grouped by owner from the caller, so it is already the send buffer.
   auto t0 = Clock::now();
   auto asked = comm_.alltoallv<NodeId>(remote, counts);
   counters_.exchange_s += since(t0);
-  std::vector<float> rows(asked.data.size() * static_cast<std::size_t>(dim_));
-  for (std::size_t i = 0; i < asked.data.size(); ++i)
-    std::memcpy(rows.data() + i * dim_, shard_.features.data() + (asked.data[i] - first) * dim_, static_cast<std::size_t>(dim_) * sizeof(float));
+  // Staging buffers are kept between fetches: fresh ones cost a page fault and a zero-fill per
+  // 4 KiB every batch, more than the copy itself.
+  send_rows_.resize(asked.data.size() * F);
+  const float* features = shard_.features.data();
+  for (std::size_t i = 0; i < asked.data.size(); ++i) {
+    if (i + kRowsAhead < asked.data.size()) prefetch_row(features + (asked.data[i + kRowsAhead] - first) * dim_, F * sizeof(float));
+    std::memcpy(send_rows_.data() + i * F, features + (asked.data[i] - first) * dim_, F * sizeof(float));
+  }
   std::vector<std::int64_t> row_counts(asked.counts.size());
   for (std::size_t r = 0; r < row_counts.size(); ++r) row_counts[r] = asked.counts[r] * dim_;
   // The reply's sizes are known here already (F floats per row asked), so no count exchange.
   std::vector<std::int64_t> expect(static_cast<std::size_t>(P));
   for (int r = 0; r < P; ++r) expect[r] = counts[r] * dim_;
   if (record_) reply_log_.push_back({row_counts, expect});
+  recv_rows_.resize(remote.size() * F);
   t0 = Clock::now();
-  auto got = comm_.alltoallv_known<float>(rows, row_counts, expect);
+  comm_.alltoallv_into<float>(send_rows_, row_counts, expect, recv_rows_);
   counters_.exchange_s += since(t0);
-  counters_.bytes_sent += static_cast<std::int64_t>(remote.size() * sizeof(NodeId) + rows.size() * sizeof(float));
-  counters_.bytes_received += static_cast<std::int64_t>(asked.data.size() * sizeof(NodeId) + got.data.size() * sizeof(float));
-  return std::move(got.data);
+  for (std::size_t k = 0; k < remote.size(); ++k)
+    std::memcpy(dst + static_cast<std::size_t>(dst_rows[k]) * F, recv_rows_.data() + k * F, F * sizeof(float));
+  counters_.bytes_sent += static_cast<std::int64_t>(remote.size() * sizeof(NodeId) + send_rows_.size() * sizeof(float));
+  counters_.bytes_received += static_cast<std::int64_t>(asked.data.size() * sizeof(NodeId) + recv_rows_.size() * sizeof(float));
 }
 
 void FeatureStore::fetch(std::span<const NodeId> nodes, std::vector<float>& out) {
@@ -55,21 +70,16 @@ void FeatureStore::fetch(std::span<const NodeId> nodes, std::vector<float>& out)
   // misses overlap the current copy instead of stalling it.
   const float* local = shard_.features.data();
   const std::size_t row_bytes = F * sizeof(float);
-  auto prefetch_row = [&](NodeId v) {
-    const char* p = reinterpret_cast<const char*>(local + (v - first) * dim_);
-    for (std::size_t off = 0; off < row_bytes; off += 64) __builtin_prefetch(p + off, 0, 0);
-  };
-  constexpr std::size_t kAhead = 6;
   std::int64_t local_rows = 0;
   std::size_t ahead = 0;  // the next position to consider for prefetching
   auto advance_prefetch = [&](std::size_t limit) {
     for (; ahead < nodes.size() && ahead < limit; ++ahead)
-      if (nodes[ahead] >= first && nodes[ahead] < first + count) prefetch_row(nodes[ahead]);
+      if (nodes[ahead] >= first && nodes[ahead] < first + count) prefetch_row(local + (nodes[ahead] - first) * dim_, row_bytes);
   };
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const NodeId v = nodes[i];
     if (v >= first && v < first + count) {
-      advance_prefetch(i + kAhead);
+      advance_prefetch(i + kRowsAhead);
       std::memcpy(out.data() + i * F, local + (v - first) * dim_, row_bytes);
       ++local_rows;
     }
@@ -79,31 +89,40 @@ void FeatureStore::fetch(std::span<const NodeId> nodes, std::vector<float>& out)
   t0 = Clock::now();
   std::vector<std::size_t> miss;
   std::vector<std::int64_t> per_owner(static_cast<std::size_t>(P), 0);
+  std::vector<std::pair<std::size_t, std::int64_t>> hits;  // (position in nodes, cache row)
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const NodeId v = nodes[i];
     if (v >= first && v < first + count) continue;
     if (auto it = slot_.find(v); it != slot_.end()) {
-      std::memcpy(out.data() + i * F, cache_.data() + it->second * dim_, F * sizeof(float));
-      ++counters_.cache_hits;
+      hits.emplace_back(i, it->second);
     } else {
       miss.push_back(i);
       ++per_owner[book.owner(v)];
     }
   }
+  for (std::size_t k = 0; k < hits.size(); ++k) {  // cache rows are random reads too
+    if (k + kRowsAhead < hits.size()) prefetch_row(cache_.data() + hits[k + kRowsAhead].second * dim_, row_bytes);
+    std::memcpy(out.data() + hits[k].first * F, cache_.data() + hits[k].second * dim_, row_bytes);
+  }
+  counters_.cache_hits += static_cast<std::int64_t>(hits.size());
   counters_.cache_s += since(t0);
+  if (probe_skew_) {
+    t0 = Clock::now();
+    comm_.barrier();
+    counters_.skew_s += since(t0);
+  }
   t0 = Clock::now();
   // Group misses by owner (a counting sort keeps each owner's order).
   std::vector<std::int64_t> fill(static_cast<std::size_t>(P), 0);
   for (int r = 1; r < P; ++r) fill[r] = fill[r - 1] + per_owner[r - 1];
   std::vector<NodeId> misses(miss.size());
-  std::vector<std::size_t> slot_of(miss.size());
+  std::vector<std::int64_t> slot_of(miss.size());
   for (std::size_t i : miss) {
     const auto at = static_cast<std::size_t>(fill[book.owner(nodes[i])]++);
     misses[at] = nodes[i];
-    slot_of[at] = i;
+    slot_of[at] = static_cast<std::int64_t>(i);
   }
-  std::vector<float> rows = fetch_remote(misses);
-  for (std::size_t k = 0; k < misses.size(); ++k) std::memcpy(out.data() + slot_of[k] * F, rows.data() + k * F, F * sizeof(float));
+  fetch_remote(misses, out.data(), slot_of);
   counters_.remote_s += since(t0);
   counters_.local_rows += local_rows;
   counters_.remote_rows += static_cast<std::int64_t>(nodes.size()) - local_rows;
@@ -151,7 +170,10 @@ void FeatureStore::fill_cache(std::vector<NodeId> chosen) {
   // Owners answer in request order when requests are grouped by owner: sort by global id (which
   // groups them, the book being ranges) and fetch once.
   std::sort(chosen.begin(), chosen.end());
-  cache_ = fetch_remote(chosen);
+  cache_.assign(chosen.size() * static_cast<std::size_t>(dim_), 0.0f);
+  std::vector<std::int64_t> rows(chosen.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<std::int64_t>(i);
+  fetch_remote(chosen, cache_.data(), rows);
   slot_.clear();
   slot_.reserve(chosen.size());
   for (std::size_t i = 0; i < chosen.size(); ++i) slot_.emplace(chosen[i], static_cast<std::int64_t>(i));

@@ -21,6 +21,7 @@ struct FeatureCounters {
   std::int64_t local_rows = 0, remote_rows = 0, cache_hits = 0;
   std::int64_t bytes_sent = 0, bytes_received = 0;
   double local_gather_s = 0, cache_s = 0, remote_s = 0, exchange_s = 0;  // remote_s: misses only (grouping, exchange, scatter)
+  double skew_s = 0;  // with the skew probe on: time waiting for the slowest rank before each remote fetch
   double hit_rate() const { return remote_rows > 0 ? static_cast<double>(cache_hits) / static_cast<double>(remote_rows) : 0.0; }
 };
 
@@ -53,11 +54,16 @@ class FeatureStore {
     std::vector<std::int64_t> sent, received;
   };
   void record_replies(bool on) { record_ = on; }
+  // For the benchmark: when on, each fetch() enters a barrier (timed as skew_s) before its remote
+  // exchange, so the fetch's own time is not mixed with waiting for a rank that sampled longer.
+  // It costs a collective per step; training leaves it off.
+  void probe_skew(bool on) { probe_skew_ = on; }
   const std::vector<ReplyCounts>& reply_log() const noexcept { return reply_log_; }
 
  private:
-  // Collective: the rows of `remote` (global ids owned elsewhere) from their owners.
-  std::vector<float> fetch_remote(std::span<const NodeId> remote);
+  // Collective: the rows of `remote` (global ids owned elsewhere, grouped by owner) from their
+  // owners, row k written to row dst_rows[k] of `dst`.
+  void fetch_remote(std::span<const NodeId> remote, float* dst, std::span<const std::int64_t> dst_rows);
   void fill_cache(std::vector<NodeId> chosen);
   // Collective: one int64 per node, read locally by `local_value(local row)` or asked of the owner.
   template <class Local>
@@ -68,8 +74,9 @@ class FeatureStore {
   std::int64_t dim_;
   boost::unordered_flat_map<NodeId, std::int64_t> slot_;  // cached global id -> row in cache_
   std::vector<float> cache_;
+  std::vector<float> send_rows_, recv_rows_;  // staging for remote rows, kept between fetches
   FeatureCounters counters_;
-  bool record_ = false;
+  bool record_ = false, probe_skew_ = false;
   std::vector<ReplyCounts> reply_log_;
 };
 

@@ -105,6 +105,7 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   store.build_cache(cfg, &sampler);
   const double cache_s = since(tc);
   store.record_replies(true);
+  store.probe_skew(world.size() > 1);
 
   // Timed epochs, one batch at a time (no prefetch thread) so each phase's time is its own.
   std::int64_t steps_run = 0, input_nodes = 0;
@@ -145,13 +146,15 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   world.barrier();
   double raw_s = 0;
   {
-    std::vector<float> buf;
+    std::vector<float> buf, got;
     const auto t0 = Clock::now();
     for (const auto& counts : store.reply_log()) {
-      std::int64_t total = 0;
+      std::int64_t total = 0, incoming = 0;
       for (auto c : counts.sent) total += c;
+      for (auto c : counts.received) incoming += c;
       buf.resize(static_cast<std::size_t>(total));
-      comm.alltoallv_known<float>(buf, counts.sent, counts.received);
+      got.resize(static_cast<std::size_t>(incoming));
+      comm.alltoallv_into<float>(buf, counts.sent, counts.received, got);
     }
     raw_s = since(t0);
   }
@@ -160,8 +163,8 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   const double local_gbs = fc.local_gather_s > 0 ? static_cast<double>(fc.local_rows) * static_cast<double>(row_bytes) / fc.local_gather_s / 1e9 : 0;
   const double remote_bytes = static_cast<double>(fc.remote_rows - fc.cache_hits) * static_cast<double>(row_bytes);
   struct Row {
-    double sampled_edges, sample_s, exchange_s, fetch_local_s, fetch_cache_s, fetch_remote_s, remote_bytes, remote_rows, hits, input_nodes, steps, raw_s, local_gbs, memcpy_gbs, wall;
-  } mine{static_cast<double>(sc.sampled_edges), sc.sample_s, sc.exchange_s, fc.local_gather_s, fc.cache_s, fc.remote_s, remote_bytes, static_cast<double>(fc.remote_rows),
+    double sampled_edges, sample_s, exchange_s, fetch_local_s, fetch_cache_s, fetch_remote_s, skew_s, remote_bytes, remote_rows, hits, input_nodes, steps, raw_s, local_gbs, memcpy_gbs, wall;
+  } mine{static_cast<double>(sc.sampled_edges), sc.sample_s, sc.exchange_s, fc.local_gather_s, fc.cache_s, fc.remote_s, fc.skew_s, remote_bytes, static_cast<double>(fc.remote_rows),
          static_cast<double>(fc.cache_hits), static_cast<double>(input_nodes), static_cast<double>(steps_run), raw_s, local_gbs, memcpy_gbs, wall};
   const auto all = world.allgather(mine);
   if (world.rank() != 0) return 0;
@@ -174,6 +177,7 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
     sum.fetch_local_s += r.fetch_local_s;
     sum.fetch_cache_s += r.fetch_cache_s;
     sum.fetch_remote_s += r.fetch_remote_s;
+    sum.skew_s += r.skew_s;
     sum.remote_bytes += r.remote_bytes;
     sum.remote_rows += r.remote_rows;
     sum.hits += r.hits;
@@ -197,18 +201,22 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   std::printf("cache hit rate             %.3f  (cache built in %.2f s)\n", hit, cache_s);
   std::printf("local gather               %.2f GB/s vs memcpy random-row gather %.2f GB/s: %.0f%%\n", sum.local_gbs, sum.memcpy_gbs,
               sum.memcpy_gbs > 0 ? 100 * sum.local_gbs / sum.memcpy_gbs : 0.0);
-  std::printf("remote fetch               %.3f GB/s vs raw MPI alltoallv of the same bytes %.3f GB/s: %.2fx the raw time\n", remote_gbs, raw_gbs,
-              sum.raw_s > 0 ? sum.fetch_remote_s / sum.raw_s : 0.0);
-  const double total = sum.sample_s + sum.exchange_s + sum.fetch_local_s + sum.fetch_cache_s + sum.fetch_remote_s;
-  std::printf("time split                 sample %.0f%%, sampling exchange %.0f%%, local fetch %.0f%%, cache %.0f%%, remote fetch %.0f%%  (%.2f s wall, slowest rank)\n",
+  if (sum.remote_bytes > 0)
+    std::printf("remote fetch               %.3f GB/s vs raw MPI alltoallv of the same bytes %.3f GB/s: %.2fx the raw time (ids out, rows back)\n", remote_gbs,
+                raw_gbs, sum.fetch_remote_s / sum.raw_s);
+  else
+    std::printf("remote fetch               none (every input row is owned or cached)\n");
+  const double total = sum.sample_s + sum.exchange_s + sum.fetch_local_s + sum.fetch_cache_s + sum.fetch_remote_s + sum.skew_s;
+  std::printf("time split                 sample %.0f%%, sampling exchange %.0f%%, local fetch %.0f%%, cache %.0f%%, remote fetch %.0f%%, "
+              "waiting for the slowest rank before the fetch %.0f%%  (%.2f s wall, slowest rank)\n",
               100 * sum.sample_s / total, 100 * sum.exchange_s / total, 100 * sum.fetch_local_s / total, 100 * sum.fetch_cache_s / total,
-              100 * sum.fetch_remote_s / total, max_wall);
+              100 * sum.fetch_remote_s / total, 100 * sum.skew_s / total, max_wall);
   boost::json::object out{{"ranks", world.size()}, {"fanouts", vm["fanouts"].as<std::string>()}, {"batch", cfg.batch_size},
                           {"sampled_edges_per_s_per_core", edges_per_core_s}, {"input_nodes_per_batch", sum.input_nodes / sum.steps},
                           {"remote_bytes_per_batch", sum.remote_bytes / sum.steps}, {"cache_hit_rate", hit},
                           {"local_gather_gbs", sum.local_gbs}, {"memcpy_gather_gbs", sum.memcpy_gbs}, {"remote_fetch_gbs", remote_gbs},
                           {"raw_alltoallv_gbs", raw_gbs}, {"remote_vs_raw_time", sum.raw_s > 0 ? sum.fetch_remote_s / sum.raw_s : 0.0},
-                          {"time_s", {{"sample", sum.sample_s}, {"sample_exchange", sum.exchange_s}, {"fetch_local", sum.fetch_local_s}, {"fetch_cache", sum.fetch_cache_s}, {"fetch_remote", sum.fetch_remote_s}}}};
+                          {"time_s", {{"sample", sum.sample_s}, {"sample_exchange", sum.exchange_s}, {"fetch_local", sum.fetch_local_s}, {"fetch_cache", sum.fetch_cache_s}, {"fetch_remote", sum.fetch_remote_s}, {"skew_wait", sum.skew_s}}}};
 
   if (vm.count("dgl-python")) {
     // DGL lists fanouts from the input side: reverse ours. One thread, like one of our ranks.
