@@ -18,7 +18,10 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 // positions in that list.
 class Compactor {
  public:
-  Compactor(std::vector<NodeId>& nodes, const DenseRange& dense) : nodes_(nodes), dense_(dense) {
+  // `others` maps the nodes outside the dense range; it is cleared here (its buckets stay).
+  Compactor(std::vector<NodeId>& nodes, const DenseRange& dense, boost::unordered_flat_map<NodeId, std::int64_t>& others)
+      : nodes_(nodes), dense_(dense), pos_(others) {
+    pos_.clear();
     for (std::size_t i = 0; i < nodes.size(); ++i) find_or_add(nodes[i], static_cast<std::int64_t>(i));
   }
   // Replaces every global id in `ids` by its position, appending ids seen for the first time in
@@ -56,7 +59,7 @@ class Compactor {
 
   std::vector<NodeId>& nodes_;
   const DenseRange& dense_;
-  boost::unordered_flat_map<NodeId, std::int64_t> pos_;
+  boost::unordered_flat_map<NodeId, std::int64_t>& pos_;
 };
 
 // Advances the stamp of a dense table (a new batch), clearing it when the counter wraps.
@@ -184,7 +187,7 @@ MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch,
   std::vector<NodeId> nodes(seeds.begin(), seeds.end());
   std::vector<std::size_t> sizes = {nodes.size()};
   const DenseRange dense = next_dense(first, owned, local_slots_, stamp_);
-  Compactor compactor(nodes, dense);
+  Compactor compactor(nodes, dense, remote_pos_);
   std::vector<PartId> owner;
   const int L = static_cast<int>(config_.fanouts.size());
   for (int hop = 0; hop < L; ++hop) {
@@ -299,7 +302,8 @@ MiniBatch reference_sample(const Dataset& ds, const SamplerConfig& config, std::
   std::vector<std::uint64_t> slots;
   std::uint32_t current = 0;
   const DenseRange dense = next_dense(0, ds.num_nodes(), slots, current);
-  Compactor compactor(nodes, dense);
+  boost::unordered_flat_map<NodeId, std::int64_t> others;
+  Compactor compactor(nodes, dense, others);
   std::vector<std::int64_t> ends, scratch;
   for (int hop = 0; hop < static_cast<int>(config.fanouts.size()); ++hop) {
     const std::size_t n = sizes.back();

@@ -3,6 +3,7 @@
 // exchange per hop, and the serial reference it is tested against.
 #pragma once
 
+#include <boost/unordered/unordered_flat_map.hpp>
 #include <climits>
 #include <cstdint>
 #include <span>
@@ -95,6 +96,7 @@ class DistSampler {
   // batch's. Owned nodes skip the hash map (most nodes of a good partition are owned).
   std::vector<std::uint64_t> local_slots_;
   std::uint32_t stamp_ = 0;
+  boost::unordered_flat_map<NodeId, std::int64_t> remote_pos_;  // positions of the batch's nodes owned elsewhere
   // Per-hop buffers, kept between batches so their pages stay mapped.
   std::vector<NodeId> local_rows_, serve_rows_, picked_, reply_;
   std::vector<std::int64_t> ends_, scratch_;

@@ -1,5 +1,6 @@
 #include "trainer/models.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -16,6 +17,32 @@ torch::Tensor view_int64(const std::vector<std::int64_t>& v, const torch::Device
   // from_blob wants a mutable pointer; the tensor is only ever read.
   auto t = torch::from_blob(const_cast<std::int64_t*>(v.data()), {static_cast<std::int64_t>(v.size())}, torch::kLong);
   return t.to(device);
+}
+
+// Fills m[0..n) with `keep` or 0: element i is kept when a 32-bit hash of (key, i) is at least
+// `threshold`. A counter-based hash (lowbias32, by Chris Wellons) of 32-bit lanes and no branch,
+// so the loop vectorises: compiled for AVX-512, AVX2 and baseline x86-64, picked at load time.
+// One 64-bit hash per element and a branch each (mispredicted half the time) was 15-17% of a
+// GraphSAGE step on 100-wide inputs.
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+void dropout_mask(float* m, std::uint64_t n, std::uint64_t key, std::uint32_t threshold, float keep) {
+  constexpr std::uint64_t kChunk = 1ULL << 30;  // a fresh 32-bit key per chunk: lanes never repeat
+  for (std::uint64_t base = 0; base < n; base += kChunk) {
+    const auto k = static_cast<std::uint32_t>(derive_seed(key, base / kChunk));
+    const auto len = static_cast<std::uint32_t>(std::min(n - base, kChunk));
+    float* out = m + base;
+    for (std::uint32_t i = 0; i < len; ++i) {
+      std::uint32_t x = i ^ k;
+      x ^= x >> 16;
+      x *= 0x7feb352dU;
+      x ^= x >> 15;
+      x *= 0x846ca68bU;
+      x ^= x >> 16;
+      out[i] = keep * static_cast<float>(x >= threshold);
+    }
+  }
 }
 
 // dst positions 0..num_dst-1, the self-loop edges' src and dst alike (the dst-prefix).
@@ -209,14 +236,9 @@ torch::Tensor GnnImpl::dropout(const torch::Tensor& h) {
   float* m = mask.data_ptr<float>();
   const auto n = static_cast<std::uint64_t>(h.numel());
   const auto keep = static_cast<float>(1.0 / (1.0 - p));
-  // A uniform in [0, 1) from 32 bits, compared against p: P(keep) = 1 - p.
-  const auto threshold = static_cast<std::uint64_t>(p * 4294967296.0);
-  const std::uint64_t key = derive_seed(dropout_seed_, ++dropout_calls_);
-  for (std::uint64_t i = 0; i < n; i += 2) {
-    const std::uint64_t r = derive_seed(key, i);
-    m[i] = (r & 0xffffffffULL) >= threshold ? keep : 0.0f;
-    if (i + 1 < n) m[i + 1] = (r >> 32) >= threshold ? keep : 0.0f;
-  }
+  // P(drop) = p, to 2^-32.
+  const auto threshold = static_cast<std::uint32_t>(std::min(p * 4294967296.0, 4294967295.0));
+  dropout_mask(m, n, derive_seed(dropout_seed_, ++dropout_calls_), threshold, keep);
   return h * mask;
 }
 
