@@ -23,6 +23,23 @@ timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${quick[@]}" --epochs 
   fail "2-rank run failed: $(cat "$work/out.txt")"
 grep -q "test accuracy" "$work/out.txt" || fail "no test accuracy line"
 [ -s "$work/ck/checkpoint.pt" ] && [ -s "$work/ck/weights.pt" ] || fail "no checkpoint or weights"
+# Python's torch.load reads the weights as a {name: tensor} dict, when a Python with torch is
+# here (the benchmark peers' environment, made by scripts/peers.sh); libtorch is not PyTorch.
+torch_python=""
+for py in "${PEERS_PYTHON:-}" "$(dirname "$SHARDGNN")/../peers-venv/bin/python" python3; do
+  if [ -n "$py" ] && "$py" -c "import torch" 2>/dev/null; then torch_python=$py; break; fi
+done
+if [ -n "$torch_python" ]; then
+  "$torch_python" - "$work/ck/weights.pt" <<'PY' || fail "torch.load could not read weights.pt"
+import sys, torch
+d = torch.load(sys.argv[1], weights_only=True)
+assert isinstance(d, dict) and d, d
+assert all(isinstance(v, torch.Tensor) and v.dtype == torch.float32 for v in d.values()), d
+assert d["conv0.fc.weight"].shape == (32, 1433), d["conv0.fc.weight"].shape
+PY
+else
+  echo "note: no Python with torch here (scripts/peers.sh makes one); torch.load of weights.pt not checked"
+fi
 timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${quick[@]}" --epochs 3 --checkpoint-dir "$work/ck" --resume > "$work/out.txt" 2>&1 ||
   fail "resume failed: $(cat "$work/out.txt")"
 grep -q "resuming .* at epoch 3 of 3" "$work/out.txt" || fail "did not resume: $(cat "$work/out.txt")"
