@@ -174,6 +174,9 @@ void FeatureStore::fill_cache(std::vector<NodeId> chosen) {
   std::vector<std::int64_t> rows(chosen.size());
   for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<std::int64_t>(i);
   fetch_remote(chosen, cache_.data(), rows);
+  // The staging buffers held a whole cache's rows: give them back rather than keep a copy.
+  std::vector<float>().swap(send_rows_);
+  std::vector<float>().swap(recv_rows_);
   slot_.clear();
   slot_.reserve(chosen.size());
   for (std::size_t i = 0; i < chosen.size(); ++i) slot_.emplace(chosen[i], static_cast<std::int64_t>(i));

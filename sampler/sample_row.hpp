@@ -1,7 +1,9 @@
 // Neighbour choice for one node, shared by the distributed sampler and the serial reference.
-// The random stream is keyed by (seed, epoch, step, hop, the node's id in the source dataset):
-// whichever rank owns the node draws the same neighbours, so results do not depend on the
-// partitioning, and a one-rank run reproduces the serial reference exactly.
+// The random stream is keyed by (seed, epoch, step, hop, the node's id in the source dataset), so
+// a draw does not depend on which rank makes it, and a one-rank run (whose shard keeps the
+// dataset's order) reproduces the serial reference exactly. Under other partitionings the draws
+// have the same distribution but pick other neighbours: the keyed positions index the shard's
+// row, which is sorted by the new ids.
 #pragma once
 
 #include <algorithm>
@@ -70,14 +72,15 @@ inline int choose_neighbors(std::int64_t d, int fanout, bool replace, std::uint6
 }
 
 // Samples the neighbours of many rows of one CSR graph: rows[i] (local ids of `graph`) is keyed
-// by node_key(hop, orig[rows[i]]) (orig empty: the local id itself). Appends the chosen
+// by node_key(key, orig[rows[i]]) (key: the hop's hop_key; orig empty: the local id itself). Appends the chosen
 // neighbours of each row to `out` and the end of each row's run in `out` to `ends`.
 // Sampling is bound by memory latency, not arithmetic: the rows are random places in the CSR
 // arrays. So offsets and keys are prefetched kFar rows ahead, and a row's neighbours are read
 // kLag rows after its choice is made and their cache lines are prefetched.
-inline void sample_rows(const CsrGraph& graph, std::span<const NodeId> orig, std::span<const NodeId> rows, int fanout, bool replace, std::uint64_t hop,
+inline void sample_rows(const CsrGraph& graph, std::span<const NodeId> orig, std::span<const NodeId> rows, int fanout, bool replace, std::uint64_t key,
                         std::vector<NodeId>& out, std::vector<std::int64_t>& ends, std::vector<std::int64_t>& scratch) {
   constexpr std::size_t kFar = 16, kLag = 4, kRing = 8;
+  static_assert(kLag < kRing, "a row's choice must outlive the rows chosen after it until it is emitted");
   struct Pending {
     EdgeId begin = 0, degree = 0;
     int chosen = 0;  // -1: the whole row
@@ -109,7 +112,7 @@ inline void sample_rows(const CsrGraph& graph, std::span<const NodeId> orig, std
     const NodeId u = rows[i];
     const EdgeId b = indptr[u], d = indptr[u + 1] - b;
     std::int64_t* pos = scratch.data() + (i % kRing) * F;
-    const int k = choose_neighbors(d, fanout, replace, node_key(hop, ids ? ids[u] : u), pos);
+    const int k = choose_neighbors(d, fanout, replace, node_key(key, ids ? ids[u] : u), pos);
     ring[i % kRing] = Pending{b, d, k};
     if (k < 0) {
       __builtin_prefetch(indices + b);

@@ -2,6 +2,7 @@
 
 #include <boost/unordered/unordered_flat_map.hpp>
 #include <chrono>
+#include <stdexcept>
 
 #include "datasets/random.hpp"
 #include "sampler/sample_row.hpp"
@@ -280,6 +281,9 @@ MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch,
         }
         row_ends.push_back(static_cast<std::int64_t>(ids.size()));
       }
+      for (int r = 0; r < P; ++r)
+        if (nbr_at[r] != answers.displs[r] + answers.counts[r])  // after the hop's collectives: a throw here cannot strand a peer
+          throw std::logic_error("DistSampler: rank " + std::to_string(r) + "'s reply does not match its " + std::to_string(send_counts[r]) + " rows");
       mb.blocks.push_back(make_block(n, row_ends, std::move(ids), compactor, nodes));
     }
     sizes.push_back(nodes.size());

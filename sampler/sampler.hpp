@@ -97,7 +97,8 @@ class DistSampler {
   std::vector<std::uint64_t> local_slots_;
   std::uint32_t stamp_ = 0;
   boost::unordered_flat_map<NodeId, std::int64_t> remote_pos_;  // positions of the batch's nodes owned elsewhere
-  // Per-hop buffers, kept between batches so their pages stay mapped.
+  // Per-hop buffers, kept between batches so their pages stay mapped (picked_ is handed to the
+  // block when every row of a hop is owned here, and grows anew).
   std::vector<NodeId> local_rows_, serve_rows_, picked_, reply_;
   std::vector<std::int64_t> ends_, scratch_;
   mutable std::int64_t batches_epoch_ = INT64_MIN;  // none yet (-1 is a real epoch: presampling)

@@ -20,23 +20,28 @@ torch::Tensor view_int64(const std::vector<std::int64_t>& v, const torch::Device
 }
 
 // Fills m[0..n) with `keep` or 0: element i is kept when a 32-bit hash of (key, i) is at least
-// `threshold`. A counter-based hash (lowbias32, by Chris Wellons) of 32-bit lanes and no branch,
+// `threshold`. A counter-based hash (after lowbias32, by Chris Wellons, with the key's high half
+// mixed in after the first multiply) of 32-bit lanes and no branch,
 // so the loop vectorises: compiled for AVX-512, AVX2 and baseline x86-64, picked at load time.
 // One 64-bit hash per element and a branch each (mispredicted half the time) was 15-17% of a
 // GraphSAGE step on 100-wide inputs.
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GLIBC__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
 __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 #endif
 void dropout_mask(float* m, std::uint64_t n, std::uint64_t key, std::uint32_t threshold, float keep) {
   constexpr std::uint64_t kChunk = 1ULL << 30;  // a fresh 32-bit key per chunk: lanes never repeat
   for (std::uint64_t base = 0; base < n; base += kChunk) {
-    const auto k = static_cast<std::uint32_t>(derive_seed(key, base / kChunk));
+    const std::uint64_t chunk_key = derive_seed(key, base / kChunk);
+    const auto k = static_cast<std::uint32_t>(chunk_key), k2 = static_cast<std::uint32_t>(chunk_key >> 32);
     const auto len = static_cast<std::uint32_t>(std::min(n - base, kChunk));
     float* out = m + base;
     for (std::uint32_t i = 0; i < len; ++i) {
       std::uint32_t x = i ^ k;
       x ^= x >> 16;
       x *= 0x7feb352dU;
+      x ^= k2;  // all 64 key bits: masks of two calls are not re-indexings of one another
       x ^= x >> 15;
       x *= 0x846ca68bU;
       x ^= x >> 16;
@@ -231,6 +236,7 @@ std::int64_t GnnImpl::layer_out_dim(std::int64_t l) const { return l + 1 == opti
 torch::Tensor GnnImpl::dropout(const torch::Tensor& h) {
   const double p = options.dropout();
   if (!is_training() || p <= 0) return h;
+  if (p >= 1) return torch::zeros_like(h);
   if (!h.device().is_cpu() || h.scalar_type() != torch::kFloat || !h.is_contiguous()) return dropout_(h);
   torch::Tensor mask = torch::empty_like(h);
   float* m = mask.data_ptr<float>();

@@ -154,10 +154,10 @@ class GnnImpl : public torch::nn::Module {
     dropout_seed_ = seed;
     dropout_calls_ = 0;
   }
-  // Inverted dropout on layer inputs. On the CPU the mask comes from keyed SplitMix64 hashes
-  // (two uniforms per hash): torch 1.13's CPU bernoulli draws every element through its
-  // generator one at a time, ~8 % of a training epoch in a profile. Elsewhere torch's dropout.
-  // The stream: derive_seed(derive_seed(seed, call), element pair).
+  // Inverted dropout on layer inputs. On the CPU the mask comes from a keyed counter hash per
+  // element (dropout_mask in models.cpp: 32-bit lanes, vectorised): torch 1.13's CPU bernoulli
+  // draws every element through its generator one at a time. Elsewhere torch's dropout. The
+  // stream: call c of a seed hashes element i under derive_seed(derive_seed(seed, c), i / 2^30).
   torch::Tensor dropout(const torch::Tensor& h);
   GnnOptions options;
 

@@ -12,6 +12,7 @@
 #include "partition/shards.hpp"
 #include "sampler/feature_store.hpp"
 #include "sampler/pipeline.hpp"
+#include "sampler/sample_row.hpp"
 #include "sampler/sampler.hpp"
 #include "cora_parts.hpp"
 #include "test_paths.hpp"
@@ -127,22 +128,111 @@ TEST_CASE("fetched features equal the full graph's rows, with and without a cach
 TEST_CASE("one rank reproduces the serial reference exactly", "[sampler][mpi]") {
   Fixture fx;
   if (fx.world.size() != 1) return;
-  SamplerConfig cfg;
-  cfg.fanouts = {10, 5};
-  cfg.batch_size = 50;
-  cfg.seed = 11;
-  DistSampler sampler(fx.shard, fx.world, cfg);
-  const auto batches = epoch_batches(std::vector<NodeId>(fx.ds.train_idx.begin(), fx.ds.train_idx.end()), 50, 11, 2, 0);
-  CHECK(sampler.steps_in_epoch(2) == static_cast<std::int64_t>(batches.size()));
-  for (std::int64_t step = 0; step < static_cast<std::int64_t>(batches.size()); ++step) {
-    CHECK(sampler.seeds_for(2, step) == batches[static_cast<std::size_t>(step)]);
-    MiniBatch d = sampler.sample(batches[static_cast<std::size_t>(step)], 2, step);
-    MiniBatch r = reference_sample(fx.ds, cfg, batches[static_cast<std::size_t>(step)], 2, step);
-    CHECK(d.layer_nodes == r.layer_nodes);
-    for (std::size_t b = 0; b < d.blocks.size(); ++b) {
-      CHECK(d.blocks[b].indptr == r.blocks[b].indptr);
-      CHECK(d.blocks[b].indices == r.blocks[b].indices);
+  for (bool replace : {false, true})
+    for (const std::vector<int>& fanouts : {std::vector<int>{10, 5}, std::vector<int>{3, -1}}) {
+      SamplerConfig cfg;
+      cfg.fanouts = fanouts;
+      cfg.batch_size = 50;
+      cfg.replace = replace;
+      cfg.seed = 11;
+      DistSampler sampler(fx.shard, fx.world, cfg);
+      const auto batches = epoch_batches(std::vector<NodeId>(fx.ds.train_idx.begin(), fx.ds.train_idx.end()), 50, 11, 2, 0);
+      CHECK(sampler.steps_in_epoch(2) == static_cast<std::int64_t>(batches.size()));
+      for (std::int64_t step = 0; step < static_cast<std::int64_t>(batches.size()); ++step) {
+        CHECK(sampler.seeds_for(2, step) == batches[static_cast<std::size_t>(step)]);
+        MiniBatch d = sampler.sample(batches[static_cast<std::size_t>(step)], 2, step);
+        MiniBatch r = reference_sample(fx.ds, cfg, batches[static_cast<std::size_t>(step)], 2, step);
+        CHECK(d.layer_nodes == r.layer_nodes);
+        for (std::size_t b = 0; b < d.blocks.size(); ++b) {
+          CHECK(d.blocks[b].indptr == r.blocks[b].indptr);
+          CHECK(d.blocks[b].indices == r.blocks[b].indices);
+        }
+      }
     }
+}
+
+TEST_CASE("sample_rows draws every row as choose_neighbors does, for any number of rows", "[sampler]") {
+  // An oracle for the prefetching, lagged loop: one row at a time, no ring. Rows of degree 0, 1,
+  // 2, 3, 7 and 40, in an order that revisits rows; counts around the ring's lag and size.
+  std::vector<EdgeId> indptr = {0};
+  std::vector<NodeId> indices;
+  for (int degree : {0, 1, 2, 3, 7, 40, 0, 5}) {
+    for (int j = 0; j < degree; ++j) indices.push_back(static_cast<NodeId>(100 * indptr.size() + static_cast<std::size_t>(j)));
+    indptr.push_back(static_cast<EdgeId>(indices.size()));
+  }
+  const CsrGraph g{Array<EdgeId>(indptr), Array<NodeId>(indices)};
+  const std::vector<NodeId> orig = {90, 91, 92, 93, 94, 95, 96, 97};
+  for (std::size_t n : {0, 1, 3, 4, 5, 7, 8, 9, 17, 100})
+    for (int fanout : {-1, 1, 3, 7})
+      for (bool replace : {false, true})
+        for (bool keyed_by_orig : {false, true}) {
+          std::vector<NodeId> rows(n);
+          for (std::size_t i = 0; i < n; ++i) rows[i] = static_cast<NodeId>((i * 5 + i / 8) % 8);
+          const std::uint64_t key = hop_key(3, 1, static_cast<std::int64_t>(n), fanout);
+          std::vector<NodeId> out;
+          std::vector<std::int64_t> ends, scratch;
+          sample_rows(g, keyed_by_orig ? std::span<const NodeId>(orig) : std::span<const NodeId>(), rows, fanout, replace, key, out, ends, scratch);
+          std::vector<NodeId> want;
+          std::vector<std::int64_t> want_ends, pos(static_cast<std::size_t>(std::max(fanout, 1)));
+          for (NodeId u : rows) {
+            const auto nb = g.neighbors(u);
+            const int k = choose_neighbors(static_cast<std::int64_t>(nb.size()), fanout, replace, node_key(key, keyed_by_orig ? orig[static_cast<std::size_t>(u)] : u),
+                                           pos.data());
+            if (k < 0) want.insert(want.end(), nb.begin(), nb.end());
+            for (int q = 0; q < k; ++q) want.push_back(nb[static_cast<std::size_t>(pos[static_cast<std::size_t>(q)])]);
+            want_ends.push_back(static_cast<std::int64_t>(want.size()));
+          }
+          INFO("n " << n << ", fanout " << fanout << ", replace " << replace);
+          CHECK(out == want);
+          CHECK(ends == want_ends);
+        }
+}
+
+TEST_CASE("every row of every block is the owner's keyed draw from its own shard row", "[sampler][mpi]") {
+  // An exact check of the remote path at any rank count: a row sampled by another rank and sent
+  // back in its reply must be what that owner's shard row gives under the node's key.
+  Fixture fx;
+  std::vector<Shard> shards;
+  for (PartId k = 0; k < fx.info.book.parts(); ++k) shards.push_back(load_shard(fx.info, k));
+  for (bool replace : {false, true}) {
+    SamplerConfig cfg;
+    cfg.fanouts = {4, 3, -1};
+    cfg.batch_size = 32;
+    cfg.replace = replace;
+    cfg.seed = 21;
+    auto comm = fx.world.dup();
+    DistSampler sampler(fx.shard, comm, cfg);
+    const std::int64_t steps = std::min<std::int64_t>(sampler.steps_in_epoch(0), 6);
+    std::int64_t rows = 0, wrong = 0;
+    std::vector<std::int64_t> pos(static_cast<std::size_t>(*std::max_element(cfg.fanouts.begin(), cfg.fanouts.end())));
+    for (std::int64_t step = 0; step < steps; ++step) {
+      MiniBatch mb = sampler.sample(sampler.seeds_for(0, step), 0, step);
+      const int L = static_cast<int>(cfg.fanouts.size());
+      for (int hop = 0; hop < L; ++hop) {
+        const Block& blk = mb.blocks[static_cast<std::size_t>(L - 1 - hop)];
+        const auto& dst = mb.layer_nodes[static_cast<std::size_t>(hop)];
+        const auto& src = mb.layer_nodes[static_cast<std::size_t>(hop + 1)];
+        const int fanout = cfg.fanouts[static_cast<std::size_t>(hop)];
+        for (std::size_t i = 0; i < dst.size(); ++i) {
+          const PartId k = fx.info.book.owner(dst[i]);
+          const Shard& s = shards[static_cast<std::size_t>(k)];
+          const NodeId local = dst[i] - fx.info.book.begin(k);
+          const auto nb = s.graph.neighbors(local);
+          std::vector<NodeId> want;
+          const int c = choose_neighbors(static_cast<std::int64_t>(nb.size()), fanout, replace,
+                                         node_key(hop_key(cfg.seed, 0, step, hop), s.orig_ids[static_cast<std::size_t>(local)]), pos.data());
+          if (c < 0) want.assign(nb.begin(), nb.end());
+          for (int q = 0; q < c; ++q) want.push_back(nb[static_cast<std::size_t>(pos[static_cast<std::size_t>(q)])]);
+          std::vector<NodeId> got;
+          for (auto e = blk.indptr[i]; e < blk.indptr[i + 1]; ++e) got.push_back(src[static_cast<std::size_t>(blk.indices[static_cast<std::size_t>(e)])]);
+          ++rows;
+          if (got != want) ++wrong;
+        }
+      }
+    }
+    INFO("replace " << replace << ", rank " << fx.world.rank());
+    CHECK(rows > 0);
+    CHECK(wrong == 0);
   }
 }
 
