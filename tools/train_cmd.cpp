@@ -207,10 +207,12 @@ extern "C" int shardgnn_train_entry(const std::vector<std::string>* args, const 
   // The training process's allocator policy. Every step allocates tensors of tens of MB, which
   // glibc serves with fresh mmaps and unmaps at free, so each batch paid page faults, zeroing and
   // munmap for memory it had just released (a fifth of an epoch's time in a profile). Keep freed
-  // memory in the heap for reuse instead.
+  // memory in the heap for reuse instead, and never trim it: with a trim threshold (1 GiB was
+  // tried), a step whose temporaries free more than that at the top of the heap hands it back,
+  // and the next step faults it all in again.
 #if defined(__GLIBC__)
   mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, -1);
 #endif
   return comm::run_guarded("shardgnn train", *world, [&] {
     try {
