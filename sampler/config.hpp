@@ -32,6 +32,10 @@ struct SamplerConfig {
   bool with_degrees = false;  // also fetch every input node's full-graph degree (MiniBatch::degrees)
   bool remote_seeds = false;  // seeds may be owned by other ranks (runtime rebalancing, class-balanced
                               // seed sampling): their labels are fetched from the owners, collectively
+  // Per-node indexes over all nodes of the graph (the sampler's batch positions, 8 bytes a node;
+  // the cache's rows, 4 bytes a node) while they fit in this many bytes; beyond, nodes owned
+  // elsewhere go through hash maps, whose lookups are cache misses no prefetch reaches.
+  std::uint64_t dense_index_bytes = 256ULL << 20;
 };
 
 // parse_fanouts ("15,10,5" -> {15, 10, 5}) is declared in partition/config.hpp: the partitioner's

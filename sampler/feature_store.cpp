@@ -90,11 +90,19 @@ void FeatureStore::fetch(std::span<const NodeId> nodes, std::vector<float>& out)
   std::vector<std::size_t> miss;
   std::vector<std::int64_t> per_owner(static_cast<std::size_t>(P), 0);
   std::vector<std::pair<std::size_t, std::int64_t>> hits;  // (position in nodes, cache row)
+  const std::int32_t* dense = dense_slot_.empty() ? nullptr : dense_slot_.data();
   for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (dense && i + 16 < nodes.size()) __builtin_prefetch(dense + nodes[i + 16]);
     const NodeId v = nodes[i];
     if (v >= first && v < first + count) continue;
-    if (auto it = slot_.find(v); it != slot_.end()) {
-      hits.emplace_back(i, it->second);
+    std::int64_t row = -1;
+    if (dense) {
+      row = dense[v];
+    } else if (auto it = slot_.find(v); it != slot_.end()) {
+      row = it->second;
+    }
+    if (row >= 0) {
+      hits.emplace_back(i, row);
     } else {
       miss.push_back(i);
       ++per_owner[book.owner(v)];
@@ -166,7 +174,7 @@ void FeatureStore::fetch_labels(std::span<const NodeId> nodes, std::vector<std::
   fetch_values(nodes, out, [&](NodeId local) { return shard_.labels.empty() ? std::int64_t{-1} : shard_.labels[static_cast<std::size_t>(local)]; });
 }
 
-void FeatureStore::fill_cache(std::vector<NodeId> chosen) {
+void FeatureStore::fill_cache(std::vector<NodeId> chosen, std::uint64_t dense_index_bytes) {
   // Owners answer in request order when requests are grouped by owner: sort by global id (which
   // groups them, the book being ranges) and fetch once.
   std::sort(chosen.begin(), chosen.end());
@@ -177,9 +185,19 @@ void FeatureStore::fill_cache(std::vector<NodeId> chosen) {
   // The staging buffers held a whole cache's rows: give them back rather than keep a copy.
   std::vector<float>().swap(send_rows_);
   std::vector<float>().swap(recv_rows_);
+  // Cache rows by global id: a dense table over all nodes when it fits dense_index_bytes (a hash
+  // lookup per remote input node was a cache miss the prefetcher cannot see), else a hash map.
   slot_.clear();
-  slot_.reserve(chosen.size());
-  for (std::size_t i = 0; i < chosen.size(); ++i) slot_.emplace(chosen[i], static_cast<std::int64_t>(i));
+  dense_slot_.clear();
+  cached_ = static_cast<std::int64_t>(chosen.size());
+  const auto n = static_cast<std::uint64_t>(shard_.book.num_nodes());
+  if (n * sizeof(std::int32_t) <= dense_index_bytes && chosen.size() < (1ULL << 31)) {
+    dense_slot_.assign(n, -1);
+    for (std::size_t i = 0; i < chosen.size(); ++i) dense_slot_[static_cast<std::size_t>(chosen[i])] = static_cast<std::int32_t>(i);
+  } else {
+    slot_.reserve(chosen.size());
+    for (std::size_t i = 0; i < chosen.size(); ++i) slot_.emplace(chosen[i], static_cast<std::int64_t>(i));
+  }
 }
 
 void FeatureStore::build_cache(const SamplerConfig& config, DistSampler* sampler) {
@@ -225,7 +243,7 @@ void FeatureStore::build_cache(const SamplerConfig& config, DistSampler* sampler
   const std::size_t keep = std::min(capacity, ranked.size());
   std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(keep), ranked.end());
   for (std::size_t i = 0; i < keep; ++i) chosen.push_back(ranked[i].second);
-  fill_cache(std::move(chosen));  // collective even when empty: every rank serves the others
+  fill_cache(std::move(chosen), config.dense_index_bytes);  // collective even when empty: every rank serves the others
   counters_ = FeatureCounters{};
 }
 

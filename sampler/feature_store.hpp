@@ -45,7 +45,7 @@ class FeatureStore {
   void fetch_labels(std::span<const NodeId> nodes, std::vector<std::int64_t>& out);
 
   std::int64_t feature_dim() const noexcept { return dim_; }
-  std::int64_t cached_rows() const noexcept { return static_cast<std::int64_t>(slot_.size()); }
+  std::int64_t cached_rows() const noexcept { return cached_; }
   const FeatureCounters& counters() const noexcept { return counters_; }
   FeatureCounters& counters() noexcept { return counters_; }
   // For the benchmark's raw-MPI replay: when on, the per-rank float counts of every row reply
@@ -64,7 +64,7 @@ class FeatureStore {
   // Collective: the rows of `remote` (global ids owned elsewhere, grouped by owner) from their
   // owners, row k written to row dst_rows[k] of `dst`.
   void fetch_remote(std::span<const NodeId> remote, float* dst, std::span<const std::int64_t> dst_rows);
-  void fill_cache(std::vector<NodeId> chosen);
+  void fill_cache(std::vector<NodeId> chosen, std::uint64_t dense_index_bytes);
   // Collective: one int64 per node, read locally by `local_value(local row)` or asked of the owner.
   template <class Local>
   void fetch_values(std::span<const NodeId> nodes, std::vector<std::int64_t>& out, Local local_value);
@@ -72,7 +72,11 @@ class FeatureStore {
   const Shard& shard_;
   const comm::Communicator& comm_;
   std::int64_t dim_;
-  boost::unordered_flat_map<NodeId, std::int64_t> slot_;  // cached global id -> row in cache_
+  // Cached global id -> row in cache_: dense_slot_ (-1: not cached) over all nodes when
+  // SamplerConfig::dense_index_bytes allows, else slot_.
+  std::vector<std::int32_t> dense_slot_;
+  boost::unordered_flat_map<NodeId, std::int64_t> slot_;
+  std::int64_t cached_ = 0;
   std::vector<float> cache_;
   std::vector<float> send_rows_, recv_rows_;  // staging for remote rows, kept between fetches
   FeatureCounters counters_;

@@ -187,7 +187,10 @@ MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch,
   // All hops grow one node list; layer h is its prefix of length sizes[h].
   std::vector<NodeId> nodes(seeds.begin(), seeds.end());
   std::vector<std::size_t> sizes = {nodes.size()};
-  const DenseRange dense = next_dense(first, owned, local_slots_, stamp_);
+  // The dense table covers every node when it fits config_.dense_index_bytes (a hash lookup of a
+  // node owned elsewhere was a cache miss the prefetcher cannot see), else the owned range.
+  const bool all = static_cast<std::uint64_t>(book.num_nodes()) * sizeof(std::uint64_t) <= config_.dense_index_bytes;
+  const DenseRange dense = all ? next_dense(0, book.num_nodes(), local_slots_, stamp_) : next_dense(first, owned, local_slots_, stamp_);
   Compactor compactor(nodes, dense, remote_pos_);
   std::vector<PartId> owner;
   const int L = static_cast<int>(config_.fanouts.size());

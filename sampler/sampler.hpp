@@ -92,8 +92,9 @@ class DistSampler {
   SamplerConfig config_;
   std::vector<NodeId> train_;  // this rank's training seeds
   SamplerCounters counters_;
-  // Per owned node: its position in the current batch's node list, valid when its stamp is the
-  // batch's. Owned nodes skip the hash map (most nodes of a good partition are owned).
+  // Per node (every node when config_.dense_index_bytes allows, else the owned ones): its position in the
+  // current batch's node list, valid when its stamp is the batch's. The others go through
+  // remote_pos_.
   std::vector<std::uint64_t> local_slots_;
   std::uint32_t stamp_ = 0;
   boost::unordered_flat_map<NodeId, std::int64_t> remote_pos_;  // positions of the batch's nodes owned elsewhere

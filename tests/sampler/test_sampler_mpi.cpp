@@ -88,8 +88,10 @@ TEST_CASE("sampled blocks are subgraphs of the full graph, respecting fanouts", 
 
 TEST_CASE("fetched features equal the full graph's rows, with and without a cache", "[sampler][mpi]") {
   Fixture fx;
+  for (std::uint64_t dense_bytes : {SamplerConfig{}.dense_index_bytes, std::uint64_t{0}})  // dense indexes, then hash maps
   for (CachePolicy policy : {CachePolicy::kNone, CachePolicy::kDegree, CachePolicy::kPresample}) {
     SamplerConfig cfg;
+    cfg.dense_index_bytes = dense_bytes;
     cfg.fanouts = {4, 4};
     cfg.batch_size = 128;
     cfg.cache_policy = policy;
@@ -114,7 +116,7 @@ TEST_CASE("fetched features equal the full graph's rows, with and without a cach
                                   fx.ds.features.data() + fx.old_of_new[in[i]] * fx.ds.feature_dim);
       for (std::size_t i = 0; i < mb->seeds().size(); ++i) label_mismatch += mb->labels[i] != fx.ds.labels[fx.old_of_new[mb->seeds()[i]]];
     }
-    INFO("policy " << cache_policy_name(policy));
+    INFO("policy " << cache_policy_name(policy) << ", dense index bytes " << dense_bytes);
     CHECK(got == steps);
     CHECK(mismatched == 0);
     CHECK(label_mismatch == 0);
@@ -194,11 +196,13 @@ TEST_CASE("every row of every block is the owner's keyed draw from its own shard
   Fixture fx;
   std::vector<Shard> shards;
   for (PartId k = 0; k < fx.info.book.parts(); ++k) shards.push_back(load_shard(fx.info, k));
+  for (std::uint64_t dense_bytes : {SamplerConfig{}.dense_index_bytes, std::uint64_t{0}})
   for (bool replace : {false, true}) {
     SamplerConfig cfg;
     cfg.fanouts = {4, 3, -1};
     cfg.batch_size = 32;
     cfg.replace = replace;
+    cfg.dense_index_bytes = dense_bytes;
     cfg.seed = 21;
     auto comm = fx.world.dup();
     DistSampler sampler(fx.shard, comm, cfg);
@@ -230,7 +234,7 @@ TEST_CASE("every row of every block is the owner's keyed draw from its own shard
         }
       }
     }
-    INFO("replace " << replace << ", rank " << fx.world.rank());
+    INFO("replace " << replace << ", dense index bytes " << dense_bytes << ", rank " << fx.world.rank());
     CHECK(rows > 0);
     CHECK(wrong == 0);
   }
