@@ -73,31 +73,15 @@ void write_partitioned(const Dataset& ds, const std::string& dataset_dir, const 
     std::vector<NodeId> indices(static_cast<std::size_t>(indptr.back()));
     std::vector<std::int64_t> eweights(ds.edge_weights.empty() ? 0 : indices.size());
     std::vector<std::pair<NodeId, std::int64_t>> row;
-    const EdgeId* src_indptr = ds.graph.indptr().data();
-    const NodeId* src_indices = ds.graph.indices().data();
-    const NodeId* new_of_old = r.new_of_old.data();
-    if (eweights.empty()) {
-      // Copy the part's rows (random places in the source CSR), then relabel the copy in one
-      // sequential pass. Each new id is a random read of new_of_old: prefetched ahead, as the
-      // writer is bound by those misses, not by the disk.
-      constexpr NodeId kRowsAhead = 4;
-      constexpr std::size_t kIdsAhead = 16;
-      for (NodeId i = 0; i < count; ++i) {
-        if (i + kRowsAhead < count) __builtin_prefetch(src_indices + src_indptr[r.old_of_new[first + i + kRowsAhead]]);
-        const NodeId u = r.old_of_new[first + i];
-        std::copy(src_indices + src_indptr[u], src_indices + src_indptr[u + 1], indices.data() + indptr[i]);
-      }
-      const std::size_t m = indices.size();
-      for (std::size_t j = 0; j < m; ++j) {
-        if (j + kIdsAhead < m) __builtin_prefetch(new_of_old + indices[j + kIdsAhead]);
-        indices[j] = new_of_old[indices[j]];
-      }
-      for (NodeId i = 0; i < count; ++i) std::sort(indices.data() + indptr[i], indices.data() + indptr[i + 1]);  // relabelling reorders neighbours
-    }
-    for (NodeId i = 0; i < count && !eweights.empty(); ++i) {
+    for (NodeId i = 0; i < count; ++i) {
       const NodeId u = r.old_of_new[first + i];
       const auto nb = ds.graph.neighbors(u);
       NodeId* out = indices.data() + indptr[i];
+      if (eweights.empty()) {
+        for (std::size_t j = 0; j < nb.size(); ++j) out[j] = r.new_of_old[nb[j]];
+        std::sort(out, out + nb.size());  // relabelling reorders neighbours across parts
+        continue;
+      }
       const EdgeId base = ds.graph.indptr()[u];
       row.clear();
       for (std::size_t j = 0; j < nb.size(); ++j) row.emplace_back(r.new_of_old[nb[j]], ds.edge_weights[base + static_cast<EdgeId>(j)]);
@@ -125,13 +109,7 @@ void write_partitioned(const Dataset& ds, const std::string& dataset_dir, const 
     arrays["indices"] = write_listed_array(pdir, "indices", indices);
     if (F > 0) {
       std::vector<float> feats(static_cast<std::size_t>(count * F));
-      for (NodeId i = 0; i < count; ++i) {
-        if (i + 4 < count) {  // random source rows: prefetch every line of the row 4 ahead
-          const auto* p = reinterpret_cast<const char*>(ds.features.data() + orig[i + 4] * F);
-          for (std::int64_t off = 0; off < F * static_cast<std::int64_t>(sizeof(float)); off += 64) __builtin_prefetch(p + off);
-        }
-        std::copy_n(ds.features.data() + orig[i] * F, F, feats.data() + i * F);
-      }
+      for (NodeId i = 0; i < count; ++i) std::copy_n(ds.features.data() + orig[i] * F, F, feats.data() + i * F);
       arrays["features"] = write_listed_array(pdir, "features", DType::kFloat32, feats.data(), {count, F});
     }
     if (ds.num_classes > 0) {
