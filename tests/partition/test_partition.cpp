@@ -84,6 +84,28 @@ TEST_CASE("metrics on a drawn graph: cut, volume, halo, label entropy", "[partit
   CHECK(m2.nodes.ratio() == Approx(5.0 / 4.0));
 }
 
+TEST_CASE("a graph recorded symmetric gets the same metrics without searching reverse edges", "[partition]") {
+  // Both paths of compute_metrics' edge cut, on a symmetric graph under a scattered partition,
+  // and on the two cliques.
+  SbmOptions o;
+  o.num_nodes = 3000;
+  o.num_classes = 4;
+  Dataset ds = generate_sbm(o);
+  REQUIRE(ds.cleaning.symmetric);
+  std::vector<PartId> p(static_cast<std::size_t>(ds.num_nodes()));
+  for (std::size_t v = 0; v < p.size(); ++v) p[v] = static_cast<PartId>((v * 2654435761u >> 7) % 5);
+  const PartitionMetrics fast = compute_metrics(ds, p, 5);
+  ds.cleaning.symmetric = false;
+  const PartitionMetrics searched = compute_metrics(ds, p, 5);
+  CHECK(fast.edge_cut > 0);
+  CHECK(fast.edge_cut == searched.edge_cut);
+  CHECK(fast.comm_volume == searched.comm_volume);
+  CHECK(fast.halo_factor == searched.halo_factor);
+  Dataset cliques = two_cliques();
+  cliques.cleaning.symmetric = true;
+  CHECK(compute_metrics(cliques, std::vector<PartId>{0, 0, 0, 1, 1, 1, 1, 1}, 2).edge_cut == 3);
+}
+
 TEST_CASE("METIS cuts two cliques at their bridge, deterministically", "[partition][metis]") {
   Dataset ds = two_cliques();
   auto p = make_partitioner(PartitionMethod::kMetis)->partition(ds, config(PartitionMethod::kMetis, 2));
