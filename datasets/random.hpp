@@ -24,6 +24,12 @@ inline std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t stream) {
   return z ^ (z >> 31);
 }
 
+// The seed of one stream of one epoch of a run: derive_seed(derive_seed(seed, epoch), stream).
+// Each user names its stream by a constant plus the rank (shuffles, class draws, dropout).
+inline std::uint64_t epoch_stream_seed(std::uint64_t seed, std::int64_t epoch, std::uint64_t stream) {
+  return derive_seed(derive_seed(seed, static_cast<std::uint64_t>(epoch)), stream);
+}
+
 // Fisher-Yates, drawing each index with Boost's (portable) uniform_int_distribution.
 template <class T>
 void seeded_shuffle(std::span<T> items, Rng& rng) {

@@ -86,16 +86,16 @@ MetisGraph to_metis(const Dataset& ds, const std::vector<std::int64_t>& weights)
 std::vector<idx_t> to_metis_vertex_weights(const std::vector<std::int64_t>& w, int ncon, std::int64_t n) {
   const double limit = static_cast<double>(std::numeric_limits<idx_t>::max() / 4);
   std::vector<double> scale(static_cast<std::size_t>(ncon), 1.0);
+  std::vector<std::int64_t> nonzero(static_cast<std::size_t>(ncon), 0);
   for (int c = 0; c < ncon; ++c) {
     double total = 0;
-    std::int64_t nonzero = 0;
     for (std::int64_t v = 0; v < n; ++v) {
       total += static_cast<double>(w[v * ncon + c]);
-      nonzero += w[v * ncon + c] != 0;
+      nonzero[c] += w[v * ncon + c] != 0;
     }
     // After scaling, the total is at most (limit - nonzero) + nonzero: the max(1, ...) adds at most
     // one per node.
-    if (total > limit) scale[c] = std::max(0.0, limit - static_cast<double>(nonzero)) / total;
+    if (total > limit) scale[c] = std::max(0.0, limit - static_cast<double>(nonzero[c])) / total;
   }
   std::vector<idx_t> out(w.size());
   for (std::int64_t v = 0; v < n; ++v)
@@ -105,20 +105,17 @@ std::vector<idx_t> to_metis_vertex_weights(const std::vector<std::int64_t>& w, i
                                                     : static_cast<idx_t>(std::max(1.0, std::floor(static_cast<double>(x) * scale[c])));
     }
   // METIS rejects a constraint whose total weight is zero (e.g. a class with no labelled node):
-  // such a column carries no balance information, so give every node weight 1 in it.
-  for (int c = 0; c < ncon; ++c) {
-    bool any = false;
-    for (std::int64_t v = 0; v < n && !any; ++v) any = out[v * ncon + c] != 0;
-    if (!any)
+  // such a column carries no balance information, so give every node weight 1 in it. (Scaling
+  // keeps a non-zero weight non-zero, so the count above tells.)
+  for (int c = 0; c < ncon; ++c)
+    if (nonzero[c] == 0)
       for (std::int64_t v = 0; v < n; ++v) out[v * ncon + c] = 1;
-  }
   return out;
 }
 
-// max over the balance constraints of (heaviest part / mean part) under `part`, with the cost
-// column the full cost measured under `part` itself.
-double worst_imbalance(const Dataset& ds, const PartitionConfig& cfg, const std::vector<PartId>& part) {
-  const std::vector<std::int64_t> cost = node_cost_weights(ds, cfg.cost_fanouts, cfg.cost_remote_weight, part);
+// max over the balance constraints of (heaviest part / mean part) under `part`, with `cost` the
+// full cost measured under `part` itself (node_cost_weights with that assignment).
+double worst_imbalance(const Dataset& ds, const PartitionConfig& cfg, const std::vector<PartId>& part, const std::vector<std::int64_t>& cost) {
   int ncon = 0;
   const std::vector<std::int64_t> w = balance_weights(ds, cfg.balance, &ncon, cost);
   const auto k = static_cast<std::size_t>(cfg.parts), nc = static_cast<std::size_t>(ncon);
@@ -197,12 +194,11 @@ std::vector<PartId> MetisPartitioner::run(const Dataset& ds, const PartitionConf
   // measured with the exact full cost under themselves, and the one whose worst balance
   // constraint is least imbalanced is kept (ties: the second).
   std::vector<PartId> first(part.begin(), part.end());
-  const double first_worst = worst_imbalance(ds, cfg, first);
   cost = node_cost_weights(ds, cfg.cost_fanouts, cfg.cost_remote_weight, first);
+  const double first_worst = worst_imbalance(ds, cfg, first, cost);
   kway(cost);
   std::vector<PartId> second(part.begin(), part.end());
-  return worst_imbalance(ds, cfg, second) <= first_worst ? second : first;
-  return std::vector<PartId>(part.begin(), part.end());
+  return worst_imbalance(ds, cfg, second, node_cost_weights(ds, cfg.cost_fanouts, cfg.cost_remote_weight, second)) <= first_worst ? second : first;
 }
 
 }  // namespace shardgnn

@@ -100,11 +100,9 @@ std::optional<MiniBatch> Prefetcher::next() {
   return mb;
 }
 
-}  // namespace shardgnn
-
-namespace shardgnn {
 double Prefetcher::work_seconds() {
   std::lock_guard lock(mu_);
   return work_s_;
 }
+
 }  // namespace shardgnn

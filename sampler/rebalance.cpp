@@ -162,7 +162,7 @@ std::vector<NodeId> ClassBalancedPool::draw(std::int64_t count, std::uint64_t se
   std::vector<NodeId> out;
   if (members_.empty() || count <= 0) return out;
   out.reserve(static_cast<std::size_t>(count));
-  Rng rng(derive_seed(derive_seed(seed, static_cast<std::uint64_t>(epoch)), 0xba1a0000ULL + static_cast<std::uint64_t>(rank)));
+  Rng rng(epoch_stream_seed(seed, epoch, 0xba1a0000ULL + static_cast<std::uint64_t>(rank)));
   boost::random::uniform_int_distribution<std::size_t> pick_class(0, members_.size() - 1);
   for (std::int64_t i = 0; i < count; ++i) {
     const auto& m = members_[pick_class(rng)];

@@ -53,6 +53,15 @@ struct SeedPlan {
 SeedPlan plan_seeds(RebalancePolicy policy, std::span<const std::int64_t> own, std::span<const double> cost_per_seed, double remote_factor,
                     std::int64_t batch_size);
 
+// The work of a rank that owns `own` seeds and trains `load`, in units of one own seed: kept +
+// remote_factor * received (the model plan_seeds equalises, and the trainer divides measured
+// time by to get a cost per seed).
+inline double seed_units(std::int64_t own, std::int64_t load, double remote_factor) {
+  const auto kept = static_cast<double>(own < load ? own : load);
+  const auto received = static_cast<double>(load > own ? load - own : 0);
+  return kept + remote_factor * received;
+}
+
 // Which seeds move: the donor's shuffled seed list gives its last `count` seeds (its first
 // `load` stay). This function returns, for rank `rank`, the index ranges into its own shuffled
 // list that go to each receiver, as (to, begin, end) triples, in transfer order.

@@ -25,6 +25,7 @@ class Compactor {
     pos_.clear();
     for (std::size_t i = 0; i < nodes.size(); ++i) find_or_add(nodes[i], static_cast<std::int64_t>(i));
   }
+  std::int64_t size() const noexcept { return static_cast<std::int64_t>(nodes_.size()); }
   // Replaces every global id in `ids` by its position, appending ids seen for the first time in
   // order. The dense slots are random places in a table of the rank's nodes: prefetched ahead.
   void compact(std::vector<std::int64_t>& ids) {
@@ -76,25 +77,28 @@ DenseRange next_dense(NodeId first, NodeId count, std::vector<std::uint64_t>& sl
   return DenseRange{first, count, &slots, current};
 }
 
-// A block with num_dst rows whose neighbour ids (global) are ids, row i ending at ends[i].
-Block make_block(std::size_t num_dst, std::span<const std::int64_t> ends, std::vector<std::int64_t> ids, Compactor& compactor, const std::vector<NodeId>& nodes) {
+// A block whose rows' neighbour ids (global) are ids[indptr[i] .. indptr[i+1]).
+Block make_block(std::vector<std::int64_t> indptr, std::vector<std::int64_t> ids, Compactor& compactor) {
   Block b;
-  b.num_dst = static_cast<std::int64_t>(num_dst);
-  b.indptr.reserve(num_dst + 1);
-  b.indptr.push_back(0);
-  b.indptr.insert(b.indptr.end(), ends.begin(), ends.end());
+  b.num_dst = static_cast<std::int64_t>(indptr.size()) - 1;
+  b.indptr = std::move(indptr);
   b.indices = std::move(ids);
   compactor.compact(b.indices);
-  b.num_src = static_cast<std::int64_t>(nodes.size());
+  b.num_src = compactor.size();
   return b;
 }
 
 
+// Shuffles `ids` by the stream keyed by (seed, epoch, stream).
+void keyed_shuffle(std::span<NodeId> ids, std::uint64_t seed, std::int64_t epoch, std::uint64_t stream) {
+  Rng rng(epoch_stream_seed(seed, epoch, stream));
+  seeded_shuffle(ids, rng);
+}
+
 // A rank's seeds in the epoch's order: shuffled by the stream keyed by (seed, epoch, rank).
 std::vector<NodeId> shuffle_for_epoch(std::span<const NodeId> seeds, std::uint64_t seed, std::int64_t epoch, int rank) {
   std::vector<NodeId> order(seeds.begin(), seeds.end());
-  Rng rng(derive_seed(derive_seed(seed, static_cast<std::uint64_t>(epoch)), 0x5eed0000ULL + static_cast<std::uint64_t>(rank)));
-  seeded_shuffle(std::span<NodeId>(order), rng);
+  keyed_shuffle(order, seed, epoch, 0x5eed0000ULL + static_cast<std::uint64_t>(rank));
   return order;
 }
 }  // namespace
@@ -161,8 +165,7 @@ void DistSampler::apply_plan(std::int64_t epoch, const SeedPlan& plan) {
   if (static_cast<std::int64_t>(own.size()) != plan.load[static_cast<std::size_t>(rank)])
     throw std::logic_error("DistSampler::apply_plan: received " + std::to_string(own.size()) + " seeds, the plan says " +
                            std::to_string(plan.load[static_cast<std::size_t>(rank)]));
-  Rng rng(derive_seed(derive_seed(config_.seed, static_cast<std::uint64_t>(epoch)), 0x5eed8000ULL + static_cast<std::uint64_t>(rank)));
-  seeded_shuffle(std::span<NodeId>(own), rng);
+  keyed_shuffle(own, config_.seed, epoch, 0x5eed8000ULL + static_cast<std::uint64_t>(rank));
   set_schedule(epoch, std::move(own), plan.batch[static_cast<std::size_t>(rank)], plan.steps);
 }
 
@@ -233,16 +236,14 @@ MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch,
     serve_rows_.clear();
     for (NodeId v : incoming.data) serve_rows_.push_back(v - first);
     picked_.clear();
-    ends_.clear();
+    ends_.assign(1, 0);  // with the rows' ends after it: an indptr over picked_
     sample_rows(shard_.graph, orig, serve_rows_, fanout, config_.replace, key, picked_, ends_, scratch_);
     std::vector<std::int64_t> reply_counts(static_cast<std::size_t>(P), 0);
     reply_.clear();
     for (std::size_t r = 0, row = 0; r < static_cast<std::size_t>(P); ++r) {
       const std::size_t before = reply_.size(), rows = static_cast<std::size_t>(incoming.counts[r]);
-      const std::int64_t begin = row == 0 ? 0 : ends_[row - 1];
-      for (std::size_t k = row; k < row + rows; ++k) reply_.push_back(ends_[k] - (k == 0 ? 0 : ends_[k - 1]));
-      const std::int64_t end = rows == 0 ? begin : ends_[row + rows - 1];
-      reply_.insert(reply_.end(), picked_.begin() + begin, picked_.begin() + end);
+      for (std::size_t k = row; k < row + rows; ++k) reply_.push_back(ends_[k + 1] - ends_[k]);
+      reply_.insert(reply_.end(), picked_.begin() + ends_[row], picked_.begin() + ends_[row + rows]);
       row += rows;
       reply_counts[r] = static_cast<std::int64_t>(reply_.size() - before);
       counters_.rows_served += incoming.counts[r];
@@ -258,23 +259,22 @@ MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch,
     // The block, in frontier order: rows owned here sampled here, the others from the answers.
     t0 = Clock::now();
     picked_.clear();
-    ends_.clear();
+    ends_.assign(1, 0);
     sample_rows(shard_.graph, orig, local_rows_, fanout, config_.replace, key, picked_, ends_, scratch_);
     counters_.local_rows_sampled += static_cast<std::int64_t>(local_rows_.size());
     counters_.remote_rows_sampled += static_cast<std::int64_t>(n - local_rows_.size());
     if (local_rows_.size() == n) {
-      mb.blocks.push_back(make_block(n, ends_, std::move(picked_), compactor, nodes));
+      mb.blocks.push_back(make_block(ends_, std::move(picked_), compactor));
       picked_ = {};
     } else {
-      std::vector<std::int64_t> ids, row_ends;
+      std::vector<std::int64_t> ids, indptr = {0};
       ids.reserve(picked_.size() + answers.data.size());
-      row_ends.reserve(n);
+      indptr.reserve(n + 1);
       std::vector<std::int64_t> count_at(answers.displs.begin(), answers.displs.end()), nbr_at(count_at);
       for (int r = 0; r < P; ++r) nbr_at[r] += send_counts[r];
       for (std::size_t i = 0, li = 0; i < n; ++i) {
         if (owner[i] == me) {
-          const std::int64_t b = li == 0 ? 0 : ends_[li - 1];
-          ids.insert(ids.end(), picked_.begin() + b, picked_.begin() + ends_[li]);
+          ids.insert(ids.end(), picked_.begin() + ends_[li], picked_.begin() + ends_[li + 1]);
           ++li;
         } else {
           const PartId r = owner[i];
@@ -282,12 +282,12 @@ MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch,
           ids.insert(ids.end(), answers.data.begin() + nbr_at[r], answers.data.begin() + nbr_at[r] + c);
           nbr_at[r] += c;
         }
-        row_ends.push_back(static_cast<std::int64_t>(ids.size()));
+        indptr.push_back(static_cast<std::int64_t>(ids.size()));
       }
       for (int r = 0; r < P; ++r)
         if (nbr_at[r] != answers.displs[r] + answers.counts[r])  // after the hop's collectives: a throw here cannot strand a peer
           throw std::logic_error("DistSampler: rank " + std::to_string(r) + "'s reply does not match its " + std::to_string(send_counts[r]) + " rows");
-      mb.blocks.push_back(make_block(n, row_ends, std::move(ids), compactor, nodes));
+      mb.blocks.push_back(make_block(std::move(indptr), std::move(ids), compactor));
     }
     sizes.push_back(nodes.size());
     counters_.sample_s += since(t0);
@@ -311,14 +311,14 @@ MiniBatch reference_sample(const Dataset& ds, const SamplerConfig& config, std::
   const DenseRange dense = next_dense(0, ds.num_nodes(), slots, current);
   boost::unordered_flat_map<NodeId, std::int64_t> others;
   Compactor compactor(nodes, dense, others);
-  std::vector<std::int64_t> ends, scratch;
+  std::vector<std::int64_t> scratch;
   for (int hop = 0; hop < static_cast<int>(config.fanouts.size()); ++hop) {
     const std::size_t n = sizes.back();
     std::vector<NodeId> picked;
-    ends.clear();
+    std::vector<std::int64_t> indptr = {0};
     sample_rows(ds.graph, {}, std::span<const NodeId>(nodes.data(), n), config.fanouts[static_cast<std::size_t>(hop)], config.replace,
-                hop_key(config.seed, epoch, step, hop), picked, ends, scratch);
-    mb.blocks.push_back(make_block(n, ends, std::move(picked), compactor, nodes));
+                hop_key(config.seed, epoch, step, hop), picked, indptr, scratch);
+    mb.blocks.push_back(make_block(std::move(indptr), std::move(picked), compactor));
     sizes.push_back(nodes.size());
   }
   for (std::size_t size : sizes) mb.layer_nodes.emplace_back(nodes.begin(), nodes.begin() + static_cast<std::ptrdiff_t>(size));

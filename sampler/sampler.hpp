@@ -101,7 +101,7 @@ class DistSampler {
   // Per-hop buffers, kept between batches so their pages stay mapped (picked_ is handed to the
   // block when every row of a hop is owned here, and grows anew).
   std::vector<NodeId> local_rows_, serve_rows_, picked_, reply_;
-  std::vector<std::int64_t> ends_, scratch_;
+  std::vector<std::int64_t> ends_, scratch_;  // ends_: an indptr over picked_
   mutable std::int64_t batches_epoch_ = INT64_MIN;  // none yet (-1 is a real epoch: presampling)
   mutable std::vector<std::vector<NodeId>> batches_;  // epoch_batches of batches_epoch_, computed on first use
   struct Schedule {

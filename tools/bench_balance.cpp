@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -25,6 +24,7 @@
 #include "partition/shards.hpp"
 #include "tools/cli.hpp"
 #include "tools/process.hpp"
+#include "tools/run_report.hpp"
 
 namespace fs = std::filesystem;
 
@@ -50,28 +50,21 @@ struct RunResult {
 // spread over the machine's cores (a simulated slowdown sleeps, so its extra time uses no core).
 // Sampling on the prefetch thread can overlap compute, so a run may beat it slightly.
 void read_run(const std::string& metrics, const std::string& out, int cores, RunResult& r) {
-  std::ifstream in(metrics);
   int n = 0;
-  for (std::string line; std::getline(in, line);) {
-    const auto v = boost::json::parse(line).as_object();
-    const auto& ranks = v.at("ranks").as_array();
+  for (const RunEpoch& e : load_run_metrics(metrics).epochs) {
     r.seeds.clear();
     double mx = 0, mean = 0, cpu = 0;
-    const auto steps = static_cast<double>(std::max<std::int64_t>(1, v.at("steps").to_number<std::int64_t>()));
-    for (const auto& k : ranks) {
-      const auto& o = k.as_object();
-      r.seeds.push_back(o.at("seeds").to_number<std::int64_t>());
-      const double busy = o.at("busy_s").to_number<double>();
-      mx = std::max(mx, busy);
-      mean += busy / static_cast<double>(ranks.size());
-      const double slow = o.at("slowdown").to_number<double>();
-      cpu += busy - o.at("time_s").as_object().at("compute").to_number<double>() * (1 - 1 / slow);
+    const double steps = std::max(1.0, e.steps);
+    for (const RankRecord& k : e.ranks) {
+      r.seeds.push_back(static_cast<std::int64_t>(k.seeds));
+      mx = std::max(mx, k.busy_s);
+      mean += k.busy_s / static_cast<double>(e.ranks.size());
+      cpu += k.busy_s - k.compute_s * (1 - 1 / k.slowdown);
     }
-    r.moved = 0;
-    if (auto* rb = v.if_contains("rebalance")) r.moved = rb->as_object().at("moved").to_number<std::int64_t>();
-    if (v.at("epoch").to_number<std::int64_t>() == 0) continue;  // the rebalancer's measurement epoch
-    r.epoch_s += v.at("train_s").to_number<double>();
-    r.imbalance += v.at("imbalance").to_number<double>();
+    r.moved = e.rebalance ? static_cast<std::int64_t>(e.rebalance->moved) : 0;
+    if (e.epoch == 0) continue;  // the rebalancer's measurement epoch
+    r.epoch_s += e.train_s;
+    r.imbalance += mean > 0 ? mx / mean : 1.0;  // what the trainer writes as "imbalance"
     r.step_max_s += mx / steps;
     r.step_mean_s += mean / steps;
     r.bound_s += std::max(mx, cpu / cores);
@@ -185,6 +178,7 @@ int bench_balance_main(const std::vector<std::string>& args) {
   }
 
   const std::string exe = self_exe();
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   auto train = [&](const std::string& scenario, const std::string& variant, const std::string& dir, int ranks, int batch, int epochs,
                    std::vector<std::string> extra) {
     RunResult res;
@@ -201,7 +195,7 @@ int bench_balance_main(const std::vector<std::string>& args) {
     const ProcessResult pr = run_process(argv);
     try {
       if (pr.status != 0) throw std::runtime_error("exit " + std::to_string(pr.status));
-      read_run(run_dir + "/metrics.jsonl", pr.out, std::max(1, static_cast<int>(std::thread::hardware_concurrency())), res);
+      read_run(run_dir + "/metrics.jsonl", pr.out, cores, res);
     } catch (const std::exception& e) {
       res.note = std::string("failed: ") + e.what();
     }
@@ -259,7 +253,7 @@ int bench_balance_main(const std::vector<std::string>& args) {
   std::printf("(epoch s: training only, mean over epochs 2..; limit s: an estimate of the shortest epoch this machine allows, max(busiest\n"
               " rank's own work, all ranks' CPU work / %d cores); ratio: limit / epoch (1 = at the limit); max/mean: slowest rank's busy time (own work, no waiting) over the mean;\n"
               " (c) single-process runs one rank with batch %d, the ranks' combined batch)\n",
-              std::max(1, static_cast<int>(std::thread::hardware_concurrency())), B * P);
+              cores, B * P);
   if (vm.count("json")) write_json_file(vm["json"].as<std::string>(), boost::json::object{{"dataset", data_dir}, {"ranks", P}, {"rows", out}});
   return 0;
 }

@@ -202,14 +202,14 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   std::printf("cache hit rate             %.3f  (cache built in %.2f s)\n", hit, cache_s);
   std::printf("local gather               %.2f GB/s vs memcpy random-row gather %.2f GB/s: %.0f%%\n", sum.local_gbs, sum.memcpy_gbs,
               sum.memcpy_gbs > 0 ? 100 * sum.local_gbs / sum.memcpy_gbs : 0.0);
-  if (sum.remote_bytes > 0)
+  if (sum.remote_bytes > 0) {
     std::printf("remote fetch               %.3f GB/s vs raw MPI alltoallv of the same bytes %.3f GB/s: %.2fx the raw time (fetch: ids out, rows back; raw: the rows only)\n", remote_gbs,
                 raw_gbs, sum.fetch_remote_s / sum.raw_s);
-  if (sum.remote_bytes > 0)
     std::printf("  of which                 the two exchanges %.2fx the raw time; grouping, the owners' gather and the scatter %.2fx\n",
                 sum.fetch_exchange_s / sum.raw_s, (sum.fetch_remote_s - sum.fetch_exchange_s) / sum.raw_s);
-  else
+  } else {
     std::printf("remote fetch               none (every input row is owned or cached)\n");
+  }
   const double total = sum.sample_s + sum.exchange_s + sum.fetch_local_s + sum.fetch_cache_s + sum.fetch_remote_s + sum.skew_s;
   std::printf("time split                 sample %.0f%%, sampling exchange %.0f%%, local fetch %.0f%%, cache %.0f%%, remote fetch %.0f%%, "
               "waiting for the slowest rank before the fetch %.0f%%  (%.2f s wall, slowest rank)\n",

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "datasets/error.hpp"
@@ -95,6 +96,29 @@ int bench_train_main(const std::vector<std::string>& args) {
     std::string note;
   };
   std::vector<Row> rows;
+  std::string fan;  // the peers' order: input layer first
+  {
+    std::stringstream ss(vm["fanouts"].as<std::string>());
+    std::vector<std::string> f;
+    for (std::string item; std::getline(ss, item, ',');) f.push_back(item);
+    for (auto it = f.rbegin(); it != f.rend(); ++it) fan += (fan.empty() ? "" : ",") + *it;
+  }
+  // A peer's row from its JSON output ({epoch_s, test_acc, dgl_version}); `note` describes the run.
+  auto peer_row = [&](const char* who, int p, const ProcessResult& pr, const std::function<std::string(const std::string&)>& note) {
+    Row d;
+    d.who = who;
+    d.ranks = p;
+    try {
+      if (pr.status != 0) throw std::runtime_error("exit " + std::to_string(pr.status));
+      const auto v = boost::json::parse(pr.out).as_object();
+      d.epoch_s = v.at("epoch_s").to_number<double>();
+      d.test_acc = v.at("test_acc").to_number<double>();
+      d.note = note(std::string(v.at("dgl_version").as_string()));
+    } catch (const std::exception& e) {
+      d.note = std::string("failed: ") + e.what();
+    }
+    rows.push_back(d);
+  };
   const std::string exe = self_exe();
   for (int p : ranks) {
     std::string parts = data_dir;
@@ -141,33 +165,15 @@ int bench_train_main(const std::vector<std::string>& args) {
       }
     }
     rows.push_back(row);
-    std::string fan;  // DGL's order: input layer first
-    {
-      std::stringstream ss(vm["fanouts"].as<std::string>());
-      std::vector<std::string> f;
-      for (std::string item; std::getline(ss, item, ',');) f.push_back(item);
-      for (auto it = f.rbegin(); it != f.rend(); ++it) fan += (fan.empty() ? "" : ",") + *it;
-    }
     if (vm.count("dgl-python")) {
       std::fprintf(stderr, "DGL training, %d thread(s) ...\n", p);
       const ProcessResult dg = run_process({vm["dgl-python"].as<std::string>(), std::string(SHARDGNN_SOURCE_DIR) + "/tools/peers/dgl_train.py", data_dir,
                                             "--fanouts", fan, "--batch", std::to_string(vm["batch"].as<int>() * p), "--hidden",
                                             std::to_string(vm["hidden"].as<int>()), "--epochs", std::to_string(vm["epochs"].as<int>()), "--threads",
                                             std::to_string(p)});
-      Row d;
-      d.who = "dgl";
-      d.ranks = p;
-      try {
-        if (dg.status != 0) throw std::runtime_error("exit " + std::to_string(dg.status));
-        const auto v = boost::json::parse(dg.out).as_object();
-        d.epoch_s = v.at("epoch_s").to_number<double>();
-        d.test_acc = v.at("test_acc").to_number<double>();
-        d.note = "DGL " + std::string(v.at("dgl_version").as_string()) + ", 1 process, " + std::to_string(p) + " thread(s), batch " +
-                 std::to_string(vm["batch"].as<int>() * p);
-      } catch (const std::exception& e) {
-        d.note = std::string("failed: ") + e.what();
-      }
-      rows.push_back(d);
+      peer_row("dgl", p, dg, [&](const std::string& version) {
+        return "DGL " + version + ", 1 process, " + std::to_string(p) + " thread(s), batch " + std::to_string(vm["batch"].as<int>() * p);
+      });
     }
     if (vm.count("distdgl-python")) {
       std::fprintf(stderr, "DistDGL training, %d partition(s), %d server(s), %d trainer(s) ...\n", p, p, p);
@@ -175,21 +181,10 @@ int bench_train_main(const std::vector<std::string>& args) {
                                             data_dir, "--trainers", std::to_string(p), "--parts", std::to_string(p), "--fanouts", fan, "--batch",
                                             std::to_string(vm["batch"].as<int>()), "--hidden", std::to_string(vm["hidden"].as<int>()), "--epochs",
                                             std::to_string(vm["epochs"].as<int>()), "--workdir", (work / "distdgl").string()});
-      Row d;
-      d.who = "distdgl";
-      d.ranks = p;
-      try {
-        if (dd.status != 0) throw std::runtime_error("exit " + std::to_string(dd.status));
-        const auto v = boost::json::parse(dd.out).as_object();
-        d.epoch_s = v.at("epoch_s").to_number<double>();
-        d.test_acc = v.at("test_acc").to_number<double>();
-        d.note = "DistDGL " + std::string(v.at("dgl_version").as_string()) + ", " + std::to_string(p) + " trainer(s) + " + std::to_string(p) +
-                 " server(s), " + std::to_string(p) + (p > 1 ? " METIS partitions" : " partition") + ", batch " +
-                 std::to_string(vm["batch"].as<int>()) + " per trainer";
-      } catch (const std::exception& e) {
-        d.note = std::string("failed: ") + e.what();
-      }
-      rows.push_back(d);
+      peer_row("distdgl", p, dd, [&](const std::string& version) {
+        return "DistDGL " + version + ", " + std::to_string(p) + " trainer(s) + " + std::to_string(p) + " server(s), " + std::to_string(p) +
+               (p > 1 ? " METIS partitions" : " partition") + ", batch " + std::to_string(vm["batch"].as<int>()) + " per trainer";
+      });
     }
   }
   std::printf("%-9s %5s %9s %9s %9s %9s %8s  %s\n", "who", "cores", "epoch s", "wait s", "compute s", "allred s", "test acc", "");

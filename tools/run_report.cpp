@@ -103,6 +103,7 @@ RunEpoch parse_line(const json::object& o, const Where& w) {
   e.loss = number(o, "loss", w, "", 0.0);
   e.train_acc = number(o, "train_acc", w, "", 0.0);
   e.steps = number(o, "steps", w, "", 0.0);
+  e.train_s = number(o, "train_s", w, "", 0.0);
   if (const json::object* t = object(o, "time_s", w, "", false)) {
     e.sample_wait_s = number(*t, "sample_wait", w, "time_s.", 0.0);
     e.compute_s = number(*t, "compute", w, "time_s.", 0.0);

@@ -34,6 +34,7 @@ struct RunEpoch {
   std::int64_t line = 0;  // 1-based line in the file
   std::int64_t epoch = 0;
   double loss = 0, train_acc = 0, epoch_s = 0, steps = 0;
+  double train_s = 0;  // training wall time without evaluation, slowest rank (0 when the line has none)
   double sample_wait_s = 0, compute_s = 0, allreduce_s = 0, eval_s = 0;  // means over ranks (time_s)
   double bytes_sent = 0, bytes_received = 0;
   std::optional<double> val_acc, test_acc;

@@ -55,6 +55,7 @@ struct RankEpoch {
   double allreduce_s = 0;            // in the gradient all-reduce: mostly waiting for slower ranks
   double busy_s = 0;                 // own work: compute + sampling and fetching outside collectives (no waiting)
   double slowdown = 1;               // --simulate-slowdown factor on this rank
+  double eval_s = 0, train_s = 0;    // this rank's evaluation time and training wall time (the epoch's mean / max)
 };
 
 struct EpochRecord {

@@ -170,11 +170,7 @@ struct Trainer::State {
     std::vector<double> raw(P, 0.0);
     for (std::size_t k = 0; k < P; ++k) {
       double units = static_cast<double>(ranks[k].seeds);
-      if (load.size() == P && !cfg.class_balanced) {
-        const auto kept = static_cast<double>(std::min(own_seeds[k], load[k]));
-        const auto received = static_cast<double>(std::max<std::int64_t>(0, load[k] - own_seeds[k]));
-        units = kept + cfg.remote_seed_factor * received;
-      }
+      if (load.size() == P && !cfg.class_balanced) units = seed_units(own_seeds[k], load[k], cfg.remote_seed_factor);
       if (units <= 0 || !(ranks[k].busy_s > 0)) continue;
       const double c = ranks[k].busy_s / units;
       raw[k] = cost_per_seed[k] > 0 ? 0.5 * cost_per_seed[k] + 0.5 * c : c;
@@ -300,7 +296,7 @@ TrainResult Trainer::fit() {
     const auto t_epoch = Clock::now();
     // Dropout draws from torch's generator: reseeding per (epoch, rank) makes a resumed run
     // draw what an uninterrupted one would.
-    const std::uint64_t epoch_seed = derive_seed(derive_seed(c.seed, static_cast<std::uint64_t>(epoch)), 0x7a1e0000ULL + static_cast<std::uint64_t>(rank));
+    const std::uint64_t epoch_seed = epoch_stream_seed(c.seed, epoch, 0x7a1e0000ULL + static_cast<std::uint64_t>(rank));
     torch::manual_seed(epoch_seed);
     s.model->reseed_dropout(epoch_seed);
     const double lr = lr_at(c, epoch);
@@ -402,6 +398,8 @@ TrainResult Trainer::fit() {
     me.allreduce_s = s.allreducer->seconds() - ar0;
     me.busy_s = compute_s + sample_work_s;
     me.slowdown = slowed ? c.slowdown : 1.0;
+    me.eval_s = eval_s;
+    me.train_s = train_wall;
     r.ranks = s.comm.allgather(me);
     // The epoch's means and totals over ranks follow from the ranks' records.
     const double P = s.comm.size();
@@ -414,11 +412,11 @@ TrainResult Trainer::fit() {
       r.allreduce_s += k.allreduce_s / P;
       r.bytes_sent += k.bytes_sent;
       r.bytes_received += k.bytes_received;
+      r.eval_s += k.eval_s / P;
+      r.train_s = std::max(r.train_s, k.train_s);
     }
     r.imbalance = mean_busy > 0 ? max_busy / mean_busy : 1.0;
     s.update_costs(r.ranks, r.plan_load);
-    r.eval_s = s.comm.allreduce(eval_s, comm::Op::kSum) / P;
-    r.train_s = s.comm.allreduce(train_wall, comm::Op::kMax);
     r.epoch_s = s.comm.allreduce(since(t_epoch), comm::Op::kMax);
 
     s.state.next_epoch = epoch + 1;

@@ -23,11 +23,7 @@ std::int64_t sum(const std::vector<std::int64_t>& v) { return std::accumulate(v.
 // Predicted time of each rank under a plan: cost * (kept + factor * received).
 std::vector<double> predicted(const SeedPlan& p, const std::vector<std::int64_t>& own, const std::vector<double>& cost, double factor) {
   std::vector<double> t(own.size());
-  for (std::size_t r = 0; r < own.size(); ++r) {
-    const double kept = static_cast<double>(std::min(own[r], p.load[r]));
-    const double received = static_cast<double>(std::max<std::int64_t>(0, p.load[r] - own[r]));
-    t[r] = cost[r] * (kept + factor * received);
-  }
+  for (std::size_t r = 0; r < own.size(); ++r) t[r] = cost[r] * seed_units(own[r], p.load[r], factor);
   return t;
 }
 

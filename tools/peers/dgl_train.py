@@ -30,7 +30,6 @@ def main():
 
     os.environ.setdefault("DGLBACKEND", "pytorch")
     import torch
-    import torch.nn as nn
     import torch.nn.functional as F
     import dgl
 
