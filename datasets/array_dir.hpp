@@ -16,6 +16,10 @@ namespace shardgnn {
 boost::json::object write_listed_array(const std::string& dir, const std::string& name, DType dtype, const void* data,
                                        const std::vector<std::int64_t>& shape);
 
+// The same for data produced in pieces (see write_npy_streamed).
+boost::json::object write_listed_array_streamed(const std::string& dir, const std::string& name, DType dtype,
+                                                const std::vector<std::int64_t>& shape, const std::function<void(const NpySink&)>& fill);
+
 template <class T>
 boost::json::object write_listed_array(const std::string& dir, const std::string& name, const std::vector<T>& v) {
   return write_listed_array(dir, name, dtype_of<T>(), v.data(), {static_cast<std::int64_t>(v.size())});

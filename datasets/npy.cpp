@@ -4,7 +4,9 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
 
@@ -317,7 +319,8 @@ Array<T> npy_view(const NpyBuffer& buf, int expected_ndim) {
   return Array<T>(buf.keeper, reinterpret_cast<const T*>(data.data()), static_cast<std::size_t>(h.count()));
 }
 
-std::uint32_t write_npy(const std::string& path, DType dtype, const void* data, std::span<const std::int64_t> shape) {
+std::uint32_t write_npy_streamed(const std::string& path, DType dtype, std::span<const std::int64_t> shape,
+                                 const std::function<void(const NpySink&)>& fill) {
   std::string dict = "{'descr': '" + dtype_descr(dtype) + "', 'fortran_order': False, 'shape': (";
   std::int64_t count = 1;
   for (std::size_t i = 0; i < shape.size(); ++i) {
@@ -344,15 +347,33 @@ std::uint32_t write_npy(const std::string& path, DType dtype, const void* data, 
     pre += static_cast<char>((len >> 16) & 0xff);
     pre += static_cast<char>((len >> 24) & 0xff);
   }
+  pre += dict;
   const std::size_t nbytes = static_cast<std::size_t>(count) * dtype_size(dtype);
-  write_file_atomic(path, [&](std::FILE* f) {
-    if (std::fwrite(pre.data(), 1, pre.size(), f) != pre.size() || std::fwrite(dict.data(), 1, dict.size(), f) != dict.size() ||
-        (nbytes > 0 && std::fwrite(data, 1, nbytes, f) != nbytes))
-      throw InputError(path, "", "write failed (disk full?)");
-  });
+  // The CRC is taken piece by piece as the data go out, while each piece is still in cache.
   std::uint32_t crc = crc32_of({reinterpret_cast<const std::byte*>(pre.data()), pre.size()});
-  crc = crc32_of({reinterpret_cast<const std::byte*>(dict.data()), dict.size()}, crc);
-  return crc32_of({static_cast<const std::byte*>(data), nbytes}, crc);
+  write_file_atomic(path, [&](std::FILE* f) {
+    if (std::fwrite(pre.data(), 1, pre.size(), f) != pre.size()) throw InputError(path, "", "write failed (disk full?)");
+    std::size_t written = 0;
+    fill([&](const void* data, std::size_t bytes) {
+      if (bytes == 0) return;
+      if (written + bytes > nbytes)
+        throw std::logic_error(path + ": more data than the shape's " + std::to_string(nbytes) + " bytes");
+      if (std::fwrite(data, 1, bytes, f) != bytes) throw InputError(path, "", "write failed (disk full?)");
+      crc = crc32_of({static_cast<const std::byte*>(data), bytes}, crc);
+      written += bytes;
+    });
+    if (written != nbytes)
+      throw std::logic_error(path + ": " + std::to_string(written) + " bytes of data written, the shape holds " + std::to_string(nbytes));
+  });
+  return crc;
+}
+
+std::uint32_t write_npy(const std::string& path, DType dtype, const void* data, std::span<const std::int64_t> shape) {
+  return write_npy_streamed(path, dtype, shape, [&](const NpySink& sink) {
+    std::int64_t count = 1;
+    for (auto d : shape) count *= d;
+    sink(data, static_cast<std::size_t>(count) * dtype_size(dtype));
+  });
 }
 
 #define SHARDGNN_INSTANTIATE(T)                                              \

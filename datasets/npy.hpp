@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -75,6 +76,15 @@ Array<T> npy_view(const NpyBuffer& buf, int expected_ndim);
 // atomically: to a temporary name in the same folder, fsync, rename. Returns the CRC-32 of the
 // file's bytes, computed from memory while writing (no second read of the file).
 std::uint32_t write_npy(const std::string& path, DType dtype, const void* data, std::span<const std::int64_t> shape);
+
+// Receives the next piece of an array's data, in order.
+using NpySink = std::function<void(const void* data, std::size_t bytes)>;
+
+// write_npy for data produced in pieces, so a large array need never be whole in memory: `fill`
+// passes the data to the sink in order, exactly the shape's bytes in all (fewer or more is a
+// std::logic_error, and nothing is left on disk).
+std::uint32_t write_npy_streamed(const std::string& path, DType dtype, std::span<const std::int64_t> shape,
+                                 const std::function<void(const NpySink&)>& fill);
 
 template <class T>
 std::uint32_t write_npy(const std::string& path, std::span<const T> data, std::vector<std::int64_t> shape = {}) {
