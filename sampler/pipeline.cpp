@@ -17,16 +17,29 @@ MiniBatch timed_produce(DistSampler& sampler, FeatureStore& features, std::int64
 }
 }  // namespace
 
-MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::int64_t epoch, std::int64_t step) {
-  const std::vector<NodeId> seeds = sampler.seeds_for(epoch, step);
-  return produce_batch(sampler, features, seeds, epoch, step);
-}
-
-MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::span<const NodeId> seeds, std::int64_t epoch, std::int64_t step) {
+namespace {
+// The sampled blocks and the input features (and degrees), labels left to the caller.
+MiniBatch sample_with_features(DistSampler& sampler, FeatureStore& features, std::span<const NodeId> seeds, std::int64_t epoch, std::int64_t step) {
   MiniBatch mb = sampler.sample(seeds, epoch, step);
   mb.feature_dim = features.feature_dim();
   features.fetch(mb.input_nodes(), mb.features);
   if (sampler.config().with_degrees) features.fetch_degrees(mb.input_nodes(), mb.degrees);
+  return mb;
+}
+}  // namespace
+
+MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::int64_t epoch, std::int64_t step) {
+  const std::vector<NodeId> seeds = sampler.seeds_for(epoch, step);
+  std::vector<std::int64_t> labels;
+  // A schedule carrying its seeds' labels (every rank's, or none's) needs no label fetch.
+  if (!sampler.schedule_labels(epoch, step, labels)) return produce_batch(sampler, features, seeds, epoch, step);
+  MiniBatch mb = sample_with_features(sampler, features, seeds, epoch, step);
+  mb.labels = std::move(labels);
+  return mb;
+}
+
+MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::span<const NodeId> seeds, std::int64_t epoch, std::int64_t step) {
+  MiniBatch mb = sample_with_features(sampler, features, seeds, epoch, step);
   if (sampler.config().remote_seeds) {
     features.fetch_labels(seeds, mb.labels);
     return mb;

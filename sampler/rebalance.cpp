@@ -155,19 +155,24 @@ ClassBalancedPool::ClassBalancedPool(std::span<const NodeId> ids, std::span<cons
     std::sort(members.begin(), members.end());
     size_ += static_cast<std::int64_t>(members.size());
     members_.push_back(std::move(members));
+    class_of_.push_back(label);
   }
 }
 
-std::vector<NodeId> ClassBalancedPool::draw(std::int64_t count, std::uint64_t seed, std::int64_t epoch, int rank) const {
+std::vector<NodeId> ClassBalancedPool::draw(std::int64_t count, std::uint64_t seed, std::int64_t epoch, int rank,
+                                            std::vector<std::int64_t>* labels) const {
   std::vector<NodeId> out;
+  if (labels) labels->clear();
   if (members_.empty() || count <= 0) return out;
   out.reserve(static_cast<std::size_t>(count));
   Rng rng(epoch_stream_seed(seed, epoch, 0xba1a0000ULL + static_cast<std::uint64_t>(rank)));
   boost::random::uniform_int_distribution<std::size_t> pick_class(0, members_.size() - 1);
   for (std::int64_t i = 0; i < count; ++i) {
-    const auto& m = members_[pick_class(rng)];
+    const std::size_t c = pick_class(rng);
+    const auto& m = members_[c];
     boost::random::uniform_int_distribution<std::size_t> pick(0, m.size() - 1);
     out.push_back(m[pick(rng)]);
+    if (labels) labels->push_back(class_of_[c]);
   }
   return out;
 }

@@ -79,13 +79,16 @@ class ClassBalancedPool {
  public:
   // `ids` and `labels` in the same order; nodes with a negative label are left out.
   ClassBalancedPool(std::span<const NodeId> ids, std::span<const std::int64_t> labels);
-  // `count` draws from the stream keyed by (seed, epoch, rank).
-  std::vector<NodeId> draw(std::int64_t count, std::uint64_t seed, std::int64_t epoch, int rank) const;
+  // `count` draws from the stream keyed by (seed, epoch, rank); with `labels`, each draw's label
+  // too (the ids are the same either way).
+  std::vector<NodeId> draw(std::int64_t count, std::uint64_t seed, std::int64_t epoch, int rank,
+                           std::vector<std::int64_t>* labels = nullptr) const;
   std::int64_t size() const noexcept { return size_; }
   std::int64_t classes_present() const noexcept { return static_cast<std::int64_t>(members_.size()); }
 
  private:
   std::vector<std::vector<NodeId>> members_;  // per present class, ids sorted
+  std::vector<std::int64_t> class_of_;        // the label of each of members_
   std::int64_t size_ = 0;
 };
 

@@ -3,6 +3,8 @@
 #include <boost/unordered/unordered_flat_map.hpp>
 #include <chrono>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
 
 #include "datasets/random.hpp"
 #include "sampler/sample_row.hpp"
@@ -89,8 +91,10 @@ Block make_block(std::vector<std::int64_t> indptr, std::vector<std::int64_t> ids
 }
 
 
-// Shuffles `ids` by the stream keyed by (seed, epoch, stream).
-void keyed_shuffle(std::span<NodeId> ids, std::uint64_t seed, std::int64_t epoch, std::uint64_t stream) {
+// Shuffles `ids` by the stream keyed by (seed, epoch, stream); the order depends only on the
+// key and the length, not on what the items are.
+template <class T>
+void keyed_shuffle(std::span<T> ids, std::uint64_t seed, std::int64_t epoch, std::uint64_t stream) {
   Rng rng(epoch_stream_seed(seed, epoch, stream));
   seeded_shuffle(ids, rng);
 }
@@ -98,7 +102,7 @@ void keyed_shuffle(std::span<NodeId> ids, std::uint64_t seed, std::int64_t epoch
 // A rank's seeds in the epoch's order: shuffled by the stream keyed by (seed, epoch, rank).
 std::vector<NodeId> shuffle_for_epoch(std::span<const NodeId> seeds, std::uint64_t seed, std::int64_t epoch, int rank) {
   std::vector<NodeId> order(seeds.begin(), seeds.end());
-  keyed_shuffle(order, seed, epoch, 0x5eed0000ULL + static_cast<std::uint64_t>(rank));
+  keyed_shuffle<NodeId>(order, seed, epoch, 0x5eed0000ULL + static_cast<std::uint64_t>(rank));
   return order;
 }
 }  // namespace
@@ -146,27 +150,55 @@ void DistSampler::set_schedule(std::int64_t epoch, std::vector<NodeId> seeds, st
   if (batch < 0 || steps < 0 || (!seeds.empty() && batch * steps < static_cast<std::int64_t>(seeds.size())))
     throw std::invalid_argument("DistSampler::set_schedule: " + std::to_string(seeds.size()) + " seeds do not fit " + std::to_string(steps) +
                                 " steps of " + std::to_string(batch));
-  schedule_ = Schedule{epoch, batch, steps, std::move(seeds)};
+  schedule_ = Schedule{epoch, batch, steps, std::move(seeds), false, {}};
+}
+
+void DistSampler::set_schedule(std::int64_t epoch, std::vector<NodeId> seeds, std::vector<std::int64_t> labels, std::int64_t batch, std::int64_t steps) {
+  if (labels.size() != seeds.size())
+    throw std::invalid_argument("DistSampler::set_schedule: " + std::to_string(labels.size()) + " labels for " + std::to_string(seeds.size()) + " seeds");
+  set_schedule(epoch, std::move(seeds), batch, steps);
+  schedule_.with_labels = true;
+  schedule_.labels = std::move(labels);
+}
+
+bool DistSampler::schedule_labels(std::int64_t epoch, std::int64_t step, std::vector<std::int64_t>& out) const {
+  if (schedule_.epoch != epoch || !schedule_.with_labels) return false;
+  const auto n = static_cast<std::int64_t>(schedule_.labels.size());
+  const std::int64_t begin = std::min(n, step * schedule_.batch), end = std::min(n, begin + schedule_.batch);
+  out.assign(schedule_.labels.begin() + begin, schedule_.labels.begin() + end);
+  return true;
 }
 
 void DistSampler::apply_plan(std::int64_t epoch, const SeedPlan& plan) {
   const int rank = comm_.rank(), P = comm_.size();
   if (plan.load.size() != static_cast<std::size_t>(P)) throw std::invalid_argument("DistSampler::apply_plan: the plan is for another rank count");
   std::vector<NodeId> own = shuffled_seeds(epoch);
+  const NodeId first = shard_.book.begin(shard_.part);
+  auto label_of = [&](NodeId v) { return shard_.labels.empty() ? std::int64_t{-1} : shard_.labels[static_cast<std::size_t>(v - first)]; };
   std::vector<std::int64_t> send_counts(static_cast<std::size_t>(P), 0);
   std::vector<NodeId> send;
+  std::vector<std::int64_t> send_labels;
   for (const OutgoingRange& r : outgoing_ranges(plan, rank, static_cast<std::int64_t>(own.size()))) {
     send_counts[static_cast<std::size_t>(r.to)] += r.end - r.begin;
     send.insert(send.end(), own.begin() + r.begin, own.begin() + r.end);  // transfers are ordered by receiver
   }
+  for (NodeId v : send) send_labels.push_back(label_of(v));
+  // The seeds travel with their labels (the receiver has no other copy of them).
   auto got = comm_.alltoallv<NodeId>(send, send_counts);
+  auto got_labels = comm_.alltoallv_known<std::int64_t>(send_labels, send_counts, got.counts);
   own.resize(static_cast<std::size_t>(std::min<std::int64_t>(plan.load[static_cast<std::size_t>(rank)], static_cast<std::int64_t>(own.size()))));
-  own.insert(own.end(), got.data.begin(), got.data.end());
-  if (static_cast<std::int64_t>(own.size()) != plan.load[static_cast<std::size_t>(rank)])
-    throw std::logic_error("DistSampler::apply_plan: received " + std::to_string(own.size()) + " seeds, the plan says " +
+  std::vector<std::pair<NodeId, std::int64_t>> mine;
+  mine.reserve(own.size() + got.data.size());
+  for (NodeId v : own) mine.emplace_back(v, label_of(v));
+  for (std::size_t i = 0; i < got.data.size(); ++i) mine.emplace_back(got.data[i], got_labels.data[i]);
+  if (static_cast<std::int64_t>(mine.size()) != plan.load[static_cast<std::size_t>(rank)])
+    throw std::logic_error("DistSampler::apply_plan: received " + std::to_string(mine.size()) + " seeds, the plan says " +
                            std::to_string(plan.load[static_cast<std::size_t>(rank)]));
-  keyed_shuffle(own, config_.seed, epoch, 0x5eed8000ULL + static_cast<std::uint64_t>(rank));
-  set_schedule(epoch, std::move(own), plan.batch[static_cast<std::size_t>(rank)], plan.steps);
+  keyed_shuffle<std::pair<NodeId, std::int64_t>>(mine, config_.seed, epoch, 0x5eed8000ULL + static_cast<std::uint64_t>(rank));
+  std::vector<NodeId> seeds(mine.size());
+  std::vector<std::int64_t> labels(mine.size());
+  for (std::size_t i = 0; i < mine.size(); ++i) std::tie(seeds[i], labels[i]) = mine[i];
+  set_schedule(epoch, std::move(seeds), std::move(labels), plan.batch[static_cast<std::size_t>(rank)], plan.steps);
 }
 
 std::vector<std::vector<NodeId>> DistSampler::eval_batches(std::span<const NodeId> seeds) const {

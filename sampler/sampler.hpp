@@ -63,9 +63,16 @@ class DistSampler {
   // (the last ones may be short or empty). Not collective, but every rank must install one with
   // the same `steps` (what plan_seeds guarantees). A later epoch's schedule replaces it.
   void set_schedule(std::int64_t epoch, std::vector<NodeId> seeds, std::int64_t batch, std::int64_t steps);
+  // The same with each seed's label (aligned with `seeds`): batches of this schedule then take
+  // their labels from it instead of fetching them from the owners, a collective per batch. Every
+  // rank installs its schedule for an epoch with labels or every rank without.
+  void set_schedule(std::int64_t epoch, std::vector<NodeId> seeds, std::vector<std::int64_t> labels, std::int64_t batch, std::int64_t steps);
+  // The labels of this rank's seeds at `step` of `epoch`, when its installed schedule carries
+  // them (false otherwise: they must be fetched).
+  bool schedule_labels(std::int64_t epoch, std::int64_t step, std::vector<std::int64_t>& out) const;
   // Collective: installs `plan` for `epoch`. Each donor keeps the first plan.load seeds of its
-  // shuffled list and sends the rest to its receivers (outgoing_ranges); every rank's schedule
-  // is its kept seeds plus those received, shuffled again.
+  // shuffled list and sends the rest, with their labels, to its receivers (outgoing_ranges);
+  // every rank's schedule is its kept seeds plus those received, shuffled again, labels carried.
   void apply_plan(std::int64_t epoch, const SeedPlan& plan);
 
   // Collective. An evaluation schedule: `seeds` (global ids owned by this rank, e.g. the
@@ -107,6 +114,8 @@ class DistSampler {
   struct Schedule {
     std::int64_t epoch = INT64_MIN, batch = 0, steps = 0;
     std::vector<NodeId> seeds;
+    bool with_labels = false;
+    std::vector<std::int64_t> labels;  // aligned with seeds, when with_labels
   } schedule_;  // an installed schedule (set_schedule / apply_plan)
 };
 

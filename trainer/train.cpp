@@ -148,8 +148,9 @@ struct Trainer::State {
     }
     const SeedPlan plan = plan_seeds(cfg.rebalance, own, cost_per_seed, cfg.remote_seed_factor, scfg.batch_size);
     if (cfg.class_balanced) {
-      sampler->set_schedule(epoch, pool->draw(plan.load[static_cast<std::size_t>(rank)], cfg.seed, epoch, rank), plan.batch[static_cast<std::size_t>(rank)],
-                            plan.steps);
+      std::vector<std::int64_t> labels;
+      std::vector<NodeId> seeds = pool->draw(plan.load[static_cast<std::size_t>(rank)], cfg.seed, epoch, rank, &labels);
+      sampler->set_schedule(epoch, std::move(seeds), std::move(labels), plan.batch[static_cast<std::size_t>(rank)], plan.steps);
       r.rebalance = rebalance_policy_name(cfg.rebalance) + "+class-balanced";
       r.moved = 0;
     } else {

@@ -162,9 +162,16 @@ TEST_CASE("class-balanced draws give every class the same share whatever its siz
   // Expected 10000 each; sd ~82: a 5-sd band.
   for (auto [c, n] : per_class) CHECK(std::abs(n - 10000) < 410);
   CHECK(per_class.size() == 3);
+  // Asked for labels too: the same draws, each with its own label.
+  std::vector<std::int64_t> drawn_labels;
+  CHECK(pool.draw(30000, 5, 2, 1, &drawn_labels) == draws);
+  REQUIRE(drawn_labels.size() == draws.size());
+  std::int64_t wrong = 0;
+  for (std::size_t i = 0; i < draws.size(); ++i) wrong += drawn_labels[i] != labels[static_cast<std::size_t>(draws[i])];
+  CHECK(wrong == 0);
 }
 
-TEST_CASE("apply_plan moves seeds so that every training seed is trained exactly once, labels fetched from owners", "[rebalance][mpi]") {
+TEST_CASE("apply_plan moves seeds so that every training seed is trained exactly once, labels carried with them or fetched from owners", "[rebalance][mpi]") {
   test::CoraParts fx;
   SamplerConfig cfg;
   cfg.fanouts = {3, 2};
@@ -207,6 +214,20 @@ TEST_CASE("apply_plan moves seeds so that every training seed is trained exactly
   std::sort(got_old.begin(), got_old.end());
   CHECK(got_old == want);
   if (P > 1) CHECK(plan.moved() > 0);
+  // The labels came with the plan's schedule; a schedule installed without them has its batches
+  // fetch them from the owners (collectively), with the same result.
+  std::vector<std::int64_t> carried;
+  CHECK(sampler.schedule_labels(3, 0, carried));
+  CHECK_FALSE(sampler.schedule_labels(0, 0, carried));
+  sampler.set_schedule(4, mine, plan.batch[static_cast<std::size_t>(fx.world.rank())], plan.steps);
+  CHECK_FALSE(sampler.schedule_labels(4, 0, carried));
+  std::int64_t fetched_mismatch = 0, fetched = 0;
+  for (std::int64_t step = 0; step < plan.steps; ++step) {
+    MiniBatch mb = produce_batch(sampler, store, 4, step);
+    for (std::size_t i = 0; i < mb.seeds().size(); ++i, ++fetched) fetched_mismatch += mb.labels[i] != fx.ds.labels[fx.old_of_new[mb.seeds()[i]]];
+  }
+  CHECK(fetched == static_cast<std::int64_t>(mine.size()));
+  CHECK(fetched_mismatch == 0);
   // Without a schedule for an epoch the default applies: own seeds, every seed once, then empty steps.
   const std::int64_t steps0 = sampler.steps_in_epoch(0);
   std::int64_t seen = 0;
