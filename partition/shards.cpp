@@ -101,6 +101,12 @@ class RowRelabeller {
     if (!std::is_sorted(out, out + d)) sort_row(out, w ? w_out : nullptr, d);
   }
 
+  // Asks for the new ids of a row's first entries ahead of its turn: a short row has no time to
+  // prefetch its own lookups.
+  void prefetch(std::span<const NodeId> nb) const noexcept {
+    for (std::size_t j = 0, e = std::min<std::size_t>(nb.size(), kCountingFrom); j < e; ++j) __builtin_prefetch(new_of_old_ + nb[j]);
+  }
+
  private:
   // Rows shorter than this go through std::sort (an insertion sort at that size).
   static constexpr std::size_t kCountingFrom = 16;
@@ -140,6 +146,8 @@ class RowRelabeller {
 // Entries (ids, or feature values) per chunk of a streamed shard array: 512 KB of ids, within a
 // core's L2.
 constexpr std::int64_t kWriteChunkEntries = 64 * 1024;
+// How many rows ahead the writer asks for a row's new-id lookups.
+constexpr NodeId kPrefetchRows = 4;
 
 // What a writer worker keeps from one shard to the next.
 template <class Id>
@@ -191,6 +199,7 @@ void write_partitioned(const Dataset& ds, const std::string& dataset_dir, const 
         if (scratch.ids.size() < len) scratch.ids.resize(len);
         if (weighted && scratch.weights.size() < len) scratch.weights.resize(len);
         for (NodeId row = i; row < j; ++row) {
+          if (row + kPrefetchRows < count) scratch.relabel.prefetch(ds.graph.neighbors(r.old_of_new[first + row + kPrefetchRows]));
           const NodeId u = r.old_of_new[first + row];
           const std::size_t at = static_cast<std::size_t>(indptr[row] - e0);
           scratch.relabel(ds.graph.neighbors(u), weighted ? ds.edge_weights.data() + ds.graph.indptr()[u] : nullptr, scratch.ids.data() + at,
