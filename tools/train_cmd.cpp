@@ -2,9 +2,6 @@
 // under `mpiexec -n <parts>`, one rank per part) or a dataset folder (meta.json; one process,
 // the whole graph as a single part viewed in place).
 #include <cstdio>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 #include <filesystem>
 #include <iostream>
 
@@ -204,16 +201,7 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
 // run_guarded turns them into the job-wide outcome here.
 extern "C" int shardgnn_train_entry(const std::vector<std::string>* args, const shardgnn::comm::Communicator* world) {
   using namespace shardgnn;
-  // The training process's allocator policy. Every step allocates tensors of tens of MB, which
-  // glibc serves with fresh mmaps and unmaps at free, so each batch paid page faults, zeroing and
-  // munmap for memory it had just released (a fifth of an epoch's time in a profile). Keep freed
-  // memory in the heap for reuse instead, and never trim it: with a trim threshold (1 GiB was
-  // tried), a step whose temporaries free more than that at the top of the heap hands it back,
-  // and the next step faults it all in again.
-#if defined(__GLIBC__)
-  mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, -1);
-#endif
+  cli::keep_freed_memory_for_batches();
   return comm::run_guarded("shardgnn train", *world, [&] {
     try {
       return cli::train_main(*args, *world);
