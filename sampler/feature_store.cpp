@@ -162,6 +162,7 @@ void FeatureStore::fetch_values(std::span<const NodeId> nodes, std::vector<std::
   for (std::size_t i = 0; i < values.size(); ++i) values[i] = local_value(asked.data[i] - first);
   auto got = comm_.alltoallv_known<std::int64_t>(values, asked.counts, per_owner);
   for (std::size_t k = 0; k < ask.size(); ++k) out[slot_of[k]] = got.data[k];
+  ++counters_.value_fetches;
   counters_.bytes_sent += static_cast<std::int64_t>((ask.size() + values.size()) * sizeof(std::int64_t));
   counters_.bytes_received += static_cast<std::int64_t>((asked.data.size() + got.data.size()) * sizeof(std::int64_t));
 }

@@ -125,6 +125,13 @@ std::int64_t DistSampler::steps_in_epoch(std::int64_t epoch) const {
   const auto B = static_cast<std::int64_t>(config_.batch_size);
   const std::int64_t local = schedule_.epoch == epoch ? schedule_.steps : (static_cast<std::int64_t>(train_.size()) + B - 1) / B;
   const auto steps = comm_.allreduce<std::int64_t>(local, comm::Op::kMax);
+  // Batches fetch labels collectively unless the schedule carries them: ranks that disagreed
+  // would enter different collectives. Every rank sees the same count and throws alike.
+  const bool labelled = schedule_.epoch == epoch && schedule_.with_labels;
+  const auto labelled_ranks = comm_.allreduce<std::int64_t>(labelled ? 1 : 0, comm::Op::kSum);
+  if (labelled_ranks != 0 && labelled_ranks != comm_.size())
+    throw std::logic_error("DistSampler: " + std::to_string(labelled_ranks) + " of " + std::to_string(comm_.size()) +
+                           " ranks installed a schedule with labels for epoch " + std::to_string(epoch) + ": all or none must");
   if (schedule_.epoch == epoch && steps != schedule_.steps)
     throw std::logic_error("DistSampler: ranks installed schedules of different step counts for epoch " + std::to_string(epoch));
   return steps;

@@ -192,6 +192,7 @@ TEST_CASE("apply_plan moves seeds so that every training seed is trained exactly
   CHECK(steps == plan.steps);
   std::vector<NodeId> mine;
   std::int64_t label_mismatch = 0, over_batch = 0;
+  const std::int64_t fetches_before = store.counters().value_fetches;
   for (std::int64_t step = 0; step < steps; ++step) {
     MiniBatch mb = produce_batch(sampler, store, 3, step);
     over_batch += static_cast<std::int64_t>(mb.seeds().size()) > plan.batch[static_cast<std::size_t>(fx.world.rank())];
@@ -201,6 +202,7 @@ TEST_CASE("apply_plan moves seeds so that every training seed is trained exactly
     }
   }
   CHECK(label_mismatch == 0);
+  CHECK(store.counters().value_fetches == fetches_before);  // the labels came with the schedule
   CHECK(over_batch == 0);
   CHECK(static_cast<std::int64_t>(mine.size()) == plan.load[static_cast<std::size_t>(fx.world.rank())]);
   // Every rank's seeds together are the training set, each exactly once.
@@ -228,6 +230,14 @@ TEST_CASE("apply_plan moves seeds so that every training seed is trained exactly
   }
   CHECK(fetched == static_cast<std::int64_t>(mine.size()));
   CHECK(fetched_mismatch == 0);
+  CHECK(store.counters().value_fetches == fetches_before + plan.steps);  // one label fetch per batch
+  // Ranks that disagree on whether the schedule carries labels would enter different
+  // collectives per batch: every rank refuses the epoch instead.
+  if (P > 1) {
+    if (fx.world.rank() == 0) sampler.set_schedule(5, {}, {}, 1, 1);
+    else sampler.set_schedule(5, {}, 1, 1);
+    CHECK_THROWS_WITH(sampler.steps_in_epoch(5), Catch::Contains("1 of " + std::to_string(P) + " ranks installed a schedule with labels"));
+  }
   // Without a schedule for an epoch the default applies: own seeds, every seed once, then empty steps.
   const std::int64_t steps0 = sampler.steps_in_epoch(0);
   std::int64_t seen = 0;
