@@ -89,18 +89,21 @@ PartitionMetrics compute_metrics(const Dataset& ds, std::span<const PartId> part
   };
   std::vector<Tally> tallies(static_cast<std::size_t>(parts));
   // Shards are measured independently, one thread per core. The halo is counted in a bitmap (it
-  // stays in cache where a stamp per node did not), read and cleared once per shard.
+  // stays in cache where a stamp per node did not), read and cleared once per shard: n/8 bytes
+  // per thread, and n/64 words read per shard, less than the shard's rows unless K exceeds ~64x
+  // the mean degree.
   for_each_part_parallel(
       parts, [&] { return Scratch{std::vector<std::uint64_t>(static_cast<std::size_t>(n + 63) / 64), {}}; },
       [&](PartId k, Scratch& scratch) {
-        ShardMetrics& s = m.shards[k];
-        Tally& t = tallies[k];
+        // Counted in locals, stored once: the parts' records share cache lines between threads.
+        std::int64_t nodes = 0, edges = 0, cut_entries = 0, edge_cut = 0, comm_volume = 0, halo = 0;
+        std::vector<std::int64_t>& label_counts = m.shards[k].label_counts;
         std::uint64_t* remote = scratch.remote.data();
         std::vector<PartId>& seen_parts = scratch.seen_parts;
         for (NodeId u : members[k]) {
-          s.nodes += 1;
-          s.edges += g.degree(u);
-          if (ds.num_classes > 0 && ds.labels[u] >= 0) s.label_counts[ds.labels[u]] += 1;
+          nodes += 1;
+          edges += g.degree(u);
+          if (ds.num_classes > 0 && ds.labels[u] >= 0) label_counts[ds.labels[u]] += 1;
           seen_parts.clear();
           const auto nb = g.neighbors(u);
           for (std::size_t i = 0; i < nb.size(); ++i) {
@@ -108,24 +111,30 @@ PartitionMetrics compute_metrics(const Dataset& ds, std::span<const PartId> part
             const NodeId v = nb[i];
             const PartId pv = part[v];
             if (pv == k) continue;
-            s.cut_entries += 1;
+            cut_entries += 1;
             remote[v >> 6] |= std::uint64_t{1} << (v & 63);
             if (std::find(seen_parts.begin(), seen_parts.end(), pv) == seen_parts.end()) seen_parts.push_back(pv);
             // Count each distinct pair once: from the smaller end, or from the only end listing it.
             if (i > 0 && nb[i - 1] == v) continue;
             if (u < v) {
-              t.edge_cut += 1;
+              edge_cut += 1;
             } else if (!symmetric) {
               const auto back = g.neighbors(v);
-              if (!std::binary_search(back.begin(), back.end(), u)) t.edge_cut += 1;
+              if (!std::binary_search(back.begin(), back.end(), u)) edge_cut += 1;
             }
           }
-          t.comm_volume += static_cast<std::int64_t>(seen_parts.size());
+          comm_volume += static_cast<std::int64_t>(seen_parts.size());
         }
         for (auto& word : scratch.remote) {
-          s.halo += std::popcount(word);
+          halo += std::popcount(word);
           word = 0;
         }
+        ShardMetrics& s = m.shards[k];
+        s.nodes = nodes;
+        s.edges = edges;
+        s.cut_entries = cut_entries;
+        s.halo = halo;
+        tallies[k] = Tally{edge_cut, comm_volume};
       });
   for (PartId k = 0; k < parts; ++k) {
     m.edge_cut += tallies[k].edge_cut;

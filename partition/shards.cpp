@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <tuple>
 #include <type_traits>
 #include <filesystem>
 
@@ -122,16 +121,21 @@ class RowRelabeller {
     return static_cast<PartId>(base - offsets_.data());
   }
 
-  // Sorts a row by id, carrying its weights along when there are any.
+  // Sorts a row by id, carrying its weights along when there are any; repeated ids keep their
+  // order (as the counting pass does), so a row's bytes do not depend on its length.
   void sort_row(NodeId* out, std::int64_t* w_out, std::size_t d) {
     if (!w_out) {
       std::sort(out, out + d);
       return;
     }
     pairs_.clear();
-    for (std::size_t j = 0; j < d; ++j) pairs_.emplace_back(out[j], w_out[j]);
-    std::sort(pairs_.begin(), pairs_.end());
-    for (std::size_t j = 0; j < d; ++j) std::tie(out[j], w_out[j]) = pairs_[j];
+    for (std::size_t j = 0; j < d; ++j) pairs_.emplace_back(out[j], static_cast<std::int64_t>(j));
+    std::sort(pairs_.begin(), pairs_.end());  // by id, then by position
+    weights_.assign(w_out, w_out + d);
+    for (std::size_t j = 0; j < d; ++j) {
+      out[j] = pairs_[j].first;
+      w_out[j] = weights_[static_cast<std::size_t>(pairs_[j].second)];
+    }
   }
 
   const Id* new_of_old_;
@@ -140,7 +144,8 @@ class RowRelabeller {
   std::vector<EdgeId> start_;
   std::vector<NodeId> ids_;
   std::vector<PartId> tags_;
-  std::vector<std::pair<NodeId, std::int64_t>> pairs_;
+  std::vector<std::pair<NodeId, std::int64_t>> pairs_;  // (id, position in the row)
+  std::vector<std::int64_t> weights_;
 };
 
 // Entries (ids, or feature values) per chunk of a streamed shard array: 512 KB of ids, within a

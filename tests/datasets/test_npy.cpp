@@ -1,8 +1,11 @@
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "datasets/error.hpp"
+#include "datasets/fileio.hpp"
 #include "datasets/npy.hpp"
 #include "test_paths.hpp"
 
@@ -67,6 +70,33 @@ TEST_CASE("npy of zero elements and of 64-bit ids round-trip", "[npy]") {
   const std::vector<std::int64_t> big = {0, (std::int64_t{1} << 40) + 7, -1};
   write_npy<std::int64_t>(dir / "big.npy", big);
   CHECK(npy_to_vector<std::int64_t>(map_npy(dir / "big.npy"), 1) == big);
+}
+
+TEST_CASE("npy written in pieces equals one write, CRC included; a wrong byte count leaves no file", "[npy]") {
+  test::ScratchDir dir;
+  std::vector<std::int64_t> values(1000);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<std::int64_t>(i * i) - 7;
+  const std::vector<std::int64_t> shape = {250, 4};
+  const std::uint32_t whole = write_npy(dir / "whole.npy", DType::kInt64, values.data(), shape);
+  const std::uint32_t pieces = write_npy_streamed(dir / "pieces.npy", DType::kInt64, shape, [&](const NpySink& sink) {
+    for (std::size_t at = 0; at < values.size(); at += 333) sink(values.data() + at, std::min<std::size_t>(333, values.size() - at) * sizeof(std::int64_t));
+  });
+  CHECK(pieces == whole);
+  CHECK(crc32_of_file(dir / "pieces.npy") == pieces);
+  CHECK(npy_to_vector<std::int64_t>(map_npy(dir / "pieces.npy"), 2) == values);
+  auto pieces_of = [&](std::size_t bytes) {
+    return [&values, bytes](const NpySink& sink) { sink(values.data(), bytes); };
+  };
+  CHECK_THROWS_WITH(write_npy_streamed(dir / "short.npy", DType::kInt64, shape, pieces_of(999 * sizeof(std::int64_t))), Contains("short.npy") && Contains("8000"));
+  std::vector<std::int64_t> more(values);
+  more.push_back(1);
+  CHECK_THROWS_WITH(write_npy_streamed(dir / "long.npy", DType::kInt64, shape, [&](const NpySink& sink) { sink(more.data(), more.size() * sizeof(std::int64_t)); }),
+                    Contains("long.npy") && Contains("more data"));
+  // Nothing is left behind, not even the temporary files.
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir.str())) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"pieces.npy", "whole.npy"});
 }
 
 TEST_CASE("npy typed reads convert between numeric types with range checks", "[npy]") {
