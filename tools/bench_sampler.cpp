@@ -53,7 +53,7 @@ Shard load_rank_shard(const comm::Communicator& world, const std::string& dir, P
 
 int bench_sampler_main(const std::vector<std::string>& args, const comm::Communicator& world) {
   g_command = "shardgnn bench sampler";
-  keep_freed_memory_for_batches();  // as training does
+  keep_freed_memory_in_heap();  // as training does
   po::options_description o("options");
   o.add_options()
       ("fanouts", po::value<std::string>()->default_value("15,10,5"), "neighbours per hop, from the seeds outward (-1 = all)")

@@ -1,10 +1,11 @@
 // Shared plumbing of the subcommands: option parsing with one-line usage errors, help output.
 #pragma once
 
-#include <malloc.h>
-
 #include <boost/program_options.hpp>
 #include <string>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "comm/communicator.hpp"
 #include "datasets/generators.hpp"
@@ -13,15 +14,17 @@
 
 namespace shardgnn::cli {
 
-// The allocator policy of a process that runs batch after batch (training, the sampler
-// benchmark). Every batch allocates buffers of tens of MB, which glibc serves with fresh mmaps
-// and unmaps at free, so each batch paid page faults, zeroing and munmap for memory it had just
-// released (a fifth of a training epoch in a profile, 15% of the sampler benchmark's cycles in
-// clear_page). Keep freed memory in the heap for reuse instead, and never trim it: with a trim
-// threshold (1 GiB was tried), a batch whose temporaries free more than that at the top of the
-// heap hands it back, and the next batch faults it all in again. Not for the partitioner, whose
-// big arrays are allocated once.
-inline void keep_freed_memory_for_batches() {
+// The allocator policy of our batch loops: freed memory stays in the heap for reuse
+// instead of going back to the kernel, to be faulted in and zeroed again on the next allocation.
+// - Training and the sampler benchmark: every batch allocates buffers of tens of MB, which glibc
+//   serves with fresh mmaps and unmaps at free (a fifth of a training epoch in a profile). The
+//   heap is never trimmed either: with a trim threshold (1 GiB was tried), a step whose
+//   temporaries free more than that at the top of the heap hands it back, and the next step
+//   faults it all in again.
+// Not used by `shardgnn partition`: there it made METIS ~11% faster on R-MAT scale 21 (the
+// kernel's page zeroing was 17% of a K=2 run) but raised the peak memory 5-11%, and memory is
+// what limits partitioning a big graph.
+inline void keep_freed_memory_in_heap() {
 #if defined(__GLIBC__)
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, -1);

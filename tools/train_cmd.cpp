@@ -201,7 +201,7 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
 // run_guarded turns them into the job-wide outcome here.
 extern "C" int shardgnn_train_entry(const std::vector<std::string>* args, const shardgnn::comm::Communicator* world) {
   using namespace shardgnn;
-  cli::keep_freed_memory_for_batches();
+  cli::keep_freed_memory_in_heap();
   return comm::run_guarded("shardgnn train", *world, [&] {
     try {
       return cli::train_main(*args, *world);
