@@ -79,7 +79,7 @@ PartitionMetrics compute_metrics(const Dataset& ds, std::span<const PartId> part
   // from both ends: count it from the smaller one, with no search of the other end's row (a
   // random row and a binary search per cut entry were most of this function's time).
   const bool symmetric = ds.cleaning.symmetric;
-  const PartId* owner = part.data();
+  const bool branch_free = symmetric && parts <= 64;
   struct Scratch {
     std::vector<std::uint64_t> remote;  // a bit per node: a neighbour of the shard in another shard
     std::vector<PartId> seen_parts;     // distinct other shards of one node's neighbours
@@ -100,16 +100,36 @@ PartitionMetrics compute_metrics(const Dataset& ds, std::span<const PartId> part
         std::vector<std::int64_t>& label_counts = m.shards[k].label_counts;
         std::uint64_t* remote = scratch.remote.data();
         std::vector<PartId>& seen_parts = scratch.seen_parts;
+        const PartId* const owner = part.data();  // a local: the loop keeps it in a register
         for (NodeId u : members[k]) {
           nodes += 1;
           edges += g.degree(u);
           if (ds.num_classes > 0 && ds.labels[u] >= 0) label_counts[ds.labels[u]] += 1;
-          seen_parts.clear();
           const auto nb = g.neighbors(u);
+          if (branch_free) {
+            // Symmetric graph, K <= 64: the other shards seen as a bit mask, every count a
+            // flag added (for a random partition most entries are cut, so branches on it miss).
+            std::uint64_t seen = 0;
+            NodeId prev = -1;
+            for (std::size_t i = 0; i < nb.size(); ++i) {
+              if (i + 8 < nb.size()) __builtin_prefetch(owner + nb[i + 8]);  // random reads: ahead
+              const NodeId v = nb[i];
+              const PartId pv = owner[v];
+              const std::uint64_t cut = pv != k;
+              cut_entries += static_cast<std::int64_t>(cut);
+              remote[v >> 6] |= cut << (v & 63);
+              seen |= cut << pv;
+              edge_cut += static_cast<std::int64_t>(cut & static_cast<std::uint64_t>(u < v) & static_cast<std::uint64_t>(v != prev));
+              prev = v;
+            }
+            comm_volume += std::popcount(seen);
+            continue;
+          }
+          seen_parts.clear();
           for (std::size_t i = 0; i < nb.size(); ++i) {
             if (i + 8 < nb.size()) __builtin_prefetch(owner + nb[i + 8]);  // random reads: ahead
             const NodeId v = nb[i];
-            const PartId pv = part[v];
+            const PartId pv = owner[v];
             if (pv == k) continue;
             cut_entries += 1;
             remote[v >> 6] |= std::uint64_t{1} << (v & 63);

@@ -92,15 +92,24 @@ TEST_CASE("a graph recorded symmetric gets the same metrics without searching re
   o.num_classes = 4;
   Dataset ds = generate_sbm(o);
   REQUIRE(ds.cleaning.symmetric);
-  std::vector<PartId> p(static_cast<std::size_t>(ds.num_nodes()));
-  for (std::size_t v = 0; v < p.size(); ++v) p[v] = static_cast<PartId>((v * 2654435761u >> 7) % 5);
-  const PartitionMetrics fast = compute_metrics(ds, p, 5);
-  ds.cleaning.symmetric = false;
-  const PartitionMetrics searched = compute_metrics(ds, p, 5);
-  CHECK(fast.edge_cut > 0);
-  CHECK(fast.edge_cut == searched.edge_cut);
-  CHECK(fast.comm_volume == searched.comm_volume);
-  CHECK(fast.halo_factor == searched.halo_factor);
+  // K = 64 uses the last bit of the branch-free path's shard mask; K = 65 takes the general path.
+  for (int K : {5, 64, 65}) {
+    INFO("K=" << K);
+    std::vector<PartId> p(static_cast<std::size_t>(ds.num_nodes()));
+    for (std::size_t v = 0; v < p.size(); ++v) p[v] = static_cast<PartId>((v * 2654435761u >> 7) % static_cast<unsigned>(K));
+    ds.cleaning.symmetric = true;
+    const PartitionMetrics fast = compute_metrics(ds, p, K);
+    ds.cleaning.symmetric = false;
+    const PartitionMetrics searched = compute_metrics(ds, p, K);
+    CHECK(fast.edge_cut > 0);
+    CHECK(fast.edge_cut == searched.edge_cut);
+    CHECK(fast.comm_volume == searched.comm_volume);
+    CHECK(fast.halo_factor == searched.halo_factor);
+    for (int k = 0; k < K; ++k) {
+      CHECK(fast.shards[k].cut_entries == searched.shards[k].cut_entries);
+      CHECK(fast.shards[k].halo == searched.shards[k].halo);
+    }
+  }
   Dataset cliques = two_cliques();
   cliques.cleaning.symmetric = true;
   CHECK(compute_metrics(cliques, std::vector<PartId>{0, 0, 0, 1, 1, 1, 1, 1}, 2).edge_cut == 3);
