@@ -165,8 +165,10 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   const double remote_bytes = static_cast<double>(fc.remote_rows - fc.cache_hits) * static_cast<double>(row_bytes);
   struct Row {
     double sampled_edges, sample_s, exchange_s, fetch_local_s, fetch_cache_s, fetch_remote_s, fetch_exchange_s, skew_s, remote_bytes, remote_rows, hits, input_nodes, steps, raw_s, local_gbs, memcpy_gbs, wall;
+    double rows_by_owners, sampling_bytes;
   } mine{static_cast<double>(sc.sampled_edges), sc.sample_s, sc.exchange_s, fc.local_gather_s, fc.cache_s, fc.remote_s, fc.exchange_s, fc.skew_s, remote_bytes, static_cast<double>(fc.remote_rows),
-         static_cast<double>(fc.cache_hits), static_cast<double>(input_nodes), static_cast<double>(steps_run), raw_s, local_gbs, memcpy_gbs, wall};
+         static_cast<double>(fc.cache_hits), static_cast<double>(input_nodes), static_cast<double>(steps_run), raw_s, local_gbs, memcpy_gbs, wall,
+         static_cast<double>(sc.remote_rows_sampled), static_cast<double>(sc.bytes_sent)};
   const auto all = world.allgather(mine);
   if (world.rank() != 0) return 0;
   Row sum{};
@@ -189,6 +191,8 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
     sum.local_gbs += r.local_gbs / static_cast<double>(all.size());
     sum.memcpy_gbs += r.memcpy_gbs / static_cast<double>(all.size());
     max_wall = std::max(max_wall, r.wall);
+    sum.rows_by_owners += r.rows_by_owners;
+    sum.sampling_bytes += r.sampling_bytes;
   }
   const double edges_per_core_s = sum.sampled_edges / (sum.sample_s + sum.exchange_s);
   const double remote_gbs = sum.fetch_remote_s > 0 ? sum.remote_bytes / sum.fetch_remote_s / 1e9 : 0;
@@ -199,6 +203,9 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
               cache_policy_name(cfg.cache_policy).c_str(), 100 * cfg.cache_fraction, sum.steps / static_cast<double>(all.size()));
   std::printf("sampled edges / s / core   %.3g   (%.0f edges per batch)\n", edges_per_core_s, sum.sampled_edges / sum.steps);
   std::printf("input nodes per batch      %.0f\n", sum.input_nodes / sum.steps);
+  if (all.size() > 1)
+    std::printf("sampled by owners          %.0f rows per batch, %.3g bytes sent per batch (requests and replies, all hops)\n", sum.rows_by_owners / sum.steps,
+                sum.sampling_bytes / sum.steps);
   std::printf("remote bytes per batch     %.3g  (features fetched from other ranks, after the cache)\n", sum.remote_bytes / sum.steps);
   std::printf("cache hit rate             %.3f  (cache built in %.2f s)\n", hit, cache_s);
   std::printf("local gather               %.2f GB/s vs memcpy random-row gather %.2f GB/s: %.0f%%\n", sum.local_gbs, sum.memcpy_gbs,
@@ -219,6 +226,7 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   boost::json::object out{{"ranks", world.size()}, {"fanouts", vm["fanouts"].as<std::string>()}, {"batch", cfg.batch_size},
                           {"sampled_edges_per_s_per_core", edges_per_core_s}, {"input_nodes_per_batch", sum.input_nodes / sum.steps},
                           {"remote_bytes_per_batch", sum.remote_bytes / sum.steps}, {"cache_hit_rate", hit},
+                          {"rows_sampled_by_owners_per_batch", sum.rows_by_owners / sum.steps}, {"sampling_bytes_per_batch", sum.sampling_bytes / sum.steps},
                           {"local_gather_gbs", sum.local_gbs}, {"memcpy_gather_gbs", sum.memcpy_gbs}, {"remote_fetch_gbs", remote_gbs},
                           {"raw_alltoallv_gbs", raw_gbs}, {"remote_vs_raw_time", sum.raw_s > 0 ? sum.fetch_remote_s / sum.raw_s : 0.0},
                           {"remote_exchanges_vs_raw_time", sum.raw_s > 0 ? sum.fetch_exchange_s / sum.raw_s : 0.0},
