@@ -223,6 +223,11 @@ MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch,
   const int P = comm_.size();
   const NodeId first = book.begin(me), owned = book.size(me);
   const std::span<const NodeId> orig(shard_.orig_ids.data(), shard_.orig_ids.size());
+  if (probe_skew_) {
+    const auto t0 = Clock::now();
+    comm_.barrier();
+    counters_.skew_s += since(t0);
+  }
   MiniBatch mb;
   mb.epoch = epoch;
   mb.step = step;

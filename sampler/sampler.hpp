@@ -25,6 +25,7 @@ struct SamplerCounters {
   std::int64_t rows_served = 0;                                 // rows this rank sampled for others
   std::int64_t bytes_sent = 0, bytes_received = 0;
   double sample_s = 0, exchange_s = 0;
+  double skew_s = 0;  // with the skew probe on: time waiting for the slowest rank before each batch
 };
 
 // This rank's seeds for one epoch, shuffled with a stream keyed by (seed, epoch, rank) and cut
@@ -87,6 +88,11 @@ class DistSampler {
   // node lists; features and labels are left to the FeatureStore.
   MiniBatch sample(std::span<const NodeId> seeds, std::int64_t epoch, std::int64_t step);
 
+  // Benchmarks only: a timed barrier at the start of each batch, so that waiting for a rank
+  // still busy with its previous batch (its feature fetch, say) is counted as skew, not as the
+  // first hop's exchange. Collective when on; every rank must set it alike. Training never does.
+  void probe_skew(bool on) { probe_skew_ = on; }
+
   const SamplerConfig& config() const noexcept { return config_; }
   const SamplerCounters& counters() const noexcept { return counters_; }
   SamplerCounters& counters() noexcept { return counters_; }
@@ -99,6 +105,7 @@ class DistSampler {
   SamplerConfig config_;
   std::vector<NodeId> train_;  // this rank's training seeds
   SamplerCounters counters_;
+  bool probe_skew_ = false;
   // Per node (every node when config_.dense_index_bytes allows, else the owned ones): its position in the
   // current batch's node list, valid when its stamp is the batch's. The others go through
   // remote_pos_.
