@@ -166,10 +166,11 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   const double remote_bytes = static_cast<double>(fc.remote_rows - fc.cache_hits) * static_cast<double>(row_bytes);
   struct Row {
     double sampled_edges, sample_s, exchange_s, fetch_local_s, fetch_cache_s, fetch_remote_s, fetch_exchange_s, skew_s, remote_bytes, remote_rows, hits, input_nodes, steps, raw_s, local_gbs, memcpy_gbs, wall;
-    double rows_by_owners, sampling_bytes, sample_skew_s;
+    double rows_by_owners, sampling_bytes, sample_skew_s, own_rows, served_rows;
   } mine{static_cast<double>(sc.sampled_edges), sc.sample_s, sc.exchange_s, fc.local_gather_s, fc.cache_s, fc.remote_s, fc.exchange_s, fc.skew_s, remote_bytes, static_cast<double>(fc.remote_rows),
          static_cast<double>(fc.cache_hits), static_cast<double>(input_nodes), static_cast<double>(steps_run), raw_s, local_gbs, memcpy_gbs, wall,
-         static_cast<double>(sc.remote_rows_sampled), static_cast<double>(sc.bytes_sent), sc.skew_s};
+         static_cast<double>(sc.remote_rows_sampled), static_cast<double>(sc.bytes_sent), sc.skew_s,
+         static_cast<double>(sc.local_rows_sampled), static_cast<double>(sc.rows_served)};
   const auto all = world.allgather(mine);
   if (world.rank() != 0) return 0;
   Row sum{};
@@ -205,9 +206,17 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
               cache_policy_name(cfg.cache_policy).c_str(), 100 * cfg.cache_fraction, sum.steps / static_cast<double>(all.size()));
   std::printf("sampled edges / s / core   %.3g   (%.0f edges per batch)\n", edges_per_core_s, sum.sampled_edges / sum.steps);
   std::printf("input nodes per batch      %.0f\n", sum.input_nodes / sum.steps);
-  if (all.size() > 1)
+  if (all.size() > 1) {
     std::printf("sampled by owners          %.0f rows per batch, %.3g bytes sent per batch (requests and replies, all hops)\n", sum.rows_by_owners / sum.steps,
                 sum.sampling_bytes / sum.steps);
+    // Each rank samples the rows of the nodes it owns, for every rank's batches: its load follows
+    // the edges it owns, and the other ranks wait for the busiest one inside each hop.
+    std::printf("rows sampled per rank      ");
+    for (std::size_t r = 0; r < all.size(); ++r)
+      std::printf("%s%zu: %.0f own + %.0f for others in %.2f s (waiting %.2f s)", r ? "; " : "", r, all[r].own_rows, all[r].served_rows, all[r].sample_s,
+                  all[r].exchange_s);
+    std::printf("\n");
+  }
   std::printf("remote bytes per batch     %.3g  (features fetched from other ranks, after the cache)\n", sum.remote_bytes / sum.steps);
   std::printf("cache hit rate             %.3f  (cache built in %.2f s)\n", hit, cache_s);
   std::printf("local gather               %.2f GB/s vs memcpy random-row gather %.2f GB/s: %.0f%%\n", sum.local_gbs, sum.memcpy_gbs,
