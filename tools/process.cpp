@@ -1,6 +1,7 @@
 #include "tools/process.hpp"
 
 #include <sys/resource.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,7 +20,9 @@ using Clock = std::chrono::steady_clock;
 // Runs argv[0] with argv, capturing stdout, and measures wall time and peak RSS (wait4).
 ProcessResult run_process(const std::vector<std::string>& argv, const std::string& cwd) {
   int fds[2];
-  if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
+  // Close-on-exec: a child started meanwhile from another thread must not inherit this pipe's
+  // write end, or the read below would wait for that child too.
+  if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
   const auto t0 = Clock::now();
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
