@@ -194,7 +194,7 @@ int bench_partition_main(const std::vector<std::string>& args) {
         break;
       }
   for (const auto& k : ks) {
-    std::future<ProcessResult> gp_run;
+    ProcessResult gp_result;
     for (const auto& m : methods) {
       std::vector<std::string> argv = {exe, "bench", "partition-one", dataset, "--parts", k, "--method", m,
                                        "--balance", vm["balance"].as<std::string>(), "--objective", vm["objective"].as<std::string>(),
@@ -206,6 +206,7 @@ int bench_partition_main(const std::vector<std::string>& args) {
         fs::create_directories(write_dir);
         argv.insert(argv.end(), {"--write-to", write_dir.string()});
       }
+      std::future<ProcessResult> gp_run;
       if (run_gp && m == "metis") {
         std::fprintf(stderr, "  metis K=%s and gpmetis K=%s, side by side ...\n", k.c_str(), k.c_str());
         gp_run = std::async(std::launch::async, [&, gp_args = gpmetis_argv(k)] { return run_process(gp_args, work.string()); });
@@ -213,6 +214,7 @@ int bench_partition_main(const std::vector<std::string>& args) {
         std::fprintf(stderr, "  %s K=%s ...\n", m.c_str(), k.c_str());
       }
       ProcessResult pr = run_process(argv);
+      if (gp_run.valid()) gp_result = gp_run.get();  // both done before the next run starts
       Row row;
       row.method = m;
       row.k = k;
@@ -231,7 +233,7 @@ int bench_partition_main(const std::vector<std::string>& args) {
       rows.push_back(std::move(row));
     }
     if (!run_gp) continue;
-    ProcessResult pr = gp_run.get();
+    const ProcessResult& pr = gp_result;
     Row row;
     row.method = "gpmetis";
     row.k = k;
