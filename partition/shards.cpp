@@ -406,12 +406,16 @@ void verify_shard_checksums(const PartitionInfo& info, PartId k) {
 }
 
 namespace {
-// Whether shard row i carries the same (neighbour, weight) pairs as dataset node u's row.
-bool same_weighted_row(const Shard& s, NodeId i, const std::vector<NodeId>& old_of_new, const Dataset& ds, NodeId u) {
-  if (s.edge_weights.size() != static_cast<std::size_t>(s.graph.num_edges())) return false;
+// Whether shard row i carries the same (neighbour, weight) pairs as dataset node u's row. The
+// shard's weights are known to be present and of the shard's length; `got` and `want` are
+// scratch.
+using WeightedRow = std::vector<std::pair<NodeId, std::int64_t>>;
+bool same_weighted_row(const Shard& s, NodeId i, const std::vector<NodeId>& old_of_new, const Dataset& ds, NodeId u, WeightedRow& got,
+                       WeightedRow& want) {
   const auto nb = s.graph.neighbors(i);
   const EdgeId at = s.graph.indptr()[i], want_at = ds.graph.indptr()[u];
-  std::vector<std::pair<NodeId, std::int64_t>> got, want;
+  got.clear();
+  want.clear();
   for (std::size_t j = 0; j < nb.size(); ++j) got.emplace_back(old_of_new[nb[j]], s.edge_weights[at + static_cast<EdgeId>(j)]);
   const auto dn = ds.graph.neighbors(u);
   for (std::size_t j = 0; j < dn.size(); ++j) want.emplace_back(dn[j], ds.edge_weights[want_at + static_cast<EdgeId>(j)]);
@@ -474,9 +478,16 @@ ValidationResult verify_partition(const std::string& dataset_dir, const std::str
   if (!err.empty()) return res;
 
   std::vector<NodeId> row;
+  WeightedRow got, want_weighted;
   for (const Shard& s : shards) {
     const PartId k = s.part;
     std::vector<NodeId> halo;
+    // Edge weights: present in the shard exactly when the dataset has them (load_shard checked
+    // their length), then compared row by row.
+    const bool weighted = !ds.edge_weights.empty();
+    if (weighted && s.edge_weights.empty()) fail(k, "edge_weights.npy: missing, the dataset has edge weights");
+    if (!weighted && !s.edge_weights.empty()) fail(k, "edge_weights.npy: present, the dataset has no edge weights");
+    const bool check_weights = weighted && !s.edge_weights.empty();
     for (NodeId i = 0; i < info.book.size(k); ++i) {
       const NodeId u = s.orig_ids[i];
       const auto nb = s.graph.neighbors(i);
@@ -494,7 +505,7 @@ ValidationResult verify_partition(const std::string& dataset_dir, const std::str
       if (!std::equal(row.begin(), row.end(), want.begin(), want.end()))
         fail(k, "row " + std::to_string(i) + " (dataset node " + std::to_string(u) + ") has " + std::to_string(row.size()) +
                     " neighbours that differ from the dataset's " + std::to_string(want.size()));
-      else if (!ds.edge_weights.empty() && !same_weighted_row(s, i, old_of_new, ds, u))
+      else if (check_weights && !same_weighted_row(s, i, old_of_new, ds, u, got, want_weighted))
         fail(k, "edge_weights.npy: row " + std::to_string(i) + " (dataset node " + std::to_string(u) + ") has weights that differ from the dataset's");
       if (ds.feature_dim > 0 && !std::equal(s.features.data() + i * ds.feature_dim, s.features.data() + (i + 1) * ds.feature_dim,
                                             ds.features.data() + u * ds.feature_dim))

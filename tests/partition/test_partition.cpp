@@ -285,6 +285,20 @@ TEST_CASE("edge weights travel with their edges into the shards, rows sorted; th
     }
     CHECK(weighted > 0);
   }
+  SECTION("shards without weights for a weighted dataset, and the reverse, are reported once per shard") {
+    ds.edge_weights = Array<std::int64_t>();
+    save_dataset(ds, dir / "plain");
+    PartitionResult r;
+    r.config = config(PartitionMethod::kRandom, 3);
+    r.assignment = make_partitioner(PartitionMethod::kRandom)->partition(ds, r.config);
+    write_partitioned(ds, dir / "plain", r, compute_metrics(ds, r.assignment, 3), dir / "p-plain", false);
+    auto missing = verify_partition(dir / "w", dir / "p-plain");
+    REQUIRE(missing.errors.size() == 3);
+    CHECK_THAT(missing.errors[0], Contains("part-0") && Contains("edge_weights.npy: missing"));
+    auto extra = verify_partition(dir / "plain", dir / "p3");
+    REQUIRE(extra.errors.size() == 3);
+    CHECK_THAT(extra.errors[0], Contains("edge_weights.npy: present"));
+  }
   SECTION("weights that differ from the dataset's are reported") {
     ds.edge_weights = weights_of(11);
     save_dataset(ds, dir / "w2");
