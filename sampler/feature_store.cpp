@@ -61,13 +61,13 @@ void FeatureStore::fetch_remote(std::span<const NodeId> remote, float* dst, std:
   counters_.bytes_received += static_cast<std::int64_t>(asked.data.size() * sizeof(NodeId) + recv_rows_.size() * sizeof(float));
 }
 
-void FeatureStore::fetch(std::span<const NodeId> nodes, std::vector<float>& out) {
+void FeatureStore::fetch(std::span<const NodeId> nodes, FeatureRows& out) {
   const PartitionBook& book = shard_.book;
   const PartId me = shard_.part;
   const NodeId first = book.begin(me), count = book.size(me);
   const int P = comm_.size();
   const auto F = static_cast<std::size_t>(dim_);
-  out.resize(nodes.size() * F);  // allocation and zero-fill are not part of the gather
+  out.resize(nodes.size() * F, boost::container::default_init);  // every row is written below: no zero-fill
   auto t0 = Clock::now();
   // Pass 1, the local gather: rows this rank owns, straight from the mapped file. The rows are
   // random reads: the source row a few copies ahead is prefetched (all its cache lines), so its

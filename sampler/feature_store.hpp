@@ -12,6 +12,7 @@
 #include "comm/communicator.hpp"
 #include "partition/shards.hpp"
 #include "sampler/config.hpp"
+#include "sampler/minibatch.hpp"
 
 namespace shardgnn {
 
@@ -36,7 +37,7 @@ class FeatureStore {
 
   // Collective: every rank calls it once per step. Writes the rows of `nodes` (global ids),
   // row-major, into `out` (resized to nodes.size() x feature_dim).
-  void fetch(std::span<const NodeId> nodes, std::vector<float>& out);
+  void fetch(std::span<const NodeId> nodes, FeatureRows& out);
 
   // Collective likewise: the full-graph degree of each of `nodes` (owned ones read here, the others
   // asked of their owners in one exchange).
