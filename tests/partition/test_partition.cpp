@@ -46,6 +46,15 @@ PartitionConfig config(PartitionMethod m, int k, std::uint64_t seed = 1) {
   return c;
 }
 
+// Partitions `ds` (saved in `dataset_dir`) at random into k parts and writes the shards to `out`.
+PartitionResult write_random_parts(const Dataset& ds, const std::string& dataset_dir, int k, const std::string& out) {
+  PartitionResult r;
+  r.config = config(PartitionMethod::kRandom, k);
+  r.assignment = make_partitioner(PartitionMethod::kRandom)->partition(ds, r.config);
+  write_partitioned(ds, dataset_dir, r, compute_metrics(ds, r.assignment, k), out, false);
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("relabel gives each part a contiguous range, stable inside a part", "[partition]") {
@@ -258,11 +267,8 @@ TEST_CASE("edge weights travel with their edges into the shards, rows sorted; th
   save_dataset(ds, dir / "w");
   for (int k : {3, 40}) {
     INFO("K=" << k);
-    PartitionResult r;
-    r.config = config(PartitionMethod::kRandom, k);
-    r.assignment = make_partitioner(PartitionMethod::kRandom)->partition(ds, r.config);
     const std::string out = dir / ("p" + std::to_string(k));
-    write_partitioned(ds, dir / "w", r, compute_metrics(ds, r.assignment, k), out, false);
+    write_random_parts(ds, dir / "w", k, out);
     auto v = verify_partition(dir / "w", out);
     INFO((v.errors.empty() ? "" : v.errors[0]));
     CHECK(v.ok());
@@ -288,10 +294,7 @@ TEST_CASE("edge weights travel with their edges into the shards, rows sorted; th
   SECTION("shards without weights for a weighted dataset, and the reverse, are reported once per shard") {
     ds.edge_weights = Array<std::int64_t>();
     save_dataset(ds, dir / "plain");
-    PartitionResult r;
-    r.config = config(PartitionMethod::kRandom, 3);
-    r.assignment = make_partitioner(PartitionMethod::kRandom)->partition(ds, r.config);
-    write_partitioned(ds, dir / "plain", r, compute_metrics(ds, r.assignment, 3), dir / "p-plain", false);
+    write_random_parts(ds, dir / "plain", 3, dir / "p-plain");
     auto missing = verify_partition(dir / "w", dir / "p-plain");
     REQUIRE(missing.errors.size() == 3);
     CHECK_THAT(missing.errors[0], Contains("part-0") && Contains("edge_weights.npy: missing"));
@@ -329,10 +332,7 @@ TEST_CASE("shards larger than the writer's chunks: a hub row longer than a chunk
   ds.features = Array<float>(std::move(f));
   ds.feature_dim = 3;
   save_dataset(ds, dir / "star");
-  PartitionResult r;
-  r.config = config(PartitionMethod::kRandom, 2);
-  r.assignment = make_partitioner(PartitionMethod::kRandom)->partition(ds, r.config);
-  write_partitioned(ds, dir / "star", r, compute_metrics(ds, r.assignment, 2), dir / "p", false);
+  const PartitionResult r = write_random_parts(ds, dir / "star", 2, dir / "p");
   auto v = verify_partition(dir / "star", dir / "p");
   INFO((v.errors.empty() ? "" : v.errors[0]));
   CHECK(v.ok());
