@@ -3,6 +3,7 @@
 #include <boost/unordered/unordered_flat_map.hpp>
 #include <chrono>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 
 #include "datasets/random.hpp"
@@ -185,6 +186,7 @@ void DistSampler::apply_plan(std::int64_t epoch, const SeedPlan& plan) {
     NodeId seed;
     std::int64_t label;
   };
+  static_assert(std::is_trivially_copyable_v<SeedLabel>, "exchanged as bytes");
   auto with_label = [&](NodeId v) {
     return SeedLabel{v, shard_.labels.empty() ? std::int64_t{-1} : shard_.labels[static_cast<std::size_t>(v - first)]};
   };

@@ -23,6 +23,10 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
   // Close-on-exec: a child started meanwhile from another thread must not inherit this pipe's
   // write end, or the read below would wait for that child too.
   if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+  // Built before fork: the child of a multithreaded process should not allocate.
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
   const auto t0 = Clock::now();
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
@@ -31,9 +35,6 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
     close(fds[0]);
     close(fds[1]);
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(126);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
     execvp(args[0], args.data());
     _exit(127);
   }

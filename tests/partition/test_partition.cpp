@@ -311,6 +311,25 @@ TEST_CASE("edge weights travel with their edges into the shards, rows sorted; th
   }
 }
 
+TEST_CASE("a weighted dataset's shard without edges has an empty edge_weights.npy, which the verifier accepts", "[partition][verify]") {
+  test::ScratchDir dir;
+  //  0 - 1 - 2 - 3 (weights 5, 6, 7), 4 and 5 isolated: part 1 gets only 4 and 5, so no edges.
+  Dataset ds = drawn(6, {{0, 1}, {1, 2}, {2, 3}});
+  std::vector<std::int64_t> w;
+  for (NodeId u = 0; u < ds.num_nodes(); ++u)
+    for (NodeId v : ds.graph.neighbors(u)) w.push_back(std::min(u, v) + 5);
+  ds.edge_weights = Array<std::int64_t>(std::move(w));
+  save_dataset(ds, dir / "d");
+  PartitionResult r;
+  r.config = config(PartitionMethod::kRandom, 2);
+  r.assignment = {0, 0, 0, 0, 1, 1};
+  write_partitioned(ds, dir / "d", r, compute_metrics(ds, r.assignment, 2), dir / "p", false);
+  auto v = verify_partition(dir / "d", dir / "p");
+  INFO((v.errors.empty() ? "" : v.errors[0]));
+  CHECK(v.ok());
+  CHECK(load_shard(load_partition_info(dir / "p"), 1).graph.num_edges() == 0);
+}
+
 TEST_CASE("shards larger than the writer's chunks: a hub row longer than a chunk, weights and features", "[partition][verify]") {
   test::ScratchDir dir;
   // A hub joined to 70,000 leaves in a ring: the hub's row is longer than a write chunk (64K
