@@ -12,6 +12,13 @@
 
 namespace shardgnn {
 
+// The most threads for_each_part_parallel uses (0: one per core). A benchmark running beside
+// another program can hold it to its own core.
+inline std::atomic<unsigned>& part_threads_limit() {
+  static std::atomic<unsigned> limit{0};
+  return limit;
+}
+
 // Calls work(k, scratch) for every k in [0, count), on up to one thread per core; each thread
 // makes its own scratch with make_scratch() once and takes the next k until none is left. An
 // exception from any call stops the others taking more work and is rethrown here, after every
@@ -31,7 +38,9 @@ void for_each_part_parallel(int count, MakeScratch make_scratch, Work work) {
       next = count;
     }
   };
-  const unsigned workers = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), static_cast<unsigned>(std::max(count, 1))));
+  const unsigned limit = part_threads_limit().load();
+  const unsigned cores = limit > 0 ? limit : std::thread::hardware_concurrency();
+  const unsigned workers = std::max(1u, std::min<unsigned>(cores, static_cast<unsigned>(std::max(count, 1))));
   std::vector<std::thread> pool;
   try {
     for (unsigned w = 1; w < workers; ++w) pool.emplace_back(worker);

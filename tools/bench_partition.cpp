@@ -19,6 +19,7 @@
 #include "datasets/fileio.hpp"
 #include "datasets/json_util.hpp"
 #include "datasets/writers.hpp"
+#include "partition/parallel.hpp"
 #include "partition/partitioner.hpp"
 #include "partition/shards.hpp"
 #include "tools/cli.hpp"
@@ -55,10 +56,12 @@ int bench_partition_one_main(const std::vector<std::string>& args) {
   g_command = "shardgnn bench partition-one";
   po::options_description o("options");
   add_partition_options(o);
-  o.add_options()("write-to", po::value<std::string>(), "also time writing the shards here, against a plain write of the same bytes");
+  o.add_options()("write-to", po::value<std::string>(), "also time writing the shards here, against a plain write of the same bytes")
+      ("threads", po::value<unsigned>()->default_value(0), "threads for the per-shard work after partitioning (0: one per core)");
   po::variables_map vm;
   if (!parse(args, "shardgnn bench partition-one <dataset> [partition options]  (used by bench partition)", o, {"dataset"}, vm)) return 0;
   const PartitionConfig cfg = partition_config(vm);
+  part_threads_limit() = vm["threads"].as<unsigned>();
   const auto t_load = Clock::now();
   const Dataset ds = load_dataset(vm["dataset"].as<std::string>());
   const double load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
@@ -210,6 +213,7 @@ int bench_partition_main(const std::vector<std::string>& args) {
       }
       std::future<ProcessResult> gp_run;
       if (run_gp && m == "metis") {
+        argv.insert(argv.end(), {"--threads", "1"});  // gpmetis has the other core
         std::fprintf(stderr, "  metis K=%s and gpmetis K=%s, side by side ...\n", k.c_str(), k.c_str());
         gp_run = std::async(std::launch::async, [&, gp_args = gpmetis_argv(k)] { return run_process(gp_args, work.string()); });
       } else {
