@@ -17,23 +17,25 @@ std::string hex32(std::uint32_t v) {
   return buf;
 }
 
+namespace {
+// The "arrays" entry of a file just written, with its CRC.
+boost::json::object listed_entry(const std::string& file, DType dtype, const std::vector<std::int64_t>& shape, std::uint32_t crc) {
+  boost::json::array js;
+  for (auto d : shape) js.push_back(d);
+  return {{"file", file}, {"dtype", dtype_descr(dtype)}, {"shape", js}, {"crc32", hex32(crc)}};
+}
+}  // namespace
+
 boost::json::object write_listed_array(const std::string& dir, const std::string& name, DType dtype, const void* data,
                                        const std::vector<std::int64_t>& shape) {
-  return write_listed_array_streamed(dir, name, dtype, shape, [&](const NpySink& sink) {
-    std::int64_t count = 1;
-    for (auto d : shape) count *= d;
-    sink(data, static_cast<std::size_t>(count) * dtype_size(dtype));
-  });
+  const std::string file = name + ".npy";
+  return listed_entry(file, dtype, shape, write_npy((fs::path(dir) / file).string(), dtype, data, shape));
 }
 
 boost::json::object write_listed_array_streamed(const std::string& dir, const std::string& name, DType dtype,
                                                 const std::vector<std::int64_t>& shape, const std::function<void(const NpySink&)>& fill) {
   const std::string file = name + ".npy";
-  const std::string path = (fs::path(dir) / file).string();
-  const std::uint32_t crc = write_npy_streamed(path, dtype, shape, fill);
-  boost::json::array js;
-  for (auto d : shape) js.push_back(d);
-  return {{"file", file}, {"dtype", dtype_descr(dtype)}, {"shape", js}, {"crc32", hex32(crc)}};
+  return listed_entry(file, dtype, shape, write_npy_streamed((fs::path(dir) / file).string(), dtype, shape, fill));
 }
 
 namespace {

@@ -189,9 +189,9 @@ void write_partitioned(const Dataset& ds, const std::string& dataset_dir, const 
     const EdgeId m = indptr.back();
     // Distinct remote targets: every row marks the ids it reaches in a bitmap (a bit per node, so
     // it stays in cache where a stamp per node did not); the set bits outside the part, read in
-    // order, are the sorted halo.
-    // (It is all zeros here: the scan below clears what it reads.) A pass over n bits per part
-    // costs less than the part's rows unless K exceeds ~64x the mean degree.
+    // order, are the sorted halo. The bitmap is all zeros here: the scan below clears what it
+    // reads. A pass over n bits per part costs less than the part's rows unless K exceeds ~64x
+    // the mean degree.
     std::vector<std::uint64_t>& reached = scratch.reached;
     // The relabelled rows go out in chunks that stay in cache (a run of rows, or one longer row):
     // no shard-sized copy of the indices is built, faulted in and read again to be written.

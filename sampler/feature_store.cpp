@@ -21,17 +21,36 @@ void prefetch_row(const void* row, std::size_t bytes) {
 // 100 floats). 6 rows, whatever their size, left the local gather at 75-80% of a plain memcpy
 // gather of random rows on R-MAT scale 19 (400-byte rows); 12-24 rows gave 80-99%.
 std::size_t rows_ahead(std::size_t row_bytes) { return std::clamp<std::size_t>(8192 / std::max<std::size_t>(row_bytes, 1), 4, 32); }
+
+// A node owned elsewhere: its position in the caller's list and its owner.
+struct RemoteAt {
+  std::size_t pos;
+  PartId owner;
+};
+
+// Groups the remote nodes by owner with a counting sort (each owner's keep their order): the ids
+// to send, in the order owners answer, and each one's position in `nodes`. per_owner[r] counts
+// those owned by rank r.
+void group_by_owner(std::span<const NodeId> nodes, std::span<const RemoteAt> remote, std::span<const std::int64_t> per_owner,
+                    std::vector<NodeId>& ids, std::vector<std::int64_t>& slot_of) {
+  std::vector<std::int64_t> fill(per_owner.size(), 0);
+  for (std::size_t r = 1; r < fill.size(); ++r) fill[r] = fill[r - 1] + per_owner[r - 1];
+  ids.resize(remote.size());
+  slot_of.resize(remote.size());
+  for (const RemoteAt& x : remote) {
+    const auto at = static_cast<std::size_t>(fill[static_cast<std::size_t>(x.owner)]++);
+    ids[at] = nodes[x.pos];
+    slot_of[at] = static_cast<std::int64_t>(x.pos);
+  }
+}
 }  // namespace
 
 FeatureStore::FeatureStore(const Shard& shard, const comm::Communicator& comm) : shard_(shard), comm_(comm), dim_(shard.feature_dim) {}
 
-void FeatureStore::fetch_remote(std::span<const NodeId> remote, float* dst, std::span<const std::int64_t> dst_rows) {
-  const PartitionBook& book = shard_.book;
+void FeatureStore::fetch_remote(std::span<const NodeId> remote, std::span<const std::int64_t> counts, float* dst, std::span<const std::int64_t> dst_rows) {
   const int P = comm_.size();
-  const NodeId first = book.begin(shard_.part);
+  const NodeId first = shard_.book.begin(shard_.part);
   const auto F = static_cast<std::size_t>(dim_);
-  std::vector<std::int64_t> counts(static_cast<std::size_t>(P), 0);
-  for (NodeId v : remote) ++counts[book.owner(v)];
   // `remote` arrives grouped by owner from the caller, so it is already the send buffer.
   auto t0 = Clock::now();
   auto asked = comm_.alltoallv<NodeId>(remote, counts);
@@ -92,7 +111,7 @@ void FeatureStore::fetch(std::span<const NodeId> nodes, FeatureRows& out) {
   counters_.local_gather_s += since(t0);
   // Pass 2: remote rows from the cache, the misses from their owners in one exchange.
   t0 = Clock::now();
-  std::vector<std::size_t> miss;
+  std::vector<RemoteAt> miss;
   std::vector<std::int64_t> per_owner(static_cast<std::size_t>(P), 0);
   std::vector<std::pair<std::size_t, std::int64_t>> hits;  // (position in nodes, cache row)
   const std::int32_t* dense = dense_slot_.empty() ? nullptr : dense_slot_.data();
@@ -109,8 +128,9 @@ void FeatureStore::fetch(std::span<const NodeId> nodes, FeatureRows& out) {
     if (row >= 0) {
       hits.emplace_back(i, row);
     } else {
-      miss.push_back(i);
-      ++per_owner[book.owner(v)];
+      const PartId owner = book.owner(v);
+      miss.push_back({i, owner});
+      ++per_owner[owner];
     }
   }
   for (std::size_t k = 0; k < hits.size(); ++k) {  // cache rows are random reads too
@@ -125,17 +145,10 @@ void FeatureStore::fetch(std::span<const NodeId> nodes, FeatureRows& out) {
     counters_.skew_s += since(t0);
   }
   t0 = Clock::now();
-  // Group misses by owner (a counting sort keeps each owner's order).
-  std::vector<std::int64_t> fill(static_cast<std::size_t>(P), 0);
-  for (int r = 1; r < P; ++r) fill[r] = fill[r - 1] + per_owner[r - 1];
-  std::vector<NodeId> misses(miss.size());
-  std::vector<std::int64_t> slot_of(miss.size());
-  for (std::size_t i : miss) {
-    const auto at = static_cast<std::size_t>(fill[book.owner(nodes[i])]++);
-    misses[at] = nodes[i];
-    slot_of[at] = static_cast<std::int64_t>(i);
-  }
-  fetch_remote(misses, out.data(), slot_of);
+  std::vector<NodeId> misses;
+  std::vector<std::int64_t> slot_of;
+  group_by_owner(nodes, miss, per_owner, misses, slot_of);
+  fetch_remote(misses, per_owner, out.data(), slot_of);
   counters_.remote_s += since(t0);
   counters_.local_rows += local_rows;
   counters_.remote_rows += static_cast<std::int64_t>(nodes.size()) - local_rows;
@@ -148,25 +161,24 @@ void FeatureStore::fetch_values(std::span<const NodeId> nodes, std::vector<std::
   const int P = comm_.size();
   out.assign(nodes.size(), 0);
   std::vector<std::int64_t> per_owner(static_cast<std::size_t>(P), 0);
+  std::vector<RemoteAt> remote;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (nodes[i] >= first && nodes[i] < first + count) out[i] = local_value(nodes[i] - first);
-    else ++per_owner[book.owner(nodes[i])];
-  }
-  std::vector<std::int64_t> fill(static_cast<std::size_t>(P), 0);
-  for (int r = 1; r < P; ++r) fill[r] = fill[r - 1] + per_owner[r - 1];
-  std::vector<NodeId> ask(static_cast<std::size_t>(fill[P - 1] + per_owner[P - 1]));
-  std::vector<std::size_t> slot_of(ask.size());
-  for (std::size_t i = 0; i < nodes.size(); ++i)
-    if (!(nodes[i] >= first && nodes[i] < first + count)) {
-      const auto at = static_cast<std::size_t>(fill[book.owner(nodes[i])]++);
-      ask[at] = nodes[i];
-      slot_of[at] = i;
+    if (nodes[i] >= first && nodes[i] < first + count) {
+      out[i] = local_value(nodes[i] - first);
+    } else {
+      const PartId owner = book.owner(nodes[i]);
+      remote.push_back({i, owner});
+      ++per_owner[owner];
     }
+  }
+  std::vector<NodeId> ask;
+  std::vector<std::int64_t> slot_of;
+  group_by_owner(nodes, remote, per_owner, ask, slot_of);
   auto asked = comm_.alltoallv<NodeId>(ask, per_owner);
   std::vector<std::int64_t> values(asked.data.size());
   for (std::size_t i = 0; i < values.size(); ++i) values[i] = local_value(asked.data[i] - first);
   auto got = comm_.alltoallv_known<std::int64_t>(values, asked.counts, per_owner);
-  for (std::size_t k = 0; k < ask.size(); ++k) out[slot_of[k]] = got.data[k];
+  for (std::size_t k = 0; k < ask.size(); ++k) out[static_cast<std::size_t>(slot_of[k])] = got.data[k];
   ++counters_.value_fetches;
   counters_.bytes_sent += static_cast<std::int64_t>((ask.size() + values.size()) * sizeof(std::int64_t));
   counters_.bytes_received += static_cast<std::int64_t>((asked.data.size() + got.data.size()) * sizeof(std::int64_t));
@@ -185,9 +197,10 @@ void FeatureStore::fill_cache(std::vector<NodeId> chosen, std::uint64_t dense_in
   // groups them, the book being ranges) and fetch once.
   std::sort(chosen.begin(), chosen.end());
   cache_.assign(chosen.size() * static_cast<std::size_t>(dim_), 0.0f);
-  std::vector<std::int64_t> rows(chosen.size());
+  std::vector<std::int64_t> rows(chosen.size()), counts(static_cast<std::size_t>(comm_.size()), 0);
   for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<std::int64_t>(i);
-  fetch_remote(chosen, cache_.data(), rows);
+  for (NodeId v : chosen) ++counts[shard_.book.owner(v)];
+  fetch_remote(chosen, counts, cache_.data(), rows);
   // The staging buffers held a whole cache's rows: give them back rather than keep a copy.
   std::vector<float>().swap(send_rows_);
   std::vector<float>().swap(recv_rows_);

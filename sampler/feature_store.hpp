@@ -63,9 +63,9 @@ class FeatureStore {
   const std::vector<ReplyCounts>& reply_log() const noexcept { return reply_log_; }
 
  private:
-  // Collective: the rows of `remote` (global ids owned elsewhere, grouped by owner) from their
-  // owners, row k written to row dst_rows[k] of `dst`.
-  void fetch_remote(std::span<const NodeId> remote, float* dst, std::span<const std::int64_t> dst_rows);
+  // Collective: the rows of `remote` (global ids owned elsewhere, grouped by owner, counts[r] of
+  // them owned by rank r) from their owners, row k written to row dst_rows[k] of `dst`.
+  void fetch_remote(std::span<const NodeId> remote, std::span<const std::int64_t> counts, float* dst, std::span<const std::int64_t> dst_rows);
   void fill_cache(std::vector<NodeId> chosen, std::uint64_t dense_index_bytes);
   // Collective: one int64 per node, read locally by `local_value(local row)` or asked of the owner.
   template <class Local>

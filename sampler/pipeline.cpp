@@ -15,9 +15,7 @@ MiniBatch timed_produce(DistSampler& sampler, FeatureStore& features, std::int64
   work_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - (comm::collective_seconds() - c0);
   return mb;
 }
-}  // namespace
 
-namespace {
 // The sampled blocks and the input features (and degrees), labels left to the caller.
 MiniBatch sample_with_features(DistSampler& sampler, FeatureStore& features, std::span<const NodeId> seeds, std::int64_t epoch, std::int64_t step) {
   MiniBatch mb = sampler.sample(seeds, epoch, step);

@@ -247,8 +247,7 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
 
   if (vm.count("dgl-python")) {
     // DGL lists fanouts from the input side: reverse ours. One thread, like one of our ranks.
-    std::string fan;
-    for (auto it = cfg.fanouts.rbegin(); it != cfg.fanouts.rend(); ++it) fan += (fan.empty() ? "" : ",") + std::to_string(*it);
+    const std::string fan = input_first_fanouts(cfg.fanouts);
     const fs::path script = fs::path(SHARDGNN_SOURCE_DIR) / "tools/peers/dgl_sampler.py";
     const std::string cmd = "OMP_NUM_THREADS=1 " + vm["dgl-python"].as<std::string>() + " " + script.string() + " " + info.dataset_dir +
                             " --fanouts " + fan + " --batch " + std::to_string(cfg.batch_size) + (cfg.replace ? " --replace" : "") +

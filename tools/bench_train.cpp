@@ -96,13 +96,7 @@ int bench_train_main(const std::vector<std::string>& args) {
     std::string note;
   };
   std::vector<Row> rows;
-  std::string fan;  // the peers' order: input layer first
-  {
-    std::stringstream ss(vm["fanouts"].as<std::string>());
-    std::vector<std::string> f;
-    for (std::string item; std::getline(ss, item, ',');) f.push_back(item);
-    for (auto it = f.rbegin(); it != f.rend(); ++it) fan += (fan.empty() ? "" : ",") + *it;
-  }
+  const std::string fan = input_first_fanouts(parse_fanouts(vm["fanouts"].as<std::string>()));
   // A peer's row from its JSON output ({epoch_s, test_acc, dgl_version}); `note` describes the run.
   auto peer_row = [&](const char* who, int p, const ProcessResult& pr, const std::function<std::string(const std::string&)>& note) {
     Row d;

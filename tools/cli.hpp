@@ -31,6 +31,17 @@ inline void keep_freed_memory_in_heap() {
 #endif
 }
 
+// Fanouts as the peers (DGL, DistDGL) list them, from the input layer inwards: ours reversed,
+// comma-separated.
+inline std::string input_first_fanouts(const std::vector<int>& fanouts) {
+  std::string out;
+  for (auto it = fanouts.rbegin(); it != fanouts.rend(); ++it) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(*it);
+  }
+  return out;
+}
+
 namespace po = boost::program_options;
 
 // Thrown for a malformed command line; main prints it with a hint to --help and exits 2.
