@@ -54,7 +54,10 @@ void FeatureStore::fetch_remote(std::span<const NodeId> remote, std::span<const 
   // `remote` arrives grouped by owner from the caller, so it is already the send buffer.
   auto t0 = Clock::now();
   auto asked = comm_.alltoallv<NodeId>(remote, counts);
-  counters_.exchange_s += since(t0);
+  const double ids_s = since(t0);
+  counters_.id_exchange_s += ids_s;
+  counters_.exchange_s += ids_s;
+  t0 = Clock::now();
   // Staging buffers are kept between fetches: fresh ones cost a page fault and a zero-fill per
   // 4 KiB every batch, more than the copy itself.
   send_rows_.resize(asked.data.size() * F);
@@ -64,6 +67,7 @@ void FeatureStore::fetch_remote(std::span<const NodeId> remote, std::span<const 
     if (i + lead < asked.data.size()) prefetch_row(features + (asked.data[i + lead] - first) * dim_, F * sizeof(float));
     std::memcpy(send_rows_.data() + i * F, features + (asked.data[i] - first) * dim_, F * sizeof(float));
   }
+  counters_.gather_s += since(t0);
   std::vector<std::int64_t> row_counts(asked.counts.size());
   for (std::size_t r = 0; r < row_counts.size(); ++r) row_counts[r] = asked.counts[r] * dim_;
   // The reply's sizes are known here already (F floats per row asked), so no count exchange.
@@ -73,9 +77,13 @@ void FeatureStore::fetch_remote(std::span<const NodeId> remote, std::span<const 
   recv_rows_.resize(remote.size() * F);
   t0 = Clock::now();
   comm_.alltoallv_into<float>(send_rows_, row_counts, expect, recv_rows_);
-  counters_.exchange_s += since(t0);
+  const double rows_s = since(t0);
+  counters_.row_exchange_s += rows_s;
+  counters_.exchange_s += rows_s;
+  t0 = Clock::now();
   for (std::size_t k = 0; k < remote.size(); ++k)
     std::memcpy(dst + static_cast<std::size_t>(dst_rows[k]) * F, recv_rows_.data() + k * F, F * sizeof(float));
+  counters_.scatter_s += since(t0);
   counters_.bytes_sent += static_cast<std::int64_t>(remote.size() * sizeof(NodeId) + send_rows_.size() * sizeof(float));
   counters_.bytes_received += static_cast<std::int64_t>(asked.data.size() * sizeof(NodeId) + recv_rows_.size() * sizeof(float));
 }

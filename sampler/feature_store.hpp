@@ -23,6 +23,10 @@ struct FeatureCounters {
   std::int64_t bytes_sent = 0, bytes_received = 0;
   std::int64_t value_fetches = 0;  // fetch_labels / fetch_degrees calls (each a request and a reply exchange)
   double local_gather_s = 0, cache_s = 0, remote_s = 0, exchange_s = 0;  // remote_s: misses only (grouping, exchange, scatter)
+  // The parts of remote_s: the id exchange (counts, then ids), the owner's gather of the rows asked
+  // of it, the row exchange, and the scatter of the received rows to their places in the batch.
+  // exchange_s = id_exchange_s + row_exchange_s.
+  double id_exchange_s = 0, gather_s = 0, row_exchange_s = 0, scatter_s = 0;
   double skew_s = 0;  // with the skew probe on: time waiting for the slowest rank before each remote fetch
   double hit_rate() const { return remote_rows > 0 ? static_cast<double>(cache_hits) / static_cast<double>(remote_rows) : 0.0; }
 };

@@ -167,10 +167,12 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   struct Row {
     double sampled_edges, sample_s, exchange_s, fetch_local_s, fetch_cache_s, fetch_remote_s, fetch_exchange_s, skew_s, remote_bytes, remote_rows, hits, input_nodes, steps, raw_s, local_gbs, memcpy_gbs, wall;
     double rows_by_owners, sampling_bytes, sample_skew_s, own_rows, served_rows;
+    double id_exchange_s, gather_s, row_exchange_s, scatter_s;
   } mine{static_cast<double>(sc.sampled_edges), sc.sample_s, sc.exchange_s, fc.local_gather_s, fc.cache_s, fc.remote_s, fc.exchange_s, fc.skew_s, remote_bytes, static_cast<double>(fc.remote_rows),
          static_cast<double>(fc.cache_hits), static_cast<double>(input_nodes), static_cast<double>(steps_run), raw_s, local_gbs, memcpy_gbs, wall,
          static_cast<double>(sc.remote_rows_sampled), static_cast<double>(sc.bytes_sent), sc.skew_s,
-         static_cast<double>(sc.local_rows_sampled), static_cast<double>(sc.rows_served)};
+         static_cast<double>(sc.local_rows_sampled), static_cast<double>(sc.rows_served),
+         fc.id_exchange_s, fc.gather_s, fc.row_exchange_s, fc.scatter_s};
   const auto all = world.allgather(mine);
   if (world.rank() != 0) return 0;
   Row sum{};
@@ -196,6 +198,10 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
     sum.rows_by_owners += r.rows_by_owners;
     sum.sampling_bytes += r.sampling_bytes;
     sum.sample_skew_s += r.sample_skew_s;
+    sum.id_exchange_s += r.id_exchange_s;
+    sum.gather_s += r.gather_s;
+    sum.row_exchange_s += r.row_exchange_s;
+    sum.scatter_s += r.scatter_s;
   }
   const double edges_per_core_s = sum.sampled_edges / (sum.sample_s + sum.exchange_s);
   const double remote_gbs = sum.fetch_remote_s > 0 ? sum.remote_bytes / sum.fetch_remote_s / 1e9 : 0;
@@ -226,8 +232,13 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   if (sum.remote_bytes > 0) {
     std::printf("remote fetch               %.3f GB/s vs raw MPI alltoallv of the same bytes %.3f GB/s: %.2fx the raw time (fetch: ids out, rows back; raw: the rows only)\n", remote_gbs,
                 raw_gbs, sum.fetch_remote_s / sum.raw_s);
-    std::printf("  of which                 the two exchanges %.2fx the raw time; grouping, the owners' gather and the scatter %.2fx\n",
-                sum.fetch_exchange_s / sum.raw_s, (sum.fetch_remote_s - sum.fetch_exchange_s) / sum.raw_s);
+    // The fetch's passes over the rows, each against the raw alltoallv: the owners' gather reads
+    // the asked rows at random from the mapped file and the scatter writes each received row to
+    // its place in the batch, two copies the raw exchange of one contiguous buffer does not make.
+    // The row exchange includes waiting for the peer whose gather took longer.
+    std::printf("  of which (x the raw)     id exchange %.2f, owners' gather %.2f, row exchange %.2f, scatter %.2f, grouping %.2f\n",
+                sum.id_exchange_s / sum.raw_s, sum.gather_s / sum.raw_s, sum.row_exchange_s / sum.raw_s, sum.scatter_s / sum.raw_s,
+                (sum.fetch_remote_s - sum.id_exchange_s - sum.gather_s - sum.row_exchange_s - sum.scatter_s) / sum.raw_s);
   } else {
     std::printf("remote fetch               none (every input row is owned or cached)\n");
   }
@@ -243,6 +254,9 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
                           {"local_gather_gbs", sum.local_gbs}, {"memcpy_gather_gbs", sum.memcpy_gbs}, {"remote_fetch_gbs", remote_gbs},
                           {"raw_alltoallv_gbs", raw_gbs}, {"remote_vs_raw_time", sum.raw_s > 0 ? sum.fetch_remote_s / sum.raw_s : 0.0},
                           {"remote_exchanges_vs_raw_time", sum.raw_s > 0 ? sum.fetch_exchange_s / sum.raw_s : 0.0},
+                          {"remote_parts_vs_raw_time",
+                           {{"id_exchange", sum.raw_s > 0 ? sum.id_exchange_s / sum.raw_s : 0.0}, {"gather", sum.raw_s > 0 ? sum.gather_s / sum.raw_s : 0.0},
+                            {"row_exchange", sum.raw_s > 0 ? sum.row_exchange_s / sum.raw_s : 0.0}, {"scatter", sum.raw_s > 0 ? sum.scatter_s / sum.raw_s : 0.0}}},
                           {"time_s", {{"sample", sum.sample_s}, {"sample_exchange", sum.exchange_s}, {"fetch_local", sum.fetch_local_s}, {"fetch_cache", sum.fetch_cache_s}, {"fetch_remote", sum.fetch_remote_s}, {"skew_wait", sum.skew_s}, {"skew_wait_before_batch", sum.sample_skew_s}}}};
 
   if (vm.count("dgl-python")) {
