@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "comm/communicator.hpp"
 #include "datasets/error.hpp"
 #include "tools/cli.hpp"
 
@@ -48,54 +47,30 @@ int main(int argc, char** argv) {
   const std::string cmd = args[0];
   args.erase(args.begin());
   cli::g_command = "shardgnn " + cmd;
-  // Distributed commands: MPI up first, and every failure ends the job on every rank, never a hang.
-  if (cmd == "bench" && !args.empty() && args[0] == "sampler") {
-    // The benchmark times one batch at a time on the calling thread: no thread-safe MPI needed.
-    comm::Environment env(argc, argv, /*threads=*/false);
-    int rc;
-    {
-      const auto world = comm::Communicator::world();
-      rc = comm::run_guarded("shardgnn bench sampler", world, [&] {
-        try {
-          return cli::bench_sampler_main({args.begin() + 1, args.end()}, world);
-        } catch (const cli::UsageError& e) {
-          throw comm::CollectiveError(e.what());
-        }
-      });
-    }
-    return rc;
-  }
-  if (cmd == "train") {
-    comm::Environment env(argc, argv);
-    const auto world = comm::Communicator::world();
-    // Training is a module loaded on demand (see tools/CMakeLists.txt): libtorch costs every
-    // other command ~160 MB of memory and a fifth of a second to start.
+  // The distributed commands live in a module loaded on demand (tools/dist_main.cpp), so that no
+  // other command loads MPI. It initialises MPI itself; from there on every failure ends the job on
+  // every rank, never a hang. A module that cannot be loaded is a broken installation, the same on
+  // every rank, and fails before MPI starts, as a missing shared library would.
+  const bool bench_sampler = cmd == "bench" && !args.empty() && args[0] == "sampler";
+  if (bench_sampler || cmd == "train") {
     const fs::path exe_dir = fs::read_symlink("/proc/self/exe").parent_path();
     std::string tried;
     void* module = nullptr;
-    for (const fs::path& candidate : {exe_dir / "libshardgnn_train.so", exe_dir / "../lib/shardgnn/libshardgnn_train.so"}) {
+    for (const fs::path& candidate : {exe_dir / "libshardgnn_dist.so", exe_dir / "../lib/shardgnn/libshardgnn_dist.so"}) {
       module = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (module) break;
       tried += std::string(tried.empty() ? "" : "; ") + dlerror();
     }
-    // Every rank must agree before any collective: a node without libtorch must not leave the
-    // others waiting in the trainer's first check.
-    try {
-      world.check_all(module != nullptr, "cannot load the training module (" + tried + "); this build may lack libtorch (-DSHARDGNN_WITH_TORCH=ON)");
-    } catch (const comm::CollectiveError& e) {
-      std::fprintf(stderr, "shardgnn train: error: rank %d/%d: %s\n", world.rank(), world.size(), e.what());
+    using Entry = int (*)(const char*, int, char**, const std::vector<std::string>*);
+    auto entry = module ? reinterpret_cast<Entry>(dlsym(module, "shardgnn_dist_entry")) : nullptr;
+    if (!entry) {
+      std::fprintf(stderr, "%s: error: cannot load the distributed commands' module (%s)\n", cli::g_command.c_str(),
+                   module ? "it lacks shardgnn_dist_entry" : tried.c_str());
       return 1;
     }
-    using Entry = int (*)(const std::vector<std::string>*, const comm::Communicator*);
-    auto entry = reinterpret_cast<Entry>(dlsym(module, "shardgnn_train_entry"));
-    try {
-      world.check_all(entry != nullptr, "the training module lacks its entry point shardgnn_train_entry");
-    } catch (const comm::CollectiveError& e) {
-      std::fprintf(stderr, "shardgnn train: error: rank %d/%d: %s\n", world.rank(), world.size(), e.what());
-      return 1;
-    }
-    // Never dlclose: libtorch registers exit-time handlers that must find their code.
-    return entry(&args, &world);
+    if (bench_sampler) args.erase(args.begin());
+    // Never dlclose: MPI and libtorch register exit-time handlers that must find their code.
+    return entry(bench_sampler ? "bench sampler" : "train", argc, argv, &args);
   }
   try {
     if (cmd == "data") return cli::data_main(args);
