@@ -173,6 +173,9 @@ class Communicator {
       throw std::logic_error("alltoallv_into: a buffer of " + std::to_string(recv.size()) + " for " + std::to_string(total) + " elements");
     alltoallv_raw(send.data(), send_counts, recv.data(), recv_counts, sizeof(T));
   }
+  // Collective: for each rank of this communicator, an id of the node (shared-memory domain,
+  // MPI_COMM_TYPE_SHARED) it runs on; ranks on one node share the id (the lowest rank there).
+  std::vector<int> node_ids() const;
   // True on every rank if `ok` is true on every rank.
   bool all(bool ok) const { return allreduce<std::int32_t>(ok ? 1 : 0, Op::kMin) == 1; }
   // Throws CollectiveError on every rank unless `ok` holds on every rank. The message of a rank

@@ -350,6 +350,7 @@ Shard load_shard(const PartitionInfo& info, PartId k) {
   const auto& arrays = json_object(pj, "arrays", path);
   const std::int64_t n = info.book.size(k), m = json_int(pj, "edges", path);
   Shard s;
+  s.dir = info.dir;
   s.part = k;
   s.book = info.book;
   s.feature_dim = info.feature_dim;
@@ -370,6 +371,16 @@ Shard load_shard(const PartitionInfo& info, PartId k) {
   s.orig_ids = load_listed_array<NodeId>(pdir, arrays, path, "orig_ids", {n}, true);
   s.edge_weights = load_listed_array<std::int64_t>(pdir, arrays, path, "edge_weights", {m}, false);
   return s;
+}
+
+Array<float> load_part_features(const PartitionInfo& info, PartId k) {
+  const std::string path = (fs::path(info.dir) / "partition.json").string();
+  if (k < 0 || k >= info.book.parts())
+    throw InputError(path, "", "part " + std::to_string(k) + " requested, the dataset has parts 0.." + std::to_string(info.book.parts() - 1));
+  if (info.feature_dim <= 0) return {};
+  const auto& pj = info.json.at("parts").as_array()[static_cast<std::size_t>(k)].as_object();
+  const std::string pdir = (fs::path(info.dir) / json_string(pj, "dir", path)).string();
+  return load_listed_array<float>(pdir, json_object(pj, "arrays", path), path, "features", {info.book.size(k), info.feature_dim}, true);
 }
 
 namespace {

@@ -48,6 +48,7 @@ PartitionInfo load_partition_info(const std::string& dir);
 
 // One shard, memory-mapped (what a rank loads).
 struct Shard {
+  std::string dir;  // the partitioned dataset's folder (empty for shard_from_dataset)
   PartId part = 0;
   PartitionBook book;
   CsrGraph graph;  // local rows, global neighbour ids
@@ -61,6 +62,9 @@ struct Shard {
   Array<std::int64_t> edge_weights;
 };
 Shard load_shard(const PartitionInfo& info, PartId part);
+// Only part `part`'s features (checked against partition.json's listing and shape), for a rank
+// reading the rows of a shard another rank on its node owns.
+Array<float> load_part_features(const PartitionInfo& info, PartId part);
 // Reads every file of one part and compares its CRC-32 with partition.json's; throws InputError
 // naming the first file that differs. O(shard size): what a rank runs once at start-up.
 void verify_shard_checksums(const PartitionInfo& info, PartId part);

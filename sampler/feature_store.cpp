@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "sampler/sampler.hpp"
+#include <stdexcept>
 
 namespace shardgnn {
 
@@ -117,9 +118,10 @@ void FeatureStore::fetch(std::span<const NodeId> nodes, FeatureRows& out) {
     }
   }
   counters_.local_gather_s += since(t0);
-  // Pass 2: remote rows from the cache, the misses from their owners in one exchange.
+  // Pass 2: remote rows from the cache, those of same-node ranks from their mapped shards, the
+  // misses from their owners in one exchange.
   t0 = Clock::now();
-  std::vector<RemoteAt> miss;
+  std::vector<RemoteAt> miss, nearby;
   std::vector<std::int64_t> per_owner(static_cast<std::size_t>(P), 0);
   std::vector<std::pair<std::size_t, std::int64_t>> hits;  // (position in nodes, cache row)
   const std::int32_t* dense = dense_slot_.empty() ? nullptr : dense_slot_.data();
@@ -130,15 +132,19 @@ void FeatureStore::fetch(std::span<const NodeId> nodes, FeatureRows& out) {
     std::int64_t row = -1;
     if (dense) {
       row = dense[v];
-    } else if (auto it = slot_.find(v); it != slot_.end()) {
-      row = it->second;
+    } else if (cached_ > 0) {
+      if (auto it = slot_.find(v); it != slot_.end()) row = it->second;
     }
     if (row >= 0) {
       hits.emplace_back(i, row);
     } else {
       const PartId owner = book.owner(v);
-      miss.push_back({i, owner});
-      ++per_owner[owner];
+      if (near(owner)) {
+        nearby.push_back({i, owner});
+      } else {
+        miss.push_back({i, owner});
+        ++per_owner[owner];
+      }
     }
   }
   for (std::size_t k = 0; k < hits.size(); ++k) {  // cache rows are random reads too
@@ -147,19 +153,67 @@ void FeatureStore::fetch(std::span<const NodeId> nodes, FeatureRows& out) {
   }
   counters_.cache_hits += static_cast<std::int64_t>(hits.size());
   counters_.cache_s += since(t0);
+  if (!near_.empty()) {  // mapping was tried, on every rank alike (so the benchmark's log lines up)
+    // Same-node rows: a gather like the local one, from the owner's mapped shard.
+    t0 = Clock::now();
+    auto source = [&](const RemoteAt& x) {
+      return peer_rows_[static_cast<std::size_t>(x.owner)].data() + (nodes[x.pos] - book.begin(x.owner)) * dim_;
+    };
+    for (std::size_t k = 0; k < nearby.size(); ++k) {
+      if (k + lead < nearby.size()) prefetch_row(source(nearby[k + lead]), row_bytes);
+      std::memcpy(out.data() + nearby[k].pos * F, source(nearby[k]), row_bytes);
+    }
+    if (record_) {
+      ReplyCounts log{{}, std::vector<std::int64_t>(static_cast<std::size_t>(P), 0), true};
+      for (const RemoteAt& x : nearby) log.received[static_cast<std::size_t>(x.owner)] += dim_;
+      reply_log_.push_back(std::move(log));
+    }
+    counters_.node_local_rows += static_cast<std::int64_t>(nearby.size());
+    counters_.node_local_s += since(t0);
+  }
   if (probe_skew_) {
     t0 = Clock::now();
     comm_.barrier();
     counters_.skew_s += since(t0);
   }
-  t0 = Clock::now();
-  std::vector<NodeId> misses;
-  std::vector<std::int64_t> slot_of;
-  group_by_owner(nodes, miss, per_owner, misses, slot_of);
-  fetch_remote(misses, per_owner, out.data(), slot_of);
-  counters_.remote_s += since(t0);
+  if (exchange_) {
+    t0 = Clock::now();
+    std::vector<NodeId> misses;
+    std::vector<std::int64_t> slot_of;
+    group_by_owner(nodes, miss, per_owner, misses, slot_of);
+    fetch_remote(misses, per_owner, out.data(), slot_of);
+    counters_.remote_s += since(t0);
+  } else if (!miss.empty()) {
+    throw std::logic_error("FeatureStore::fetch: a row owned off this node, but no rank exchanges rows");
+  }
   counters_.local_rows += local_rows;
-  counters_.remote_rows += static_cast<std::int64_t>(nodes.size()) - local_rows;
+  counters_.remote_rows += static_cast<std::int64_t>(nodes.size() - nearby.size()) - local_rows;
+}
+
+int FeatureStore::node_local_peers() const noexcept { return static_cast<int>(std::count(near_.begin(), near_.end(), 1)); }
+
+void FeatureStore::read_node_local_shards(const std::vector<int>& node) {
+  const int P = comm_.size();
+  if (node.size() != static_cast<std::size_t>(P)) throw std::invalid_argument("read_node_local_shards: one node id per rank expected");
+  near_.assign(static_cast<std::size_t>(P), 0);
+  peer_rows_.clear();
+  peer_rows_.resize(static_cast<std::size_t>(P));
+  // An optimisation only: a shard that cannot be mapped here (another file system view, say) is
+  // left to the exchange. The owner checked its files' checksums at start-up.
+  try {
+    const PartitionInfo info = load_partition_info(shard_.dir);
+    for (int r = 0; r < P; ++r) {
+      if (r == shard_.part || node[static_cast<std::size_t>(r)] != node[static_cast<std::size_t>(comm_.rank())]) continue;
+      try {
+        peer_rows_[static_cast<std::size_t>(r)] = load_part_features(info, r);
+        near_[static_cast<std::size_t>(r)] = 1;
+      } catch (const std::exception&) {
+      }
+    }
+  } catch (const std::exception&) {
+  }
+  // The row exchange is skipped only when no rank needs it: every rank reads all the others.
+  exchange_ = !comm_.all(node_local_peers() == P - 1);
 }
 
 template <class Local>
@@ -218,7 +272,9 @@ void FeatureStore::fill_cache(std::vector<NodeId> chosen, std::uint64_t dense_in
   dense_slot_.clear();
   cached_ = static_cast<std::int64_t>(chosen.size());
   const auto n = static_cast<std::uint64_t>(shard_.book.num_nodes());
-  if (n * sizeof(std::int32_t) <= dense_index_bytes && chosen.size() < (1ULL << 31)) {
+  if (chosen.empty()) {
+    // No index: fetch() skips the lookups.
+  } else if (n * sizeof(std::int32_t) <= dense_index_bytes && chosen.size() < (1ULL << 31)) {
     dense_slot_.assign(n, -1);
     for (std::size_t i = 0; i < chosen.size(); ++i) dense_slot_[static_cast<std::size_t>(chosen[i])] = static_cast<std::int32_t>(i);
   } else {
@@ -228,10 +284,15 @@ void FeatureStore::fill_cache(std::vector<NodeId> chosen, std::uint64_t dense_in
 }
 
 void FeatureStore::build_cache(const SamplerConfig& config, DistSampler* sampler) {
+  // Every rank decides alike whether to map (the shard's folder is known on every rank or none).
+  if (comm_.all(config.node_local && comm_.size() > 1 && dim_ > 0 && !shard_.dir.empty() && shard_.part == comm_.rank())) read_node_local_shards(comm_.node_ids());
   std::vector<NodeId> chosen;
   const bool on = config.cache_policy != CachePolicy::kNone && dim_ > 0;
   const std::size_t row_bytes = static_cast<std::size_t>(dim_) * sizeof(float);
-  const auto remote_rows = static_cast<std::size_t>(shard_.book.num_nodes() - shard_.book.size(shard_.part));
+  std::int64_t far_nodes = shard_.book.num_nodes() - shard_.book.size(shard_.part);
+  for (PartId r = 0; r < shard_.book.parts(); ++r)
+    if (near(r)) far_nodes -= shard_.book.size(r);
+  const auto remote_rows = static_cast<std::size_t>(far_nodes);  // the rows a cache may hold
   std::size_t capacity = !on ? 0
                          : config.cache_fraction > 0 ? static_cast<std::size_t>(config.cache_fraction * static_cast<double>(remote_rows))
                                                      : static_cast<std::size_t>(config.cache_mb * 1e6 / static_cast<double>(row_bytes));
@@ -241,7 +302,9 @@ void FeatureStore::build_cache(const SamplerConfig& config, DistSampler* sampler
     // Candidates are the halo; a remote node is drawn in proportion to its degree (sampling
     // reaches it along any of its edges), so rank by the degree its owner reports, once. This is
     // a collective on every rank, cache or not, so the exchange always lines up.
-    const std::vector<NodeId> halo(shard_.halo_nodes.begin(), shard_.halo_nodes.end());  // sorted: grouped by owner
+    std::vector<NodeId> halo;  // sorted: grouped by owner; rows read from same-node shards need no cache
+    for (std::size_t i = 0; i < shard_.halo_nodes.size(); ++i)
+      if (!near(shard_.halo_owner[i])) halo.push_back(shard_.halo_nodes[i]);
     std::vector<std::int64_t> counts(static_cast<std::size_t>(comm_.size()), 0);
     for (NodeId v : halo) ++counts[shard_.book.owner(v)];
     auto asked = comm_.alltoallv<NodeId>(halo, counts);
@@ -260,7 +323,7 @@ void FeatureStore::build_cache(const SamplerConfig& config, DistSampler* sampler
       const MiniBatch mb = sampler->sample(seeds, -1, s);
       if (on)
         for (NodeId v : mb.input_nodes())
-          if (shard_.book.owner(v) != shard_.part) ++score[v];
+          if (const PartId owner = shard_.book.owner(v); owner != shard_.part && !near(owner)) ++score[v];
     }
     sampler->counters() = SamplerCounters{};  // presampling is setup, not training work
   }

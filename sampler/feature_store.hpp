@@ -19,10 +19,14 @@ namespace shardgnn {
 class DistSampler;
 
 struct FeatureCounters {
-  std::int64_t local_rows = 0, remote_rows = 0, cache_hits = 0;
+  // remote_rows: rows owned by ranks on other nodes (or by any other rank with node-local reads
+  // off), served by the cache or the exchange; node_local_rows: rows owned by another rank on this
+  // node, read from its mapped shard.
+  std::int64_t local_rows = 0, remote_rows = 0, cache_hits = 0, node_local_rows = 0;
   std::int64_t bytes_sent = 0, bytes_received = 0;
   std::int64_t value_fetches = 0;  // fetch_labels / fetch_degrees calls (each a request and a reply exchange)
   double local_gather_s = 0, cache_s = 0, remote_s = 0, exchange_s = 0;  // remote_s: misses only (grouping, exchange, scatter)
+  double node_local_s = 0;  // reading the node-local rows
   // The parts of remote_s: the id exchange (counts, then ids), the owner's gather of the rows asked
   // of it, the row exchange, and the scatter of the received rows to their places in the batch.
   // exchange_s = id_exchange_s + row_exchange_s.
@@ -35,9 +39,20 @@ class FeatureStore {
  public:
   FeatureStore(const Shard& shard, const comm::Communicator& comm);
 
-  // Collective. Fills the cache per `config` (policy and size); kPresample draws
-  // config.presample_batches batches with `sampler` (epoch -1, so training epochs are untouched).
+  // Collective. With config.node_local, maps the shards of the other ranks on this node (see
+  // SamplerConfig::node_local). Then fills the cache per `config` (policy and size) with rows
+  // owned on other nodes; kPresample draws config.presample_batches batches with `sampler`
+  // (epoch -1, so training epochs are untouched).
   void build_cache(const SamplerConfig& config, DistSampler* sampler);
+  // After build_cache: how many other ranks' shards are read directly, and whether fetch() still
+  // enters the row exchange (false when every other rank's shard is read directly, which every
+  // rank agrees on).
+  int node_local_peers() const noexcept;
+  // Collective: reads the rows of the ranks that share this rank's entry of `node_of_rank` (one
+  // per rank) from their shard files. build_cache does it with the job's real node layout; tests
+  // pass others (pairs of ranks, say) before a build_cache with node_local off.
+  void read_node_local_shards(const std::vector<int>& node_of_rank);
+  bool exchanges_rows() const noexcept { return exchange_; }
 
   // Collective: every rank calls it once per step. Writes the rows of `nodes` (global ids),
   // row-major, into `out` (resized to nodes.size() x feature_dim).
@@ -56,8 +71,11 @@ class FeatureStore {
   FeatureCounters& counters() noexcept { return counters_; }
   // For the benchmark's raw-MPI replay: when on, the per-rank float counts of every row reply
   // this rank sent and received are kept, one entry per fetch.
+  // Node-local reads are logged as `received` only (floats read from each rank's shard); the
+  // benchmark learns `sent` from the owners.
   struct ReplyCounts {
     std::vector<std::int64_t> sent, received;
+    bool node_local = false;
   };
   void record_replies(bool on) { record_ = on; }
   // For the benchmark: when on, each fetch() enters a barrier (timed as skew_s) before its remote
@@ -71,6 +89,7 @@ class FeatureStore {
   // them owned by rank r) from their owners, row k written to row dst_rows[k] of `dst`.
   void fetch_remote(std::span<const NodeId> remote, std::span<const std::int64_t> counts, float* dst, std::span<const std::int64_t> dst_rows);
   void fill_cache(std::vector<NodeId> chosen, std::uint64_t dense_index_bytes);
+  bool near(PartId owner) const noexcept { return !near_.empty() && near_[static_cast<std::size_t>(owner)] != 0; }
   // Collective: one int64 per node, read locally by `local_value(local row)` or asked of the owner.
   template <class Local>
   void fetch_values(std::span<const NodeId> nodes, std::vector<std::int64_t>& out, Local local_value);
@@ -85,6 +104,9 @@ class FeatureStore {
   std::int64_t cached_ = 0;
   std::vector<float> cache_;
   std::vector<float> send_rows_, recv_rows_;  // staging for remote rows, kept between fetches
+  std::vector<Array<float>> peer_rows_;       // per rank: its shard's features when mapped here
+  std::vector<char> near_;                    // per rank: its rows are read from peer_rows_
+  bool exchange_ = true;
   FeatureCounters counters_;
   bool record_ = false, probe_skew_ = false;
   std::vector<ReplyCounts> reply_log_;

@@ -63,6 +63,7 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
       ("replace", "sample with replacement")
       ("cache-policy", po::value<std::string>()->default_value("degree"), "none, degree or presample")
       ("cache-fraction", po::value<double>()->default_value(0.2), "cache this fraction of the rows the rank does not own")
+      ("node-local", po::value<std::string>()->default_value("on"), "on: read the rows of shards owned by ranks on the same node from their files (the page cache), off: over MPI like any remote row")
       ("cache-mb", po::value<double>()->default_value(0), "or: a cache of this many MB (used when --cache-fraction is 0)")
       ("seed", po::value<std::uint64_t>()->default_value(0), "seed")
       ("dgl-python", po::value<std::string>(), "a python with DGL (scripts/peers.sh makes one): run DGL's sampler on the same graph")
@@ -86,6 +87,7 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
     cfg.replace = vm.count("replace") > 0;
     cfg.cache_policy = parse_cache_policy(vm["cache-policy"].as<std::string>());
     cfg.cache_fraction = vm["cache-fraction"].as<double>();
+    cfg.node_local = parse_on_off(vm["node-local"].as<std::string>(), "--node-local");
     cfg.cache_mb = vm["cache-mb"].as<double>();
     cfg.seed = vm["seed"].as<std::uint64_t>();
     cfg.prefetch = 0;
@@ -145,20 +147,26 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   }
   // Limit 2: one raw MPI_Alltoallv per batch replaying the feature replies' exact counts (same
   // bytes, same peers; no request round, no count exchange, no gather, no skew between ranks).
+  // Rows read from same-node shards are replayed likewise, as if they had been exchanged: each
+  // owner learns first (untimed) how many floats every rank read from it.
+  std::vector<FeatureStore::ReplyCounts> replies = store.reply_log();
+  const std::vector<std::int64_t> one_each(static_cast<std::size_t>(world.size()), 1);
+  for (auto& counts : replies)
+    if (counts.node_local) counts.sent = comm.alltoallv<std::int64_t>(counts.received, one_each).data;
   world.barrier();
-  double raw_s = 0;
+  double raw_s = 0, raw_near_s = 0;
   {
     std::vector<float> buf, got;
-    const auto t0 = Clock::now();
-    for (const auto& counts : store.reply_log()) {
+    for (const auto& counts : replies) {
       std::int64_t total = 0, incoming = 0;
       for (auto c : counts.sent) total += c;
       for (auto c : counts.received) incoming += c;
       buf.resize(static_cast<std::size_t>(total));
       got.resize(static_cast<std::size_t>(incoming));
+      const auto t0 = Clock::now();
       comm.alltoallv_into<float>(buf, counts.sent, counts.received, got);
+      (counts.node_local ? raw_near_s : raw_s) += since(t0);
     }
-    raw_s = since(t0);
   }
 
   // Per-rank numbers, reduced.
@@ -168,11 +176,13 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
     double sampled_edges, sample_s, exchange_s, fetch_local_s, fetch_cache_s, fetch_remote_s, fetch_exchange_s, skew_s, remote_bytes, remote_rows, hits, input_nodes, steps, raw_s, local_gbs, memcpy_gbs, wall;
     double rows_by_owners, sampling_bytes, sample_skew_s, own_rows, served_rows;
     double id_exchange_s, gather_s, row_exchange_s, scatter_s;
+    double near_rows, near_s, raw_near_s;
   } mine{static_cast<double>(sc.sampled_edges), sc.sample_s, sc.exchange_s, fc.local_gather_s, fc.cache_s, fc.remote_s, fc.exchange_s, fc.skew_s, remote_bytes, static_cast<double>(fc.remote_rows),
          static_cast<double>(fc.cache_hits), static_cast<double>(input_nodes), static_cast<double>(steps_run), raw_s, local_gbs, memcpy_gbs, wall,
          static_cast<double>(sc.remote_rows_sampled), static_cast<double>(sc.bytes_sent), sc.skew_s,
          static_cast<double>(sc.local_rows_sampled), static_cast<double>(sc.rows_served),
-         fc.id_exchange_s, fc.gather_s, fc.row_exchange_s, fc.scatter_s};
+         fc.id_exchange_s, fc.gather_s, fc.row_exchange_s, fc.scatter_s,
+         static_cast<double>(fc.node_local_rows), fc.node_local_s, raw_near_s};
   const auto all = world.allgather(mine);
   if (world.rank() != 0) return 0;
   Row sum{};
@@ -202,6 +212,9 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
     sum.gather_s += r.gather_s;
     sum.row_exchange_s += r.row_exchange_s;
     sum.scatter_s += r.scatter_s;
+    sum.near_rows += r.near_rows;
+    sum.near_s += r.near_s;
+    sum.raw_near_s += r.raw_near_s;
   }
   const double edges_per_core_s = sum.sampled_edges / (sum.sample_s + sum.exchange_s);
   const double remote_gbs = sum.fetch_remote_s > 0 ? sum.remote_bytes / sum.fetch_remote_s / 1e9 : 0;
@@ -226,7 +239,10 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
     std::printf("\n");
   }
   std::printf("remote bytes per batch     %.3g  (features fetched from other ranks, after the cache)\n", sum.remote_bytes / sum.steps);
-  std::printf("cache hit rate             %.3f  (cache built in %.2f s)\n", hit, cache_s);
+  if (sum.remote_rows > 0)
+    std::printf("cache hit rate             %.3f  (cache built in %.2f s)\n", hit, cache_s);
+  else
+    std::printf("cache hit rate             -  (no input row is owned on another node: nothing to cache)\n");
   std::printf("local gather               %.2f GB/s vs memcpy random-row gather %.2f GB/s: %.0f%%\n", sum.local_gbs, sum.memcpy_gbs,
               sum.memcpy_gbs > 0 ? 100 * sum.local_gbs / sum.memcpy_gbs : 0.0);
   if (sum.remote_bytes > 0) {
@@ -240,13 +256,20 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
                 sum.id_exchange_s / sum.raw_s, sum.gather_s / sum.raw_s, sum.row_exchange_s / sum.raw_s, sum.scatter_s / sum.raw_s,
                 (sum.fetch_remote_s - sum.id_exchange_s - sum.gather_s - sum.row_exchange_s - sum.scatter_s) / sum.raw_s);
   } else {
-    std::printf("remote fetch               none (every input row is owned or cached)\n");
+    std::printf("remote fetch               none (every input row is owned, cached%s)\n", sum.near_rows > 0 ? " or on this node" : "");
   }
-  const double total = sum.sample_s + sum.exchange_s + sum.fetch_local_s + sum.fetch_cache_s + sum.fetch_remote_s + sum.skew_s + sum.sample_skew_s;
-  std::printf("time split                 sample %.0f%%, sampling exchange %.0f%%, local fetch %.0f%%, cache %.0f%%, remote fetch %.0f%%, "
+  const double near_bytes = sum.near_rows * static_cast<double>(row_bytes);
+  if (near_bytes > 0) {
+    // Rows of other ranks on this node, read from their mapped shards: the same bytes a remote
+    // fetch would move, without the exchange, the owners' gather or the scatter.
+    std::printf("same-node rows             %.0f per batch, read from %d other ranks' shards at %.2f GB/s vs raw MPI alltoallv of the same bytes %.2f GB/s: %.2fx the raw time\n",
+                sum.near_rows / sum.steps, store.node_local_peers(), near_bytes / sum.near_s / 1e9, near_bytes / sum.raw_near_s / 1e9, sum.near_s / sum.raw_near_s);
+  }
+  const double total = sum.sample_s + sum.exchange_s + sum.fetch_local_s + sum.fetch_cache_s + sum.near_s + sum.fetch_remote_s + sum.skew_s + sum.sample_skew_s;
+  std::printf("time split                 sample %.0f%%, sampling exchange %.0f%%, local fetch %.0f%%, cache %.0f%%, same-node rows %.0f%%, remote fetch %.0f%%, "
               "waiting for the slowest rank before the batch %.0f%% and before the fetch %.0f%%  (%.2f s wall, slowest rank)\n",
               100 * sum.sample_s / total, 100 * sum.exchange_s / total, 100 * sum.fetch_local_s / total, 100 * sum.fetch_cache_s / total,
-              100 * sum.fetch_remote_s / total, 100 * sum.sample_skew_s / total, 100 * sum.skew_s / total, max_wall);
+              100 * sum.near_s / total, 100 * sum.fetch_remote_s / total, 100 * sum.sample_skew_s / total, 100 * sum.skew_s / total, max_wall);
   boost::json::object out{{"ranks", world.size()}, {"fanouts", vm["fanouts"].as<std::string>()}, {"batch", cfg.batch_size},
                           {"sampled_edges_per_s_per_core", edges_per_core_s}, {"input_nodes_per_batch", sum.input_nodes / sum.steps},
                           {"remote_bytes_per_batch", sum.remote_bytes / sum.steps}, {"cache_hit_rate", hit},
@@ -254,10 +277,13 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
                           {"local_gather_gbs", sum.local_gbs}, {"memcpy_gather_gbs", sum.memcpy_gbs}, {"remote_fetch_gbs", remote_gbs},
                           {"raw_alltoallv_gbs", raw_gbs}, {"remote_vs_raw_time", sum.raw_s > 0 ? sum.fetch_remote_s / sum.raw_s : 0.0},
                           {"remote_exchanges_vs_raw_time", sum.raw_s > 0 ? sum.fetch_exchange_s / sum.raw_s : 0.0},
+                          {"node_local", cfg.node_local}, {"node_local_peers", store.node_local_peers()},
+                          {"same_node_rows_per_batch", sum.near_rows / sum.steps},
+                          {"same_node_vs_raw_time", sum.raw_near_s > 0 ? sum.near_s / sum.raw_near_s : 0.0},
                           {"remote_parts_vs_raw_time",
                            {{"id_exchange", sum.raw_s > 0 ? sum.id_exchange_s / sum.raw_s : 0.0}, {"gather", sum.raw_s > 0 ? sum.gather_s / sum.raw_s : 0.0},
                             {"row_exchange", sum.raw_s > 0 ? sum.row_exchange_s / sum.raw_s : 0.0}, {"scatter", sum.raw_s > 0 ? sum.scatter_s / sum.raw_s : 0.0}}},
-                          {"time_s", {{"sample", sum.sample_s}, {"sample_exchange", sum.exchange_s}, {"fetch_local", sum.fetch_local_s}, {"fetch_cache", sum.fetch_cache_s}, {"fetch_remote", sum.fetch_remote_s}, {"skew_wait", sum.skew_s}, {"skew_wait_before_batch", sum.sample_skew_s}}}};
+                          {"time_s", {{"sample", sum.sample_s}, {"sample_exchange", sum.exchange_s}, {"fetch_local", sum.fetch_local_s}, {"fetch_cache", sum.fetch_cache_s}, {"fetch_same_node", sum.near_s}, {"fetch_remote", sum.fetch_remote_s}, {"skew_wait", sum.skew_s}, {"skew_wait_before_batch", sum.sample_skew_s}}}};
 
   if (vm.count("dgl-python")) {
     // DGL lists fanouts from the input side: reverse ours. One thread, like one of our ranks.

@@ -8,6 +8,7 @@
 #endif
 
 #include "comm/communicator.hpp"
+#include "datasets/error.hpp"
 #include "datasets/generators.hpp"
 #include "partition/config.hpp"
 #include <vector>
@@ -43,6 +44,13 @@ inline std::string input_first_fanouts(const std::vector<int>& fanouts) {
 }
 
 namespace po = boost::program_options;
+
+// An on/off option's value; anything else is an InputError naming the option.
+inline bool parse_on_off(const std::string& value, const std::string& option) {
+  if (value == "on") return true;
+  if (value == "off") return false;
+  throw InputError(option + " must be on or off, got '" + value + "'");
+}
 
 // Thrown for a malformed command line; main prints it with a hint to --help and exits 2.
 struct UsageError : std::runtime_error {

@@ -81,6 +81,7 @@ RankRecord parse_rank(const json::value& v, std::size_t i, const Where& w) {
   r.remote_sampled_rows = number(o, "remote_sampled_rows", w, p);
   r.remote_rows = number(o, "remote_rows", w, p);
   r.cache_hits = number(o, "cache_hits", w, p);
+  r.node_local_rows = number(o, "node_local_rows", w, p, 0.0);
   r.bytes_sent = number(o, "bytes_sent", w, p);
   r.bytes_received = number(o, "bytes_received", w, p);
   const json::object& t = *object(o, "time_s", w, p, true);
@@ -263,6 +264,7 @@ RunSummary summarize_run(const RunMetrics& run) {
         t.remote_sampled_rows += r.remote_sampled_rows;
         t.remote_rows += r.remote_rows;
         t.cache_hits += r.cache_hits;
+        t.node_local_rows += r.node_local_rows;
         t.bytes_moved += r.bytes_sent + r.bytes_received;
         t.sample_s += r.sample_s;
         t.fetch_s += r.fetch_s;
@@ -355,19 +357,20 @@ std::string render_run_table(const RunSummary& s) {
            "             (the sum over epochs of max - mean busy: the time the others spend waiting in the all-reduce)\n";
     out += "\n";
     const std::vector<std::pair<std::string, std::size_t>> cols = {
-        {"rank", 5},       {"seeds/ep", 10},  {"steps", 8},     {"edges", 9},    {"remote rows", 12}, {"hit %", 7},    {"MB moved", 10},  {"sample s", 10},
+        {"rank", 5},       {"seeds/ep", 10},  {"steps", 8},     {"edges", 9},    {"remote rows", 12}, {"hit %", 7},    {"same-node rows", 15}, {"MB moved", 10},  {"sample s", 10},
         {"fetch s", 9},    {"wait s", 8},     {"compute s", 10}, {"allred s", 10}, {"busy s/ep", 11},  {"busy ms/step", 13}, {"slowest", 9}};
     for (const auto& [name, w] : cols) out += pad(name, w);
     out += "\n";
     for (const RankSummary& t : s.per_rank) {
       out += pad(std::to_string(t.rank), 5) + pad(fmt("%.0f", t.seeds_per_epoch), 10) + pad(fmt("%.0f", t.steps), 8) + pad(human(t.sampled_edges), 9) +
-             pad(human(t.remote_rows), 12) + pad(t.remote_rows > 0 ? fmt("%.1f", 100 * t.cache_hits / t.remote_rows) : "-", 7) +
+             pad(human(t.remote_rows), 12) + pad(t.remote_rows > 0 ? fmt("%.1f", 100 * t.cache_hits / t.remote_rows) : "-", 7) + pad(human(t.node_local_rows), 15) +
              pad(fmt("%.1f", t.bytes_moved / 1e6), 10) + pad(secs(t.sample_s), 10) + pad(secs(t.fetch_s), 9) + pad(secs(t.batch_wait_s), 8) +
              pad(secs(t.compute_s), 10) + pad(secs(t.allreduce_s), 10) + pad(fmt("%.3f", t.busy_per_epoch_s), 11) + pad(fmt("%.2f", 1e3 * t.busy_per_step_s), 13) +
              pad(std::to_string(t.slowest_epochs) + "/" + std::to_string(t.epochs), 9) + (t.slowdown != 1 ? "  (slowdown x" + fmt("%g", t.slowdown) + ")" : "") +
              "\n";
     }
-    out += "(totals over the epochs except seeds/ep and busy; busy = own work (compute and sampling, no waiting); slowest = epochs with the largest busy time)\n";
+    out += "(totals over the epochs except seeds/ep and busy; busy = own work (compute and sampling, no waiting); slowest = epochs with the largest busy time;\n"
+           " remote rows = input rows owned on other nodes, from the cache or over MPI; same-node rows = read from the shards of ranks on this node)\n";
   }
   out += "\n";
   const std::vector<std::pair<std::string, std::size_t>> head = {{"epoch", 6}, {"epoch s", 9}, {"loss", 8}, {"val acc", 9}};
@@ -437,6 +440,7 @@ boost::json::value run_summary_json(const RunSummary& s) {
                                  {"remote_sampled_rows", jnum(t.remote_sampled_rows)},
                                  {"remote_rows", jnum(t.remote_rows)},
                                  {"cache_hits", jnum(t.cache_hits)},
+                                 {"node_local_rows", jnum(t.node_local_rows)},
                                  {"bytes_moved", jnum(t.bytes_moved)},
                                  {"time_s", {{"sample", jnum(t.sample_s)}, {"fetch", jnum(t.fetch_s)}, {"batch_wait", jnum(t.batch_wait_s)}, {"compute", jnum(t.compute_s)}, {"allreduce", jnum(t.allreduce_s)}}},
                                  {"busy_s", jnum(t.busy_s)},

@@ -95,6 +95,7 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
       ("replace", "sample with replacement")
       ("cache-policy", po::value<std::string>()->default_value("degree"), "remote feature cache: none, degree or presample")
       ("cache-fraction", po::value<double>()->default_value(0.2), "cache this fraction of the shard's halo rows")
+      ("node-local", po::value<std::string>()->default_value("on"), "on: read the rows of shards owned by ranks on the same node from their files (the page cache), off: over MPI like any remote row")
       ("checkpoint-dir", po::value<std::string>(), "write DIR/checkpoint.pt after every epoch and DIR/weights.pt at the end")
       ("resume", "continue from DIR/checkpoint.pt if it exists")
       ("force", "start over even though DIR/checkpoint.pt exists")
@@ -169,6 +170,7 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
     sc.prefetch = vm["prefetch"].as<int>();
     sc.cache_policy = parse_cache_policy(vm["cache-policy"].as<std::string>());
     sc.cache_fraction = vm["cache-fraction"].as<double>();
+    sc.node_local = parse_on_off(vm["node-local"].as<std::string>(), "--node-local");
     validate(sc);
   } catch (const std::exception& e) {
     bad = e.what();

@@ -75,6 +75,7 @@ void MetricsLog::write(const EpochRecord& r) {
                                           {"remote_sampled_rows", k.remote_sampled_rows},
                                           {"remote_rows", k.remote_rows},
                                           {"cache_hits", k.cache_hits},
+                                          {"node_local_rows", k.node_local_rows},
                                           {"bytes_sent", k.bytes_sent},
                                           {"bytes_received", k.bytes_received},
                                           {"time_s",

@@ -390,10 +390,11 @@ TrainResult Trainer::fit() {
     me.remote_sampled_rows = sc.remote_rows_sampled - sc0.remote_rows_sampled;
     me.remote_rows = fc.remote_rows - fc0.remote_rows;
     me.cache_hits = fc.cache_hits - fc0.cache_hits;
+    me.node_local_rows = fc.node_local_rows - fc0.node_local_rows;
     me.bytes_sent = static_cast<double>(sc.bytes_sent - sc0.bytes_sent + fc.bytes_sent - fc0.bytes_sent);
     me.bytes_received = static_cast<double>(sc.bytes_received - sc0.bytes_received + fc.bytes_received - fc0.bytes_received);
     me.sample_s = (sc.sample_s - sc0.sample_s) + (sc.exchange_s - sc0.exchange_s);
-    me.fetch_s = (fc.local_gather_s - fc0.local_gather_s) + (fc.cache_s - fc0.cache_s) + (fc.remote_s - fc0.remote_s);
+    me.fetch_s = (fc.local_gather_s - fc0.local_gather_s) + (fc.cache_s - fc0.cache_s) + (fc.node_local_s - fc0.node_local_s) + (fc.remote_s - fc0.remote_s);
     me.batch_wait_s = wait_s;
     me.compute_s = compute_s;
     me.allreduce_s = s.allreducer->seconds() - ar0;

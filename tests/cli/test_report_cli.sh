@@ -35,10 +35,10 @@ rm -f "$work/run/report.svg"
 # epoch 1 busy 2.4 and 2.6 -> 2.600, 2.500, 1.04, rank 1, after a rebalance that moved 100 seeds.
 expect_line "$work/table.txt" " 0 3.50 1.5000 0.7000 3.000 2.500 1.20 1 1.000 -"
 expect_line "$work/table.txt" " 1 3.00 1.1000 0.7500 2.600 2.500 1.04 1 0.200 cost, moved 100 seeds"
-# Per rank: seeds/ep, steps, edges, remote rows, hit %, MB moved, sample, fetch, wait, compute,
+# Per rank: seeds/ep, steps, edges, remote rows, hit %, same-node rows (0: the fixture predates them), MB moved, sample, fetch, wait, compute,
 # all-reduce, busy s/epoch ((2.0 + 2.4) / 2, (3.0 + 2.6) / 2), busy ms/step (over 20 steps), slowest.
-expect_line "$work/table.txt" " 0 1050 20 420k 4.20k 25.0 6.0 0.85 0.45 0.90 3.50 1.20 2.200 220.00 0/2"
-expect_line "$work/table.txt" " 1 1350 20 580k 5.80k 50.0 2.0 1.15 0.60 1.00 4.60 0.20 2.800 280.00 2/2"
+expect_line "$work/table.txt" " 0 1050 20 420k 4.20k 25.0 0 6.0 0.85 0.45 0.90 3.50 1.20 2.200 220.00 0/2"
+expect_line "$work/table.txt" " 1 1350 20 580k 5.80k 50.0 0 2.0 1.15 0.60 1.00 4.60 0.20 2.800 280.00 2/2"
 expect_line "$work/table.txt" "max/mean busy 1.12 on average, worst 1.20 (epoch 0)"
 expect_line "$work/table.txt" "best val 0.7500 (epoch 1, test there 0.7400)"
 expect_line "$work/table.txt" "last (epoch 1) val 0.7500 test 0.7400"

@@ -86,11 +86,17 @@ TEST_CASE("sampled blocks are subgraphs of the full graph, respecting fanouts", 
   }
 }
 
-TEST_CASE("fetched features equal the full graph's rows, with and without a cache", "[sampler][mpi]") {
+TEST_CASE("fetched features equal the full graph's rows, with and without a cache, over MPI or from same-node shards", "[sampler][mpi]") {
   Fixture fx;
+  const int P = fx.world.size();
+  // Node layouts: none (every row over MPI); the job's own (one node here: every other rank's
+  // shard read directly, no row exchange); pairs of ranks as nodes (both paths in one fetch).
+  enum class Layout { kOff, kJob, kPairs };
+  for (Layout layout : {Layout::kOff, Layout::kJob, Layout::kPairs})
   for (std::uint64_t dense_bytes : {SamplerConfig{}.dense_index_bytes, std::uint64_t{0}})  // dense indexes, then hash maps
   for (CachePolicy policy : {CachePolicy::kNone, CachePolicy::kDegree, CachePolicy::kPresample}) {
     SamplerConfig cfg;
+    cfg.node_local = layout == Layout::kJob;
     cfg.dense_index_bytes = dense_bytes;
     cfg.fanouts = {4, 4};
     cfg.batch_size = 128;
@@ -100,8 +106,20 @@ TEST_CASE("fetched features equal the full graph's rows, with and without a cach
     auto comm = fx.world.dup();
     DistSampler sampler(fx.shard, comm, cfg);
     FeatureStore store(fx.shard, comm);
+    if (layout == Layout::kPairs) {
+      std::vector<int> pairs(static_cast<std::size_t>(P));
+      for (int r = 0; r < P; ++r) pairs[static_cast<std::size_t>(r)] = r / 2;
+      store.read_node_local_shards(pairs);
+    }
     store.build_cache(cfg, &sampler);
-    if (policy != CachePolicy::kNone && fx.world.size() > 1) CHECK(store.cached_rows() > 0);
+    const int near_peers = layout == Layout::kOff ? 0 : layout == Layout::kJob ? P - 1 : std::min(2, P - (fx.world.rank() / 2) * 2) - 1;
+    CHECK(store.node_local_peers() == near_peers);
+    // The row exchange is skipped only when every rank reads every other rank's shard.
+    const bool mapped = (layout == Layout::kJob && P > 1) || layout == Layout::kPairs;
+    CHECK(store.exchanges_rows() == !(mapped && (layout == Layout::kJob || P <= 2)));
+    const bool far_rows = P > 1 && store.exchanges_rows();
+    if (policy != CachePolicy::kNone && far_rows) CHECK(store.cached_rows() > 0);
+    if (!far_rows) CHECK(store.cached_rows() == 0);
     std::int64_t mismatched = 0, label_mismatch = 0;
     const std::int64_t steps = sampler.steps_in_epoch(1);
     Prefetcher pipe(sampler, store, 1, steps, /*depth=*/2);
@@ -116,14 +134,16 @@ TEST_CASE("fetched features equal the full graph's rows, with and without a cach
                                   fx.ds.features.data() + fx.old_of_new[in[i]] * fx.ds.feature_dim);
       for (std::size_t i = 0; i < mb->seeds().size(); ++i) label_mismatch += mb->labels[i] != fx.ds.labels[fx.old_of_new[mb->seeds()[i]]];
     }
-    INFO("policy " << cache_policy_name(policy) << ", dense index bytes " << dense_bytes);
+    INFO("layout " << static_cast<int>(layout) << ", policy " << cache_policy_name(policy) << ", dense index bytes " << dense_bytes);
     CHECK(got == steps);
     CHECK(mismatched == 0);
     CHECK(label_mismatch == 0);
     const auto& c = store.counters();
     CHECK(c.cache_hits <= c.remote_rows);
+    CHECK((c.node_local_rows > 0) == (near_peers > 0));
+    CHECK((c.remote_rows > 0) == far_rows);
     if (policy == CachePolicy::kNone) CHECK(c.cache_hits == 0);
-    if (policy != CachePolicy::kNone && fx.world.size() > 1) CHECK(c.hit_rate() > 0.2);
+    if (policy != CachePolicy::kNone && far_rows) CHECK(c.hit_rate() > 0.2);
   }
 }
 

@@ -8,9 +8,10 @@ using namespace shardgnn;
 
 namespace {
 
-// One rank's entry: busy = wait + compute, as the trainer records it.
+// One rank's entry: busy = wait + compute, as the trainer records it. Rank 2 also read 40 rows
+// from same-node shards; the others' entries lack the key, as files written before it did.
 std::string rank_json(int rank, double seeds, double steps, double wait, double compute, double allreduce) {
-  return "{\"rank\":" + std::to_string(rank) + ",\"seeds\":" + std::to_string(seeds) + ",\"steps\":" + std::to_string(steps) +
+  return "{\"rank\":" + std::to_string(rank) + (rank == 2 ? ",\"node_local_rows\":40" : "") + ",\"seeds\":" + std::to_string(seeds) + ",\"steps\":" + std::to_string(steps) +
          ",\"sampled_edges\":1000,\"remote_sampled_rows\":10,\"remote_rows\":100,\"cache_hits\":25,\"bytes_sent\":1e6,\"bytes_received\":2e6,"
          "\"time_s\":{\"sample\":0.1,\"fetch\":0.1,\"batch_wait\":" +
          std::to_string(wait) + ",\"compute\":" + std::to_string(compute) + ",\"allreduce\":" + std::to_string(allreduce) +
@@ -76,6 +77,8 @@ TEST_CASE("run report: per-epoch imbalance and per-rank totals", "[report]") {
   CHECK(r0.slowest_epochs == 0);
   CHECK(s.per_rank[2].slowest_epochs == 1);
   CHECK(s.per_rank[1].slowest_epochs == 1);
+  CHECK(r0.node_local_rows == 0);
+  CHECK(s.per_rank[2].node_local_rows == Approx(80));
   // Accuracy: best validation at epoch 1, with the test accuracy of that epoch; best test at 0.
   CHECK(*s.best_val == Approx(0.6));
   CHECK(s.best_val_epoch == 1);
@@ -86,6 +89,7 @@ TEST_CASE("run report: per-epoch imbalance and per-rank totals", "[report]") {
   // The renderings carry the numbers.
   const std::string table = render_run_table(s);
   CHECK(table.find("4.000") != std::string::npos);
+  CHECK(table.find("same-node rows") != std::string::npos);
   CHECK(table.find("cost, moved 100 seeds") != std::string::npos);
   const std::string svg = render_run_svg(s, run);
   CHECK(svg.rfind("<svg ", 0) == 0);
