@@ -341,25 +341,55 @@ PartitionInfo load_partition_info(const std::string& dir) {
   return info;
 }
 
-Shard load_shard(const PartitionInfo& info, PartId k) {
-  const std::string path = (fs::path(info.dir) / "partition.json").string();
+namespace {
+// Where part k's files are: partition.json's path (for messages), the part's folder, its entry.
+struct PartFiles {
+  std::string path, pdir;
+  const boost::json::object* entry;
+  const boost::json::object& arrays() const { return json_object(*entry, "arrays", path); }
+};
+PartFiles part_files(const PartitionInfo& info, PartId k) {
+  PartFiles f;
+  f.path = (fs::path(info.dir) / "partition.json").string();
   if (k < 0 || k >= info.book.parts())
-    throw InputError(path, "", "part " + std::to_string(k) + " requested, the dataset has parts 0.." + std::to_string(info.book.parts() - 1));
-  const auto& pj = info.json.at("parts").as_array()[static_cast<std::size_t>(k)].as_object();
-  const std::string pdir = (fs::path(info.dir) / json_string(pj, "dir", path)).string();
-  const auto& arrays = json_object(pj, "arrays", path);
-  const std::int64_t n = info.book.size(k), m = json_int(pj, "edges", path);
+    throw InputError(f.path, "", "part " + std::to_string(k) + " requested, the dataset has parts 0.." + std::to_string(info.book.parts() - 1));
+  f.entry = &info.json.at("parts").as_array()[static_cast<std::size_t>(k)].as_object();
+  f.pdir = (fs::path(info.dir) / json_string(*f.entry, "dir", f.path)).string();
+  return f;
+}
+
+// A part's CSR (n rows, m entries), its ends checked.
+CsrGraph load_part_csr(const std::string& pdir, const boost::json::object& arrays, const std::string& path, std::int64_t n, std::int64_t m) {
+  auto indptr = load_listed_array<EdgeId>(pdir, arrays, path, "indptr", {n + 1}, true);
+  auto indices = load_listed_array<NodeId>(pdir, arrays, path, "indices", {m}, true);
+  if (indptr[0] != 0 || indptr[static_cast<std::size_t>(n)] != m)
+    throw InputError(pdir + "/indptr.npy", "", "must start at 0 and end at the shard's " + std::to_string(m) + " edges");
+  return CsrGraph(std::move(indptr), std::move(indices));
+}
+}  // namespace
+
+PartGraph load_part_graph(const PartitionInfo& info, PartId k) {
+  const PartFiles f = part_files(info, k);
+  const std::int64_t n = info.book.size(k);
+  PartGraph g;
+  g.graph = load_part_csr(f.pdir, f.arrays(), f.path, n, json_int(*f.entry, "edges", f.path));
+  g.orig_ids = load_listed_array<NodeId>(f.pdir, f.arrays(), f.path, "orig_ids", {n}, true);
+  return g;
+}
+
+Shard load_shard(const PartitionInfo& info, PartId k) {
+  const PartFiles f = part_files(info, k);
+  const std::string& path = f.path;
+  const std::string& pdir = f.pdir;
+  const auto& arrays = f.arrays();
+  const std::int64_t n = info.book.size(k), m = json_int(*f.entry, "edges", path);
   Shard s;
   s.dir = info.dir;
   s.part = k;
   s.book = info.book;
   s.feature_dim = info.feature_dim;
   s.num_classes = info.num_classes;
-  auto indptr = load_listed_array<EdgeId>(pdir, arrays, path, "indptr", {n + 1}, true);
-  auto indices = load_listed_array<NodeId>(pdir, arrays, path, "indices", {m}, true);
-  if (indptr[0] != 0 || indptr[static_cast<std::size_t>(n)] != m)
-    throw InputError(pdir + "/indptr.npy", "", "must start at 0 and end at the shard's " + std::to_string(m) + " edges");
-  s.graph = CsrGraph(std::move(indptr), std::move(indices));
+  s.graph = load_part_csr(pdir, arrays, path, n, m);
   if (info.feature_dim > 0) s.features = load_listed_array<float>(pdir, arrays, path, "features", {n, info.feature_dim}, true);
   if (info.num_classes > 0) s.labels = load_listed_array<std::int64_t>(pdir, arrays, path, "labels", {n}, true);
   s.train_idx = load_listed_array<NodeId>(pdir, arrays, path, "train_idx", {listed_length(arrays, path, "train_idx")}, true);
@@ -374,13 +404,9 @@ Shard load_shard(const PartitionInfo& info, PartId k) {
 }
 
 Array<float> load_part_features(const PartitionInfo& info, PartId k) {
-  const std::string path = (fs::path(info.dir) / "partition.json").string();
-  if (k < 0 || k >= info.book.parts())
-    throw InputError(path, "", "part " + std::to_string(k) + " requested, the dataset has parts 0.." + std::to_string(info.book.parts() - 1));
+  const PartFiles f = part_files(info, k);
   if (info.feature_dim <= 0) return {};
-  const auto& pj = info.json.at("parts").as_array()[static_cast<std::size_t>(k)].as_object();
-  const std::string pdir = (fs::path(info.dir) / json_string(pj, "dir", path)).string();
-  return load_listed_array<float>(pdir, json_object(pj, "arrays", path), path, "features", {info.book.size(k), info.feature_dim}, true);
+  return load_listed_array<float>(f.pdir, f.arrays(), f.path, "features", {info.book.size(k), info.feature_dim}, true);
 }
 
 namespace {

@@ -65,6 +65,13 @@ Shard load_shard(const PartitionInfo& info, PartId part);
 // Only part `part`'s features (checked against partition.json's listing and shape), for a rank
 // reading the rows of a shard another rank on its node owns.
 Array<float> load_part_features(const PartitionInfo& info, PartId part);
+// Only part `part`'s graph (CSR rows with global neighbour ids) and its nodes' dataset ids, for a
+// rank sampling the rows of a shard another rank on its node owns.
+struct PartGraph {
+  CsrGraph graph;
+  Array<NodeId> orig_ids;
+};
+PartGraph load_part_graph(const PartitionInfo& info, PartId part);
 // Reads every file of one part and compares its CRC-32 with partition.json's; throws InputError
 // naming the first file that differs. O(shard size): what a rank runs once at start-up.
 void verify_shard_checksums(const PartitionInfo& info, PartId part);

@@ -285,7 +285,11 @@ void FeatureStore::fill_cache(std::vector<NodeId> chosen, std::uint64_t dense_in
 
 void FeatureStore::build_cache(const SamplerConfig& config, DistSampler* sampler) {
   // Every rank decides alike whether to map (the shard's folder is known on every rank or none).
-  if (comm_.all(config.node_local && comm_.size() > 1 && dim_ > 0 && !shard_.dir.empty() && shard_.part == comm_.rank())) read_node_local_shards(comm_.node_ids());
+  if (comm_.all(config.node_local && comm_.size() > 1 && !shard_.dir.empty() && shard_.part == comm_.rank())) {
+    const std::vector<int> node = comm_.node_ids();
+    if (sampler != nullptr) sampler->read_node_local_shards(node);  // collective: the sampler's communicator, every rank alike
+    if (dim_ > 0) read_node_local_shards(node);
+  }
   std::vector<NodeId> chosen;
   const bool on = config.cache_policy != CachePolicy::kNone && dim_ > 0;
   const std::size_t row_bytes = static_cast<std::size_t>(dim_) * sizeof(float);

@@ -40,7 +40,8 @@ class FeatureStore {
   FeatureStore(const Shard& shard, const comm::Communicator& comm);
 
   // Collective. With config.node_local, maps the shards of the other ranks on this node (see
-  // SamplerConfig::node_local). Then fills the cache per `config` (policy and size) with rows
+  // SamplerConfig::node_local), for this store's rows and for `sampler`'s draws
+  // (DistSampler::read_node_local_shards; pass the same sampler, or none, on every rank). Then fills the cache per `config` (policy and size) with rows
   // owned on other nodes; kPresample draws config.presample_batches batches with `sampler`
   // (epoch -1, so training epochs are untouched).
   void build_cache(const SamplerConfig& config, DistSampler* sampler);

@@ -105,6 +105,13 @@ std::vector<NodeId> shuffle_for_epoch(std::span<const NodeId> seeds, std::uint64
   keyed_shuffle<NodeId>(order, seed, epoch, 0x5eed0000ULL + static_cast<std::uint64_t>(rank));
   return order;
 }
+// What an exchange a rank skips would have returned: nothing from any of P ranks.
+comm::AlltoallvResult<NodeId> none_from(int P) {
+  comm::AlltoallvResult<NodeId> r;
+  r.counts.assign(static_cast<std::size_t>(P), 0);
+  r.displs.assign(static_cast<std::size_t>(P), 0);
+  return r;
+}
 }  // namespace
 
 std::vector<std::vector<NodeId>> epoch_batches(std::span<const NodeId> seeds, int batch_size, std::uint64_t seed, std::int64_t epoch, int rank) {
@@ -215,6 +222,35 @@ void DistSampler::apply_plan(std::int64_t epoch, const SeedPlan& plan) {
   set_schedule(epoch, std::move(seeds), std::move(labels), plan.batch[static_cast<std::size_t>(rank)], plan.steps);
 }
 
+void DistSampler::read_node_local_shards(const std::vector<int>& node) {
+  const int P = comm_.size();
+  if (node.size() != static_cast<std::size_t>(P)) throw std::invalid_argument("read_node_local_shards: one node id per rank expected");
+  near_.assign(static_cast<std::size_t>(P), 0);
+  peer_graphs_.clear();
+  peer_graphs_.resize(static_cast<std::size_t>(P));
+  // An optimisation only: a shard that cannot be mapped here is left to the exchange. Each owner
+  // checked its files' checksums at start-up.
+  if (!shard_.dir.empty()) {
+    try {
+      const PartitionInfo info = load_partition_info(shard_.dir);
+      for (int r = 0; r < P; ++r) {
+        if (r == shard_.part || node[static_cast<std::size_t>(r)] != node[static_cast<std::size_t>(comm_.rank())]) continue;
+        try {
+          peer_graphs_[static_cast<std::size_t>(r)] = load_part_graph(info, r);
+          near_[static_cast<std::size_t>(r)] = 1;
+        } catch (const std::exception&) {
+        }
+      }
+    } catch (const std::exception&) {
+    }
+  }
+  near_rows_.assign(static_cast<std::size_t>(P), {});
+  near_picked_.assign(static_cast<std::size_t>(P), {});
+  near_ends_.assign(static_cast<std::size_t>(P), {});
+  // The hop exchanges are skipped only when no rank needs them: every rank reads all the others.
+  exchange_ = !comm_.all(node_local_peers() == P - 1);
+}
+
 std::vector<std::vector<NodeId>> DistSampler::eval_batches(std::span<const NodeId> seeds) const {
   const auto B = static_cast<std::size_t>(config_.batch_size);
   std::vector<std::vector<NodeId>> out;
@@ -247,17 +283,21 @@ MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch,
   const DenseRange dense = all ? next_dense(0, book.num_nodes(), local_slots_, stamp_) : next_dense(first, owned, local_slots_, stamp_);
   Compactor compactor(nodes, dense, remote_pos_);
   std::vector<PartId> owner;
+  auto is_near = [&](PartId r) { return !near_.empty() && near_[static_cast<std::size_t>(r)] != 0; };
   const int L = static_cast<int>(config_.fanouts.size());
   for (int hop = 0; hop < L; ++hop) {
     const int fanout = config_.fanouts[static_cast<std::size_t>(hop)];
     const std::uint64_t key = hop_key(config_.seed, epoch, step, hop);
     const std::size_t n = sizes.back();
 
-    // Requests for the owners of remote frontier nodes, grouped by owner; the owned ones in order.
+    // Requests for the owners of remote frontier nodes, grouped by owner; the owned ones in order,
+    // and those of same-node ranks by rank, in order.
     auto t0 = Clock::now();
     owner.resize(n);
     local_rows_.clear();
+    for (auto& rows : near_rows_) rows.clear();
     std::vector<std::int64_t> send_counts(static_cast<std::size_t>(P), 0);
+    std::size_t near_count = 0;
     for (std::size_t i = 0; i < n; ++i) {
       const NodeId v = nodes[i];
       if (v >= first && v < first + owned) {
@@ -265,18 +305,25 @@ MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch,
         local_rows_.push_back(v - first);
       } else {
         owner[i] = book.owner(v);
-        ++send_counts[owner[i]];
+        if (is_near(owner[i])) {
+          near_rows_[static_cast<std::size_t>(owner[i])].push_back(v - book.begin(owner[i]));
+          ++near_count;
+        } else {
+          ++send_counts[owner[i]];
+        }
       }
     }
     std::vector<std::int64_t> fill(static_cast<std::size_t>(P), 0);
     for (int r = 1; r < P; ++r) fill[r] = fill[r - 1] + send_counts[r - 1];
     std::vector<NodeId> requests(static_cast<std::size_t>(fill[P - 1] + send_counts[P - 1]));
     for (std::size_t i = 0; i < n; ++i)
-      if (owner[i] != me) requests[fill[owner[i]]++] = nodes[i];
+      if (owner[i] != me && !is_near(owner[i])) requests[fill[owner[i]]++] = nodes[i];
     counters_.sample_s += since(t0);
+    if (!exchange_ && !requests.empty())
+      throw std::logic_error("DistSampler: a frontier node owned off this node, but no rank exchanges rows");
 
     t0 = Clock::now();
-    auto incoming = comm_.alltoallv<NodeId>(requests, send_counts);
+    comm::AlltoallvResult<NodeId> incoming = exchange_ ? comm_.alltoallv<NodeId>(requests, send_counts) : none_from(P);
     counters_.exchange_s += since(t0);
     counters_.bytes_sent += static_cast<std::int64_t>(requests.size() * sizeof(NodeId));
     counters_.bytes_received += static_cast<std::int64_t>(incoming.data.size() * sizeof(NodeId));
@@ -302,7 +349,7 @@ MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch,
     counters_.sample_s += since(t0);
 
     t0 = Clock::now();
-    auto answers = comm_.alltoallv<NodeId>(reply_, reply_counts);
+    comm::AlltoallvResult<NodeId> answers = exchange_ ? comm_.alltoallv<NodeId>(reply_, reply_counts) : none_from(P);
     counters_.exchange_s += since(t0);
     counters_.bytes_sent += static_cast<std::int64_t>(reply_.size() * sizeof(NodeId));
     counters_.bytes_received += static_cast<std::int64_t>(answers.data.size() * sizeof(NodeId));
@@ -312,8 +359,18 @@ MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch,
     picked_.clear();
     ends_.assign(1, 0);
     sample_rows(shard_.graph, orig, local_rows_, fanout, config_.replace, key, picked_, ends_, scratch_);
+    // Same-node ranks' rows, drawn here from their shards exactly as the owner would.
+    for (std::size_t r = 0; r < near_rows_.size(); ++r) {
+      if (near_rows_[r].empty()) continue;
+      const PartGraph& g = peer_graphs_[r];
+      near_picked_[r].clear();
+      near_ends_[r].assign(1, 0);
+      sample_rows(g.graph, std::span<const NodeId>(g.orig_ids.data(), g.orig_ids.size()), near_rows_[r], fanout, config_.replace, key, near_picked_[r],
+                  near_ends_[r], scratch_);
+    }
     counters_.local_rows_sampled += static_cast<std::int64_t>(local_rows_.size());
-    counters_.remote_rows_sampled += static_cast<std::int64_t>(n - local_rows_.size());
+    counters_.node_local_rows_sampled += static_cast<std::int64_t>(near_count);
+    counters_.remote_rows_sampled += static_cast<std::int64_t>(n - local_rows_.size() - near_count);
     if (local_rows_.size() == n) {
       mb.blocks.push_back(make_block(ends_, std::move(picked_), compactor));
       picked_ = {};
@@ -323,10 +380,15 @@ MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch,
       indptr.reserve(n + 1);
       std::vector<std::int64_t> count_at(answers.displs.begin(), answers.displs.end()), nbr_at(count_at);
       for (int r = 0; r < P; ++r) nbr_at[r] += send_counts[r];
+      std::vector<std::size_t> near_at(near_rows_.size(), 0);
       for (std::size_t i = 0, li = 0; i < n; ++i) {
         if (owner[i] == me) {
           ids.insert(ids.end(), picked_.begin() + ends_[li], picked_.begin() + ends_[li + 1]);
           ++li;
+        } else if (is_near(owner[i])) {
+          const auto r = static_cast<std::size_t>(owner[i]);
+          const std::size_t k = near_at[r]++;
+          ids.insert(ids.end(), near_picked_[r].begin() + near_ends_[r][k], near_picked_[r].begin() + near_ends_[r][k + 1]);
         } else {
           const PartId r = owner[i];
           const auto c = answers.data[static_cast<std::size_t>(count_at[r]++)];

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <boost/unordered/unordered_flat_map.hpp>
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <span>
@@ -22,6 +23,7 @@ namespace shardgnn {
 struct SamplerCounters {
   std::int64_t batches = 0, seeds = 0, sampled_edges = 0;
   std::int64_t local_rows_sampled = 0, remote_rows_sampled = 0;  // nodes whose neighbours were drawn here / by an owner for us
+  std::int64_t node_local_rows_sampled = 0;                     // nodes owned by a rank on this node, drawn here from its shard
   std::int64_t rows_served = 0;                                 // rows this rank sampled for others
   std::int64_t bytes_sent = 0, bytes_received = 0;
   double sample_s = 0, exchange_s = 0;
@@ -88,6 +90,17 @@ class DistSampler {
   // node lists; features and labels are left to the FeatureStore.
   MiniBatch sample(std::span<const NodeId> seeds, std::int64_t epoch, std::int64_t step);
 
+  // Collective: the rows of frontier nodes owned by a rank sharing this rank's entry of
+  // `node_of_rank` (one per rank) are drawn here from that rank's shard files (its CSR and ids,
+  // mapped; the node's page cache holds them once) instead of by the owner through the hop's
+  // exchange. The draw is keyed by the node, so the blocks are the same either way. When every
+  // rank reads every other's shard, the hop exchanges are skipped (all ranks agree). Shards that
+  // cannot be mapped stay with the exchange. FeatureStore::build_cache calls it with the job's
+  // node layout when SamplerConfig::node_local is on.
+  void read_node_local_shards(const std::vector<int>& node_of_rank);
+  int node_local_peers() const noexcept { return static_cast<int>(std::count(near_.begin(), near_.end(), 1)); }
+  bool exchanges_rows() const noexcept { return exchange_; }
+
   // Benchmarks only: a timed barrier at the start of each batch, so that waiting for a rank
   // still busy with its previous batch (its feature fetch, say) is counted as skew, not as the
   // first hop's exchange. Collective when on; every rank must set it alike. Training never does.
@@ -115,6 +128,13 @@ class DistSampler {
   // Per-hop buffers, kept between batches so their pages stay mapped (picked_ is handed to the
   // block when every row of a hop is owned here, and grows anew).
   std::vector<NodeId> local_rows_, serve_rows_, picked_, reply_;
+  // Same-node shards (indexed by rank; mapped for ranks with near_ set) and per-hop buffers for
+  // their rows: the rows asked of each, what was drawn, an indptr over it.
+  std::vector<PartGraph> peer_graphs_;
+  std::vector<char> near_;
+  bool exchange_ = true;
+  std::vector<std::vector<NodeId>> near_rows_, near_picked_;
+  std::vector<std::vector<std::int64_t>> near_ends_;
   std::vector<std::int64_t> ends_, scratch_;  // ends_: an indptr over picked_
   mutable std::int64_t batches_epoch_ = INT64_MIN;  // none yet (-1 is a real epoch: presampling)
   mutable std::vector<std::vector<NodeId>> batches_;  // epoch_batches of batches_epoch_, computed on first use

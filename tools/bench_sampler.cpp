@@ -176,13 +176,13 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
     double sampled_edges, sample_s, exchange_s, fetch_local_s, fetch_cache_s, fetch_remote_s, fetch_exchange_s, skew_s, remote_bytes, remote_rows, hits, input_nodes, steps, raw_s, local_gbs, memcpy_gbs, wall;
     double rows_by_owners, sampling_bytes, sample_skew_s, own_rows, served_rows;
     double id_exchange_s, gather_s, row_exchange_s, scatter_s;
-    double near_rows, near_s, raw_near_s;
+    double near_rows, near_s, raw_near_s, near_sampled;
   } mine{static_cast<double>(sc.sampled_edges), sc.sample_s, sc.exchange_s, fc.local_gather_s, fc.cache_s, fc.remote_s, fc.exchange_s, fc.skew_s, remote_bytes, static_cast<double>(fc.remote_rows),
          static_cast<double>(fc.cache_hits), static_cast<double>(input_nodes), static_cast<double>(steps_run), raw_s, local_gbs, memcpy_gbs, wall,
          static_cast<double>(sc.remote_rows_sampled), static_cast<double>(sc.bytes_sent), sc.skew_s,
          static_cast<double>(sc.local_rows_sampled), static_cast<double>(sc.rows_served),
          fc.id_exchange_s, fc.gather_s, fc.row_exchange_s, fc.scatter_s,
-         static_cast<double>(fc.node_local_rows), fc.node_local_s, raw_near_s};
+         static_cast<double>(fc.node_local_rows), fc.node_local_s, raw_near_s, static_cast<double>(sc.node_local_rows_sampled)};
   const auto all = world.allgather(mine);
   if (world.rank() != 0) return 0;
   Row sum{};
@@ -230,11 +230,13 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
     // tenth of it on one node).
     std::printf("sampled by owners          %.0f rows per batch, %.3g bytes sent per batch (requests and replies, all hops)\n", sum.rows_by_owners / sum.steps,
                 sum.sampling_bytes / sum.steps);
-    // Each rank samples the rows of the nodes it owns, for every rank's batches: its load follows
-    // the edges it owns, and the other ranks wait for the busiest one inside each hop.
+    // Over MPI, each rank samples the rows of the nodes it owns for every rank's batches: its load
+    // follows the edges it owns, and the other ranks wait for the busiest one inside each hop.
+    // Rows of same-node ranks are drawn by the rank whose batch needs them, from their shards.
     std::printf("rows sampled per rank      ");
     for (std::size_t r = 0; r < all.size(); ++r)
-      std::printf("%s%zu: %.0f own + %.0f for others in %.2f s (exchanges %.2f s)", r ? "; " : "", r, all[r].own_rows, all[r].served_rows, all[r].sample_s,
+      std::printf("%s%zu: %.0f own + %.0f from same-node shards + %.0f for others in %.2f s (exchanges %.2f s)", r ? "; " : "", r, all[r].own_rows,
+                  all[r].near_sampled, all[r].served_rows, all[r].sample_s,
                   all[r].exchange_s);
     std::printf("\n");
   }

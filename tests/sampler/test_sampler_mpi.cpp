@@ -216,8 +216,16 @@ TEST_CASE("every row of every block is the owner's keyed draw from its own shard
   Fixture fx;
   std::vector<Shard> shards;
   for (PartId k = 0; k < fx.info.book.parts(); ++k) shards.push_back(load_shard(fx.info, k));
+  // Node layouts: none (every remote row drawn by its owner over MPI), the job's own (one node:
+  // every row drawn here from the owners' shard files, no exchange), pairs of ranks as nodes (both
+  // in one hop). The blocks must be identical under all three.
+  const int P = fx.world.size();
+  std::vector<int> one_node(static_cast<std::size_t>(P), 0), pairs(static_cast<std::size_t>(P));
+  for (int r = 0; r < P; ++r) pairs[static_cast<std::size_t>(r)] = r / 2;
   for (std::uint64_t dense_bytes : {SamplerConfig{}.dense_index_bytes, std::uint64_t{0}})
   for (bool replace : {false, true}) {
+    std::vector<MiniBatch> over_mpi;
+    for (int layout = 0; layout < 3; ++layout) {
     SamplerConfig cfg;
     cfg.fanouts = {4, 3, -1};
     cfg.batch_size = 32;
@@ -226,11 +234,25 @@ TEST_CASE("every row of every block is the owner's keyed draw from its own shard
     cfg.seed = 21;
     auto comm = fx.world.dup();
     DistSampler sampler(fx.shard, comm, cfg);
+    if (layout == 1) sampler.read_node_local_shards(one_node);
+    if (layout == 2) sampler.read_node_local_shards(pairs);
+    const int near_peers = layout == 0 ? 0 : layout == 1 ? P - 1 : std::min(2, P - (fx.world.rank() / 2) * 2) - 1;
+    CHECK(sampler.node_local_peers() == near_peers);
+    CHECK(sampler.exchanges_rows() == !(layout == 1 || (layout == 2 && P <= 2)));
     const std::int64_t steps = std::min<std::int64_t>(sampler.steps_in_epoch(0), 6);
-    std::int64_t rows = 0, wrong = 0;
+    std::int64_t rows = 0, wrong = 0, differ = 0;
     std::vector<std::int64_t> pos(static_cast<std::size_t>(*std::max_element(cfg.fanouts.begin(), cfg.fanouts.end())));
     for (std::int64_t step = 0; step < steps; ++step) {
       MiniBatch mb = sampler.sample(sampler.seeds_for(0, step), 0, step);
+      if (layout == 0) {
+        over_mpi.push_back(mb);
+      } else {
+        const MiniBatch& ref = over_mpi[static_cast<std::size_t>(step)];
+        bool same = mb.layer_nodes == ref.layer_nodes && mb.blocks.size() == ref.blocks.size();
+        for (std::size_t b = 0; same && b < mb.blocks.size(); ++b)
+          same = mb.blocks[b].indptr == ref.blocks[b].indptr && mb.blocks[b].indices == ref.blocks[b].indices && mb.blocks[b].num_src == ref.blocks[b].num_src;
+        differ += !same;
+      }
       const int L = static_cast<int>(cfg.fanouts.size());
       for (int hop = 0; hop < L; ++hop) {
         const Block& blk = mb.blocks[static_cast<std::size_t>(L - 1 - hop)];
@@ -254,9 +276,14 @@ TEST_CASE("every row of every block is the owner's keyed draw from its own shard
         }
       }
     }
-    INFO("replace " << replace << ", dense index bytes " << dense_bytes << ", rank " << fx.world.rank());
+    INFO("layout " << layout << ", replace " << replace << ", dense index bytes " << dense_bytes << ", rank " << fx.world.rank());
     CHECK(rows > 0);
     CHECK(wrong == 0);
+    CHECK(differ == 0);
+    const SamplerCounters& c = sampler.counters();
+    CHECK((c.node_local_rows_sampled > 0) == (near_peers > 0));
+    if (!sampler.exchanges_rows()) CHECK(c.remote_rows_sampled == 0);
+    }
   }
 }
 
