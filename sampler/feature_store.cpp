@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "sampler/node_local.hpp"
 #include "sampler/sampler.hpp"
 #include <stdexcept>
 
@@ -195,23 +196,7 @@ int FeatureStore::node_local_peers() const noexcept { return static_cast<int>(st
 void FeatureStore::read_node_local_shards(const std::vector<int>& node) {
   const int P = comm_.size();
   if (node.size() != static_cast<std::size_t>(P)) throw std::invalid_argument("read_node_local_shards: one node id per rank expected");
-  near_.assign(static_cast<std::size_t>(P), 0);
-  peer_rows_.clear();
-  peer_rows_.resize(static_cast<std::size_t>(P));
-  // An optimisation only: a shard that cannot be mapped here (another file system view, say) is
-  // left to the exchange. The owner checked its files' checksums at start-up.
-  try {
-    const PartitionInfo info = load_partition_info(shard_.dir);
-    for (int r = 0; r < P; ++r) {
-      if (r == shard_.part || node[static_cast<std::size_t>(r)] != node[static_cast<std::size_t>(comm_.rank())]) continue;
-      try {
-        peer_rows_[static_cast<std::size_t>(r)] = load_part_features(info, r);
-        near_[static_cast<std::size_t>(r)] = 1;
-      } catch (const std::exception&) {
-      }
-    }
-  } catch (const std::exception&) {
-  }
+  near_ = map_node_mates(shard_, comm_.rank(), node, peer_rows_, load_part_features);
   // The row exchange is skipped only when no rank needs it: every rank reads all the others.
   exchange_ = !comm_.all(node_local_peers() == P - 1);
 }

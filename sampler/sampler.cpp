@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "datasets/random.hpp"
+#include "sampler/node_local.hpp"
 #include "sampler/sample_row.hpp"
 
 namespace shardgnn {
@@ -225,25 +226,7 @@ void DistSampler::apply_plan(std::int64_t epoch, const SeedPlan& plan) {
 void DistSampler::read_node_local_shards(const std::vector<int>& node) {
   const int P = comm_.size();
   if (node.size() != static_cast<std::size_t>(P)) throw std::invalid_argument("read_node_local_shards: one node id per rank expected");
-  near_.assign(static_cast<std::size_t>(P), 0);
-  peer_graphs_.clear();
-  peer_graphs_.resize(static_cast<std::size_t>(P));
-  // An optimisation only: a shard that cannot be mapped here is left to the exchange. Each owner
-  // checked its files' checksums at start-up.
-  if (!shard_.dir.empty()) {
-    try {
-      const PartitionInfo info = load_partition_info(shard_.dir);
-      for (int r = 0; r < P; ++r) {
-        if (r == shard_.part || node[static_cast<std::size_t>(r)] != node[static_cast<std::size_t>(comm_.rank())]) continue;
-        try {
-          peer_graphs_[static_cast<std::size_t>(r)] = load_part_graph(info, r);
-          near_[static_cast<std::size_t>(r)] = 1;
-        } catch (const std::exception&) {
-        }
-      }
-    } catch (const std::exception&) {
-    }
-  }
+  near_ = map_node_mates(shard_, comm_.rank(), node, peer_graphs_, load_part_graph);
   near_rows_.assign(static_cast<std::size_t>(P), {});
   near_picked_.assign(static_cast<std::size_t>(P), {});
   near_ends_.assign(static_cast<std::size_t>(P), {});

@@ -6,14 +6,13 @@
 #include <dlfcn.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.hpp"
 #include "tools/cli.hpp"
+#include "tools/module.hpp"
 
-namespace fs = std::filesystem;
 using namespace shardgnn;
 
 namespace {
@@ -36,14 +35,8 @@ int train(int argc, char** argv, const std::vector<std::string>& args) {
   const auto world = comm::Communicator::world();
   // Training is a module of its own (libtorch costs ~160 MB of memory and a fifth of a second to
   // start), next to this one.
-  const fs::path exe_dir = fs::read_symlink("/proc/self/exe").parent_path();
   std::string tried;
-  void* module = nullptr;
-  for (const fs::path& candidate : {exe_dir / "libshardgnn_train.so", exe_dir / "../lib/shardgnn/libshardgnn_train.so"}) {
-    module = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (module) break;
-    tried += std::string(tried.empty() ? "" : "; ") + dlerror();
-  }
+  void* module = cli::load_module("libshardgnn_train.so", tried);
   // Every rank must agree before any collective: a node without libtorch must not leave the
   // others waiting in the trainer's first check.
   try {

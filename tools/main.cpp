@@ -3,13 +3,13 @@
 #include <dlfcn.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "datasets/error.hpp"
 #include "tools/cli.hpp"
+#include "tools/module.hpp"
 
 namespace {
 
@@ -35,7 +35,6 @@ constexpr const char* kUsage =
 
 }  // namespace
 
-namespace fs = std::filesystem;
 
 int main(int argc, char** argv) {
   using namespace shardgnn;
@@ -53,14 +52,8 @@ int main(int argc, char** argv) {
   // every rank, and fails before MPI starts, as a missing shared library would.
   const bool bench_sampler = cmd == "bench" && !args.empty() && args[0] == "sampler";
   if (bench_sampler || cmd == "train") {
-    const fs::path exe_dir = fs::read_symlink("/proc/self/exe").parent_path();
     std::string tried;
-    void* module = nullptr;
-    for (const fs::path& candidate : {exe_dir / "libshardgnn_dist.so", exe_dir / "../lib/shardgnn/libshardgnn_dist.so"}) {
-      module = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (module) break;
-      tried += std::string(tried.empty() ? "" : "; ") + dlerror();
-    }
+    void* module = cli::load_module("libshardgnn_dist.so", tried);
     using Entry = int (*)(const char*, int, char**, const std::vector<std::string>*);
     auto entry = module ? reinterpret_cast<Entry>(dlsym(module, "shardgnn_dist_entry")) : nullptr;
     if (!entry) {
