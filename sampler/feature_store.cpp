@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <stdexcept>
 
 #include "sampler/node_local.hpp"
 #include "sampler/sampler.hpp"
-#include <stdexcept>
 
 namespace shardgnn {
 
@@ -194,11 +194,9 @@ void FeatureStore::fetch(std::span<const NodeId> nodes, FeatureRows& out) {
 int FeatureStore::node_local_peers() const noexcept { return static_cast<int>(std::count(near_.begin(), near_.end(), 1)); }
 
 void FeatureStore::read_node_local_shards(const std::vector<int>& node) {
-  const int P = comm_.size();
-  if (node.size() != static_cast<std::size_t>(P)) throw std::invalid_argument("read_node_local_shards: one node id per rank expected");
-  near_ = map_node_mates(shard_, comm_.rank(), node, peer_rows_, load_part_features);
+  near_ = map_node_mates(shard_, comm_, node, peer_rows_, load_part_features);
   // The row exchange is skipped only when no rank needs it: every rank reads all the others.
-  exchange_ = !comm_.all(node_local_peers() == P - 1);
+  exchange_ = near_.empty() || !comm_.all(node_local_peers() == comm_.size() - 1);
 }
 
 template <class Local>
@@ -270,7 +268,7 @@ void FeatureStore::fill_cache(std::vector<NodeId> chosen, std::uint64_t dense_in
 
 void FeatureStore::build_cache(const SamplerConfig& config, DistSampler* sampler) {
   // Every rank decides alike whether to map (the shard's folder is known on every rank or none).
-  if (comm_.all(config.node_local && comm_.size() > 1 && !shard_.dir.empty() && shard_.part == comm_.rank())) {
+  if (comm_.all(config.node_local && comm_.size() > 1)) {  // the same on every rank; the rest is checked in map_node_mates
     const std::vector<int> node = comm_.node_ids();
     if (sampler != nullptr) sampler->read_node_local_shards(node);  // collective: the sampler's communicator, every rank alike
     if (dim_ > 0) read_node_local_shards(node);

@@ -225,13 +225,12 @@ void DistSampler::apply_plan(std::int64_t epoch, const SeedPlan& plan) {
 
 void DistSampler::read_node_local_shards(const std::vector<int>& node) {
   const int P = comm_.size();
-  if (node.size() != static_cast<std::size_t>(P)) throw std::invalid_argument("read_node_local_shards: one node id per rank expected");
-  near_ = map_node_mates(shard_, comm_.rank(), node, peer_graphs_, load_part_graph);
-  near_rows_.assign(static_cast<std::size_t>(P), {});
-  near_picked_.assign(static_cast<std::size_t>(P), {});
-  near_ends_.assign(static_cast<std::size_t>(P), {});
+  near_ = map_node_mates(shard_, comm_, node, peer_graphs_, load_part_graph);
+  near_rows_.assign(near_.size(), {});
+  near_picked_.assign(near_.size(), {});
+  near_ends_.assign(near_.size(), {});
   // The hop exchanges are skipped only when no rank needs them: every rank reads all the others.
-  exchange_ = !comm_.all(node_local_peers() == P - 1);
+  exchange_ = near_.empty() || !comm_.all(node_local_peers() == P - 1);
 }
 
 std::vector<std::vector<NodeId>> DistSampler::eval_batches(std::span<const NodeId> seeds) const {

@@ -62,8 +62,8 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
       ("max-steps", po::value<std::int64_t>()->default_value(0), "stop each epoch after this many steps (0 = whole epoch)")
       ("replace", "sample with replacement")
       ("cache-policy", po::value<std::string>()->default_value("degree"), "none, degree or presample")
-      ("cache-fraction", po::value<double>()->default_value(0.2), "cache this fraction of the rows the rank does not own")
-      ("node-local", po::value<std::string>()->default_value("on"), "on: read the rows of shards owned by ranks on the same node from their files (the page cache), off: over MPI like any remote row")
+      ("cache-fraction", po::value<double>()->default_value(0.2), kCacheFractionHelp)
+      ("node-local", po::value<std::string>()->default_value("on"), kNodeLocalHelp)
       ("cache-mb", po::value<double>()->default_value(0), "or: a cache of this many MB (used when --cache-fraction is 0)")
       ("seed", po::value<std::uint64_t>()->default_value(0), "seed")
       ("dgl-python", po::value<std::string>(), "a python with DGL (scripts/peers.sh makes one): run DGL's sampler on the same graph")
@@ -176,13 +176,14 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
     double sampled_edges, sample_s, exchange_s, fetch_local_s, fetch_cache_s, fetch_remote_s, fetch_exchange_s, skew_s, remote_bytes, remote_rows, hits, input_nodes, steps, raw_s, local_gbs, memcpy_gbs, wall;
     double rows_by_owners, sampling_bytes, sample_skew_s, own_rows, served_rows;
     double id_exchange_s, gather_s, row_exchange_s, scatter_s;
-    double near_rows, near_s, raw_near_s, near_sampled;
+    double near_rows, near_s, raw_near_s, near_sampled, near_peers;
   } mine{static_cast<double>(sc.sampled_edges), sc.sample_s, sc.exchange_s, fc.local_gather_s, fc.cache_s, fc.remote_s, fc.exchange_s, fc.skew_s, remote_bytes, static_cast<double>(fc.remote_rows),
          static_cast<double>(fc.cache_hits), static_cast<double>(input_nodes), static_cast<double>(steps_run), raw_s, local_gbs, memcpy_gbs, wall,
          static_cast<double>(sc.remote_rows_sampled), static_cast<double>(sc.bytes_sent), sc.skew_s,
          static_cast<double>(sc.local_rows_sampled), static_cast<double>(sc.rows_served),
          fc.id_exchange_s, fc.gather_s, fc.row_exchange_s, fc.scatter_s,
-         static_cast<double>(fc.node_local_rows), fc.node_local_s, raw_near_s, static_cast<double>(sc.node_local_rows_sampled)};
+         static_cast<double>(fc.node_local_rows), fc.node_local_s, raw_near_s, static_cast<double>(sc.node_local_rows_sampled),
+         static_cast<double>(std::max(sampler.node_local_peers(), store.node_local_peers()))};
   const auto all = world.allgather(mine);
   if (world.rank() != 0) return 0;
   Row sum{};
@@ -215,6 +216,7 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
     sum.near_rows += r.near_rows;
     sum.near_s += r.near_s;
     sum.raw_near_s += r.raw_near_s;
+    sum.near_peers += r.near_peers / static_cast<double>(all.size());
   }
   const double edges_per_core_s = sum.sampled_edges / (sum.sample_s + sum.exchange_s);
   const double remote_gbs = sum.fetch_remote_s > 0 ? sum.remote_bytes / sum.fetch_remote_s / 1e9 : 0;
@@ -264,8 +266,8 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   if (near_bytes > 0) {
     // Rows of other ranks on this node, read from their mapped shards: the same bytes a remote
     // fetch would move, without the exchange, the owners' gather or the scatter.
-    std::printf("same-node rows             %.0f per batch, read from %d other ranks' shards at %.2f GB/s vs raw MPI alltoallv of the same bytes %.2f GB/s: %.2fx the raw time\n",
-                sum.near_rows / sum.steps, store.node_local_peers(), near_bytes / sum.near_s / 1e9, near_bytes / sum.raw_near_s / 1e9, sum.near_s / sum.raw_near_s);
+    std::printf("same-node rows             %.0f per batch, read from the shards of %.3g other ranks (mean per rank) at %.2f GB/s vs raw MPI alltoallv of the same bytes %.2f GB/s: %.2fx the raw time\n",
+                sum.near_rows / sum.steps, sum.near_peers, near_bytes / sum.near_s / 1e9, near_bytes / sum.raw_near_s / 1e9, sum.near_s / sum.raw_near_s);
   }
   const double total = sum.sample_s + sum.exchange_s + sum.fetch_local_s + sum.fetch_cache_s + sum.near_s + sum.fetch_remote_s + sum.skew_s + sum.sample_skew_s;
   std::printf("time split                 sample %.0f%%, sampling exchange %.0f%%, local fetch %.0f%%, cache %.0f%%, same-node rows %.0f%%, remote fetch %.0f%%, "
@@ -274,12 +276,12 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
               100 * sum.near_s / total, 100 * sum.fetch_remote_s / total, 100 * sum.sample_skew_s / total, 100 * sum.skew_s / total, max_wall);
   boost::json::object out{{"ranks", world.size()}, {"fanouts", vm["fanouts"].as<std::string>()}, {"batch", cfg.batch_size},
                           {"sampled_edges_per_s_per_core", edges_per_core_s}, {"input_nodes_per_batch", sum.input_nodes / sum.steps},
-                          {"remote_bytes_per_batch", sum.remote_bytes / sum.steps}, {"cache_hit_rate", hit},
+                          {"remote_bytes_per_batch", sum.remote_bytes / sum.steps}, {"cache_hit_rate", sum.remote_rows > 0 ? boost::json::value(hit) : boost::json::value(nullptr)},
                           {"rows_sampled_by_owners_per_batch", sum.rows_by_owners / sum.steps}, {"sampling_bytes_per_batch", sum.sampling_bytes / sum.steps},
                           {"local_gather_gbs", sum.local_gbs}, {"memcpy_gather_gbs", sum.memcpy_gbs}, {"remote_fetch_gbs", remote_gbs},
                           {"raw_alltoallv_gbs", raw_gbs}, {"remote_vs_raw_time", sum.raw_s > 0 ? sum.fetch_remote_s / sum.raw_s : 0.0},
                           {"remote_exchanges_vs_raw_time", sum.raw_s > 0 ? sum.fetch_exchange_s / sum.raw_s : 0.0},
-                          {"node_local", cfg.node_local}, {"node_local_peers", store.node_local_peers()},
+                          {"node_local", cfg.node_local}, {"node_local_peers_mean", sum.near_peers},
                           {"same_node_rows_per_batch", sum.near_rows / sum.steps},
                           {"same_node_vs_raw_time", sum.raw_near_s > 0 ? sum.near_s / sum.raw_near_s : 0.0},
                           {"remote_parts_vs_raw_time",

@@ -45,6 +45,12 @@ inline std::string input_first_fanouts(const std::vector<int>& fanouts) {
 
 namespace po = boost::program_options;
 
+// The sampler options `train` and `bench sampler` share, described once.
+inline constexpr const char* kNodeLocalHelp =
+    "on: read the rows of shards owned by ranks on the same node from their files (the page cache), off: over MPI like any remote row";
+inline constexpr const char* kCacheFractionHelp =
+    "cache this fraction of the rows owned on other nodes (with --node-local off: of all the rows the rank does not own)";
+
 // An on/off option's value; anything else is an InputError naming the option.
 inline bool parse_on_off(const std::string& value, const std::string& option) {
   if (value == "on") return true;

@@ -45,7 +45,7 @@ int train(int argc, char** argv, const std::vector<std::string>& args) {
     std::fprintf(stderr, "shardgnn train: error: rank %d/%d: %s\n", world.rank(), world.size(), e.what());
     return 1;
   }
-  using Entry = int (*)(const std::vector<std::string>*, const comm::Communicator*);
+  using Entry = int (*)(const std::vector<std::string>*, const comm::Communicator*, int);
   auto entry = reinterpret_cast<Entry>(dlsym(module, "shardgnn_train_entry"));
   try {
     world.check_all(entry != nullptr, "the training module lacks its entry point shardgnn_train_entry");
@@ -54,7 +54,7 @@ int train(int argc, char** argv, const std::vector<std::string>& args) {
     return 1;
   }
   // Never dlclose: libtorch registers exit-time handlers that must find their code.
-  return entry(&args, &world);
+  return entry(&args, &world, static_cast<int>(comm::wait_mode()));
 }
 
 }  // namespace

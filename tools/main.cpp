@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   // every rank, and fails before MPI starts, as a missing shared library would.
   const bool bench_sampler = cmd == "bench" && !args.empty() && args[0] == "sampler";
   if (bench_sampler || cmd == "train") {
+    if (bench_sampler) cli::g_command = "shardgnn bench sampler";
     std::string tried;
     void* module = cli::load_module("libshardgnn_dist.so", tried);
     using Entry = int (*)(const char*, int, char**, const std::vector<std::string>*);

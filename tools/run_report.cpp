@@ -82,6 +82,7 @@ RankRecord parse_rank(const json::value& v, std::size_t i, const Where& w) {
   r.remote_rows = number(o, "remote_rows", w, p);
   r.cache_hits = number(o, "cache_hits", w, p);
   r.node_local_rows = number(o, "node_local_rows", w, p, 0.0);
+  r.node_local_sampled_rows = number(o, "node_local_sampled_rows", w, p, 0.0);
   r.bytes_sent = number(o, "bytes_sent", w, p);
   r.bytes_received = number(o, "bytes_received", w, p);
   const json::object& t = *object(o, "time_s", w, p, true);
@@ -265,6 +266,7 @@ RunSummary summarize_run(const RunMetrics& run) {
         t.remote_rows += r.remote_rows;
         t.cache_hits += r.cache_hits;
         t.node_local_rows += r.node_local_rows;
+        t.node_local_sampled_rows += r.node_local_sampled_rows;
         t.bytes_moved += r.bytes_sent + r.bytes_received;
         t.sample_s += r.sample_s;
         t.fetch_s += r.fetch_s;
@@ -441,6 +443,7 @@ boost::json::value run_summary_json(const RunSummary& s) {
                                  {"remote_rows", jnum(t.remote_rows)},
                                  {"cache_hits", jnum(t.cache_hits)},
                                  {"node_local_rows", jnum(t.node_local_rows)},
+                                 {"node_local_sampled_rows", jnum(t.node_local_sampled_rows)},
                                  {"bytes_moved", jnum(t.bytes_moved)},
                                  {"time_s", {{"sample", jnum(t.sample_s)}, {"fetch", jnum(t.fetch_s)}, {"batch_wait", jnum(t.batch_wait_s)}, {"compute", jnum(t.compute_s)}, {"allreduce", jnum(t.allreduce_s)}}},
                                  {"busy_s", jnum(t.busy_s)},

@@ -17,7 +17,7 @@ namespace shardgnn {
 struct RankRecord {
   int rank = 0;
   double seeds = 0, steps = 0, sampled_edges = 0, remote_sampled_rows = 0, remote_rows = 0, cache_hits = 0;
-  double node_local_rows = 0;  // feature rows read from same-node shards (absent in older files: 0)
+  double node_local_rows = 0, node_local_sampled_rows = 0;  // feature rows read and frontier rows drawn from same-node shards (absent in older files: 0)
   double bytes_sent = 0, bytes_received = 0;
   double sample_s = 0, fetch_s = 0, batch_wait_s = 0, compute_s = 0, allreduce_s = 0;
   double busy_s = 0;    // own work: compute + sampling outside collectives (no waiting)
@@ -61,7 +61,7 @@ struct RankSummary {
   int rank = 0;
   std::int64_t epochs = 0;  // epochs with per-rank data
   double seeds_per_epoch = 0, steps = 0, sampled_edges = 0, remote_sampled_rows = 0, remote_rows = 0, cache_hits = 0;
-  double node_local_rows = 0;
+  double node_local_rows = 0, node_local_sampled_rows = 0;
   double bytes_moved = 0;  // sent + received
   double sample_s = 0, fetch_s = 0, batch_wait_s = 0, compute_s = 0, allreduce_s = 0, busy_s = 0;  // totals
   double busy_per_epoch_s = 0, busy_per_step_s = 0;

@@ -94,8 +94,8 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
       ("prefetch", po::value<int>()->default_value(2), "batches sampled ahead by a thread (0 = none)")
       ("replace", "sample with replacement")
       ("cache-policy", po::value<std::string>()->default_value("degree"), "remote feature cache: none, degree or presample")
-      ("cache-fraction", po::value<double>()->default_value(0.2), "cache this fraction of the shard's halo rows")
-      ("node-local", po::value<std::string>()->default_value("on"), "on: read the rows of shards owned by ranks on the same node from their files (the page cache), off: over MPI like any remote row")
+      ("cache-fraction", po::value<double>()->default_value(0.2), kCacheFractionHelp)
+      ("node-local", po::value<std::string>()->default_value("on"), kNodeLocalHelp)
       ("checkpoint-dir", po::value<std::string>(), "write DIR/checkpoint.pt after every epoch and DIR/weights.pt at the end")
       ("resume", "continue from DIR/checkpoint.pt if it exists")
       ("force", "start over even though DIR/checkpoint.pt exists")
@@ -200,9 +200,12 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
 
 // The entry point `shardgnn train` finds with dlsym: training (and libtorch) lives in this module
 // so that every other command starts without loading libtorch. Exceptions stay inside the module:
-// run_guarded turns them into the job-wide outcome here.
-extern "C" int shardgnn_train_entry(const std::vector<std::string>* args, const shardgnn::comm::Communicator* world) {
+// run_guarded turns them into the job-wide outcome here. `wait_mode` is the comm::WaitMode the
+// loader's Environment chose: this module has its own copy of the MPI layer's state (it is loaded
+// with RTLD_LOCAL), which would otherwise stay at its default and spin on an oversubscribed node.
+extern "C" int shardgnn_train_entry(const std::vector<std::string>* args, const shardgnn::comm::Communicator* world, int wait_mode) {
   using namespace shardgnn;
+  comm::set_wait_mode(static_cast<comm::WaitMode>(wait_mode));
   cli::keep_freed_memory_in_heap();
   return comm::run_guarded("shardgnn train", *world, [&] {
     try {

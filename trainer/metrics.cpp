@@ -73,6 +73,7 @@ void MetricsLog::write(const EpochRecord& r) {
                                           {"steps", k.steps},
                                           {"sampled_edges", k.sampled_edges},
                                           {"remote_sampled_rows", k.remote_sampled_rows},
+                                          {"node_local_sampled_rows", k.node_local_sampled_rows},
                                           {"remote_rows", k.remote_rows},
                                           {"cache_hits", k.cache_hits},
                                           {"node_local_rows", k.node_local_rows},

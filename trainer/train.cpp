@@ -388,6 +388,7 @@ TrainResult Trainer::fit() {
     me.steps = steps;
     me.sampled_edges = sc.sampled_edges - sc0.sampled_edges;
     me.remote_sampled_rows = sc.remote_rows_sampled - sc0.remote_rows_sampled;
+    me.node_local_sampled_rows = sc.node_local_rows_sampled - sc0.node_local_rows_sampled;
     me.remote_rows = fc.remote_rows - fc0.remote_rows;
     me.cache_hits = fc.cache_hits - fc0.cache_hits;
     me.node_local_rows = fc.node_local_rows - fc0.node_local_rows;

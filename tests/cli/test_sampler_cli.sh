@@ -12,6 +12,15 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" bench sampler "$work/p2" --fanouts 10,5 --batch 64 > "$work/out.txt" 2>&1 || fail "good run failed: $(cat "$work/out.txt")"
 grep -q "sampled edges / s / core" "$work/out.txt" || fail "no throughput line"
 grep -q "cache hit rate" "$work/out.txt" || fail "no cache line"
+# Both ranks on this machine: the other's rows come from its shard file, none over MPI.
+grep -q "same-node rows .*read from the shards of 1 other ranks" "$work/out.txt" || fail "no same-node line: $(cat "$work/out.txt")"
+grep -q "remote fetch *none" "$work/out.txt" || fail "rows went over MPI with --node-local on: $(cat "$work/out.txt")"
+timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" bench sampler "$work/p2" --fanouts 10,5 --batch 64 --node-local off > "$work/out.txt" 2>&1 || fail "--node-local off run failed: $(cat "$work/out.txt")"
+grep -q "remote fetch .*raw MPI alltoallv" "$work/out.txt" || fail "no MPI remote fetch with --node-local off: $(cat "$work/out.txt")"
+grep -q "^same-node rows" "$work/out.txt" && fail "same-node rows with --node-local off"
+# Only the distributed commands' module loads MPI, not the dispatcher every command starts.
+if ldd "$SHARDGNN" | grep -q "libmpi"; then fail "$SHARDGNN links MPI: $(ldd "$SHARDGNN" | grep libmpi)"; fi
+ldd "$(dirname "$SHARDGNN")/libshardgnn_dist.so" | grep -q "libmpi" || fail "libshardgnn_dist.so does not link MPI"
 
 # shellcheck source=expect_error.sh
 source "$(dirname "$0")/expect_error.sh"
@@ -20,6 +29,7 @@ expect_error 2 "fanouts is empty" "$work/p2" --fanouts ""
 expect_error 2 "item 2 is 0" "$work/p2" --fanouts 10,0
 expect_error 2 "item 1 is 'x'" "$work/p2" --fanouts x,5
 expect_error 2 "batch must be at least 1" "$work/p2" --batch 0
+expect_error 2 "node-local must be on or off, got 'maybe'" "$work/p2" --node-local maybe
 expect_error 3 "2 parts, but the job has 3 ranks" "$work/p2"
 expect_error 2 "no such partitioned-dataset folder" "$work/missing"
 # A shard file changed after partitioning: its checksum no longer matches partition.json.
