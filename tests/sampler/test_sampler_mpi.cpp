@@ -7,10 +7,12 @@
 #include <map>
 
 #include "comm/communicator.hpp"
+#include "datasets/error.hpp"
 #include "datasets/readers.hpp"
 #include "partition/partitioner.hpp"
 #include "partition/shards.hpp"
 #include "sampler/feature_store.hpp"
+#include "sampler/node_local.hpp"
 #include "sampler/pipeline.hpp"
 #include "sampler/sample_row.hpp"
 #include "sampler/sampler.hpp"
@@ -351,6 +353,33 @@ TEST_CASE("the distributed sampler draws neighbours uniformly, as the serial ref
   CHECK(std::abs(chi_r - dof_r) < 6 * std::sqrt(2 * dof_r));
   // The same nodes appear at hop 1 in both (the seeds' neighbourhoods), about equally often.
   CHECK(appear_d.size() == appear_r.size());
+}
+
+TEST_CASE("node-mates whose shards cannot be mapped are left to the exchange, and mapping needs one part per rank", "[sampler][mpi]") {
+  Fixture fx;
+  const int P = fx.world.size();
+  const std::vector<int> one_node(static_cast<std::size_t>(P), 0);
+  // Rank 1 cannot map rank 0's shard (a different view of the file system, say); all else maps.
+  std::vector<Array<float>> mapped;
+  const std::vector<char> near = map_node_mates(fx.shard, fx.world, one_node, mapped, [&](const PartitionInfo& info, PartId r) {
+    if (fx.world.rank() == 1 && r == 0) throw InputError("part-0 unreadable here");
+    return load_part_features(info, r);
+  });
+  REQUIRE(near.size() == static_cast<std::size_t>(P));
+  for (int r = 0; r < P; ++r) {
+    const bool expect = r != fx.world.rank() && !(fx.world.rank() == 1 && r == 0);
+    CHECK((near[static_cast<std::size_t>(r)] != 0) == expect);
+    CHECK(mapped[static_cast<std::size_t>(r)].size() == (expect ? static_cast<std::size_t>(fx.info.book.size(r) * fx.info.feature_dim) : 0));
+  }
+  // Whether anyone still needs the exchange, as the sampler and the store decide it: yes as soon
+  // as one rank could not map a mate.
+  const int peers = static_cast<int>(std::count(near.begin(), near.end(), 1));
+  CHECK(fx.world.all(peers == P - 1) == (P == 1));
+  // A shard that is not this rank's part (here: part 0 everywhere) maps nothing, on every rank.
+  const Shard other = load_shard(fx.info, 0);
+  std::vector<Array<float>> none;
+  const std::vector<char> off = map_node_mates(other, fx.world, one_node, none, load_part_features);
+  CHECK(off.empty() == (P > 1));
 }
 
 TEST_CASE("a rank count the parts cannot be mapped to is an error on every rank", "[sampler][mpi][bad-input]") {
