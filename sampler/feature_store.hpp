@@ -39,11 +39,15 @@ class FeatureStore {
  public:
   FeatureStore(const Shard& shard, const comm::Communicator& comm);
 
-  // Collective. With config.node_local, maps the shards of the other ranks on this node (see
-  // SamplerConfig::node_local), for this store's rows and for `sampler`'s draws
-  // (DistSampler::read_node_local_shards; pass the same sampler, or none, on every rank). Then fills the cache per `config` (policy and size) with rows
-  // owned on other nodes; kPresample draws config.presample_batches batches with `sampler`
-  // (epoch -1, so training epochs are untouched).
+  // Collective: the setup before the first fetch.
+  // - With config.node_local, maps the shards of the other ranks on this node (see
+  //   SamplerConfig::node_local), for this store's rows and for `sampler`'s draws
+  //   (DistSampler::read_node_local_shards; pass the same sampler, or none, on every rank).
+  // - Maps the pages of the feature rows read here in up front, where memory allows, so that no
+  //   batch takes page faults (populate_rows).
+  // - Fills the cache per `config` (policy and size) with rows owned on other nodes; kPresample
+  //   draws config.presample_batches batches with `sampler` (epoch -1, so training epochs are
+  //   untouched).
   void build_cache(const SamplerConfig& config, DistSampler* sampler);
   // After build_cache: how many other ranks' shards are read directly, and whether fetch() still
   // enters the row exchange (false when every other rank's shard is read directly, which every
@@ -90,6 +94,9 @@ class FeatureStore {
   // them owned by rank r) from their owners, row k written to row dst_rows[k] of `dst`.
   void fetch_remote(std::span<const NodeId> remote, std::span<const std::int64_t> counts, float* dst, std::span<const std::int64_t> dst_rows);
   void fill_cache(std::vector<NodeId> chosen, std::uint64_t dense_index_bytes);
+  // Maps the pages of the shards this rank reads rows from (its own, its node-mates') into the
+  // process up front, within a memory budget; part of build_cache.
+  void populate_rows() const;
   bool near(PartId owner) const noexcept { return !near_.empty() && near_[static_cast<std::size_t>(owner)] != 0; }
   // Collective: one int64 per node, read locally by `local_value(local row)` or asked of the owner.
   template <class Local>

@@ -244,9 +244,9 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   }
   std::printf("remote bytes per batch     %.3g  (features fetched from other ranks, after the cache)\n", sum.remote_bytes / sum.steps);
   if (sum.remote_rows > 0)
-    std::printf("cache hit rate             %.3f  (cache built in %.2f s)\n", hit, cache_s);
+    std::printf("cache hit rate             %.3f  (setup: shards mapped in and cache built in %.2f s)\n", hit, cache_s);
   else
-    std::printf("cache hit rate             -  (no input row is owned on another node: nothing to cache)\n");
+    std::printf("cache hit rate             -  (no input row is owned on another node: nothing to cache; setup: shards mapped in in %.2f s)\n", cache_s);
   std::printf("local gather               %.2f GB/s vs memcpy random-row gather %.2f GB/s: %.0f%%\n", sum.local_gbs, sum.memcpy_gbs,
               sum.memcpy_gbs > 0 ? 100 * sum.local_gbs / sum.memcpy_gbs : 0.0);
   if (sum.remote_bytes > 0) {
