@@ -11,9 +11,10 @@
 namespace shardgnn {
 
 void advise_dontneed(const void* data, std::size_t bytes) noexcept;  // fileio.cpp
-// Maps every page of [data, data + bytes) of a file mapping into the process now (reading the
-// file where the page cache lacks it), so later random reads take no page faults. Returns false,
-// having done nothing, where the kernel lacks MADV_POPULATE_READ (before Linux 5.14). fileio.cpp
+// Maps every page of [data, data + bytes) of a mapping into the process now (reading the file
+// where the page cache lacks it), so later random reads take no page faults. A hint: false when
+// the kernel refused (EINVAL before Linux 5.14, where nothing is done), errno left as it was.
+// fileio.cpp
 bool advise_populate(const void* data, std::size_t bytes) noexcept;
 
 template <class T>
@@ -57,8 +58,9 @@ class Array {
   void release_pages() const noexcept {
     if (is_mapped() && size_ > 0) advise_dontneed(data_, size_ * sizeof(T));
   }
-  // For a mapped array: maps all its pages into the process now (see advise_populate), so that
-  // random reads later take no page faults. No effect on owned arrays.
+  // For an array that is not in owned_ (a file mapping, or a buffer kept alive elsewhere): maps
+  // all its pages into the process now (see advise_populate), so that random reads later take no
+  // page faults. No effect on owned arrays.
   void populate_pages() const noexcept {
     if (is_mapped() && size_ > 0) advise_populate(data_, size_ * sizeof(T));
   }

@@ -171,13 +171,23 @@ std::uint32_t crc32_of_file(const std::string& path) {
 void fsync_dir(const std::string& dir) { fsync_path(dir, true); }
 
 bool advise_populate(const void* data, std::size_t bytes) noexcept {
+#if defined(__linux__)
 #ifndef MADV_POPULATE_READ
   constexpr int MADV_POPULATE_READ = 22;  // Linux 5.14; older headers lack the name
 #endif
-  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const long page_size = ::sysconf(_SC_PAGESIZE);
+  if (bytes == 0 || page_size <= 0) return bytes == 0;
+  const auto page = static_cast<std::uintptr_t>(page_size);
   const auto begin = reinterpret_cast<std::uintptr_t>(data) & ~(page - 1);
   const auto end = reinterpret_cast<std::uintptr_t>(data) + bytes;
-  return bytes == 0 || ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ) == 0;
+  const int saved = errno;
+  const bool ok = ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ) == 0;
+  errno = saved;
+  return ok;
+#else
+  (void)data;
+  return bytes == 0;
+#endif
 }
 
 void advise_dontneed(const void* data, std::size_t bytes) noexcept {

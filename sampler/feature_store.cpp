@@ -193,18 +193,21 @@ void FeatureStore::fetch(std::span<const NodeId> nodes, FeatureRows& out) {
   counters_.remote_rows += static_cast<std::int64_t>(nodes.size() - nearby.size()) - local_rows;
 }
 
-void FeatureStore::populate_rows() const {
+void FeatureStore::populate_rows(const std::vector<int>& node) const {
   // The gathers read rows at random: each first touch of a page of a mapped shard was a page
   // fault inside a batch (the local gather of R-MAT scale 19 on 2 ranks measured 63-65% of the
-  // memcpy limit over 2 epochs, 81-86% with the pages mapped here). Only while the shards read
-  // here take at most half the node's memory: mapping them all in must not evict what training needs.
-  std::vector<const Array<float>*> arrays = {&shard_.features};
-  for (const Array<float>& rows : peer_rows_) arrays.push_back(&rows);
-  double bytes = 0;
-  for (const Array<float>* a : arrays) bytes += static_cast<double>(a->size()) * sizeof(float);
-  const double memory = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
-  if (memory > 0 && bytes <= memory / 2)
-    for (const Array<float>* a : arrays) a->populate_pages();
+  // memcpy limit over 2 epochs, 78-87% with the pages mapped here). Only while the features of
+  // all the shards of this node's ranks take at most half the node's memory (the page cache holds
+  // each once, however many ranks map it): mapping them in must not evict what training needs.
+  // Every rank of a node computes the same total, so they all populate or none does.
+  double node_bytes = 0;
+  for (PartId r = 0; r < shard_.book.parts(); ++r)
+    if (static_cast<std::size_t>(r) < node.size() && node[static_cast<std::size_t>(r)] == node[static_cast<std::size_t>(comm_.rank())])
+      node_bytes += static_cast<double>(shard_.book.size(r)) * static_cast<double>(dim_) * sizeof(float);
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0 || node_bytes > static_cast<double>(pages) * static_cast<double>(page) / 2) return;
+  shard_.features.populate_pages();
+  for (const Array<float>& rows : peer_rows_) rows.populate_pages();
 }
 
 int FeatureStore::node_local_peers() const noexcept { return static_cast<int>(std::count(near_.begin(), near_.end(), 1)); }
@@ -284,12 +287,12 @@ void FeatureStore::fill_cache(std::vector<NodeId> chosen, std::uint64_t dense_in
 
 void FeatureStore::build_cache(const SamplerConfig& config, DistSampler* sampler) {
   // Every rank decides alike whether to map (the shard's folder is known on every rank or none).
+  const std::vector<int> node = comm_.node_ids();
   if (comm_.all(config.node_local && comm_.size() > 1)) {  // the same on every rank; the rest is checked in map_node_mates
-    const std::vector<int> node = comm_.node_ids();
     if (sampler != nullptr) sampler->read_node_local_shards(node);  // collective: the sampler's communicator, every rank alike
     if (dim_ > 0) read_node_local_shards(node);
   }
-  populate_rows();
+  populate_rows(node);
   std::vector<NodeId> chosen;
   const bool on = config.cache_policy != CachePolicy::kNone && dim_ > 0;
   const std::size_t row_bytes = static_cast<std::size_t>(dim_) * sizeof(float);

@@ -96,7 +96,7 @@ class FeatureStore {
   void fill_cache(std::vector<NodeId> chosen, std::uint64_t dense_index_bytes);
   // Maps the pages of the shards this rank reads rows from (its own, its node-mates') into the
   // process up front, within a memory budget; part of build_cache.
-  void populate_rows() const;
+  void populate_rows(const std::vector<int>& node_of_rank) const;
   bool near(PartId owner) const noexcept { return !near_.empty() && near_[static_cast<std::size_t>(owner)] != 0; }
   // Collective: one int64 per node, read locally by `local_value(local row)` or asked of the owner.
   template <class Local>
