@@ -186,38 +186,18 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
          static_cast<double>(std::max(sampler.node_local_peers(), store.node_local_peers()))};
   const auto all = world.allgather(mine);
   if (world.rank() != 0) return 0;
+  // Totals over the ranks, but means of the rates and of the node-mates, and the slowest wall time.
   Row sum{};
+  auto add_up = [&](auto... field) {
+    for (const Row& r : all) ((sum.*field += r.*field), ...);
+  };
+  add_up(&Row::sampled_edges, &Row::sample_s, &Row::exchange_s, &Row::fetch_local_s, &Row::fetch_cache_s, &Row::fetch_remote_s, &Row::fetch_exchange_s,
+        &Row::skew_s, &Row::remote_bytes, &Row::remote_rows, &Row::hits, &Row::input_nodes, &Row::steps, &Row::raw_s, &Row::rows_by_owners,
+        &Row::sampling_bytes, &Row::sample_skew_s, &Row::id_exchange_s, &Row::gather_s, &Row::row_exchange_s, &Row::scatter_s, &Row::near_rows,
+        &Row::near_s, &Row::raw_near_s, &Row::local_gbs, &Row::memcpy_gbs, &Row::near_peers);
+  for (double Row::*mean : {&Row::local_gbs, &Row::memcpy_gbs, &Row::near_peers}) sum.*mean /= static_cast<double>(all.size());
   double max_wall = 0;
-  for (const Row& r : all) {
-    sum.sampled_edges += r.sampled_edges;
-    sum.sample_s += r.sample_s;
-    sum.exchange_s += r.exchange_s;
-    sum.fetch_local_s += r.fetch_local_s;
-    sum.fetch_cache_s += r.fetch_cache_s;
-    sum.fetch_remote_s += r.fetch_remote_s;
-    sum.fetch_exchange_s += r.fetch_exchange_s;
-    sum.skew_s += r.skew_s;
-    sum.remote_bytes += r.remote_bytes;
-    sum.remote_rows += r.remote_rows;
-    sum.hits += r.hits;
-    sum.input_nodes += r.input_nodes;
-    sum.steps += r.steps;
-    sum.raw_s += r.raw_s;
-    sum.local_gbs += r.local_gbs / static_cast<double>(all.size());
-    sum.memcpy_gbs += r.memcpy_gbs / static_cast<double>(all.size());
-    max_wall = std::max(max_wall, r.wall);
-    sum.rows_by_owners += r.rows_by_owners;
-    sum.sampling_bytes += r.sampling_bytes;
-    sum.sample_skew_s += r.sample_skew_s;
-    sum.id_exchange_s += r.id_exchange_s;
-    sum.gather_s += r.gather_s;
-    sum.row_exchange_s += r.row_exchange_s;
-    sum.scatter_s += r.scatter_s;
-    sum.near_rows += r.near_rows;
-    sum.near_s += r.near_s;
-    sum.raw_near_s += r.raw_near_s;
-    sum.near_peers += r.near_peers / static_cast<double>(all.size());
-  }
+  for (const Row& r : all) max_wall = std::max(max_wall, r.wall);
   const double edges_per_core_s = sum.sampled_edges / (sum.sample_s + sum.exchange_s);
   const double remote_gbs = sum.fetch_remote_s > 0 ? sum.remote_bytes / sum.fetch_remote_s / 1e9 : 0;
   const double raw_gbs = sum.raw_s > 0 ? sum.remote_bytes / sum.raw_s / 1e9 : 0;
@@ -244,9 +224,9 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   }
   std::printf("remote bytes per batch     %.3g  (features fetched from other ranks, after the cache)\n", sum.remote_bytes / sum.steps);
   if (sum.remote_rows > 0)
-    std::printf("cache hit rate             %.3f  (setup: shards mapped in and cache built in %.2f s)\n", hit, cache_s);
+    std::printf("cache hit rate             %.3f  (setup, shards mapped in and cache built: %.2f s)\n", hit, cache_s);
   else
-    std::printf("cache hit rate             -  (no input row is owned on another node: nothing to cache; setup: shards mapped in in %.2f s)\n", cache_s);
+    std::printf("cache hit rate             -  (no input row is owned on another node: nothing to cache; setup, shards mapped in: %.2f s)\n", cache_s);
   std::printf("local gather               %.2f GB/s vs memcpy random-row gather %.2f GB/s: %.0f%%\n", sum.local_gbs, sum.memcpy_gbs,
               sum.memcpy_gbs > 0 ? 100 * sum.local_gbs / sum.memcpy_gbs : 0.0);
   if (sum.remote_bytes > 0) {
