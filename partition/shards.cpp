@@ -187,7 +187,7 @@ void write_partitioned(const Dataset& ds, const std::string& dataset_dir, const 
   if (ds.num_nodes() <= (NodeId{1} << 32)) {
     const int need_id = std::max(1, static_cast<int>(std::bit_width(static_cast<std::uint64_t>(std::max<NodeId>(ds.num_nodes(), 1) - 1))));
     const int need_part = static_cast<int>(std::bit_width(static_cast<std::uint64_t>(std::max(K, 1) - 1)));
-    if (need_part > 0 && need_id + need_part <= 32) id_bits = need_id;
+    if (need_part > 0 && need_id + need_part <= 32 && writer_packs_parts()) id_bits = need_id;
     narrow.resize(r.new_of_old.size());  // == ds.num_nodes() == result.assignment.size()
     for (std::size_t v = 0; v < narrow.size(); ++v)
       narrow[v] = static_cast<std::uint32_t>(r.new_of_old[v]) | (id_bits > 0 ? static_cast<std::uint32_t>(result.assignment[v]) << id_bits : 0u);

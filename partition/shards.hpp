@@ -10,6 +10,7 @@
 //   edge_weights int64 [m_k]      when the dataset has them
 #pragma once
 
+#include <atomic>
 #include <boost/json.hpp>
 #include <string>
 #include <vector>
@@ -28,6 +29,14 @@ struct PartitionResult {
   std::vector<PartId> assignment;  // part of every dataset node
   double seconds = 0;              // time the partitioner took
 };
+
+// Tests only: whether the writer may carry each node's part in its new-id table (on by default;
+// it does where id and part bits fit in 32). Off, it searches the partition book per entry, as it
+// must for larger graphs: the tests compare the two.
+inline std::atomic<bool>& writer_packs_parts() {
+  static std::atomic<bool> on{true};
+  return on;
+}
 
 // Writes the partitioned dataset atomically (nothing is left at `out_dir` on failure).
 // `dataset_dir` is recorded (with its meta.json checksum) so a verifier can find the source.

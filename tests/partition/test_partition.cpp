@@ -311,6 +311,40 @@ TEST_CASE("edge weights travel with their edges into the shards, rows sorted; th
   }
 }
 
+TEST_CASE("the writer's packed part-in-id table and its partition-book search write the same bytes", "[partition][verify]") {
+  // The search is what graphs too large to pack (over 2^32 / 2^ceil(log2 K) nodes) take; it is
+  // forced here on Cora, weighted, with K below and above many rows' lengths.
+  test::ScratchDir dir;
+  Dataset ds = read_dataset(test::sample("cora.npz"), {});
+  std::vector<std::int64_t> w;
+  for (NodeId u = 0; u < ds.num_nodes(); ++u)
+    for (NodeId v : ds.graph.neighbors(u)) w.push_back((std::min(u, v) * 13 + std::max(u, v)) % 31 + 1);
+  ds.edge_weights = Array<std::int64_t>(std::move(w));
+  save_dataset(ds, dir / "w");
+  for (int k : {2, 3, 40}) {
+    INFO("K=" << k);
+    const std::string packed = dir / ("packed" + std::to_string(k)), searched = dir / ("searched" + std::to_string(k));
+    write_random_parts(ds, dir / "w", k, packed);
+    writer_packs_parts() = false;
+    write_random_parts(ds, dir / "w", k, searched);
+    writer_packs_parts() = true;
+    CHECK(verify_partition(dir / "w", searched).ok());
+    auto bytes_of = [](const fs::path& path) {
+      std::ifstream in(path, std::ios::binary);
+      return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    std::int64_t files = 0;
+    for (const auto& entry : fs::recursive_directory_iterator(packed)) {
+      if (entry.path().extension() != ".npy") continue;
+      const fs::path other = fs::path(searched) / fs::relative(entry.path(), packed);
+      INFO(entry.path().string());
+      CHECK(bytes_of(entry.path()) == bytes_of(other));
+      ++files;
+    }
+    CHECK(files == 11 * k);  // per part: indptr, indices, edge_weights, features, labels, 3 splits, halo_nodes, halo_owner, orig_ids
+  }
+}
+
 TEST_CASE("a weighted dataset's shard without edges has an empty edge_weights.npy, which the verifier accepts", "[partition][verify]") {
   test::ScratchDir dir;
   //  0 - 1 - 2 - 3 (weights 5, 6, 7), 4 and 5 isolated: part 1 gets only 4 and 5, so no edges.
