@@ -421,10 +421,14 @@ Shard load_shard(const PartitionInfo& info, PartId k) {
   return s;
 }
 
-Array<float> load_part_features(const PartitionInfo& info, PartId k) {
+PartRows load_part_rows(const PartitionInfo& info, PartId k) {
   const PartFiles f = part_files(info, k);
-  if (info.feature_dim <= 0) return {};
-  return load_listed_array<float>(f.pdir, f.arrays(), f.path, "features", {info.book.size(k), info.feature_dim}, true);
+  const std::int64_t n = info.book.size(k);
+  PartRows rows;
+  if (info.feature_dim > 0) rows.features = load_listed_array<float>(f.pdir, f.arrays(), f.path, "features", {n, info.feature_dim}, true);
+  if (info.num_classes > 0) rows.labels = load_listed_array<std::int64_t>(f.pdir, f.arrays(), f.path, "labels", {n}, true);
+  rows.indptr = load_listed_array<EdgeId>(f.pdir, f.arrays(), f.path, "indptr", {n + 1}, true);
+  return rows;
 }
 
 namespace {

@@ -71,9 +71,15 @@ struct Shard {
   Array<std::int64_t> edge_weights;
 };
 Shard load_shard(const PartitionInfo& info, PartId part);
-// Only part `part`'s features (checked against partition.json's listing and shape), for a rank
-// reading the rows of a shard another rank on its node owns.
-Array<float> load_part_features(const PartitionInfo& info, PartId part);
+// What a rank reads of a shard another rank on its node owns to serve feature rows, labels and
+// degrees itself: part `part`'s features, labels (empty without classes) and indptr, each
+// checked against partition.json's listing and shape.
+struct PartRows {
+  Array<float> features;
+  Array<std::int64_t> labels;
+  Array<EdgeId> indptr;
+};
+PartRows load_part_rows(const PartitionInfo& info, PartId part);
 // Only part `part`'s graph (CSR rows with global neighbour ids) and its nodes' dataset ids, for a
 // rank sampling the rows of a shard another rank on its node owns.
 struct PartGraph {

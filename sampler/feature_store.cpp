@@ -160,7 +160,7 @@ void FeatureStore::fetch(std::span<const NodeId> nodes, FeatureRows& out) {
     // Same-node rows: a gather like the local one, from the owner's mapped shard.
     t0 = Clock::now();
     auto source = [&](const RemoteAt& x) {
-      return peer_rows_[static_cast<std::size_t>(x.owner)].data() + (nodes[x.pos] - book.begin(x.owner)) * dim_;
+      return peer_rows_[static_cast<std::size_t>(x.owner)].features.data() + (nodes[x.pos] - book.begin(x.owner)) * dim_;
     };
     for (std::size_t k = 0; k < nearby.size(); ++k) {
       if (k + lead < nearby.size()) prefetch_row(source(nearby[k + lead]), row_bytes);
@@ -207,19 +207,19 @@ void FeatureStore::populate_rows(const std::vector<int>& node) const {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0 || node_bytes > static_cast<double>(pages) * static_cast<double>(page) / 2) return;
   shard_.features.populate_pages();
-  for (const Array<float>& rows : peer_rows_) rows.populate_pages();
+  for (const PartRows& rows : peer_rows_) rows.features.populate_pages();
 }
 
 int FeatureStore::node_local_peers() const noexcept { return static_cast<int>(std::count(near_.begin(), near_.end(), 1)); }
 
 void FeatureStore::read_node_local_shards(const std::vector<int>& node) {
-  near_ = map_node_mates(shard_, comm_, node, peer_rows_, load_part_features);
+  near_ = map_node_mates(shard_, comm_, node, peer_rows_, load_part_rows);
   // The row exchange is skipped only when no rank needs it: every rank reads all the others.
   exchange_ = near_.empty() || !comm_.all(node_local_peers() == comm_.size() - 1);
 }
 
-template <class Local>
-void FeatureStore::fetch_values(std::span<const NodeId> nodes, std::vector<std::int64_t>& out, Local local_value) {
+template <class Value>
+void FeatureStore::fetch_values(std::span<const NodeId> nodes, std::vector<std::int64_t>& out, Value value) {
   const PartitionBook& book = shard_.book;
   const NodeId first = book.begin(shard_.part), count = book.size(shard_.part);
   const int P = comm_.size();
@@ -228,19 +228,24 @@ void FeatureStore::fetch_values(std::span<const NodeId> nodes, std::vector<std::
   std::vector<RemoteAt> remote;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i] >= first && nodes[i] < first + count) {
-      out[i] = local_value(nodes[i] - first);
+      out[i] = value(shard_.part, nodes[i] - first);
+    } else if (const PartId owner = book.owner(nodes[i]); near(owner)) {
+      out[i] = value(owner, nodes[i] - book.begin(owner));
     } else {
-      const PartId owner = book.owner(nodes[i]);
       remote.push_back({i, owner});
       ++per_owner[owner];
     }
+  }
+  if (!exchange_) {  // every rank reads every other's shard: nothing is asked of anyone
+    if (!remote.empty()) throw std::logic_error("FeatureStore: a value owned off this node, but no rank exchanges");
+    return;
   }
   std::vector<NodeId> ask;
   std::vector<std::int64_t> slot_of;
   group_by_owner(nodes, remote, per_owner, ask, slot_of);
   auto asked = comm_.alltoallv<NodeId>(ask, per_owner);
   std::vector<std::int64_t> values(asked.data.size());
-  for (std::size_t i = 0; i < values.size(); ++i) values[i] = local_value(asked.data[i] - first);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = value(shard_.part, asked.data[i] - first);
   auto got = comm_.alltoallv_known<std::int64_t>(values, asked.counts, per_owner);
   for (std::size_t k = 0; k < ask.size(); ++k) out[static_cast<std::size_t>(slot_of[k])] = got.data[k];
   ++counters_.value_fetches;
@@ -249,11 +254,18 @@ void FeatureStore::fetch_values(std::span<const NodeId> nodes, std::vector<std::
 }
 
 void FeatureStore::fetch_degrees(std::span<const NodeId> nodes, std::vector<std::int64_t>& out) {
-  fetch_values(nodes, out, [&](NodeId local) { return shard_.graph.degree(local); });
+  fetch_values(nodes, out, [&](PartId part, NodeId row) {
+    if (part == shard_.part) return shard_.graph.degree(row);
+    const Array<EdgeId>& indptr = peer_rows_[static_cast<std::size_t>(part)].indptr;
+    return static_cast<std::int64_t>(indptr[static_cast<std::size_t>(row) + 1] - indptr[static_cast<std::size_t>(row)]);
+  });
 }
 
 void FeatureStore::fetch_labels(std::span<const NodeId> nodes, std::vector<std::int64_t>& out) {
-  fetch_values(nodes, out, [&](NodeId local) { return shard_.labels.empty() ? std::int64_t{-1} : shard_.labels[static_cast<std::size_t>(local)]; });
+  fetch_values(nodes, out, [&](PartId part, NodeId row) {
+    const Array<std::int64_t>& labels = part == shard_.part ? shard_.labels : peer_rows_[static_cast<std::size_t>(part)].labels;
+    return labels.empty() ? std::int64_t{-1} : labels[static_cast<std::size_t>(row)];
+  });
 }
 
 void FeatureStore::fill_cache(std::vector<NodeId> chosen, std::uint64_t dense_index_bytes) {

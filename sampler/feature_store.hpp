@@ -24,7 +24,7 @@ struct FeatureCounters {
   // node, read from its mapped shard.
   std::int64_t local_rows = 0, remote_rows = 0, cache_hits = 0, node_local_rows = 0;
   std::int64_t bytes_sent = 0, bytes_received = 0;
-  std::int64_t value_fetches = 0;  // fetch_labels / fetch_degrees calls (each a request and a reply exchange)
+  std::int64_t value_fetches = 0;  // fetch_labels / fetch_degrees calls that asked owners (a request and a reply exchange each)
   double local_gather_s = 0, cache_s = 0, remote_s = 0, exchange_s = 0;  // remote_s: misses only (grouping, exchange, scatter)
   double node_local_s = 0;  // reading the node-local rows
   // The parts of remote_s: the id exchange (counts, then ids), the owner's gather of the rows asked
@@ -63,11 +63,12 @@ class FeatureStore {
   // row-major, into `out` (resized to nodes.size() x feature_dim).
   void fetch(std::span<const NodeId> nodes, FeatureRows& out);
 
-  // Collective likewise: the full-graph degree of each of `nodes` (owned ones read here, the others
-  // asked of their owners in one exchange).
+  // Collective likewise: the full-graph degree of each of `nodes` (owned ones and those of
+  // node-mates' shards read here, the others asked of their owners in one exchange, skipped when
+  // no rank needs it).
   void fetch_degrees(std::span<const NodeId> nodes, std::vector<std::int64_t>& out);
-  // Collective likewise: the label of each of `nodes` (-1 when unlabelled), for seeds a rank
-  // trains but does not own (runtime rebalancing, class-balanced seed sampling).
+  // Collective likewise, read the same way: the label of each of `nodes` (-1 when unlabelled), for
+  // seeds a rank trains but does not own (runtime rebalancing, class-balanced seed sampling).
   void fetch_labels(std::span<const NodeId> nodes, std::vector<std::int64_t>& out);
 
   std::int64_t feature_dim() const noexcept { return dim_; }
@@ -98,9 +99,10 @@ class FeatureStore {
   // process up front, within a memory budget; part of build_cache.
   void populate_rows(const std::vector<int>& node_of_rank) const;
   bool near(PartId owner) const noexcept { return !near_.empty() && near_[static_cast<std::size_t>(owner)] != 0; }
-  // Collective: one int64 per node, read locally by `local_value(local row)` or asked of the owner.
-  template <class Local>
-  void fetch_values(std::span<const NodeId> nodes, std::vector<std::int64_t>& out, Local local_value);
+  // Collective: one int64 per node, read here by `value(part, row in that part)` for this rank's
+  // nodes and its node-mates', else asked of the owner.
+  template <class Value>
+  void fetch_values(std::span<const NodeId> nodes, std::vector<std::int64_t>& out, Value value);
 
   const Shard& shard_;
   const comm::Communicator& comm_;
@@ -112,8 +114,8 @@ class FeatureStore {
   std::int64_t cached_ = 0;
   std::vector<float> cache_;
   std::vector<float> send_rows_, recv_rows_;  // staging for remote rows, kept between fetches
-  std::vector<Array<float>> peer_rows_;       // per rank: its shard's features when mapped here
-  std::vector<char> near_;                    // per rank: its rows are read from peer_rows_
+  std::vector<PartRows> peer_rows_;           // per rank: its shard's features, labels and indptr when mapped here
+  std::vector<char> near_;                    // per rank: its rows (and labels, degrees) are read from peer_rows_
   bool exchange_ = true;
   FeatureCounters counters_;
   bool record_ = false, probe_skew_ = false;

@@ -355,22 +355,59 @@ TEST_CASE("the distributed sampler draws neighbours uniformly, as the serial ref
   CHECK(appear_d.size() == appear_r.size());
 }
 
+TEST_CASE("degrees and labels of any nodes equal the full graph's, over MPI or from same-node shards", "[sampler][mpi]") {
+  Fixture fx;
+  const int P = fx.world.size();
+  // Every rank asks for every node of the graph (its own, its node-mates', the others').
+  std::vector<NodeId> all(static_cast<std::size_t>(fx.info.book.num_nodes()));
+  for (std::size_t v = 0; v < all.size(); ++v) all[v] = static_cast<NodeId>(v);
+  for (int layout = 0; layout < 3; ++layout) {  // none, the job's own, pairs of ranks as nodes
+    SamplerConfig cfg;
+    cfg.node_local = layout == 1;
+    cfg.fanouts = {2};
+    auto comm = fx.world.dup();
+    FeatureStore store(fx.shard, comm);
+    if (layout == 2) {
+      std::vector<int> pairs(static_cast<std::size_t>(P));
+      for (int r = 0; r < P; ++r) pairs[static_cast<std::size_t>(r)] = r / 2;
+      store.read_node_local_shards(pairs);
+    }
+    store.build_cache(cfg, nullptr);
+    std::vector<std::int64_t> degrees, labels;
+    store.fetch_degrees(all, degrees);
+    store.fetch_labels(all, labels);
+    std::int64_t wrong_degree = 0, wrong_label = 0;
+    for (std::size_t v = 0; v < all.size(); ++v) {
+      const NodeId old = fx.old_of_new[all[v]];
+      wrong_degree += v >= degrees.size() || degrees[v] != fx.ds.graph.degree(old);
+      wrong_label += v >= labels.size() || labels[v] != fx.ds.labels[static_cast<std::size_t>(old)];
+    }
+    INFO("layout " << layout << ", rank " << fx.world.rank());
+    CHECK(wrong_degree == 0);
+    CHECK(wrong_label == 0);
+    // Owners are asked only while some rank reads a shard it cannot map: two exchanges (degrees, labels) or none.
+    CHECK(store.counters().value_fetches == (store.exchanges_rows() ? 2 : 0));
+    if (layout == 1 && P > 1) CHECK(store.node_local_peers() > 0);
+  }
+}
+
 TEST_CASE("node-mates whose shards cannot be mapped are left to the exchange, and mapping needs one part per rank", "[sampler][mpi]") {
   Fixture fx;
   const int P = fx.world.size();
   const std::vector<int> one_node(static_cast<std::size_t>(P), 0);
   // Rank 1 cannot map rank 0's shard (a different view of the file system, say); all else maps.
-  std::vector<Array<float>> mapped;
+  std::vector<PartRows> mapped;
   const std::vector<char> near = map_node_mates(fx.shard, fx.world, one_node, mapped, [&](const PartitionInfo& info, PartId r) {
     if (fx.world.rank() == 1 && r == 0) throw InputError("part-0 unreadable here");
-    return load_part_features(info, r);
+    return load_part_rows(info, r);
   });
   CHECK(near.size() == static_cast<std::size_t>(P));
   CHECK(mapped.size() == static_cast<std::size_t>(P));
   for (int r = 0; r < P && near.size() == static_cast<std::size_t>(P) && mapped.size() == static_cast<std::size_t>(P); ++r) {  // no REQUIRE: collectives follow
     const bool expect = r != fx.world.rank() && !(fx.world.rank() == 1 && r == 0);
     CHECK((near[static_cast<std::size_t>(r)] != 0) == expect);
-    CHECK(mapped[static_cast<std::size_t>(r)].size() == (expect ? static_cast<std::size_t>(fx.info.book.size(r) * fx.info.feature_dim) : 0));
+    CHECK(mapped[static_cast<std::size_t>(r)].features.size() == (expect ? static_cast<std::size_t>(fx.info.book.size(r) * fx.info.feature_dim) : 0));
+    CHECK(mapped[static_cast<std::size_t>(r)].labels.size() == (expect ? static_cast<std::size_t>(fx.info.book.size(r)) : 0));
   }
   // Whether anyone still needs the exchange, as the sampler and the store decide it: yes as soon
   // as one rank could not map a mate.
@@ -378,8 +415,8 @@ TEST_CASE("node-mates whose shards cannot be mapped are left to the exchange, an
   CHECK(fx.world.all(peers == P - 1) == (P == 1));
   // A shard that is not this rank's part (here: part 0 everywhere) maps nothing, on every rank.
   const Shard other = load_shard(fx.info, 0);
-  std::vector<Array<float>> none;
-  const std::vector<char> off = map_node_mates(other, fx.world, one_node, none, load_part_features);
+  std::vector<PartRows> none;
+  const std::vector<char> off = map_node_mates(other, fx.world, one_node, none, load_part_rows);
   CHECK(off.empty() == (P > 1));
 }
 
