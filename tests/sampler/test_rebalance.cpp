@@ -173,74 +173,82 @@ TEST_CASE("class-balanced draws give every class the same share whatever its siz
 
 TEST_CASE("apply_plan moves seeds so that every training seed is trained exactly once, labels carried with them or fetched from owners", "[rebalance][mpi]") {
   test::CoraParts fx;
-  SamplerConfig cfg;
-  cfg.fanouts = {3, 2};
-  cfg.batch_size = 16;
-  cfg.seed = 9;
-  cfg.remote_seeds = true;
-  auto comm = fx.world.dup();
-  DistSampler sampler(fx.shard, comm, cfg);
-  FeatureStore store(fx.shard, comm);
-  const int P = fx.world.size();
-  const auto own = fx.world.allgather(static_cast<std::int64_t>(fx.shard.train_idx.size()));
-  // Rank 0 is "slow": it should train a quarter of what the others do.
-  std::vector<double> cost(static_cast<std::size_t>(P), 1.0);
-  cost[0] = 4.0;
-  const SeedPlan plan = plan_seeds(RebalancePolicy::kCost, own, cost, 1.0, cfg.batch_size);
-  sampler.apply_plan(3, plan);
-  const std::int64_t steps = sampler.steps_in_epoch(3);
-  CHECK(steps == plan.steps);
-  std::vector<NodeId> mine;
-  std::int64_t label_mismatch = 0, over_batch = 0;
-  const std::int64_t fetches_before = store.counters().value_fetches;
-  for (std::int64_t step = 0; step < steps; ++step) {
-    MiniBatch mb = produce_batch(sampler, store, 3, step);
-    over_batch += static_cast<std::int64_t>(mb.seeds().size()) > plan.batch[static_cast<std::size_t>(fx.world.rank())];
-    for (std::size_t i = 0; i < mb.seeds().size(); ++i) {
-      mine.push_back(mb.seeds()[i]);
-      label_mismatch += mb.labels[i] != fx.ds.labels[fx.old_of_new[mb.seeds()[i]]];
+  // Over MPI, and with node-mates' shards read directly (sampling, features and labels of moved
+  // seeds owned elsewhere on the node).
+  for (bool node_local : {false, true}) {
+    INFO("node-local " << node_local);
+    SamplerConfig cfg;
+    cfg.fanouts = {3, 2};
+    cfg.batch_size = 16;
+    cfg.seed = 9;
+    cfg.remote_seeds = true;
+    cfg.node_local = node_local;
+    auto comm = fx.world.dup();
+    DistSampler sampler(fx.shard, comm, cfg);
+    FeatureStore store(fx.shard, comm);
+    if (node_local) store.build_cache(cfg, &sampler);
+    const int P = fx.world.size();
+    const auto own = fx.world.allgather(static_cast<std::int64_t>(fx.shard.train_idx.size()));
+    // Rank 0 is "slow": it should train a quarter of what the others do.
+    std::vector<double> cost(static_cast<std::size_t>(P), 1.0);
+    cost[0] = 4.0;
+    const SeedPlan plan = plan_seeds(RebalancePolicy::kCost, own, cost, 1.0, cfg.batch_size);
+    sampler.apply_plan(3, plan);
+    const std::int64_t steps = sampler.steps_in_epoch(3);
+    CHECK(steps == plan.steps);
+    std::vector<NodeId> mine;
+    std::int64_t label_mismatch = 0, over_batch = 0;
+    const std::int64_t fetches_before = store.counters().value_fetches;
+    for (std::int64_t step = 0; step < steps; ++step) {
+      MiniBatch mb = produce_batch(sampler, store, 3, step);
+      over_batch += static_cast<std::int64_t>(mb.seeds().size()) > plan.batch[static_cast<std::size_t>(fx.world.rank())];
+      for (std::size_t i = 0; i < mb.seeds().size(); ++i) {
+        mine.push_back(mb.seeds()[i]);
+        label_mismatch += mb.labels[i] != fx.ds.labels[fx.old_of_new[mb.seeds()[i]]];
+      }
     }
+    CHECK(label_mismatch == 0);
+    CHECK(store.counters().value_fetches == fetches_before);  // the labels came with the schedule
+    CHECK(over_batch == 0);
+    CHECK(static_cast<std::int64_t>(mine.size()) == plan.load[static_cast<std::size_t>(fx.world.rank())]);
+    // Every rank's seeds together are the training set, each exactly once.
+    const auto all = fx.world.allgatherv<NodeId>(mine);
+    std::vector<NodeId> got(all.data);
+    std::sort(got.begin(), got.end());
+    std::vector<NodeId> want;
+    for (NodeId v : fx.ds.train_idx) want.push_back(v);
+    std::vector<NodeId> got_old;
+    for (NodeId v : got) got_old.push_back(fx.old_of_new[v]);
+    std::sort(got_old.begin(), got_old.end());
+    CHECK(got_old == want);
+    if (P > 1) CHECK(plan.moved() > 0);
+    // The labels came with the plan's schedule; a schedule installed without them has its batches
+    // fetch them from the owners (collectively), with the same result.
+    std::vector<std::int64_t> carried;
+    CHECK(sampler.schedule_labels(3, 0, carried));
+    CHECK_FALSE(sampler.schedule_labels(0, 0, carried));
+    sampler.set_schedule(4, mine, plan.batch[static_cast<std::size_t>(fx.world.rank())], plan.steps);
+    CHECK_FALSE(sampler.schedule_labels(4, 0, carried));
+    std::int64_t fetched_mismatch = 0, fetched = 0;
+    for (std::int64_t step = 0; step < plan.steps; ++step) {
+      MiniBatch mb = produce_batch(sampler, store, 4, step);
+      for (std::size_t i = 0; i < mb.seeds().size(); ++i, ++fetched) fetched_mismatch += mb.labels[i] != fx.ds.labels[fx.old_of_new[mb.seeds()[i]]];
+    }
+    CHECK(fetched == static_cast<std::int64_t>(mine.size()));
+    CHECK(fetched_mismatch == 0);
+    // One label fetch per batch, unless every rank reads the others' shards (labels included).
+    CHECK(store.counters().value_fetches == fetches_before + (store.exchanges_rows() ? plan.steps : 0));
+    // Ranks that disagree on whether the schedule carries labels would enter different
+    // collectives per batch: every rank refuses the epoch instead.
+    if (P > 1) {
+      if (fx.world.rank() == 0) sampler.set_schedule(5, {}, {}, 1, 1);
+      else sampler.set_schedule(5, {}, 1, 1);
+      CHECK_THROWS_WITH(sampler.steps_in_epoch(5), Catch::Contains("1 of " + std::to_string(P) + " ranks installed a schedule with labels"));
+    }
+    // Without a schedule for an epoch the default applies: own seeds, every seed once, then empty steps.
+    const std::int64_t steps0 = sampler.steps_in_epoch(0);
+    std::int64_t seen = 0;
+    for (std::int64_t step = 0; step < steps0; ++step) seen += static_cast<std::int64_t>(sampler.seeds_for(0, step).size());
+    CHECK(seen == static_cast<std::int64_t>(fx.shard.train_idx.size()));
   }
-  CHECK(label_mismatch == 0);
-  CHECK(store.counters().value_fetches == fetches_before);  // the labels came with the schedule
-  CHECK(over_batch == 0);
-  CHECK(static_cast<std::int64_t>(mine.size()) == plan.load[static_cast<std::size_t>(fx.world.rank())]);
-  // Every rank's seeds together are the training set, each exactly once.
-  const auto all = fx.world.allgatherv<NodeId>(mine);
-  std::vector<NodeId> got(all.data);
-  std::sort(got.begin(), got.end());
-  std::vector<NodeId> want;
-  for (NodeId v : fx.ds.train_idx) want.push_back(v);
-  std::vector<NodeId> got_old;
-  for (NodeId v : got) got_old.push_back(fx.old_of_new[v]);
-  std::sort(got_old.begin(), got_old.end());
-  CHECK(got_old == want);
-  if (P > 1) CHECK(plan.moved() > 0);
-  // The labels came with the plan's schedule; a schedule installed without them has its batches
-  // fetch them from the owners (collectively), with the same result.
-  std::vector<std::int64_t> carried;
-  CHECK(sampler.schedule_labels(3, 0, carried));
-  CHECK_FALSE(sampler.schedule_labels(0, 0, carried));
-  sampler.set_schedule(4, mine, plan.batch[static_cast<std::size_t>(fx.world.rank())], plan.steps);
-  CHECK_FALSE(sampler.schedule_labels(4, 0, carried));
-  std::int64_t fetched_mismatch = 0, fetched = 0;
-  for (std::int64_t step = 0; step < plan.steps; ++step) {
-    MiniBatch mb = produce_batch(sampler, store, 4, step);
-    for (std::size_t i = 0; i < mb.seeds().size(); ++i, ++fetched) fetched_mismatch += mb.labels[i] != fx.ds.labels[fx.old_of_new[mb.seeds()[i]]];
-  }
-  CHECK(fetched == static_cast<std::int64_t>(mine.size()));
-  CHECK(fetched_mismatch == 0);
-  CHECK(store.counters().value_fetches == fetches_before + plan.steps);  // one label fetch per batch
-  // Ranks that disagree on whether the schedule carries labels would enter different
-  // collectives per batch: every rank refuses the epoch instead.
-  if (P > 1) {
-    if (fx.world.rank() == 0) sampler.set_schedule(5, {}, {}, 1, 1);
-    else sampler.set_schedule(5, {}, 1, 1);
-    CHECK_THROWS_WITH(sampler.steps_in_epoch(5), Catch::Contains("1 of " + std::to_string(P) + " ranks installed a schedule with labels"));
-  }
-  // Without a schedule for an epoch the default applies: own seeds, every seed once, then empty steps.
-  const std::int64_t steps0 = sampler.steps_in_epoch(0);
-  std::int64_t seen = 0;
-  for (std::int64_t step = 0; step < steps0; ++step) seen += static_cast<std::int64_t>(sampler.seeds_for(0, step).size());
-  CHECK(seen == static_cast<std::int64_t>(fx.shard.train_idx.size()));
 }
