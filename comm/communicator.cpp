@@ -182,13 +182,17 @@ void Communicator::barrier() const {
 }
 
 std::vector<int> Communicator::node_ids() const {
-  MPI_Comm node = MPI_COMM_NULL;
-  check(MPI_Comm_split_type(handle_->comm, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
   int leader = rank_;
-  const int rc = MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node);
-  MPI_Comm_free(&node);
-  check(rc, "MPI_Allreduce");
-  return allgather(leader);
+  {
+    // Once at setup: the node communicator's blocking all-reduce, whatever the wait mode.
+    CollectiveTimer timer;
+    MPI_Comm node = MPI_COMM_NULL;
+    check(MPI_Comm_split_type(handle_->comm, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+    const int rc = MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node);
+    MPI_Comm_free(&node);
+    check(rc, "MPI_Allreduce");
+  }
+  return allgather(leader);  // timed by itself
 }
 
 void Communicator::allreduce_raw(void* data, std::int64_t count, Kind kind, Op op) const {

@@ -21,6 +21,15 @@ grep -q "^same-node rows" "$work/out.txt" && fail "same-node rows with --node-lo
 # Only the distributed commands' module loads MPI, not the dispatcher every command starts.
 if ldd "$SHARDGNN" | grep -q "libmpi"; then fail "$SHARDGNN links MPI: $(ldd "$SHARDGNN" | grep libmpi)"; fi
 ldd "$(dirname "$SHARDGNN")/libshardgnn_dist.so" | grep -q "libmpi" || fail "libshardgnn_dist.so does not link MPI"
+# The binary without its module beside it: one clear line and exit 1, before any MPI start-up.
+mkdir "$work/alone" && cp "$SHARDGNN" "$work/alone/shardgnn"
+set +e
+"$work/alone/shardgnn" bench sampler "$work/p2" > "$work/out.txt" 2> "$work/err.txt"
+rc=$?
+set -e
+[ "$rc" = 1 ] || fail "without its module: exit $rc, expected 1"
+grep -q "^shardgnn bench sampler: error: cannot load the distributed commands' module (.*libshardgnn_dist.so" "$work/err.txt" || fail "without its module: $(cat "$work/err.txt")"
+[ "$(wc -l < "$work/err.txt")" = 1 ] || fail "without its module: more than one line: $(cat "$work/err.txt")"
 
 # shellcheck source=expect_error.sh
 source "$(dirname "$0")/expect_error.sh"
