@@ -23,9 +23,18 @@ class PartitionBook {
   NodeId begin(PartId p) const noexcept { return offsets_[p]; }
   NodeId end(PartId p) const noexcept { return offsets_[p + 1]; }
   NodeId size(PartId p) const noexcept { return offsets_[p + 1] - offsets_[p]; }
-  // Precondition: 0 <= global < num_nodes().
+  // Precondition: 0 <= global < num_nodes(). The last part whose first id is <= global (empty
+  // parts share their offset with the next), found by a branch-free search of the K+1 offsets:
+  // the samplers, the feature store and the shard writer look owners up per entry, in random
+  // order (the shard writer had this search to itself before).
   PartId owner(NodeId global) const noexcept {
-    return static_cast<PartId>(std::upper_bound(offsets_.begin(), offsets_.end(), global) - offsets_.begin() - 1);
+    const NodeId* base = offsets_.data();
+    for (std::size_t n = offsets_.size(); n > 1;) {
+      const std::size_t half = n / 2;
+      base = base[half] <= global ? base + half : base;
+      n -= half;
+    }
+    return static_cast<PartId>(base - offsets_.data());
   }
   NodeId to_local(NodeId global) const noexcept { return global - offsets_[owner(global)]; }
   const std::vector<NodeId>& offsets() const noexcept { return offsets_; }

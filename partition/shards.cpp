@@ -65,7 +65,7 @@ template <class Id>
 class RowRelabeller {
  public:
   RowRelabeller(const Id* new_of_old, const PartitionBook& book, int id_bits)
-      : new_of_old_(new_of_old), offsets_(book.offsets()), parts_(book.parts()), start_(static_cast<std::size_t>(parts_) + 1), id_bits_(id_bits),
+      : new_of_old_(new_of_old), book_(book), parts_(book.parts()), start_(static_cast<std::size_t>(parts_) + 1), id_bits_(id_bits),
         id_mask_(id_bits > 0 ? static_cast<Id>((Id{1} << id_bits) - 1) : static_cast<Id>(~Id{0})) {}
 
   // Writes the row `nb` (edge weights `w`, or null) relabelled and sorted into `out` (`w_out`),
@@ -91,7 +91,7 @@ class RowRelabeller {
       if (j + 24 < d) __builtin_prefetch(new_of_old + nb[j + 24]);
       const Id t = new_of_old[nb[j]];
       const NodeId g = static_cast<NodeId>(t & id_mask_);
-      const PartId p = id_bits_ > 0 ? static_cast<PartId>(t >> id_bits_) : owner(g);
+      const PartId p = id_bits_ > 0 ? static_cast<PartId>(t >> id_bits_) : book_.owner(g);
       ids_[j] = g;
       tags_[j] = p;
       ++start_[static_cast<std::size_t>(p) + 1];
@@ -116,17 +116,6 @@ class RowRelabeller {
   // Rows shorter than this go through std::sort (an insertion sort at that size).
   static constexpr std::size_t kCountingFrom = 16;
 
-  // The owner of a new id: a branchless search of the K+1 offsets.
-  PartId owner(NodeId g) const noexcept {
-    const NodeId* base = offsets_.data();
-    for (std::size_t n = offsets_.size(); n > 1;) {
-      const std::size_t half = n / 2;
-      base = base[half] <= g ? base + half : base;
-      n -= half;
-    }
-    return static_cast<PartId>(base - offsets_.data());
-  }
-
   // Sorts a row by id, carrying its weights along when there are any; repeated ids keep their
   // order (as the counting pass does), so a row's bytes do not depend on its length.
   void sort_row(NodeId* out, std::int64_t* w_out, std::size_t d) {
@@ -145,7 +134,7 @@ class RowRelabeller {
   }
 
   const Id* new_of_old_;
-  const std::vector<NodeId>& offsets_;
+  const PartitionBook& book_;
   int parts_;
   std::vector<EdgeId> start_;
   int id_bits_;

@@ -7,7 +7,6 @@
 
 #include <unistd.h>
 
-#include "sampler/node_local.hpp"
 #include "sampler/sampler.hpp"
 
 namespace shardgnn {
@@ -142,7 +141,7 @@ void FeatureStore::fetch(std::span<const NodeId> nodes, FeatureRows& out) {
       hits.emplace_back(i, row);
     } else {
       const PartId owner = book.owner(v);
-      if (near(owner)) {
+      if (mates_.near(owner)) {
         nearby.push_back({i, owner});
       } else {
         miss.push_back({i, owner});
@@ -156,11 +155,11 @@ void FeatureStore::fetch(std::span<const NodeId> nodes, FeatureRows& out) {
   }
   counters_.cache_hits += static_cast<std::int64_t>(hits.size());
   counters_.cache_s += since(t0);
-  if (!near_.empty()) {  // mapping was tried, on every rank alike (so the benchmark's log lines up)
+  if (mates_.tried()) {  // on every rank alike (so the benchmark's log lines up)
     // Same-node rows: a gather like the local one, from the owner's mapped shard.
     t0 = Clock::now();
     auto source = [&](const RemoteAt& x) {
-      return peer_rows_[static_cast<std::size_t>(x.owner)].features.data() + (nodes[x.pos] - book.begin(x.owner)) * dim_;
+      return mates_.shards[static_cast<std::size_t>(x.owner)].features.data() + (nodes[x.pos] - book.begin(x.owner)) * dim_;
     };
     for (std::size_t k = 0; k < nearby.size(); ++k) {
       if (k + lead < nearby.size()) prefetch_row(source(nearby[k + lead]), row_bytes);
@@ -179,7 +178,7 @@ void FeatureStore::fetch(std::span<const NodeId> nodes, FeatureRows& out) {
     comm_.barrier();
     counters_.skew_s += since(t0);
   }
-  if (exchange_) {
+  if (mates_.exchange) {
     t0 = Clock::now();
     std::vector<NodeId> misses;
     std::vector<std::int64_t> slot_of;
@@ -207,16 +206,10 @@ void FeatureStore::populate_rows(const std::vector<int>& node) const {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0 || node_bytes > static_cast<double>(pages) * static_cast<double>(page) / 2) return;
   shard_.features.populate_pages();
-  for (const PartRows& rows : peer_rows_) rows.features.populate_pages();
+  for (const PartRows& rows : mates_.shards) rows.features.populate_pages();
 }
 
-int FeatureStore::node_local_peers() const noexcept { return static_cast<int>(std::count(near_.begin(), near_.end(), 1)); }
-
-void FeatureStore::read_node_local_shards(const std::vector<int>& node) {
-  near_ = map_node_mates(shard_, comm_, node, peer_rows_, load_part_rows);
-  // The row exchange is skipped only when no rank needs it: every rank reads all the others.
-  exchange_ = near_.empty() || !comm_.all(node_local_peers() == comm_.size() - 1);
-}
+void FeatureStore::read_node_local_shards(const std::vector<int>& node) { mates_.map(shard_, comm_, node, load_part_rows); }
 
 template <class Value>
 void FeatureStore::fetch_values(std::span<const NodeId> nodes, std::vector<std::int64_t>& out, Value value) {
@@ -229,14 +222,14 @@ void FeatureStore::fetch_values(std::span<const NodeId> nodes, std::vector<std::
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i] >= first && nodes[i] < first + count) {
       out[i] = value(shard_.part, nodes[i] - first);
-    } else if (const PartId owner = book.owner(nodes[i]); near(owner)) {
+    } else if (const PartId owner = book.owner(nodes[i]); mates_.near(owner)) {
       out[i] = value(owner, nodes[i] - book.begin(owner));
     } else {
       remote.push_back({i, owner});
       ++per_owner[owner];
     }
   }
-  if (!exchange_) {  // every rank reads every other's shard: nothing is asked of anyone
+  if (!mates_.exchange) {  // every rank reads every other's shard: nothing is asked of anyone
     if (!remote.empty()) throw std::logic_error("FeatureStore: a value owned off this node, but no rank exchanges");
     return;
   }
@@ -256,14 +249,14 @@ void FeatureStore::fetch_values(std::span<const NodeId> nodes, std::vector<std::
 void FeatureStore::fetch_degrees(std::span<const NodeId> nodes, std::vector<std::int64_t>& out) {
   fetch_values(nodes, out, [&](PartId part, NodeId row) {
     if (part == shard_.part) return shard_.graph.degree(row);
-    const Array<EdgeId>& indptr = peer_rows_[static_cast<std::size_t>(part)].indptr;
+    const Array<EdgeId>& indptr = mates_.shards[static_cast<std::size_t>(part)].indptr;
     return static_cast<std::int64_t>(indptr[static_cast<std::size_t>(row) + 1] - indptr[static_cast<std::size_t>(row)]);
   });
 }
 
 void FeatureStore::fetch_labels(std::span<const NodeId> nodes, std::vector<std::int64_t>& out) {
   fetch_values(nodes, out, [&](PartId part, NodeId row) {
-    const Array<std::int64_t>& labels = part == shard_.part ? shard_.labels : peer_rows_[static_cast<std::size_t>(part)].labels;
+    const Array<std::int64_t>& labels = part == shard_.part ? shard_.labels : mates_.shards[static_cast<std::size_t>(part)].labels;
     return labels.empty() ? std::int64_t{-1} : labels[static_cast<std::size_t>(row)];
   });
 }
@@ -310,7 +303,7 @@ void FeatureStore::build_cache(const SamplerConfig& config, DistSampler* sampler
   const std::size_t row_bytes = static_cast<std::size_t>(dim_) * sizeof(float);
   std::int64_t far_nodes = shard_.book.num_nodes() - shard_.book.size(shard_.part);
   for (PartId r = 0; r < shard_.book.parts(); ++r)
-    if (near(r)) far_nodes -= shard_.book.size(r);
+    if (mates_.near(r)) far_nodes -= shard_.book.size(r);
   const auto remote_rows = static_cast<std::size_t>(far_nodes);  // the rows a cache may hold
   std::size_t capacity = !on ? 0
                          : config.cache_fraction > 0 ? static_cast<std::size_t>(config.cache_fraction * static_cast<double>(remote_rows))
@@ -323,7 +316,7 @@ void FeatureStore::build_cache(const SamplerConfig& config, DistSampler* sampler
     // a collective on every rank, cache or not, so the exchange always lines up.
     std::vector<NodeId> halo;  // sorted: grouped by owner; rows read from same-node shards need no cache
     for (std::size_t i = 0; i < shard_.halo_nodes.size(); ++i)
-      if (!near(shard_.halo_owner[i])) halo.push_back(shard_.halo_nodes[i]);
+      if (!mates_.near(shard_.halo_owner[i])) halo.push_back(shard_.halo_nodes[i]);
     std::vector<std::int64_t> counts(static_cast<std::size_t>(comm_.size()), 0);
     for (NodeId v : halo) ++counts[shard_.book.owner(v)];
     auto asked = comm_.alltoallv<NodeId>(halo, counts);
@@ -342,7 +335,7 @@ void FeatureStore::build_cache(const SamplerConfig& config, DistSampler* sampler
       const MiniBatch mb = sampler->sample(seeds, -1, s);
       if (on)
         for (NodeId v : mb.input_nodes())
-          if (const PartId owner = shard_.book.owner(v); owner != shard_.part && !near(owner)) ++score[v];
+          if (const PartId owner = shard_.book.owner(v); owner != shard_.part && !mates_.near(owner)) ++score[v];
     }
     sampler->counters() = SamplerCounters{};  // presampling is setup, not training work
   }

@@ -13,6 +13,7 @@
 #include "partition/shards.hpp"
 #include "sampler/config.hpp"
 #include "sampler/minibatch.hpp"
+#include "sampler/node_local.hpp"
 
 namespace shardgnn {
 
@@ -52,12 +53,12 @@ class FeatureStore {
   // After build_cache: how many other ranks' shards are read directly, and whether fetch() still
   // enters the row exchange (false when every other rank's shard is read directly, which every
   // rank agrees on).
-  int node_local_peers() const noexcept;
+  int node_local_peers() const noexcept { return mates_.peers(); }
   // Collective: reads the rows of the ranks that share this rank's entry of `node_of_rank` (one
   // per rank) from their shard files. build_cache does it with the job's real node layout; tests
   // pass others (pairs of ranks, say) before a build_cache with node_local off.
   void read_node_local_shards(const std::vector<int>& node_of_rank);
-  bool exchanges_rows() const noexcept { return exchange_; }
+  bool exchanges_rows() const noexcept { return mates_.exchange; }
 
   // Collective: every rank calls it once per step. Writes the rows of `nodes` (global ids),
   // row-major, into `out` (resized to nodes.size() x feature_dim).
@@ -98,7 +99,6 @@ class FeatureStore {
   // Maps the pages of the shards this rank reads rows from (its own, its node-mates') into the
   // process up front, within a memory budget; part of build_cache.
   void populate_rows(const std::vector<int>& node_of_rank) const;
-  bool near(PartId owner) const noexcept { return !near_.empty() && near_[static_cast<std::size_t>(owner)] != 0; }
   // Collective: one int64 per node, read here by `value(part, row in that part)` for this rank's
   // nodes and its node-mates', else asked of the owner.
   template <class Value>
@@ -114,9 +114,7 @@ class FeatureStore {
   std::int64_t cached_ = 0;
   std::vector<float> cache_;
   std::vector<float> send_rows_, recv_rows_;  // staging for remote rows, kept between fetches
-  std::vector<PartRows> peer_rows_;           // per rank: its shard's features, labels and indptr when mapped here
-  std::vector<char> near_;                    // per rank: its rows (and labels, degrees) are read from peer_rows_
-  bool exchange_ = true;
+  NodeMates<PartRows> mates_;                 // node-mates' features, labels and indptr, read here
   FeatureCounters counters_;
   bool record_ = false, probe_skew_ = false;
   std::vector<ReplyCounts> reply_log_;

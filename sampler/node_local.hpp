@@ -2,6 +2,7 @@
 // directly, shared by the sampler (their CSR) and the feature store (their features).
 #pragma once
 
+#include <algorithm>
 #include <exception>
 #include <iostream>
 #include <string>
@@ -44,5 +45,25 @@ std::vector<char> map_node_mates(const Shard& shard, const comm::Communicator& c
   }
   return near;
 }
+
+// The node-mates a sampler or feature store reads directly: their mapped shard arrays (T per
+// rank), which ranks those are, and whether the exchange is still needed, which every rank
+// decides alike. Default: nothing mapped, exchange on.
+template <class T>
+struct NodeMates {
+  std::vector<T> shards;  // per rank: its arrays, for the ranks marked in `mapped`
+  std::vector<char> mapped;  // per rank: read directly; empty unless mapping was tried (on every rank alike)
+  bool exchange = true;      // false only when every rank reads every other rank's shard
+
+  bool tried() const noexcept { return !mapped.empty(); }
+  bool near(PartId r) const noexcept { return !mapped.empty() && mapped[static_cast<std::size_t>(r)] != 0; }
+  int peers() const noexcept { return static_cast<int>(std::count(mapped.begin(), mapped.end(), 1)); }
+  // Collective on `comm`: maps with map_node_mates and decides `exchange`.
+  template <class Load>
+  void map(const Shard& shard, const comm::Communicator& comm, const std::vector<int>& node_of_rank, Load load) {
+    mapped = map_node_mates(shard, comm, node_of_rank, shards, load);
+    exchange = mapped.empty() || !comm.all(peers() == comm.size() - 1);
+  }
+};
 
 }  // namespace shardgnn

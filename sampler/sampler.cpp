@@ -224,13 +224,10 @@ void DistSampler::apply_plan(std::int64_t epoch, const SeedPlan& plan) {
 }
 
 void DistSampler::read_node_local_shards(const std::vector<int>& node) {
-  const int P = comm_.size();
-  near_ = map_node_mates(shard_, comm_, node, peer_graphs_, load_part_graph);
-  near_rows_.assign(near_.size(), {});
-  near_picked_.assign(near_.size(), {});
-  near_ends_.assign(near_.size(), {});
-  // The hop exchanges are skipped only when no rank needs them: every rank reads all the others.
-  exchange_ = near_.empty() || !comm_.all(node_local_peers() == P - 1);
+  mates_.map(shard_, comm_, node, load_part_graph);  // the hop exchanges stay unless every rank reads all the others
+  near_rows_.assign(mates_.mapped.size(), {});
+  near_picked_.assign(mates_.mapped.size(), {});
+  near_ends_.assign(mates_.mapped.size(), {});
 }
 
 std::vector<std::vector<NodeId>> DistSampler::eval_batches(std::span<const NodeId> seeds) const {
@@ -265,7 +262,6 @@ MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch,
   const DenseRange dense = all ? next_dense(0, book.num_nodes(), local_slots_, stamp_) : next_dense(first, owned, local_slots_, stamp_);
   Compactor compactor(nodes, dense, remote_pos_);
   std::vector<PartId> owner;
-  auto is_near = [&](PartId r) { return !near_.empty() && near_[static_cast<std::size_t>(r)] != 0; };
   const int L = static_cast<int>(config_.fanouts.size());
   for (int hop = 0; hop < L; ++hop) {
     const int fanout = config_.fanouts[static_cast<std::size_t>(hop)];
@@ -287,7 +283,7 @@ MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch,
         local_rows_.push_back(v - first);
       } else {
         owner[i] = book.owner(v);
-        if (is_near(owner[i])) {
+        if (mates_.near(owner[i])) {
           near_rows_[static_cast<std::size_t>(owner[i])].push_back(v - book.begin(owner[i]));
           ++near_count;
         } else {
@@ -299,13 +295,13 @@ MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch,
     for (int r = 1; r < P; ++r) fill[r] = fill[r - 1] + send_counts[r - 1];
     std::vector<NodeId> requests(static_cast<std::size_t>(fill[P - 1] + send_counts[P - 1]));
     for (std::size_t i = 0; i < n; ++i)
-      if (owner[i] != me && !is_near(owner[i])) requests[fill[owner[i]]++] = nodes[i];
+      if (owner[i] != me && !mates_.near(owner[i])) requests[fill[owner[i]]++] = nodes[i];
     counters_.sample_s += since(t0);
-    if (!exchange_ && !requests.empty())
+    if (!mates_.exchange && !requests.empty())
       throw std::logic_error("DistSampler: a frontier node owned off this node, but no rank exchanges rows");
 
     t0 = Clock::now();
-    comm::AlltoallvResult<NodeId> incoming = exchange_ ? comm_.alltoallv<NodeId>(requests, send_counts) : none_from(P);
+    comm::AlltoallvResult<NodeId> incoming = mates_.exchange ? comm_.alltoallv<NodeId>(requests, send_counts) : none_from(P);
     counters_.exchange_s += since(t0);
     counters_.bytes_sent += static_cast<std::int64_t>(requests.size() * sizeof(NodeId));
     counters_.bytes_received += static_cast<std::int64_t>(incoming.data.size() * sizeof(NodeId));
@@ -331,7 +327,7 @@ MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch,
     counters_.sample_s += since(t0);
 
     t0 = Clock::now();
-    comm::AlltoallvResult<NodeId> answers = exchange_ ? comm_.alltoallv<NodeId>(reply_, reply_counts) : none_from(P);
+    comm::AlltoallvResult<NodeId> answers = mates_.exchange ? comm_.alltoallv<NodeId>(reply_, reply_counts) : none_from(P);
     counters_.exchange_s += since(t0);
     counters_.bytes_sent += static_cast<std::int64_t>(reply_.size() * sizeof(NodeId));
     counters_.bytes_received += static_cast<std::int64_t>(answers.data.size() * sizeof(NodeId));
@@ -344,7 +340,7 @@ MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch,
     // Same-node ranks' rows, drawn here from their shards exactly as the owner would.
     for (std::size_t r = 0; r < near_rows_.size(); ++r) {
       if (near_rows_[r].empty()) continue;
-      const PartGraph& g = peer_graphs_[r];
+      const PartGraph& g = mates_.shards[r];
       near_picked_[r].clear();
       near_ends_[r].assign(1, 0);
       sample_rows(g.graph, std::span<const NodeId>(g.orig_ids.data(), g.orig_ids.size()), near_rows_[r], fanout, config_.replace, key, near_picked_[r],
@@ -367,7 +363,7 @@ MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch,
         if (owner[i] == me) {
           ids.insert(ids.end(), picked_.begin() + ends_[li], picked_.begin() + ends_[li + 1]);
           ++li;
-        } else if (is_near(owner[i])) {
+        } else if (mates_.near(owner[i])) {
           const auto r = static_cast<std::size_t>(owner[i]);
           const std::size_t k = near_at[r]++;
           ids.insert(ids.end(), near_picked_[r].begin() + near_ends_[r][k], near_picked_[r].begin() + near_ends_[r][k + 1]);

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <boost/unordered/unordered_flat_map.hpp>
-#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <span>
@@ -15,6 +14,7 @@
 #include "partition/shards.hpp"
 #include "sampler/config.hpp"
 #include "sampler/minibatch.hpp"
+#include "sampler/node_local.hpp"
 #include "sampler/rebalance.hpp"
 
 namespace shardgnn {
@@ -98,8 +98,8 @@ class DistSampler {
   // cannot be mapped stay with the exchange. FeatureStore::build_cache calls it with the job's
   // node layout when SamplerConfig::node_local is on.
   void read_node_local_shards(const std::vector<int>& node_of_rank);
-  int node_local_peers() const noexcept { return static_cast<int>(std::count(near_.begin(), near_.end(), 1)); }
-  bool exchanges_rows() const noexcept { return exchange_; }
+  int node_local_peers() const noexcept { return mates_.peers(); }
+  bool exchanges_rows() const noexcept { return mates_.exchange; }
 
   // Benchmarks only: a timed barrier at the start of each batch, so that waiting for a rank
   // still busy with its previous batch (its feature fetch, say) is counted as skew, not as the
@@ -128,11 +128,9 @@ class DistSampler {
   // Per-hop buffers, kept between batches so their pages stay mapped (picked_ is handed to the
   // block when every row of a hop is owned here, and grows anew).
   std::vector<NodeId> local_rows_, serve_rows_, picked_, reply_;
-  // Same-node shards (indexed by rank; mapped for ranks with near_ set) and per-hop buffers for
-  // their rows: the rows asked of each, what was drawn, an indptr over it.
-  std::vector<PartGraph> peer_graphs_;
-  std::vector<char> near_;
-  bool exchange_ = true;
+  // Same-node shards (their CSR and ids) and, per rank, per-hop buffers for their rows: the rows
+  // asked of each, what was drawn, an indptr over it.
+  NodeMates<PartGraph> mates_;
   std::vector<std::vector<NodeId>> near_rows_, near_picked_;
   std::vector<std::vector<std::int64_t>> near_ends_;
   std::vector<std::int64_t> ends_, scratch_;  // ends_: an indptr over picked_
