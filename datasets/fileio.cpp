@@ -7,7 +7,6 @@
 #include <zlib.h>
 
 #include <atomic>
-#include <boost/iostreams/device/mapped_file.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -54,14 +53,20 @@ MappedFile map_file(const std::string& path) {
   MappedFile out;
   out.path = path;
   if (size == 0) return out;  // mapping a 0-byte file is an error in mmap; an empty span is the truth
-  auto map = std::make_shared<boost::iostreams::mapped_file_source>();
-  try {
-    map->open(path);
-  } catch (const std::exception& e) {
-    throw InputError(path, "", std::string("cannot map file: ") + e.what());
+  // Plain POSIX mapping: Boost.Iostreams' mapped_file did the same, but loading it pulled four
+  // compression libraries into every process (about 0.4 MB resident) for no use of ours.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw InputError(path, "", "cannot open file: " + errno_text());
+  void* addr = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  int saved = errno;
+  ::close(fd);  // the mapping keeps its own reference to the file
+  if (addr == MAP_FAILED) {
+    errno = saved;
+    throw InputError(path, "", "cannot map file: " + errno_text());
   }
-  out.bytes = {reinterpret_cast<const std::byte*>(map->data()), map->size()};
-  out.keeper = std::move(map);
+  const std::size_t length = size;
+  out.bytes = {static_cast<const std::byte*>(addr), length};
+  out.keeper = std::shared_ptr<const void>(addr, [length](const void* p) { ::munmap(const_cast<void*>(p), length); });
   return out;
 }
 

@@ -22,7 +22,7 @@ done
 # libopenblas0-pthread: without it libtorch falls back to the reference BLAS (~25x slower matmul).
 packages=(
   build-essential cmake ninja-build ccache pkg-config
-  libboost1.81-dev libboost-iostreams1.81-dev libboost-json1.81-dev libboost-program-options1.81-dev
+  libboost1.81-dev libboost-json1.81-dev libboost-program-options1.81-dev
   zlib1g-dev
   libmetis-dev metis
   mpich libmpich-dev
