@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <stdexcept>
 
 #include "datasets/error.hpp"
 #include "datasets/json_util.hpp"
@@ -67,99 +68,66 @@ PartitionMetrics compute_metrics(const Dataset& ds, std::span<const PartId> part
   const int parts = cfg.parts;
   const CsrGraph& g = ds.graph;
   const std::int64_t n = ds.num_nodes();
-  PartitionMetrics m;
-  m.parts = parts;
-  m.shards.assign(static_cast<std::size_t>(parts), ShardMetrics{});
-  for (auto& s : m.shards) s.label_counts.assign(static_cast<std::size_t>(ds.num_classes), 0);
-  std::vector<std::int64_t> global_labels(static_cast<std::size_t>(ds.num_classes), 0);
-
   std::vector<std::vector<NodeId>> members(static_cast<std::size_t>(parts));
   for (NodeId v = 0; v < n; ++v) members[part[v]].push_back(v);
-  // A graph known symmetric (checked at conversion, recorded in meta.json) lists every cut pair
-  // from both ends: count it from the smaller one, with no search of the other end's row (a
-  // random row and a binary search per cut entry were most of this function's time).
-  const bool symmetric = ds.cleaning.symmetric;
-  const bool branch_free = symmetric && parts <= 64;
-  struct Scratch {
-    std::vector<std::uint64_t> remote;  // a bit per node: a neighbour of the shard in another shard
-    std::vector<PartId> seen_parts;     // distinct other shards of one node's neighbours
-  };
-  struct Tally {
-    std::int64_t edge_cut = 0, comm_volume = 0;
-  };
-  std::vector<Tally> tallies(static_cast<std::size_t>(parts));
+  std::vector<ShardTally> tallies(static_cast<std::size_t>(parts));
   // Shards are measured independently, one thread per core. The halo is counted in a bitmap (it
   // stays in cache where a stamp per node did not), read and cleared once per shard: n/8 bytes
   // per thread, and n/64 words read per shard, less than the shard's rows unless K exceeds ~64x
   // the mean degree.
   for_each_part_parallel(
-      parts, [&] { return Scratch{std::vector<std::uint64_t>(static_cast<std::size_t>(n + 63) / 64), {}}; },
-      [&](PartId k, Scratch& scratch) {
-        // Counted in locals, stored once: the parts' records share cache lines between threads.
-        std::int64_t nodes = 0, edges = 0, cut_entries = 0, edge_cut = 0, comm_volume = 0, halo = 0;
-        std::vector<std::int64_t>& label_counts = m.shards[k].label_counts;
-        std::uint64_t* remote = scratch.remote.data();
-        std::vector<PartId>& seen_parts = scratch.seen_parts;
+      parts, [&] { return std::vector<std::uint64_t>(static_cast<std::size_t>(n + 63) / 64); },
+      [&](PartId k, std::vector<std::uint64_t>& remote) {
+        RowTally rows(ds, k, parts);  // counted here, stored once: the tallies share cache lines between threads
+        std::uint64_t* bits = remote.data();
         const PartId* const owner = part.data();  // a local: the loop keeps it in a register
         for (NodeId u : members[k]) {
-          nodes += 1;
-          edges += g.degree(u);
-          if (ds.num_classes > 0 && ds.labels[u] >= 0) label_counts[ds.labels[u]] += 1;
           const auto nb = g.neighbors(u);
-          if (branch_free) {
-            // Symmetric graph, K <= 64: the other shards seen as a bit mask, every count a
-            // flag added (for a random partition most entries are cut, so branches on it miss).
-            std::uint64_t seen = 0;
-            NodeId prev = -1;
-            for (std::size_t i = 0; i < nb.size(); ++i) {
-              if (i + 8 < nb.size()) __builtin_prefetch(owner + nb[i + 8]);  // random reads: ahead
-              const NodeId v = nb[i];
-              const PartId pv = owner[v];
-              const std::uint64_t cut = pv != k;
-              cut_entries += static_cast<std::int64_t>(cut);
-              remote[v >> 6] |= cut << (v & 63);
-              seen |= cut << pv;
-              edge_cut += static_cast<std::int64_t>(cut & static_cast<std::uint64_t>(u < v) & static_cast<std::uint64_t>(v != prev));
-              prev = v;
-            }
-            comm_volume += std::popcount(seen);
-            continue;
-          }
-          seen_parts.clear();
+          rows.begin_row(u);
           for (std::size_t i = 0; i < nb.size(); ++i) {
             if (i + 8 < nb.size()) __builtin_prefetch(owner + nb[i + 8]);  // random reads: ahead
             const NodeId v = nb[i];
             const PartId pv = owner[v];
-            if (pv == k) continue;
-            cut_entries += 1;
-            remote[v >> 6] |= std::uint64_t{1} << (v & 63);
-            if (std::find(seen_parts.begin(), seen_parts.end(), pv) == seen_parts.end()) seen_parts.push_back(pv);
-            // Count each distinct pair once: from the smaller end, or from the only end listing it.
-            if (i > 0 && nb[i - 1] == v) continue;
-            if (u < v) {
-              edge_cut += 1;
-            } else if (!symmetric) {
-              const auto back = g.neighbors(v);
-              if (!std::binary_search(back.begin(), back.end(), u)) edge_cut += 1;
-            }
+            bits[v >> 6] |= static_cast<std::uint64_t>(pv != k) << (v & 63);
+            rows.entry(v, pv);
           }
-          comm_volume += static_cast<std::int64_t>(seen_parts.size());
+          rows.end_row();
         }
-        for (auto& word : scratch.remote) {
-          halo += std::popcount(word);
+        for (auto& word : remote) {
+          rows.tally.halo += std::popcount(word);
           word = 0;
         }
-        ShardMetrics& s = m.shards[k];
-        s.nodes = nodes;
-        s.edges = edges;
-        s.cut_entries = cut_entries;
-        s.halo = halo;
-        tallies[k] = Tally{edge_cut, comm_volume};
+        tallies[static_cast<std::size_t>(k)] = rows.tally;
       });
+  return metrics_from_tallies(ds, part, cfg, tallies);
+}
+
+PartitionMetrics metrics_from_tallies(const Dataset& ds, std::span<const PartId> part, const PartitionConfig& cfg,
+                                      std::span<const ShardTally> tallies) {
+  const int parts = cfg.parts;
+  const std::int64_t n = ds.num_nodes();
+  if (static_cast<std::int64_t>(tallies.size()) != parts || static_cast<std::int64_t>(part.size()) != n)
+    throw std::logic_error("metrics_from_tallies: a tally per part and a part per node expected");
+  PartitionMetrics m;
+  m.parts = parts;
+  m.shards.assign(static_cast<std::size_t>(parts), ShardMetrics{});
+  for (auto& s : m.shards) s.label_counts.assign(static_cast<std::size_t>(ds.num_classes), 0);
+  std::vector<std::int64_t> global_labels(static_cast<std::size_t>(ds.num_classes), 0);
+  for (NodeId v = 0; v < n; ++v) {
+    ShardMetrics& s = m.shards[part[v]];
+    s.nodes += 1;
+    s.edges += ds.graph.degree(v);
+    if (ds.num_classes > 0 && ds.labels[v] >= 0) {
+      s.label_counts[ds.labels[v]] += 1;
+      global_labels[ds.labels[v]] += 1;
+    }
+  }
   for (PartId k = 0; k < parts; ++k) {
-    m.edge_cut += tallies[k].edge_cut;
-    m.comm_volume += tallies[k].comm_volume;
-    for (std::size_t c = 0; c < global_labels.size(); ++c) global_labels[c] += m.shards[k].label_counts[c];
+    const ShardTally& t = tallies[static_cast<std::size_t>(k)];
+    m.shards[k].cut_entries = t.cut_entries;
+    m.shards[k].halo = t.halo;
+    m.edge_cut += t.edge_cut;
+    m.comm_volume += t.comm_volume;
   }
   for (NodeId v : ds.train_idx.span()) m.shards[part[v]].train += 1;
   for (NodeId v : ds.val_idx.span()) m.shards[part[v]].val += 1;

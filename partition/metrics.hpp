@@ -5,6 +5,8 @@
 // shard's expected sampling cost under the cost model of partition/cost.hpp.
 #pragma once
 
+#include <algorithm>
+#include <bit>
 #include <boost/json.hpp>
 #include <cstdint>
 #include <span>
@@ -49,6 +51,71 @@ struct PartitionMetrics {
   double cost_remote_weight = 0;
   std::vector<ShardMetrics> shards;
 };
+
+// What a walk over one shard's rows finds: entries pointing to other shards, the cut pairs it
+// counts (each pair is counted by exactly one shard), the other shards its nodes' neighbours lie
+// in (summed: the communication volume) and its halo. compute_metrics walks the rows for it; the
+// shard writer fills it in the pass over the rows it makes anyway.
+struct ShardTally {
+  std::int64_t cut_entries = 0, edge_cut = 0, comm_volume = 0, halo = 0;
+};
+
+// Tallies shard k's rows: begin_row(u), then entry(v, owner of v) for each entry of u's dataset
+// row in its order, then end_row(). The halo is the caller's to count. On a graph recorded
+// symmetric with K <= 64 it is branch-free (the other shards form a bit mask, every count adds a
+// flag: for a random partition most entries are cut, so branches on it miss), and it counts a
+// cut pair from its smaller end with no search of the other end's row. Otherwise it keeps a list
+// of the row's other shards and, on a graph not known symmetric, counts a pair from its larger
+// end only when the smaller end's row does not list it.
+class RowTally {
+ public:
+  RowTally(const Dataset& ds, PartId k, int parts)
+      : graph_(ds.graph), symmetric_(ds.cleaning.symmetric), mask_(ds.cleaning.symmetric && parts <= 64), k_(k) {}
+
+  void begin_row(NodeId u) noexcept {
+    u_ = u;
+    prev_ = -1;
+    seen_ = 0;
+    seen_parts_.clear();
+  }
+  void entry(NodeId v, PartId pv) {
+    const NodeId prev = prev_;
+    prev_ = v;
+    if (mask_) {
+      const std::uint64_t cut = pv != k_;
+      tally.cut_entries += static_cast<std::int64_t>(cut);
+      seen_ |= cut << pv;
+      tally.edge_cut += static_cast<std::int64_t>(cut & static_cast<std::uint64_t>(u_ < v) & static_cast<std::uint64_t>(v != prev));
+      return;
+    }
+    if (pv == k_) return;
+    tally.cut_entries += 1;
+    if (std::find(seen_parts_.begin(), seen_parts_.end(), pv) == seen_parts_.end()) seen_parts_.push_back(pv);
+    if (v == prev) return;  // a repeated entry: its pair is counted once
+    if (u_ < v) {
+      tally.edge_cut += 1;
+    } else if (!symmetric_) {
+      const auto back = graph_.neighbors(v);
+      if (!std::binary_search(back.begin(), back.end(), u_)) tally.edge_cut += 1;
+    }
+  }
+  void end_row() noexcept { tally.comm_volume += mask_ ? std::popcount(seen_) : static_cast<std::int64_t>(seen_parts_.size()); }
+
+  ShardTally tally;
+
+ private:
+  const CsrGraph& graph_;
+  bool symmetric_, mask_;
+  PartId k_;
+  NodeId u_ = -1, prev_ = -1;
+  std::uint64_t seen_ = 0;
+  std::vector<PartId> seen_parts_;
+};
+
+// The metrics from each shard's tally (tallies[k] for part k): sizes, splits, labels, halo
+// factor, imbalances and the cost model are counted here from the assignment.
+PartitionMetrics metrics_from_tallies(const Dataset& ds, std::span<const PartId> assignment, const PartitionConfig& cfg,
+                                      std::span<const ShardTally> tallies);
 
 // The cost metrics use cfg's cost model (cost_fanouts, cost_remote_weight) and the remote fetches
 // under `assignment` itself, so every method is measured the same way.

@@ -40,8 +40,10 @@ inline std::atomic<bool>& writer_packs_parts() {
 
 // Writes the partitioned dataset atomically (nothing is left at `out_dir` on failure).
 // `dataset_dir` is recorded (with its meta.json checksum) so a verifier can find the source.
-void write_partitioned(const Dataset& ds, const std::string& dataset_dir, const PartitionResult& result,
-                       const PartitionMetrics& metrics, const std::string& out_dir, bool overwrite);
+// Returns the quality metrics it stores in partition.json: what compute_metrics gives for
+// result.assignment and result.config, counted in the writer's own pass over the rows.
+PartitionMetrics write_partitioned(const Dataset& ds, const std::string& dataset_dir, const PartitionResult& result, const std::string& out_dir,
+                                   bool overwrite);
 
 // partition.json, parsed and checked.
 struct PartitionInfo {

@@ -51,7 +51,7 @@ PartitionResult write_random_parts(const Dataset& ds, const std::string& dataset
   PartitionResult r;
   r.config = config(PartitionMethod::kRandom, k);
   r.assignment = make_partitioner(PartitionMethod::kRandom)->partition(ds, r.config);
-  write_partitioned(ds, dataset_dir, r, compute_metrics(ds, r.assignment, k), out, false);
+  write_partitioned(ds, dataset_dir, r, out, false);
   return r;
 }
 
@@ -122,6 +122,47 @@ TEST_CASE("a graph recorded symmetric gets the same metrics without searching re
   Dataset cliques = two_cliques();
   cliques.cleaning.symmetric = true;
   CHECK(compute_metrics(cliques, std::vector<PartId>{0, 0, 0, 1, 1, 1, 1, 1}, 2).edge_cut == 3);
+}
+
+TEST_CASE("the shard writer's metrics, counted in its pass over the rows, equal compute_metrics'", "[partition][verify]") {
+  test::ScratchDir dir;
+  SbmOptions o;
+  o.num_nodes = 3000;
+  o.num_classes = 4;
+  o.feature_dim = 2;
+  const Dataset sbm = generate_sbm(o);
+  // A directed graph with repeated entries and self-loops: pairs listed from one end only, and
+  // rows long enough for the writer's counting pass.
+  RmatOptions ro;
+  ro.scale = 10;
+  ro.edge_factor = 24;
+  Dataset rmat = generate_rmat(ro, CleanOptions{});
+  add_random_node_data(rmat, 2, 3, 0.5, 0.2, 7);
+  REQUIRE_FALSE(rmat.cleaning.symmetric);
+  int case_no = 0;
+  for (const Dataset* ds : {&sbm, static_cast<const Dataset*>(&rmat)})
+    // K = 64 uses the last bit of the branch-free path's shard mask; K = 65 takes the general path.
+    for (int K : {1, 5, 64, 65})
+      for (bool packs : {true, false}) {
+        INFO((ds == &sbm ? "sbm" : "rmat") << " K=" << K << " packed=" << packs);
+        PartitionResult r;
+        r.config = config(PartitionMethod::kRandom, K);
+        r.config.cost_fanouts = {4, 3};  // not the default: the writer must use the result's cost model
+        r.assignment = make_partitioner(PartitionMethod::kRandom)->partition(*ds, r.config);
+        writer_packs_parts() = packs;
+        const std::string out = dir / ("p" + std::to_string(case_no++));
+        const PartitionMetrics written = write_partitioned(*ds, dir / "none", r, out, false);
+        writer_packs_parts() = true;
+        const PartitionMetrics walked = compute_metrics(*ds, r.assignment, r.config);
+        CHECK(metrics_to_json(written) == metrics_to_json(walked));
+        // What partition.json holds (its doubles are parsed back to within an ulp, so the counts).
+        const PartitionMetrics stored = load_partition_info(out).metrics;
+        CHECK(stored.edge_cut == walked.edge_cut);
+        CHECK(stored.comm_volume == walked.comm_volume);
+        for (int k = 0; k < K; ++k) CHECK(stored.shards[k].halo == walked.shards[k].halo);
+        if (K > 1) CHECK(walked.edge_cut > 0);
+        CHECK(walked.cost_fanouts == std::vector<int>{4, 3});
+      }
 }
 
 TEST_CASE("METIS cuts two cliques at their bridge, deterministically", "[partition][metis]") {
@@ -222,7 +263,7 @@ TEST_CASE("shards on disk pass the serial verifier, which catches tampering", "[
     r.config = config(method, k);
     r.assignment = make_partitioner(method)->partition(ds, r.config);
     const std::string out = dir / ("p-" + method_name(method));
-    write_partitioned(ds, dir / "cora", r, compute_metrics(ds, r.assignment, k), out, false);
+    write_partitioned(ds, dir / "cora", r, out, false);
     auto v = verify_partition(dir / "cora", out);
     INFO((v.errors.empty() ? "" : v.errors[0]));
     CHECK(v.ok());
@@ -357,7 +398,7 @@ TEST_CASE("a weighted dataset's shard without edges has an empty edge_weights.np
   PartitionResult r;
   r.config = config(PartitionMethod::kRandom, 2);
   r.assignment = {0, 0, 0, 0, 1, 1};
-  write_partitioned(ds, dir / "d", r, compute_metrics(ds, r.assignment, 2), dir / "p", false);
+  write_partitioned(ds, dir / "d", r, dir / "p", false);
   auto v = verify_partition(dir / "d", dir / "p");
   INFO((v.errors.empty() ? "" : v.errors[0]));
   CHECK(v.ok());
@@ -417,7 +458,7 @@ TEST_CASE("real graphs: partition, write and verify (4elt, copter2, Cora, Slashd
       PartitionMetrics met = compute_metrics(ds, r.assignment, 4);
       CHECK(met.nodes.ratio() <= 1.04);
       const std::string out = ddir + "-" + method_name(m);
-      write_partitioned(ds, ddir, r, met, out, false);
+      write_partitioned(ds, ddir, r, out, false);
       auto v = verify_partition(ddir, out);
       INFO((v.errors.empty() ? "" : v.errors[0]));
       CHECK(v.ok());
