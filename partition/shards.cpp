@@ -405,6 +405,14 @@ PartGraph load_part_graph(const PartitionInfo& info, PartId k) {
   return g;
 }
 
+Shard load_shard_for_rank(const PartitionInfo& info, int rank, int ranks) {
+  if (info.book.parts() != ranks)
+    throw InputError(info.dir + ": " + std::to_string(info.book.parts()) + " parts, but the job has " + std::to_string(ranks) +
+                     " ranks (run with mpiexec -n " + std::to_string(info.book.parts()) + ", one rank per part)");
+  verify_shard_checksums(info, rank);
+  return load_shard(info, rank);
+}
+
 Shard load_shard(const PartitionInfo& info, PartId k) {
   const PartFiles f = part_files(info, k);
   const std::string& path = f.path;

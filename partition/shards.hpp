@@ -73,6 +73,10 @@ struct Shard {
   Array<std::int64_t> edge_weights;
 };
 Shard load_shard(const PartitionInfo& info, PartId part);
+// What a rank of a `ranks`-rank job loads: part `rank`, after checking that the parts and the
+// ranks are the same number (one rank per part) and the part's files against their checksums.
+// Throws InputError; not collective (the caller makes the failure every rank's).
+Shard load_shard_for_rank(const PartitionInfo& info, int rank, int ranks);
 // What a rank reads of a shard another rank on its node owns to serve feature rows, labels and
 // degrees itself: part `part`'s features, labels (empty without classes) and indptr, each
 // checked against partition.json's listing and shape.

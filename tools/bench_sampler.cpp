@@ -35,13 +35,7 @@ Shard load_rank_shard(const comm::Communicator& world, const std::string& dir, P
   Shard shard;
   try {
     info = load_partition_info(dir);
-    if (info.book.parts() != world.size())
-      error = dir + ": " + std::to_string(info.book.parts()) + " parts, but the job has " + std::to_string(world.size()) +
-              " ranks (run with mpiexec -n " + std::to_string(info.book.parts()) + ", one rank per part)";
-    else {
-      verify_shard_checksums(info, world.rank());
-      shard = load_shard(info, world.rank());
-    }
+    shard = load_shard_for_rank(info, world.rank(), world.size());
   } catch (const std::exception& e) {
     error = e.what();
   }

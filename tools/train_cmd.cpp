@@ -33,11 +33,7 @@ void load_input(const comm::Communicator& world, const std::string& dir, Input& 
   try {
     if (fs::exists(fs::path(dir) / "partition.json")) {
       const PartitionInfo info = load_partition_info(dir);
-      if (info.book.parts() != world.size())
-        throw InputError(dir + ": " + std::to_string(info.book.parts()) + " parts, but the job has " + std::to_string(world.size()) +
-                         " ranks (run with mpiexec -n " + std::to_string(info.book.parts()) + ", one rank per part)");
-      verify_shard_checksums(info, world.rank());
-      in.shard = load_shard(info, world.rank());
+      in.shard = load_shard_for_rank(info, world.rank(), world.size());
       in.name = info.dataset_name;
       in.kind = "partitioned";
     } else if (fs::exists(fs::path(dir) / "meta.json")) {
