@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include "datasets/memory_limit.hpp"
 #include "sampler/sampler.hpp"
 
 namespace shardgnn {
@@ -200,13 +201,16 @@ void FeatureStore::populate_rows(const std::vector<int>& node) const {
   // memcpy limit over 2 epochs, 78-87% with the pages mapped here). Only while the features of
   // all the shards of this node's ranks take at most half the node's memory (the page cache holds
   // each once, however many ranks map it): mapping them in must not evict what training needs.
-  // Every rank of a node computes the same total, so they all populate or none does.
+  // Every rank of a node computes the same total (and, in one job, sees the same limit), so they
+  // all populate or none does.
   double node_bytes = 0;
   for (PartId r = 0; r < shard_.book.parts(); ++r)
     if (static_cast<std::size_t>(r) < node.size() && node[static_cast<std::size_t>(r)] == node[static_cast<std::size_t>(comm_.rank())])
       node_bytes += static_cast<double>(shard_.book.size(r)) * static_cast<double>(dim_) * sizeof(float);
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0 || node_bytes > static_cast<double>(pages) * static_cast<double>(page) / 2) return;
+  // The node's memory as this process may use it: a SLURM job or a container limits it below the
+  // machine's (its cgroup's limit; page cache counts against it).
+  const std::uint64_t usable = usable_memory_bytes();
+  if (usable == 0 || node_bytes > static_cast<double>(usable) / 2) return;
   shard_.features.populate_pages();
   for (const PartRows& rows : mates_.shards) rows.features.populate_pages();
 }
