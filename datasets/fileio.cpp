@@ -48,15 +48,25 @@ MappedFile map_file(const std::string& path) {
   auto status = fs::status(path, ec);
   if (ec || !fs::exists(status)) throw InputError(path, "", "no such file");
   if (fs::is_directory(status)) throw InputError(path, "", "is a folder, expected a file");
-  auto size = fs::file_size(path, ec);
-  if (ec) throw InputError(path, "", "cannot read its size: " + ec.message());
   MappedFile out;
   out.path = path;
-  if (size == 0) return out;  // mapping a 0-byte file is an error in mmap; an empty span is the truth
   // Plain POSIX mapping: Boost.Iostreams' mapped_file did the same, but loading it pulled four
   // compression libraries into every process (about 0.4 MB resident) for no use of ours.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw InputError(path, "", "cannot open file: " + errno_text());
+  // The size of the file opened (not of whatever the path named a moment before: a file replaced
+  // in between would map short and fault past its end).
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const std::string err = errno_text();
+    ::close(fd);
+    throw InputError(path, "", "cannot read its size: " + err);
+  }
+  const auto size = static_cast<std::size_t>(st.st_size);
+  if (size == 0) {  // mapping a 0-byte file is an error in mmap; an empty span is the truth
+    ::close(fd);
+    return out;
+  }
   void* addr = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
   int saved = errno;
   ::close(fd);  // the mapping keeps its own reference to the file

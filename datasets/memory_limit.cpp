@@ -19,10 +19,11 @@ std::optional<std::uint64_t> read_limit(const fs::path& path, std::uint64_t unli
   std::ifstream in(path);
   std::string text;
   if (!in || !std::getline(in, text)) return std::nullopt;
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) text.pop_back();
   std::uint64_t value = 0;
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc() || ptr == text.data() || value >= unlimited_from) return std::nullopt;
+  if (ec != std::errc() || ptr == text.data() || ptr != end || value >= unlimited_from) return std::nullopt;
   return value;
 }
 
@@ -30,6 +31,9 @@ std::optional<std::uint64_t> read_limit(const fs::path& path, std::uint64_t unli
 std::optional<std::uint64_t> min_up_the_tree(const fs::path& base, const std::string& path, const char* file, std::uint64_t unlimited_from) {
   std::optional<std::uint64_t> best;
   fs::path rel = fs::path(path).relative_path().lexically_normal();
+  // A process outside its cgroup namespace sees a path above the namespace's root ("/../.."):
+  // nothing under `base` belongs to it.
+  if (!rel.empty() && *rel.begin() == "..") return std::nullopt;
   while (true) {
     if (auto v = read_limit(base / rel / file, unlimited_from)) best = std::min(best.value_or(*v), *v);
     if (rel.empty() || rel == ".") break;

@@ -189,7 +189,7 @@ PartitionMetrics write_partitioned(const Dataset& ds, const std::string& dataset
   // part in the high bits where those fit too (see RowRelabeller).
   std::vector<std::uint32_t> narrow;
   int id_bits = 0;
-  if (ds.num_nodes() <= (NodeId{1} << 32)) {
+  if (ds.num_nodes() <= (NodeId{1} << 32) && writer_narrows_ids()) {
     const int need_id = std::max(1, static_cast<int>(std::bit_width(static_cast<std::uint64_t>(std::max<NodeId>(ds.num_nodes(), 1) - 1))));
     const int need_part = static_cast<int>(std::bit_width(static_cast<std::uint64_t>(std::max(K, 1) - 1)));
     if (need_part > 0 && need_id + need_part <= 32 && writer_packs_parts()) id_bits = need_id;

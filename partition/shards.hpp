@@ -37,6 +37,12 @@ inline std::atomic<bool>& writer_packs_parts() {
   static std::atomic<bool> on{true};
   return on;
 }
+// Tests only: whether the writer may look new ids up in a 32-bit table where they fit (on by
+// default). Off, it uses the 64-bit table, as it must for graphs of more than 2^32 nodes.
+inline std::atomic<bool>& writer_narrows_ids() {
+  static std::atomic<bool> on{true};
+  return on;
+}
 
 // Writes the partitioned dataset atomically (nothing is left at `out_dir` on failure).
 // `dataset_dir` is recorded (with its meta.json checksum) so a verifier can find the source.

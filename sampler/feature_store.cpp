@@ -109,13 +109,14 @@ void FeatureStore::fetch(std::span<const NodeId> nodes, FeatureRows& out) {
   const float* local = shard_.features.data();
   const std::size_t row_bytes = F * sizeof(float);
   const std::size_t lead = rows_ahead(row_bytes);
-  if (nodes.size() > std::numeric_limits<std::uint32_t>::max()) throw std::length_error("FeatureStore::fetch: more than 2^32 rows in one batch");
+  if (nodes.size() > std::numeric_limits<std::uint32_t>::max()) throw std::length_error("FeatureStore::fetch: 2^32 rows or more in one batch");
   local_at_.resize(nodes.size());
   std::size_t owned = 0;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     local_at_[owned] = static_cast<std::uint32_t>(i);
     owned += static_cast<std::size_t>(static_cast<std::uint64_t>(nodes[i] - first) < static_cast<std::uint64_t>(count));
   }
+  for (std::size_t j = 0; j < std::min(lead, owned); ++j) prefetch_row(local + (nodes[local_at_[j]] - first) * dim_, row_bytes);
   for (std::size_t j = 0; j < owned; ++j) {
     if (j + lead < owned) prefetch_row(local + (nodes[local_at_[j + lead]] - first) * dim_, row_bytes);
     const std::size_t i = local_at_[j];

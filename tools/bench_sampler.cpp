@@ -107,8 +107,9 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
 
   // Limit 1, measured beside the run: after each batch, a plain memcpy gather of as many
   // uniformly random rows of this rank's shard as that batch's local gather copied, from the same
-  // mapped file into a buffer already faulted in. Both thus see the machine in the same state: a
-  // separate measurement after the run moved the ratio by up to 20 points within an hour.
+  // mapped file into a buffer already faulted in. Both thus run under the same load from the rest
+  // of the machine: a separate measurement after the run moved the ratio by up to 20 points within
+  // an hour. (Its reads leave the cache colder for the next batch than a run without it.)
   const std::size_t row_bytes = static_cast<std::size_t>(shard.feature_dim) * sizeof(float);
   const bool with_memcpy = shard.feature_dim > 0 && shard.graph.num_nodes() > 0;
   std::vector<std::int64_t> memcpy_idx;
@@ -136,6 +137,7 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
 
   // Timed epochs, one batch at a time (no prefetch thread) so each phase's time is its own.
   std::int64_t steps_run = 0, input_nodes = 0;
+  double beside_s = 0;  // the baseline's gathers and the barriers after them
   const auto t_all = Clock::now();
   for (int epoch = 0; epoch < vm["epochs"].as<int>(); ++epoch) {
     std::int64_t steps = sampler.steps_in_epoch(epoch);
@@ -146,11 +148,14 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
       ++steps_run;
       input_nodes += static_cast<std::int64_t>(mb->input_nodes().size());
       const std::int64_t local_now = store.counters().local_rows;
+      const auto tb = Clock::now();
       if (with_memcpy) memcpy_gather(local_now - local_before);
+      world.barrier();  // on every rank, shard or none: all resume together, so no rank's baseline is another's wait
+      beside_s += since(tb);
       local_before = local_now;
     }
   }
-  const double wall = since(t_all) - memcpy_s;  // the run's own time
+  const double wall = since(t_all) - beside_s;  // the run's own time
   const SamplerCounters sc = sampler.counters();
   const FeatureCounters fc = store.counters();
   const double memcpy_gbs = memcpy_s > 0 ? static_cast<double>(memcpy_rows) * static_cast<double>(row_bytes) / memcpy_s / 1e9 : 0;

@@ -60,6 +60,14 @@ TEST_CASE("cgroup v1 and hybrid layouts; no limit, garbage and missing files rea
   put(root / "memory/process_api/memory.limit_in_bytes", "");
   CHECK_FALSE(cgroup_memory_limit(v1, root.string()).has_value());
   CHECK_FALSE(cgroup_memory_limit("not a cgroup line\n", root.string()).has_value());
+  put(root / "memory/process_api/memory.limit_in_bytes", "123abc");
+  CHECK_FALSE(cgroup_memory_limit(v1, root.string()).has_value());
+  put(root / "memory/process_api/memory.limit_in_bytes", "1073741824 ");  // trailing blanks are fine
+  CHECK(cgroup_memory_limit(v1, root.string()) == GiB);
+  // A process outside its cgroup namespace sees a path above the root: nothing there is its own.
+  put(root / "memory/memory.limit_in_bytes", "1073741824");
+  CHECK_FALSE(cgroup_memory_limit("4:memory:/../../other\n", root.string()).has_value());
+  CHECK(cgroup_memory_limit("4:memory:/\n", root.string()) == GiB);
 }
 
 TEST_CASE("usable memory is at most the machine's and never zero here", "[memory]") {

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "datasets/builder.hpp"
 #include "datasets/error.hpp"
@@ -124,7 +125,39 @@ TEST_CASE("a graph recorded symmetric gets the same metrics without searching re
   CHECK(compute_metrics(cliques, std::vector<PartId>{0, 0, 0, 1, 1, 1, 1, 1}, 2).edge_cut == 3);
 }
 
-TEST_CASE("the shard writer's metrics, counted in its pass over the rows, equal compute_metrics'", "[partition][verify]") {
+namespace {
+
+// The graph metrics by their definitions, by brute force: distinct cut pairs {u, v} listed from
+// either end, each node's distinct other shards among its row's entries, each shard's cut entries
+// and distinct remote targets.
+struct ReferenceMetrics {
+  std::int64_t edge_cut = 0, comm_volume = 0;
+  std::vector<std::int64_t> cut_entries, halo;
+};
+ReferenceMetrics reference_metrics(const Dataset& ds, const std::vector<PartId>& part, int K) {
+  ReferenceMetrics ref;
+  ref.cut_entries.assign(static_cast<std::size_t>(K), 0);
+  std::set<std::pair<NodeId, NodeId>> pairs;
+  std::vector<std::set<NodeId>> halo(static_cast<std::size_t>(K));
+  for (NodeId u = 0; u < ds.num_nodes(); ++u) {
+    std::set<PartId> others;
+    for (NodeId v : ds.graph.neighbors(u)) {
+      if (part[v] == part[u]) continue;
+      pairs.insert({std::min(u, v), std::max(u, v)});
+      others.insert(part[v]);
+      ref.cut_entries[part[u]] += 1;
+      halo[part[u]].insert(v);
+    }
+    ref.comm_volume += static_cast<std::int64_t>(others.size());
+  }
+  ref.edge_cut = static_cast<std::int64_t>(pairs.size());
+  for (const auto& h : halo) ref.halo.push_back(static_cast<std::int64_t>(h.size()));
+  return ref;
+}
+
+}  // namespace
+
+TEST_CASE("partition metrics match their definitions, from compute_metrics and from the shard writer's pass", "[partition][verify]") {
   test::ScratchDir dir;
   SbmOptions o;
   o.num_nodes = 3000;
@@ -139,30 +172,59 @@ TEST_CASE("the shard writer's metrics, counted in its pass over the rows, equal 
   Dataset rmat = generate_rmat(ro, CleanOptions{});
   add_random_node_data(rmat, 2, 3, 0.5, 0.2, 7);
   REQUIRE_FALSE(rmat.cleaning.symmetric);
+  // The same made symmetric with its repeated entries kept: the branch-free path's repeat check.
+  CleanOptions sym;
+  sym.symmetrize = true;
+  Dataset rmat_sym = generate_rmat(ro, sym);
+  add_random_node_data(rmat_sym, 2, 3, 0.5, 0.2, 7);
+  REQUIRE(rmat_sym.cleaning.symmetric);
+  bool repeats = false;
+  for (NodeId u = 0; u < rmat_sym.num_nodes() && !repeats; ++u) {
+    const auto nb = rmat_sym.graph.neighbors(u);
+    for (std::size_t i = 1; i < nb.size(); ++i) repeats = repeats || nb[i] == nb[i - 1];
+  }
+  REQUIRE(repeats);
+  struct Restore {  // the writer's test switches back on, however the case ends
+    ~Restore() {
+      writer_packs_parts() = true;
+      writer_narrows_ids() = true;
+    }
+  } restore;
   int case_no = 0;
-  for (const Dataset* ds : {&sbm, static_cast<const Dataset*>(&rmat)})
+  for (const Dataset* ds : {&sbm, static_cast<const Dataset*>(&rmat), static_cast<const Dataset*>(&rmat_sym)})
     // K = 64 uses the last bit of the branch-free path's shard mask; K = 65 takes the general path.
-    for (int K : {1, 5, 64, 65})
-      for (bool packs : {true, false}) {
-        INFO((ds == &sbm ? "sbm" : "rmat") << " K=" << K << " packed=" << packs);
-        PartitionResult r;
-        r.config = config(PartitionMethod::kRandom, K);
-        r.config.cost_fanouts = {4, 3};  // not the default: the writer must use the result's cost model
-        r.assignment = make_partitioner(PartitionMethod::kRandom)->partition(*ds, r.config);
-        writer_packs_parts() = packs;
-        const std::string out = dir / ("p" + std::to_string(case_no++));
+    for (int K : {1, 5, 64, 65}) {
+      PartitionResult r;
+      r.config = config(PartitionMethod::kRandom, K);
+      r.config.cost_fanouts = {4, 3};  // not the default: the writer must use the result's cost model
+      r.assignment = make_partitioner(PartitionMethod::kRandom)->partition(*ds, r.config);
+      const PartitionMetrics walked = compute_metrics(*ds, r.assignment, r.config);
+      const ReferenceMetrics ref = reference_metrics(*ds, r.assignment, K);
+      const char* name = ds == &sbm ? "sbm" : ds == &rmat ? "rmat" : "rmat-sym";
+      INFO(name << " K=" << K);
+      CHECK(walked.edge_cut == ref.edge_cut);
+      CHECK(walked.comm_volume == ref.comm_volume);
+      for (int k = 0; k < K; ++k) {
+        CHECK(walked.shards[k].cut_entries == ref.cut_entries[k]);
+        CHECK(walked.shards[k].halo == ref.halo[k]);
+      }
+      if (K > 1) CHECK(walked.edge_cut > 0);
+      CHECK(walked.cost_fanouts == std::vector<int>{4, 3});
+      // The writer, with parts packed into its 32-bit table, searched, and its 64-bit table.
+      for (int table : {0, 1, 2}) {
+        INFO("table " << table);
+        writer_packs_parts() = table == 0;
+        writer_narrows_ids() = table != 2;
+        const std::string out = dir / std::string("p").append(std::to_string(case_no++));
         const PartitionMetrics written = write_partitioned(*ds, dir / "none", r, out, false);
-        writer_packs_parts() = true;
-        const PartitionMetrics walked = compute_metrics(*ds, r.assignment, r.config);
         CHECK(metrics_to_json(written) == metrics_to_json(walked));
         // What partition.json holds (its doubles are parsed back to within an ulp, so the counts).
         const PartitionMetrics stored = load_partition_info(out).metrics;
-        CHECK(stored.edge_cut == walked.edge_cut);
-        CHECK(stored.comm_volume == walked.comm_volume);
-        for (int k = 0; k < K; ++k) CHECK(stored.shards[k].halo == walked.shards[k].halo);
-        if (K > 1) CHECK(walked.edge_cut > 0);
-        CHECK(walked.cost_fanouts == std::vector<int>{4, 3});
+        CHECK(stored.edge_cut == ref.edge_cut);
+        CHECK(stored.comm_volume == ref.comm_volume);
+        for (int k = 0; k < K; ++k) CHECK(stored.shards[k].halo == ref.halo[k]);
       }
+    }
 }
 
 TEST_CASE("METIS cuts two cliques at their bridge, deterministically", "[partition][metis]") {
@@ -352,9 +414,10 @@ TEST_CASE("edge weights travel with their edges into the shards, rows sorted; th
   }
 }
 
-TEST_CASE("the writer's packed part-in-id table and its partition-book search write the same bytes", "[partition][verify]") {
-  // The search is what graphs too large to pack (over 2^32 / 2^ceil(log2 K) nodes) take; it is
-  // forced here on Cora, weighted, with K below and above many rows' lengths.
+TEST_CASE("the writer's packed part-in-id table, its partition-book search and its 64-bit table write the same bytes", "[partition][verify]") {
+  // The search is what graphs too large to pack (over 2^32 / 2^ceil(log2 K) nodes) take, and the
+  // 64-bit table what graphs of over 2^32 nodes take; both are forced here on Cora, weighted, with
+  // K below and above many rows' lengths.
   test::ScratchDir dir;
   Dataset ds = read_dataset(test::sample("cora.npz"), {});
   std::vector<std::int64_t> w;
@@ -362,27 +425,38 @@ TEST_CASE("the writer's packed part-in-id table and its partition-book search wr
     for (NodeId v : ds.graph.neighbors(u)) w.push_back((std::min(u, v) * 13 + std::max(u, v)) % 31 + 1);
   ds.edge_weights = Array<std::int64_t>(std::move(w));
   save_dataset(ds, dir / "w");
-  for (int k : {2, 3, 40}) {
-    INFO("K=" << k);
-    const std::string packed = dir / ("packed" + std::to_string(k)), searched = dir / ("searched" + std::to_string(k));
-    write_random_parts(ds, dir / "w", k, packed);
-    writer_packs_parts() = false;
-    write_random_parts(ds, dir / "w", k, searched);
-    writer_packs_parts() = true;
-    CHECK(verify_partition(dir / "w", searched).ok());
-    auto bytes_of = [](const fs::path& path) {
-      std::ifstream in(path, std::ios::binary);
-      return std::string(std::istreambuf_iterator<char>(in), {});
-    };
-    std::int64_t files = 0;
-    for (const auto& entry : fs::recursive_directory_iterator(packed)) {
-      if (entry.path().extension() != ".npy") continue;
-      const fs::path other = fs::path(searched) / fs::relative(entry.path(), packed);
-      INFO(entry.path().string());
-      CHECK(bytes_of(entry.path()) == bytes_of(other));
-      ++files;
+  struct Restore {  // the switches back on, however the case ends
+    ~Restore() {
+      writer_packs_parts() = true;
+      writer_narrows_ids() = true;
     }
-    CHECK(files == 11 * k);  // per part: indptr, indices, edge_weights, features, labels, 3 splits, halo_nodes, halo_owner, orig_ids
+  } restore;
+  auto bytes_of = [](const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  for (int k : {2, 3, 40}) {
+    const std::string packed = dir / ("packed" + std::to_string(k));
+    write_random_parts(ds, dir / "w", k, packed);
+    for (const char* mode : {"searched", "wide"}) {
+      INFO("K=" << k << " " << mode);
+      const std::string other_dir = dir / (std::string(mode) + std::to_string(k));
+      writer_packs_parts() = false;
+      writer_narrows_ids() = std::string(mode) == "searched";
+      write_random_parts(ds, dir / "w", k, other_dir);
+      writer_packs_parts() = true;
+      writer_narrows_ids() = true;
+      CHECK(verify_partition(dir / "w", other_dir).ok());
+      std::int64_t files = 0;
+      for (const auto& entry : fs::recursive_directory_iterator(packed)) {
+        if (entry.path().extension() != ".npy") continue;
+        const fs::path other = fs::path(other_dir) / fs::relative(entry.path(), packed);
+        INFO(entry.path().string());
+        CHECK(bytes_of(entry.path()) == bytes_of(other));
+        ++files;
+      }
+      CHECK(files == 11 * k);  // per part: indptr, indices, edge_weights, features, labels, 3 splits, halo_nodes, halo_owner, orig_ids
+    }
   }
 }
 
