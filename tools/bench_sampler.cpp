@@ -105,11 +105,13 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   store.probe_skew(world.size() > 1);
   sampler.probe_skew(world.size() > 1);
 
-  // Limit 1, measured beside the run: after each batch, a plain memcpy gather of as many
-  // uniformly random rows of this rank's shard as that batch's local gather copied, from the same
-  // mapped file into a buffer already faulted in. Both thus run under the same load from the rest
-  // of the machine: a separate measurement after the run moved the ratio by up to 20 points within
-  // an hour. (Its reads leave the cache colder for the next batch than a run without it.)
+  // Limit 1, measured beside the run: after each epoch, every rank at once, for each of the
+  // epoch's batches a plain memcpy gather of as many uniformly random rows of this rank's shard as
+  // that batch's local gather copied, from the same mapped file into a buffer already faulted in.
+  // Both thus run under the same load from the rest of the machine (a separate measurement after
+  // the run moved the ratio by up to 20 points within an hour) and beside the same work on the
+  // other ranks. Not after each batch: its reads left the next batch's sampling a colder cache
+  // (3-7 % fewer edges per second).
   const std::size_t row_bytes = static_cast<std::size_t>(shard.feature_dim) * sizeof(float);
   const bool with_memcpy = shard.feature_dim > 0 && shard.graph.num_nodes() > 0;
   std::vector<std::int64_t> memcpy_idx;
@@ -137,23 +139,31 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
 
   // Timed epochs, one batch at a time (no prefetch thread) so each phase's time is its own.
   std::int64_t steps_run = 0, input_nodes = 0;
-  double beside_s = 0;  // the baseline's gathers and the barriers after them
+  double beside_s = 0;  // the baseline's gathers and the barriers around them
   const auto t_all = Clock::now();
   for (int epoch = 0; epoch < vm["epochs"].as<int>(); ++epoch) {
     std::int64_t steps = sampler.steps_in_epoch(epoch);
     if (vm["max-steps"].as<std::int64_t>() > 0) steps = std::min(steps, vm["max-steps"].as<std::int64_t>());
-    Prefetcher pipe(sampler, store, epoch, steps, 0);
-    std::int64_t local_before = store.counters().local_rows;
-    while (auto mb = pipe.next()) {
-      ++steps_run;
-      input_nodes += static_cast<std::int64_t>(mb->input_nodes().size());
-      const std::int64_t local_now = store.counters().local_rows;
-      const auto tb = Clock::now();
-      if (with_memcpy) memcpy_gather(local_now - local_before);
-      world.barrier();  // on every rank, shard or none: all resume together, so no rank's baseline is another's wait
-      beside_s += since(tb);
-      local_before = local_now;
+    std::vector<std::int64_t> batch_local_rows;
+    {
+      Prefetcher pipe(sampler, store, epoch, steps, 0);
+      std::int64_t local_before = store.counters().local_rows;
+      while (auto mb = pipe.next()) {
+        ++steps_run;
+        input_nodes += static_cast<std::int64_t>(mb->input_nodes().size());
+        const std::int64_t local_now = store.counters().local_rows;
+        batch_local_rows.push_back(local_now - local_before);
+        local_before = local_now;
+      }
     }
+    // On every rank, shard or none: all start and resume together, so no rank's baseline is
+    // another's wait.
+    const auto tb = Clock::now();
+    world.barrier();
+    if (with_memcpy)
+      for (std::int64_t rows : batch_local_rows) memcpy_gather(rows);
+    world.barrier();
+    beside_s += since(tb);
   }
   const double wall = since(t_all) - beside_s;  // the run's own time
   const SamplerCounters sc = sampler.counters();
