@@ -3,13 +3,16 @@
 // plain memcpy random-row gather (the local-gather limit) and a raw MPI alltoallv replaying the
 // exact byte pattern of the feature exchanges (the remote-fetch limit); optionally DGL's CPU
 // neighbour sampler on the same graph, fanouts and batch size.
+#include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <random>
+#include <stdexcept>
 
 #include "comm/communicator.hpp"
 #include "datasets/error.hpp"
@@ -209,7 +212,25 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
          static_cast<double>(fc.node_local_rows), fc.node_local_s, raw_near_s, static_cast<double>(sc.node_local_rows_sampled),
          static_cast<double>(std::max(sampler.node_local_peers(), store.node_local_peers()))};
   const auto all = world.allgather(mine);
-  if (world.rank() != 0) return 0;
+  // The DGL peer runs on rank 0's node while the other ranks wait without spinning (every rank
+  // switches here, so the barriers below match): both as one process alone and as many processes
+  // at once as that node has ranks, the load our ranks sampled under.
+  const std::vector<int> node = world.node_ids();
+  const int node_ranks = static_cast<int>(std::count(node.begin(), node.end(), node[0]));
+  comm::set_wait_mode(comm::WaitMode::kYield);
+  if (world.rank() != 0) {
+    world.barrier();
+    return 0;
+  }
+  struct ReleaseOthers {  // rank 0 lets the others go however it leaves
+    const comm::Communicator& world;
+    ~ReleaseOthers() {
+      try {
+        world.barrier();
+      } catch (...) {
+      }
+    }
+  } release{world};
   // Totals over the ranks, but means of the rates and of the node-mates, and the slowest wall time.
   Row sum{};
   auto add_up = [&](auto... field) {
@@ -294,27 +315,64 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
                           {"time_s", {{"sample", sum.sample_s}, {"sample_exchange", sum.exchange_s}, {"fetch_local", sum.fetch_local_s}, {"fetch_cache", sum.fetch_cache_s}, {"fetch_same_node", sum.near_s}, {"fetch_remote", sum.fetch_remote_s}, {"skew_wait", sum.skew_s}, {"skew_wait_before_batch", sum.sample_skew_s}}}};
 
   if (vm.count("dgl-python")) {
-    // DGL lists fanouts from the input side: reverse ours. One thread, like one of our ranks.
+    // DGL lists fanouts from the input side: reverse ours. One thread per process, like one of our
+    // ranks; `procs` processes at once, their timed loops started together.
     const std::string fan = input_first_fanouts(cfg.fanouts);
     const fs::path script = fs::path(SHARDGNN_SOURCE_DIR) / "tools/peers/dgl_sampler.py";
-    const std::string cmd = "OMP_NUM_THREADS=1 " + vm["dgl-python"].as<std::string>() + " " + script.string() + " " + info.dataset_dir +
-                            " --fanouts " + fan + " --batch " + std::to_string(cfg.batch_size) + (cfg.replace ? " --replace" : "") +
-                            " --max-batches " + std::to_string(static_cast<long long>(sum.steps)) + " 2>/dev/null";
-    std::FILE* p = popen(cmd.c_str(), "r");
-    std::string text;
-    char buf[4096];
-    while (p && std::fgets(buf, sizeof buf, p)) text += buf;
-    const int rc = p ? pclose(p) : -1;
+    auto run_dgl = [&](int procs) {
+      std::string sync;
+      if (procs > 1) {
+        std::string tmpl = (fs::temp_directory_path() / "shardgnn-dgl-XXXXXX").string();
+        if (!::mkdtemp(tmpl.data())) throw std::runtime_error("cannot make a folder to start the DGL processes together");
+        sync = tmpl;
+      }
+      std::vector<std::FILE*> pipes;
+      for (int i = 0; i < procs; ++i) {
+        const std::string cmd = "OMP_NUM_THREADS=1 " + vm["dgl-python"].as<std::string>() + " " + script.string() + " " + info.dataset_dir +
+                                " --fanouts " + fan + " --batch " + std::to_string(cfg.batch_size) + (cfg.replace ? " --replace" : "") +
+                                " --max-batches " + std::to_string(static_cast<long long>(sum.steps)) + " --seed " + std::to_string(i) +
+                                (sync.empty() ? "" : " --sync-dir " + sync + " --procs " + std::to_string(procs)) + " 2>/dev/null";
+        pipes.push_back(popen(cmd.c_str(), "r"));
+      }
+      boost::json::array runs;
+      std::string failure;
+      for (std::FILE* p : pipes) {
+        std::string text;
+        char buf[4096];
+        while (p && std::fgets(buf, sizeof buf, p)) text += buf;
+        const int rc = p ? pclose(p) : -1;
+        try {
+          if (rc != 0) throw std::runtime_error("exit " + std::to_string(rc));
+          runs.push_back(boost::json::parse(text));
+        } catch (const std::exception& e) {
+          if (failure.empty()) failure = std::string(e.what()) + ": " + text.substr(0, 300);
+        }
+      }
+      if (!sync.empty()) {
+        std::error_code ec;
+        fs::remove_all(sync, ec);
+      }
+      if (!failure.empty()) throw std::runtime_error(failure);
+      double rate = 0;
+      for (const auto& r : runs) rate += r.at("sampled_edges_per_s").to_number<double>();
+      return std::make_pair(rate / static_cast<double>(runs.size()), runs);
+    };
     try {
-      if (rc != 0) throw std::runtime_error("exit " + std::to_string(rc));
-      auto v = boost::json::parse(text).as_object();
-      const double dgl = v.at("sampled_edges_per_s").to_number<double>();
-      std::printf("DGL %s CPU sampler        %.3g sampled edges / s (1 thread, same graph, fanouts %s input-first, batch %d): ours %.2fx\n",
-                  std::string(v.at("dgl_version").as_string()).c_str(), dgl, fan.c_str(), cfg.batch_size, edges_per_core_s / dgl);
-      out["dgl"] = v;
-      out["ours_vs_dgl"] = edges_per_core_s / dgl;
+      const auto [alone, alone_runs] = run_dgl(1);
+      const std::string version(alone_runs.at(0).at("dgl_version").as_string());
+      std::printf("DGL %s CPU sampler        %.3g sampled edges / s (1 process alone, 1 thread, same graph, fanouts %s input-first, batch %d): ours %.2fx\n",
+                  version.c_str(), alone, fan.c_str(), cfg.batch_size, edges_per_core_s / alone);
+      out["dgl"] = alone_runs.at(0);
+      out["ours_vs_dgl"] = edges_per_core_s / alone;
+      if (node_ranks > 1) {
+        const auto [beside, beside_runs] = run_dgl(node_ranks);
+        std::printf("DGL, %d processes at once   %.3g sampled edges / s per process (as many as rank 0's node has ranks): ours %.2fx\n", node_ranks,
+                    beside, edges_per_core_s / beside);
+        out["dgl_same_load"] = {{"processes", node_ranks}, {"sampled_edges_per_s_per_process", beside}, {"runs", beside_runs}};
+        out["ours_vs_dgl_same_load"] = edges_per_core_s / beside;
+      }
     } catch (const std::exception& e) {
-      std::printf("DGL peer failed (%s): %s\n", e.what(), text.substr(0, 300).c_str());
+      std::printf("DGL peer failed (%s)\n", e.what());
     }
   }
   if (vm.count("json")) write_json_file(vm["json"].as<std::string>(), out);

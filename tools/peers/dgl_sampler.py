@@ -22,6 +22,8 @@ def main():
     ap.add_argument("--replace", action="store_true")
     ap.add_argument("--max-batches", type=int, default=0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--sync-dir", default="", help="with --procs: start timing when this many processes are ready here")
+    ap.add_argument("--procs", type=int, default=1)
     a = ap.parse_args()
 
     os.environ.setdefault("DGLBACKEND", "pytorch")
@@ -48,6 +50,14 @@ def main():
             batches += batches
         batches = batches[:a.max_batches]
     sampler.sample(g, batches[0])  # warm-up (format conversion, allocations)
+    if a.sync_dir:
+        # Processes run side by side start their timed loops together (within a millisecond).
+        open(os.path.join(a.sync_dir, "ready-%d" % a.seed), "w").close()
+        deadline = time.monotonic() + 600
+        while sum(1 for f in os.listdir(a.sync_dir) if f.startswith("ready-")) < a.procs:
+            if time.monotonic() > deadline:
+                raise SystemExit("dgl_sampler: the other processes never got ready")
+            time.sleep(0.001)
     edges = 0
     t0 = time.perf_counter()
     for b in batches:
