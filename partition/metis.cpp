@@ -4,8 +4,10 @@
 // Debian's METIS uses 32-bit idx_t: graphs beyond that range get a clear error naming the
 // methods that have no such limit. Every METIS return code becomes an exception.
 #include <metis.h>
+#include <sys/resource.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <new>
@@ -20,6 +22,8 @@ namespace shardgnn {
 namespace {
 
 static_assert(sizeof(idx_t) * 8 == IDXTYPEWIDTH, "METIS idx_t width mismatch");
+
+std::atomic<double> g_metis_cpu_s{0};
 
 void check_fits(std::int64_t value, const std::string& what, const Dataset& ds) {
   if (value > static_cast<std::int64_t>(std::numeric_limits<idx_t>::max()))
@@ -133,6 +137,14 @@ double worst_imbalance(const Dataset& ds, const PartitionConfig& cfg, const std:
 
 }  // namespace
 
+double metis_call_cpu_seconds() noexcept { return g_metis_cpu_s.load(); }
+
+double process_cpu_seconds() noexcept {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + 1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
 std::vector<PartId> MetisPartitioner::run(const Dataset& ds, const PartitionConfig& cfg) const {
   const std::int64_t n = ds.num_nodes();
   check_fits(n, "its number of nodes", ds);
@@ -173,9 +185,11 @@ std::vector<PartId> MetisPartitioner::run(const Dataset& ds, const PartitionConf
     idx_t opts[METIS_NOPTIONS];
     std::copy(options, options + METIS_NOPTIONS, opts);
     idx_t nvtxs = static_cast<idx_t>(n), ncon_i = static_cast<idx_t>(ncon), nparts = cfg.parts, objval = 0;
+    const double cpu0 = process_cpu_seconds();
     const int rc = METIS_PartGraphKway(&nvtxs, &ncon_i, mg.xadj.data(), mg.adjncy.data(), vwgt.empty() ? nullptr : vwgt.data(),
                                        /*vsize=*/nullptr, mg.adjwgt.empty() ? nullptr : mg.adjwgt.data(), &nparts,
                                        /*tpwgts=*/nullptr, /*ubvec=*/nullptr, opts, &objval, part.data());
+    g_metis_cpu_s.fetch_add(process_cpu_seconds() - cpu0);
     switch (rc) {
       case METIS_OK: break;
       case METIS_ERROR_INPUT: throw InputError("dataset '" + ds.name + "': METIS rejected the input (METIS_ERROR_INPUT)");

@@ -33,6 +33,14 @@ class Partitioner {
 
 std::unique_ptr<Partitioner> make_partitioner(PartitionMethod m);
 
+// Process CPU seconds (user + system, getrusage) spent inside METIS_PartGraphKway calls so far:
+// the span gpmetis's "Partitioning" line times, for benchmarks comparing the two like for like
+// (our METIS path also converts the graph into METIS's arrays first).
+double metis_call_cpu_seconds() noexcept;
+// User + system CPU seconds of the whole process so far (getrusage): how GKlib, and so gpmetis,
+// times in a build without OpenMP, as Debian's is.
+double process_cpu_seconds() noexcept;
+
 // The per-node balance weights of `keys`, row-major [num_nodes x ncon] (kLabels expands to one
 // column per class). Shared by METIS (vertex weights) and the streaming methods (capacities).
 // kCost takes its column from `cost` (node_cost_weights, size num_nodes), required when listed.
