@@ -122,13 +122,17 @@ PartitionMetrics metrics_from_tallies(const Dataset& ds, std::span<const PartId>
       global_labels[ds.labels[v]] += 1;
     }
   }
+  std::int64_t from_entries = 0;
   for (PartId k = 0; k < parts; ++k) {
     const ShardTally& t = tallies[static_cast<std::size_t>(k)];
+    if (t.pairs_from_entries != tallies[0].pairs_from_entries) throw std::logic_error("metrics_from_tallies: tallies counted pairs two ways");
     m.shards[k].cut_entries = t.cut_entries;
     m.shards[k].halo = t.halo;
     m.edge_cut += t.edge_cut;
+    if (t.pairs_from_entries) from_entries += t.cut_entries;
     m.comm_volume += t.comm_volume;
   }
+  m.edge_cut += from_entries / 2;  // each cut pair of such a graph is two cut entries
   for (NodeId v : ds.train_idx.span()) m.shards[part[v]].train += 1;
   for (NodeId v : ds.val_idx.span()) m.shards[part[v]].val += 1;
   for (NodeId v : ds.test_idx.span()) m.shards[part[v]].test += 1;

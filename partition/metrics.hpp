@@ -58,19 +58,38 @@ struct PartitionMetrics {
 // shard writer fills it in the pass over the rows it makes anyway.
 struct ShardTally {
   std::int64_t cut_entries = 0, edge_cut = 0, comm_volume = 0, halo = 0;
+  // On a graph recorded symmetric and free of repeated entries, every cut pair is two cut
+  // entries, one in each end's shard: edge_cut is then left 0 and the total is half the cut
+  // entries of all shards.
+  bool pairs_from_entries = false;
 };
 
 // Tallies shard k's rows: begin_row(u), then entry(v, owner of v) for each entry of u's dataset
-// row in its order, then end_row(). The halo is the caller's to count. On a graph recorded
-// symmetric with K <= 64 it is branch-free (the other shards form a bit mask, every count adds a
-// flag: for a random partition most entries are cut, so branches on it miss), and it counts a
-// cut pair from its smaller end with no search of the other end's row. Otherwise it keeps a list
-// of the row's other shards and, on a graph not known symmetric, counts a pair from its larger
-// end only when the smaller end's row does not list it.
+// row in its order, then end_row(); or, where the caller has counted the row's entries per part,
+// counted_row (when counts_rows()). The halo is the caller's to count. On a graph recorded
+// symmetric with K <= 64 the per-entry path is branch-free (the other shards form a bit mask,
+// every count adds a flag: for a random partition most entries are cut, so branches on it miss).
+// Cut pairs: on a graph recorded symmetric without repeated entries, from the cut entries
+// (ShardTally::pairs_from_entries); on one with repeats, each from its smaller end, once; on one
+// not known symmetric, from its smaller end, or from its larger end when the smaller end's row
+// does not list it. Otherwise it keeps a list of the row's other shards.
 class RowTally {
  public:
   RowTally(const Dataset& ds, PartId k, int parts)
-      : graph_(ds.graph), symmetric_(ds.cleaning.symmetric), mask_(ds.cleaning.symmetric && parts <= 64), k_(k) {}
+      : graph_(ds.graph), symmetric_(ds.cleaning.symmetric), mask_(ds.cleaning.symmetric && parts <= 64), k_(k) {
+    tally.pairs_from_entries = ds.cleaning.symmetric && ds.cleaning.no_duplicates;
+  }
+
+  // Whether counted_row may stand for a row's entry() calls.
+  bool counts_rows() const noexcept { return tally.pairs_from_entries; }
+  // A whole row of `degree` entries, of which count_by_part[p] are owned by part p (all parts,
+  // in order). Precondition: counts_rows(); no begin_row/end_row around it.
+  void counted_row(std::span<const std::int64_t> count_by_part, std::size_t degree) noexcept {
+    tally.cut_entries += static_cast<std::int64_t>(degree) - count_by_part[static_cast<std::size_t>(k_)];
+    std::int64_t others = 0;
+    for (std::size_t p = 0; p < count_by_part.size(); ++p) others += static_cast<std::int64_t>(count_by_part[p] > 0);
+    tally.comm_volume += others - static_cast<std::int64_t>(count_by_part[static_cast<std::size_t>(k_)] > 0);
+  }
 
   void begin_row(NodeId u) noexcept {
     u_ = u;
@@ -85,13 +104,14 @@ class RowTally {
       const std::uint64_t cut = pv != k_;
       tally.cut_entries += static_cast<std::int64_t>(cut);
       seen_ |= cut << pv;
-      tally.edge_cut += static_cast<std::int64_t>(cut & static_cast<std::uint64_t>(u_ < v) & static_cast<std::uint64_t>(v != prev));
+      if (!tally.pairs_from_entries)
+        tally.edge_cut += static_cast<std::int64_t>(cut & static_cast<std::uint64_t>(u_ < v) & static_cast<std::uint64_t>(v != prev));
       return;
     }
     if (pv == k_) return;
     tally.cut_entries += 1;
     if (std::find(seen_parts_.begin(), seen_parts_.end(), pv) == seen_parts_.end()) seen_parts_.push_back(pv);
-    if (v == prev) return;  // a repeated entry: its pair is counted once
+    if (tally.pairs_from_entries || v == prev) return;  // a repeated entry: its pair is counted once
     if (u_ < v) {
       tally.edge_cut += 1;
     } else if (!symmetric_) {
