@@ -110,12 +110,16 @@ void FeatureStore::fetch(std::span<const NodeId> nodes, FeatureRows& out) {
   const std::size_t row_bytes = F * sizeof(float);
   const std::size_t lead = rows_ahead(row_bytes);
   if (nodes.size() > std::numeric_limits<std::uint32_t>::max()) throw std::length_error("FeatureStore::fetch: 2^32 rows or more in one batch");
+  // The other positions are listed in the same pass, for pass 2.
   local_at_.resize(nodes.size());
+  other_at_.resize(nodes.size());
   std::size_t owned = 0;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     local_at_[owned] = static_cast<std::uint32_t>(i);
+    other_at_[i - owned] = static_cast<std::uint32_t>(i);
     owned += static_cast<std::size_t>(static_cast<std::uint64_t>(nodes[i] - first) < static_cast<std::uint64_t>(count));
   }
+  const std::size_t others = nodes.size() - owned;
   for (std::size_t j = 0; j < std::min(lead, owned); ++j) prefetch_row(local + (nodes[local_at_[j]] - first) * dim_, row_bytes);
   for (std::size_t j = 0; j < owned; ++j) {
     if (j + lead < owned) prefetch_row(local + (nodes[local_at_[j + lead]] - first) * dim_, row_bytes);
@@ -131,10 +135,10 @@ void FeatureStore::fetch(std::span<const NodeId> nodes, FeatureRows& out) {
   std::vector<std::int64_t> per_owner(static_cast<std::size_t>(P), 0);
   std::vector<std::pair<std::size_t, std::int64_t>> hits;  // (position in nodes, cache row)
   const std::int32_t* dense = dense_slot_.empty() ? nullptr : dense_slot_.data();
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (dense && i + 16 < nodes.size()) __builtin_prefetch(dense + nodes[i + 16]);
+  for (std::size_t j = 0; j < others; ++j) {
+    if (dense && j + 16 < others) __builtin_prefetch(dense + nodes[other_at_[j + 16]]);
+    const std::size_t i = other_at_[j];
     const NodeId v = nodes[i];
-    if (v >= first && v < first + count) continue;
     std::int64_t row = -1;
     if (dense) {
       row = dense[v];
@@ -322,10 +326,12 @@ void FeatureStore::build_cache(const SamplerConfig& config, DistSampler* sampler
     // reaches it along any of its edges), so rank by the degree its owner reports, once. This is
     // a collective on every rank, cache or not, so the exchange always lines up.
     std::vector<NodeId> halo;  // sorted: grouped by owner; rows read from same-node shards need no cache
-    for (std::size_t i = 0; i < shard_.halo_nodes.size(); ++i)
-      if (!mates_.near(shard_.halo_owner[i])) halo.push_back(shard_.halo_nodes[i]);
     std::vector<std::int64_t> counts(static_cast<std::size_t>(comm_.size()), 0);
-    for (NodeId v : halo) ++counts[shard_.book.owner(v)];
+    for (std::size_t i = 0; i < shard_.halo_nodes.size(); ++i)
+      if (const PartId owner = shard_.halo_owner[i]; !mates_.near(owner)) {
+        halo.push_back(shard_.halo_nodes[i]);
+        ++counts[static_cast<std::size_t>(owner)];
+      }
     auto asked = comm_.alltoallv<NodeId>(halo, counts);
     const NodeId first = shard_.book.begin(shard_.part);
     std::vector<std::int64_t> degrees(asked.data.size());

@@ -114,7 +114,7 @@ class FeatureStore {
   std::int64_t cached_ = 0;
   std::vector<float> cache_;
   std::vector<float> send_rows_, recv_rows_;  // staging for remote rows, kept between fetches
-  std::vector<std::uint32_t> local_at_;        // positions of a fetch's owned rows, kept between fetches
+  std::vector<std::uint32_t> local_at_, other_at_;  // positions of a fetch's owned and other rows, kept between fetches
   NodeMates<PartRows> mates_;                 // node-mates' features, labels and indptr, read here
   FeatureCounters counters_;
   bool record_ = false, probe_skew_ = false;
