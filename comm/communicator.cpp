@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -256,6 +257,101 @@ void Communicator::alltoallv_raw(const void* send, std::span<const std::int64_t>
   MPI_Request req;
   check(MPI_Ialltoallv_c(send, sc.data(), sda.data(), MPI_BYTE, recv, rc.data(), rda.data(), MPI_BYTE, handle_->comm, &req), "MPI_Ialltoallv");
   polite_wait(req, "MPI_Ialltoallv");
+}
+
+void Communicator::exchange_chunked(std::span<const std::int64_t> send_counts, const void* send, std::span<const std::int64_t> recv_counts, void* recv,
+                                    std::size_t item_bytes, std::int64_t chunk_items, const ChunkFn& produce, const ChunkFn& consume) const {
+  const auto n = static_cast<std::size_t>(size_);
+  if (send_counts.size() != n || recv_counts.size() != n)
+    throw std::logic_error("exchange_chunked: " + std::to_string(send_counts.size()) + " send and " + std::to_string(recv_counts.size()) + " receive counts for " +
+                           std::to_string(size_) + " ranks");
+  if (chunk_items < 1) throw std::logic_error("exchange_chunked: chunks of " + std::to_string(chunk_items) + " items");
+  // One tag for all chunks: MPI matches messages from one sender on one communicator and tag in
+  // the order they were sent, so chunk k of a block meets the k-th receive posted for it, and a
+  // later call's chunks can only meet receives posted after this call's have all been matched.
+  constexpr int kTag = 0x5c;
+  struct Chunk {
+    std::int64_t first, count;
+  };
+  auto chunks_of = [&](std::span<const std::int64_t> counts) {
+    std::vector<std::vector<Chunk>> by_rank(n);
+    std::int64_t at = 0;
+    for (std::size_t r = 0; r < n; ++r) {
+      for (std::int64_t k = 0; k < counts[r]; k += chunk_items) by_rank[r].push_back({at + k, std::min(chunk_items, counts[r] - k)});
+      at += counts[r];
+    }
+    return by_rank;
+  };
+  const auto incoming = chunks_of(recv_counts), outgoing = chunks_of(send_counts);
+  // All receives first, so a chunk finds its buffer whenever it comes.
+  std::vector<Chunk> recv_chunk;
+  std::vector<MPI_Request> recv_req, send_req;
+  char* in = static_cast<char*>(recv);
+  const char* out = static_cast<const char*>(send);
+  const auto bytes = [&](std::int64_t items) { return static_cast<MPI_Count>(items) * static_cast<MPI_Count>(item_bytes); };
+  {
+    CollectiveTimer timer;
+    for (std::size_t r = 0; r < n; ++r)
+      for (const Chunk& c : incoming[r]) {
+        recv_req.emplace_back();
+        recv_chunk.push_back(c);
+        check(MPI_Irecv_c(in + bytes(c.first), bytes(c.count), MPI_BYTE, static_cast<int>(r), kTag, handle_->comm, &recv_req.back()), "MPI_Irecv");
+      }
+  }
+  std::vector<int> done(recv_req.size());
+  std::size_t pending = recv_req.size();
+  // Consumes the chunks that have landed; with `wait`, first waits until at least one has.
+  auto drain = [&](bool wait) {
+    if (pending == 0) return;
+    int got = 0;
+    {
+      CollectiveTimer timer;
+      if (wait && !yielding()) {
+        check(MPI_Waitsome(static_cast<int>(recv_req.size()), recv_req.data(), &got, done.data(), MPI_STATUSES_IGNORE), "MPI_Waitsome");
+      } else {
+        long ns = 1000;
+        for (int tries = 0;; ++tries) {
+          check(MPI_Testsome(static_cast<int>(recv_req.size()), recv_req.data(), &got, done.data(), MPI_STATUSES_IGNORE), "MPI_Testsome");
+          if (!wait || got > 0) break;
+          if (tries >= 200) {  // as polite_wait: leave the core to the ranks this one waits for
+            timespec ts{0, ns};
+            nanosleep(&ts, nullptr);
+            ns = ns < 100000 ? ns * 2 : 100000;
+          }
+        }
+      }
+    }
+    if (got == MPI_UNDEFINED) got = 0;
+    for (int k = 0; k < got; ++k) {
+      const Chunk& c = recv_chunk[static_cast<std::size_t>(done[static_cast<std::size_t>(k)])];
+      consume(c.first, c.count);
+    }
+    pending -= static_cast<std::size_t>(got);
+  };
+  // Sends round-robin over the peers, chunk by chunk (the next rank first), so every peer gets
+  // its first chunk early; between sends, whatever has arrived is consumed.
+  std::size_t most = 0;
+  for (const auto& v : outgoing) most = std::max(most, v.size());
+  for (std::size_t k = 0; k < most; ++k)
+    for (std::size_t i = 1; i <= n; ++i) {
+      const std::size_t r = (static_cast<std::size_t>(rank_) + i) % n;
+      if (k >= outgoing[r].size()) continue;
+      const Chunk& c = outgoing[r][k];
+      produce(c.first, c.count);
+      {
+        CollectiveTimer timer;
+        send_req.emplace_back();
+        check(MPI_Isend_c(out + bytes(c.first), bytes(c.count), MPI_BYTE, static_cast<int>(r), kTag, handle_->comm, &send_req.back()), "MPI_Isend");
+      }
+      drain(false);
+    }
+  while (pending > 0) drain(true);
+  CollectiveTimer timer;
+  if (!yielding()) {
+    check(MPI_Waitall(static_cast<int>(send_req.size()), send_req.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+    return;
+  }
+  for (MPI_Request& req : send_req) polite_wait(req, "MPI_Isend");
 }
 
 void Communicator::check_all(bool ok, const std::string& message_if_not) const {

@@ -54,7 +54,7 @@ FeatureStore::FeatureStore(const Shard& shard, const comm::Communicator& comm) :
 
 void FeatureStore::fetch_remote(std::span<const NodeId> remote, std::span<const std::int64_t> counts, float* dst, std::span<const std::int64_t> dst_rows) {
   const int P = comm_.size();
-  const NodeId first = shard_.book.begin(shard_.part);
+  const NodeId first_id = shard_.book.begin(shard_.part);
   const auto F = static_cast<std::size_t>(dim_);
   // `remote` arrives grouped by owner from the caller, so it is already the send buffer.
   auto t0 = Clock::now();
@@ -62,33 +62,56 @@ void FeatureStore::fetch_remote(std::span<const NodeId> remote, std::span<const 
   const double ids_s = since(t0);
   counters_.id_exchange_s += ids_s;
   counters_.exchange_s += ids_s;
-  t0 = Clock::now();
   // Staging buffers are kept between fetches: fresh ones cost a page fault and a zero-fill per
   // 4 KiB every batch, more than the copy itself.
   send_rows_.resize(asked.data.size() * F);
-  const float* features = shard_.features.data();
-  const std::size_t lead = rows_ahead(F * sizeof(float));
-  for (std::size_t i = 0; i < asked.data.size(); ++i) {
-    if (i + lead < asked.data.size()) prefetch_row(features + (asked.data[i + lead] - first) * dim_, F * sizeof(float));
-    std::memcpy(send_rows_.data() + i * F, features + (asked.data[i] - first) * dim_, F * sizeof(float));
-  }
-  counters_.gather_s += since(t0);
-  std::vector<std::int64_t> row_counts(asked.counts.size());
-  for (std::size_t r = 0; r < row_counts.size(); ++r) row_counts[r] = asked.counts[r] * dim_;
-  // The reply's sizes are known here already (F floats per row asked), so no count exchange.
-  std::vector<std::int64_t> expect(static_cast<std::size_t>(P));
-  for (int r = 0; r < P; ++r) expect[r] = counts[r] * dim_;
-  if (record_) reply_log_.push_back({row_counts, expect});
   recv_rows_.resize(remote.size() * F);
+  const float* features = shard_.features.data();
+  const std::size_t row_bytes = F * sizeof(float);
+  const std::size_t lead = rows_ahead(row_bytes);
+  // The owner's gather of rows [first, first + count) of what was asked of it.
+  auto gather = [&](std::int64_t first, std::int64_t count) {
+    const auto t = Clock::now();
+    const auto begin = static_cast<std::size_t>(first), end = static_cast<std::size_t>(first + count);
+    for (std::size_t i = begin; i < end; ++i) {
+      if (i + lead < asked.data.size()) prefetch_row(features + (asked.data[i + lead] - first_id) * dim_, row_bytes);  // into the next chunk too
+      std::memcpy(send_rows_.data() + i * F, features + (asked.data[i] - first_id) * dim_, row_bytes);
+    }
+    counters_.gather_s += since(t);
+  };
+  // The asker's placing of received rows [first, first + count) in the batch.
+  auto scatter = [&](std::int64_t first, std::int64_t count) {
+    const auto t = Clock::now();
+    for (auto k = static_cast<std::size_t>(first); k < static_cast<std::size_t>(first + count); ++k)
+      std::memcpy(dst + static_cast<std::size_t>(dst_rows[k]) * F, recv_rows_.data() + k * F, row_bytes);
+    counters_.scatter_s += since(t);
+  };
+  if (record_) {  // the reply's float counts, for the benchmark's raw replay
+    std::vector<std::int64_t> sent(asked.counts.size()), expect(static_cast<std::size_t>(P));
+    for (std::size_t r = 0; r < sent.size(); ++r) sent[r] = asked.counts[r] * dim_;
+    for (int r = 0; r < P; ++r) expect[r] = counts[r] * dim_;
+    reply_log_.push_back({std::move(sent), std::move(expect)});
+  }
   t0 = Clock::now();
-  comm_.alltoallv_into<float>(send_rows_, row_counts, expect, recv_rows_);
-  const double rows_s = since(t0);
+  const double busy_before = counters_.gather_s + counters_.scatter_s;
+  if (chunk_bytes_ > 0) {
+    // Row by row in chunks: the gather of the next chunk and the placing of arrived ones overlap
+    // the transfer. The reply's sizes are known here already (one row per id asked).
+    const auto chunk_rows = static_cast<std::int64_t>(std::max<std::uint64_t>(1, chunk_bytes_ / std::max<std::size_t>(row_bytes, 1)));
+    comm_.exchange_chunked(asked.counts, send_rows_.data(), counts, recv_rows_.data(), row_bytes, chunk_rows, gather, scatter);
+  } else {
+    // One all-to-all of every row; no count exchange (F floats per row asked).
+    gather(0, static_cast<std::int64_t>(asked.data.size()));
+    std::vector<std::int64_t> row_counts(asked.counts.size()), expect(static_cast<std::size_t>(P));
+    for (std::size_t r = 0; r < row_counts.size(); ++r) row_counts[r] = asked.counts[r] * dim_;
+    for (int r = 0; r < P; ++r) expect[r] = counts[r] * dim_;
+    comm_.alltoallv_into<float>(send_rows_, row_counts, expect, recv_rows_);
+    scatter(0, static_cast<std::int64_t>(remote.size()));
+  }
+  // The rest of the span is the transfer and the waiting for it.
+  const double rows_s = since(t0) - (counters_.gather_s + counters_.scatter_s - busy_before);
   counters_.row_exchange_s += rows_s;
   counters_.exchange_s += rows_s;
-  t0 = Clock::now();
-  for (std::size_t k = 0; k < remote.size(); ++k)
-    std::memcpy(dst + static_cast<std::size_t>(dst_rows[k]) * F, recv_rows_.data() + k * F, F * sizeof(float));
-  counters_.scatter_s += since(t0);
   counters_.bytes_sent += static_cast<std::int64_t>(remote.size() * sizeof(NodeId) + send_rows_.size() * sizeof(float));
   counters_.bytes_received += static_cast<std::int64_t>(asked.data.size() * sizeof(NodeId) + recv_rows_.size() * sizeof(float));
 }
@@ -302,6 +325,7 @@ void FeatureStore::fill_cache(std::vector<NodeId> chosen, std::uint64_t dense_in
 }
 
 void FeatureStore::build_cache(const SamplerConfig& config, DistSampler* sampler) {
+  chunk_bytes_ = config.fetch_chunk_bytes;
   // Every rank decides alike whether to map (the shard's folder is known on every rank or none).
   const std::vector<int> node = comm_.node_ids();
   if (comm_.all(config.node_local && comm_.size() > 1)) {  // the same on every rank; the rest is checked in map_node_mates

@@ -50,6 +50,13 @@ inline constexpr const char* kNodeLocalHelp =
     "on: read the rows of shards owned by ranks on the same node from their files (the page cache), off: over MPI like any remote row";
 inline constexpr const char* kCacheFractionHelp =
     "cache this fraction of the rows owned on other nodes (with --node-local off: of all the rows the rank does not own)";
+inline constexpr const char* kFetchChunkHelp =
+    "rows asked of other ranks travel in chunks of this many KiB, each gathered and placed while others travel (0: one all-to-all)";
+// --fetch-chunk-kb in bytes; negative or not a number is an InputError.
+inline std::uint64_t parse_fetch_chunk_kb(double kib) {
+  if (!(kib >= 0) || kib > 1e12) throw InputError("--fetch-chunk-kb must be a size in KiB >= 0, got " + std::to_string(kib));
+  return static_cast<std::uint64_t>(kib * 1024);
+}
 
 // An on/off option's value; anything else is an InputError naming the option.
 inline bool parse_on_off(const std::string& value, const std::string& option) {

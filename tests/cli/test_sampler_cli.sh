@@ -18,6 +18,9 @@ grep -q "remote fetch *none" "$work/out.txt" || fail "rows went over MPI with --
 timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" bench sampler "$work/p2" --fanouts 10,5 --batch 64 --node-local off > "$work/out.txt" 2>&1 || fail "--node-local off run failed: $(cat "$work/out.txt")"
 grep -q "remote fetch .*raw MPI alltoallv" "$work/out.txt" || fail "no MPI remote fetch with --node-local off: $(cat "$work/out.txt")"
 grep -q "^same-node rows" "$work/out.txt" && fail "same-node rows with --node-local off"
+# The rows in one all-to-all instead of chunks: the same bytes asked and fetched.
+timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" bench sampler "$work/p2" --fanouts 10,5 --batch 64 --node-local off --fetch-chunk-kb 0 > "$work/one.txt" 2>&1 || fail "--fetch-chunk-kb 0 run failed: $(cat "$work/one.txt")"
+[ "$(grep "^remote bytes per batch" "$work/out.txt")" = "$(grep "^remote bytes per batch" "$work/one.txt")" ] || fail "chunked and one-shot fetches moved different bytes"
 # Only the distributed commands' module loads MPI, not the dispatcher every command starts.
 if ldd "$SHARDGNN" | grep -q "libmpi"; then fail "$SHARDGNN links MPI: $(ldd "$SHARDGNN" | grep libmpi)"; fi
 ldd "$(dirname "$SHARDGNN")/libshardgnn_dist.so" | grep -q "libmpi" || fail "libshardgnn_dist.so does not link MPI"
@@ -39,6 +42,7 @@ expect_error 2 "item 2 is 0" "$work/p2" --fanouts 10,0
 expect_error 2 "item 1 is 'x'" "$work/p2" --fanouts x,5
 expect_error 2 "batch must be at least 1" "$work/p2" --batch 0
 expect_error 2 "node-local must be on or off, got 'maybe'" "$work/p2" --node-local maybe
+expect_error 2 "fetch-chunk-kb must be a size in KiB >= 0" "$work/p2" --fetch-chunk-kb -1
 expect_error 3 "2 parts, but the job has 3 ranks" "$work/p2"
 expect_error 2 "no such partitioned-dataset folder" "$work/missing"
 # A shard file changed after partitioning: its checksum no longer matches partition.json.

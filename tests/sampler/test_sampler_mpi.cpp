@@ -93,11 +93,16 @@ TEST_CASE("fetched features equal the full graph's rows, with and without a cach
   const int P = fx.world.size();
   // Node layouts: none (every row over MPI); the job's own (one node here: every other rank's
   // shard read directly, no row exchange); pairs of ranks as nodes (both paths in one fetch).
+  // Rows over MPI travel in chunks of the default size, of one row each (1 byte asks for at least
+  // a row), or in one all-to-all (0).
   enum class Layout { kOff, kJob, kPairs };
   for (Layout layout : {Layout::kOff, Layout::kJob, Layout::kPairs})
   for (std::uint64_t dense_bytes : {SamplerConfig{}.dense_index_bytes, std::uint64_t{0}})  // dense indexes, then hash maps
-  for (CachePolicy policy : {CachePolicy::kNone, CachePolicy::kDegree, CachePolicy::kPresample}) {
+  for (CachePolicy policy : {CachePolicy::kNone, CachePolicy::kDegree, CachePolicy::kPresample})
+  for (std::uint64_t chunk_bytes : {SamplerConfig{}.fetch_chunk_bytes, std::uint64_t{1}, std::uint64_t{0}}) {
+    if (chunk_bytes != SamplerConfig{}.fetch_chunk_bytes && (layout == Layout::kJob || dense_bytes == 0)) continue;  // the other chunkings once per cache policy
     SamplerConfig cfg;
+    cfg.fetch_chunk_bytes = chunk_bytes;
     cfg.node_local = layout == Layout::kJob;
     cfg.dense_index_bytes = dense_bytes;
     cfg.fanouts = {4, 4};
@@ -141,7 +146,7 @@ TEST_CASE("fetched features equal the full graph's rows, with and without a cach
                                   fx.ds.features.data() + fx.old_of_new[in[i]] * fx.ds.feature_dim);
       for (std::size_t i = 0; i < mb->seeds().size(); ++i) label_mismatch += mb->labels[i] != fx.ds.labels[fx.old_of_new[mb->seeds()[i]]];
     }
-    INFO("layout " << static_cast<int>(layout) << ", policy " << cache_policy_name(policy) << ", dense index bytes " << dense_bytes);
+    INFO("layout " << static_cast<int>(layout) << ", policy " << cache_policy_name(policy) << ", dense index bytes " << dense_bytes << ", chunk bytes " << chunk_bytes);
     CHECK(got == steps);
     CHECK(mismatched == 0);
     CHECK(label_mismatch == 0);
