@@ -74,6 +74,16 @@ MappedFile map_file(const std::string& path) {
     errno = saved;
     throw InputError(path, "", "cannot map file: " + errno_text());
   }
+  // Random reads (a sampler's rows, a gather's features) miss the TLB on nearly every access with
+  // 4 KiB pages. Asked for 2 MiB pages, the kernel reads what the page cache lacks into 2 MiB
+  // folios and maps those with 2 MiB pages (Linux 6.x, ext4 and XFS; checked in
+  // /proc/PID/smaps, FilePmdMapped). A hint, ignored where transparent huge pages are off or
+  // unsupported for the file; pages already cached keep their folios (drop_page_cache).
+  if (size >= (std::size_t{2} << 20)) {
+    const int before = errno;
+    ::madvise(addr, size, MADV_HUGEPAGE);
+    errno = before;
+  }
   const std::size_t length = size;
   out.bytes = {static_cast<const std::byte*>(addr), length};
   out.keeper = std::shared_ptr<const void>(addr, [length](const void* p) { ::munmap(const_cast<void*>(p), length); });
@@ -203,6 +213,16 @@ bool advise_populate(const void* data, std::size_t bytes) noexcept {
   (void)data;
   return bytes == 0;
 #endif
+}
+
+void drop_page_cache(const std::string& path) noexcept {
+  const int saved = errno;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+  }
+  errno = saved;
 }
 
 void advise_dontneed(const void* data, std::size_t bytes) noexcept {

@@ -36,6 +36,11 @@ void write_dir_atomic(const std::string& dir, bool replace, const std::function<
 std::uint32_t crc32_of(std::span<const std::byte> bytes, std::uint32_t crc = 0);
 std::uint32_t crc32_of_file(const std::string& path);
 
+// Asks the kernel to drop the page cache of a file written and fsynced here (a hint; pages
+// another process still maps stay). Its next reader then reads it back in the folio size that
+// reader asks for: map_file asks for 2 MiB pages, which a writer's small writes never give.
+void drop_page_cache(const std::string& path) noexcept;
+
 // fsyncs a folder so a rename inside it is durable.
 void fsync_dir(const std::string& dir);
 
