@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <limits>
 #include <thread>
 
 namespace shardgnn::comm {
@@ -63,23 +64,29 @@ class CollectiveTimer {
   timespec start_;
 };
 
-// Completes a nonblocking collective without holding the core: a short spin (latency when the
-// others are ready), then MPI_Test between sleeps growing from 1 to 100 us (MPI progresses inside
-// MPI_Test, so the operation advances at each wake-up).
-void polite_wait(MPI_Request& req, const char* call) {
-  int done = 0;
-  for (int spin = 0; spin < 200; ++spin) {
-    check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), call);
-    if (done) return;
-  }
+// Polls `done` (which calls MPI_Test or the like: MPI progresses inside it) until it returns
+// true, without holding the core: a short spin (latency when the others are ready), then polls
+// between sleeps growing from 1 to 100 us.
+template <class Poll>
+void polite_until(Poll done) {
+  for (int spin = 0; spin < 200; ++spin)
+    if (done()) return;
   long ns = 1000;
   while (true) {
     timespec ts{0, ns};
     nanosleep(&ts, nullptr);
-    check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), call);
-    if (done) return;
+    if (done()) return;
     ns = ns < 100000 ? ns * 2 : 100000;
   }
+}
+
+// Completes a nonblocking collective without holding the core.
+void polite_wait(MPI_Request& req, const char* call) {
+  polite_until([&] {
+    int done = 0;
+    check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), call);
+    return done != 0;
+  });
 }
 
 bool yielding() { return g_wait_mode.load(std::memory_order_relaxed) == WaitMode::kYield; }
@@ -266,92 +273,114 @@ void Communicator::exchange_chunked(std::span<const std::int64_t> send_counts, c
     throw std::logic_error("exchange_chunked: " + std::to_string(send_counts.size()) + " send and " + std::to_string(recv_counts.size()) + " receive counts for " +
                            std::to_string(size_) + " ranks");
   if (chunk_items < 1) throw std::logic_error("exchange_chunked: chunks of " + std::to_string(chunk_items) + " items");
-  // One tag for all chunks: MPI matches messages from one sender on one communicator and tag in
-  // the order they were sent, so chunk k of a block meets the k-th receive posted for it, and a
-  // later call's chunks can only meet receives posted after this call's have all been matched.
-  constexpr int kTag = 0x5c;
-  struct Chunk {
-    std::int64_t first, count;
-  };
-  auto chunks_of = [&](std::span<const std::int64_t> counts) {
-    std::vector<std::vector<Chunk>> by_rank(n);
-    std::int64_t at = 0;
-    for (std::size_t r = 0; r < n; ++r) {
-      for (std::int64_t k = 0; k < counts[r]; k += chunk_items) by_rank[r].push_back({at + k, std::min(chunk_items, counts[r] - k)});
-      at += counts[r];
-    }
-    return by_rank;
-  };
-  const auto incoming = chunks_of(recv_counts), outgoing = chunks_of(send_counts);
-  // All receives first, so a chunk finds its buffer whenever it comes.
-  std::vector<Chunk> recv_chunk;
-  std::vector<MPI_Request> recv_req, send_req;
+  // Where each rank's block starts, and how many chunks it takes (the same count on both ends:
+  // it depends only on the pair's item count and chunk_items).
+  auto chunks = [&](std::int64_t items) { return (items + chunk_items - 1) / chunk_items; };
+  std::vector<std::int64_t> send_at(n), recv_at(n);
+  std::int64_t out_chunks = 0, in_chunks = 0;
+  for (std::size_t r = 0, s = 0, q = 0; r < n; s += static_cast<std::size_t>(send_counts[r]), q += static_cast<std::size_t>(recv_counts[r]), ++r) {
+    send_at[r] = static_cast<std::int64_t>(s);
+    recv_at[r] = static_cast<std::int64_t>(q);
+    out_chunks += chunks(send_counts[r]);
+    in_chunks += chunks(recv_counts[r]);
+  }
+  if (out_chunks > std::numeric_limits<int>::max())
+    throw std::logic_error("exchange_chunked: " + std::to_string(out_chunks) + " chunks to send; use larger chunks");
   char* in = static_cast<char*>(recv);
   const char* out = static_cast<const char*>(send);
   const auto bytes = [&](std::int64_t items) { return static_cast<MPI_Count>(items) * static_cast<MPI_Count>(item_bytes); };
+  // One tag for all chunks: MPI matches messages from one sender on one communicator and tag in
+  // the order they were sent, so the k-th receive posted for a peer meets its k-th chunk, and a
+  // later call's chunks (sent once the peer's own call returned) only meet receives posted after
+  // this call's.
+  constexpr int kTag = 0x5c;
+  // At most kWindow receives in flight per peer, each slot reposted for the peer's next chunk
+  // when its chunk lands: polling and MPI's queue of posted receives stay short however many
+  // chunks a call moves (a cache fill), and the next chunk's buffer is always ready.
+  constexpr std::int64_t kWindow = 2;
+  struct Slot {
+    int peer;
+    std::int64_t first, count;  // the items the posted receive is for
+  };
+  std::vector<std::int64_t> next_chunk(n, 0);
+  std::vector<Slot> slots;
+  std::vector<MPI_Request> recv_req;
+  auto post = [&](std::size_t at, int peer) {  // slot `at` receives peer's next chunk, if any
+    const auto r = static_cast<std::size_t>(peer);
+    if (next_chunk[r] >= chunks(recv_counts[r])) return;
+    const std::int64_t offset = next_chunk[r]++ * chunk_items;
+    slots[at] = Slot{peer, recv_at[r] + offset, std::min(chunk_items, recv_counts[r] - offset)};
+    check(MPI_Irecv_c(in + bytes(slots[at].first), bytes(slots[at].count), MPI_BYTE, peer, kTag, handle_->comm, &recv_req[at]), "MPI_Irecv");
+  };
   {
     CollectiveTimer timer;
     for (std::size_t r = 0; r < n; ++r)
-      for (const Chunk& c : incoming[r]) {
-        recv_req.emplace_back();
-        recv_chunk.push_back(c);
-        check(MPI_Irecv_c(in + bytes(c.first), bytes(c.count), MPI_BYTE, static_cast<int>(r), kTag, handle_->comm, &recv_req.back()), "MPI_Irecv");
+      for (std::int64_t w = 0; w < std::min(kWindow, chunks(recv_counts[r])); ++w) {
+        slots.push_back({});
+        recv_req.push_back(MPI_REQUEST_NULL);
+        post(slots.size() - 1, static_cast<int>(r));
       }
   }
-  std::vector<int> done(recv_req.size());
-  std::size_t pending = recv_req.size();
-  // Consumes the chunks that have landed; with `wait`, first waits until at least one has.
+  std::vector<int> landed(recv_req.size());
+  std::int64_t pending = in_chunks;
+  // Consumes the chunks that have landed (reposting their slots first, so the next chunks can
+  // land meanwhile); with `wait`, first waits until at least one has.
   auto drain = [&](bool wait) {
     if (pending == 0) return;
     int got = 0;
     {
       CollectiveTimer timer;
-      if (wait && !yielding()) {
-        check(MPI_Waitsome(static_cast<int>(recv_req.size()), recv_req.data(), &got, done.data(), MPI_STATUSES_IGNORE), "MPI_Waitsome");
+      auto test = [&] {
+        check(MPI_Testsome(static_cast<int>(recv_req.size()), recv_req.data(), &got, landed.data(), MPI_STATUSES_IGNORE), "MPI_Testsome");
+        if (got == MPI_UNDEFINED) got = 0;
+        return got > 0;
+      };
+      if (!wait) {
+        test();
+      } else if (yielding()) {
+        polite_until(test);
       } else {
-        long ns = 1000;
-        for (int tries = 0;; ++tries) {
-          check(MPI_Testsome(static_cast<int>(recv_req.size()), recv_req.data(), &got, done.data(), MPI_STATUSES_IGNORE), "MPI_Testsome");
-          if (!wait || got > 0) break;
-          if (tries >= 200) {  // as polite_wait: leave the core to the ranks this one waits for
-            timespec ts{0, ns};
-            nanosleep(&ts, nullptr);
-            ns = ns < 100000 ? ns * 2 : 100000;
-          }
-        }
+        check(MPI_Waitsome(static_cast<int>(recv_req.size()), recv_req.data(), &got, landed.data(), MPI_STATUSES_IGNORE), "MPI_Waitsome");
+        if (got == MPI_UNDEFINED) got = 0;
       }
     }
-    if (got == MPI_UNDEFINED) got = 0;
     for (int k = 0; k < got; ++k) {
-      const Chunk& c = recv_chunk[static_cast<std::size_t>(done[static_cast<std::size_t>(k)])];
-      consume(c.first, c.count);
+      const auto at = static_cast<std::size_t>(landed[static_cast<std::size_t>(k)]);
+      const Slot done = slots[at];
+      {
+        CollectiveTimer timer;
+        post(at, done.peer);
+      }
+      consume(done.first, done.count);
     }
-    pending -= static_cast<std::size_t>(got);
+    pending -= got;
   };
   // Sends round-robin over the peers, chunk by chunk (the next rank first), so every peer gets
   // its first chunk early; between sends, whatever has arrived is consumed.
-  std::size_t most = 0;
-  for (const auto& v : outgoing) most = std::max(most, v.size());
-  for (std::size_t k = 0; k < most; ++k)
+  std::vector<MPI_Request> send_req;
+  send_req.reserve(static_cast<std::size_t>(out_chunks));
+  std::int64_t most = 0;
+  for (std::size_t r = 0; r < n; ++r) most = std::max(most, chunks(send_counts[r]));
+  for (std::int64_t k = 0; k < most; ++k)
     for (std::size_t i = 1; i <= n; ++i) {
       const std::size_t r = (static_cast<std::size_t>(rank_) + i) % n;
-      if (k >= outgoing[r].size()) continue;
-      const Chunk& c = outgoing[r][k];
-      produce(c.first, c.count);
+      if (k >= chunks(send_counts[r])) continue;
+      const std::int64_t first = send_at[r] + k * chunk_items, count = std::min(chunk_items, send_counts[r] - k * chunk_items);
+      produce(first, count);
       {
         CollectiveTimer timer;
-        send_req.emplace_back();
-        check(MPI_Isend_c(out + bytes(c.first), bytes(c.count), MPI_BYTE, static_cast<int>(r), kTag, handle_->comm, &send_req.back()), "MPI_Isend");
+        send_req.push_back(MPI_REQUEST_NULL);
+        check(MPI_Isend_c(out + bytes(first), bytes(count), MPI_BYTE, static_cast<int>(r), kTag, handle_->comm, &send_req.back()), "MPI_Isend");
       }
       drain(false);
     }
   while (pending > 0) drain(true);
   CollectiveTimer timer;
-  if (!yielding()) {
+  if (yielding()) {
+    for (MPI_Request& req : send_req) polite_wait(req, "MPI_Isend");
+  } else {
     check(MPI_Waitall(static_cast<int>(send_req.size()), send_req.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
-    return;
   }
-  for (MPI_Request& req : send_req) polite_wait(req, "MPI_Isend");
 }
 
 void Communicator::check_all(bool ok, const std::string& message_if_not) const {
