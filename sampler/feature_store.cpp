@@ -69,13 +69,16 @@ void FeatureStore::fetch_remote(std::span<const NodeId> remote, std::span<const 
   const float* features = shard_.features.data();
   const std::size_t row_bytes = F * sizeof(float);
   const std::size_t lead = rows_ahead(row_bytes);
-  // The owner's gather of rows [first, first + count) of what was asked of it.
+  // The owner's gather of rows [first, first + count) of what was asked of it (chunks of one
+  // peer's rows are gathered between other peers' chunks: prefetched from their own start).
   auto gather = [&](std::int64_t first, std::int64_t count) {
     const auto t = Clock::now();
     const auto begin = static_cast<std::size_t>(first), end = static_cast<std::size_t>(first + count);
+    auto source = [&](std::size_t i) { return features + (asked.data[i] - first_id) * dim_; };
+    for (std::size_t i = begin; i < std::min(end, begin + lead); ++i) prefetch_row(source(i), row_bytes);
     for (std::size_t i = begin; i < end; ++i) {
-      if (i + lead < asked.data.size()) prefetch_row(features + (asked.data[i + lead] - first_id) * dim_, row_bytes);  // into the next chunk too
-      std::memcpy(send_rows_.data() + i * F, features + (asked.data[i] - first_id) * dim_, row_bytes);
+      if (i + lead < end) prefetch_row(source(i + lead), row_bytes);
+      std::memcpy(send_rows_.data() + i * F, source(i), row_bytes);
     }
     counters_.gather_s += since(t);
   };
@@ -94,10 +97,12 @@ void FeatureStore::fetch_remote(std::span<const NodeId> remote, std::span<const 
   }
   t0 = Clock::now();
   const double busy_before = counters_.gather_s + counters_.scatter_s;
-  if (chunk_bytes_ > 0) {
+  if (F == 0) {
+    // No feature columns (every rank alike): no rows to move.
+  } else if (chunk_bytes_ > 0) {
     // Row by row in chunks: the gather of the next chunk and the placing of arrived ones overlap
     // the transfer. The reply's sizes are known here already (one row per id asked).
-    const auto chunk_rows = static_cast<std::int64_t>(std::max<std::uint64_t>(1, chunk_bytes_ / std::max<std::size_t>(row_bytes, 1)));
+    const auto chunk_rows = static_cast<std::int64_t>(std::max<std::uint64_t>(1, chunk_bytes_ / row_bytes));
     comm_.exchange_chunked(asked.counts, send_rows_.data(), counts, recv_rows_.data(), row_bytes, chunk_rows, gather, scatter);
   } else {
     // One all-to-all of every row; no count exchange (F floats per row asked).
@@ -326,6 +331,9 @@ void FeatureStore::fill_cache(std::vector<NodeId> chosen, std::uint64_t dense_in
 
 void FeatureStore::build_cache(const SamplerConfig& config, DistSampler* sampler) {
   chunk_bytes_ = config.fetch_chunk_bytes;
+  // Chunked and one-shot fetches, or chunks of different sizes, never match each other.
+  comm_.check_all(comm_.allreduce<std::uint64_t>(chunk_bytes_, comm::Op::kMin) == comm_.allreduce<std::uint64_t>(chunk_bytes_, comm::Op::kMax),
+                  "the ranks were given different --fetch-chunk-kb values");
   // Every rank decides alike whether to map (the shard's folder is known on every rank or none).
   const std::vector<int> node = comm_.node_ids();
   if (comm_.all(config.node_local && comm_.size() > 1)) {  // the same on every rank; the rest is checked in map_node_mates

@@ -61,7 +61,7 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
       ("cache-policy", po::value<std::string>()->default_value("degree"), "none, degree or presample")
       ("cache-fraction", po::value<double>()->default_value(0.2), kCacheFractionHelp)
       ("node-local", po::value<std::string>()->default_value("on"), kNodeLocalHelp)
-      ("fetch-chunk-kb", po::value<double>()->default_value(512), kFetchChunkHelp)
+      ("fetch-chunk-kb", po::value<double>()->default_value(0), kFetchChunkHelp)
       ("cache-mb", po::value<double>()->default_value(0), "or: a cache of this many MB (used when --cache-fraction is 0)")
       ("seed", po::value<std::uint64_t>()->default_value(0), "seed")
       ("dgl-python", po::value<std::string>(), "a python with DGL (scripts/peers.sh makes one): run DGL's sampler on the same graph")
@@ -277,9 +277,10 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   std::printf("local gather               %.2f GB/s vs memcpy random-row gather %.2f GB/s: %.0f%%\n", sum.local_gbs, sum.memcpy_gbs,
               sum.memcpy_gbs > 0 ? 100 * sum.local_gbs / sum.memcpy_gbs : 0.0);
   if (sum.remote_bytes > 0) {
-    const std::string rows_how = cfg.fetch_chunk_bytes > 0 ? "rows back in " + std::to_string(cfg.fetch_chunk_bytes >> 10) + " KiB chunks" : "rows back in one alltoallv";
+    char rows_how[64] = "rows back in one alltoallv";
+    if (cfg.fetch_chunk_bytes > 0) std::snprintf(rows_how, sizeof rows_how, "rows back in %.4g KiB chunks", static_cast<double>(cfg.fetch_chunk_bytes) / 1024);
     std::printf("remote fetch               %.3f GB/s vs raw MPI alltoallv of the same bytes %.3f GB/s: %.2fx the raw time (fetch: ids out, %s; raw: the rows only)\n", remote_gbs,
-                raw_gbs, sum.fetch_remote_s / sum.raw_s, rows_how.c_str());
+                raw_gbs, sum.fetch_remote_s / sum.raw_s, rows_how);
     // The fetch's passes over the rows, each against the raw alltoallv: the owners' gather reads
     // the asked rows at random from the mapped file and the scatter writes each received row to
     // its place in the batch, two copies the raw exchange of one contiguous buffer does not make.

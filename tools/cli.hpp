@@ -2,6 +2,8 @@
 #pragma once
 
 #include <boost/program_options.hpp>
+#include <cmath>
+#include <sstream>
 #include <string>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -51,11 +53,17 @@ inline constexpr const char* kNodeLocalHelp =
 inline constexpr const char* kCacheFractionHelp =
     "cache this fraction of the rows owned on other nodes (with --node-local off: of all the rows the rank does not own)";
 inline constexpr const char* kFetchChunkHelp =
-    "rows asked of other ranks travel in chunks of this many KiB, each gathered and placed while others travel (0: one all-to-all)";
-// --fetch-chunk-kb in bytes; negative or not a number is an InputError.
+    "0: rows asked of other ranks come back in one all-to-all; else point to point in chunks of this many KiB, each gathered and placed while "
+    "others travel (for networks that move bytes while the CPUs copy; e.g. 512)";
+// --fetch-chunk-kb in bytes (a fraction of a KiB rounds up to a byte); negative, too large or not
+// a number is an InputError.
 inline std::uint64_t parse_fetch_chunk_kb(double kib) {
-  if (!(kib >= 0) || kib > 1e12) throw InputError("--fetch-chunk-kb must be a size in KiB >= 0, got " + std::to_string(kib));
-  return static_cast<std::uint64_t>(kib * 1024);
+  if (!(kib >= 0) || kib > 1e12) {
+    std::ostringstream got;
+    got << kib;
+    throw InputError("--fetch-chunk-kb must be a size in KiB >= 0, got " + got.str());
+  }
+  return static_cast<std::uint64_t>(std::ceil(kib * 1024));
 }
 
 // An on/off option's value; anything else is an InputError naming the option.

@@ -92,7 +92,7 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
       ("cache-policy", po::value<std::string>()->default_value("degree"), "remote feature cache: none, degree or presample")
       ("cache-fraction", po::value<double>()->default_value(0.2), kCacheFractionHelp)
       ("node-local", po::value<std::string>()->default_value("on"), kNodeLocalHelp)
-      ("fetch-chunk-kb", po::value<double>()->default_value(512), kFetchChunkHelp)
+      ("fetch-chunk-kb", po::value<double>()->default_value(0), kFetchChunkHelp)
       ("checkpoint-dir", po::value<std::string>(), "write DIR/checkpoint.pt after every epoch and DIR/weights.pt at the end")
       ("resume", "continue from DIR/checkpoint.pt if it exists")
       ("force", "start over even though DIR/checkpoint.pt exists")

@@ -93,14 +93,14 @@ TEST_CASE("fetched features equal the full graph's rows, with and without a cach
   const int P = fx.world.size();
   // Node layouts: none (every row over MPI); the job's own (one node here: every other rank's
   // shard read directly, no row exchange); pairs of ranks as nodes (both paths in one fetch).
-  // Rows over MPI travel in chunks of the default size, of one row each (1 byte asks for at least
-  // a row), or in one all-to-all (0).
+  // Rows over MPI come back in one all-to-all (0, the default), in 512 KiB chunks, or in chunks of
+  // one row each (1 byte asks for at least a row: many chunks per peer).
   enum class Layout { kOff, kJob, kPairs };
   for (Layout layout : {Layout::kOff, Layout::kJob, Layout::kPairs})
   for (std::uint64_t dense_bytes : {SamplerConfig{}.dense_index_bytes, std::uint64_t{0}})  // dense indexes, then hash maps
   for (CachePolicy policy : {CachePolicy::kNone, CachePolicy::kDegree, CachePolicy::kPresample})
-  for (std::uint64_t chunk_bytes : {SamplerConfig{}.fetch_chunk_bytes, std::uint64_t{1}, std::uint64_t{0}}) {
-    if (chunk_bytes != SamplerConfig{}.fetch_chunk_bytes && (layout == Layout::kJob || dense_bytes == 0)) continue;  // the other chunkings once per cache policy
+  for (std::uint64_t chunk_bytes : {std::uint64_t{0}, std::uint64_t{512} << 10, std::uint64_t{1}}) {
+    if (chunk_bytes != 0 && (layout == Layout::kJob || dense_bytes == 0)) continue;  // the chunked fetches once per cache policy
     SamplerConfig cfg;
     cfg.fetch_chunk_bytes = chunk_bytes;
     cfg.node_local = layout == Layout::kJob;
