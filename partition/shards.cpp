@@ -297,7 +297,7 @@ PartitionMetrics write_partitioned(const Dataset& ds, const std::string& dataset
     // The shard's big arrays sit in the page cache as written, in folios no larger than the
     // writes. Dropped here (each file is fsynced), they are read back by the first job that maps
     // them, in the 2 MiB folios it asks for (map_file), and mapped with 2 MiB pages. R-MAT scale
-    // 19, 2 ranks: 1.09-1.15x the sampled edges per second of the same shards left in the
+    // 19, 2 ranks: 1.06-1.16x the sampled edges per second of the same shards left in the
     // writer's folios, 1.2-1.3x of shards cached in 4 KiB pages. (Larger writes instead, 2 MiB
     // through stdio, made the kernel's copy into the page cache up to 2x slower, now and then.)
     for (const auto& entry : fs::directory_iterator(pdir))
