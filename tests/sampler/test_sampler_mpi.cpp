@@ -447,6 +447,22 @@ TEST_CASE("a rank count the parts cannot be mapped to is an error on every rank"
   CHECK(one == "rank " + std::to_string(fx.world.size() - 1) + " found a bad file");
 }
 
+TEST_CASE("ranks given different fetch chunk sizes stop with the same error, before any fetch", "[sampler][mpi][bad-input]") {
+  Fixture fx;
+  SamplerConfig cfg;
+  cfg.node_local = false;
+  cfg.fetch_chunk_bytes = fx.world.rank() == fx.world.size() - 1 ? 4096 : 0;  // one rank differs (none at 1 rank)
+  auto comm = fx.world.dup();
+  FeatureStore store(fx.shard, comm);
+  std::string what;
+  try {
+    store.build_cache(cfg, nullptr);
+  } catch (const comm::CollectiveError& e) {
+    what = e.what();
+  }
+  CHECK(what == (fx.world.size() > 1 ? "the ranks were given different --fetch-chunk-kb values" : ""));
+}
+
 TEST_CASE("bad sampler options are clear errors", "[sampler][bad-input]") {
   using Catch::Matchers::Contains;
   CHECK(parse_fanouts("15,10,5") == std::vector<int>{15, 10, 5});
