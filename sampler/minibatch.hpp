@@ -8,10 +8,11 @@
 #include <vector>
 
 #include "datasets/graph.hpp"
+#include "sampler/huge_pages.hpp"
 
 namespace shardgnn {
 
-using FeatureRows = boost::container::vector<float>;
+using FeatureRows = boost::container::vector<float, HugePageAllocator<float>>;
 
 struct Block {
   std::int64_t num_src = 0;  // input-side nodes; the first num_dst of them are the output-side nodes

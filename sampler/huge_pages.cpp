@@ -1,0 +1,122 @@
+#include "sampler/huge_pages.hpp"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <mutex>
+#include <new>
+#include <unordered_map>
+#include <vector>
+
+namespace shardgnn {
+
+namespace {
+
+constexpr std::size_t kHuge = std::size_t{2} << 20;
+// Idle buffers kept for reuse: the prefetch queue's batches, the one in use and a spare.
+constexpr std::size_t kKeepIdle = 4;
+
+struct Pool {
+  std::mutex mutex;
+  std::vector<std::pair<void*, std::size_t>> idle;  // (buffer, its mapped bytes)
+  std::unordered_map<void*, std::size_t> live;      // handed out: mapped bytes
+  std::size_t mappings = 0;
+};
+Pool& pool() {
+  static Pool* p = new Pool;  // never destroyed: buffers may be freed by static destructors
+  return *p;
+}
+
+// A fresh 2 MiB-aligned anonymous mapping of `bytes` (a multiple of kHuge), asked for huge pages.
+void* map_huge(std::size_t bytes) {
+  void* raw = ::mmap(nullptr, bytes + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) throw std::bad_alloc();
+  const auto begin = reinterpret_cast<std::uintptr_t>(raw);
+  const auto aligned = (begin + kHuge - 1) & ~(kHuge - 1);
+  if (aligned > begin) ::munmap(raw, aligned - begin);
+  if (const std::size_t tail = begin + bytes + kHuge - (aligned + bytes); tail > 0) ::munmap(reinterpret_cast<void*>(aligned + bytes), tail);
+#if defined(MADV_HUGEPAGE)
+  ::madvise(reinterpret_cast<void*>(aligned), bytes, MADV_HUGEPAGE);  // a hint: 4 KiB pages where refused
+#endif
+  return reinterpret_cast<void*>(aligned);
+}
+
+}  // namespace
+
+void* huge_buffer_allocate(std::size_t bytes) {
+  if (bytes < kHuge) return ::operator new(bytes);
+  if (bytes > SIZE_MAX - 2 * kHuge) throw std::bad_alloc();
+  const std::size_t want = (bytes + kHuge - 1) / kHuge * kHuge;
+  Pool& p = pool();
+  {
+    std::lock_guard lock(p.mutex);
+    // The smallest idle buffer that fits, unless it is more than twice the size asked for.
+    auto best = p.idle.end();
+    for (auto it = p.idle.begin(); it != p.idle.end(); ++it)
+      if (it->second >= want && it->second <= 2 * want && (best == p.idle.end() || it->second < best->second)) best = it;
+    if (best != p.idle.end()) {
+      const auto [buffer, size] = *best;
+      p.idle.erase(best);
+      p.live.emplace(buffer, size);
+      return buffer;
+    }
+  }
+  void* buffer = map_huge(want);
+  try {
+    std::lock_guard lock(p.mutex);
+    p.live.emplace(buffer, want);
+    ++p.mappings;
+  } catch (...) {
+    ::munmap(buffer, want);
+    throw;
+  }
+  return buffer;
+}
+
+void huge_buffer_release(void* buffer, std::size_t bytes) noexcept {
+  if (buffer == nullptr) return;
+  if (bytes < kHuge) {
+    ::operator delete(buffer);
+    return;
+  }
+  Pool& p = pool();
+  std::pair<void*, std::size_t> unmap{nullptr, 0};
+  {
+    std::lock_guard lock(p.mutex);
+    const auto it = p.live.find(buffer);
+    if (it == p.live.end()) return;  // not ours: cannot happen through HugePageAllocator
+    const std::size_t size = it->second;
+    p.live.erase(it);
+    p.idle.emplace_back(buffer, size);
+    if (p.idle.size() > kKeepIdle) {  // give back the smallest idle one (the least likely to fit the next batch)
+      auto smallest = std::min_element(p.idle.begin(), p.idle.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+      unmap = *smallest;
+      p.idle.erase(smallest);
+    }
+  }
+  if (unmap.first != nullptr) ::munmap(unmap.first, unmap.second);
+}
+
+void huge_buffer_pool_trim() noexcept {
+  Pool& p = pool();
+  std::vector<std::pair<void*, std::size_t>> idle;
+  {
+    std::lock_guard lock(p.mutex);
+    idle.swap(p.idle);
+  }
+  for (const auto& [buffer, size] : idle) ::munmap(buffer, size);
+}
+
+HugeBufferPoolStats huge_buffer_pool_stats() {
+  Pool& p = pool();
+  std::lock_guard lock(p.mutex);
+  HugeBufferPoolStats s;
+  s.idle = p.idle.size();
+  for (const auto& [buffer, size] : p.idle) s.idle_bytes += size;
+  s.live = p.live.size();
+  s.mappings = p.mappings;
+  return s;
+}
+
+}  // namespace shardgnn
