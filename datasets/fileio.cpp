@@ -80,18 +80,21 @@ MappedFile map_file(const std::string& path) {
   // folios and maps those with 2 MiB pages (Linux 6.x on XFS, and on ext4 from 6.16; seen as
   // FilePmdMapped in /proc/PID/smaps). Pages already cached keep their folios (drop_page_cache).
   // The kernel then also reads a missing page's whole 2 MiB around it, even for random reads: so
-  // only for files that take at most half the memory this process may use (read whole when
-  // loaded, checksummed, and kept), not for one that would be read piecemeal through a small
-  // page cache.
+  // only while the files this process has asked it for take at most half the memory it may use
+  // (a rank maps its shard and its node-mates'), not for files that would be read piecemeal
+  // through a page cache too small to keep them.
 #if defined(__linux__)
   if (size >= (std::size_t{2} << 20)) {
     const int before = errno;
-    std::uint64_t usable = 0;
-    try {
-      usable = usable_memory_bytes();
-    } catch (const std::exception&) {  // a hint: no memory figure, no huge pages
-    }
-    if (usable > 0 && size <= usable / 2) ::madvise(addr, size, MADV_HUGEPAGE);
+    static const std::uint64_t usable = [] {
+      try {
+        return usable_memory_bytes();
+      } catch (const std::exception&) {  // a hint: no memory figure, no huge pages
+        return std::uint64_t{0};
+      }
+    }();
+    static std::atomic<std::uint64_t> hinted{0};  // bytes asked for so far (never lowered: conservative)
+    if (hinted.fetch_add(size) + size <= usable / 2) ::madvise(addr, size, MADV_HUGEPAGE);
     errno = before;
   }
 #endif

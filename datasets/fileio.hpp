@@ -38,7 +38,8 @@ std::uint32_t crc32_of_file(const std::string& path);
 
 // Asks the kernel to drop the page cache of a file written and fsynced here (a hint; pages
 // another process still maps stay). Its next reader then reads it back in the folio size that
-// reader asks for: map_file asks for 2 MiB pages, which a writer's small writes never give.
+// reader asks for: map_file asks for 2 MiB pages (files of 2 MiB or more, while those a process
+// maps take at most half its usable memory), which a writer's small writes never give.
 void drop_page_cache(const std::string& path) noexcept;
 
 // fsyncs a folder so a rename inside it is durable.

@@ -3,6 +3,8 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cassert>
+#include <cerrno>
 #include <cstdint>
 #include <mutex>
 #include <new>
@@ -14,22 +16,26 @@ namespace shardgnn {
 namespace {
 
 constexpr std::size_t kHuge = std::size_t{2} << 20;
-// Idle buffers kept for reuse: the prefetch queue's batches, the one in use and a spare.
-constexpr std::size_t kKeepIdle = 4;
 
 struct Pool {
   std::mutex mutex;
-  std::vector<std::pair<void*, std::size_t>> idle;  // (buffer, its mapped bytes)
-  std::unordered_map<void*, std::size_t> live;      // handed out: mapped bytes
+  // Idle buffers (buffer, mapped bytes), oldest release first. Capacity is kept above `keep`, so
+  // a release never allocates.
+  std::vector<std::pair<void*, std::size_t>> idle;
+  std::size_t keep = 4;  // the prefetch queue's batches, the one in use and one being produced
+  std::unordered_map<void*, std::size_t> live;  // handed out: mapped bytes
   std::size_t mappings = 0;
+  Pool() { idle.reserve(keep + 1); }
 };
 Pool& pool() {
   static Pool* p = new Pool;  // never destroyed: buffers may be freed by static destructors
   return *p;
 }
 
-// A fresh 2 MiB-aligned anonymous mapping of `bytes` (a multiple of kHuge), asked for huge pages.
+// A fresh 2 MiB-aligned anonymous mapping of `bytes` (a multiple of kHuge), asked for huge pages
+// and faulted in.
 void* map_huge(std::size_t bytes) {
+  const int saved = errno;
   void* raw = ::mmap(nullptr, bytes + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) throw std::bad_alloc();
   const auto begin = reinterpret_cast<std::uintptr_t>(raw);
@@ -46,6 +52,7 @@ void* map_huge(std::size_t bytes) {
 #endif
   ::madvise(reinterpret_cast<void*>(aligned), bytes, MADV_POPULATE_WRITE);
 #endif
+  errno = saved;
   return reinterpret_cast<void*>(aligned);
 }
 
@@ -64,8 +71,8 @@ void* huge_buffer_allocate(std::size_t bytes) {
       if (it->second >= want && it->second <= 2 * want && (best == p.idle.end() || it->second < best->second)) best = it;
     if (best != p.idle.end()) {
       const auto [buffer, size] = *best;
+      p.live.emplace(buffer, size);  // first: if it throws, the buffer is still idle
       p.idle.erase(best);
-      p.live.emplace(buffer, size);
       return buffer;
     }
   }
@@ -92,27 +99,35 @@ void huge_buffer_release(void* buffer, std::size_t bytes) noexcept {
   {
     std::lock_guard lock(p.mutex);
     const auto it = p.live.find(buffer);
-    if (it == p.live.end()) return;  // not ours: cannot happen through HugePageAllocator
+    assert(it != p.live.end() && "huge_buffer_release: a buffer this pool did not hand out");
+    if (it == p.live.end()) return;
     const std::size_t size = it->second;
     p.live.erase(it);
-    p.idle.emplace_back(buffer, size);
-    if (p.idle.size() > kKeepIdle) {  // give back the smallest idle one (the least likely to fit the next batch)
-      auto smallest = std::min_element(p.idle.begin(), p.idle.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-      unmap = *smallest;
-      p.idle.erase(smallest);
+    p.idle.emplace_back(buffer, size);  // within the reserved capacity: no allocation
+    if (p.idle.size() > p.keep) {
+      // Give back the buffer idle longest: batches whose size changed for good (a rebalanced
+      // rank's smaller batches, say) then replace the old sizes instead of mapping afresh each
+      // time beside buffers that no longer fit.
+      unmap = p.idle.front();
+      p.idle.erase(p.idle.begin());
     }
   }
   if (unmap.first != nullptr) ::munmap(unmap.first, unmap.second);
 }
 
+void huge_buffer_pool_keep_at_least(std::size_t idle) {
+  Pool& p = pool();
+  std::lock_guard lock(p.mutex);
+  if (idle <= p.keep) return;
+  p.idle.reserve(idle + 1);  // may throw: the limit is raised only once it holds
+  p.keep = idle;
+}
+
 void huge_buffer_pool_trim() noexcept {
   Pool& p = pool();
-  std::vector<std::pair<void*, std::size_t>> idle;
-  {
-    std::lock_guard lock(p.mutex);
-    idle.swap(p.idle);
-  }
-  for (const auto& [buffer, size] : idle) ::munmap(buffer, size);
+  std::lock_guard lock(p.mutex);
+  for (const auto& [buffer, size] : p.idle) ::munmap(buffer, size);
+  p.idle.clear();  // keeps its capacity
 }
 
 HugeBufferPoolStats huge_buffer_pool_stats() {
@@ -123,6 +138,7 @@ HugeBufferPoolStats huge_buffer_pool_stats() {
   for (const auto& [buffer, size] : p.idle) s.idle_bytes += size;
   s.live = p.live.size();
   s.mappings = p.mappings;
+  s.keep = p.keep;
   return s;
 }
 

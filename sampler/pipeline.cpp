@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "comm/communicator.hpp"
+#include "sampler/huge_pages.hpp"
 
 namespace shardgnn {
 
@@ -52,6 +53,7 @@ MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::span<
 
 Prefetcher::Prefetcher(DistSampler& sampler, FeatureStore& features, std::int64_t epoch, std::int64_t steps, int depth)
     : sampler_(sampler), features_(features), epoch_(epoch), steps_(steps), depth_(static_cast<std::size_t>(depth)) {
+  huge_buffer_pool_keep_at_least(depth_ + 2);  // the batches in flight, released together at the end
   if (depth_ > 0) thread_ = std::thread([this] { run(); });
 }
 

@@ -126,13 +126,13 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
     memcpy_idx.resize(std::size_t{1} << 20);
     for (auto& i : memcpy_idx) i = pick(rng);
   }
-  std::vector<float> memcpy_out;
+  FeatureRows memcpy_out;  // in the same 2 MiB pages as a batch's (FeatureRows' pool): like for like
   std::size_t memcpy_next = 0;
   double memcpy_s = 0;
   std::int64_t memcpy_rows = 0;
   auto memcpy_gather = [&](std::int64_t rows) {
     const auto F = static_cast<std::size_t>(shard.feature_dim);
-    if (memcpy_out.size() < static_cast<std::size_t>(rows) * F) memcpy_out.resize(static_cast<std::size_t>(rows) * F);  // zero-filled: faulted in
+    if (memcpy_out.size() < static_cast<std::size_t>(rows) * F) memcpy_out.resize(static_cast<std::size_t>(rows) * F, 0.0f);  // zero-filled: faulted in
     const auto t0 = Clock::now();
     for (std::int64_t k = 0; k < rows; ++k) {
       std::memcpy(memcpy_out.data() + static_cast<std::size_t>(k) * F, shard.features.data() + memcpy_idx[memcpy_next] * shard.feature_dim, row_bytes);

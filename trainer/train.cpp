@@ -16,6 +16,7 @@
 #include "datasets/error.hpp"
 #include "datasets/random.hpp"
 #include "sampler/feature_store.hpp"
+#include "sampler/huge_pages.hpp"
 #include "sampler/pipeline.hpp"
 #include "sampler/rebalance.hpp"
 #include "sampler/sampler.hpp"
@@ -271,7 +272,12 @@ std::int64_t Trainer::num_parameters() const {
 }
 
 SplitMetrics Trainer::evaluate_sampled() { return shardgnn::evaluate_sampled(s_->model, *s_->sampler, *s_->features, s_->device); }
-SplitMetrics Trainer::evaluate_full() { return shardgnn::evaluate_full(s_->model, s_->shard, s_->comm, s_->device, s_->cfg.eval_chunk); }
+SplitMetrics Trainer::evaluate_full() {
+  // Full-neighbourhood inference allocates layer by layer through torch: the training batches'
+  // idle feature buffers go back to the system first (mapped again by the next epoch).
+  huge_buffer_pool_trim();
+  return shardgnn::evaluate_full(s_->model, s_->shard, s_->comm, s_->device, s_->cfg.eval_chunk);
+}
 
 TrainResult Trainer::fit() {
   State& s = *s_;

@@ -37,15 +37,27 @@ TEST_CASE("big buffers are 2 MiB-aligned, writable, and reused instead of mapped
   huge_buffer_release(c, 2 * kMiB);
 }
 
-TEST_CASE("the pool keeps at most four idle buffers, the biggest ones", "[huge-pages]") {
+TEST_CASE("the pool keeps its limit of idle buffers, giving back the one idle longest", "[huge-pages]") {
   huge_buffer_pool_trim();
+  const std::size_t keep = huge_buffer_pool_stats().keep;
+  CHECK(keep >= 4);
   std::vector<void*> held;
-  std::vector<std::size_t> sizes = {2 * kMiB, 4 * kMiB, 6 * kMiB, 8 * kMiB, 10 * kMiB, 12 * kMiB};
+  std::vector<std::size_t> sizes;
+  for (std::size_t i = 0; i < keep + 2; ++i) sizes.push_back((i + 1) * 2 * kMiB);  // 2, 4, 6, ... MiB: all fresh, none idle
   for (std::size_t s : sizes) held.push_back(huge_buffer_allocate(s));
   for (std::size_t i = 0; i < held.size(); ++i) huge_buffer_release(held[i], sizes[i]);
   const HugeBufferPoolStats s = huge_buffer_pool_stats();
-  CHECK(s.idle == 4);
-  CHECK(s.idle_bytes == (6 + 8 + 10 + 12) * kMiB);  // the two smallest were given back
+  CHECK(s.idle == keep);
+  std::size_t newest = 0;  // the last `keep` released
+  for (std::size_t i = 2; i < sizes.size(); ++i) newest += sizes[i];
+  CHECK(s.idle_bytes == newest);
+  // A deeper prefetch queue raises the limit (never lowers it).
+  huge_buffer_pool_keep_at_least(keep + 3);
+  CHECK(huge_buffer_pool_stats().keep == keep + 3);
+  huge_buffer_pool_keep_at_least(1);
+  CHECK(huge_buffer_pool_stats().keep == keep + 3);
+  huge_buffer_pool_trim();
+  CHECK(huge_buffer_pool_stats().idle == 0);
 }
 
 TEST_CASE("small buffers bypass the pool; FeatureRows grows, keeps its contents and frees through it", "[huge-pages]") {
