@@ -98,9 +98,8 @@ MappedFile map_file(const std::string& path) {
     errno = before;
   }
 #endif
-  const std::size_t length = size;
-  out.bytes = {static_cast<const std::byte*>(addr), length};
-  out.keeper = std::shared_ptr<const void>(addr, [length](const void* p) { ::munmap(const_cast<void*>(p), length); });
+  out.bytes = {static_cast<const std::byte*>(addr), size};
+  out.keeper = std::shared_ptr<const void>(addr, [size](const void* p) { ::munmap(const_cast<void*>(p), size); });
   return out;
 }
 

@@ -89,12 +89,12 @@ void FeatureStore::fetch_remote(std::span<const NodeId> remote, std::span<const 
       std::memcpy(dst + static_cast<std::size_t>(dst_rows[k]) * F, recv_rows_.data() + k * F, row_bytes);
     counters_.scatter_s += since(t);
   };
-  if (record_) {  // the reply's float counts, for the benchmark's raw replay
-    std::vector<std::int64_t> sent(asked.counts.size()), expect(static_cast<std::size_t>(P));
-    for (std::size_t r = 0; r < sent.size(); ++r) sent[r] = asked.counts[r] * dim_;
-    for (int r = 0; r < P; ++r) expect[r] = counts[r] * dim_;
-    reply_log_.push_back({std::move(sent), std::move(expect)});
-  }
+  // The reply's float counts each way, known here already (F floats per row asked): no count
+  // exchange for the rows.
+  std::vector<std::int64_t> row_counts(asked.counts.size()), expect(static_cast<std::size_t>(P));
+  for (std::size_t r = 0; r < row_counts.size(); ++r) row_counts[r] = asked.counts[r] * dim_;
+  for (int r = 0; r < P; ++r) expect[r] = counts[r] * dim_;
+  if (record_) reply_log_.push_back({row_counts, expect});  // for the benchmark's raw replay
   t0 = Clock::now();
   const double busy_before = counters_.gather_s + counters_.scatter_s;
   if (F == 0) {
@@ -105,11 +105,8 @@ void FeatureStore::fetch_remote(std::span<const NodeId> remote, std::span<const 
     const auto chunk_rows = static_cast<std::int64_t>(std::max<std::uint64_t>(1, chunk_bytes_ / row_bytes));
     comm_.exchange_chunked(asked.counts, send_rows_.data(), counts, recv_rows_.data(), row_bytes, chunk_rows, gather, scatter);
   } else {
-    // One all-to-all of every row; no count exchange (F floats per row asked).
+    // One all-to-all of every row.
     gather(0, static_cast<std::int64_t>(asked.data.size()));
-    std::vector<std::int64_t> row_counts(asked.counts.size()), expect(static_cast<std::size_t>(P));
-    for (std::size_t r = 0; r < row_counts.size(); ++r) row_counts[r] = asked.counts[r] * dim_;
-    for (int r = 0; r < P; ++r) expect[r] = counts[r] * dim_;
     comm_.alltoallv_into<float>(send_rows_, row_counts, expect, recv_rows_);
     scatter(0, static_cast<std::int64_t>(remote.size()));
   }
@@ -331,11 +328,14 @@ void FeatureStore::fill_cache(std::vector<NodeId> chosen, std::uint64_t dense_in
 
 void FeatureStore::build_cache(const SamplerConfig& config, DistSampler* sampler) {
   chunk_bytes_ = config.fetch_chunk_bytes;
-  // Chunked and one-shot fetches, or chunks of different sizes, never match each other.
-  comm_.check_all(comm_.allreduce<std::uint64_t>(chunk_bytes_, comm::Op::kMin) == comm_.allreduce<std::uint64_t>(chunk_bytes_, comm::Op::kMax),
-                  "the ranks were given different --fetch-chunk-kb values");
+  // Chunked and one-shot fetches, or chunks of different sizes, never match each other. One
+  // all-reduce finds the smallest value and, through its complement, the largest.
+  std::uint64_t least_most[2] = {chunk_bytes_, ~chunk_bytes_};
+  comm_.allreduce_inplace<std::uint64_t>(least_most, comm::Op::kMin);
+  comm_.check_all(least_most[0] == ~least_most[1], "the ranks were given different --fetch-chunk-kb values");
   // Every rank decides alike whether to map (the shard's folder is known on every rank or none).
-  const std::vector<int> node = comm_.node_ids();
+  node_of_rank_ = comm_.node_ids();
+  const std::vector<int>& node = node_of_rank_;
   if (comm_.all(config.node_local && comm_.size() > 1)) {  // the same on every rank; the rest is checked in map_node_mates
     if (sampler != nullptr) sampler->read_node_local_shards(node);  // collective: the sampler's communicator, every rank alike
     if (dim_ > 0) read_node_local_shards(node);

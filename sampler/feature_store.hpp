@@ -60,6 +60,8 @@ class FeatureStore {
   // pass others (pairs of ranks, say) before a build_cache with node_local off.
   void read_node_local_shards(const std::vector<int>& node_of_rank);
   bool exchanges_rows() const noexcept { return mates_.exchange; }
+  // After build_cache: for each rank, the id of the node it runs on (Communicator::node_ids).
+  const std::vector<int>& node_of_rank() const noexcept { return node_of_rank_; }
 
   // Collective: every rank calls it once per step. Writes the rows of `nodes` (global ids),
   // row-major, into `out` (resized to nodes.size() x feature_dim).
@@ -117,6 +119,7 @@ class FeatureStore {
   std::vector<float> send_rows_, recv_rows_;  // staging for remote rows, kept between fetches
   std::vector<std::uint32_t> local_at_, other_at_;  // positions of a fetch's owned and other rows, kept between fetches
   NodeMates<PartRows> mates_;                 // node-mates' features, labels and indptr, read here
+  std::vector<int> node_of_rank_;             // from build_cache
   FeatureCounters counters_;
   std::uint64_t chunk_bytes_ = SamplerConfig{}.fetch_chunk_bytes;  // SamplerConfig::fetch_chunk_bytes, from build_cache
   bool record_ = false, probe_skew_ = false;

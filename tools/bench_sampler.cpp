@@ -217,7 +217,7 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   // The DGL peer runs on rank 0's node while the other ranks wait without spinning (every rank
   // switches here, so the barriers below match): both as one process alone and as many processes
   // at once as that node has ranks, the load our ranks sampled under.
-  const std::vector<int> node = world.node_ids();
+  const std::vector<int>& node = store.node_of_rank();  // build_cache learned the layout
   const int node_ranks = static_cast<int>(std::count(node.begin(), node.end(), node[0]));
   comm::set_wait_mode(comm::WaitMode::kYield);
   if (world.rank() != 0) {

@@ -35,24 +35,24 @@ int train(int argc, char** argv, const std::vector<std::string>& args) {
   const auto world = comm::Communicator::world();
   // Training is a module of its own (libtorch costs ~160 MB of memory and a fifth of a second to
   // start), next to this one.
+  // Every rank must agree before any collective: a node without libtorch must not leave the
+  // others waiting in the trainer's first check. False (after every rank said why) unless `ok`
+  // holds on every rank.
+  auto agreed = [&](bool ok, const std::string& message_if_not) {
+    try {
+      world.check_all(ok, message_if_not);
+      return true;
+    } catch (const comm::CollectiveError& e) {
+      std::fprintf(stderr, "shardgnn train: error: rank %d/%d: %s\n", world.rank(), world.size(), e.what());
+      return false;
+    }
+  };
   std::string tried;
   void* module = cli::load_module("libshardgnn_train.so", tried);
-  // Every rank must agree before any collective: a node without libtorch must not leave the
-  // others waiting in the trainer's first check.
-  try {
-    world.check_all(module != nullptr, "cannot load the training module (" + tried + "); this build may lack libtorch (-DSHARDGNN_WITH_TORCH=ON)");
-  } catch (const comm::CollectiveError& e) {
-    std::fprintf(stderr, "shardgnn train: error: rank %d/%d: %s\n", world.rank(), world.size(), e.what());
-    return 1;
-  }
+  if (!agreed(module != nullptr, "cannot load the training module (" + tried + "); this build may lack libtorch (-DSHARDGNN_WITH_TORCH=ON)")) return 1;
   using Entry = int (*)(const std::vector<std::string>*, const comm::Communicator*, int);
   auto entry = reinterpret_cast<Entry>(dlsym(module, "shardgnn_train_entry"));
-  try {
-    world.check_all(entry != nullptr, "the training module lacks its entry point shardgnn_train_entry");
-  } catch (const comm::CollectiveError& e) {
-    std::fprintf(stderr, "shardgnn train: error: rank %d/%d: %s\n", world.rank(), world.size(), e.what());
-    return 1;
-  }
+  if (!agreed(entry != nullptr, "the training module lacks its entry point shardgnn_train_entry")) return 1;
   // Never dlclose: libtorch registers exit-time handlers that must find their code.
   return entry(&args, &world, static_cast<int>(comm::wait_mode()));
 }
