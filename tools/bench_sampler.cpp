@@ -1,5 +1,5 @@
-// `mpiexec -n P shardgnn bench sampler <parts-dir> --fanouts 15,10,5 --batch 1024`: the
-// distributed sampler and feature store, with the physical limits measured in the same run: a
+// `mpiexec -n P shardgnn bench sampler <parts-dir> --fanouts 15,10,5 --batch 1024` (the program
+// shardgnn-bench-sampler, which the dispatcher execs): the distributed sampler and feature store, with the physical limits measured in the same run: a
 // plain memcpy random-row gather (the local-gather limit) and a raw MPI alltoallv replaying the
 // exact byte pattern of the feature exchanges (the remote-fetch limit); optionally DGL's CPU
 // neighbour sampler on the same graph, fanouts and batch size.
@@ -22,6 +22,7 @@
 #include "sampler/pipeline.hpp"
 #include "sampler/sampler.hpp"
 #include "tools/cli.hpp"
+#include "tools/mpi_program.hpp"
 
 namespace fs = std::filesystem;
 
@@ -49,8 +50,6 @@ Shard load_rank_shard(const comm::Communicator& world, const std::string& dir, P
 }  // namespace
 
 int bench_sampler_main(const std::vector<std::string>& args, const comm::Communicator& world) {
-  g_command = "shardgnn bench sampler";
-  keep_freed_memory_in_heap();  // as training does
   po::options_description o("options");
   o.add_options()
       ("fanouts", po::value<std::string>()->default_value("15,10,5"), "neighbours per hop, from the seeds outward (-1 = all)")
@@ -384,3 +383,8 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
 }
 
 }  // namespace shardgnn::cli
+
+// The benchmark times one batch at a time on the calling thread: no thread-safe MPI needed.
+int main(int argc, char** argv) {
+  return shardgnn::cli::run_mpi_program(argc, argv, "bench sampler", /*threads=*/false, shardgnn::cli::bench_sampler_main);
+}

@@ -9,7 +9,6 @@
 #include <malloc.h>
 #endif
 
-#include "comm/communicator.hpp"
 #include "datasets/error.hpp"
 #include "datasets/generators.hpp"
 #include "partition/config.hpp"
@@ -101,8 +100,6 @@ int bench_balance_main(const std::vector<std::string>& args);
 // trim_test keeps only as many test nodes as validation nodes (when evaluation is not measured).
 SbmOptions sbm_options(const po::variables_map& vm);
 void ensure_sbm_dataset(const std::string& dir, const SbmOptions& sbm, bool trim_test);
-int bench_sampler_main(const std::vector<std::string>& args, const comm::Communicator& world);
-int train_main(const std::vector<std::string>& args, const comm::Communicator& world);  // in the training module
 
 // The partitioning options shared by `partition` and `bench partition`.
 void add_partition_options(po::options_description& o);

@@ -1,15 +1,17 @@
 // shardgnn: train graph neural networks on graphs partitioned across MPI ranks.
 // This is only the dispatcher; every subcommand is a thin main over library code.
-#include <dlfcn.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "datasets/error.hpp"
 #include "tools/cli.hpp"
-#include "tools/module.hpp"
 
 namespace {
 
@@ -33,8 +35,22 @@ constexpr const char* kUsage =
     "\n"
     "Run 'shardgnn <command> --help' for a command's options.\n";
 
-}  // namespace
+// Replaces this process with the MPI program `name` (so mpiexec and srun see it as their rank):
+// next to this binary (the build tree), else in the installed libexec folder. Returns only when
+// no candidate could be executed, with `tried` saying why for each.
+void exec_program(const std::string& name, const std::vector<std::string>& args, std::string& tried) {
+  namespace fs = std::filesystem;
+  const fs::path exe_dir = fs::read_symlink("/proc/self/exe").parent_path();
+  for (const fs::path& candidate : {exe_dir / name, exe_dir / SHARDGNN_LIBEXEC_FROM_BIN / name}) {
+    std::vector<char*> argv{const_cast<char*>(candidate.c_str())};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(candidate.c_str(), argv.data());
+    tried += (tried.empty() ? "" : "; ") + candidate.lexically_normal().string() + ": " + std::strerror(errno);
+  }
+}
 
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace shardgnn;
@@ -46,25 +62,20 @@ int main(int argc, char** argv) {
   const std::string cmd = args[0];
   args.erase(args.begin());
   cli::g_command = "shardgnn " + cmd;
-  // The distributed commands live in a module loaded on demand (tools/dist_main.cpp), so that no
-  // other command loads MPI. It initialises MPI itself; from there on every failure ends the job on
-  // every rank, never a hang. A module that cannot be loaded is a broken installation, the same on
-  // every rank, and fails before MPI starts, as a missing shared library would.
+  // The distributed commands are programs of their own, so that no other command loads MPI or
+  // libtorch. A program that cannot be started is a broken installation, the same on every rank,
+  // and fails before MPI starts.
   const bool bench_sampler = cmd == "bench" && !args.empty() && args[0] == "sampler";
   if (bench_sampler || cmd == "train") {
-    if (bench_sampler) cli::g_command = "shardgnn bench sampler";
-    std::string tried;
-    void* module = cli::load_module("libshardgnn_dist.so", tried);
-    using Entry = int (*)(const char*, int, char**, const std::vector<std::string>*);
-    auto entry = module ? reinterpret_cast<Entry>(dlsym(module, "shardgnn_dist_entry")) : nullptr;
-    if (!entry) {
-      std::fprintf(stderr, "%s: error: cannot load the distributed commands' module (%s)\n", cli::g_command.c_str(),
-                   module ? "it lacks shardgnn_dist_entry" : tried.c_str());
-      return 1;
+    if (bench_sampler) {
+      cli::g_command = "shardgnn bench sampler";
+      args.erase(args.begin());
     }
-    if (bench_sampler) args.erase(args.begin());
-    // Never dlclose: MPI and libtorch register exit-time handlers that must find their code.
-    return entry(bench_sampler ? "bench sampler" : "train", argc, argv, &args);
+    std::string tried;
+    exec_program(bench_sampler ? "shardgnn-bench-sampler" : "shardgnn-train", args, tried);
+    std::fprintf(stderr, "%s: error: cannot start its program (%s)%s\n", cli::g_command.c_str(), tried.c_str(),
+                 bench_sampler ? "" : "; this build may lack libtorch (-DSHARDGNN_WITH_TORCH=ON)");
+    return 1;
   }
   try {
     if (cmd == "data") return cli::data_main(args);

@@ -1,6 +1,7 @@
-// `shardgnn train <dir>`: train a GNN. <dir> is a partitioned dataset (partition.json; run
-// under `mpiexec -n <parts>`, one rank per part) or a dataset folder (meta.json; one process,
-// the whole graph as a single part viewed in place).
+// `shardgnn train <dir>` (the program shardgnn-train, which the dispatcher execs): train a GNN.
+// <dir> is a partitioned dataset (partition.json; run under `mpiexec -n <parts>`, one rank per
+// part) or a dataset folder (meta.json; one process, the whole graph as a single part viewed in
+// place).
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -11,6 +12,7 @@
 #include "partition/shards.hpp"
 #include "sampler/config.hpp"
 #include "tools/cli.hpp"
+#include "tools/mpi_program.hpp"
 #include "trainer/train.hpp"
 
 namespace fs = std::filesystem;
@@ -62,7 +64,6 @@ std::string fixed4(double x) {
 }  // namespace
 
 int train_main(const std::vector<std::string>& args, const comm::Communicator& world) {
-  g_command = "shardgnn train";
   po::options_description o("options");
   o.add_options()
       ("model", po::value<std::string>()->default_value("sage"), "sage, gcn or gat")
@@ -196,20 +197,6 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
 
 }  // namespace shardgnn::cli
 
-// The entry point `shardgnn train` finds with dlsym: training (and libtorch) lives in this module
-// so that every other command starts without loading libtorch. Exceptions stay inside the module:
-// run_guarded turns them into the job-wide outcome here. `wait_mode` is the comm::WaitMode the
-// loader's Environment chose: this module has its own copy of the MPI layer's state (it is loaded
-// with RTLD_LOCAL), which would otherwise stay at its default and spin on an oversubscribed node.
-extern "C" int shardgnn_train_entry(const std::vector<std::string>* args, const shardgnn::comm::Communicator* world, int wait_mode) {
-  using namespace shardgnn;
-  comm::set_wait_mode(static_cast<comm::WaitMode>(wait_mode));
-  cli::keep_freed_memory_in_heap();
-  return comm::run_guarded("shardgnn train", *world, [&] {
-    try {
-      return cli::train_main(*args, *world);
-    } catch (const cli::UsageError& e) {
-      throw comm::CollectiveError(e.what());
-    }
-  });
+int main(int argc, char** argv) {
+  return shardgnn::cli::run_mpi_program(argc, argv, "train", /*threads=*/true, shardgnn::cli::train_main);
 }

@@ -23,18 +23,19 @@ grep -q "^same-node rows" "$work/out.txt" && fail "same-node rows with --node-lo
 timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" bench sampler "$work/p2" --fanouts 10,5 --batch 64 --node-local off --fetch-chunk-kb 4 > "$work/chunked.txt" 2>&1 || fail "--fetch-chunk-kb 4 run failed: $(cat "$work/chunked.txt")"
 grep -q "rows back in 4 KiB chunks" "$work/chunked.txt" || fail "the chunked run does not say so: $(cat "$work/chunked.txt")"
 [ "$(grep "^remote bytes per batch" "$work/out.txt")" = "$(grep "^remote bytes per batch" "$work/chunked.txt")" ] || fail "the chunked run asked for other rows than the one-shot run"
-# Only the distributed commands' module loads MPI, not the dispatcher every command starts.
+# Only the distributed commands' programs load MPI, not the dispatcher every command starts.
 if ldd "$SHARDGNN" | grep -q "libmpi"; then fail "$SHARDGNN links MPI: $(ldd "$SHARDGNN" | grep libmpi)"; fi
-ldd "$(dirname "$SHARDGNN")/libshardgnn_dist.so" | grep -q "libmpi" || fail "libshardgnn_dist.so does not link MPI"
-# The binary without its module beside it: one clear line and exit 1, before any MPI start-up.
+ldd "$(dirname "$SHARDGNN")/shardgnn-bench-sampler" | grep -q "libmpi" || fail "shardgnn-bench-sampler does not link MPI"
+if ldd "$(dirname "$SHARDGNN")/shardgnn-bench-sampler" | grep -q "libtorch"; then fail "shardgnn-bench-sampler links libtorch"; fi
+# The binary without its programs beside it: one clear line and exit 1, before any MPI start-up.
 mkdir "$work/alone" && cp "$SHARDGNN" "$work/alone/shardgnn"
 set +e
 "$work/alone/shardgnn" bench sampler "$work/p2" > "$work/out.txt" 2> "$work/err.txt"
 rc=$?
 set -e
-[ "$rc" = 1 ] || fail "without its module: exit $rc, expected 1"
-grep -q "^shardgnn bench sampler: error: cannot load the distributed commands' module (.*libshardgnn_dist.so" "$work/err.txt" || fail "without its module: $(cat "$work/err.txt")"
-[ "$(wc -l < "$work/err.txt")" = 1 ] || fail "without its module: more than one line: $(cat "$work/err.txt")"
+[ "$rc" = 1 ] || fail "without its program: exit $rc, expected 1"
+grep -q "^shardgnn bench sampler: error: cannot start its program (.*shardgnn-bench-sampler: No such file" "$work/err.txt" || fail "without its program: $(cat "$work/err.txt")"
+[ "$(wc -l < "$work/err.txt")" = 1 ] || fail "without its program: more than one line: $(cat "$work/err.txt")"
 
 # shellcheck source=expect_error.sh
 source "$(dirname "$0")/expect_error.sh"

@@ -1,0 +1,33 @@
+// The main() of shardgnn's MPI programs (shardgnn-train, shardgnn-bench-sampler), which the
+// `shardgnn` dispatcher execs for `train` and `bench sampler`: MPI start-up, then the command
+// under run_guarded, so that every failure ends the job on every rank with a message, never a hang.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "tools/cli.hpp"
+
+namespace shardgnn::cli {
+
+using MpiCommand = int (*)(const std::vector<std::string>& args, const comm::Communicator& world);
+
+// `command` names the command in messages ("train"); `threads` asks MPI for thread support (the
+// prefetch thread communicates beside the training loop).
+inline int run_mpi_program(int argc, char** argv, const std::string& command, bool threads, MpiCommand body) {
+  g_command = "shardgnn " + command;
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  comm::Environment env(argc, argv, threads);
+  const auto world = comm::Communicator::world();
+  keep_freed_memory_in_heap();
+  return comm::run_guarded(g_command, world, [&] {
+    try {
+      return body(args, world);
+    } catch (const UsageError& e) {
+      throw comm::CollectiveError(e.what());
+    }
+  });
+}
+
+}  // namespace shardgnn::cli
