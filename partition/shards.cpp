@@ -188,7 +188,7 @@ struct WriterScratch {
 }  // namespace
 
 PartitionMetrics write_partitioned(const Dataset& ds, const std::string& dataset_dir, const PartitionResult& result, const std::string& out_dir,
-                                   bool overwrite) {
+                                   const WriteOptions& options) {
   const int K = result.config.parts;
   // Each shard's share of the metrics, counted in the pass over its rows (a separate walk of the
   // graph was 12-20 % of the `partition` command on R-MAT scale 21).
@@ -199,10 +199,10 @@ PartitionMetrics write_partitioned(const Dataset& ds, const std::string& dataset
   // part in the high bits where those fit too (see RowRelabeller).
   std::vector<std::uint32_t> narrow;
   int id_bits = 0;
-  if (ds.num_nodes() <= (NodeId{1} << 32) && writer_narrows_ids()) {
+  if (ds.num_nodes() <= (NodeId{1} << 32) && options.narrow_ids) {
     const int need_id = std::max(1, static_cast<int>(std::bit_width(static_cast<std::uint64_t>(std::max<NodeId>(ds.num_nodes(), 1) - 1))));
     const int need_part = static_cast<int>(std::bit_width(static_cast<std::uint64_t>(std::max(K, 1) - 1)));
-    if (need_part > 0 && need_id + need_part <= 32 && writer_packs_parts()) id_bits = need_id;
+    if (need_part > 0 && need_id + need_part <= 32 && options.pack_parts) id_bits = need_id;
     narrow.resize(r.new_of_old.size());  // == ds.num_nodes() == result.assignment.size()
     for (std::size_t v = 0; v < narrow.size(); ++v)
       narrow[v] = static_cast<std::uint32_t>(r.new_of_old[v]) | (id_bits > 0 ? static_cast<std::uint32_t>(result.assignment[v]) << id_bits : 0u);
@@ -306,7 +306,7 @@ PartitionMetrics write_partitioned(const Dataset& ds, const std::string& dataset
                                {"halo", static_cast<std::int64_t>(halo.size())}, {"arrays", std::move(arrays)}};
   };
 
-  write_dir_atomic(out_dir, overwrite, [&](const std::string& tmp) {
+  write_dir_atomic(out_dir, options.overwrite, [&](const std::string& tmp) {
     // Shards are independent: one worker per core, each taking the next part.
     std::vector<boost::json::object> part_json(static_cast<std::size_t>(K));
     // Nothing may escape (it would leave the temporary folder behind): a worker's failure is

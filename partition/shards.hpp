@@ -10,7 +10,6 @@
 //   edge_weights int64 [m_k]      when the dataset has them
 #pragma once
 
-#include <atomic>
 #include <boost/json.hpp>
 #include <string>
 #include <vector>
@@ -30,26 +29,24 @@ struct PartitionResult {
   double seconds = 0;              // time the partitioner took
 };
 
-// Tests only: whether the writer may carry each node's part in its new-id table (on by default;
-// it does where id and part bits fit in 32). Off, it searches the partition book per entry, as it
-// must for larger graphs: the tests compare the two.
-inline std::atomic<bool>& writer_packs_parts() {
-  static std::atomic<bool> on{true};
-  return on;
-}
-// Tests only: whether the writer may look new ids up in a 32-bit table where they fit (on by
-// default). Off, it uses the 64-bit table, as it must for graphs of more than 2^32 nodes.
-inline std::atomic<bool>& writer_narrows_ids() {
-  static std::atomic<bool> on{true};
-  return on;
-}
+// How write_partitioned writes; the defaults are what `shardgnn partition` does.
+struct WriteOptions {
+  bool overwrite = false;  // replace an existing out_dir
+  // Whether the writer may carry each node's part in its new-id table where id and part bits fit
+  // in 32. Off, it searches the partition book per entry, as it must for larger graphs: the tests
+  // compare the two.
+  bool pack_parts = true;
+  // Whether the writer may look new ids up in a 32-bit table where they fit. Off, it uses the
+  // 64-bit table, as it must for graphs of more than 2^32 nodes.
+  bool narrow_ids = true;
+};
 
 // Writes the partitioned dataset atomically (nothing is left at `out_dir` on failure).
 // `dataset_dir` is recorded (with its meta.json checksum) so a verifier can find the source.
 // Returns the quality metrics it stores in partition.json: what compute_metrics gives for
 // result.assignment and result.config, counted in the writer's own pass over the rows.
 PartitionMetrics write_partitioned(const Dataset& ds, const std::string& dataset_dir, const PartitionResult& result, const std::string& out_dir,
-                                   bool overwrite);
+                                   const WriteOptions& options);
 
 // partition.json, parsed and checked.
 struct PartitionInfo {

@@ -39,7 +39,7 @@ struct CoraParts {
       r.config.method = PartitionMethod::kRandom;
       r.config.seed = 3;
       r.assignment = make_partitioner(r.config.method)->partition(d, r.config);
-      write_partitioned(d, dir + "/cora", r, dir + "/parts", false);
+      write_partitioned(d, dir + "/cora", r, dir + "/parts", {});
     }
     std::int64_t len = static_cast<std::int64_t>(dir.size());
     world.broadcast(std::span<std::int64_t>(&len, 1), 0);

@@ -83,7 +83,7 @@ void read_run(const std::string& metrics, const std::string& out, int cores, Run
 
 void write_parts(const Dataset& ds, const std::string& data_dir, PartitionResult r, const std::string& out) {
   if (fs::exists(fs::path(out) / "partition.json")) return;
-  write_partitioned(ds, data_dir, r, out, true);
+  write_partitioned(ds, data_dir, r, out, {.overwrite = true});
 }
 
 }  // namespace

@@ -100,7 +100,7 @@ int bench_partition_one_main(const std::vector<std::string>& args) {
     auto shards_write = [&] {
       ::sync();
       const auto tw = Clock::now();
-      write_partitioned(ds, vm["dataset"].as<std::string>(), pr, (dir / "shards").string(), true);
+      write_partitioned(ds, vm["dataset"].as<std::string>(), pr, (dir / "shards").string(), {.overwrite = true});
       return std::chrono::duration<double>(Clock::now() - tw).count();
     };
     // Shards, raw, shards, raw: the faster of each pair (the first shard write also sizes the

@@ -124,7 +124,7 @@ int bench_train_main(const std::vector<std::string>& args) {
         r.config.parts = p;
         r.config.balance = {BalanceKey::kNodes, BalanceKey::kTrain};
         r.assignment = make_partitioner(r.config.method)->partition(ds, r.config);
-        write_partitioned(ds, data_dir, r, parts, true);
+        write_partitioned(ds, data_dir, r, parts, {.overwrite = true});
       }
     }
     const std::string metrics = (work / ("metrics-" + std::to_string(p) + ".jsonl")).string();

@@ -130,7 +130,7 @@ int partition_main(const std::vector<std::string>& args) {
   result.assignment = make_partitioner(cfg.method)->partition(ds, cfg);
   result.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   const auto t1 = Clock::now();
-  write_partitioned(ds, dataset_dir, result, out, vm.count("force") > 0);
+  write_partitioned(ds, dataset_dir, result, out, {.overwrite = vm.count("force") > 0});
   const double t_write = std::chrono::duration<double>(Clock::now() - t1).count();
   const PartitionInfo info = load_partition_info(out);
   std::cout << render_report_table(info);

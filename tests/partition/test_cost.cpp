@@ -236,7 +236,7 @@ TEST_CASE("partition.json carries the expected cost; files without it still load
   r.config.cost_remote_weight = 3;
   r.assignment = make_partitioner(r.config.method)->partition(ds, r.config);
   const PartitionMetrics m = compute_metrics(ds, r.assignment, r.config);
-  write_partitioned(ds, dir / "cora", r, dir / "p", false);
+  write_partitioned(ds, dir / "cora", r, dir / "p", {});
   const PartitionInfo info = load_partition_info(dir / "p");
   REQUIRE(info.metrics.has_cost);
   CHECK(shard_costs(info.metrics) == shard_costs(m));

@@ -48,11 +48,11 @@ PartitionConfig config(PartitionMethod m, int k, std::uint64_t seed = 1) {
 }
 
 // Partitions `ds` (saved in `dataset_dir`) at random into k parts and writes the shards to `out`.
-PartitionResult write_random_parts(const Dataset& ds, const std::string& dataset_dir, int k, const std::string& out) {
+PartitionResult write_random_parts(const Dataset& ds, const std::string& dataset_dir, int k, const std::string& out, const WriteOptions& options = {}) {
   PartitionResult r;
   r.config = config(PartitionMethod::kRandom, k);
   r.assignment = make_partitioner(PartitionMethod::kRandom)->partition(ds, r.config);
-  write_partitioned(ds, dataset_dir, r, out, false);
+  write_partitioned(ds, dataset_dir, r, out, options);
   return r;
 }
 
@@ -184,12 +184,6 @@ TEST_CASE("partition metrics match their definitions, from compute_metrics and f
     for (std::size_t i = 1; i < nb.size(); ++i) repeats = repeats || nb[i] == nb[i - 1];
   }
   REQUIRE(repeats);
-  struct Restore {  // the writer's test switches back on, however the case ends
-    ~Restore() {
-      writer_packs_parts() = true;
-      writer_narrows_ids() = true;
-    }
-  } restore;
   int case_no = 0;
   for (const Dataset* ds : {&sbm, static_cast<const Dataset*>(&rmat), static_cast<const Dataset*>(&rmat_sym)})
     // K = 64 uses the last bit of the branch-free path's shard mask; K = 65 takes the general path.
@@ -213,10 +207,8 @@ TEST_CASE("partition metrics match their definitions, from compute_metrics and f
       // The writer, with parts packed into its 32-bit table, searched, and its 64-bit table.
       for (int table : {0, 1, 2}) {
         INFO("table " << table);
-        writer_packs_parts() = table == 0;
-        writer_narrows_ids() = table != 2;
         const std::string out = dir / std::string("p").append(std::to_string(case_no++));
-        const PartitionMetrics written = write_partitioned(*ds, dir / "none", r, out, false);
+        const PartitionMetrics written = write_partitioned(*ds, dir / "none", r, out, {.pack_parts = table == 0, .narrow_ids = table != 2});
         CHECK(metrics_to_json(written) == metrics_to_json(walked));
         // What partition.json holds (its doubles are parsed back to within an ulp, so the counts).
         const PartitionMetrics stored = load_partition_info(out).metrics;
@@ -325,7 +317,7 @@ TEST_CASE("shards on disk pass the serial verifier, which catches tampering", "[
     r.config = config(method, k);
     r.assignment = make_partitioner(method)->partition(ds, r.config);
     const std::string out = dir / ("p-" + method_name(method));
-    write_partitioned(ds, dir / "cora", r, out, false);
+    write_partitioned(ds, dir / "cora", r, out, {});
     auto v = verify_partition(dir / "cora", out);
     INFO((v.errors.empty() ? "" : v.errors[0]));
     CHECK(v.ok());
@@ -425,12 +417,6 @@ TEST_CASE("the writer's packed part-in-id table, its partition-book search and i
     for (NodeId v : ds.graph.neighbors(u)) w.push_back((std::min(u, v) * 13 + std::max(u, v)) % 31 + 1);
   ds.edge_weights = Array<std::int64_t>(std::move(w));
   save_dataset(ds, dir / "w");
-  struct Restore {  // the switches back on, however the case ends
-    ~Restore() {
-      writer_packs_parts() = true;
-      writer_narrows_ids() = true;
-    }
-  } restore;
   auto bytes_of = [](const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
@@ -441,11 +427,7 @@ TEST_CASE("the writer's packed part-in-id table, its partition-book search and i
     for (const char* mode : {"searched", "wide"}) {
       INFO("K=" << k << " " << mode);
       const std::string other_dir = dir / (std::string(mode) + std::to_string(k));
-      writer_packs_parts() = false;
-      writer_narrows_ids() = std::string(mode) == "searched";
-      write_random_parts(ds, dir / "w", k, other_dir);
-      writer_packs_parts() = true;
-      writer_narrows_ids() = true;
+      write_random_parts(ds, dir / "w", k, other_dir, {.pack_parts = false, .narrow_ids = std::string(mode) == "searched"});
       CHECK(verify_partition(dir / "w", other_dir).ok());
       std::int64_t files = 0;
       for (const auto& entry : fs::recursive_directory_iterator(packed)) {
@@ -472,7 +454,7 @@ TEST_CASE("a weighted dataset's shard without edges has an empty edge_weights.np
   PartitionResult r;
   r.config = config(PartitionMethod::kRandom, 2);
   r.assignment = {0, 0, 0, 0, 1, 1};
-  write_partitioned(ds, dir / "d", r, dir / "p", false);
+  write_partitioned(ds, dir / "d", r, dir / "p", {});
   auto v = verify_partition(dir / "d", dir / "p");
   INFO((v.errors.empty() ? "" : v.errors[0]));
   CHECK(v.ok());
@@ -532,7 +514,7 @@ TEST_CASE("real graphs: partition, write and verify (4elt, copter2, Cora, Slashd
       PartitionMetrics met = compute_metrics(ds, r.assignment, 4);
       CHECK(met.nodes.ratio() <= 1.04);
       const std::string out = ddir + "-" + method_name(m);
-      write_partitioned(ds, ddir, r, out, false);
+      write_partitioned(ds, ddir, r, out, {});
       auto v = verify_partition(ddir, out);
       INFO((v.errors.empty() ? "" : v.errors[0]));
       CHECK(v.ok());
