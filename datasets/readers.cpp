@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "datasets/error.hpp"
+#include "datasets/names.hpp"
 #include "datasets/npz.hpp"
 #include "datasets/text.hpp"
 
@@ -18,25 +19,13 @@ namespace fs = std::filesystem;
 
 namespace shardgnn {
 
-InputFormat parse_input_format(const std::string& name) {
-  if (name == "auto") return InputFormat::kAuto;
-  if (name == "npz") return InputFormat::kNpz;
-  if (name == "metis") return InputFormat::kMetis;
-  if (name == "edgelist" || name == "snap") return InputFormat::kEdgeList;
-  if (name == "ogb") return InputFormat::kOgb;
-  throw InputError("unknown input format '" + name + "', expected one of: auto, npz, metis, edgelist, ogb");
-}
+namespace {
+constexpr EnumName<InputFormat> kInputFormats[] = {{InputFormat::kAuto, "auto"},         {InputFormat::kNpz, "npz"}, {InputFormat::kMetis, "metis"},
+                                                   {InputFormat::kEdgeList, "edgelist"}, {InputFormat::kOgb, "ogb"}, {InputFormat::kEdgeList, "snap"}};
+}  // namespace
 
-std::string format_name(InputFormat f) {
-  switch (f) {
-    case InputFormat::kAuto: return "auto";
-    case InputFormat::kNpz: return "npz";
-    case InputFormat::kMetis: return "metis";
-    case InputFormat::kEdgeList: return "edgelist";
-    case InputFormat::kOgb: return "ogb";
-  }
-  return "?";
-}
+InputFormat parse_input_format(const std::string& name) { return parse_enum(kInputFormats, name, "input format"); }
+std::string format_name(InputFormat f) { return enum_name(kInputFormats, f); }
 
 namespace {
 

@@ -5,71 +5,42 @@
 #include <cmath>
 
 #include "datasets/error.hpp"
+#include "datasets/names.hpp"
 #include "partition/cost.hpp"
 #include "partition/methods.hpp"
 
 namespace shardgnn {
 
-std::string method_name(PartitionMethod m) {
-  switch (m) {
-    case PartitionMethod::kMetis: return "metis";
-    case PartitionMethod::kRandom: return "random";
-    case PartitionMethod::kLdg: return "ldg";
-    case PartitionMethod::kFennel: return "fennel";
-  }
-  return "?";
-}
+namespace {
+constexpr EnumName<PartitionMethod> kMethods[] = {
+    {PartitionMethod::kMetis, "metis"}, {PartitionMethod::kRandom, "random"}, {PartitionMethod::kLdg, "ldg"}, {PartitionMethod::kFennel, "fennel"}};
+constexpr EnumName<BalanceKey> kBalanceKeys[] = {{BalanceKey::kNodes, "nodes"}, {BalanceKey::kTrain, "train"}, {BalanceKey::kVal, "val"},
+                                                 {BalanceKey::kTest, "test"},   {BalanceKey::kEdges, "edges"}, {BalanceKey::kLabels, "labels"},
+                                                 {BalanceKey::kCost, "cost"}};
+constexpr EnumName<PartitionObjective> kObjectives[] = {
+    {PartitionObjective::kCut, "cut"}, {PartitionObjective::kVolume, "vol"}, {PartitionObjective::kVolume, "volume"}};
+constexpr EnumName<EdgeWeighting> kEdgeWeightings[] = {{EdgeWeighting::kNone, "none"}, {EdgeWeighting::kEntropy, "entropy"}};
+}  // namespace
 
-PartitionMethod parse_method(const std::string& name) {
-  for (auto m : {PartitionMethod::kMetis, PartitionMethod::kRandom, PartitionMethod::kLdg, PartitionMethod::kFennel})
-    if (name == method_name(m)) return m;
-  throw InputError("unknown partitioning method '" + name + "', expected one of: metis, random, ldg, fennel");
-}
-
-std::string balance_name(BalanceKey k) {
-  switch (k) {
-    case BalanceKey::kNodes: return "nodes";
-    case BalanceKey::kTrain: return "train";
-    case BalanceKey::kVal: return "val";
-    case BalanceKey::kTest: return "test";
-    case BalanceKey::kEdges: return "edges";
-    case BalanceKey::kLabels: return "labels";
-    case BalanceKey::kCost: return "cost";
-  }
-  return "?";
-}
+std::string method_name(PartitionMethod m) { return enum_name(kMethods, m); }
+PartitionMethod parse_method(const std::string& name) { return parse_enum(kMethods, name, "partitioning method"); }
+std::string balance_name(BalanceKey k) { return enum_name(kBalanceKeys, k); }
 
 std::vector<BalanceKey> parse_balance(const std::string& list) {
   std::vector<BalanceKey> keys;
   std::size_t start = 0;
   while (start <= list.size()) {
     const std::size_t end = std::min(list.find(',', start), list.size());
-    const std::string item = list.substr(start, end - start);
-    bool found = false;
-    for (auto k : {BalanceKey::kNodes, BalanceKey::kTrain, BalanceKey::kVal, BalanceKey::kTest, BalanceKey::kEdges, BalanceKey::kLabels,
-                   BalanceKey::kCost})
-      if (item == balance_name(k)) {
-        if (std::find(keys.begin(), keys.end(), k) != keys.end()) throw InputError("--balance lists '" + item + "' twice");
-        keys.push_back(k);
-        found = true;
-      }
-    if (!found) throw InputError("unknown --balance key '" + item + "', expected a comma-separated list of: nodes, train, val, test, edges, labels, cost");
+    const BalanceKey k = parse_enum(kBalanceKeys, std::string_view(list).substr(start, end - start), "--balance key");
+    if (std::find(keys.begin(), keys.end(), k) != keys.end()) throw InputError("--balance lists '" + balance_name(k) + "' twice");
+    keys.push_back(k);
     start = end + 1;
   }
   return keys;
 }
 
-PartitionObjective parse_objective(const std::string& name) {
-  if (name == "cut") return PartitionObjective::kCut;
-  if (name == "vol" || name == "volume") return PartitionObjective::kVolume;
-  throw InputError("unknown --objective '" + name + "', expected cut or vol");
-}
-
-EdgeWeighting parse_edge_weighting(const std::string& name) {
-  if (name == "none") return EdgeWeighting::kNone;
-  if (name == "entropy") return EdgeWeighting::kEntropy;
-  throw InputError("unknown --edge-weights '" + name + "', expected none or entropy");
-}
+PartitionObjective parse_objective(const std::string& name) { return parse_enum(kObjectives, name, "--objective"); }
+EdgeWeighting parse_edge_weighting(const std::string& name) { return parse_enum(kEdgeWeightings, name, "--edge-weights"); }
 
 std::vector<int> parse_fanouts(const std::string& text) {
   if (text.empty()) throw InputError("--fanouts is empty, expected comma-separated neighbour counts such as 15,10,5 (-1 = all)");

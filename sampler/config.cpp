@@ -1,24 +1,17 @@
 #include "sampler/config.hpp"
 
 #include "datasets/error.hpp"
+#include "datasets/names.hpp"
 
 namespace shardgnn {
 
-CachePolicy parse_cache_policy(const std::string& name) {
-  if (name == "none") return CachePolicy::kNone;
-  if (name == "degree") return CachePolicy::kDegree;
-  if (name == "presample" || name == "vip") return CachePolicy::kPresample;
-  throw InputError("unknown --cache-policy '" + name + "', expected none, degree or presample");
-}
+namespace {
+constexpr EnumName<CachePolicy> kCachePolicies[] = {
+    {CachePolicy::kNone, "none"}, {CachePolicy::kDegree, "degree"}, {CachePolicy::kPresample, "presample"}, {CachePolicy::kPresample, "vip"}};
+}  // namespace
 
-std::string cache_policy_name(CachePolicy p) {
-  switch (p) {
-    case CachePolicy::kNone: return "none";
-    case CachePolicy::kDegree: return "degree";
-    case CachePolicy::kPresample: return "presample";
-  }
-  return "?";
-}
+CachePolicy parse_cache_policy(const std::string& name) { return parse_enum(kCachePolicies, name, "--cache-policy"); }
+std::string cache_policy_name(CachePolicy p) { return enum_name(kCachePolicies, p); }
 
 void validate(const SamplerConfig& c) {
   if (c.fanouts.empty()) throw InputError("no fanouts given");

@@ -6,24 +6,18 @@
 #include <numeric>
 
 #include "datasets/error.hpp"
+#include "datasets/names.hpp"
 #include "datasets/random.hpp"
 
 namespace shardgnn {
 
-RebalancePolicy parse_rebalance_policy(const std::string& name) {
-  for (RebalancePolicy p : {RebalancePolicy::kNone, RebalancePolicy::kSeeds, RebalancePolicy::kCost})
-    if (name == rebalance_policy_name(p)) return p;
-  throw InputError("unknown --rebalance policy '" + name + "', expected one of: none, seeds, cost");
-}
+namespace {
+constexpr EnumName<RebalancePolicy> kRebalancePolicies[] = {
+    {RebalancePolicy::kNone, "none"}, {RebalancePolicy::kSeeds, "seeds"}, {RebalancePolicy::kCost, "cost"}};
+}  // namespace
 
-std::string rebalance_policy_name(RebalancePolicy p) {
-  switch (p) {
-    case RebalancePolicy::kNone: return "none";
-    case RebalancePolicy::kSeeds: return "seeds";
-    case RebalancePolicy::kCost: return "cost";
-  }
-  return "?";
-}
+RebalancePolicy parse_rebalance_policy(const std::string& name) { return parse_enum(kRebalancePolicies, name, "--rebalance policy"); }
+std::string rebalance_policy_name(RebalancePolicy p) { return enum_name(kRebalancePolicies, p); }
 
 std::int64_t SeedPlan::moved() const {
   std::int64_t n = 0;

@@ -8,54 +8,24 @@
 #include <numbers>
 
 #include "datasets/error.hpp"
+#include "datasets/names.hpp"
 
 namespace shardgnn {
 
-ModelKind parse_model(const std::string& name) {
-  if (name == "sage" || name == "graphsage") return ModelKind::kSage;
-  if (name == "gcn") return ModelKind::kGcn;
-  if (name == "gat") return ModelKind::kGat;
-  throw InputError("unknown --model " + quote_token(name) + ", expected sage, gcn or gat");
-}
+namespace {
+constexpr EnumName<ModelKind> kModels[] = {{ModelKind::kSage, "sage"}, {ModelKind::kGcn, "gcn"}, {ModelKind::kGat, "gat"}, {ModelKind::kSage, "graphsage"}};
+constexpr EnumName<OptimizerKind> kOptimizers[] = {{OptimizerKind::kAdam, "adam"}, {OptimizerKind::kSgd, "sgd"}};
+constexpr EnumName<LrSchedule> kLrSchedules[] = {{LrSchedule::kNone, "none"}, {LrSchedule::kStep, "step"}, {LrSchedule::kCosine, "cosine"}};
+constexpr EnumName<EvalMode> kEvalModes[] = {{EvalMode::kSampled, "sampled"}, {EvalMode::kFull, "full"}};
+}  // namespace
 
-std::string model_name(ModelKind m) {
-  switch (m) {
-    case ModelKind::kSage: return "sage";
-    case ModelKind::kGcn: return "gcn";
-    case ModelKind::kGat: return "gat";
-  }
-  return "?";
-}
-
-OptimizerKind parse_optimizer(const std::string& name) {
-  if (name == "adam") return OptimizerKind::kAdam;
-  if (name == "sgd") return OptimizerKind::kSgd;
-  throw InputError("unknown --optimizer " + quote_token(name) + ", expected adam or sgd");
-}
-
-std::string optimizer_name(OptimizerKind o) { return o == OptimizerKind::kAdam ? "adam" : "sgd"; }
-
-LrSchedule parse_lr_schedule(const std::string& name) {
-  if (name == "none") return LrSchedule::kNone;
-  if (name == "step") return LrSchedule::kStep;
-  if (name == "cosine") return LrSchedule::kCosine;
-  throw InputError("unknown --lr-schedule " + quote_token(name) + ", expected none, step or cosine");
-}
-
-std::string lr_schedule_name(LrSchedule s) {
-  switch (s) {
-    case LrSchedule::kNone: return "none";
-    case LrSchedule::kStep: return "step";
-    case LrSchedule::kCosine: return "cosine";
-  }
-  return "?";
-}
-
-EvalMode parse_eval_mode(const std::string& name) {
-  if (name == "sampled") return EvalMode::kSampled;
-  if (name == "full") return EvalMode::kFull;
-  throw InputError("unknown --eval " + quote_token(name) + ", expected sampled or full");
-}
+ModelKind parse_model(const std::string& name) { return parse_enum(kModels, name, "--model"); }
+std::string model_name(ModelKind m) { return enum_name(kModels, m); }
+OptimizerKind parse_optimizer(const std::string& name) { return parse_enum(kOptimizers, name, "--optimizer"); }
+std::string optimizer_name(OptimizerKind o) { return enum_name(kOptimizers, o); }
+LrSchedule parse_lr_schedule(const std::string& name) { return parse_enum(kLrSchedules, name, "--lr-schedule"); }
+std::string lr_schedule_name(LrSchedule s) { return enum_name(kLrSchedules, s); }
+EvalMode parse_eval_mode(const std::string& name) { return parse_enum(kEvalModes, name, "--eval"); }
 
 namespace {
 std::string num(double x) {

@@ -183,8 +183,8 @@ TEST_CASE("accuracy and macro-F1 from a confusion matrix", "[trainer][metrics]")
 TEST_CASE("bad training options are clear errors", "[trainer][bad-input]") {
   using Catch::Matchers::Contains;
   CHECK_THROWS_WITH(parse_model("gin"), Contains("unknown --model 'gin'"));
-  CHECK_THROWS_WITH(parse_optimizer("adagrad"), Contains("expected adam or sgd"));
-  CHECK_THROWS_WITH(parse_lr_schedule("poly"), Contains("expected none, step or cosine"));
+  CHECK_THROWS_WITH(parse_optimizer("adagrad"), Contains("expected one of: adam, sgd"));
+  CHECK_THROWS_WITH(parse_lr_schedule("poly"), Contains("expected one of: none, step, cosine"));
   auto bad = [](auto change) {
     TrainConfig c;
     change(c);
