@@ -213,6 +213,21 @@ class Communicator {
   int rank_ = 0, size_ = 1;
 };
 
+// Runs `local` (work of this rank alone, no collectives) and then every rank agrees on how it
+// went: when it threw on any rank, every rank throws CollectiveError with the message of the
+// lowest such rank (check_all). For checks that must not leave a rank behind in a collective.
+template <class F>
+void agree(const Communicator& comm, F&& local) {
+  std::string error;
+  try {
+    local();
+  } catch (const std::exception& e) {
+    error = e.what();
+    if (error.empty()) error = "unknown error";
+  }
+  comm.check_all(error.empty(), error);
+}
+
 // Runs `body` on this rank. An exception on any rank ends the job without a hang: a
 // CollectiveError (raised on every rank by check_all) prints "<prefix>: error: rank R/N: ..." on
 // every rank and returns 1 on every rank for a clean exit; anything else prints

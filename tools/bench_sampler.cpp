@@ -35,15 +35,11 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 
 // Loads this rank's shard, turning any failure into an error every rank reports.
 Shard load_rank_shard(const comm::Communicator& world, const std::string& dir, PartitionInfo& info) {
-  std::string error;
   Shard shard;
-  try {
+  comm::agree(world, [&] {
     info = load_partition_info(dir);
     shard = load_shard_for_rank(info, world.rank(), world.size());
-  } catch (const std::exception& e) {
-    error = e.what();
-  }
-  world.check_all(error.empty(), error);
+  });
   return shard;
 }
 
@@ -66,19 +62,12 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
       ("dgl-python", po::value<std::string>(), "a python with DGL (scripts/peers.sh makes one): run DGL's sampler on the same graph")
       ("json", po::value<std::string>(), "also write the results as JSON here (rank 0)");
   po::variables_map vm;
-  std::string usage_error;
   bool help = false;
-  try {
-    help = !parse(args, "mpiexec -n P shardgnn bench sampler <partitioned-dir> [--fanouts 15,10,5] [--batch 1024] [options]", o, {"dir"}, vm);
-  } catch (const std::exception& e) {
-    usage_error = e.what();
-  }
-  world.check_all(usage_error.empty(), usage_error);
+  comm::agree(world, [&] { help = !parse(args, "mpiexec -n P shardgnn bench sampler <partitioned-dir> [--fanouts 15,10,5] [--batch 1024] [options]", o, {"dir"}, vm); });
   if (help) return 0;
 
   SamplerConfig cfg;
-  std::string bad;
-  try {
+  comm::agree(world, [&] {
     cfg.fanouts = parse_fanouts(vm["fanouts"].as<std::string>());
     cfg.batch_size = vm["batch"].as<int>();
     cfg.replace = vm.count("replace") > 0;
@@ -91,10 +80,7 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
     cfg.prefetch = 0;
     validate(cfg);
     if (vm["epochs"].as<int>() < 1) throw InputError("--epochs must be at least 1");
-  } catch (const std::exception& e) {
-    bad = e.what();
-  }
-  world.check_all(bad.empty(), bad);
+  });
 
   const std::string dir = vm["dir"].as<std::string>();
   PartitionInfo info;

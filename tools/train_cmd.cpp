@@ -31,8 +31,7 @@ struct Input {
 
 // Loads this rank's part of <dir>, turning any failure into an error every rank reports.
 void load_input(const comm::Communicator& world, const std::string& dir, Input& in) {
-  std::string error;
-  try {
+  comm::agree(world, [&] {
     if (fs::exists(fs::path(dir) / "partition.json")) {
       const PartitionInfo info = load_partition_info(dir);
       in.shard = load_shard_for_rank(info, world.rank(), world.size());
@@ -49,10 +48,7 @@ void load_input(const comm::Communicator& world, const std::string& dir, Input& 
     } else {
       throw InputError(dir + ": neither a partitioned dataset (partition.json) nor a dataset folder (meta.json)");
     }
-  } catch (const std::exception& e) {
-    error = e.what();
-  }
-  world.check_all(error.empty(), error);
+  });
 }
 
 std::string fixed4(double x) {
@@ -108,21 +104,16 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
       ("simulate-slowdown", po::value<std::string>(), "RANK:FACTOR: that rank computes FACTOR times slower (heterogeneous hardware, for tests and benchmarks)")
       ("quiet,q", "no progress output");
   po::variables_map vm;
-  std::string usage_error;
   bool help = false;
-  try {
+  comm::agree(world, [&] {
     help = !parse(args, "[mpiexec -n P] shardgnn train <partitioned-dir | dataset-dir> [--model sage] [--fanouts 15,10,5] [--batch 1024] [options]", o,
                   {"dir"}, vm);
-  } catch (const std::exception& e) {
-    usage_error = e.what();
-  }
-  world.check_all(usage_error.empty(), usage_error);
+  });
   if (help) return 0;
 
   TrainConfig tc;
   SamplerConfig sc;
-  std::string bad;
-  try {
+  comm::agree(world, [&] {
     tc.model = parse_model(vm["model"].as<std::string>());
     tc.hidden = vm["hidden"].as<int>();
     tc.heads = vm["heads"].as<int>();
@@ -171,10 +162,7 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
     sc.node_local = parse_on_off(vm["node-local"].as<std::string>(), "--node-local");
     sc.fetch_chunk_bytes = parse_fetch_chunk_kb(vm["fetch-chunk-kb"].as<double>());
     validate(sc);
-  } catch (const std::exception& e) {
-    bad = e.what();
-  }
-  world.check_all(bad.empty(), bad);
+  });
 
   const std::string dir = vm["dir"].as<std::string>();
   Input in;
