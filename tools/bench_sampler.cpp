@@ -23,6 +23,7 @@
 #include "sampler/sampler.hpp"
 #include "tools/cli.hpp"
 #include "tools/mpi_program.hpp"
+#include "tools/sampler_options.hpp"
 
 namespace fs = std::filesystem;
 
@@ -46,40 +47,25 @@ Shard load_rank_shard(const comm::Communicator& world, const std::string& dir, P
 }  // namespace
 
 int bench_sampler_main(const std::vector<std::string>& args, const comm::Communicator& world) {
+  SamplerConfig cfg;
+  cfg.prefetch = 0;  // one batch at a time, so each phase's time is its own
+  int epochs = 1;
+  std::int64_t max_steps = 0;
   po::options_description o("options");
+  add_sampler_options(o, cfg);
   o.add_options()
-      ("fanouts", po::value<std::string>()->default_value("15,10,5"), "neighbours per hop, from the seeds outward (-1 = all)")
-      ("batch", po::value<int>()->default_value(1024), "seeds per batch per rank")
-      ("epochs", po::value<int>()->default_value(1), "epochs to time")
-      ("max-steps", po::value<std::int64_t>()->default_value(0), "stop each epoch after this many steps (0 = whole epoch)")
-      ("replace", "sample with replacement")
-      ("cache-policy", po::value<std::string>()->default_value("degree"), "none, degree or presample")
-      ("cache-fraction", po::value<double>()->default_value(0.2), kCacheFractionHelp)
-      ("node-local", po::value<std::string>()->default_value("on"), kNodeLocalHelp)
-      ("fetch-chunk-kb", po::value<double>()->default_value(0), kFetchChunkHelp)
-      ("cache-mb", po::value<double>()->default_value(0), "or: a cache of this many MB (used when --cache-fraction is 0)")
-      ("seed", po::value<std::uint64_t>()->default_value(0), "seed")
+      ("epochs", bound(epochs), "epochs to time")
+      ("max-steps", bound(max_steps), "stop each epoch after this many steps (0 = whole epoch)")
+      ("seed", bound(cfg.seed), "seed")
       ("dgl-python", po::value<std::string>(), "a python with DGL (scripts/peers.sh makes one): run DGL's sampler on the same graph")
       ("json", po::value<std::string>(), "also write the results as JSON here (rank 0)");
   po::variables_map vm;
   bool help = false;
   comm::agree(world, [&] { help = !parse(args, "mpiexec -n P shardgnn bench sampler <partitioned-dir> [--fanouts 15,10,5] [--batch 1024] [options]", o, {"dir"}, vm); });
   if (help) return 0;
-
-  SamplerConfig cfg;
   comm::agree(world, [&] {
-    cfg.fanouts = parse_fanouts(vm["fanouts"].as<std::string>());
-    cfg.batch_size = vm["batch"].as<int>();
-    cfg.replace = vm.count("replace") > 0;
-    cfg.cache_policy = parse_cache_policy(vm["cache-policy"].as<std::string>());
-    cfg.cache_fraction = vm["cache-fraction"].as<double>();
-    cfg.node_local = parse_on_off(vm["node-local"].as<std::string>(), "--node-local");
-    cfg.fetch_chunk_bytes = parse_fetch_chunk_kb(vm["fetch-chunk-kb"].as<double>());
-    cfg.cache_mb = vm["cache-mb"].as<double>();
-    cfg.seed = vm["seed"].as<std::uint64_t>();
-    cfg.prefetch = 0;
     validate(cfg);
-    if (vm["epochs"].as<int>() < 1) throw InputError("--epochs must be at least 1");
+    if (epochs < 1) throw InputError("--epochs must be at least 1");
   });
 
   const std::string dir = vm["dir"].as<std::string>();
@@ -131,9 +117,9 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   std::int64_t steps_run = 0, input_nodes = 0;
   double beside_s = 0;  // the baseline's gathers and the barriers around them
   const auto t_all = Clock::now();
-  for (int epoch = 0; epoch < vm["epochs"].as<int>(); ++epoch) {
+  for (int epoch = 0; epoch < epochs; ++epoch) {
     std::int64_t steps = sampler.steps_in_epoch(epoch);
-    if (vm["max-steps"].as<std::int64_t>() > 0) steps = std::min(steps, vm["max-steps"].as<std::int64_t>());
+    if (max_steps > 0) steps = std::min(steps, max_steps);
     std::vector<std::int64_t> batch_local_rows;
     {
       Prefetcher pipe(sampler, store, epoch, steps, 0);
@@ -235,7 +221,7 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   const double raw_gbs = sum.raw_s > 0 ? sum.remote_bytes / sum.raw_s / 1e9 : 0;
   const double hit = sum.remote_rows > 0 ? sum.hits / sum.remote_rows : 0;
   std::printf("dataset %s, %d ranks, fanouts %s, batch %d, %s, cache %s (%.0f%% of remote rows), %.0f steps per rank\n", info.dataset_name.c_str(), world.size(),
-              vm["fanouts"].as<std::string>().c_str(), cfg.batch_size, cfg.replace ? "with replacement" : "without replacement",
+              fanouts_text(cfg.fanouts).c_str(), cfg.batch_size, cfg.replace ? "with replacement" : "without replacement",
               cache_policy_name(cfg.cache_policy).c_str(), 100 * cfg.cache_fraction, sum.steps / static_cast<double>(all.size()));
   std::printf("sampled edges / s / core   %.3g   (%.0f edges per batch)\n", edges_per_core_s, sum.sampled_edges / sum.steps);
   std::printf("input nodes per batch      %.0f\n", sum.input_nodes / sum.steps);
@@ -288,7 +274,7 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
               "waiting for the slowest rank before the batch %.0f%% and before the fetch %.0f%%  (%.2f s wall, slowest rank)\n",
               100 * sum.sample_s / total, 100 * sum.exchange_s / total, 100 * sum.fetch_local_s / total, 100 * sum.fetch_cache_s / total,
               100 * sum.near_s / total, 100 * sum.fetch_remote_s / total, 100 * sum.sample_skew_s / total, 100 * sum.skew_s / total, max_wall);
-  boost::json::object out{{"ranks", world.size()}, {"fanouts", vm["fanouts"].as<std::string>()}, {"batch", cfg.batch_size},
+  boost::json::object out{{"ranks", world.size()}, {"fanouts", fanouts_text(cfg.fanouts)}, {"batch", cfg.batch_size},
                           {"sampled_edges_per_s_per_core", edges_per_core_s}, {"input_nodes_per_batch", sum.input_nodes / sum.steps},
                           {"remote_bytes_per_batch", sum.remote_bytes / sum.steps}, {"cache_hit_rate", sum.remote_rows > 0 ? boost::json::value(hit) : boost::json::value(nullptr)},
                           {"rows_sampled_by_owners_per_batch", sum.rows_by_owners / sum.steps}, {"sampling_bytes_per_batch", sum.sampling_bytes / sum.steps},

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <boost/program_options.hpp>
-#include <cmath>
 #include <sstream>
 #include <string>
 #if defined(__GLIBC__)
@@ -46,30 +45,27 @@ inline std::string input_first_fanouts(const std::vector<int>& fanouts) {
 
 namespace po = boost::program_options;
 
-// The sampler options `train` and `bench sampler` share, described once.
-inline constexpr const char* kNodeLocalHelp =
-    "on: read the rows of shards owned by ranks on the same node from their files (the page cache), off: over MPI like any remote row";
-inline constexpr const char* kCacheFractionHelp =
-    "cache this fraction of the rows owned on other nodes (with --node-local off: of all the rows the rank does not own)";
-inline constexpr const char* kFetchChunkHelp =
-    "0: rows asked of other ranks come back in one all-to-all; else point to point in chunks of this many KiB, each gathered and placed while "
-    "others travel (for networks that move bytes while the CPUs copy; e.g. 512)";
-// --fetch-chunk-kb in bytes (a fraction of a KiB rounds up to a byte); negative, too large or not
-// a number is an InputError.
-inline std::uint64_t parse_fetch_chunk_kb(double kib) {
-  if (!(kib >= 0) || kib > 1e12) {
-    std::ostringstream got;
-    got << kib;
-    throw InputError("--fetch-chunk-kb must be a size in KiB >= 0, got " + got.str());
-  }
-  return static_cast<std::uint64_t>(std::ceil(kib * 1024));
-}
-
 // An on/off option's value; anything else is an InputError naming the option.
 inline bool parse_on_off(const std::string& value, const std::string& option) {
   if (value == "on") return true;
   if (value == "off") return false;
   throw InputError(option + " must be on or off, got '" + value + "'");
+}
+
+// An option bound to `target`, its default (shown in --help) the value `target` holds: the
+// config struct's own default.
+template <class T>
+po::typed_value<T>* bound(T& target) {
+  std::ostringstream text;
+  text << target;
+  return po::value<T>(&target)->default_value(target, text.str());
+}
+
+// An option whose text `parse` turns into `target` when the options are parsed; its default is
+// `name` of the value `target` holds. For enums (with their name tables) and lists.
+template <class T, class Parse, class Name>
+po::typed_value<std::string>* bound(T& target, Parse parse, Name name) {
+  return po::value<std::string>()->default_value(name(target))->notifier([&target, parse](const std::string& text) { target = parse(text); });
 }
 
 // Thrown for a malformed command line; main prints it with a hint to --help and exits 2.

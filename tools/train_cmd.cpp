@@ -13,6 +13,7 @@
 #include "sampler/config.hpp"
 #include "tools/cli.hpp"
 #include "tools/mpi_program.hpp"
+#include "tools/sampler_options.hpp"
 #include "trainer/train.hpp"
 
 namespace fs = std::filesystem;
@@ -60,49 +61,46 @@ std::string fixed4(double x) {
 }  // namespace
 
 int train_main(const std::vector<std::string>& args, const comm::Communicator& world) {
+  TrainConfig tc;
+  SamplerConfig sc;
+  std::string seed_sampling = "shard", slowdown, run_dir;
+  bool no_full_eval = false, quiet = false;
   po::options_description o("options");
+  add_sampler_options(o, sc);
   o.add_options()
-      ("model", po::value<std::string>()->default_value("sage"), "sage, gcn or gat")
-      ("fanouts", po::value<std::string>()->default_value("15,10,5"), "neighbours per hop from the seeds outward (-1 = all); their count is the depth")
-      ("batch", po::value<int>()->default_value(1024), "seeds per batch per rank")
-      ("hidden", po::value<int>()->default_value(256), "hidden width (GAT: split between the heads)")
-      ("heads", po::value<int>()->default_value(4), "GAT attention heads")
-      ("dropout", po::value<double>()->default_value(0.5), "dropout on every layer's input")
-      ("lr", po::value<double>()->default_value(0.01), "learning rate")
-      ("weight-decay", po::value<double>()->default_value(5e-4), "L2 weight decay")
-      ("optimizer", po::value<std::string>()->default_value("adam"), "adam or sgd (momentum 0.9)")
-      ("momentum", po::value<double>()->default_value(0.9), "SGD momentum")
-      ("lr-schedule", po::value<std::string>()->default_value("none"), "none, step or cosine")
-      ("lr-step", po::value<int>()->default_value(0), "step schedule: epochs between decays (0 = a third of --epochs)")
-      ("lr-gamma", po::value<double>()->default_value(0.1), "step schedule: decay factor")
-      ("epochs", po::value<int>()->default_value(20), "epochs")
-      ("eval-every", po::value<int>()->default_value(1), "validate every N epochs (and after the last)")
-      ("eval", po::value<std::string>()->default_value("sampled"), "per-epoch validation: sampled (training fanouts) or full (all neighbours)")
-      ("no-full-eval", "skip the final full-neighbourhood evaluation")
-      ("eval-chunk", po::value<std::int64_t>()->default_value(4096), "nodes per block in full-neighbourhood inference")
-      ("patience", po::value<int>()->default_value(0), "stop after N validations without a better val accuracy (0 = never)")
-      ("seed", po::value<std::uint64_t>()->default_value(0), "seed of weights, dropout and sampling")
-      ("device", po::value<std::string>()->default_value("cpu"), "cpu, cuda (the node-local rank's GPU) or cuda:N")
-      ("threads", po::value<int>()->default_value(0), "torch threads per rank (0 = OMP_NUM_THREADS, else the cores shared among the node's ranks)")
-      ("prefetch", po::value<int>()->default_value(2), "batches sampled ahead by a thread (0 = none)")
-      ("replace", "sample with replacement")
-      ("cache-policy", po::value<std::string>()->default_value("degree"), "remote feature cache: none, degree or presample")
-      ("cache-fraction", po::value<double>()->default_value(0.2), kCacheFractionHelp)
-      ("node-local", po::value<std::string>()->default_value("on"), kNodeLocalHelp)
-      ("fetch-chunk-kb", po::value<double>()->default_value(0), kFetchChunkHelp)
-      ("checkpoint-dir", po::value<std::string>(), "write DIR/checkpoint.pt after every epoch and DIR/weights.pt at the end")
-      ("resume", "continue from DIR/checkpoint.pt if it exists")
-      ("force", "start over even though DIR/checkpoint.pt exists")
-      ("weights", po::value<std::string>(), "write the best weights here (a tensor dict for Python's torch.load)")
-      ("metrics", po::value<std::string>(), "write one JSON line per epoch here")
-      ("run-dir", po::value<std::string>(), "write the metrics to DIR/metrics.jsonl (read by `shardgnn report DIR`)")
-      ("rebalance", po::value<std::string>()->default_value("none"),
+      ("model", bound(tc.model, parse_model, model_name), "sage, gcn or gat")
+      ("hidden", bound(tc.hidden), "hidden width (GAT: split between the heads)")
+      ("heads", bound(tc.heads), "GAT attention heads")
+      ("dropout", bound(tc.dropout), "dropout on every layer's input")
+      ("lr", bound(tc.lr), "learning rate")
+      ("weight-decay", bound(tc.weight_decay), "L2 weight decay")
+      ("optimizer", bound(tc.optimizer, parse_optimizer, optimizer_name), "adam or sgd (momentum 0.9)")
+      ("momentum", bound(tc.momentum), "SGD momentum")
+      ("lr-schedule", bound(tc.lr_schedule, parse_lr_schedule, lr_schedule_name), "none, step or cosine")
+      ("lr-step", bound(tc.lr_step_epochs), "step schedule: epochs between decays (0 = a third of --epochs)")
+      ("lr-gamma", bound(tc.lr_gamma), "step schedule: decay factor")
+      ("epochs", bound(tc.epochs), "epochs")
+      ("eval-every", bound(tc.eval_every), "validate every N epochs (and after the last)")
+      ("eval", bound(tc.eval_mode, parse_eval_mode, eval_mode_name), "per-epoch validation: sampled (training fanouts) or full (all neighbours)")
+      ("no-full-eval", po::bool_switch(&no_full_eval), "skip the final full-neighbourhood evaluation")
+      ("eval-chunk", bound(tc.eval_chunk), "nodes per block in full-neighbourhood inference")
+      ("patience", bound(tc.patience), "stop after N validations without a better val accuracy (0 = never)")
+      ("seed", bound(tc.seed), "seed of weights, dropout and sampling")
+      ("device", bound(tc.device), "cpu, cuda (the node-local rank's GPU) or cuda:N")
+      ("threads", bound(tc.threads), "torch threads per rank (0 = OMP_NUM_THREADS, else the cores shared among the node's ranks)")
+      ("prefetch", bound(sc.prefetch), "batches sampled ahead by a thread (0 = none)")
+      ("checkpoint-dir", po::value(&tc.checkpoint_dir), "write DIR/checkpoint.pt after every epoch and DIR/weights.pt at the end")
+      ("resume", po::bool_switch(&tc.resume), "continue from DIR/checkpoint.pt if it exists")
+      ("force", po::bool_switch(&tc.overwrite), "start over even though DIR/checkpoint.pt exists")
+      ("weights", po::value(&tc.weights_path), "write the best weights here (a tensor dict for Python's torch.load)")
+      ("metrics", po::value(&tc.metrics_path), "write one JSON line per epoch here")
+      ("run-dir", po::value(&run_dir), "write the metrics to DIR/metrics.jsonl (read by `shardgnn report DIR`)")
+      ("rebalance", bound(tc.rebalance, parse_rebalance_policy, rebalance_policy_name),
        "between epochs, reassign training seeds across ranks: none, seeds (equal counts) or cost (by measured cost per seed)")
-      ("remote-seed-factor", po::value<double>()->default_value(1.2), "rebalancing: cost of a seed trained away from its owner, relative to an own seed")
-      ("seed-sampling", po::value<std::string>()->default_value("shard"),
-       "shard (each rank its own training nodes) or class-balanced (from all ranks', inversely to class frequency)")
-      ("simulate-slowdown", po::value<std::string>(), "RANK:FACTOR: that rank computes FACTOR times slower (heterogeneous hardware, for tests and benchmarks)")
-      ("quiet,q", "no progress output");
+      ("remote-seed-factor", bound(tc.remote_seed_factor), "rebalancing: cost of a seed trained away from its owner, relative to an own seed")
+      ("seed-sampling", bound(seed_sampling), "shard (each rank its own training nodes) or class-balanced (from all ranks', inversely to class frequency)")
+      ("simulate-slowdown", po::value(&slowdown), "RANK:FACTOR: that rank computes FACTOR times slower (heterogeneous hardware, for tests and benchmarks)")
+      ("quiet,q", po::bool_switch(&quiet), "no progress output");
   po::variables_map vm;
   bool help = false;
   comm::agree(world, [&] {
@@ -111,56 +109,19 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
   });
   if (help) return 0;
 
-  TrainConfig tc;
-  SamplerConfig sc;
   comm::agree(world, [&] {
-    tc.model = parse_model(vm["model"].as<std::string>());
-    tc.hidden = vm["hidden"].as<int>();
-    tc.heads = vm["heads"].as<int>();
-    tc.dropout = vm["dropout"].as<double>();
-    tc.lr = vm["lr"].as<double>();
-    tc.weight_decay = vm["weight-decay"].as<double>();
-    tc.optimizer = parse_optimizer(vm["optimizer"].as<std::string>());
-    tc.momentum = vm["momentum"].as<double>();
-    tc.lr_schedule = parse_lr_schedule(vm["lr-schedule"].as<std::string>());
-    tc.lr_step_epochs = vm["lr-step"].as<int>();
-    tc.lr_gamma = vm["lr-gamma"].as<double>();
-    tc.epochs = vm["epochs"].as<int>();
-    tc.eval_every = vm["eval-every"].as<int>();
-    tc.eval_mode = parse_eval_mode(vm["eval"].as<std::string>());
-    tc.final_full_eval = vm.count("no-full-eval") == 0;
-    tc.eval_chunk = vm["eval-chunk"].as<std::int64_t>();
-    tc.patience = vm["patience"].as<int>();
-    tc.seed = vm["seed"].as<std::uint64_t>();
-    tc.device = vm["device"].as<std::string>();
-    tc.threads = vm["threads"].as<int>();
-    if (vm.count("checkpoint-dir")) tc.checkpoint_dir = vm["checkpoint-dir"].as<std::string>();
-    tc.resume = vm.count("resume") > 0;
-    tc.overwrite = vm.count("force") > 0;
-    if (vm.count("weights")) tc.weights_path = vm["weights"].as<std::string>();
-    if (vm.count("metrics")) tc.metrics_path = vm["metrics"].as<std::string>();
-    if (vm.count("run-dir")) {
+    tc.final_full_eval = !no_full_eval;
+    tc.progress = !quiet;
+    if (!run_dir.empty()) {
       if (vm.count("metrics")) throw InputError("--run-dir and --metrics both name the metrics file: pass one");
-      tc.metrics_path = (fs::path(vm["run-dir"].as<std::string>()) / "metrics.jsonl").string();
+      tc.metrics_path = (fs::path(run_dir) / "metrics.jsonl").string();
     }
-    tc.rebalance = parse_rebalance_policy(vm["rebalance"].as<std::string>());
-    tc.remote_seed_factor = vm["remote-seed-factor"].as<double>();
-    const std::string sampling = vm["seed-sampling"].as<std::string>();
-    if (sampling != "shard" && sampling != "class-balanced")
-      throw InputError("unknown --seed-sampling " + quote_token(sampling) + ", expected shard or class-balanced");
-    tc.class_balanced = sampling == "class-balanced";
-    if (vm.count("simulate-slowdown")) parse_slowdown(vm["simulate-slowdown"].as<std::string>(), tc.slow_rank, tc.slowdown);
-    tc.progress = vm.count("quiet") == 0;
+    if (seed_sampling != "shard" && seed_sampling != "class-balanced")
+      throw InputError("unknown --seed-sampling " + quote_token(seed_sampling) + ", expected shard or class-balanced");
+    tc.class_balanced = seed_sampling == "class-balanced";
+    if (vm.count("simulate-slowdown")) parse_slowdown(slowdown, tc.slow_rank, tc.slowdown);
     validate(tc);
-    sc.fanouts = parse_fanouts(vm["fanouts"].as<std::string>());
-    sc.batch_size = vm["batch"].as<int>();
-    sc.replace = vm.count("replace") > 0;
     sc.seed = tc.seed;
-    sc.prefetch = vm["prefetch"].as<int>();
-    sc.cache_policy = parse_cache_policy(vm["cache-policy"].as<std::string>());
-    sc.cache_fraction = vm["cache-fraction"].as<double>();
-    sc.node_local = parse_on_off(vm["node-local"].as<std::string>(), "--node-local");
-    sc.fetch_chunk_bytes = parse_fetch_chunk_kb(vm["fetch-chunk-kb"].as<double>());
     validate(sc);
   });
 
@@ -171,7 +132,7 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
   if (world.rank() == 0 && tc.progress)
     std::printf("training %s on '%s' (%s, %d rank%s, %s): %lld parameters, fanouts %s, batch %d\n", model_name(tc.model).c_str(), in.name.c_str(),
                 in.kind.c_str(), world.size(), world.size() == 1 ? "" : "s", trainer.device_name().c_str(),
-                static_cast<long long>(trainer.num_parameters()), vm["fanouts"].as<std::string>().c_str(), sc.batch_size);
+                static_cast<long long>(trainer.num_parameters()), fanouts_text(sc.fanouts).c_str(), sc.batch_size);
   const TrainResult r = trainer.fit();
   if (world.rank() == 0) {
     std::printf("best validation accuracy %s at epoch %d%s\n", fixed4(r.best_val).c_str(), r.best_epoch + 1, r.stopped_early ? " (stopped early)" : "");

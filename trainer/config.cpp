@@ -26,6 +26,7 @@ std::string optimizer_name(OptimizerKind o) { return enum_name(kOptimizers, o); 
 LrSchedule parse_lr_schedule(const std::string& name) { return parse_enum(kLrSchedules, name, "--lr-schedule"); }
 std::string lr_schedule_name(LrSchedule s) { return enum_name(kLrSchedules, s); }
 EvalMode parse_eval_mode(const std::string& name) { return parse_enum(kEvalModes, name, "--eval"); }
+std::string eval_mode_name(EvalMode m) { return enum_name(kEvalModes, m); }
 
 namespace {
 std::string num(double x) {

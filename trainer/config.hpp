@@ -73,6 +73,7 @@ std::string optimizer_name(OptimizerKind o);
 LrSchedule parse_lr_schedule(const std::string& name);
 std::string lr_schedule_name(LrSchedule s);
 EvalMode parse_eval_mode(const std::string& name);
+std::string eval_mode_name(EvalMode m);
 
 // Throws InputError for a configuration no run can use (hidden 0, lr <= 0, dropout outside
 // [0, 1), GAT hidden not divisible by heads, ...), naming the option.

@@ -1,0 +1,37 @@
+// The sampler options `train` and `bench sampler` share, declared once and bound into a
+// SamplerConfig, whose defaults they show. Only the MPI programs include this (it needs the
+// sampler library).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sampler/config.hpp"
+#include "tools/cli.hpp"
+
+namespace shardgnn::cli {
+
+// "15,10,5"
+inline std::string fanouts_text(const std::vector<int>& fanouts) {
+  std::string out;
+  for (int f : fanouts) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(f);
+  }
+  return out;
+}
+
+inline void add_sampler_options(po::options_description& o, SamplerConfig& c) {
+  o.add_options()
+      ("fanouts", bound(c.fanouts, parse_fanouts, fanouts_text), "neighbours per hop from the seeds outward (-1 = all); their count is the depth")
+      ("batch", bound(c.batch_size), "seeds per batch per rank")
+      ("replace", po::bool_switch(&c.replace), "sample with replacement")
+      ("cache-policy", bound(c.cache_policy, parse_cache_policy, cache_policy_name), "remote feature cache: none, degree or presample")
+      ("cache-fraction", bound(c.cache_fraction),
+       "cache this fraction of the rows owned on other nodes (with --node-local off: of all the rows the rank does not own)")
+      ("cache-mb", bound(c.cache_mb), "or: a cache of this many MB (used when --cache-fraction is 0)")
+      ("node-local", bound(c.node_local, [](const std::string& v) { return parse_on_off(v, "--node-local"); }, [](bool on) { return std::string(on ? "on" : "off"); }),
+       "on: read the rows of shards owned by ranks on the same node from their files (the page cache), off: over MPI like any remote row");
+}
+
+}  // namespace shardgnn::cli
