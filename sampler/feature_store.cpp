@@ -99,11 +99,6 @@ void FeatureStore::fetch_remote(std::span<const NodeId> remote, std::span<const 
   const double busy_before = counters_.gather_s + counters_.scatter_s;
   if (F == 0) {
     // No feature columns (every rank alike): no rows to move.
-  } else if (chunk_bytes_ > 0) {
-    // Row by row in chunks: the gather of the next chunk and the placing of arrived ones overlap
-    // the transfer. The reply's sizes are known here already (one row per id asked).
-    const auto chunk_rows = static_cast<std::int64_t>(std::max<std::uint64_t>(1, chunk_bytes_ / row_bytes));
-    comm_.exchange_chunked(asked.counts, send_rows_.data(), counts, recv_rows_.data(), row_bytes, chunk_rows, gather, scatter);
   } else {
     // One all-to-all of every row.
     gather(0, static_cast<std::int64_t>(asked.data.size()));
@@ -327,12 +322,6 @@ void FeatureStore::fill_cache(std::vector<NodeId> chosen, std::uint64_t dense_in
 }
 
 void FeatureStore::build_cache(const SamplerConfig& config, DistSampler* sampler) {
-  chunk_bytes_ = config.fetch_chunk_bytes;
-  // Chunked and one-shot fetches, or chunks of different sizes, never match each other. One
-  // all-reduce finds the smallest value and, through its complement, the largest.
-  std::uint64_t least_most[2] = {chunk_bytes_, ~chunk_bytes_};
-  comm_.allreduce_inplace<std::uint64_t>(least_most, comm::Op::kMin);
-  comm_.check_all(least_most[0] == ~least_most[1], "the ranks were given different --fetch-chunk-kb values");
   // Every rank decides alike whether to map (the shard's folder is known on every rank or none).
   node_of_rank_ = comm_.node_ids();
   const std::vector<int>& node = node_of_rank_;

@@ -41,7 +41,6 @@ class FeatureStore {
   FeatureStore(const Shard& shard, const comm::Communicator& comm);
 
   // Collective: the setup before the first fetch.
-  // - Takes config.fetch_chunk_bytes for this and every later fetch.
   // - With config.node_local, maps the shards of the other ranks on this node (see
   //   SamplerConfig::node_local), for this store's rows and for `sampler`'s draws
   //   (DistSampler::read_node_local_shards; pass the same sampler, or none, on every rank).
@@ -121,7 +120,6 @@ class FeatureStore {
   NodeMates<PartRows> mates_;                 // node-mates' features, labels and indptr, read here
   std::vector<int> node_of_rank_;             // from build_cache
   FeatureCounters counters_;
-  std::uint64_t chunk_bytes_ = SamplerConfig{}.fetch_chunk_bytes;  // SamplerConfig::fetch_chunk_bytes, from build_cache
   bool record_ = false, probe_skew_ = false;
   std::vector<ReplyCounts> reply_log_;
 };

@@ -61,7 +61,6 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
       ("cache-policy", po::value<std::string>()->default_value("degree"), "none, degree or presample")
       ("cache-fraction", po::value<double>()->default_value(0.2), kCacheFractionHelp)
       ("node-local", po::value<std::string>()->default_value("on"), kNodeLocalHelp)
-      ("fetch-chunk-kb", po::value<double>()->default_value(0), kFetchChunkHelp)
       ("cache-mb", po::value<double>()->default_value(0), "or: a cache of this many MB (used when --cache-fraction is 0)")
       ("seed", po::value<std::uint64_t>()->default_value(0), "seed")
       ("dgl-python", po::value<std::string>(), "a python with DGL (scripts/peers.sh makes one): run DGL's sampler on the same graph")
@@ -86,7 +85,6 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
     cfg.cache_policy = parse_cache_policy(vm["cache-policy"].as<std::string>());
     cfg.cache_fraction = vm["cache-fraction"].as<double>();
     cfg.node_local = parse_on_off(vm["node-local"].as<std::string>(), "--node-local");
-    cfg.fetch_chunk_bytes = parse_fetch_chunk_kb(vm["fetch-chunk-kb"].as<double>());
     cfg.cache_mb = vm["cache-mb"].as<double>();
     cfg.seed = vm["seed"].as<std::uint64_t>();
     cfg.prefetch = 0;
@@ -277,10 +275,8 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   std::printf("local gather               %.2f GB/s vs memcpy random-row gather %.2f GB/s: %.0f%%\n", sum.local_gbs, sum.memcpy_gbs,
               sum.memcpy_gbs > 0 ? 100 * sum.local_gbs / sum.memcpy_gbs : 0.0);
   if (sum.remote_bytes > 0) {
-    char rows_how[64] = "rows back in one alltoallv";
-    if (cfg.fetch_chunk_bytes > 0) std::snprintf(rows_how, sizeof rows_how, "rows back in %.4g KiB chunks", static_cast<double>(cfg.fetch_chunk_bytes) / 1024);
-    std::printf("remote fetch               %.3f GB/s vs raw MPI alltoallv of the same bytes %.3f GB/s: %.2fx the raw time (fetch: ids out, %s; raw: the rows only)\n", remote_gbs,
-                raw_gbs, sum.fetch_remote_s / sum.raw_s, rows_how);
+    std::printf("remote fetch               %.3f GB/s vs raw MPI alltoallv of the same bytes %.3f GB/s: %.2fx the raw time (fetch: ids out, rows back in one alltoallv; raw: the rows only)\n", remote_gbs,
+                raw_gbs, sum.fetch_remote_s / sum.raw_s);
     // The fetch's passes over the rows, each against the raw alltoallv: the owners' gather reads
     // the asked rows at random from the mapped file and the scatter writes each received row to
     // its place in the batch, two copies the raw exchange of one contiguous buffer does not make.
@@ -308,7 +304,7 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
                           {"remote_bytes_per_batch", sum.remote_bytes / sum.steps}, {"cache_hit_rate", sum.remote_rows > 0 ? boost::json::value(hit) : boost::json::value(nullptr)},
                           {"rows_sampled_by_owners_per_batch", sum.rows_by_owners / sum.steps}, {"sampling_bytes_per_batch", sum.sampling_bytes / sum.steps},
                           {"local_gather_gbs", sum.local_gbs}, {"memcpy_gather_gbs", sum.memcpy_gbs}, {"remote_fetch_gbs", remote_gbs},
-                          {"raw_alltoallv_gbs", raw_gbs}, {"fetch_chunk_bytes", cfg.fetch_chunk_bytes}, {"remote_vs_raw_time", sum.raw_s > 0 ? sum.fetch_remote_s / sum.raw_s : 0.0},
+                          {"raw_alltoallv_gbs", raw_gbs}, {"fetch_chunk_bytes", 0}, {"remote_vs_raw_time", sum.raw_s > 0 ? sum.fetch_remote_s / sum.raw_s : 0.0},
                           {"remote_exchanges_vs_raw_time", sum.raw_s > 0 ? sum.fetch_exchange_s / sum.raw_s : 0.0},
                           {"node_local", cfg.node_local}, {"node_local_peers_mean", sum.near_peers},
                           {"same_node_rows_per_batch", sum.near_rows / sum.steps},

@@ -2,8 +2,6 @@
 #pragma once
 
 #include <boost/program_options.hpp>
-#include <cmath>
-#include <sstream>
 #include <string>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -52,20 +50,6 @@ inline constexpr const char* kNodeLocalHelp =
     "on: read the rows of shards owned by ranks on the same node from their files (the page cache), off: over MPI like any remote row";
 inline constexpr const char* kCacheFractionHelp =
     "cache this fraction of the rows owned on other nodes (with --node-local off: of all the rows the rank does not own)";
-inline constexpr const char* kFetchChunkHelp =
-    "0: rows asked of other ranks come back in one all-to-all; else point to point in chunks of this many KiB, each gathered and placed while "
-    "others travel (for networks that move bytes while the CPUs copy; e.g. 512)";
-// --fetch-chunk-kb in bytes (a fraction of a KiB rounds up to a byte); negative, too large or not
-// a number is an InputError.
-inline std::uint64_t parse_fetch_chunk_kb(double kib) {
-  if (!(kib >= 0) || kib > 1e12) {
-    std::ostringstream got;
-    got << kib;
-    throw InputError("--fetch-chunk-kb must be a size in KiB >= 0, got " + got.str());
-  }
-  return static_cast<std::uint64_t>(std::ceil(kib * 1024));
-}
-
 // An on/off option's value; anything else is an InputError naming the option.
 inline bool parse_on_off(const std::string& value, const std::string& option) {
   if (value == "on") return true;

@@ -92,7 +92,6 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
       ("cache-policy", po::value<std::string>()->default_value("degree"), "remote feature cache: none, degree or presample")
       ("cache-fraction", po::value<double>()->default_value(0.2), kCacheFractionHelp)
       ("node-local", po::value<std::string>()->default_value("on"), kNodeLocalHelp)
-      ("fetch-chunk-kb", po::value<double>()->default_value(0), kFetchChunkHelp)
       ("checkpoint-dir", po::value<std::string>(), "write DIR/checkpoint.pt after every epoch and DIR/weights.pt at the end")
       ("resume", "continue from DIR/checkpoint.pt if it exists")
       ("force", "start over even though DIR/checkpoint.pt exists")
@@ -168,7 +167,6 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
     sc.cache_policy = parse_cache_policy(vm["cache-policy"].as<std::string>());
     sc.cache_fraction = vm["cache-fraction"].as<double>();
     sc.node_local = parse_on_off(vm["node-local"].as<std::string>(), "--node-local");
-    sc.fetch_chunk_bytes = parse_fetch_chunk_kb(vm["fetch-chunk-kb"].as<double>());
     validate(sc);
   } catch (const std::exception& e) {
     bad = e.what();

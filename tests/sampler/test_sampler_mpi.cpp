@@ -93,16 +93,11 @@ TEST_CASE("fetched features equal the full graph's rows, with and without a cach
   const int P = fx.world.size();
   // Node layouts: none (every row over MPI); the job's own (one node here: every other rank's
   // shard read directly, no row exchange); pairs of ranks as nodes (both paths in one fetch).
-  // Rows over MPI come back in one all-to-all (0, the default), in 512 KiB chunks, or in chunks of
-  // one row each (1 byte asks for at least a row: many chunks per peer).
   enum class Layout { kOff, kJob, kPairs };
   for (Layout layout : {Layout::kOff, Layout::kJob, Layout::kPairs})
   for (std::uint64_t dense_bytes : {SamplerConfig{}.dense_index_bytes, std::uint64_t{0}})  // dense indexes, then hash maps
-  for (CachePolicy policy : {CachePolicy::kNone, CachePolicy::kDegree, CachePolicy::kPresample})
-  for (std::uint64_t chunk_bytes : {std::uint64_t{0}, std::uint64_t{512} << 10, std::uint64_t{1}}) {
-    if (chunk_bytes != 0 && (layout == Layout::kJob || dense_bytes == 0)) continue;  // the chunked fetches once per cache policy
+  for (CachePolicy policy : {CachePolicy::kNone, CachePolicy::kDegree, CachePolicy::kPresample}) {
     SamplerConfig cfg;
-    cfg.fetch_chunk_bytes = chunk_bytes;
     cfg.node_local = layout == Layout::kJob;
     cfg.dense_index_bytes = dense_bytes;
     cfg.fanouts = {4, 4};
@@ -146,7 +141,7 @@ TEST_CASE("fetched features equal the full graph's rows, with and without a cach
                                   fx.ds.features.data() + fx.old_of_new[in[i]] * fx.ds.feature_dim);
       for (std::size_t i = 0; i < mb->seeds().size(); ++i) label_mismatch += mb->labels[i] != fx.ds.labels[fx.old_of_new[mb->seeds()[i]]];
     }
-    INFO("layout " << static_cast<int>(layout) << ", policy " << cache_policy_name(policy) << ", dense index bytes " << dense_bytes << ", chunk bytes " << chunk_bytes);
+    INFO("layout " << static_cast<int>(layout) << ", policy " << cache_policy_name(policy) << ", dense index bytes " << dense_bytes);
     CHECK(got == steps);
     CHECK(mismatched == 0);
     CHECK(label_mismatch == 0);
@@ -445,22 +440,6 @@ TEST_CASE("a rank count the parts cannot be mapped to is an error on every rank"
     one = e.what();
   }
   CHECK(one == "rank " + std::to_string(fx.world.size() - 1) + " found a bad file");
-}
-
-TEST_CASE("ranks given different fetch chunk sizes stop with the same error, before any fetch", "[sampler][mpi][bad-input]") {
-  Fixture fx;
-  SamplerConfig cfg;
-  cfg.node_local = false;
-  cfg.fetch_chunk_bytes = fx.world.rank() == fx.world.size() - 1 ? 4096 : 0;  // one rank differs (none at 1 rank)
-  auto comm = fx.world.dup();
-  FeatureStore store(fx.shard, comm);
-  std::string what;
-  try {
-    store.build_cache(cfg, nullptr);
-  } catch (const comm::CollectiveError& e) {
-    what = e.what();
-  }
-  CHECK(what == (fx.world.size() > 1 ? "the ranks were given different --fetch-chunk-kb values" : ""));
 }
 
 TEST_CASE("bad sampler options are clear errors", "[sampler][bad-input]") {
