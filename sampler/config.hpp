@@ -38,9 +38,9 @@ struct SamplerConfig {
   // the cache's rows, 4 bytes a node) while they fit in this many bytes; beyond, nodes owned
   // elsewhere go through hash maps, whose lookups are cache misses no prefetch reaches.
   std::uint64_t dense_index_bytes = 256ULL << 20;
-  // Rows owned by a rank on the same node are read from that rank's shard file, mapped here (the
-  // node's page cache holds it once), instead of asked for over MPI; the cache then holds only
-  // rows owned on other nodes. Off: every remote row goes through the cache and the exchange.
+  // Rows owned by a node-local rank (another rank on this node) are read from its shard file,
+  // mapped here (the node's page cache holds it once), instead of asked for over MPI; the cache
+  // then holds only rows owned on other nodes. Off: every remote row goes through the cache and the exchange.
   bool node_local = true;
 };
 
