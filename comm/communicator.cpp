@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <limits>
 #include <thread>
 
 namespace shardgnn::comm {
@@ -264,123 +263,6 @@ void Communicator::alltoallv_raw(const void* send, std::span<const std::int64_t>
   MPI_Request req;
   check(MPI_Ialltoallv_c(send, sc.data(), sda.data(), MPI_BYTE, recv, rc.data(), rda.data(), MPI_BYTE, handle_->comm, &req), "MPI_Ialltoallv");
   polite_wait(req, "MPI_Ialltoallv");
-}
-
-void Communicator::exchange_chunked(std::span<const std::int64_t> send_counts, const void* send, std::span<const std::int64_t> recv_counts, void* recv,
-                                    std::size_t item_bytes, std::int64_t chunk_items, const ChunkFn& produce, const ChunkFn& consume) const {
-  const auto n = static_cast<std::size_t>(size_);
-  if (send_counts.size() != n || recv_counts.size() != n)
-    throw std::logic_error("exchange_chunked: " + std::to_string(send_counts.size()) + " send and " + std::to_string(recv_counts.size()) + " receive counts for " +
-                           std::to_string(size_) + " ranks");
-  if (chunk_items < 1) throw std::logic_error("exchange_chunked: chunks of " + std::to_string(chunk_items) + " items");
-  // Where each rank's block starts, and how many chunks it takes (the same count on both ends:
-  // it depends only on the pair's item count and chunk_items).
-  auto chunks = [&](std::int64_t items) { return (items + chunk_items - 1) / chunk_items; };
-  std::vector<std::int64_t> send_at(n), recv_at(n);
-  std::int64_t out_chunks = 0, in_chunks = 0;
-  for (std::size_t r = 0, s = 0, q = 0; r < n; s += static_cast<std::size_t>(send_counts[r]), q += static_cast<std::size_t>(recv_counts[r]), ++r) {
-    send_at[r] = static_cast<std::int64_t>(s);
-    recv_at[r] = static_cast<std::int64_t>(q);
-    out_chunks += chunks(send_counts[r]);
-    in_chunks += chunks(recv_counts[r]);
-  }
-  if (out_chunks > std::numeric_limits<int>::max())
-    throw std::logic_error("exchange_chunked: " + std::to_string(out_chunks) + " chunks to send; use larger chunks");
-  char* in = static_cast<char*>(recv);
-  const char* out = static_cast<const char*>(send);
-  const auto bytes = [&](std::int64_t items) { return static_cast<MPI_Count>(items) * static_cast<MPI_Count>(item_bytes); };
-  // One tag for all chunks: MPI matches messages from one sender on one communicator and tag in
-  // the order they were sent, so the k-th receive posted for a peer meets its k-th chunk, and a
-  // later call's chunks (sent once the peer's own call returned) only meet receives posted after
-  // this call's.
-  constexpr int kTag = 0x5c;
-  // At most kWindow receives in flight per peer, each slot reposted for the peer's next chunk
-  // when its chunk lands: polling and MPI's queue of posted receives stay short however many
-  // chunks a call moves (a cache fill), and the next chunk's buffer is always ready.
-  constexpr std::int64_t kWindow = 2;
-  struct Slot {
-    int peer;
-    std::int64_t first, count;  // the items the posted receive is for
-  };
-  std::vector<std::int64_t> next_chunk(n, 0);
-  std::vector<Slot> slots;
-  std::vector<MPI_Request> recv_req;
-  auto post = [&](std::size_t at, int peer) {  // slot `at` receives peer's next chunk, if any
-    const auto r = static_cast<std::size_t>(peer);
-    if (next_chunk[r] >= chunks(recv_counts[r])) return;
-    const std::int64_t offset = next_chunk[r]++ * chunk_items;
-    slots[at] = Slot{peer, recv_at[r] + offset, std::min(chunk_items, recv_counts[r] - offset)};
-    check(MPI_Irecv_c(in + bytes(slots[at].first), bytes(slots[at].count), MPI_BYTE, peer, kTag, handle_->comm, &recv_req[at]), "MPI_Irecv");
-  };
-  {
-    CollectiveTimer timer;
-    for (std::size_t r = 0; r < n; ++r)
-      for (std::int64_t w = 0; w < std::min(kWindow, chunks(recv_counts[r])); ++w) {
-        slots.push_back({});
-        recv_req.push_back(MPI_REQUEST_NULL);
-        post(slots.size() - 1, static_cast<int>(r));
-      }
-  }
-  std::vector<int> landed(recv_req.size());
-  std::int64_t pending = in_chunks;
-  // Consumes the chunks that have landed (reposting their slots first, so the next chunks can
-  // land meanwhile); with `wait`, first waits until at least one has.
-  auto drain = [&](bool wait) {
-    if (pending == 0) return;
-    int got = 0;
-    {
-      CollectiveTimer timer;
-      auto test = [&] {
-        check(MPI_Testsome(static_cast<int>(recv_req.size()), recv_req.data(), &got, landed.data(), MPI_STATUSES_IGNORE), "MPI_Testsome");
-        if (got == MPI_UNDEFINED) got = 0;
-        return got > 0;
-      };
-      if (!wait) {
-        test();
-      } else if (yielding()) {
-        polite_until(test);
-      } else {
-        check(MPI_Waitsome(static_cast<int>(recv_req.size()), recv_req.data(), &got, landed.data(), MPI_STATUSES_IGNORE), "MPI_Waitsome");
-        if (got == MPI_UNDEFINED) got = 0;
-      }
-    }
-    for (int k = 0; k < got; ++k) {
-      const auto at = static_cast<std::size_t>(landed[static_cast<std::size_t>(k)]);
-      const Slot done = slots[at];
-      {
-        CollectiveTimer timer;
-        post(at, done.peer);
-      }
-      consume(done.first, done.count);
-    }
-    pending -= got;
-  };
-  // Sends round-robin over the peers, chunk by chunk (the next rank first), so every peer gets
-  // its first chunk early; between sends, whatever has arrived is consumed.
-  std::vector<MPI_Request> send_req;
-  send_req.reserve(static_cast<std::size_t>(out_chunks));
-  std::int64_t most = 0;
-  for (std::size_t r = 0; r < n; ++r) most = std::max(most, chunks(send_counts[r]));
-  for (std::int64_t k = 0; k < most; ++k)
-    for (std::size_t i = 1; i <= n; ++i) {
-      const std::size_t r = (static_cast<std::size_t>(rank_) + i) % n;
-      if (k >= chunks(send_counts[r])) continue;
-      const std::int64_t first = send_at[r] + k * chunk_items, count = std::min(chunk_items, send_counts[r] - k * chunk_items);
-      produce(first, count);
-      {
-        CollectiveTimer timer;
-        send_req.push_back(MPI_REQUEST_NULL);
-        check(MPI_Isend_c(out + bytes(first), bytes(count), MPI_BYTE, static_cast<int>(r), kTag, handle_->comm, &send_req.back()), "MPI_Isend");
-      }
-      drain(false);
-    }
-  while (pending > 0) drain(true);
-  CollectiveTimer timer;
-  if (yielding()) {
-    for (MPI_Request& req : send_req) polite_wait(req, "MPI_Isend");
-  } else {
-    check(MPI_Waitall(static_cast<int>(send_req.size()), send_req.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
-  }
 }
 
 void Communicator::check_all(bool ok, const std::string& message_if_not) const {

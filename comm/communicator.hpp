@@ -173,20 +173,6 @@ class Communicator {
       throw std::logic_error("alltoallv_into: a buffer of " + std::to_string(recv.size()) + " for " + std::to_string(total) + " elements");
     alltoallv_raw(send.data(), send_counts, recv.data(), recv_counts, sizeof(T));
   }
-  // Every rank calls it, with matching counts, like a collective (it is built from point-to-point
-  // messages on this communicator): rank r receives send_counts[r] items of `item_bytes` bytes
-  // each from here, and recv_counts[r] items arrive here from rank r. Items sit back to back in
-  // `send` and `recv`, each rank's block at the prefix sum of its counts. Each block travels in
-  // chunks of at most `chunk_items` items (the same value on every rank), so the work on both
-  // ends overlaps the transfer: produce(first, count) must fill send items [first, first+count)
-  // just before they are sent; consume(first, count) is called once recv items
-  // [first, first+count) have arrived. Each item is produced once and consumed once; consume may
-  // run between produce calls (as soon as a chunk lands), and after this returns every item has
-  // been consumed and `send` is free again. An exception from produce or consume, or an MPI error,
-  // leaves messages in flight: let run_guarded end the job.
-  using ChunkFn = std::function<void(std::int64_t first, std::int64_t count)>;
-  void exchange_chunked(std::span<const std::int64_t> send_counts, const void* send, std::span<const std::int64_t> recv_counts, void* recv,
-                        std::size_t item_bytes, std::int64_t chunk_items, const ChunkFn& produce, const ChunkFn& consume) const;
   // Collective: for each rank of this communicator, an id of the node (shared-memory domain,
   // MPI_COMM_TYPE_SHARED) it runs on; ranks on one node share the id (the lowest rank there).
   std::vector<int> node_ids() const;

@@ -81,7 +81,7 @@ MappedFile map_file(const std::string& path) {
   // FilePmdMapped in /proc/PID/smaps). Pages already cached keep their folios (drop_page_cache).
   // The kernel then also reads a missing page's whole 2 MiB around it, even for random reads: so
   // only while the files this process has asked it for take at most half the memory it may use
-  // (a rank maps its shard and its node-mates'), not for files that would be read piecemeal
+  // (a rank maps its shard and those of its node-local ranks), not for files that would be read piecemeal
   // through a page cache too small to keep them.
 #if defined(__linux__)
   if (size >= (std::size_t{2} << 20)) {

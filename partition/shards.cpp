@@ -414,15 +414,6 @@ CsrGraph load_part_csr(const std::string& pdir, const boost::json::object& array
 }
 }  // namespace
 
-PartGraph load_part_graph(const PartitionInfo& info, PartId k) {
-  const PartFiles f = part_files(info, k);
-  const std::int64_t n = info.book.size(k);
-  PartGraph g;
-  g.graph = load_part_csr(f.pdir, f.arrays(), f.path, n, json_int(*f.entry, "edges", f.path));
-  g.orig_ids = load_listed_array<NodeId>(f.pdir, f.arrays(), f.path, "orig_ids", {n}, true);
-  return g;
-}
-
 Shard load_shard_for_rank(const PartitionInfo& info, int rank, int ranks) {
   if (info.book.parts() != ranks)
     throw InputError(info.dir + ": " + std::to_string(info.book.parts()) + " parts, but the job has " + std::to_string(ranks) +
@@ -457,14 +448,20 @@ Shard load_shard(const PartitionInfo& info, PartId k) {
   return s;
 }
 
-PartRows load_part_rows(const PartitionInfo& info, PartId k) {
+Shard load_shard_rows(const PartitionInfo& info, PartId k) {
   const PartFiles f = part_files(info, k);
   const std::int64_t n = info.book.size(k);
-  PartRows rows;
-  if (info.feature_dim > 0) rows.features = load_listed_array<float>(f.pdir, f.arrays(), f.path, "features", {n, info.feature_dim}, true);
-  if (info.num_classes > 0) rows.labels = load_listed_array<std::int64_t>(f.pdir, f.arrays(), f.path, "labels", {n}, true);
-  rows.indptr = load_listed_array<EdgeId>(f.pdir, f.arrays(), f.path, "indptr", {n + 1}, true);
-  return rows;
+  Shard s;
+  s.dir = info.dir;
+  s.part = k;
+  s.book = info.book;
+  s.feature_dim = info.feature_dim;
+  s.num_classes = info.num_classes;
+  s.graph = load_part_csr(f.pdir, f.arrays(), f.path, n, json_int(*f.entry, "edges", f.path));
+  s.orig_ids = load_listed_array<NodeId>(f.pdir, f.arrays(), f.path, "orig_ids", {n}, true);
+  if (info.feature_dim > 0) s.features = load_listed_array<float>(f.pdir, f.arrays(), f.path, "features", {n, info.feature_dim}, true);
+  if (info.num_classes > 0) s.labels = load_listed_array<std::int64_t>(f.pdir, f.arrays(), f.path, "labels", {n}, true);
+  return s;
 }
 
 namespace {

@@ -80,22 +80,10 @@ Shard load_shard(const PartitionInfo& info, PartId part);
 // ranks are the same number (one rank per part) and the part's files against their checksums.
 // Throws InputError; not collective (the caller makes the failure every rank's).
 Shard load_shard_for_rank(const PartitionInfo& info, int rank, int ranks);
-// What a rank reads of a shard another rank on its node owns to serve feature rows, labels and
-// degrees itself: part `part`'s features, labels (empty without classes) and indptr, each
-// checked against partition.json's listing and shape.
-struct PartRows {
-  Array<float> features;
-  Array<std::int64_t> labels;
-  Array<EdgeId> indptr;
-};
-PartRows load_part_rows(const PartitionInfo& info, PartId part);
-// Only part `part`'s graph (CSR rows with global neighbour ids) and its nodes' dataset ids, for a
-// rank sampling the rows of a shard another rank on its node owns.
-struct PartGraph {
-  CsrGraph graph;
-  Array<NodeId> orig_ids;
-};
-PartGraph load_part_graph(const PartitionInfo& info, PartId part);
+// Part `part` as a node-local rank (another rank on its node) reads it, to draw its rows and serve its feature rows,
+// labels and degrees itself: its CSR, dataset ids, features and labels (each checked against
+// partition.json's listing and shape); its split indices, halo and edge weights stay unmapped.
+Shard load_shard_rows(const PartitionInfo& info, PartId part);
 // Reads every file of one part and compares its CRC-32 with partition.json's; throws InputError
 // naming the first file that differs. O(shard size): what a rank runs once at start-up.
 void verify_shard_checksums(const PartitionInfo& info, PartId part);

@@ -38,17 +38,10 @@ struct SamplerConfig {
   // the cache's rows, 4 bytes a node) while they fit in this many bytes; beyond, nodes owned
   // elsewhere go through hash maps, whose lookups are cache misses no prefetch reaches.
   std::uint64_t dense_index_bytes = 256ULL << 20;
-  // Rows owned by a rank on the same node are read from that rank's shard file, mapped here (the
-  // node's page cache holds it once), instead of asked for over MPI; the cache then holds only
-  // rows owned on other nodes. Off: every remote row goes through the cache and the exchange.
+  // Rows owned by a node-local rank (another rank on this node) are read from its shard file,
+  // mapped here (the node's page cache holds it once), instead of asked for over MPI; the cache
+  // then holds only rows owned on other nodes. Off: every remote row goes through the cache and the exchange.
   bool node_local = true;
-  // 0: rows asked of other ranks come back in one all-to-all. Else they travel point to point in
-  // chunks of about this many bytes (whole rows, at least one; the same value on every rank), so
-  // the owner gathers the next chunk while the last one travels and the asker places each chunk
-  // as it lands. That overlap needs a network that moves bytes while the CPUs copy: on one node,
-  // where MPI's transfer is a CPU copy too, the two measured level (README). Off by default until
-  // measured across nodes.
-  std::uint64_t fetch_chunk_bytes = 0;
 };
 
 // parse_fanouts ("15,10,5" -> {15, 10, 5}) is declared in partition/config.hpp: the partitioner's

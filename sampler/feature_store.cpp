@@ -27,22 +27,29 @@ void prefetch_row(const void* row, std::size_t bytes) {
 // gather of random rows on R-MAT scale 19 (400-byte rows); 12-24 rows gave 80-99%.
 std::size_t rows_ahead(std::size_t row_bytes) { return std::clamp<std::size_t>(8192 / std::max<std::size_t>(row_bytes, 1), 4, 32); }
 
-// A node owned elsewhere: its position in the caller's list and its owner.
-struct RemoteAt {
-  std::size_t pos;
-  PartId owner;
-};
+// Copies `count` rows of `row_bytes` bytes, row k from source(k) to target(k). The sources are
+// random reads: the one a few copies ahead is prefetched (all its cache lines), so its misses
+// overlap the current copy instead of stalling it.
+template <class Source, class Target>
+void copy_rows(std::size_t count, std::size_t row_bytes, Source source, Target target) {
+  const std::size_t lead = rows_ahead(row_bytes);
+  for (std::size_t k = 0; k < std::min(lead, count); ++k) prefetch_row(source(k), row_bytes);
+  for (std::size_t k = 0; k < count; ++k) {
+    if (k + lead < count) prefetch_row(source(k + lead), row_bytes);
+    std::memcpy(target(k), source(k), row_bytes);
+  }
+}
 
 // Groups the remote nodes by owner with a counting sort (each owner's keep their order): the ids
 // to send, in the order owners answer, and each one's position in `nodes`. per_owner[r] counts
 // those owned by rank r.
-void group_by_owner(std::span<const NodeId> nodes, std::span<const RemoteAt> remote, std::span<const std::int64_t> per_owner,
+void group_by_owner(std::span<const NodeId> nodes, std::span<const FeatureStore::RemoteAt> remote, std::span<const std::int64_t> per_owner,
                     std::vector<NodeId>& ids, std::vector<std::int64_t>& slot_of) {
   std::vector<std::int64_t> fill(per_owner.size(), 0);
   for (std::size_t r = 1; r < fill.size(); ++r) fill[r] = fill[r - 1] + per_owner[r - 1];
   ids.resize(remote.size());
   slot_of.resize(remote.size());
-  for (const RemoteAt& x : remote) {
+  for (const FeatureStore::RemoteAt& x : remote) {
     const auto at = static_cast<std::size_t>(fill[static_cast<std::size_t>(x.owner)]++);
     ids[at] = nodes[x.pos];
     slot_of[at] = static_cast<std::int64_t>(x.pos);
@@ -50,7 +57,8 @@ void group_by_owner(std::span<const NodeId> nodes, std::span<const RemoteAt> rem
 }
 }  // namespace
 
-FeatureStore::FeatureStore(const Shard& shard, const comm::Communicator& comm) : shard_(shard), comm_(comm), dim_(shard.feature_dim) {}
+FeatureStore::FeatureStore(const ShardView& shards, const comm::Communicator& comm)
+    : shards_(shards), shard_(shards.own()), comm_(comm), dim_(shard_.feature_dim) {}
 
 void FeatureStore::fetch_remote(std::span<const NodeId> remote, std::span<const std::int64_t> counts, float* dst, std::span<const std::int64_t> dst_rows) {
   const int P = comm_.size();
@@ -66,52 +74,28 @@ void FeatureStore::fetch_remote(std::span<const NodeId> remote, std::span<const 
   // 4 KiB every batch, more than the copy itself.
   send_rows_.resize(asked.data.size() * F);
   recv_rows_.resize(remote.size() * F);
-  const float* features = shard_.features.data();
   const std::size_t row_bytes = F * sizeof(float);
-  const std::size_t lead = rows_ahead(row_bytes);
-  // The owner's gather of rows [first, first + count) of what was asked of it (chunks of one
-  // peer's rows are gathered between other peers' chunks: prefetched from their own start).
-  auto gather = [&](std::int64_t first, std::int64_t count) {
-    const auto t = Clock::now();
-    const auto begin = static_cast<std::size_t>(first), end = static_cast<std::size_t>(first + count);
-    auto source = [&](std::size_t i) { return features + (asked.data[i] - first_id) * dim_; };
-    for (std::size_t i = begin; i < std::min(end, begin + lead); ++i) prefetch_row(source(i), row_bytes);
-    for (std::size_t i = begin; i < end; ++i) {
-      if (i + lead < end) prefetch_row(source(i + lead), row_bytes);
-      std::memcpy(send_rows_.data() + i * F, source(i), row_bytes);
-    }
-    counters_.gather_s += since(t);
-  };
-  // The asker's placing of received rows [first, first + count) in the batch.
-  auto scatter = [&](std::int64_t first, std::int64_t count) {
-    const auto t = Clock::now();
-    for (auto k = static_cast<std::size_t>(first); k < static_cast<std::size_t>(first + count); ++k)
-      std::memcpy(dst + static_cast<std::size_t>(dst_rows[k]) * F, recv_rows_.data() + k * F, row_bytes);
-    counters_.scatter_s += since(t);
-  };
   // The reply's float counts each way, known here already (F floats per row asked): no count
   // exchange for the rows.
   std::vector<std::int64_t> row_counts(asked.counts.size()), expect(static_cast<std::size_t>(P));
   for (std::size_t r = 0; r < row_counts.size(); ++r) row_counts[r] = asked.counts[r] * dim_;
   for (int r = 0; r < P; ++r) expect[r] = counts[r] * dim_;
-  if (record_) reply_log_.push_back({row_counts, expect});  // for the benchmark's raw replay
+  if (observer_.rows_exchanged) observer_.rows_exchanged(row_counts, expect);
+  if (F == 0) return;  // no feature columns (every rank alike): no rows to move
+  // The owner's gather of the rows asked of it, the row exchange, and the asker's placing of
+  // the received rows in the batch; the rest of the span is the transfer and the wait for it.
   t0 = Clock::now();
-  const double busy_before = counters_.gather_s + counters_.scatter_s;
-  if (F == 0) {
-    // No feature columns (every rank alike): no rows to move.
-  } else if (chunk_bytes_ > 0) {
-    // Row by row in chunks: the gather of the next chunk and the placing of arrived ones overlap
-    // the transfer. The reply's sizes are known here already (one row per id asked).
-    const auto chunk_rows = static_cast<std::int64_t>(std::max<std::uint64_t>(1, chunk_bytes_ / row_bytes));
-    comm_.exchange_chunked(asked.counts, send_rows_.data(), counts, recv_rows_.data(), row_bytes, chunk_rows, gather, scatter);
-  } else {
-    // One all-to-all of every row.
-    gather(0, static_cast<std::int64_t>(asked.data.size()));
-    comm_.alltoallv_into<float>(send_rows_, row_counts, expect, recv_rows_);
-    scatter(0, static_cast<std::int64_t>(remote.size()));
-  }
-  // The rest of the span is the transfer and the waiting for it.
-  const double rows_s = since(t0) - (counters_.gather_s + counters_.scatter_s - busy_before);
+  const float* features = shard_.features.data();
+  copy_rows(asked.data.size(), row_bytes, [&](std::size_t i) { return features + (asked.data[i] - first_id) * dim_; },
+            [&](std::size_t i) { return send_rows_.data() + i * F; });
+  const double gather_s = since(t0);
+  const auto t1 = Clock::now();
+  comm_.alltoallv_into<float>(send_rows_, row_counts, expect, recv_rows_);
+  const double rows_s = since(t1);
+  const auto t2 = Clock::now();
+  for (std::size_t k = 0; k < remote.size(); ++k) std::memcpy(dst + static_cast<std::size_t>(dst_rows[k]) * F, recv_rows_.data() + k * F, row_bytes);
+  counters_.gather_s += gather_s;
+  counters_.scatter_s += since(t2);
   counters_.row_exchange_s += rows_s;
   counters_.exchange_s += rows_s;
   counters_.bytes_sent += static_cast<std::int64_t>(remote.size() * sizeof(NodeId) + send_rows_.size() * sizeof(float));
@@ -119,23 +103,32 @@ void FeatureStore::fetch_remote(std::span<const NodeId> remote, std::span<const 
 }
 
 void FeatureStore::fetch(std::span<const NodeId> nodes, FeatureRows& out) {
-  const PartitionBook& book = shard_.book;
-  const PartId me = shard_.part;
-  const NodeId first = book.begin(me), count = book.size(me);
-  const int P = comm_.size();
-  const auto F = static_cast<std::size_t>(dim_);
-  out.resize(nodes.size() * F, boost::container::default_init);  // every row is written below: no zero-fill
-  auto t0 = Clock::now();
-  // Pass 1, the local gather: rows this rank owns, straight from the mapped file. The rows are
-  // random reads: the source row a few copies ahead is prefetched (all its cache lines), so its
-  // misses overlap the current copy instead of stalling it.
-  // The owned positions are listed first, without branches: owned and other rows interleave at
-  // random, so a test per row in the copy loop mispredicted about every other row.
-  const float* local = shard_.features.data();
-  const std::size_t row_bytes = F * sizeof(float);
-  const std::size_t lead = rows_ahead(row_bytes);
   if (nodes.size() > std::numeric_limits<std::uint32_t>::max()) throw std::length_error("FeatureStore::fetch: 2^32 rows or more in one batch");
-  // The other positions are listed in the same pass, for pass 2.
+  out.resize(nodes.size() * static_cast<std::size_t>(dim_), boost::container::default_init);  // every row is written below: no zero-fill
+  const std::size_t owned = gather_own(nodes, out.data());
+  sort_others(nodes, nodes.size() - owned, out.data());
+  if (shards_.reads_node_local()) gather_node_local(nodes, out.data());  // on every rank alike (so an observer's calls line up)
+  if (observer_.before_exchange) observer_.before_exchange();
+  if (shards_.exchange()) {
+    const auto t0 = Clock::now();
+    std::vector<NodeId> misses;
+    std::vector<std::int64_t> slot_of;
+    group_by_owner(nodes, miss_, per_owner_, misses, slot_of);
+    fetch_remote(misses, per_owner_, out.data(), slot_of);
+    counters_.remote_s += since(t0);
+  } else if (!miss_.empty()) {
+    throw std::logic_error("FeatureStore::fetch: a row owned off this node, but no rank exchanges rows");
+  }
+  counters_.local_rows += static_cast<std::int64_t>(owned);
+  counters_.remote_rows += static_cast<std::int64_t>(nodes.size() - owned - node_local_.size());
+}
+
+std::size_t FeatureStore::gather_own(std::span<const NodeId> nodes, float* out) {
+  const auto t0 = Clock::now();
+  const NodeId first = shard_.book.begin(shard_.part), count = shard_.book.size(shard_.part);
+  // The owned positions are listed first, without branches: owned and other rows interleave at
+  // random, so a test per row in the copy loop mispredicted about every other row. The other
+  // positions are listed in the same pass, for sort_others.
   local_at_.resize(nodes.size());
   other_at_.resize(nodes.size());
   std::size_t owned = 0;
@@ -144,21 +137,22 @@ void FeatureStore::fetch(std::span<const NodeId> nodes, FeatureRows& out) {
     other_at_[i - owned] = static_cast<std::uint32_t>(i);
     owned += static_cast<std::size_t>(static_cast<std::uint64_t>(nodes[i] - first) < static_cast<std::uint64_t>(count));
   }
-  const std::size_t others = nodes.size() - owned;
-  for (std::size_t j = 0; j < std::min(lead, owned); ++j) prefetch_row(local + (nodes[local_at_[j]] - first) * dim_, row_bytes);
-  for (std::size_t j = 0; j < owned; ++j) {
-    if (j + lead < owned) prefetch_row(local + (nodes[local_at_[j + lead]] - first) * dim_, row_bytes);
-    const std::size_t i = local_at_[j];
-    std::memcpy(out.data() + i * F, local + (nodes[i] - first) * dim_, row_bytes);
-  }
-  const auto local_rows = static_cast<std::int64_t>(owned);
+  const float* local = shard_.features.data();
+  const auto F = static_cast<std::size_t>(dim_);
+  copy_rows(owned, F * sizeof(float), [&](std::size_t j) { return local + (nodes[local_at_[j]] - first) * dim_; },
+            [&](std::size_t j) { return out + local_at_[j] * F; });
   counters_.local_gather_s += since(t0);
-  // Pass 2: remote rows from the cache, those of same-node ranks from their mapped shards, the
-  // misses from their owners in one exchange.
-  t0 = Clock::now();
-  std::vector<RemoteAt> miss, nearby;
-  std::vector<std::int64_t> per_owner(static_cast<std::size_t>(P), 0);
-  std::vector<std::pair<std::size_t, std::int64_t>> hits;  // (position in nodes, cache row)
+  return owned;
+}
+
+void FeatureStore::sort_others(std::span<const NodeId> nodes, std::size_t others, float* out) {
+  const auto t0 = Clock::now();
+  const PartitionBook& book = shard_.book;
+  const auto F = static_cast<std::size_t>(dim_);
+  miss_.clear();
+  node_local_.clear();
+  per_owner_.assign(static_cast<std::size_t>(comm_.size()), 0);
+  hits_.clear();
   const std::int32_t* dense = dense_slot_.empty() ? nullptr : dense_slot_.data();
   for (std::size_t j = 0; j < others; ++j) {
     if (dense && j + 16 < others) __builtin_prefetch(dense + nodes[other_at_[j + 16]]);
@@ -171,61 +165,41 @@ void FeatureStore::fetch(std::span<const NodeId> nodes, FeatureRows& out) {
       if (auto it = slot_.find(v); it != slot_.end()) row = it->second;
     }
     if (row >= 0) {
-      hits.emplace_back(i, row);
+      hits_.emplace_back(i, row);
+    } else if (const PartId owner = book.owner(v); shards_.readable(owner) != nullptr) {
+      node_local_.push_back({i, owner});
     } else {
-      const PartId owner = book.owner(v);
-      if (mates_.near(owner)) {
-        nearby.push_back({i, owner});
-      } else {
-        miss.push_back({i, owner});
-        ++per_owner[owner];
-      }
+      miss_.push_back({i, owner});
+      ++per_owner_[static_cast<std::size_t>(owner)];
     }
   }
-  for (std::size_t k = 0; k < hits.size(); ++k) {  // cache rows are random reads too
-    if (k + lead < hits.size()) prefetch_row(cache_.data() + hits[k + lead].second * dim_, row_bytes);
-    std::memcpy(out.data() + hits[k].first * F, cache_.data() + hits[k].second * dim_, row_bytes);
-  }
-  counters_.cache_hits += static_cast<std::int64_t>(hits.size());
+  copy_rows(hits_.size(), F * sizeof(float), [&](std::size_t k) { return cache_.data() + hits_[k].second * dim_; },
+            [&](std::size_t k) { return out + hits_[k].first * F; });
+  counters_.cache_hits += static_cast<std::int64_t>(hits_.size());
   counters_.cache_s += since(t0);
-  if (mates_.tried()) {  // on every rank alike (so the benchmark's log lines up)
-    // Same-node rows: a gather like the local one, from the owner's mapped shard.
-    t0 = Clock::now();
-    auto source = [&](const RemoteAt& x) {
-      return mates_.shards[static_cast<std::size_t>(x.owner)].features.data() + (nodes[x.pos] - book.begin(x.owner)) * dim_;
-    };
-    for (std::size_t k = 0; k < nearby.size(); ++k) {
-      if (k + lead < nearby.size()) prefetch_row(source(nearby[k + lead]), row_bytes);
-      std::memcpy(out.data() + nearby[k].pos * F, source(nearby[k]), row_bytes);
-    }
-    if (record_) {
-      ReplyCounts log{{}, std::vector<std::int64_t>(static_cast<std::size_t>(P), 0), true};
-      for (const RemoteAt& x : nearby) log.received[static_cast<std::size_t>(x.owner)] += dim_;
-      reply_log_.push_back(std::move(log));
-    }
-    counters_.node_local_rows += static_cast<std::int64_t>(nearby.size());
-    counters_.node_local_s += since(t0);
-  }
-  if (probe_skew_) {
-    t0 = Clock::now();
-    comm_.barrier();
-    counters_.skew_s += since(t0);
-  }
-  if (mates_.exchange) {
-    t0 = Clock::now();
-    std::vector<NodeId> misses;
-    std::vector<std::int64_t> slot_of;
-    group_by_owner(nodes, miss, per_owner, misses, slot_of);
-    fetch_remote(misses, per_owner, out.data(), slot_of);
-    counters_.remote_s += since(t0);
-  } else if (!miss.empty()) {
-    throw std::logic_error("FeatureStore::fetch: a row owned off this node, but no rank exchanges rows");
-  }
-  counters_.local_rows += local_rows;
-  counters_.remote_rows += static_cast<std::int64_t>(nodes.size() - nearby.size()) - local_rows;
 }
 
-void FeatureStore::populate_rows(const std::vector<int>& node) const {
+void FeatureStore::gather_node_local(std::span<const NodeId> nodes, float* out) {
+  const auto t0 = Clock::now();
+  const PartitionBook& book = shard_.book;
+  const auto F = static_cast<std::size_t>(dim_);
+  copy_rows(
+      node_local_.size(), F * sizeof(float),
+      [&](std::size_t k) {
+        const RemoteAt& x = node_local_[k];
+        return shards_.readable(x.owner)->features.data() + (nodes[x.pos] - book.begin(x.owner)) * dim_;
+      },
+      [&](std::size_t k) { return out + node_local_[k].pos * F; });
+  if (observer_.node_local_read) {
+    std::vector<std::int64_t> floats(static_cast<std::size_t>(comm_.size()), 0);
+    for (const RemoteAt& x : node_local_) floats[static_cast<std::size_t>(x.owner)] += dim_;
+    observer_.node_local_read(floats);
+  }
+  counters_.node_local_rows += static_cast<std::int64_t>(node_local_.size());
+  counters_.node_local_s += since(t0);
+}
+
+void FeatureStore::populate_rows() const {
   // The gathers read rows at random: each first touch of a page of a mapped shard was a page
   // fault inside a batch (the local gather of R-MAT scale 19 on 2 ranks measured 63-65% of the
   // memcpy limit over 2 epochs, 78-87% with the pages mapped here). Only while the features of
@@ -233,19 +207,18 @@ void FeatureStore::populate_rows(const std::vector<int>& node) const {
   // each once, however many ranks map it): mapping them in must not evict what training needs.
   // Every rank of a node computes the same total (and, in one job, sees the same limit), so they
   // all populate or none does.
+  const std::vector<int>& node = shards_.node_of_rank();
   double node_bytes = 0;
   for (PartId r = 0; r < shard_.book.parts(); ++r)
-    if (static_cast<std::size_t>(r) < node.size() && node[static_cast<std::size_t>(r)] == node[static_cast<std::size_t>(comm_.rank())])
+    if (r == shard_.part || (static_cast<std::size_t>(r) < node.size() && node[static_cast<std::size_t>(r)] == node[static_cast<std::size_t>(comm_.rank())]))
       node_bytes += static_cast<double>(shard_.book.size(r)) * static_cast<double>(dim_) * sizeof(float);
   // The node's memory as this process may use it: a SLURM job or a container limits it below the
   // machine's (its cgroup's limit; page cache counts against it).
   const std::uint64_t usable = usable_memory_bytes();
   if (usable == 0 || node_bytes > static_cast<double>(usable) / 2) return;
-  shard_.features.populate_pages();
-  for (const PartRows& rows : mates_.shards) rows.features.populate_pages();
+  for (PartId r = 0; r < shard_.book.parts(); ++r)
+    if (const Shard* s = shards_.readable(r)) s->features.populate_pages();
 }
-
-void FeatureStore::read_node_local_shards(const std::vector<int>& node) { mates_.map(shard_, comm_, node, load_part_rows); }
 
 template <class Value>
 void FeatureStore::fetch_values(std::span<const NodeId> nodes, std::vector<std::int64_t>& out, Value value) {
@@ -257,15 +230,15 @@ void FeatureStore::fetch_values(std::span<const NodeId> nodes, std::vector<std::
   std::vector<RemoteAt> remote;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i] >= first && nodes[i] < first + count) {
-      out[i] = value(shard_.part, nodes[i] - first);
-    } else if (const PartId owner = book.owner(nodes[i]); mates_.near(owner)) {
-      out[i] = value(owner, nodes[i] - book.begin(owner));
+      out[i] = value(shard_, nodes[i] - first);
+    } else if (const PartId owner = book.owner(nodes[i]); const Shard* s = shards_.readable(owner)) {
+      out[i] = value(*s, nodes[i] - book.begin(owner));
     } else {
       remote.push_back({i, owner});
       ++per_owner[owner];
     }
   }
-  if (!mates_.exchange) {  // every rank reads every other's shard: nothing is asked of anyone
+  if (!shards_.exchange()) {  // every rank reads every other's shard: nothing is asked of anyone
     if (!remote.empty()) throw std::logic_error("FeatureStore: a value owned off this node, but no rank exchanges");
     return;
   }
@@ -274,7 +247,7 @@ void FeatureStore::fetch_values(std::span<const NodeId> nodes, std::vector<std::
   group_by_owner(nodes, remote, per_owner, ask, slot_of);
   auto asked = comm_.alltoallv<NodeId>(ask, per_owner);
   std::vector<std::int64_t> values(asked.data.size());
-  for (std::size_t i = 0; i < values.size(); ++i) values[i] = value(shard_.part, asked.data[i] - first);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = value(shard_, asked.data[i] - first);
   auto got = comm_.alltoallv_known<std::int64_t>(values, asked.counts, per_owner);
   for (std::size_t k = 0; k < ask.size(); ++k) out[static_cast<std::size_t>(slot_of[k])] = got.data[k];
   ++counters_.value_fetches;
@@ -283,18 +256,11 @@ void FeatureStore::fetch_values(std::span<const NodeId> nodes, std::vector<std::
 }
 
 void FeatureStore::fetch_degrees(std::span<const NodeId> nodes, std::vector<std::int64_t>& out) {
-  fetch_values(nodes, out, [&](PartId part, NodeId row) {
-    if (part == shard_.part) return shard_.graph.degree(row);
-    const Array<EdgeId>& indptr = mates_.shards[static_cast<std::size_t>(part)].indptr;
-    return static_cast<std::int64_t>(indptr[static_cast<std::size_t>(row) + 1] - indptr[static_cast<std::size_t>(row)]);
-  });
+  fetch_values(nodes, out, [](const Shard& s, NodeId row) { return s.graph.degree(row); });
 }
 
 void FeatureStore::fetch_labels(std::span<const NodeId> nodes, std::vector<std::int64_t>& out) {
-  fetch_values(nodes, out, [&](PartId part, NodeId row) {
-    const Array<std::int64_t>& labels = part == shard_.part ? shard_.labels : mates_.shards[static_cast<std::size_t>(part)].labels;
-    return labels.empty() ? std::int64_t{-1} : labels[static_cast<std::size_t>(row)];
-  });
+  fetch_values(nodes, out, [](const Shard& s, NodeId row) { return s.labels.empty() ? std::int64_t{-1} : s.labels[static_cast<std::size_t>(row)]; });
 }
 
 void FeatureStore::fill_cache(std::vector<NodeId> chosen, std::uint64_t dense_index_bytes) {
@@ -327,26 +293,13 @@ void FeatureStore::fill_cache(std::vector<NodeId> chosen, std::uint64_t dense_in
 }
 
 void FeatureStore::build_cache(const SamplerConfig& config, DistSampler* sampler) {
-  chunk_bytes_ = config.fetch_chunk_bytes;
-  // Chunked and one-shot fetches, or chunks of different sizes, never match each other. One
-  // all-reduce finds the smallest value and, through its complement, the largest.
-  std::uint64_t least_most[2] = {chunk_bytes_, ~chunk_bytes_};
-  comm_.allreduce_inplace<std::uint64_t>(least_most, comm::Op::kMin);
-  comm_.check_all(least_most[0] == ~least_most[1], "the ranks were given different --fetch-chunk-kb values");
-  // Every rank decides alike whether to map (the shard's folder is known on every rank or none).
-  node_of_rank_ = comm_.node_ids();
-  const std::vector<int>& node = node_of_rank_;
-  if (comm_.all(config.node_local && comm_.size() > 1)) {  // the same on every rank; the rest is checked in map_node_mates
-    if (sampler != nullptr) sampler->read_node_local_shards(node);  // collective: the sampler's communicator, every rank alike
-    if (dim_ > 0) read_node_local_shards(node);
-  }
-  populate_rows(node);
+  populate_rows();
   std::vector<NodeId> chosen;
   const bool on = config.cache_policy != CachePolicy::kNone && dim_ > 0;
   const std::size_t row_bytes = static_cast<std::size_t>(dim_) * sizeof(float);
   std::int64_t far_nodes = shard_.book.num_nodes() - shard_.book.size(shard_.part);
   for (PartId r = 0; r < shard_.book.parts(); ++r)
-    if (mates_.near(r)) far_nodes -= shard_.book.size(r);
+    if (r != shard_.part && shards_.readable(r) != nullptr) far_nodes -= shard_.book.size(r);
   const auto remote_rows = static_cast<std::size_t>(far_nodes);  // the rows a cache may hold
   std::size_t capacity = !on ? 0
                          : config.cache_fraction > 0 ? static_cast<std::size_t>(config.cache_fraction * static_cast<double>(remote_rows))
@@ -357,10 +310,10 @@ void FeatureStore::build_cache(const SamplerConfig& config, DistSampler* sampler
     // Candidates are the halo; a remote node is drawn in proportion to its degree (sampling
     // reaches it along any of its edges), so rank by the degree its owner reports, once. This is
     // a collective on every rank, cache or not, so the exchange always lines up.
-    std::vector<NodeId> halo;  // sorted: grouped by owner; rows read from same-node shards need no cache
+    std::vector<NodeId> halo;  // sorted: grouped by owner; rows read from node-local shards need no cache
     std::vector<std::int64_t> counts(static_cast<std::size_t>(comm_.size()), 0);
     for (std::size_t i = 0; i < shard_.halo_nodes.size(); ++i)
-      if (const PartId owner = shard_.halo_owner[i]; !mates_.near(owner)) {
+      if (const PartId owner = shard_.halo_owner[i]; shards_.readable(owner) == nullptr) {
         halo.push_back(shard_.halo_nodes[i]);
         ++counts[static_cast<std::size_t>(owner)];
       }
@@ -380,7 +333,7 @@ void FeatureStore::build_cache(const SamplerConfig& config, DistSampler* sampler
       const MiniBatch mb = sampler->sample(seeds, -1, s);
       if (on)
         for (NodeId v : mb.input_nodes())
-          if (const PartId owner = shard_.book.owner(v); owner != shard_.part && !mates_.near(owner)) ++score[v];
+          if (shards_.readable(shard_.book.owner(v)) == nullptr) ++score[v];
     }
     sampler->counters() = SamplerCounters{};  // presampling is setup, not training work
   }

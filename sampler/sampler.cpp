@@ -2,12 +2,12 @@
 
 #include <boost/unordered/unordered_flat_map.hpp>
 #include <chrono>
+#include <numeric>
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
 
 #include "datasets/random.hpp"
-#include "sampler/node_local.hpp"
 #include "sampler/sample_row.hpp"
 
 namespace shardgnn {
@@ -16,6 +16,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+}  // namespace
 
 // Numbers the nodes of a batch as they are first seen, across all hops (layer h's nodes are a
 // prefix of layer h+1's, so one map serves every hop), and turns each hop's neighbour ids into
@@ -66,6 +68,8 @@ class Compactor {
   const DenseRange& dense_;
   boost::unordered_flat_map<NodeId, std::int64_t>& pos_;
 };
+
+namespace {
 
 // Advances the stamp of a dense table (a new batch), clearing it when the counter wraps.
 DenseRange next_dense(NodeId first, NodeId count, std::vector<std::uint64_t>& slots, std::uint32_t& current) {
@@ -124,8 +128,8 @@ std::vector<std::vector<NodeId>> epoch_batches(std::span<const NodeId> seeds, in
   return out;
 }
 
-DistSampler::DistSampler(const Shard& shard, const comm::Communicator& comm, SamplerConfig config)
-    : shard_(shard), comm_(comm), config_(std::move(config)), train_(shard.train_idx.begin(), shard.train_idx.end()) {
+DistSampler::DistSampler(const ShardView& shards, const comm::Communicator& comm, SamplerConfig config)
+    : shards_(shards), shard_(shards.own()), comm_(comm), config_(std::move(config)), train_(shard_.train_idx.begin(), shard_.train_idx.end()) {
   validate(config_);
 }
 
@@ -223,13 +227,6 @@ void DistSampler::apply_plan(std::int64_t epoch, const SeedPlan& plan) {
   set_schedule(epoch, std::move(seeds), std::move(labels), plan.batch[static_cast<std::size_t>(rank)], plan.steps);
 }
 
-void DistSampler::read_node_local_shards(const std::vector<int>& node) {
-  mates_.map(shard_, comm_, node, load_part_graph);  // the hop exchanges stay unless every rank reads all the others
-  near_rows_.assign(mates_.mapped.size(), {});
-  near_picked_.assign(mates_.mapped.size(), {});
-  near_ends_.assign(mates_.mapped.size(), {});
-}
-
 std::vector<std::vector<NodeId>> DistSampler::eval_batches(std::span<const NodeId> seeds) const {
   const auto B = static_cast<std::size_t>(config_.batch_size);
   std::vector<std::vector<NodeId>> out;
@@ -240,16 +237,8 @@ std::vector<std::vector<NodeId>> DistSampler::eval_batches(std::span<const NodeI
 }
 
 MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch, std::int64_t step) {
+  if (observer_.before_batch) observer_.before_batch();
   const PartitionBook& book = shard_.book;
-  const PartId me = shard_.part;
-  const int P = comm_.size();
-  const NodeId first = book.begin(me), owned = book.size(me);
-  const std::span<const NodeId> orig(shard_.orig_ids.data(), shard_.orig_ids.size());
-  if (probe_skew_) {
-    const auto t0 = Clock::now();
-    comm_.barrier();
-    counters_.skew_s += since(t0);
-  }
   MiniBatch mb;
   mb.epoch = epoch;
   mb.step = step;
@@ -259,129 +248,20 @@ MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch,
   // The dense table covers every node when it fits config_.dense_index_bytes (a hash lookup of a
   // node owned elsewhere was a cache miss the prefetcher cannot see), else the owned range.
   const bool all = static_cast<std::uint64_t>(book.num_nodes()) * sizeof(std::uint64_t) <= config_.dense_index_bytes;
-  const DenseRange dense = all ? next_dense(0, book.num_nodes(), local_slots_, stamp_) : next_dense(first, owned, local_slots_, stamp_);
+  const DenseRange dense = all ? next_dense(0, book.num_nodes(), local_slots_, stamp_)
+                               : next_dense(book.begin(shard_.part), book.size(shard_.part), local_slots_, stamp_);
   Compactor compactor(nodes, dense, remote_pos_);
-  std::vector<PartId> owner;
-  const int L = static_cast<int>(config_.fanouts.size());
-  for (int hop = 0; hop < L; ++hop) {
+  for (int hop = 0; hop < static_cast<int>(config_.fanouts.size()); ++hop) {
     const int fanout = config_.fanouts[static_cast<std::size_t>(hop)];
     const std::uint64_t key = hop_key(config_.seed, epoch, step, hop);
     const std::size_t n = sizes.back();
-
-    // Requests for the owners of remote frontier nodes, grouped by owner; the owned ones in order,
-    // and those of same-node ranks by rank, in order.
-    auto t0 = Clock::now();
-    owner.resize(n);
-    local_rows_.clear();
-    for (auto& rows : near_rows_) rows.clear();
-    std::vector<std::int64_t> send_counts(static_cast<std::size_t>(P), 0);
-    std::size_t near_count = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const NodeId v = nodes[i];
-      if (v >= first && v < first + owned) {
-        owner[i] = me;
-        local_rows_.push_back(v - first);
-      } else {
-        owner[i] = book.owner(v);
-        if (mates_.near(owner[i])) {
-          near_rows_[static_cast<std::size_t>(owner[i])].push_back(v - book.begin(owner[i]));
-          ++near_count;
-        } else {
-          ++send_counts[owner[i]];
-        }
-      }
-    }
-    std::vector<std::int64_t> fill(static_cast<std::size_t>(P), 0);
-    for (int r = 1; r < P; ++r) fill[r] = fill[r - 1] + send_counts[r - 1];
-    std::vector<NodeId> requests(static_cast<std::size_t>(fill[P - 1] + send_counts[P - 1]));
-    for (std::size_t i = 0; i < n; ++i)
-      if (owner[i] != me && !mates_.near(owner[i])) requests[fill[owner[i]]++] = nodes[i];
-    counters_.sample_s += since(t0);
-    if (!mates_.exchange && !requests.empty())
-      throw std::logic_error("DistSampler: a frontier node owned off this node, but no rank exchanges rows");
-
-    t0 = Clock::now();
-    comm::AlltoallvResult<NodeId> incoming = mates_.exchange ? comm_.alltoallv<NodeId>(requests, send_counts) : none_from(P);
-    counters_.exchange_s += since(t0);
-    counters_.bytes_sent += static_cast<std::int64_t>(requests.size() * sizeof(NodeId));
-    counters_.bytes_received += static_cast<std::int64_t>(incoming.data.size() * sizeof(NodeId));
-
-    // Serve the requests. To each peer: the neighbour count of each of its nodes, in request
-    // order, then their neighbours.
-    t0 = Clock::now();
-    serve_rows_.clear();
-    for (NodeId v : incoming.data) serve_rows_.push_back(v - first);
-    picked_.clear();
-    ends_.assign(1, 0);  // with the rows' ends after it: an indptr over picked_
-    sample_rows(shard_.graph, orig, serve_rows_, fanout, config_.replace, key, picked_, ends_, scratch_);
-    std::vector<std::int64_t> reply_counts(static_cast<std::size_t>(P), 0);
-    reply_.clear();
-    for (std::size_t r = 0, row = 0; r < static_cast<std::size_t>(P); ++r) {
-      const std::size_t before = reply_.size(), rows = static_cast<std::size_t>(incoming.counts[r]);
-      for (std::size_t k = row; k < row + rows; ++k) reply_.push_back(ends_[k + 1] - ends_[k]);
-      reply_.insert(reply_.end(), picked_.begin() + ends_[row], picked_.begin() + ends_[row + rows]);
-      row += rows;
-      reply_counts[r] = static_cast<std::int64_t>(reply_.size() - before);
-      counters_.rows_served += incoming.counts[r];
-    }
-    counters_.sample_s += since(t0);
-
-    t0 = Clock::now();
-    comm::AlltoallvResult<NodeId> answers = mates_.exchange ? comm_.alltoallv<NodeId>(reply_, reply_counts) : none_from(P);
-    counters_.exchange_s += since(t0);
-    counters_.bytes_sent += static_cast<std::int64_t>(reply_.size() * sizeof(NodeId));
-    counters_.bytes_received += static_cast<std::int64_t>(answers.data.size() * sizeof(NodeId));
-
-    // The block, in frontier order: rows owned here sampled here, the others from the answers.
-    t0 = Clock::now();
-    picked_.clear();
-    ends_.assign(1, 0);
-    sample_rows(shard_.graph, orig, local_rows_, fanout, config_.replace, key, picked_, ends_, scratch_);
-    // Same-node ranks' rows, drawn here from their shards exactly as the owner would.
-    for (std::size_t r = 0; r < near_rows_.size(); ++r) {
-      if (near_rows_[r].empty()) continue;
-      const PartGraph& g = mates_.shards[r];
-      near_picked_[r].clear();
-      near_ends_[r].assign(1, 0);
-      sample_rows(g.graph, std::span<const NodeId>(g.orig_ids.data(), g.orig_ids.size()), near_rows_[r], fanout, config_.replace, key, near_picked_[r],
-                  near_ends_[r], scratch_);
-    }
-    counters_.local_rows_sampled += static_cast<std::int64_t>(local_rows_.size());
-    counters_.node_local_rows_sampled += static_cast<std::int64_t>(near_count);
-    counters_.remote_rows_sampled += static_cast<std::int64_t>(n - local_rows_.size() - near_count);
-    if (local_rows_.size() == n) {
-      mb.blocks.push_back(make_block(ends_, std::move(picked_), compactor));
-      picked_ = {};
-    } else {
-      std::vector<std::int64_t> ids, indptr = {0};
-      ids.reserve(picked_.size() + answers.data.size());
-      indptr.reserve(n + 1);
-      std::vector<std::int64_t> count_at(answers.displs.begin(), answers.displs.end()), nbr_at(count_at);
-      for (int r = 0; r < P; ++r) nbr_at[r] += send_counts[r];
-      std::vector<std::size_t> near_at(near_rows_.size(), 0);
-      for (std::size_t i = 0, li = 0; i < n; ++i) {
-        if (owner[i] == me) {
-          ids.insert(ids.end(), picked_.begin() + ends_[li], picked_.begin() + ends_[li + 1]);
-          ++li;
-        } else if (mates_.near(owner[i])) {
-          const auto r = static_cast<std::size_t>(owner[i]);
-          const std::size_t k = near_at[r]++;
-          ids.insert(ids.end(), near_picked_[r].begin() + near_ends_[r][k], near_picked_[r].begin() + near_ends_[r][k + 1]);
-        } else {
-          const PartId r = owner[i];
-          const auto c = answers.data[static_cast<std::size_t>(count_at[r]++)];
-          ids.insert(ids.end(), answers.data.begin() + nbr_at[r], answers.data.begin() + nbr_at[r] + c);
-          nbr_at[r] += c;
-        }
-        indptr.push_back(static_cast<std::int64_t>(ids.size()));
-      }
-      for (int r = 0; r < P; ++r)
-        if (nbr_at[r] != answers.displs[r] + answers.counts[r])  // after the hop's collectives: a throw here cannot strand a peer
-          throw std::logic_error("DistSampler: rank " + std::to_string(r) + "'s reply does not match its " + std::to_string(send_counts[r]) + " rows");
-      mb.blocks.push_back(make_block(std::move(indptr), std::move(ids), compactor));
-    }
+    route_frontier(std::span<const NodeId>(nodes.data(), n));
+    const comm::AlltoallvResult<NodeId> incoming = exchange(requests_, send_counts_);
+    serve_requests(incoming, fanout, key);
+    const comm::AlltoallvResult<NodeId> answers = exchange(reply_, reply_counts_);
+    draw_readable(fanout, key);
+    mb.blocks.push_back(assemble_block(n, answers, compactor));
     sizes.push_back(nodes.size());
-    counters_.sample_s += since(t0);
   }
   for (std::size_t size : sizes) mb.layer_nodes.emplace_back(nodes.begin(), nodes.begin() + static_cast<std::ptrdiff_t>(size));
   std::reverse(mb.blocks.begin(), mb.blocks.end());
@@ -389,6 +269,123 @@ MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch,
   counters_.seeds += static_cast<std::int64_t>(seeds.size());
   counters_.sampled_edges += mb.sampled_edges();
   return mb;
+}
+
+void DistSampler::route_frontier(std::span<const NodeId> frontier) {
+  const auto t0 = Clock::now();
+  const PartitionBook& book = shard_.book;
+  const PartId me = shard_.part;
+  const NodeId first = book.begin(me), owned = book.size(me);
+  const auto P = static_cast<std::size_t>(comm_.size());
+  owner_.resize(frontier.size());
+  drawn_.resize(P);
+  for (Drawn& d : drawn_) d.rows.clear();
+  send_counts_.assign(P, 0);
+  for (std::size_t i = 0; i < frontier.size(); ++i) {
+    const NodeId v = frontier[i];
+    const PartId p = static_cast<std::uint64_t>(v - first) < static_cast<std::uint64_t>(owned) ? me : book.owner(v);
+    owner_[i] = p;
+    if (shards_.readable(p) != nullptr) {
+      drawn_[static_cast<std::size_t>(p)].rows.push_back(v - book.begin(p));
+    } else {
+      ++send_counts_[static_cast<std::size_t>(p)];
+    }
+  }
+  std::vector<std::int64_t> fill(P, 0);
+  for (std::size_t r = 1; r < P; ++r) fill[r] = fill[r - 1] + send_counts_[r - 1];
+  requests_.resize(static_cast<std::size_t>(fill[P - 1] + send_counts_[P - 1]));
+  for (std::size_t i = 0; i < frontier.size(); ++i)
+    if (shards_.readable(owner_[i]) == nullptr) requests_[static_cast<std::size_t>(fill[static_cast<std::size_t>(owner_[i])]++)] = frontier[i];
+  counters_.sample_s += since(t0);
+  if (!shards_.exchange() && !requests_.empty())
+    throw std::logic_error("DistSampler: a frontier node owned off this node, but no rank exchanges rows");
+}
+
+comm::AlltoallvResult<NodeId> DistSampler::exchange(std::span<const NodeId> send, std::span<const std::int64_t> counts) {
+  const auto t0 = Clock::now();
+  comm::AlltoallvResult<NodeId> got = shards_.exchange() ? comm_.alltoallv<NodeId>(send, counts) : none_from(comm_.size());
+  counters_.exchange_s += since(t0);
+  counters_.bytes_sent += static_cast<std::int64_t>(send.size() * sizeof(NodeId));
+  counters_.bytes_received += static_cast<std::int64_t>(got.data.size() * sizeof(NodeId));
+  return got;
+}
+
+void DistSampler::serve_requests(const comm::AlltoallvResult<NodeId>& incoming, int fanout, std::uint64_t key) {
+  const auto t0 = Clock::now();
+  const NodeId first = shard_.book.begin(shard_.part);
+  const auto P = static_cast<std::size_t>(comm_.size());
+  serve_rows_.clear();
+  for (NodeId v : incoming.data) serve_rows_.push_back(v - first);
+  served_.clear();
+  served_ends_.assign(1, 0);  // with the rows' ends after it: an indptr over served_
+  sample_rows(shard_.graph, std::span<const NodeId>(shard_.orig_ids.data(), shard_.orig_ids.size()), serve_rows_, fanout, config_.replace, key, served_,
+              served_ends_, scratch_);
+  reply_counts_.assign(P, 0);
+  reply_.clear();
+  for (std::size_t r = 0, row = 0; r < P; ++r) {
+    const std::size_t before = reply_.size(), rows = static_cast<std::size_t>(incoming.counts[r]);
+    for (std::size_t k = row; k < row + rows; ++k) reply_.push_back(served_ends_[k + 1] - served_ends_[k]);
+    reply_.insert(reply_.end(), served_.begin() + served_ends_[row], served_.begin() + served_ends_[row + rows]);
+    row += rows;
+    reply_counts_[r] = static_cast<std::int64_t>(reply_.size() - before);
+    counters_.rows_served += incoming.counts[r];
+  }
+  counters_.sample_s += since(t0);
+}
+
+void DistSampler::draw_readable(int fanout, std::uint64_t key) {
+  const auto t0 = Clock::now();
+  for (std::size_t p = 0; p < drawn_.size(); ++p) {
+    const Shard* s = shards_.readable(static_cast<PartId>(p));
+    if (s == nullptr) continue;
+    Drawn& d = drawn_[p];
+    d.picked.clear();
+    d.ends.assign(1, 0);
+    if (d.rows.empty()) continue;
+    sample_rows(s->graph, std::span<const NodeId>(s->orig_ids.data(), s->orig_ids.size()), d.rows, fanout, config_.replace, key, d.picked, d.ends, scratch_);
+    (static_cast<PartId>(p) == shard_.part ? counters_.local_rows_sampled : counters_.node_local_rows_sampled) += static_cast<std::int64_t>(d.rows.size());
+  }
+  counters_.sample_s += since(t0);
+}
+
+Block DistSampler::assemble_block(std::size_t n, const comm::AlltoallvResult<NodeId>& answers, Compactor& compactor) {
+  const auto t0 = Clock::now();
+  const int P = comm_.size();
+  Drawn& own = drawn_[static_cast<std::size_t>(shard_.part)];
+  counters_.remote_rows_sampled += static_cast<std::int64_t>(n) - std::accumulate(drawn_.begin(), drawn_.end(), std::int64_t{0}, [](std::int64_t a, const Drawn& d) {
+                                     return a + static_cast<std::int64_t>(d.rows.size());
+                                   });
+  if (own.rows.size() == n) {  // every row owned here: the draw is the block
+    Block b = make_block(own.ends, std::move(own.picked), compactor);
+    own.picked = {};
+    counters_.sample_s += since(t0);
+    return b;
+  }
+  std::vector<std::int64_t> ids, indptr = {0};
+  ids.reserve(answers.data.size() + own.picked.size());
+  indptr.reserve(n + 1);
+  std::vector<std::int64_t> count_at(answers.displs.begin(), answers.displs.end()), nbr_at(count_at);
+  for (int r = 0; r < P; ++r) nbr_at[r] += send_counts_[r];
+  std::vector<std::size_t> next_row(drawn_.size(), 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto p = static_cast<std::size_t>(owner_[i]);
+    if (shards_.readable(owner_[i]) != nullptr) {
+      const Drawn& d = drawn_[p];
+      const std::size_t k = next_row[p]++;
+      ids.insert(ids.end(), d.picked.begin() + d.ends[k], d.picked.begin() + d.ends[k + 1]);
+    } else {
+      const auto c = answers.data[static_cast<std::size_t>(count_at[p]++)];
+      ids.insert(ids.end(), answers.data.begin() + nbr_at[p], answers.data.begin() + nbr_at[p] + c);
+      nbr_at[p] += c;
+    }
+    indptr.push_back(static_cast<std::int64_t>(ids.size()));
+  }
+  for (int r = 0; r < P; ++r)
+    if (nbr_at[r] != answers.displs[r] + answers.counts[r])  // after the hop's collectives: a throw here cannot strand a peer
+      throw std::logic_error("DistSampler: rank " + std::to_string(r) + "'s reply does not match its " + std::to_string(send_counts_[r]) + " rows");
+  Block b = make_block(std::move(indptr), std::move(ids), compactor);
+  counters_.sample_s += since(t0);
+  return b;
 }
 
 MiniBatch reference_sample(const Dataset& ds, const SamplerConfig& config, std::span<const NodeId> seeds, std::int64_t epoch, std::int64_t step) {

@@ -6,6 +6,7 @@
 #include <boost/unordered/unordered_flat_map.hpp>
 #include <climits>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -14,8 +15,8 @@
 #include "partition/shards.hpp"
 #include "sampler/config.hpp"
 #include "sampler/minibatch.hpp"
-#include "sampler/node_local.hpp"
 #include "sampler/rebalance.hpp"
+#include "sampler/shard_view.hpp"
 
 namespace shardgnn {
 
@@ -23,11 +24,10 @@ namespace shardgnn {
 struct SamplerCounters {
   std::int64_t batches = 0, seeds = 0, sampled_edges = 0;
   std::int64_t local_rows_sampled = 0, remote_rows_sampled = 0;  // nodes whose neighbours were drawn here / by an owner for us
-  std::int64_t node_local_rows_sampled = 0;                     // nodes owned by a rank on this node, drawn here from its shard
+  std::int64_t node_local_rows_sampled = 0;                     // nodes owned by a node-local rank, drawn here from its shard
   std::int64_t rows_served = 0;                                 // rows this rank sampled for others
   std::int64_t bytes_sent = 0, bytes_received = 0;
   double sample_s = 0, exchange_s = 0;
-  double skew_s = 0;  // with the skew probe on: time waiting for the slowest rank before each batch
 };
 
 // This rank's seeds for one epoch, shuffled with a stream keyed by (seed, epoch, rank) and cut
@@ -44,11 +44,14 @@ struct DenseRange {
   std::vector<std::uint64_t>* slots = nullptr;
   std::uint32_t current = 0;
 };
+class Compactor;  // numbers the nodes of a batch (sampler.cpp)
 
 class DistSampler {
  public:
-  // `comm` must outlive the sampler; its collectives are this sampler's alone (give it a dup()).
-  DistSampler(const Shard& shard, const comm::Communicator& comm, SamplerConfig config);
+  // `shards` and `comm` must outlive the sampler; comm's collectives are this sampler's alone
+  // (give it a dup()). Frontier rows of parts `shards` reads are drawn here from their shards,
+  // the others by their owners through one exchange per hop (skipped when no rank needs it).
+  DistSampler(const ShardView& shards, const comm::Communicator& comm, SamplerConfig config);
 
   // Collective. The number of steps every rank runs this epoch. By default: the largest batch
   // count over ranks, so uneven shards never leave a rank waiting in a collective another rank
@@ -90,50 +93,58 @@ class DistSampler {
   // node lists; features and labels are left to the FeatureStore.
   MiniBatch sample(std::span<const NodeId> seeds, std::int64_t epoch, std::int64_t step);
 
-  // Collective: the rows of frontier nodes owned by a rank sharing this rank's entry of
-  // `node_of_rank` (one per rank) are drawn here from that rank's shard files (its CSR and ids,
-  // mapped; the node's page cache holds them once) instead of by the owner through the hop's
-  // exchange. The draw is keyed by the node, so the blocks are the same either way. When every
-  // rank reads every other's shard, the hop exchanges are skipped (all ranks agree). Shards that
-  // cannot be mapped stay with the exchange. FeatureStore::build_cache calls it with the job's
-  // node layout when SamplerConfig::node_local is on.
-  void read_node_local_shards(const std::vector<int>& node_of_rank);
-  int node_local_peers() const noexcept { return mates_.peers(); }
-  bool exchanges_rows() const noexcept { return mates_.exchange; }
-
-  // Benchmarks only: a timed barrier at the start of each batch, so that waiting for a rank
-  // still busy with its previous batch (its feature fetch, say) is counted as skew, not as the
-  // first hop's exchange. Collective when on; every rank must set it alike. Training never does.
-  void probe_skew(bool on) { probe_skew_ = on; }
+  // Hooks a benchmark installs (none by default), called on every rank alike.
+  struct Observer {
+    std::function<void()> before_batch;  // at the start of each sample(), before its timers: may enter a collective on comm()
+  };
+  void observe(Observer observer) { observer_ = std::move(observer); }
 
   const SamplerConfig& config() const noexcept { return config_; }
   const SamplerCounters& counters() const noexcept { return counters_; }
   SamplerCounters& counters() noexcept { return counters_; }
   const Shard& shard() const noexcept { return shard_; }
+  const ShardView& shards() const noexcept { return shards_; }
   const comm::Communicator& comm() const noexcept { return comm_; }
 
  private:
+  // The frontier rows of one hop drawn here from one readable part's shard: its local rows, in
+  // frontier order, and what was drawn, with an indptr over it.
+  struct Drawn {
+    std::vector<NodeId> rows, picked;
+    std::vector<std::int64_t> ends;
+  };
+  // One hop's routing of the frontier: each node's owner, the rows of readable parts (drawn_),
+  // and the requests for the other owners, grouped by owner.
+  void route_frontier(std::span<const NodeId> frontier);
+  // Draws the rows the other ranks asked of this one and lays out the reply: to each asker the
+  // neighbour count of each of its nodes, in request order, then their neighbours.
+  void serve_requests(const comm::AlltoallvResult<NodeId>& incoming, int fanout, std::uint64_t key);
+  // Draws the rows of the readable parts from their shards, exactly as their owners would.
+  void draw_readable(int fanout, std::uint64_t key);
+  // The hop's block, in frontier order: rows drawn here from drawn_, the others from `answers`.
+  Block assemble_block(std::size_t n, const comm::AlltoallvResult<NodeId>& answers, Compactor& compactor);
+  // The hop's exchange of `send` (requests or replies), timed; nothing when no rank exchanges.
+  comm::AlltoallvResult<NodeId> exchange(std::span<const NodeId> send, std::span<const std::int64_t> counts);
+
+  const ShardView& shards_;
   const Shard& shard_;
   const comm::Communicator& comm_;
   SamplerConfig config_;
   std::vector<NodeId> train_;  // this rank's training seeds
   SamplerCounters counters_;
-  bool probe_skew_ = false;
+  Observer observer_;
   // Per node (every node when config_.dense_index_bytes allows, else the owned ones): its position in the
   // current batch's node list, valid when its stamp is the batch's. The others go through
   // remote_pos_.
   std::vector<std::uint64_t> local_slots_;
   std::uint32_t stamp_ = 0;
   boost::unordered_flat_map<NodeId, std::int64_t> remote_pos_;  // positions of the batch's nodes owned elsewhere
-  // Per-hop buffers, kept between batches so their pages stay mapped (picked_ is handed to the
-  // block when every row of a hop is owned here, and grows anew).
-  std::vector<NodeId> local_rows_, serve_rows_, picked_, reply_;
-  // Same-node shards (their CSR and ids) and, per rank, per-hop buffers for their rows: the rows
-  // asked of each, what was drawn, an indptr over it.
-  NodeMates<PartGraph> mates_;
-  std::vector<std::vector<NodeId>> near_rows_, near_picked_;
-  std::vector<std::vector<std::int64_t>> near_ends_;
-  std::vector<std::int64_t> ends_, scratch_;  // ends_: an indptr over picked_
+  // Per-hop buffers, kept between batches so their pages stay mapped (this rank's own picked rows
+  // are handed to the block when every row of a hop is owned here, and grow anew).
+  std::vector<PartId> owner_;       // per frontier node
+  std::vector<Drawn> drawn_;        // per part, used for the readable ones
+  std::vector<NodeId> requests_, serve_rows_, served_, reply_;
+  std::vector<std::int64_t> send_counts_, reply_counts_, served_ends_, scratch_;
   mutable std::int64_t batches_epoch_ = INT64_MIN;  // none yet (-1 is a real epoch: presampling)
   mutable std::vector<std::vector<NodeId>> batches_;  // epoch_batches of batches_epoch_, computed on first use
   struct Schedule {

@@ -21,6 +21,7 @@
 #include "sampler/feature_store.hpp"
 #include "sampler/pipeline.hpp"
 #include "sampler/sampler.hpp"
+#include "sampler/shard_view.hpp"
 #include "tools/cli.hpp"
 #include "tools/mpi_program.hpp"
 #include "tools/sampler_options.hpp"
@@ -72,14 +73,41 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   PartitionInfo info;
   const Shard shard = load_rank_shard(world, dir, info);
   auto comm = world.dup();
-  DistSampler sampler(shard, comm, cfg);
-  FeatureStore store(shard, comm);
   const auto tc = Clock::now();
+  const ShardView shards(shard, comm, cfg.node_local);
+  DistSampler sampler(shards, comm, cfg);
+  FeatureStore store(shards, comm);
   store.build_cache(cfg, &sampler);
   const double cache_s = since(tc);
-  store.record_replies(true);
-  store.probe_skew(world.size() > 1);
-  sampler.probe_skew(world.size() > 1);
+  // With more than one rank, a timed barrier before each batch and before each fetch's exchange,
+  // so that waiting for a rank still busy with its previous step counts as skew, not as sampling
+  // or fetch time.
+  double sample_skew_s = 0, fetch_skew_s = 0;
+  auto timed_barrier = [&](double& waited) {
+    return [&comm, &waited] {
+      const auto t0 = Clock::now();
+      comm.barrier();
+      waited += since(t0);
+    };
+  };
+  // Every feature reply's per-rank float counts, one entry per exchange, for the raw-MPI replay
+  // below. Node-local reads are logged as `received` only (floats read from each rank's shard);
+  // the owners' `sent` is learned later.
+  struct ReplyCounts {
+    std::vector<std::int64_t> sent, received;
+    bool node_local = false;
+  };
+  std::vector<ReplyCounts> replies;
+  FeatureStore::Observer watch_fetch;
+  watch_fetch.node_local_read = [&](std::span<const std::int64_t> floats) { replies.push_back({{}, {floats.begin(), floats.end()}, true}); };
+  watch_fetch.rows_exchanged = [&](std::span<const std::int64_t> sent, std::span<const std::int64_t> received) {
+    replies.push_back({{sent.begin(), sent.end()}, {received.begin(), received.end()}, false});
+  };
+  if (world.size() > 1) {
+    watch_fetch.before_exchange = timed_barrier(fetch_skew_s);
+    sampler.observe({timed_barrier(sample_skew_s)});
+  }
+  store.observe(std::move(watch_fetch));
 
   // Limit 1, measured beside the run: after each epoch, every rank at once, for each of the
   // epoch's batches a plain memcpy gather of as many uniformly random rows of this rank's shard as
@@ -147,14 +175,13 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   const double memcpy_gbs = memcpy_s > 0 ? static_cast<double>(memcpy_rows) * static_cast<double>(row_bytes) / memcpy_s / 1e9 : 0;
   // Limit 2: one raw MPI_Alltoallv per batch replaying the feature replies' exact counts (same
   // bytes, same peers; no request round, no count exchange, no gather, no skew between ranks).
-  // Rows read from same-node shards are replayed likewise, as if they had been exchanged: each
+  // Rows read from node-local shards are replayed likewise, as if they had been exchanged: each
   // owner learns first (untimed) how many floats every rank read from it.
-  std::vector<FeatureStore::ReplyCounts> replies = store.reply_log();
   const std::vector<std::int64_t> one_each(static_cast<std::size_t>(world.size()), 1);
   for (auto& counts : replies)
     if (counts.node_local) counts.sent = comm.alltoallv<std::int64_t>(counts.received, one_each).data;
   world.barrier();
-  double raw_s = 0, raw_near_s = 0;
+  double raw_s = 0, raw_node_local_s = 0;
   {
     std::vector<float> buf, got;
     for (const auto& counts : replies) {
@@ -165,7 +192,7 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
       got.resize(static_cast<std::size_t>(incoming));
       const auto t0 = Clock::now();
       comm.alltoallv_into<float>(buf, counts.sent, counts.received, got);
-      (counts.node_local ? raw_near_s : raw_s) += since(t0);
+      (counts.node_local ? raw_node_local_s : raw_s) += since(t0);
     }
   }
 
@@ -176,19 +203,19 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
     double sampled_edges, sample_s, exchange_s, fetch_local_s, fetch_cache_s, fetch_remote_s, fetch_exchange_s, skew_s, remote_bytes, remote_rows, hits, input_nodes, steps, raw_s, local_gbs, memcpy_gbs, wall;
     double rows_by_owners, sampling_bytes, sample_skew_s, own_rows, served_rows;
     double id_exchange_s, gather_s, row_exchange_s, scatter_s;
-    double near_rows, near_s, raw_near_s, near_sampled, near_peers;
-  } mine{static_cast<double>(sc.sampled_edges), sc.sample_s, sc.exchange_s, fc.local_gather_s, fc.cache_s, fc.remote_s, fc.exchange_s, fc.skew_s, remote_bytes, static_cast<double>(fc.remote_rows),
+    double node_local_rows, node_local_s, raw_node_local_s, node_local_sampled, node_local_peers;
+  } mine{static_cast<double>(sc.sampled_edges), sc.sample_s, sc.exchange_s, fc.local_gather_s, fc.cache_s, fc.remote_s, fc.exchange_s, fetch_skew_s, remote_bytes, static_cast<double>(fc.remote_rows),
          static_cast<double>(fc.cache_hits), static_cast<double>(input_nodes), static_cast<double>(steps_run), raw_s, local_gbs, memcpy_gbs, wall,
-         static_cast<double>(sc.remote_rows_sampled), static_cast<double>(sc.bytes_sent), sc.skew_s,
+         static_cast<double>(sc.remote_rows_sampled), static_cast<double>(sc.bytes_sent), sample_skew_s,
          static_cast<double>(sc.local_rows_sampled), static_cast<double>(sc.rows_served),
          fc.id_exchange_s, fc.gather_s, fc.row_exchange_s, fc.scatter_s,
-         static_cast<double>(fc.node_local_rows), fc.node_local_s, raw_near_s, static_cast<double>(sc.node_local_rows_sampled),
-         static_cast<double>(std::max(sampler.node_local_peers(), store.node_local_peers()))};
+         static_cast<double>(fc.node_local_rows), fc.node_local_s, raw_node_local_s, static_cast<double>(sc.node_local_rows_sampled),
+         static_cast<double>(shards.node_local_peers())};
   const auto all = world.allgather(mine);
   // The DGL peer runs on rank 0's node while the other ranks wait without spinning (every rank
   // switches here, so the barriers below match): both as one process alone and as many processes
   // at once as that node has ranks, the load our ranks sampled under.
-  const std::vector<int>& node = store.node_of_rank();  // build_cache learned the layout
+  const std::vector<int>& node = shards.node_of_rank();
   const int node_ranks = static_cast<int>(std::count(node.begin(), node.end(), node[0]));
   comm::set_wait_mode(comm::WaitMode::kYield);
   if (world.rank() != 0) {
@@ -204,16 +231,16 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
       }
     }
   } release{world};
-  // Totals over the ranks, but means of the rates and of the node-mates, and the slowest wall time.
+  // Totals over the ranks, but means of the rates and of the node-local peers, and the slowest wall time.
   Row sum{};
   auto add_up = [&](auto... field) {
     for (const Row& r : all) ((sum.*field += r.*field), ...);
   };
   add_up(&Row::sampled_edges, &Row::sample_s, &Row::exchange_s, &Row::fetch_local_s, &Row::fetch_cache_s, &Row::fetch_remote_s, &Row::fetch_exchange_s,
         &Row::skew_s, &Row::remote_bytes, &Row::remote_rows, &Row::hits, &Row::input_nodes, &Row::steps, &Row::raw_s, &Row::rows_by_owners,
-        &Row::sampling_bytes, &Row::sample_skew_s, &Row::id_exchange_s, &Row::gather_s, &Row::row_exchange_s, &Row::scatter_s, &Row::near_rows,
-        &Row::near_s, &Row::raw_near_s, &Row::local_gbs, &Row::memcpy_gbs, &Row::near_peers);
-  for (double Row::*mean : {&Row::local_gbs, &Row::memcpy_gbs, &Row::near_peers}) sum.*mean /= static_cast<double>(all.size());
+        &Row::sampling_bytes, &Row::sample_skew_s, &Row::id_exchange_s, &Row::gather_s, &Row::row_exchange_s, &Row::scatter_s, &Row::node_local_rows,
+        &Row::node_local_s, &Row::raw_node_local_s, &Row::local_gbs, &Row::memcpy_gbs, &Row::node_local_peers);
+  for (double Row::*mean : {&Row::local_gbs, &Row::memcpy_gbs, &Row::node_local_peers}) sum.*mean /= static_cast<double>(all.size());
   double max_wall = 0;
   for (const Row& r : all) max_wall = std::max(max_wall, r.wall);
   const double edges_per_core_s = sum.sampled_edges / (sum.sample_s + sum.exchange_s);
@@ -232,11 +259,11 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
                 sum.sampling_bytes / sum.steps);
     // Over MPI, each rank samples the rows of the nodes it owns for every rank's batches: its load
     // follows the edges it owns, and the other ranks wait for the busiest one inside each hop.
-    // Rows of same-node ranks are drawn by the rank whose batch needs them, from their shards.
+    // Rows of node-local ranks are drawn by the rank whose batch needs them, from their shards.
     std::printf("rows sampled per rank      ");
     for (std::size_t r = 0; r < all.size(); ++r)
       std::printf("%s%zu: %.0f own + %.0f from same-node shards + %.0f for others in %.2f s (exchanges %.2f s)", r ? "; " : "", r, all[r].own_rows,
-                  all[r].near_sampled, all[r].served_rows, all[r].sample_s,
+                  all[r].node_local_sampled, all[r].served_rows, all[r].sample_s,
                   all[r].exchange_s);
     std::printf("\n");
   }
@@ -248,10 +275,8 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   std::printf("local gather               %.2f GB/s vs memcpy random-row gather %.2f GB/s: %.0f%%\n", sum.local_gbs, sum.memcpy_gbs,
               sum.memcpy_gbs > 0 ? 100 * sum.local_gbs / sum.memcpy_gbs : 0.0);
   if (sum.remote_bytes > 0) {
-    char rows_how[64] = "rows back in one alltoallv";
-    if (cfg.fetch_chunk_bytes > 0) std::snprintf(rows_how, sizeof rows_how, "rows back in %.4g KiB chunks", static_cast<double>(cfg.fetch_chunk_bytes) / 1024);
-    std::printf("remote fetch               %.3f GB/s vs raw MPI alltoallv of the same bytes %.3f GB/s: %.2fx the raw time (fetch: ids out, %s; raw: the rows only)\n", remote_gbs,
-                raw_gbs, sum.fetch_remote_s / sum.raw_s, rows_how);
+    std::printf("remote fetch               %.3f GB/s vs raw MPI alltoallv of the same bytes %.3f GB/s: %.2fx the raw time (fetch: ids out, rows back in one alltoallv; raw: the rows only)\n", remote_gbs,
+                raw_gbs, sum.fetch_remote_s / sum.raw_s);
     // The fetch's passes over the rows, each against the raw alltoallv: the owners' gather reads
     // the asked rows at random from the mapped file and the scatter writes each received row to
     // its place in the batch, two copies the raw exchange of one contiguous buffer does not make.
@@ -260,34 +285,34 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
                 sum.id_exchange_s / sum.raw_s, sum.gather_s / sum.raw_s, sum.row_exchange_s / sum.raw_s, sum.scatter_s / sum.raw_s,
                 (sum.fetch_remote_s - sum.id_exchange_s - sum.gather_s - sum.row_exchange_s - sum.scatter_s) / sum.raw_s);
   } else {
-    std::printf("remote fetch               none (every input row is owned, cached%s)\n", sum.near_rows > 0 ? " or on this node" : "");
+    std::printf("remote fetch               none (every input row is owned, cached%s)\n", sum.node_local_rows > 0 ? " or on this node" : "");
   }
-  const double near_bytes = sum.near_rows * static_cast<double>(row_bytes);
-  if (near_bytes > 0) {
-    // Rows of other ranks on this node, read from their mapped shards: the same bytes a remote
+  const double node_local_bytes = sum.node_local_rows * static_cast<double>(row_bytes);
+  if (node_local_bytes > 0) {
+    // Rows of node-local ranks, read from their mapped shards: the same bytes a remote
     // fetch would move, without the exchange, the owners' gather or the scatter.
     std::printf("same-node rows             %.0f per batch, read from the shards of %.3g other ranks (mean per rank) at %.2f GB/s vs raw MPI alltoallv of the same bytes %.2f GB/s: %.2fx the raw time\n",
-                sum.near_rows / sum.steps, sum.near_peers, near_bytes / sum.near_s / 1e9, near_bytes / sum.raw_near_s / 1e9, sum.near_s / sum.raw_near_s);
+                sum.node_local_rows / sum.steps, sum.node_local_peers, node_local_bytes / sum.node_local_s / 1e9, node_local_bytes / sum.raw_node_local_s / 1e9, sum.node_local_s / sum.raw_node_local_s);
   }
-  const double total = sum.sample_s + sum.exchange_s + sum.fetch_local_s + sum.fetch_cache_s + sum.near_s + sum.fetch_remote_s + sum.skew_s + sum.sample_skew_s;
+  const double total = sum.sample_s + sum.exchange_s + sum.fetch_local_s + sum.fetch_cache_s + sum.node_local_s + sum.fetch_remote_s + sum.skew_s + sum.sample_skew_s;
   std::printf("time split                 sample %.0f%%, sampling exchange %.0f%%, local fetch %.0f%%, cache %.0f%%, same-node rows %.0f%%, remote fetch %.0f%%, "
               "waiting for the slowest rank before the batch %.0f%% and before the fetch %.0f%%  (%.2f s wall, slowest rank)\n",
               100 * sum.sample_s / total, 100 * sum.exchange_s / total, 100 * sum.fetch_local_s / total, 100 * sum.fetch_cache_s / total,
-              100 * sum.near_s / total, 100 * sum.fetch_remote_s / total, 100 * sum.sample_skew_s / total, 100 * sum.skew_s / total, max_wall);
+              100 * sum.node_local_s / total, 100 * sum.fetch_remote_s / total, 100 * sum.sample_skew_s / total, 100 * sum.skew_s / total, max_wall);
   boost::json::object out{{"ranks", world.size()}, {"fanouts", fanouts_text(cfg.fanouts)}, {"batch", cfg.batch_size},
                           {"sampled_edges_per_s_per_core", edges_per_core_s}, {"input_nodes_per_batch", sum.input_nodes / sum.steps},
                           {"remote_bytes_per_batch", sum.remote_bytes / sum.steps}, {"cache_hit_rate", sum.remote_rows > 0 ? boost::json::value(hit) : boost::json::value(nullptr)},
                           {"rows_sampled_by_owners_per_batch", sum.rows_by_owners / sum.steps}, {"sampling_bytes_per_batch", sum.sampling_bytes / sum.steps},
                           {"local_gather_gbs", sum.local_gbs}, {"memcpy_gather_gbs", sum.memcpy_gbs}, {"remote_fetch_gbs", remote_gbs},
-                          {"raw_alltoallv_gbs", raw_gbs}, {"fetch_chunk_bytes", cfg.fetch_chunk_bytes}, {"remote_vs_raw_time", sum.raw_s > 0 ? sum.fetch_remote_s / sum.raw_s : 0.0},
+                          {"raw_alltoallv_gbs", raw_gbs}, {"remote_vs_raw_time", sum.raw_s > 0 ? sum.fetch_remote_s / sum.raw_s : 0.0},
                           {"remote_exchanges_vs_raw_time", sum.raw_s > 0 ? sum.fetch_exchange_s / sum.raw_s : 0.0},
-                          {"node_local", cfg.node_local}, {"node_local_peers_mean", sum.near_peers},
-                          {"same_node_rows_per_batch", sum.near_rows / sum.steps},
-                          {"same_node_vs_raw_time", sum.raw_near_s > 0 ? sum.near_s / sum.raw_near_s : 0.0},
+                          {"node_local", cfg.node_local}, {"node_local_peers_mean", sum.node_local_peers},
+                          {"same_node_rows_per_batch", sum.node_local_rows / sum.steps},
+                          {"same_node_vs_raw_time", sum.raw_node_local_s > 0 ? sum.node_local_s / sum.raw_node_local_s : 0.0},
                           {"remote_parts_vs_raw_time",
                            {{"id_exchange", sum.raw_s > 0 ? sum.id_exchange_s / sum.raw_s : 0.0}, {"gather", sum.raw_s > 0 ? sum.gather_s / sum.raw_s : 0.0},
                             {"row_exchange", sum.raw_s > 0 ? sum.row_exchange_s / sum.raw_s : 0.0}, {"scatter", sum.raw_s > 0 ? sum.scatter_s / sum.raw_s : 0.0}}},
-                          {"time_s", {{"sample", sum.sample_s}, {"sample_exchange", sum.exchange_s}, {"fetch_local", sum.fetch_local_s}, {"fetch_cache", sum.fetch_cache_s}, {"fetch_same_node", sum.near_s}, {"fetch_remote", sum.fetch_remote_s}, {"skew_wait", sum.skew_s}, {"skew_wait_before_batch", sum.sample_skew_s}}}};
+                          {"time_s", {{"sample", sum.sample_s}, {"sample_exchange", sum.exchange_s}, {"fetch_local", sum.fetch_local_s}, {"fetch_cache", sum.fetch_cache_s}, {"fetch_same_node", sum.node_local_s}, {"fetch_remote", sum.fetch_remote_s}, {"skew_wait", sum.skew_s}, {"skew_wait_before_batch", sum.sample_skew_s}}}};
 
   if (vm.count("dgl-python")) {
     // DGL lists fanouts from the input side: reverse ours. One thread per process, like one of our

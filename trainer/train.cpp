@@ -115,6 +115,7 @@ struct Trainer::State {
   Gnn model{nullptr};
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::unique_ptr<GradientAllreducer> allreducer;
+  std::unique_ptr<ShardView> shards;  // what the sampler and the feature store read directly
   std::unique_ptr<DistSampler> sampler;
   std::unique_ptr<FeatureStore> features;
   TrainState state;
@@ -255,8 +256,9 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     s.pool = std::make_unique<ClassBalancedPool>(ids.data, all_labels.data);
     s.comm.check_all(s.pool->size() > 0, "--seed-sampling class-balanced: dataset '" + dataset + "' has no labelled training nodes");
   }
-  s.sampler = std::make_unique<DistSampler>(shard, s.sampler_comm, s.scfg);
-  s.features = std::make_unique<FeatureStore>(shard, s.sampler_comm);
+  s.shards = std::make_unique<ShardView>(shard, s.sampler_comm, s.scfg.node_local);
+  s.sampler = std::make_unique<DistSampler>(*s.shards, s.sampler_comm, s.scfg);
+  s.features = std::make_unique<FeatureStore>(*s.shards, s.sampler_comm);
   s.features->build_cache(s.scfg, s.sampler.get());
 }
 

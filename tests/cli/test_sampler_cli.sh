@@ -18,11 +18,6 @@ grep -q "remote fetch *none" "$work/out.txt" || fail "rows went over MPI with --
 timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" bench sampler "$work/p2" --fanouts 10,5 --batch 64 --node-local off > "$work/out.txt" 2>&1 || fail "--node-local off run failed: $(cat "$work/out.txt")"
 grep -q "remote fetch .*raw MPI alltoallv" "$work/out.txt" || fail "no MPI remote fetch with --node-local off: $(cat "$work/out.txt")"
 grep -q "^same-node rows" "$work/out.txt" && fail "same-node rows with --node-local off"
-# The rows in chunks (a smoke run of the flag end to end; the rows' values are checked in
-# sampler_tests): as many rows asked per batch as with one all-to-all.
-timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" bench sampler "$work/p2" --fanouts 10,5 --batch 64 --node-local off --fetch-chunk-kb 4 > "$work/chunked.txt" 2>&1 || fail "--fetch-chunk-kb 4 run failed: $(cat "$work/chunked.txt")"
-grep -q "rows back in 4 KiB chunks" "$work/chunked.txt" || fail "the chunked run does not say so: $(cat "$work/chunked.txt")"
-[ "$(grep "^remote bytes per batch" "$work/out.txt")" = "$(grep "^remote bytes per batch" "$work/chunked.txt")" ] || fail "the chunked run asked for other rows than the one-shot run"
 # Only the distributed commands' programs load MPI, not the dispatcher every command starts.
 if ldd "$SHARDGNN" | grep -q "libmpi"; then fail "$SHARDGNN links MPI: $(ldd "$SHARDGNN" | grep libmpi)"; fi
 ldd "$(dirname "$SHARDGNN")/shardgnn-bench-sampler" | grep -q "libmpi" || fail "shardgnn-bench-sampler does not link MPI"
@@ -45,7 +40,6 @@ expect_error 2 "item 2 is 0" "$work/p2" --fanouts 10,0
 expect_error 2 "item 1 is 'x'" "$work/p2" --fanouts x,5
 expect_error 2 "batch must be at least 1" "$work/p2" --batch 0
 expect_error 2 "node-local must be on or off, got 'maybe'" "$work/p2" --node-local maybe
-expect_error 2 "fetch-chunk-kb must be a size in KiB >= 0" "$work/p2" --fetch-chunk-kb -1
 expect_error 3 "2 parts, but the job has 3 ranks" "$work/p2"
 expect_error 2 "no such partitioned-dataset folder" "$work/missing"
 # A shard file changed after partitioning: its checksum no longer matches partition.json.

@@ -59,11 +59,6 @@ learning() { grep -oE '"(loss|train_acc|val_acc)":[^,]*' "$1"; }
 grep -q '"node_local_rows":[1-9]' "$work/nl-on.jsonl" || fail "--node-local on read no row from the node-mate's shard"
 grep -q '^{"epoch":[0-9]*,.*"bytes_received":0E0,"train_s"' "$work/nl-on.jsonl" || fail "--node-local on moved bytes over MPI"
 grep -q '"bytes_received":[1-9]' "$work/nl-off.jsonl" || fail "--node-local off moved nothing over MPI"
-# Rows over MPI in 4 KiB chunks instead of one all-to-all: the same rows, the same training.
-timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${quick[@]}" --epochs 2 --node-local off --fetch-chunk-kb 4 --metrics "$work/chunked.jsonl" \
-  > "$work/chunked.txt" 2>&1 || fail "--fetch-chunk-kb 4 run failed: $(cat "$work/chunked.txt")"
-[ "$(learning "$work/nl-off.jsonl")" = "$(learning "$work/chunked.jsonl")" ] || fail "chunked and one-shot fetches trained differently"
-[ "$(grep "test accuracy" "$work/nl-off.txt")" = "$(grep "test accuracy" "$work/chunked.txt")" ] || fail "chunked and one-shot fetches tested differently"
 
 # shellcheck source=expect_error.sh
 source "$(dirname "$0")/expect_error.sh"

@@ -173,7 +173,7 @@ TEST_CASE("class-balanced draws give every class the same share whatever its siz
 
 TEST_CASE("apply_plan moves seeds so that every training seed is trained exactly once, labels carried with them or fetched from owners", "[rebalance][mpi]") {
   test::CoraParts fx;
-  // Over MPI, and with node-mates' shards read directly (sampling, features and labels of moved
+  // Over MPI, and with node-local shards read directly (sampling, features and labels of moved
   // seeds owned elsewhere on the node).
   for (bool node_local : {false, true}) {
     INFO("node-local " << node_local);
@@ -184,8 +184,9 @@ TEST_CASE("apply_plan moves seeds so that every training seed is trained exactly
     cfg.remote_seeds = true;
     cfg.node_local = node_local;
     auto comm = fx.world.dup();
-    DistSampler sampler(fx.shard, comm, cfg);
-    FeatureStore store(fx.shard, comm);
+    const ShardView shards(fx.shard, comm, node_local);
+    DistSampler sampler(shards, comm, cfg);
+    FeatureStore store(shards, comm);
     if (node_local) store.build_cache(cfg, &sampler);
     const int P = fx.world.size();
     const auto own = fx.world.allgather(static_cast<std::int64_t>(fx.shard.train_idx.size()));
@@ -237,7 +238,7 @@ TEST_CASE("apply_plan moves seeds so that every training seed is trained exactly
     CHECK(fetched == static_cast<std::int64_t>(mine.size()));
     CHECK(fetched_mismatch == 0);
     // One label fetch per batch, unless every rank reads the others' shards (labels included).
-    CHECK(store.counters().value_fetches == fetches_before + (store.exchanges_rows() ? plan.steps : 0));
+    CHECK(store.counters().value_fetches == fetches_before + (shards.exchange() ? plan.steps : 0));
     // Ranks that disagree on whether the schedule carries labels would enter different
     // collectives per batch: every rank refuses the epoch instead.
     if (P > 1) {

@@ -12,10 +12,10 @@
 #include "partition/partitioner.hpp"
 #include "partition/shards.hpp"
 #include "sampler/feature_store.hpp"
-#include "sampler/node_local.hpp"
 #include "sampler/pipeline.hpp"
 #include "sampler/sample_row.hpp"
 #include "sampler/sampler.hpp"
+#include "sampler/shard_view.hpp"
 #include "cora_parts.hpp"
 #include "test_paths.hpp"
 
@@ -42,7 +42,8 @@ TEST_CASE("sampled blocks are subgraphs of the full graph, respecting fanouts", 
     cfg.replace = replace;
     cfg.seed = 7;
     auto comm = fx.world.dup();
-    DistSampler sampler(fx.shard, comm, cfg);
+    const ShardView shards(fx.shard);
+    DistSampler sampler(shards, comm, cfg);
     const std::int64_t steps = sampler.steps_in_epoch(0);
     const auto all_steps = fx.world.allgather(steps);
     CHECK(std::all_of(all_steps.begin(), all_steps.end(), [&](std::int64_t s) { return s == steps; }));
@@ -88,21 +89,16 @@ TEST_CASE("sampled blocks are subgraphs of the full graph, respecting fanouts", 
   }
 }
 
-TEST_CASE("fetched features equal the full graph's rows, with and without a cache, over MPI or from same-node shards", "[sampler][mpi]") {
+TEST_CASE("fetched features equal the full graph's rows, with and without a cache, over MPI or from node-local shards", "[sampler][mpi]") {
   Fixture fx;
   const int P = fx.world.size();
   // Node layouts: none (every row over MPI); the job's own (one node here: every other rank's
   // shard read directly, no row exchange); pairs of ranks as nodes (both paths in one fetch).
-  // Rows over MPI come back in one all-to-all (0, the default), in 512 KiB chunks, or in chunks of
-  // one row each (1 byte asks for at least a row: many chunks per peer).
   enum class Layout { kOff, kJob, kPairs };
   for (Layout layout : {Layout::kOff, Layout::kJob, Layout::kPairs})
   for (std::uint64_t dense_bytes : {SamplerConfig{}.dense_index_bytes, std::uint64_t{0}})  // dense indexes, then hash maps
-  for (CachePolicy policy : {CachePolicy::kNone, CachePolicy::kDegree, CachePolicy::kPresample})
-  for (std::uint64_t chunk_bytes : {std::uint64_t{0}, std::uint64_t{512} << 10, std::uint64_t{1}}) {
-    if (chunk_bytes != 0 && (layout == Layout::kJob || dense_bytes == 0)) continue;  // the chunked fetches once per cache policy
+  for (CachePolicy policy : {CachePolicy::kNone, CachePolicy::kDegree, CachePolicy::kPresample}) {
     SamplerConfig cfg;
-    cfg.fetch_chunk_bytes = chunk_bytes;
     cfg.node_local = layout == Layout::kJob;
     cfg.dense_index_bytes = dense_bytes;
     cfg.fanouts = {4, 4};
@@ -111,25 +107,23 @@ TEST_CASE("fetched features equal the full graph's rows, with and without a cach
     cfg.cache_fraction = 0.2;
     cfg.presample_batches = 4;
     auto comm = fx.world.dup();
-    DistSampler sampler(fx.shard, comm, cfg);
-    FeatureStore store(fx.shard, comm);
-    if (layout == Layout::kPairs) {
-      std::vector<int> pairs(static_cast<std::size_t>(P));
-      for (int r = 0; r < P; ++r) pairs[static_cast<std::size_t>(r)] = r / 2;
-      store.read_node_local_shards(pairs);
-    }
+    std::vector<int> pairs(static_cast<std::size_t>(P));
+    for (int r = 0; r < P; ++r) pairs[static_cast<std::size_t>(r)] = r / 2;
+    const ShardView shards = layout == Layout::kPairs ? ShardView(fx.shard, comm, pairs) : ShardView(fx.shard, comm, cfg.node_local);
+    DistSampler sampler(shards, comm, cfg);
+    FeatureStore store(shards, comm);
     store.build_cache(cfg, &sampler);
     // The job's layout as MPI reports it (one node under ctest, but not assumed).
     const std::vector<int> job_nodes = fx.world.node_ids();
-    const auto mates = static_cast<int>(std::count(job_nodes.begin(), job_nodes.end(), job_nodes[static_cast<std::size_t>(fx.world.rank())])) - 1;
+    const auto node_local_ranks = static_cast<int>(std::count(job_nodes.begin(), job_nodes.end(), job_nodes[static_cast<std::size_t>(fx.world.rank())])) - 1;
     const bool one_node = std::count(job_nodes.begin(), job_nodes.end(), job_nodes[0]) == P;
-    const int near_peers = layout == Layout::kOff ? 0 : layout == Layout::kJob ? mates : std::min(2, P - (fx.world.rank() / 2) * 2) - 1;
-    CHECK(store.node_local_peers() == near_peers);
-    CHECK(sampler.node_local_peers() == (layout == Layout::kJob ? near_peers : 0));  // build_cache maps the sampler's shards too
+    const int node_local_peers = layout == Layout::kOff ? 0 : layout == Layout::kJob ? node_local_ranks : std::min(2, P - (fx.world.rank() / 2) * 2) - 1;
+    CHECK(shards.node_local_peers() == node_local_peers);
+    CHECK(&sampler.shards() == &store.shards());  // the sampler reads the same shards
     // The row exchange is skipped only when every rank reads every other rank's shard.
     const bool mapped = (layout == Layout::kJob && P > 1) || layout == Layout::kPairs;
-    CHECK(store.exchanges_rows() == !(mapped && (layout == Layout::kJob ? one_node : P <= 2)));
-    const bool far_rows = P > 1 && store.exchanges_rows();
+    CHECK(shards.exchange() == !(mapped && (layout == Layout::kJob ? one_node : P <= 2)));
+    const bool far_rows = P > 1 && shards.exchange();
     if (policy != CachePolicy::kNone && far_rows) CHECK(store.cached_rows() > 0);
     if (!far_rows) CHECK(store.cached_rows() == 0);
     std::int64_t mismatched = 0, label_mismatch = 0;
@@ -146,13 +140,13 @@ TEST_CASE("fetched features equal the full graph's rows, with and without a cach
                                   fx.ds.features.data() + fx.old_of_new[in[i]] * fx.ds.feature_dim);
       for (std::size_t i = 0; i < mb->seeds().size(); ++i) label_mismatch += mb->labels[i] != fx.ds.labels[fx.old_of_new[mb->seeds()[i]]];
     }
-    INFO("layout " << static_cast<int>(layout) << ", policy " << cache_policy_name(policy) << ", dense index bytes " << dense_bytes << ", chunk bytes " << chunk_bytes);
+    INFO("layout " << static_cast<int>(layout) << ", policy " << cache_policy_name(policy) << ", dense index bytes " << dense_bytes);
     CHECK(got == steps);
     CHECK(mismatched == 0);
     CHECK(label_mismatch == 0);
     const auto& c = store.counters();
     CHECK(c.cache_hits <= c.remote_rows);
-    CHECK((c.node_local_rows > 0) == (near_peers > 0));
+    CHECK((c.node_local_rows > 0) == (node_local_peers > 0));
     CHECK((c.remote_rows > 0) == far_rows);
     if (policy == CachePolicy::kNone) CHECK(c.cache_hits == 0);
     if (policy != CachePolicy::kNone && far_rows) CHECK(c.hit_rate() > 0.2);
@@ -169,7 +163,8 @@ TEST_CASE("one rank reproduces the serial reference exactly", "[sampler][mpi]") 
       cfg.batch_size = 50;
       cfg.replace = replace;
       cfg.seed = 11;
-      DistSampler sampler(fx.shard, fx.world, cfg);
+      const ShardView shards(fx.shard);
+      DistSampler sampler(shards, fx.world, cfg);
       const auto batches = epoch_batches(std::vector<NodeId>(fx.ds.train_idx.begin(), fx.ds.train_idx.end()), 50, 11, 2, 0);
       CHECK(sampler.steps_in_epoch(2) == static_cast<std::int64_t>(batches.size()));
       for (std::int64_t step = 0; step < static_cast<std::int64_t>(batches.size()); ++step) {
@@ -245,12 +240,11 @@ TEST_CASE("every row of every block is the owner's keyed draw from its own shard
     cfg.dense_index_bytes = dense_bytes;
     cfg.seed = 21;
     auto comm = fx.world.dup();
-    DistSampler sampler(fx.shard, comm, cfg);
-    if (layout == 1) sampler.read_node_local_shards(one_node);
-    if (layout == 2) sampler.read_node_local_shards(pairs);
-    const int near_peers = layout == 0 ? 0 : layout == 1 ? P - 1 : std::min(2, P - (fx.world.rank() / 2) * 2) - 1;  // layouts given, not the job's
-    CHECK(sampler.node_local_peers() == near_peers);
-    CHECK(sampler.exchanges_rows() == !(layout == 1 || (layout == 2 && P <= 2)));
+    const ShardView view = layout == 0 ? ShardView(fx.shard) : ShardView(fx.shard, comm, layout == 1 ? one_node : pairs);
+    DistSampler sampler(view, comm, cfg);
+    const int node_local_peers = layout == 0 ? 0 : layout == 1 ? P - 1 : std::min(2, P - (fx.world.rank() / 2) * 2) - 1;  // layouts given, not the job's
+    CHECK(view.node_local_peers() == node_local_peers);
+    CHECK(view.exchange() == !(layout == 1 || (layout == 2 && P <= 2)));
     const std::int64_t steps = std::min<std::int64_t>(sampler.steps_in_epoch(0), 6);
     std::int64_t rows = 0, wrong = 0, differ = 0;
     std::vector<std::int64_t> pos(static_cast<std::size_t>(*std::max_element(cfg.fanouts.begin(), cfg.fanouts.end())));
@@ -293,8 +287,8 @@ TEST_CASE("every row of every block is the owner's keyed draw from its own shard
     CHECK(wrong == 0);
     CHECK(differ == 0);
     const SamplerCounters& c = sampler.counters();
-    CHECK((c.node_local_rows_sampled > 0) == (near_peers > 0));
-    if (!sampler.exchanges_rows()) CHECK(c.remote_rows_sampled == 0);
+    CHECK((c.node_local_rows_sampled > 0) == (node_local_peers > 0));
+    if (!view.exchange()) CHECK(c.remote_rows_sampled == 0);
     }
   }
 }
@@ -310,7 +304,8 @@ TEST_CASE("the distributed sampler draws neighbours uniformly, as the serial ref
   cfg.fanouts = {3, 4};
   cfg.batch_size = 16;
   cfg.seed = 5;
-  DistSampler sampler(fx.shard, fx.world, cfg);
+  const ShardView shards(fx.shard);
+  DistSampler sampler(shards, fx.world, cfg);
   const auto seeds = sampler.seeds_for(0, 0);
   std::vector<NodeId> seeds_old;
   for (NodeId s : seeds) seeds_old.push_back(fx.old_of_new[s]);
@@ -360,10 +355,10 @@ TEST_CASE("the distributed sampler draws neighbours uniformly, as the serial ref
   CHECK(appear_d.size() == appear_r.size());
 }
 
-TEST_CASE("degrees and labels of any nodes equal the full graph's, over MPI or from same-node shards", "[sampler][mpi]") {
+TEST_CASE("degrees and labels of any nodes equal the full graph's, over MPI or from node-local shards", "[sampler][mpi]") {
   Fixture fx;
   const int P = fx.world.size();
-  // Every rank asks for every node of the graph (its own, its node-mates', the others').
+  // Every rank asks for every node of the graph (its own, the node-local ranks', the others').
   std::vector<NodeId> all(static_cast<std::size_t>(fx.info.book.num_nodes()));
   for (std::size_t v = 0; v < all.size(); ++v) all[v] = static_cast<NodeId>(v);
   for (int layout = 0; layout < 3; ++layout) {  // none, the job's own, pairs of ranks as nodes
@@ -371,12 +366,10 @@ TEST_CASE("degrees and labels of any nodes equal the full graph's, over MPI or f
     cfg.node_local = layout == 1;
     cfg.fanouts = {2};
     auto comm = fx.world.dup();
-    FeatureStore store(fx.shard, comm);
-    if (layout == 2) {
-      std::vector<int> pairs(static_cast<std::size_t>(P));
-      for (int r = 0; r < P; ++r) pairs[static_cast<std::size_t>(r)] = r / 2;
-      store.read_node_local_shards(pairs);
-    }
+    std::vector<int> pairs(static_cast<std::size_t>(P));
+    for (int r = 0; r < P; ++r) pairs[static_cast<std::size_t>(r)] = r / 2;
+    const ShardView shards = layout == 2 ? ShardView(fx.shard, comm, pairs) : ShardView(fx.shard, comm, cfg.node_local);
+    FeatureStore store(shards, comm);
     store.build_cache(cfg, nullptr);
     std::vector<std::int64_t> degrees, labels;
     store.fetch_degrees(all, degrees);
@@ -391,38 +384,36 @@ TEST_CASE("degrees and labels of any nodes equal the full graph's, over MPI or f
     CHECK(wrong_degree == 0);
     CHECK(wrong_label == 0);
     // Owners are asked only while some rank reads a shard it cannot map: two exchanges (degrees, labels) or none.
-    CHECK(store.counters().value_fetches == (store.exchanges_rows() ? 2 : 0));
-    if (layout == 1 && P > 1) CHECK(store.node_local_peers() > 0);
+    CHECK(store.counters().value_fetches == (shards.exchange() ? 2 : 0));
+    if (layout == 1 && P > 1) CHECK(shards.node_local_peers() > 0);
   }
 }
 
-TEST_CASE("node-mates whose shards cannot be mapped are left to the exchange, and mapping needs one part per rank", "[sampler][mpi]") {
+TEST_CASE("node-local shards that cannot be mapped are left to the exchange, and mapping needs one part per rank", "[sampler][mpi]") {
   Fixture fx;
   const int P = fx.world.size();
   const std::vector<int> one_node(static_cast<std::size_t>(P), 0);
   // Rank 1 cannot map rank 0's shard (a different view of the file system, say); all else maps.
-  std::vector<PartRows> mapped;
-  const std::vector<char> near = map_node_mates(fx.shard, fx.world, one_node, mapped, [&](const PartitionInfo& info, PartId r) {
+  const ShardView shards(fx.shard, fx.world, one_node, true, [&](const PartitionInfo& info, PartId r) {
     if (fx.world.rank() == 1 && r == 0) throw InputError("part-0 unreadable here");
-    return load_part_rows(info, r);
+    return load_shard_rows(info, r);
   });
-  CHECK(near.size() == static_cast<std::size_t>(P));
-  CHECK(mapped.size() == static_cast<std::size_t>(P));
-  for (int r = 0; r < P && near.size() == static_cast<std::size_t>(P) && mapped.size() == static_cast<std::size_t>(P); ++r) {  // no REQUIRE: collectives follow
+  CHECK(shards.reads_node_local());
+  for (int r = 0; r < P; ++r) {
     const bool expect = r != fx.world.rank() && !(fx.world.rank() == 1 && r == 0);
-    CHECK((near[static_cast<std::size_t>(r)] != 0) == expect);
-    CHECK(mapped[static_cast<std::size_t>(r)].features.size() == (expect ? static_cast<std::size_t>(fx.info.book.size(r) * fx.info.feature_dim) : 0));
-    CHECK(mapped[static_cast<std::size_t>(r)].labels.size() == (expect ? static_cast<std::size_t>(fx.info.book.size(r)) : 0));
+    const Shard* mapped = r == fx.world.rank() ? nullptr : shards.readable(r);
+    CHECK((mapped != nullptr) == expect);
+    CHECK((mapped ? mapped->features.size() : 0) == (expect ? static_cast<std::size_t>(fx.info.book.size(r) * fx.info.feature_dim) : 0));
+    CHECK((mapped ? mapped->labels.size() : 0) == (expect ? static_cast<std::size_t>(fx.info.book.size(r)) : 0));
   }
-  // Whether anyone still needs the exchange, as the sampler and the store decide it: yes as soon
-  // as one rank could not map a mate.
-  const int peers = static_cast<int>(std::count(near.begin(), near.end(), 1));
-  CHECK(fx.world.all(peers == P - 1) == (P == 1));
+  CHECK(shards.readable(fx.world.rank()) == &fx.shard);
+  // Whether anyone still needs the exchange: yes as soon as one rank could not map a node-local shard.
+  CHECK(fx.world.all(shards.node_local_peers() == P - 1) == (P == 1));
+  CHECK(shards.exchange() == (P > 1));
   // A shard that is not this rank's part (here: part 0 everywhere) maps nothing, on every rank.
   const Shard other = load_shard(fx.info, 0);
-  std::vector<PartRows> none;
-  const std::vector<char> off = map_node_mates(other, fx.world, one_node, none, load_part_rows);
-  CHECK(off.empty() == (P > 1));
+  const ShardView off(other, fx.world, one_node);
+  CHECK(off.reads_node_local() == (P == 1));
 }
 
 TEST_CASE("a rank count the parts cannot be mapped to is an error on every rank", "[sampler][mpi][bad-input]") {
@@ -445,22 +436,6 @@ TEST_CASE("a rank count the parts cannot be mapped to is an error on every rank"
     one = e.what();
   }
   CHECK(one == "rank " + std::to_string(fx.world.size() - 1) + " found a bad file");
-}
-
-TEST_CASE("ranks given different fetch chunk sizes stop with the same error, before any fetch", "[sampler][mpi][bad-input]") {
-  Fixture fx;
-  SamplerConfig cfg;
-  cfg.node_local = false;
-  cfg.fetch_chunk_bytes = fx.world.rank() == fx.world.size() - 1 ? 4096 : 0;  // one rank differs (none at 1 rank)
-  auto comm = fx.world.dup();
-  FeatureStore store(fx.shard, comm);
-  std::string what;
-  try {
-    store.build_cache(cfg, nullptr);
-  } catch (const comm::CollectiveError& e) {
-    what = e.what();
-  }
-  CHECK(what == (fx.world.size() > 1 ? "the ranks were given different --fetch-chunk-kb values" : ""));
 }
 
 TEST_CASE("bad sampler options are clear errors", "[sampler][bad-input]") {

@@ -1,0 +1,45 @@
+#include "sampler/shard_view.hpp"
+
+#include <exception>
+#include <iostream>
+#include <string>
+
+namespace shardgnn {
+
+ShardView::ShardView(const Shard& own) : own_(&own), readable_(static_cast<std::size_t>(own.book.parts()), nullptr) {
+  readable_[static_cast<std::size_t>(own.part)] = own_;
+}
+
+ShardView::ShardView(const Shard& own, const comm::Communicator& comm, bool node_local) : ShardView(own, comm, comm.node_ids(), node_local && comm.size() > 1) {}
+
+ShardView::ShardView(const Shard& own, const comm::Communicator& comm, std::vector<int> node_of_rank, bool node_local, const Load& load)
+    : ShardView(own) {
+  node_of_rank_ = std::move(node_of_rank);
+  const auto P = static_cast<std::size_t>(comm.size());
+  reads_node_local_ = comm.all(node_local && !own.dir.empty() && own.book.parts() == comm.size() && own.part == comm.rank() &&
+                               node_of_rank_.size() == P);
+  if (!reads_node_local_) return;
+  auto warn = [&](const std::string& what) {
+    std::cerr << "shardgnn: warning: rank " << comm.rank() << ": " << what << "; those rows go over MPI\n";
+  };
+  node_local_.resize(P);
+  const int my_node = node_of_rank_[static_cast<std::size_t>(comm.rank())];
+  try {
+    const PartitionInfo info = load_partition_info(own.dir);
+    for (std::size_t r = 0; r < P; ++r) {
+      if (static_cast<PartId>(r) == own.part || node_of_rank_[r] != my_node) continue;
+      try {
+        node_local_[r] = load(info, static_cast<PartId>(r));
+        readable_[r] = &node_local_[r];
+        ++peers_;
+      } catch (const std::exception& e) {
+        warn("cannot map the shard of rank " + std::to_string(r) + " on this node (" + e.what() + ")");
+      }
+    }
+  } catch (const std::exception& e) {
+    warn(std::string("cannot read the shards of the ranks on this node (") + e.what() + ")");
+  }
+  exchange_ = !comm.all(peers_ == comm.size() - 1);
+}
+
+}  // namespace shardgnn
