@@ -35,6 +35,8 @@ struct FeatureCounters {
   double skew_s = 0;  // with the skew probe on: time waiting for the slowest rank before each remote fetch
   double hit_rate() const { return remote_rows > 0 ? static_cast<double>(cache_hits) / static_cast<double>(remote_rows) : 0.0; }
 };
+// Field by field: an epoch's counts are the counters at its end less those at its start.
+FeatureCounters operator-(const FeatureCounters& a, const FeatureCounters& b);
 
 class FeatureStore {
  public:

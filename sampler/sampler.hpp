@@ -29,6 +29,8 @@ struct SamplerCounters {
   double sample_s = 0, exchange_s = 0;
   double skew_s = 0;  // with the skew probe on: time waiting for the slowest rank before each batch
 };
+// Field by field: an epoch's counts are the counters at its end less those at its start.
+SamplerCounters operator-(const SamplerCounters& a, const SamplerCounters& b);
 
 // This rank's seeds for one epoch, shuffled with a stream keyed by (seed, epoch, rank) and cut
 // into batches. Pure, so tests and the serial reference reproduce it.
