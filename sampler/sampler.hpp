@@ -75,10 +75,6 @@ class DistSampler {
   // The labels of this rank's seeds at `step` of `epoch`, when its installed schedule carries
   // them (false otherwise: they must be fetched).
   bool schedule_labels(std::int64_t epoch, std::int64_t step, std::vector<std::int64_t>& out) const;
-  // Collective: installs `plan` for `epoch`. Each donor keeps the first plan.load seeds of its
-  // shuffled list and sends the rest, with their labels, to its receivers (outgoing_ranges);
-  // every rank's schedule is its kept seeds plus those received, shuffled again, labels carried.
-  void apply_plan(std::int64_t epoch, const SeedPlan& plan);
 
   // Collective. An evaluation schedule: `seeds` (global ids owned by this rank, e.g. the
   // validation set) cut in their given order into batches of config().batch_size, then padded
@@ -143,7 +139,7 @@ class DistSampler {
     std::vector<NodeId> seeds;
     bool with_labels = false;
     std::vector<std::int64_t> labels;  // aligned with seeds, when with_labels
-  } schedule_;  // an installed schedule (set_schedule / apply_plan)
+  } schedule_;  // an installed schedule (set_schedule, called by SeedScheduler)
 };
 
 // The serial reference: the same sampling on the unpartitioned dataset (ids are the dataset's),

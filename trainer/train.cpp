@@ -20,6 +20,7 @@
 #include "sampler/pipeline.hpp"
 #include "sampler/rebalance.hpp"
 #include "sampler/sampler.hpp"
+#include "sampler/seed_scheduler.hpp"
 #include "trainer/checkpoint.hpp"
 #include "trainer/data_parallel.hpp"
 #include "trainer/evaluate.hpp"
@@ -118,12 +119,7 @@ struct Trainer::State {
   std::unique_ptr<DistSampler> sampler;
   std::unique_ptr<FeatureStore> features;
   TrainState state;
-  // Load balance: every rank's own training-seed count, the smoothed measured cost per seed of
-  // every rank (the same on all ranks: computed from allgathered records), and the global
-  // training set by class when seeds are drawn class-balanced.
-  std::vector<std::int64_t> own_seeds;
-  std::vector<double> cost_per_seed;
-  std::unique_ptr<ClassBalancedPool> pool;
+  std::unique_ptr<SeedScheduler> scheduler;  // which seeds each rank trains, epoch by epoch
 
   State(const Shard& s, std::string ds, const comm::Communicator& world, TrainConfig c, SamplerConfig sc)
       : shard(s), dataset(std::move(ds)), cfg(std::move(c)), scfg(std::move(sc)), comm(world.dup()), sampler_comm(world.dup()) {
@@ -135,53 +131,6 @@ struct Trainer::State {
     if (!comm::thread_multiple()) scfg.prefetch = 0;
     // Rebalanced or class-balanced seeds may belong to other ranks: their labels come from owners.
     scfg.remote_seeds = cfg.rebalance != RebalancePolicy::kNone || cfg.class_balanced;
-  }
-
-  // Collective: installs this epoch's seeds when a policy assigns them; returns the plan's
-  // record fields (policy "" when every rank simply trains its own seeds).
-  void assign_seeds(int epoch, EpochRecord& r) {
-    if (cfg.rebalance == RebalancePolicy::kNone && !cfg.class_balanced) return;
-    const int P = comm.size(), rank = comm.rank();
-    std::vector<std::int64_t> own = own_seeds;
-    if (cfg.class_balanced) {  // draws, not moves: every rank's share starts even
-      const std::int64_t total = std::accumulate(own.begin(), own.end(), std::int64_t{0});
-      for (int k = 0; k < P; ++k) own[static_cast<std::size_t>(k)] = total / P + (k < total % P ? 1 : 0);
-    }
-    const SeedPlan plan = plan_seeds(cfg.rebalance, own, cost_per_seed, cfg.remote_seed_factor, scfg.batch_size);
-    if (cfg.class_balanced) {
-      std::vector<std::int64_t> labels;
-      std::vector<NodeId> seeds = pool->draw(plan.load[static_cast<std::size_t>(rank)], cfg.seed, epoch, rank, &labels);
-      sampler->set_schedule(epoch, std::move(seeds), std::move(labels), plan.batch[static_cast<std::size_t>(rank)], plan.steps);
-      r.rebalance = rebalance_policy_name(cfg.rebalance) + "+class-balanced";
-      r.moved = 0;
-    } else {
-      sampler->apply_plan(epoch, plan);
-      r.rebalance = rebalance_policy_name(cfg.rebalance);
-      r.moved = plan.moved();
-    }
-    r.plan_load = plan.load;
-  }
-
-  // Smoothed cost per seed from the epoch's per-rank records and plan (identical on every rank):
-  // own work / (kept + factor * received), so that the plan's factor is not counted twice. A rank
-  // that trained nothing keeps its previous estimate. Quantised to 1/20 of the fastest rank's
-  // cost, so that timing noise alone does not reshuffle seeds every epoch.
-  void update_costs(const std::vector<RankEpoch>& ranks, const std::vector<std::int64_t>& load) {
-    const std::size_t P = ranks.size();
-    if (cost_per_seed.size() != P) cost_per_seed.assign(P, 0.0);
-    std::vector<double> raw(P, 0.0);
-    for (std::size_t k = 0; k < P; ++k) {
-      double units = static_cast<double>(ranks[k].seeds);
-      if (load.size() == P && !cfg.class_balanced) units = seed_units(own_seeds[k], load[k], cfg.remote_seed_factor);
-      if (units <= 0 || !(ranks[k].busy_s > 0)) continue;
-      const double c = ranks[k].busy_s / units;
-      raw[k] = cost_per_seed[k] > 0 ? 0.5 * cost_per_seed[k] + 0.5 * c : c;
-    }
-    double fastest = 0;
-    for (double c : raw)
-      if (c > 0 && (fastest == 0 || c < fastest)) fastest = c;
-    for (std::size_t k = 0; k < P; ++k)
-      if (raw[k] > 0) cost_per_seed[k] = fastest * std::max(1.0, std::round(raw[k] / fastest * 20.0) / 20.0);
   }
 
   CheckpointIdentity identity() const {
@@ -244,20 +193,12 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
   s.allreducer = std::make_unique<GradientAllreducer>(*s.model, s.comm);
   if (s.resume_from_file) checked(s.comm, [&] { load_checkpoint(s.checkpoint_path, s.identity(), *s.model, *s.optimizer, s.state, s.device); });
 
-  s.own_seeds = s.comm.allgather(static_cast<std::int64_t>(shard.train_idx.size()));
-  if (s.cfg.class_balanced) {
-    const NodeId first = shard.book.begin(shard.part);
-    std::vector<std::int64_t> labels(shard.train_idx.size(), -1);
-    if (!shard.labels.empty())
-      for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = shard.labels[static_cast<std::size_t>(shard.train_idx[i] - first)];
-    const auto ids = s.comm.allgatherv<NodeId>(std::span<const NodeId>(shard.train_idx.data(), shard.train_idx.size()));
-    const auto all_labels = s.comm.allgatherv<std::int64_t>(labels);
-    s.pool = std::make_unique<ClassBalancedPool>(ids.data, all_labels.data);
-    s.comm.check_all(s.pool->size() > 0, "--seed-sampling class-balanced: dataset '" + dataset + "' has no labelled training nodes");
-  }
   s.sampler = std::make_unique<DistSampler>(shard, s.sampler_comm, s.scfg);
   s.features = std::make_unique<FeatureStore>(shard, s.sampler_comm);
   s.features->build_cache(s.scfg, s.sampler.get());
+  s.scheduler = std::make_unique<SeedScheduler>(*s.sampler, SeedScheduler::Options{s.cfg.rebalance, s.cfg.class_balanced, s.cfg.remote_seed_factor, s.cfg.seed});
+  s.comm.check_all(!s.cfg.class_balanced || s.scheduler->class_balanced_pool_size() > 0,
+                   "--seed-sampling class-balanced: dataset '" + dataset + "' has no labelled training nodes");
 }
 
 Trainer::~Trainer() = default;
@@ -311,7 +252,10 @@ TrainResult Trainer::fit() {
     s.model->train();
 
     EpochRecord r;
-    s.assign_seeds(epoch, r);
+    SeedScheduler::Assignment plan = s.scheduler->assign(epoch);
+    r.rebalance = std::move(plan.policy);
+    r.plan_load = std::move(plan.load);
+    r.moved = plan.moved;
     const SamplerCounters sc0 = s.sampler->counters();
     const FeatureCounters fc0 = s.features->counters();
     const double ar0 = s.allreducer->seconds();
@@ -425,7 +369,9 @@ TrainResult Trainer::fit() {
       r.train_s = std::max(r.train_s, k.train_s);
     }
     r.imbalance = mean_busy > 0 ? max_busy / mean_busy : 1.0;
-    s.update_costs(r.ranks, r.plan_load);
+    std::vector<SeedScheduler::RankWork> work;
+    for (const RankEpoch& k : r.ranks) work.push_back({k.seeds, k.busy_s});
+    s.scheduler->update_costs(work, r.plan_load);
     r.epoch_s = s.comm.allreduce(since(t_epoch), comm::Op::kMax);
 
     s.state.next_epoch = epoch + 1;
