@@ -103,6 +103,29 @@ RunMetrics load_run_metrics(const std::string& path) {
   return run;
 }
 
+namespace {
+// A rank's totals over the epochs so far (seeds_per_epoch a total until summarize_run divides it).
+void add_epoch(RankSummary& t, const RankEpoch& r) {
+  ++t.epochs;
+  t.seeds_per_epoch += r.seeds;
+  t.steps += r.steps;
+  t.sampled_edges += r.sampled_edges;
+  t.remote_sampled_rows += r.remote_sampled_rows;
+  t.remote_rows += r.remote_rows;
+  t.cache_hits += r.cache_hits;
+  t.node_local_rows += r.node_local_rows;
+  t.node_local_sampled_rows += r.node_local_sampled_rows;
+  t.bytes_moved += r.bytes_sent + r.bytes_received;
+  t.sample_s += r.sample_s;
+  t.fetch_s += r.fetch_s;
+  t.batch_wait_s += r.batch_wait_s;
+  t.compute_s += r.compute_s;
+  t.allreduce_s += r.allreduce_s;
+  t.busy_s += r.busy_s;
+  t.slowdown = std::max(t.slowdown, r.slowdown);
+}
+}  // namespace
+
 RunSummary summarize_run(const RunMetrics& run) {
   RunSummary s;
   s.file = run.file;
@@ -134,24 +157,7 @@ RunSummary summarize_run(const RunMetrics& run) {
       ++s.epochs_with_ranks;
       double sum = 0;
       for (const RankEpoch& r : e.ranks) {
-        RankSummary& t = s.per_rank[static_cast<std::size_t>(r.rank)];
-        ++t.epochs;
-        t.seeds_per_epoch += r.seeds;  // a total until divided below
-        t.steps += r.steps;
-        t.sampled_edges += r.sampled_edges;
-        t.remote_sampled_rows += r.remote_sampled_rows;
-        t.remote_rows += r.remote_rows;
-        t.cache_hits += r.cache_hits;
-        t.node_local_rows += r.node_local_rows;
-        t.node_local_sampled_rows += r.node_local_sampled_rows;
-        t.bytes_moved += r.bytes_sent + r.bytes_received;
-        t.sample_s += r.sample_s;
-        t.fetch_s += r.fetch_s;
-        t.batch_wait_s += r.batch_wait_s;
-        t.compute_s += r.compute_s;
-        t.allreduce_s += r.allreduce_s;
-        t.busy_s += r.busy_s;
-        t.slowdown = std::max(t.slowdown, r.slowdown);
+        add_epoch(s.per_rank[static_cast<std::size_t>(r.rank)], r);
         sum += r.busy_s;
         if (r.busy_s > im.max_busy_s || im.slowest_rank < 0) {
           im.max_busy_s = r.busy_s;

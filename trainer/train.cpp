@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <numeric>
 #include <optional>
 #include <thread>
 
