@@ -32,7 +32,7 @@ struct SamplerConfig {
   bool with_degrees = false;  // also fetch every input node's full-graph degree (MiniBatch::degrees)
   bool remote_seeds = false;  // seeds may be owned by other ranks (runtime rebalancing, class-balanced
                               // seed sampling): their labels come with the installed schedule
-                              // (DistSampler::set_schedule with labels, apply_plan), else are
+                              // (DistSampler::set_schedule with labels, SeedScheduler), else are
                               // fetched from the owners, collectively
   // Per-node indexes over all nodes of the graph (the sampler's batch positions, 8 bytes a node;
   // the cache's rows, 4 bytes a node) while they fit in this many bytes; beyond, nodes owned

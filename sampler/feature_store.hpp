@@ -35,6 +35,8 @@ struct FeatureCounters {
   double id_exchange_s = 0, gather_s = 0, row_exchange_s = 0, scatter_s = 0;
   double hit_rate() const { return remote_rows > 0 ? static_cast<double>(cache_hits) / static_cast<double>(remote_rows) : 0.0; }
 };
+// Field by field: an epoch's counts are the counters at its end less those at its start.
+FeatureCounters operator-(const FeatureCounters& a, const FeatureCounters& b);
 
 class FeatureStore {
  public:

@@ -188,45 +188,6 @@ bool DistSampler::schedule_labels(std::int64_t epoch, std::int64_t step, std::ve
   return true;
 }
 
-void DistSampler::apply_plan(std::int64_t epoch, const SeedPlan& plan) {
-  const int rank = comm_.rank(), P = comm_.size();
-  if (plan.load.size() != static_cast<std::size_t>(P)) throw std::invalid_argument("DistSampler::apply_plan: the plan is for another rank count");
-  std::vector<NodeId> own = shuffled_seeds(epoch);
-  const NodeId first = shard_.book.begin(shard_.part);
-  // A seed travels with its label: the receiver has no other copy of it.
-  struct SeedLabel {
-    NodeId seed;
-    std::int64_t label;
-  };
-  static_assert(std::is_trivially_copyable_v<SeedLabel>, "exchanged as bytes");
-  auto with_label = [&](NodeId v) {
-    return SeedLabel{v, shard_.labels.empty() ? std::int64_t{-1} : shard_.labels[static_cast<std::size_t>(v - first)]};
-  };
-  std::vector<std::int64_t> send_counts(static_cast<std::size_t>(P), 0);
-  std::vector<SeedLabel> send;
-  for (const OutgoingRange& r : outgoing_ranges(plan, rank, static_cast<std::int64_t>(own.size()))) {
-    send_counts[static_cast<std::size_t>(r.to)] += r.end - r.begin;
-    for (std::int64_t i = r.begin; i < r.end; ++i) send.push_back(with_label(own[static_cast<std::size_t>(i)]));  // ordered by receiver
-  }
-  auto got = comm_.alltoallv<SeedLabel>(send, send_counts);
-  own.resize(static_cast<std::size_t>(std::min<std::int64_t>(plan.load[static_cast<std::size_t>(rank)], static_cast<std::int64_t>(own.size()))));
-  std::vector<SeedLabel> mine;
-  mine.reserve(own.size() + got.data.size());
-  for (NodeId v : own) mine.push_back(with_label(v));
-  mine.insert(mine.end(), got.data.begin(), got.data.end());
-  if (static_cast<std::int64_t>(mine.size()) != plan.load[static_cast<std::size_t>(rank)])
-    throw std::logic_error("DistSampler::apply_plan: received " + std::to_string(mine.size()) + " seeds, the plan says " +
-                           std::to_string(plan.load[static_cast<std::size_t>(rank)]));
-  keyed_shuffle<SeedLabel>(mine, config_.seed, epoch, 0x5eed8000ULL + static_cast<std::uint64_t>(rank));
-  std::vector<NodeId> seeds(mine.size());
-  std::vector<std::int64_t> labels(mine.size());
-  for (std::size_t i = 0; i < mine.size(); ++i) {
-    seeds[i] = mine[i].seed;
-    labels[i] = mine[i].label;
-  }
-  set_schedule(epoch, std::move(seeds), std::move(labels), plan.batch[static_cast<std::size_t>(rank)], plan.steps);
-}
-
 std::vector<std::vector<NodeId>> DistSampler::eval_batches(std::span<const NodeId> seeds) const {
   const auto B = static_cast<std::size_t>(config_.batch_size);
   std::vector<std::vector<NodeId>> out;

@@ -29,6 +29,8 @@ struct SamplerCounters {
   std::int64_t bytes_sent = 0, bytes_received = 0;
   double sample_s = 0, exchange_s = 0;
 };
+// Field by field: an epoch's counts are the counters at its end less those at its start.
+SamplerCounters operator-(const SamplerCounters& a, const SamplerCounters& b);
 
 // This rank's seeds for one epoch, shuffled with a stream keyed by (seed, epoch, rank) and cut
 // into batches. Pure, so tests and the serial reference reproduce it.
@@ -76,10 +78,6 @@ class DistSampler {
   // The labels of this rank's seeds at `step` of `epoch`, when its installed schedule carries
   // them (false otherwise: they must be fetched).
   bool schedule_labels(std::int64_t epoch, std::int64_t step, std::vector<std::int64_t>& out) const;
-  // Collective: installs `plan` for `epoch`. Each donor keeps the first plan.load seeds of its
-  // shuffled list and sends the rest, with their labels, to its receivers (outgoing_ranges);
-  // every rank's schedule is its kept seeds plus those received, shuffled again, labels carried.
-  void apply_plan(std::int64_t epoch, const SeedPlan& plan);
 
   // Collective. An evaluation schedule: `seeds` (global ids owned by this rank, e.g. the
   // validation set) cut in their given order into batches of config().batch_size, then padded
@@ -152,7 +150,7 @@ class DistSampler {
     std::vector<NodeId> seeds;
     bool with_labels = false;
     std::vector<std::int64_t> labels;  // aligned with seeds, when with_labels
-  } schedule_;  // an installed schedule (set_schedule / apply_plan)
+  } schedule_;  // an installed schedule (set_schedule, called by SeedScheduler)
 };
 
 // The serial reference: the same sampling on the unpartitioned dataset (ids are the dataset's),

@@ -54,14 +54,14 @@ void read_run(const std::string& metrics, const std::string& out, int cores, Run
   for (const RunEpoch& e : load_run_metrics(metrics).epochs) {
     r.seeds.clear();
     double mx = 0, mean = 0, cpu = 0;
-    const double steps = std::max(1.0, e.steps);
-    for (const RankRecord& k : e.ranks) {
-      r.seeds.push_back(static_cast<std::int64_t>(k.seeds));
+    const double steps = std::max(1.0, static_cast<double>(e.steps));
+    for (const RankEpoch& k : e.ranks) {
+      r.seeds.push_back(k.seeds);
       mx = std::max(mx, k.busy_s);
       mean += k.busy_s / static_cast<double>(e.ranks.size());
       cpu += k.busy_s - k.compute_s * (1 - 1 / k.slowdown);
     }
-    r.moved = e.rebalance ? static_cast<std::int64_t>(e.rebalance->moved) : 0;
+    r.moved = e.moved;
     if (e.epoch == 0) continue;  // the rebalancer's measurement epoch
     r.epoch_s += e.train_s;
     r.imbalance += mean > 0 ? mx / mean : 1.0;  // what the trainer writes as "imbalance"

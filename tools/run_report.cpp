@@ -22,135 +22,6 @@ using render::pad;
 using render::xml_escape;
 
 // ---------------------------------------------------------------------------------------------
-// Reading
-
-// Where a value sits, for error messages: the file, the line and the key path ("ranks[1].time_s").
-struct Where {
-  const std::string& file;
-  std::int64_t line;
-  [[noreturn]] void fail(const std::string& what) const { throw InputError(file, at_line(static_cast<std::uint64_t>(line)), what); }
-};
-
-std::string key_name(const std::string& prefix, const char* key) { return "key '" + prefix + key + "'"; }
-
-// The offending value as written (Boost.JSON would print 0.5 as 5E-1).
-std::string found(const json::value& v) { return quote_token(v.is_double() ? fmt("%.15g", v.get_double()) : json::serialize(v)); }
-
-// A number (integer or not) under `key`; required unless `dflt` is given. Negative values are
-// refused: every field here is a count, a size or a duration.
-double number(const json::object& o, const char* key, const Where& w, const std::string& prefix = "", std::optional<double> dflt = std::nullopt) {
-  const json::value* v = o.if_contains(key);
-  if (!v || v->is_null()) {
-    if (dflt) return *dflt;
-    w.fail(key_name(prefix, key) + ": missing, expected a number");
-  }
-  if (!v->is_number()) w.fail(key_name(prefix, key) + ": expected a number, found " + found(*v));
-  const double d = v->to_number<double>();
-  if (!std::isfinite(d) || d < 0) w.fail(key_name(prefix, key) + ": expected a non-negative number, found " + found(*v));
-  return d;
-}
-
-std::int64_t integer(const json::object& o, const char* key, const Where& w, const std::string& prefix = "") {
-  const json::value* v = o.if_contains(key);
-  if (!v) w.fail(key_name(prefix, key) + ": missing, expected a non-negative integer");
-  if (v->is_int64() && v->get_int64() >= 0) return v->get_int64();
-  if (v->is_uint64() && v->get_uint64() <= static_cast<std::uint64_t>(INT64_MAX)) return static_cast<std::int64_t>(v->get_uint64());
-  w.fail(key_name(prefix, key) + ": expected a non-negative integer, found " + found(*v));
-}
-
-const json::object* object(const json::object& o, const char* key, const Where& w, const std::string& prefix, bool required) {
-  const json::value* v = o.if_contains(key);
-  if (!v) {
-    if (required) w.fail(key_name(prefix, key) + ": missing, expected an object");
-    return nullptr;
-  }
-  if (!v->is_object()) w.fail(key_name(prefix, key) + ": expected an object, found " + found(*v));
-  return &v->get_object();
-}
-
-RankRecord parse_rank(const json::value& v, std::size_t i, const Where& w) {
-  const std::string prefix = "ranks[" + std::to_string(i) + "]";
-  if (!v.is_object()) w.fail(prefix + ": expected an object per rank, found " + found(v));
-  const json::object& o = v.get_object();
-  const std::string p = prefix + ".";
-  RankRecord r;
-  r.rank = static_cast<int>(std::min<std::int64_t>(integer(o, "rank", w, p), INT32_MAX));
-  r.seeds = number(o, "seeds", w, p);
-  r.steps = number(o, "steps", w, p);
-  r.sampled_edges = number(o, "sampled_edges", w, p);
-  r.remote_sampled_rows = number(o, "remote_sampled_rows", w, p);
-  r.remote_rows = number(o, "remote_rows", w, p);
-  r.cache_hits = number(o, "cache_hits", w, p);
-  r.node_local_rows = number(o, "node_local_rows", w, p, 0.0);
-  r.node_local_sampled_rows = number(o, "node_local_sampled_rows", w, p, 0.0);
-  r.bytes_sent = number(o, "bytes_sent", w, p);
-  r.bytes_received = number(o, "bytes_received", w, p);
-  const json::object& t = *object(o, "time_s", w, p, true);
-  const std::string tp = p + "time_s.";
-  r.sample_s = number(t, "sample", w, tp);
-  r.fetch_s = number(t, "fetch", w, tp);
-  r.batch_wait_s = number(t, "batch_wait", w, tp);
-  r.compute_s = number(t, "compute", w, tp);
-  r.allreduce_s = number(t, "allreduce", w, tp);
-  r.busy_s = number(o, "busy_s", w, p);
-  r.slowdown = number(o, "slowdown", w, p, 1.0);
-  return r;
-}
-
-RunEpoch parse_line(const json::object& o, const Where& w) {
-  RunEpoch e;
-  e.line = w.line;
-  e.epoch = integer(o, "epoch", w);
-  e.epoch_s = number(o, "epoch_s", w);
-  e.loss = number(o, "loss", w, "", 0.0);
-  e.train_acc = number(o, "train_acc", w, "", 0.0);
-  e.steps = number(o, "steps", w, "", 0.0);
-  e.train_s = number(o, "train_s", w, "", 0.0);
-  if (const json::object* t = object(o, "time_s", w, "", false)) {
-    e.sample_wait_s = number(*t, "sample_wait", w, "time_s.", 0.0);
-    e.compute_s = number(*t, "compute", w, "time_s.", 0.0);
-    e.allreduce_s = number(*t, "allreduce", w, "time_s.", 0.0);
-    e.eval_s = number(*t, "eval", w, "time_s.", 0.0);
-  }
-  e.bytes_sent = number(o, "bytes_sent", w, "", 0.0);
-  e.bytes_received = number(o, "bytes_received", w, "", 0.0);
-  // Only evaluated epochs have accuracies (null counts as absent).
-  if (const json::value* v = o.if_contains("val_acc"); v && !v->is_null()) e.val_acc = number(o, "val_acc", w);
-  if (const json::value* v = o.if_contains("test_acc"); v && !v->is_null()) e.test_acc = number(o, "test_acc", w);
-  if (const json::value* ranks = o.if_contains("ranks")) {
-    if (!ranks->is_array() || ranks->get_array().empty()) w.fail("key 'ranks': expected a non-empty array of per-rank objects, found " + found(*ranks));
-    const json::array& a = ranks->get_array();
-    std::vector<bool> seen(a.size(), false);
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      RankRecord r = parse_rank(a[i], i, w);
-      if (static_cast<std::size_t>(r.rank) >= a.size())
-        w.fail("ranks[" + std::to_string(i) + "].rank: " + std::to_string(r.rank) + " is out of range, expected 0.." + std::to_string(a.size() - 1) +
-               " (one entry per rank)");
-      if (seen[static_cast<std::size_t>(r.rank)]) w.fail("ranks[" + std::to_string(i) + "].rank: rank " + std::to_string(r.rank) + " appears twice, expected one entry per rank");
-      seen[static_cast<std::size_t>(r.rank)] = true;
-      e.ranks.push_back(r);
-    }
-    std::sort(e.ranks.begin(), e.ranks.end(), [](const RankRecord& a, const RankRecord& b) { return a.rank < b.rank; });
-  }
-  if (const json::object* rb = object(o, "rebalance", w, "", false)) {
-    Rebalance r;
-    const json::value* policy = rb->if_contains("policy");
-    if (!policy || !policy->is_string()) w.fail("key 'rebalance.policy': expected a string" + (policy ? ", found " + found(*policy) : std::string()));
-    r.policy = std::string(policy->get_string());
-    r.moved = number(*rb, "moved", w, "rebalance.", 0.0);
-    if (const json::value* seeds = rb->if_contains("seeds")) {
-      if (!seeds->is_array()) w.fail("key 'rebalance.seeds': expected an array of per-rank seed counts, found " + found(*seeds));
-      for (const json::value& s : seeds->get_array()) {
-        if (!s.is_number() || s.to_number<double>() < 0) w.fail("key 'rebalance.seeds': expected non-negative numbers, found " + found(s));
-        r.seeds.push_back(s.to_number<double>());
-      }
-    }
-    e.rebalance = std::move(r);
-  }
-  return e;
-}
-
-// ---------------------------------------------------------------------------------------------
 // Formatting
 
 // 1234567 -> "1.23M": counts in a narrow column.
@@ -187,7 +58,6 @@ RunMetrics parse_run_metrics(const std::string& text, const std::string& file) {
     pos = end + 1;
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;  // blank lines are allowed
-    const Where w{file, line_no};
     json::stream_parser p;
     boost::system::error_code ec;
     const std::size_t used = p.write(line.data(), line.size(), ec);
@@ -195,13 +65,18 @@ RunMetrics parse_run_metrics(const std::string& text, const std::string& file) {
     if (ec)
       throw InputError(file, at_line_col(static_cast<std::uint64_t>(line_no), used + 1),
                        "invalid JSON (" + ec.message() + "), expected one JSON object per line (one epoch)");
-    const json::value v = p.release();
-    if (!v.is_object()) w.fail("expected a JSON object (one epoch per line), found " + found(v));
-    RunEpoch e = parse_line(v.get_object(), w);
+    RunEpoch e;
+    try {
+      static_cast<EpochRecord&>(e) = json::value_to<EpochRecord>(p.release());
+    } catch (const InputError& bad) {  // the record names the key; the line is known here
+      throw InputError(file, at_line(static_cast<std::uint64_t>(line_no)), bad.what());
+    }
+    e.line = line_no;
     if (!e.ranks.empty()) {
       if (ranks_seen && ranks_seen->first != e.ranks.size())
-        w.fail("key 'ranks': " + std::to_string(e.ranks.size()) + " ranks, expected " + std::to_string(ranks_seen->first) + " as on line " +
-               std::to_string(ranks_seen->second));
+        throw InputError(file, at_line(static_cast<std::uint64_t>(line_no)),
+                         "key 'ranks': " + std::to_string(e.ranks.size()) + " ranks, expected " + std::to_string(ranks_seen->first) + " as on line " +
+                             std::to_string(ranks_seen->second));
       if (!ranks_seen) ranks_seen.emplace(e.ranks.size(), line_no);
     }
     auto [it, inserted] = by_epoch.try_emplace(e.epoch);
@@ -228,6 +103,29 @@ RunMetrics load_run_metrics(const std::string& path) {
   return run;
 }
 
+namespace {
+// A rank's totals over the epochs so far (seeds_per_epoch a total until summarize_run divides it).
+void add_epoch(RankSummary& t, const RankEpoch& r) {
+  ++t.epochs;
+  t.seeds_per_epoch += r.seeds;
+  t.steps += r.steps;
+  t.sampled_edges += r.sampled_edges;
+  t.remote_sampled_rows += r.remote_sampled_rows;
+  t.remote_rows += r.remote_rows;
+  t.cache_hits += r.cache_hits;
+  t.node_local_rows += r.node_local_rows;
+  t.node_local_sampled_rows += r.node_local_sampled_rows;
+  t.bytes_moved += r.bytes_sent + r.bytes_received;
+  t.sample_s += r.sample_s;
+  t.fetch_s += r.fetch_s;
+  t.batch_wait_s += r.batch_wait_s;
+  t.compute_s += r.compute_s;
+  t.allreduce_s += r.allreduce_s;
+  t.busy_s += r.busy_s;
+  t.slowdown = std::max(t.slowdown, r.slowdown);
+}
+}  // namespace
+
 RunSummary summarize_run(const RunMetrics& run) {
   RunSummary s;
   s.file = run.file;
@@ -249,32 +147,17 @@ RunSummary summarize_run(const RunMetrics& run) {
     im.compute_s = e.compute_s;
     im.allreduce_s = e.allreduce_s;
     im.eval_s = e.eval_s;
-    im.val_acc = e.val_acc;
-    im.test_acc = e.test_acc;
-    im.rebalance = e.rebalance;
+    if (e.evaluated) {
+      im.val_acc = e.val.accuracy;
+      im.test_acc = e.test.accuracy;
+    }
+    if (!e.rebalance.empty()) im.rebalance = Rebalance{e.rebalance, {e.plan_load.begin(), e.plan_load.end()}, static_cast<double>(e.moved)};
     if (!e.ranks.empty()) {
       im.has_ranks = true;
       ++s.epochs_with_ranks;
       double sum = 0;
-      for (const RankRecord& r : e.ranks) {
-        RankSummary& t = s.per_rank[static_cast<std::size_t>(r.rank)];
-        ++t.epochs;
-        t.seeds_per_epoch += r.seeds;  // a total until divided below
-        t.steps += r.steps;
-        t.sampled_edges += r.sampled_edges;
-        t.remote_sampled_rows += r.remote_sampled_rows;
-        t.remote_rows += r.remote_rows;
-        t.cache_hits += r.cache_hits;
-        t.node_local_rows += r.node_local_rows;
-        t.node_local_sampled_rows += r.node_local_sampled_rows;
-        t.bytes_moved += r.bytes_sent + r.bytes_received;
-        t.sample_s += r.sample_s;
-        t.fetch_s += r.fetch_s;
-        t.batch_wait_s += r.batch_wait_s;
-        t.compute_s += r.compute_s;
-        t.allreduce_s += r.allreduce_s;
-        t.busy_s += r.busy_s;
-        t.slowdown = std::max(t.slowdown, r.slowdown);
+      for (const RankEpoch& r : e.ranks) {
+        add_epoch(s.per_rank[static_cast<std::size_t>(r.rank)], r);
         sum += r.busy_s;
         if (r.busy_s > im.max_busy_s || im.slowest_rank < 0) {
           im.max_busy_s = r.busy_s;
@@ -292,21 +175,18 @@ RunSummary summarize_run(const RunMetrics& run) {
       }
     }
     s.per_epoch.push_back(im);
-    if (e.val_acc) {
-      if (!s.best_val || *e.val_acc > *s.best_val) {
-        s.best_val = e.val_acc;
+    if (e.evaluated) {
+      if (!s.best_val || e.val.accuracy > *s.best_val) {
+        s.best_val = e.val.accuracy;
         s.best_val_epoch = e.epoch;
-        s.test_at_best_val = e.test_acc;
+        s.test_at_best_val = e.test.accuracy;
       }
-      s.last_val = e.val_acc;
-      s.last_eval_epoch = e.epoch;
-    }
-    if (e.test_acc) {
-      if (!s.best_test || *e.test_acc > *s.best_test) {
-        s.best_test = e.test_acc;
+      if (!s.best_test || e.test.accuracy > *s.best_test) {
+        s.best_test = e.test.accuracy;
         s.best_test_epoch = e.epoch;
       }
-      s.last_test = e.test_acc;
+      s.last_val = e.val.accuracy;
+      s.last_test = e.test.accuracy;
       s.last_eval_epoch = e.epoch;
     }
   }
@@ -615,7 +495,7 @@ std::string render_run_svg(const RunSummary& sum, const RunMetrics& run) {
     text(s, 20, top - 4, "time per epoch on each rank (s, common scale; busy = own work, no waiting)", "font-weight=\"bold\"");
     double ymax_data = 0;
     for (const RunEpoch& e : run.epochs)
-      for (const RankRecord& r : e.ranks) ymax_data = std::max(ymax_data, r.batch_wait_s + r.compute_s + r.allreduce_s);
+      for (const RankEpoch& r : e.ranks) ymax_data = std::max(ymax_data, r.batch_wait_s + r.compute_s + r.allreduce_s);
     double step;
     const double ymax = round_up(0, ymax_data > 0 ? ymax_data : 1, step);
     for (int k = 0; k < K; ++k) {
@@ -629,7 +509,7 @@ std::string render_run_svg(const RunSummary& sum, const RunMetrics& run) {
       draw_axes(s, a, step, epochs, "seconds");
       std::vector<std::vector<double>> v(E);
       for (std::size_t i = 0; i < E; ++i)
-        for (const RankRecord& r : run.epochs[i].ranks)
+        for (const RankEpoch& r : run.epochs[i].ranks)
           if (r.rank == k) v[i] = {r.batch_wait_s, r.compute_s, r.allreduce_s};
       stacked_bars(s, a, v, parts, epochs);
     }

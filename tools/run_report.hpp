@@ -10,37 +10,20 @@
 #include <string>
 #include <vector>
 
+#include "trainer/records.hpp"
+
 namespace shardgnn {
 
-// One rank's share of one epoch as read back from a metrics line (the "ranks" array that
-// trainer/metrics.hpp's RankEpoch is written as; a distinct name, since both live in shardgnn::).
-struct RankRecord {
-  int rank = 0;
-  double seeds = 0, steps = 0, sampled_edges = 0, remote_sampled_rows = 0, remote_rows = 0, cache_hits = 0;
-  double node_local_rows = 0, node_local_sampled_rows = 0;  // feature rows read and frontier rows drawn from same-node shards (absent in older files: 0)
-  double bytes_sent = 0, bytes_received = 0;
-  double sample_s = 0, fetch_s = 0, batch_wait_s = 0, compute_s = 0, allreduce_s = 0;
-  double busy_s = 0;    // own work: compute + sampling outside collectives (no waiting)
-  double slowdown = 1;  // the rank's configured slowdown factor (1 = none)
-};
-
+// An epoch's seed assignment, for the summary (EpochRecord's rebalance, plan_load, moved).
 struct Rebalance {
   std::string policy;
   std::vector<double> seeds;  // per-rank seed counts after rebalancing
   double moved = 0;
 };
 
-// One metrics line.
-struct RunEpoch {
+// One metrics line: the record as `train --metrics` wrote it (trainer/records.hpp) and where.
+struct RunEpoch : EpochRecord {
   std::int64_t line = 0;  // 1-based line in the file
-  std::int64_t epoch = 0;
-  double loss = 0, train_acc = 0, epoch_s = 0, steps = 0;
-  double train_s = 0;  // training wall time without evaluation, slowest rank (0 when the line has none)
-  double sample_wait_s = 0, compute_s = 0, allreduce_s = 0, eval_s = 0;  // means over ranks (time_s)
-  double bytes_sent = 0, bytes_received = 0;
-  std::optional<double> val_acc, test_acc;
-  std::vector<RankRecord> ranks;  // sorted by rank; empty when the line has none (older trainers)
-  std::optional<Rebalance> rebalance;
 };
 
 struct RunMetrics {

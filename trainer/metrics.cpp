@@ -49,54 +49,9 @@ MetricsLog::~MetricsLog() {
   if (f_) std::fclose(f_);
 }
 
-namespace {
-boost::json::object metrics_json(const ClassMetrics& m) { return {{"acc", m.accuracy}, {"macro_f1", m.macro_f1}, {"count", m.count}}; }
-}  // namespace
-
 void MetricsLog::write(const EpochRecord& r) {
   if (!f_) return;
-  boost::json::object o{{"epoch", r.epoch},
-                        {"lr", r.lr},
-                        {"loss", r.loss},
-                        {"train_acc", r.train_acc},
-                        {"steps", r.steps},
-                        {"epoch_s", r.epoch_s},
-                        {"time_s", {{"sample_wait", r.sample_wait_s}, {"compute", r.compute_s}, {"allreduce", r.allreduce_s}, {"eval", r.eval_s}}},
-                        {"bytes_sent", r.bytes_sent},
-                        {"bytes_received", r.bytes_received}};
-  o["train_s"] = r.train_s;
-  if (!r.ranks.empty()) {
-    boost::json::array ranks;
-    for (const RankEpoch& k : r.ranks)
-      ranks.push_back(boost::json::object{{"rank", k.rank},
-                                          {"seeds", k.seeds},
-                                          {"steps", k.steps},
-                                          {"sampled_edges", k.sampled_edges},
-                                          {"remote_sampled_rows", k.remote_sampled_rows},
-                                          {"node_local_sampled_rows", k.node_local_sampled_rows},
-                                          {"remote_rows", k.remote_rows},
-                                          {"cache_hits", k.cache_hits},
-                                          {"node_local_rows", k.node_local_rows},
-                                          {"bytes_sent", k.bytes_sent},
-                                          {"bytes_received", k.bytes_received},
-                                          {"time_s",
-                                           {{"sample", k.sample_s}, {"fetch", k.fetch_s}, {"batch_wait", k.batch_wait_s}, {"compute", k.compute_s}, {"allreduce", k.allreduce_s}}},
-                                          {"busy_s", k.busy_s},
-                                          {"slowdown", k.slowdown}});
-    o["ranks"] = std::move(ranks);
-    o["imbalance"] = r.imbalance;
-  }
-  if (!r.rebalance.empty()) {
-    boost::json::array load(r.plan_load.begin(), r.plan_load.end());
-    o["rebalance"] = boost::json::object{{"policy", r.rebalance}, {"seeds", std::move(load)}, {"moved", r.moved}};
-  }
-  if (r.evaluated) {
-    o["val_acc"] = r.val.accuracy;
-    o["test_acc"] = r.test.accuracy;
-    o["val"] = metrics_json(r.val);
-    o["test"] = metrics_json(r.test);
-  }
-  const std::string line = boost::json::serialize(o) + "\n";
+  const std::string line = boost::json::serialize(boost::json::value_from(r)) + "\n";
   if (std::fwrite(line.data(), 1, line.size(), f_) != line.size() || std::fflush(f_) != 0)
     throw std::runtime_error(path_ + ": cannot write the metrics file: " + std::strerror(errno));
 }

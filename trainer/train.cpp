@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <numeric>
 #include <optional>
 #include <thread>
 
@@ -20,6 +19,7 @@
 #include "sampler/pipeline.hpp"
 #include "sampler/rebalance.hpp"
 #include "sampler/sampler.hpp"
+#include "sampler/seed_scheduler.hpp"
 #include "trainer/checkpoint.hpp"
 #include "trainer/data_parallel.hpp"
 #include "trainer/evaluate.hpp"
@@ -102,7 +102,8 @@ void checked(const comm::Communicator& comm, F&& body) {
 
 }  // namespace
 
-struct Trainer::State {
+// The trainer's parts, built once by the constructor and used by the loop's steps below.
+struct detail::TrainerParts {
   const Shard& shard;
   std::string dataset;
   TrainConfig cfg;
@@ -118,15 +119,10 @@ struct Trainer::State {
   std::unique_ptr<ShardView> shards;  // what the sampler and the feature store read directly
   std::unique_ptr<DistSampler> sampler;
   std::unique_ptr<FeatureStore> features;
+  std::unique_ptr<SeedScheduler> scheduler;  // which seeds each rank trains, epoch by epoch
   TrainState state;
-  // Load balance: every rank's own training-seed count, the smoothed measured cost per seed of
-  // every rank (the same on all ranks: computed from allgathered records), and the global
-  // training set by class when seeds are drawn class-balanced.
-  std::vector<std::int64_t> own_seeds;
-  std::vector<double> cost_per_seed;
-  std::unique_ptr<ClassBalancedPool> pool;
 
-  State(const Shard& s, std::string ds, const comm::Communicator& world, TrainConfig c, SamplerConfig sc)
+  TrainerParts(const Shard& s, std::string ds, const comm::Communicator& world, TrainConfig c, SamplerConfig sc)
       : shard(s), dataset(std::move(ds)), cfg(std::move(c)), scfg(std::move(sc)), comm(world.dup()), sampler_comm(world.dup()) {
     // Over full neighbourhoods GCN can be exact: its src normalisation then needs each node's
     // degree in the whole graph, which a block (seeing only the batch's edges) does not know.
@@ -136,53 +132,6 @@ struct Trainer::State {
     if (!comm::thread_multiple()) scfg.prefetch = 0;
     // Rebalanced or class-balanced seeds may belong to other ranks: their labels come from owners.
     scfg.remote_seeds = cfg.rebalance != RebalancePolicy::kNone || cfg.class_balanced;
-  }
-
-  // Collective: installs this epoch's seeds when a policy assigns them; returns the plan's
-  // record fields (policy "" when every rank simply trains its own seeds).
-  void assign_seeds(int epoch, EpochRecord& r) {
-    if (cfg.rebalance == RebalancePolicy::kNone && !cfg.class_balanced) return;
-    const int P = comm.size(), rank = comm.rank();
-    std::vector<std::int64_t> own = own_seeds;
-    if (cfg.class_balanced) {  // draws, not moves: every rank's share starts even
-      const std::int64_t total = std::accumulate(own.begin(), own.end(), std::int64_t{0});
-      for (int k = 0; k < P; ++k) own[static_cast<std::size_t>(k)] = total / P + (k < total % P ? 1 : 0);
-    }
-    const SeedPlan plan = plan_seeds(cfg.rebalance, own, cost_per_seed, cfg.remote_seed_factor, scfg.batch_size);
-    if (cfg.class_balanced) {
-      std::vector<std::int64_t> labels;
-      std::vector<NodeId> seeds = pool->draw(plan.load[static_cast<std::size_t>(rank)], cfg.seed, epoch, rank, &labels);
-      sampler->set_schedule(epoch, std::move(seeds), std::move(labels), plan.batch[static_cast<std::size_t>(rank)], plan.steps);
-      r.rebalance = rebalance_policy_name(cfg.rebalance) + "+class-balanced";
-      r.moved = 0;
-    } else {
-      sampler->apply_plan(epoch, plan);
-      r.rebalance = rebalance_policy_name(cfg.rebalance);
-      r.moved = plan.moved();
-    }
-    r.plan_load = plan.load;
-  }
-
-  // Smoothed cost per seed from the epoch's per-rank records and plan (identical on every rank):
-  // own work / (kept + factor * received), so that the plan's factor is not counted twice. A rank
-  // that trained nothing keeps its previous estimate. Quantised to 1/20 of the fastest rank's
-  // cost, so that timing noise alone does not reshuffle seeds every epoch.
-  void update_costs(const std::vector<RankEpoch>& ranks, const std::vector<std::int64_t>& load) {
-    const std::size_t P = ranks.size();
-    if (cost_per_seed.size() != P) cost_per_seed.assign(P, 0.0);
-    std::vector<double> raw(P, 0.0);
-    for (std::size_t k = 0; k < P; ++k) {
-      double units = static_cast<double>(ranks[k].seeds);
-      if (load.size() == P && !cfg.class_balanced) units = seed_units(own_seeds[k], load[k], cfg.remote_seed_factor);
-      if (units <= 0 || !(ranks[k].busy_s > 0)) continue;
-      const double c = ranks[k].busy_s / units;
-      raw[k] = cost_per_seed[k] > 0 ? 0.5 * cost_per_seed[k] + 0.5 * c : c;
-    }
-    double fastest = 0;
-    for (double c : raw)
-      if (c > 0 && (fastest == 0 || c < fastest)) fastest = c;
-    for (std::size_t k = 0; k < P; ++k)
-      if (raw[k] > 0) cost_per_seed[k] = fastest * std::max(1.0, std::round(raw[k] / fastest * 20.0) / 20.0);
   }
 
   CheckpointIdentity identity() const {
@@ -201,9 +150,11 @@ struct Trainer::State {
   }
 };
 
+using detail::TrainerParts;
+
 Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Communicator& world, TrainConfig config, SamplerConfig sampler)
-    : s_(std::make_unique<State>(shard, dataset, world, std::move(config), std::move(sampler))) {
-  State& s = *s_;
+    : s_(std::make_unique<TrainerParts>(shard, dataset, world, std::move(config), std::move(sampler))) {
+  TrainerParts& s = *s_;
   // Local checks first, agreed on by every rank before any collective work.
   checked(s.comm, [&] {
     validate(s.cfg);
@@ -245,21 +196,13 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
   s.allreducer = std::make_unique<GradientAllreducer>(*s.model, s.comm);
   if (s.resume_from_file) checked(s.comm, [&] { load_checkpoint(s.checkpoint_path, s.identity(), *s.model, *s.optimizer, s.state, s.device); });
 
-  s.own_seeds = s.comm.allgather(static_cast<std::int64_t>(shard.train_idx.size()));
-  if (s.cfg.class_balanced) {
-    const NodeId first = shard.book.begin(shard.part);
-    std::vector<std::int64_t> labels(shard.train_idx.size(), -1);
-    if (!shard.labels.empty())
-      for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = shard.labels[static_cast<std::size_t>(shard.train_idx[i] - first)];
-    const auto ids = s.comm.allgatherv<NodeId>(std::span<const NodeId>(shard.train_idx.data(), shard.train_idx.size()));
-    const auto all_labels = s.comm.allgatherv<std::int64_t>(labels);
-    s.pool = std::make_unique<ClassBalancedPool>(ids.data, all_labels.data);
-    s.comm.check_all(s.pool->size() > 0, "--seed-sampling class-balanced: dataset '" + dataset + "' has no labelled training nodes");
-  }
   s.shards = std::make_unique<ShardView>(shard, s.sampler_comm, s.scfg.node_local);
   s.sampler = std::make_unique<DistSampler>(*s.shards, s.sampler_comm, s.scfg);
   s.features = std::make_unique<FeatureStore>(*s.shards, s.sampler_comm);
   s.features->build_cache(s.scfg, s.sampler.get());
+  s.scheduler = std::make_unique<SeedScheduler>(*s.sampler, SeedScheduler::Options{s.cfg.rebalance, s.cfg.class_balanced, s.cfg.remote_seed_factor, s.cfg.seed});
+  s.comm.check_all(!s.cfg.class_balanced || s.scheduler->class_balanced_pool_size() > 0,
+                   "--seed-sampling class-balanced: dataset '" + dataset + "' has no labelled training nodes");
 }
 
 Trainer::~Trainer() = default;
@@ -273,186 +216,203 @@ std::int64_t Trainer::num_parameters() const {
   return n;
 }
 
-SplitMetrics Trainer::evaluate_sampled() { return shardgnn::evaluate_sampled(s_->model, *s_->sampler, *s_->features, s_->device); }
-SplitMetrics Trainer::evaluate_full() {
+namespace {
+
+SplitMetrics evaluate(TrainerParts& s, EvalMode mode) {
+  if (mode == EvalMode::kSampled) return evaluate_sampled(s.model, *s.sampler, *s.features, s.device);
   // Full-neighbourhood inference allocates layer by layer through torch: the training batches'
   // idle feature buffers go back to the system first (mapped again by the next epoch).
   huge_buffer_pool_trim();
-  return shardgnn::evaluate_full(s_->model, s_->shard, s_->comm, s_->device, s_->cfg.eval_chunk);
+  return evaluate_full(s.model, s.shard, s.comm, s.device, s.cfg.eval_chunk);
 }
 
-TrainResult Trainer::fit() {
-  State& s = *s_;
+// What one step adds to its epoch's sums.
+struct StepResult {
+  double compute_s = 0;  // forward, backward and optimiser step (the all-reduce excluded)
+  double loss_sum = 0, correct = 0, examples = 0;  // over the labelled seeds of all ranks
+};
+
+// One step of data-parallel training: forward and backward on this rank's batch, the gradients
+// averaged over all ranks' labelled examples, an optimiser step (skipped when no rank had any).
+StepResult train_step(Gnn& model, torch::optim::Optimizer& optimizer, GradientAllreducer& allreducer, const MiniBatch& mb, torch::Device device) {
+  namespace F = torch::nn::functional;
+  auto t0 = Clock::now();
+  optimizer.zero_grad();
+  double labelled = 0;
+  std::vector<double> extras{0, 0};  // loss sum, correct predictions
+  if (!mb.seeds().empty()) {
+    const BatchTensors t = to_tensors(mb, device);
+    const torch::Tensor logits = model->forward(t.blocks, t.x);
+    const torch::Tensor loss = F::cross_entropy(logits, t.y, F::CrossEntropyFuncOptions().reduction(torch::kSum).ignore_index(-1));
+    loss.backward();
+    const torch::Tensor mask = t.y.ge(0);
+    labelled = static_cast<double>(mask.sum().item<std::int64_t>());
+    extras[0] = loss.item<double>();
+    extras[1] = static_cast<double>(logits.argmax(1).eq(t.y).logical_and(mask).sum().item<std::int64_t>());
+  }
+  StepResult r;
+  r.compute_s = since(t0);
+  r.examples = allreducer.average(labelled, extras);
+  t0 = Clock::now();
+  if (r.examples > 0) optimizer.step();
+  r.compute_s += since(t0);
+  r.loss_sum = extras[0];
+  r.correct = extras[1];
+  return r;
+}
+
+// One rank's epoch of training steps, summed.
+struct EpochSums {
+  double lr = 0;
+  std::int64_t steps = 0, seeds = 0;
+  double wait_s = 0, compute_s = 0, sample_work_s = 0;  // waiting for batches, compute, the producer's own work
+  double loss_sum = 0, correct = 0, examples = 0;
+  double slowdown = 1;  // the simulated slowdown applied to compute
+};
+
+// Trains one epoch over the seeds the scheduler installed, batches sampled and fetched by the
+// prefetch pipeline (collective: every rank runs the same number of steps).
+EpochSums train_epoch(TrainerParts& s, int epoch, Progress& progress) {
   const TrainConfig& c = s.cfg;
   const int rank = s.comm.rank();
-  TrainResult result;
-  result.start_epoch = s.state.next_epoch;
-  Progress progress(c.progress && rank == 0);
-  if (s.resume_from_file)
-    progress.message("resuming " + s.checkpoint_path + " at epoch " + std::to_string(s.state.next_epoch + 1) + " of " + std::to_string(c.epochs));
-  std::optional<MetricsLog> log;
-  checked(s.comm, [&] {
-    if (rank == 0 && !c.metrics_path.empty() && fs::path(c.metrics_path).has_parent_path()) fs::create_directories(fs::path(c.metrics_path).parent_path());
-    if (rank == 0) log.emplace(c.metrics_path, s.resume_from_file);
-    if (!c.checkpoint_dir.empty() && rank == 0) fs::create_directories(c.checkpoint_dir);
-  });
-
-  namespace F = torch::nn::functional;
-  const auto t_train = Clock::now();
-  // A checkpoint of a run that stopped early has nothing left to train.
-  result.stopped_early = c.patience > 0 && s.state.bad_evals >= c.patience;
-  for (int epoch = s.state.next_epoch; epoch < c.epochs && !result.stopped_early; ++epoch) {
-    const auto t_epoch = Clock::now();
-    // Dropout draws from torch's generator: reseeding per (epoch, rank) makes a resumed run
-    // draw what an uninterrupted one would.
-    const std::uint64_t epoch_seed = epoch_stream_seed(c.seed, epoch, 0x7a1e0000ULL + static_cast<std::uint64_t>(rank));
-    torch::manual_seed(epoch_seed);
-    s.model->reseed_dropout(epoch_seed);
-    const double lr = lr_at(c, epoch);
-    for (auto& group : s.optimizer->param_groups()) group.options().set_lr(lr);
-    s.model->train();
-
-    EpochRecord r;
-    s.assign_seeds(epoch, r);
-    const SamplerCounters sc0 = s.sampler->counters();
-    const FeatureCounters fc0 = s.features->counters();
-    const double ar0 = s.allreducer->seconds();
-    const bool slowed = rank == c.slow_rank && c.slowdown > 1;
-    double wait_s = 0, compute_s = 0, sample_work_s = 0, loss_sum = 0, correct = 0, examples = 0;
-    std::int64_t seeds_done = 0;
-    const std::int64_t steps = s.sampler->steps_in_epoch(epoch);
-    progress.start_epoch(epoch, c.epochs, steps);
-    {
-      Prefetcher pipe(*s.sampler, *s.features, epoch, steps, s.scfg.prefetch);
-      for (std::int64_t step = 0; step < steps; ++step) {
-        auto t0 = Clock::now();
-        std::optional<MiniBatch> mb = pipe.next();
-        wait_s += since(t0);
-        t0 = Clock::now();
-        s.optimizer->zero_grad();
-        double labelled = 0;
-        std::vector<double> extras{0, 0};  // loss sum, correct predictions
-        seeds_done += static_cast<std::int64_t>(mb->seeds().size());
-        if (!mb->seeds().empty()) {
-          const BatchTensors t = to_tensors(*mb, s.device);
-          const torch::Tensor logits = s.model->forward(t.blocks, t.x);
-          const torch::Tensor loss = F::cross_entropy(logits, t.y, F::CrossEntropyFuncOptions().reduction(torch::kSum).ignore_index(-1));
-          loss.backward();
-          const torch::Tensor mask = t.y.ge(0);
-          labelled = static_cast<double>(mask.sum().item<std::int64_t>());
-          extras[0] = loss.item<double>();
-          extras[1] = static_cast<double>(logits.argmax(1).eq(t.y).logical_and(mask).sum().item<std::int64_t>());
-        }
-        double step_compute = since(t0);
-        const double total = s.allreducer->average(labelled, extras);
-        t0 = Clock::now();
-        if (total > 0) s.optimizer->step();
-        step_compute += since(t0);
-        // Slower hardware, simulated: the rank is busy (factor - 1) times longer. Sleeping
-        // leaves the core to others, as a slower device would.
-        if (slowed && step_compute > 0) {
-          std::this_thread::sleep_for(std::chrono::duration<double>(step_compute * (c.slowdown - 1)));
-          step_compute *= c.slowdown;
-        }
-        compute_s += step_compute;
-        loss_sum += extras[0];
-        correct += extras[1];
-        examples += total;
-        progress.step(step + 1, total > 0 ? extras[0] / total : 0.0);
-      }
-      sample_work_s = pipe.work_seconds();
+  // Dropout draws from torch's generator: reseeding per (epoch, rank) makes a resumed run draw
+  // what an uninterrupted one would.
+  const std::uint64_t epoch_seed = epoch_stream_seed(c.seed, epoch, 0x7a1e0000ULL + static_cast<std::uint64_t>(rank));
+  torch::manual_seed(epoch_seed);
+  s.model->reseed_dropout(epoch_seed);
+  EpochSums e;
+  e.lr = lr_at(c, epoch);
+  for (auto& group : s.optimizer->param_groups()) group.options().set_lr(e.lr);
+  s.model->train();
+  e.slowdown = rank == c.slow_rank && c.slowdown > 1 ? c.slowdown : 1.0;
+  e.steps = s.sampler->steps_in_epoch(epoch);
+  progress.start_epoch(epoch, c.epochs, e.steps);
+  Prefetcher pipe(*s.sampler, *s.features, epoch, e.steps, s.scfg.prefetch);
+  for (std::int64_t step = 0; step < e.steps; ++step) {
+    const auto t0 = Clock::now();
+    std::optional<MiniBatch> mb = pipe.next();
+    e.wait_s += since(t0);
+    e.seeds += static_cast<std::int64_t>(mb->seeds().size());
+    StepResult r = train_step(s.model, *s.optimizer, *s.allreducer, *mb, s.device);
+    // Slower hardware, simulated: the rank is busy (factor - 1) times longer. Sleeping leaves
+    // the core to others, as a slower device would.
+    if (e.slowdown != 1.0 && r.compute_s > 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(r.compute_s * (e.slowdown - 1)));
+      r.compute_s *= e.slowdown;
     }
-
-    const double train_wall = since(t_epoch);
-    r.epoch = epoch;
-    r.lr = lr;
-    r.steps = steps;
-    r.loss = examples > 0 ? loss_sum / examples : 0;
-    r.train_acc = examples > 0 ? correct / examples : 0;
-    const bool eval_now = (epoch + 1) % c.eval_every == 0 || epoch + 1 == c.epochs;
-    bool stop = false;
-    const auto t_eval = Clock::now();
-    if (eval_now) {
-      const SplitMetrics m = c.eval_mode == EvalMode::kFull ? evaluate_full() : evaluate_sampled();
-      r.evaluated = true;
-      r.val = m.val;
-      r.test = m.test;
-      if (m.val.accuracy > s.state.best_val) {
-        s.state.best_val = m.val.accuracy;
-        s.state.best_epoch = epoch;
-        s.state.best = clone_parameters(*s.model);
-        s.state.bad_evals = 0;
-      } else {
-        ++s.state.bad_evals;
-      }
-      stop = c.patience > 0 && s.state.bad_evals >= c.patience;
-    }
-    const double eval_s = since(t_eval);
-    const SamplerCounters& sc = s.sampler->counters();
-    const FeatureCounters& fc = s.features->counters();
-    RankEpoch me;
-    me.rank = rank;
-    me.seeds = seeds_done;
-    me.steps = steps;
-    me.sampled_edges = sc.sampled_edges - sc0.sampled_edges;
-    me.remote_sampled_rows = sc.remote_rows_sampled - sc0.remote_rows_sampled;
-    me.node_local_sampled_rows = sc.node_local_rows_sampled - sc0.node_local_rows_sampled;
-    me.remote_rows = fc.remote_rows - fc0.remote_rows;
-    me.cache_hits = fc.cache_hits - fc0.cache_hits;
-    me.node_local_rows = fc.node_local_rows - fc0.node_local_rows;
-    me.bytes_sent = static_cast<double>(sc.bytes_sent - sc0.bytes_sent + fc.bytes_sent - fc0.bytes_sent);
-    me.bytes_received = static_cast<double>(sc.bytes_received - sc0.bytes_received + fc.bytes_received - fc0.bytes_received);
-    me.sample_s = (sc.sample_s - sc0.sample_s) + (sc.exchange_s - sc0.exchange_s);
-    me.fetch_s = (fc.local_gather_s - fc0.local_gather_s) + (fc.cache_s - fc0.cache_s) + (fc.node_local_s - fc0.node_local_s) + (fc.remote_s - fc0.remote_s);
-    me.batch_wait_s = wait_s;
-    me.compute_s = compute_s;
-    me.allreduce_s = s.allreducer->seconds() - ar0;
-    me.busy_s = compute_s + sample_work_s;
-    me.slowdown = slowed ? c.slowdown : 1.0;
-    me.eval_s = eval_s;
-    me.train_s = train_wall;
-    r.ranks = s.comm.allgather(me);
-    // The epoch's means and totals over ranks follow from the ranks' records.
-    const double P = s.comm.size();
-    double max_busy = 0, mean_busy = 0;
-    for (const RankEpoch& k : r.ranks) {
-      max_busy = std::max(max_busy, k.busy_s);
-      mean_busy += k.busy_s / P;
-      r.sample_wait_s += k.batch_wait_s / P;
-      r.compute_s += k.compute_s / P;
-      r.allreduce_s += k.allreduce_s / P;
-      r.bytes_sent += k.bytes_sent;
-      r.bytes_received += k.bytes_received;
-      r.eval_s += k.eval_s / P;
-      r.train_s = std::max(r.train_s, k.train_s);
-    }
-    r.imbalance = mean_busy > 0 ? max_busy / mean_busy : 1.0;
-    s.update_costs(r.ranks, r.plan_load);
-    r.epoch_s = s.comm.allreduce(since(t_epoch), comm::Op::kMax);
-
-    s.state.next_epoch = epoch + 1;
-    checked(s.comm, [&] {
-      if (rank != 0) return;
-      if (!s.checkpoint_path.empty()) save_checkpoint(s.checkpoint_path, s.identity(), *s.model, *s.optimizer, s.state);
-      if (log) log->write(r);
-    });
-    progress.end_epoch(r);
-    result.history.push_back(r);
-    if (stop) {
-      result.stopped_early = true;
-      progress.message("early stop: no better validation accuracy in " + std::to_string(c.patience) + " validations (best " +
-                       std::to_string(s.state.best_val) + " at epoch " + std::to_string(s.state.best_epoch + 1) + ")");
-      break;
-    }
+    e.compute_s += r.compute_s;
+    e.loss_sum += r.loss_sum;
+    e.correct += r.correct;
+    e.examples += r.examples;
+    progress.step(step + 1, r.examples > 0 ? r.loss_sum / r.examples : 0.0);
   }
-  result.train_s = since(t_train);
+  e.sample_work_s = pipe.work_seconds();
+  return e;
+}
 
+// The counters an epoch's record is the difference of.
+struct Counters {
+  SamplerCounters sampler;
+  FeatureCounters features;
+  double allreduce_s = 0;
+};
+Counters counters(const TrainerParts& s) { return {s.sampler->counters(), s.features->counters(), s.allreducer->seconds()}; }
+
+// This rank's share of the epoch: its sums and what its counters moved since `before`.
+RankEpoch rank_share(const TrainerParts& s, const EpochSums& e, const Counters& before, double train_s, double eval_s) {
+  const SamplerCounters sc = s.sampler->counters() - before.sampler;
+  const FeatureCounters fc = s.features->counters() - before.features;
+  RankEpoch me;
+  me.rank = s.comm.rank();
+  me.seeds = e.seeds;
+  me.steps = e.steps;
+  me.sampled_edges = sc.sampled_edges;
+  me.remote_sampled_rows = sc.remote_rows_sampled;
+  me.node_local_sampled_rows = sc.node_local_rows_sampled;
+  me.remote_rows = fc.remote_rows;
+  me.cache_hits = fc.cache_hits;
+  me.node_local_rows = fc.node_local_rows;
+  me.bytes_sent = static_cast<double>(sc.bytes_sent + fc.bytes_sent);
+  me.bytes_received = static_cast<double>(sc.bytes_received + fc.bytes_received);
+  me.sample_s = sc.sample_s + sc.exchange_s;
+  me.fetch_s = fc.local_gather_s + fc.cache_s + fc.node_local_s + fc.remote_s;
+  me.batch_wait_s = e.wait_s;
+  me.compute_s = e.compute_s;
+  me.allreduce_s = s.allreducer->seconds() - before.allreduce_s;
+  me.busy_s = e.compute_s + e.sample_work_s;
+  me.slowdown = e.slowdown;
+  me.eval_s = eval_s;
+  me.train_s = train_s;
+  return me;
+}
+
+// The epoch's record from this rank's sums (loss and accuracy are already summed over ranks by
+// the all-reduce) and every rank's share: means and totals over ranks, and the imbalance.
+void summarize(EpochRecord& r, const EpochSums& e) {
+  r.lr = e.lr;
+  r.steps = e.steps;
+  r.loss = e.examples > 0 ? e.loss_sum / e.examples : 0;
+  r.train_acc = e.examples > 0 ? e.correct / e.examples : 0;
+  const auto P = static_cast<double>(r.ranks.size());
+  double max_busy = 0, mean_busy = 0;
+  for (const RankEpoch& k : r.ranks) {
+    max_busy = std::max(max_busy, k.busy_s);
+    mean_busy += k.busy_s / P;
+    r.sample_wait_s += k.batch_wait_s / P;
+    r.compute_s += k.compute_s / P;
+    r.allreduce_s += k.allreduce_s / P;
+    r.bytes_sent += k.bytes_sent;
+    r.bytes_received += k.bytes_received;
+    r.eval_s += k.eval_s / P;
+    r.train_s = std::max(r.train_s, k.train_s);
+  }
+  r.imbalance = mean_busy > 0 ? max_busy / mean_busy : 1.0;
+}
+
+// Keeps the parameters of the best validation accuracy so far; true when the last `patience`
+// validations brought no improvement (0: never).
+bool keep_best(TrainState& state, const torch::nn::Module& model, int epoch, const ClassMetrics& val, int patience) {
+  if (val.accuracy > state.best_val) {
+    state.best_val = val.accuracy;
+    state.best_epoch = epoch;
+    state.best = clone_parameters(model);
+    state.bad_evals = 0;
+  } else {
+    ++state.bad_evals;
+  }
+  return patience > 0 && state.bad_evals >= patience;
+}
+
+// Rank 0's metrics file (appended to when resuming) and the folders it and the checkpoint need.
+void open_log(const TrainerParts& s, std::optional<MetricsLog>& log) {
+  const TrainConfig& c = s.cfg;
+  checked(s.comm, [&] {
+    if (s.comm.rank() != 0) return;
+    if (!c.metrics_path.empty() && fs::path(c.metrics_path).has_parent_path()) fs::create_directories(fs::path(c.metrics_path).parent_path());
+    log.emplace(c.metrics_path, s.resume_from_file);
+    if (!c.checkpoint_dir.empty()) fs::create_directories(c.checkpoint_dir);
+  });
+}
+
+// Rank 0 checkpoints the epoch and logs its record; a failure fails every rank.
+void save_epoch(const TrainerParts& s, const EpochRecord& r, std::optional<MetricsLog>& log) {
+  checked(s.comm, [&] {
+    if (s.comm.rank() != 0) return;
+    if (!s.checkpoint_path.empty()) save_checkpoint(s.checkpoint_path, s.identity(), *s.model, *s.optimizer, s.state);
+    if (log) log->write(r);
+  });
+}
+
+// After the epochs: the best model restored and evaluated (through the sampler, and over full
+// neighbourhoods when asked), and its weights written by rank 0.
+void finish(TrainerParts& s, TrainResult& result) {
+  const TrainConfig& c = s.cfg;
   if (!s.state.best.empty()) assign_parameters(*s.model, s.state.best);
   result.best_epoch = s.state.best_epoch;
   result.best_val = s.state.best_val;
-  result.sampled = evaluate_sampled();
+  result.sampled = evaluate(s, EvalMode::kSampled);
   if (c.final_full_eval) {
-    result.full = evaluate_full();
+    result.full = evaluate(s, EvalMode::kFull);
     result.has_full = true;
   }
   const std::string weights = !c.weights_path.empty() ? c.weights_path
@@ -460,8 +420,63 @@ TrainResult Trainer::fit() {
                                                           : std::string();
   if (!weights.empty())
     checked(s.comm, [&] {
-      if (rank == 0) save_weights(weights, *s.model);
+      if (s.comm.rank() == 0) save_weights(weights, *s.model);
     });
+}
+
+}  // namespace
+
+SplitMetrics Trainer::evaluate_sampled() { return evaluate(*s_, EvalMode::kSampled); }
+SplitMetrics Trainer::evaluate_full() { return evaluate(*s_, EvalMode::kFull); }
+
+TrainResult Trainer::fit() {
+  TrainerParts& s = *s_;
+  const TrainConfig& c = s.cfg;
+  TrainResult result;
+  result.start_epoch = s.state.next_epoch;
+  Progress progress(c.progress && s.comm.rank() == 0);
+  if (s.resume_from_file)
+    progress.message("resuming " + s.checkpoint_path + " at epoch " + std::to_string(s.state.next_epoch + 1) + " of " + std::to_string(c.epochs));
+  std::optional<MetricsLog> log;
+  open_log(s, log);
+  const auto t_train = Clock::now();
+  // A checkpoint of a run that stopped early has nothing left to train.
+  result.stopped_early = c.patience > 0 && s.state.bad_evals >= c.patience;
+  for (int epoch = s.state.next_epoch; epoch < c.epochs && !result.stopped_early; ++epoch) {
+    const auto t_epoch = Clock::now();
+    EpochRecord r;
+    r.epoch = epoch;
+    SeedScheduler::Assignment plan = s.scheduler->assign(epoch);
+    r.rebalance = std::move(plan.policy);
+    r.plan_load = std::move(plan.load);
+    r.moved = plan.moved;
+    const Counters before = counters(s);
+    const EpochSums sums = train_epoch(s, epoch, progress);
+    const double train_s = since(t_epoch);
+    const auto t_eval = Clock::now();
+    if ((epoch + 1) % c.eval_every == 0 || epoch + 1 == c.epochs) {
+      const SplitMetrics m = evaluate(s, c.eval_mode);
+      r.evaluated = true;
+      r.val = m.val;
+      r.test = m.test;
+      result.stopped_early = keep_best(s.state, *s.model, epoch, m.val, c.patience);
+    }
+    r.ranks = s.comm.allgather(rank_share(s, sums, before, train_s, since(t_eval)));
+    summarize(r, sums);
+    std::vector<SeedScheduler::RankWork> work;
+    for (const RankEpoch& k : r.ranks) work.push_back({k.seeds, k.busy_s});
+    s.scheduler->update_costs(work, r.plan_load);
+    r.epoch_s = s.comm.allreduce(since(t_epoch), comm::Op::kMax);
+    s.state.next_epoch = epoch + 1;
+    save_epoch(s, r, log);
+    progress.end_epoch(r);
+    result.history.push_back(r);
+    if (result.stopped_early)
+      progress.message("early stop: no better validation accuracy in " + std::to_string(c.patience) + " validations (best " +
+                       std::to_string(s.state.best_val) + " at epoch " + std::to_string(s.state.best_epoch + 1) + ")");
+  }
+  result.train_s = since(t_train);
+  finish(s, result);
   return result;
 }
 

@@ -23,6 +23,10 @@
 
 namespace shardgnn {
 
+namespace detail {
+struct TrainerParts;  // the model, optimiser, sampler and the rest (train.cpp)
+}
+
 struct TrainResult {
   std::vector<EpochRecord> history;  // the epochs run by this call
   int start_epoch = 0;               // > 0 when resumed from a checkpoint
@@ -62,8 +66,7 @@ class Trainer {
   const TrainConfig& config() const noexcept;
 
  private:
-  struct State;
-  std::unique_ptr<State> s_;
+  std::unique_ptr<detail::TrainerParts> s_;
 };
 
 }  // namespace shardgnn

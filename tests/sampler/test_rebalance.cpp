@@ -12,6 +12,7 @@
 #include "sampler/pipeline.hpp"
 #include "sampler/rebalance.hpp"
 #include "sampler/sampler.hpp"
+#include "sampler/seed_scheduler.hpp"
 #include "cora_parts.hpp"
 
 using namespace shardgnn;
@@ -194,7 +195,7 @@ TEST_CASE("apply_plan moves seeds so that every training seed is trained exactly
     std::vector<double> cost(static_cast<std::size_t>(P), 1.0);
     cost[0] = 4.0;
     const SeedPlan plan = plan_seeds(RebalancePolicy::kCost, own, cost, 1.0, cfg.batch_size);
-    sampler.apply_plan(3, plan);
+    SeedScheduler(sampler, {}).apply_plan(3, plan);
     const std::int64_t steps = sampler.steps_in_epoch(3);
     CHECK(steps == plan.steps);
     std::vector<NodeId> mine;

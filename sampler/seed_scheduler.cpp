@@ -1,0 +1,114 @@
+#include "sampler/seed_scheduler.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+#include <type_traits>
+
+#include "datasets/random.hpp"
+
+namespace shardgnn {
+
+SeedScheduler::SeedScheduler(DistSampler& sampler, Options options) : sampler_(sampler), options_(options) {
+  const Shard& shard = sampler_.shard();
+  const comm::Communicator& comm = sampler_.comm();
+  own_seeds_ = comm.allgather(static_cast<std::int64_t>(shard.train_idx.size()));
+  if (!options_.class_balanced) return;
+  const NodeId first = shard.book.begin(shard.part);
+  std::vector<std::int64_t> labels(shard.train_idx.size(), -1);
+  if (!shard.labels.empty())
+    for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = shard.labels[static_cast<std::size_t>(shard.train_idx[i] - first)];
+  const auto ids = comm.allgatherv<NodeId>(std::span<const NodeId>(shard.train_idx.data(), shard.train_idx.size()));
+  const auto all_labels = comm.allgatherv<std::int64_t>(labels);
+  pool_ = std::make_unique<ClassBalancedPool>(ids.data, all_labels.data);
+}
+
+SeedScheduler::Assignment SeedScheduler::assign(std::int64_t epoch) {
+  Assignment a;
+  if (options_.policy == RebalancePolicy::kNone && !options_.class_balanced) return a;
+  const int P = sampler_.comm().size(), rank = sampler_.comm().rank();
+  std::vector<std::int64_t> own = own_seeds_;
+  if (options_.class_balanced) {  // draws, not moves: every rank's share starts even
+    const std::int64_t total = std::accumulate(own.begin(), own.end(), std::int64_t{0});
+    for (int k = 0; k < P; ++k) own[static_cast<std::size_t>(k)] = total / P + (k < total % P ? 1 : 0);
+  }
+  const SeedPlan plan = plan_seeds(options_.policy, own, cost_per_seed_, options_.remote_seed_factor, sampler_.config().batch_size);
+  if (options_.class_balanced) {
+    std::vector<std::int64_t> labels;
+    std::vector<NodeId> seeds = pool_->draw(plan.load[static_cast<std::size_t>(rank)], options_.seed, epoch, rank, &labels);
+    sampler_.set_schedule(epoch, std::move(seeds), std::move(labels), plan.batch[static_cast<std::size_t>(rank)], plan.steps);
+    a.policy = rebalance_policy_name(options_.policy) + "+class-balanced";
+  } else {
+    apply_plan(epoch, plan);
+    a.policy = rebalance_policy_name(options_.policy);
+    a.moved = plan.moved();
+  }
+  a.load = plan.load;
+  return a;
+}
+
+// own work / (kept + factor * received), so that the plan's factor is not counted twice. A rank
+// that trained nothing keeps its previous estimate. Quantised to 1/20 of the fastest rank's cost,
+// so that timing noise alone does not reshuffle seeds every epoch.
+void SeedScheduler::update_costs(std::span<const RankWork> ranks, std::span<const std::int64_t> load) {
+  const std::size_t P = ranks.size();
+  if (cost_per_seed_.size() != P) cost_per_seed_.assign(P, 0.0);
+  std::vector<double> raw(P, 0.0);
+  for (std::size_t k = 0; k < P; ++k) {
+    double units = static_cast<double>(ranks[k].seeds);
+    if (load.size() == P && !options_.class_balanced) units = seed_units(own_seeds_[k], load[k], options_.remote_seed_factor);
+    if (units <= 0 || !(ranks[k].busy_s > 0)) continue;
+    const double c = ranks[k].busy_s / units;
+    raw[k] = cost_per_seed_[k] > 0 ? 0.5 * cost_per_seed_[k] + 0.5 * c : c;
+  }
+  double fastest = 0;
+  for (double c : raw)
+    if (c > 0 && (fastest == 0 || c < fastest)) fastest = c;
+  for (std::size_t k = 0; k < P; ++k)
+    if (raw[k] > 0) cost_per_seed_[k] = fastest * std::max(1.0, std::round(raw[k] / fastest * 20.0) / 20.0);
+}
+
+void SeedScheduler::apply_plan(std::int64_t epoch, const SeedPlan& plan) {
+  const comm::Communicator& comm = sampler_.comm();
+  const Shard& shard = sampler_.shard();
+  const int rank = comm.rank(), P = comm.size();
+  if (plan.load.size() != static_cast<std::size_t>(P)) throw std::invalid_argument("SeedScheduler::apply_plan: the plan is for another rank count");
+  std::vector<NodeId> own = sampler_.shuffled_seeds(epoch);
+  const NodeId first = shard.book.begin(shard.part);
+  // A seed travels with its label: the receiver has no other copy of it.
+  struct SeedLabel {
+    NodeId seed;
+    std::int64_t label;
+  };
+  static_assert(std::is_trivially_copyable_v<SeedLabel>, "exchanged as bytes");
+  auto with_label = [&](NodeId v) {
+    return SeedLabel{v, shard.labels.empty() ? std::int64_t{-1} : shard.labels[static_cast<std::size_t>(v - first)]};
+  };
+  std::vector<std::int64_t> send_counts(static_cast<std::size_t>(P), 0);
+  std::vector<SeedLabel> send;
+  for (const OutgoingRange& r : outgoing_ranges(plan, rank, static_cast<std::int64_t>(own.size()))) {
+    send_counts[static_cast<std::size_t>(r.to)] += r.end - r.begin;
+    for (std::int64_t i = r.begin; i < r.end; ++i) send.push_back(with_label(own[static_cast<std::size_t>(i)]));  // ordered by receiver
+  }
+  auto got = comm.alltoallv<SeedLabel>(send, send_counts);
+  own.resize(static_cast<std::size_t>(std::min<std::int64_t>(plan.load[static_cast<std::size_t>(rank)], static_cast<std::int64_t>(own.size()))));
+  std::vector<SeedLabel> mine;
+  mine.reserve(own.size() + got.data.size());
+  for (NodeId v : own) mine.push_back(with_label(v));
+  mine.insert(mine.end(), got.data.begin(), got.data.end());
+  if (static_cast<std::int64_t>(mine.size()) != plan.load[static_cast<std::size_t>(rank)])
+    throw std::logic_error("SeedScheduler::apply_plan: received " + std::to_string(mine.size()) + " seeds, the plan says " +
+                           std::to_string(plan.load[static_cast<std::size_t>(rank)]));
+  Rng rng(epoch_stream_seed(sampler_.config().seed, epoch, 0x5eed8000ULL + static_cast<std::uint64_t>(rank)));
+  seeded_shuffle(std::span<SeedLabel>(mine), rng);
+  std::vector<NodeId> seeds(mine.size());
+  std::vector<std::int64_t> labels(mine.size());
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    seeds[i] = mine[i].seed;
+    labels[i] = mine[i].label;
+  }
+  sampler_.set_schedule(epoch, std::move(seeds), std::move(labels), plan.batch[static_cast<std::size_t>(rank)], plan.steps);
+}
+
+}  // namespace shardgnn

@@ -1,0 +1,66 @@
+// The runtime rebalancer as one object: which seeds each rank trains each epoch. Once per epoch
+// the trainer asks it to assign the epoch's seeds (a plan from sampler/rebalance.hpp, carried out
+// by moving seeds between ranks, or class-balanced draws) and then tells it what each rank's work
+// cost, which the next plan uses. The seeds are installed as the sampler's schedule
+// (DistSampler::set_schedule).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sampler/rebalance.hpp"
+#include "sampler/sampler.hpp"
+
+namespace shardgnn {
+
+class SeedScheduler {
+ public:
+  struct Options {
+    RebalancePolicy policy = RebalancePolicy::kNone;
+    bool class_balanced = false;      // draw seeds from the global training set, evenly by class
+    double remote_seed_factor = 1.2;  // cost of a received seed relative to an own one (>= 1)
+    std::uint64_t seed = 0;           // the class-balanced draws' stream
+  };
+  // What assign() installed, for the epoch's record.
+  struct Assignment {
+    std::string policy;               // "" when every rank simply trains its own seeds
+    std::vector<std::int64_t> load;   // seeds each rank was assigned
+    std::int64_t moved = 0;           // seeds trained by a rank other than their owner
+  };
+  // One rank's measured share of an epoch.
+  struct RankWork {
+    std::int64_t seeds = 0;  // seeds it trained
+    double busy_s = 0;       // its own work on them (no waiting)
+  };
+
+  // Collective over the sampler's communicator: gathers every rank's own training-seed count and,
+  // when class-balanced, the global training set with its labels. `sampler` must outlive this.
+  SeedScheduler(DistSampler& sampler, Options options);
+
+  // Collective: installs this epoch's seeds in the sampler when a policy assigns them (nothing
+  // when every rank trains its own seeds: the sampler's default schedule).
+  Assignment assign(std::int64_t epoch);
+  // Smoothed cost per seed from the epoch's per-rank work and the loads assign() gave (the same
+  // on every rank, from allgathered records).
+  void update_costs(std::span<const RankWork> ranks, std::span<const std::int64_t> load);
+  // Collective: installs `plan` for `epoch`. Each donor keeps the first plan.load seeds of its
+  // shuffled list and sends the rest, with their labels, to its receivers (outgoing_ranges);
+  // every rank's schedule is its kept seeds plus those received, shuffled again, labels carried.
+  void apply_plan(std::int64_t epoch, const SeedPlan& plan);
+
+  // Labelled nodes in the global training set (class-balanced only; 0 otherwise).
+  std::int64_t class_balanced_pool_size() const noexcept { return pool_ ? pool_->size() : 0; }
+  const std::vector<double>& cost_per_seed() const noexcept { return cost_per_seed_; }
+
+ private:
+  DistSampler& sampler_;
+  Options options_;
+  std::vector<std::int64_t> own_seeds_;  // every rank's own training-seed count
+  std::vector<double> cost_per_seed_;    // every rank's smoothed measured cost per seed (0: not measured)
+  std::unique_ptr<ClassBalancedPool> pool_;
+};
+
+}  // namespace shardgnn

@@ -1,0 +1,71 @@
+// What training reports, defined once: the per-epoch record and its per-rank shares, with the
+// Boost.JSON conversions that make one line of the metrics file. `train --metrics` writes them
+// with value_from and `shardgnn report` reads them back with value_to. No torch and no MPI, so
+// the report links this without the trainer.
+#pragma once
+
+#include <boost/json/conversion.hpp>
+#include <boost/json/value.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shardgnn {
+
+struct ClassMetrics {
+  std::int64_t count = 0;  // labelled examples evaluated
+  double accuracy = 0;
+  double macro_f1 = 0;  // mean F1 over the classes present in the truth or the predictions (as scikit-learn)
+};
+
+// One rank's share of an epoch's training (evaluation excluded): what the rebalancer measures.
+struct RankEpoch {
+  int rank = 0;
+  std::int64_t seeds = 0, steps = 0, sampled_edges = 0;
+  std::int64_t remote_sampled_rows = 0;  // frontier nodes sampled for us by their owners
+  std::int64_t node_local_sampled_rows = 0;  // frontier nodes of same-node ranks, sampled here from their shards
+  std::int64_t remote_rows = 0, cache_hits = 0;  // input feature rows owned on other nodes, and those the cache served
+  std::int64_t node_local_rows = 0;              // input feature rows owned by another rank on this node, read from its shard
+  double bytes_sent = 0, bytes_received = 0;
+  double sample_s = 0, fetch_s = 0;  // the producer's work (the prefetch thread's, when there is one)
+  double batch_wait_s = 0;           // the training loop waiting for its next batch
+  double compute_s = 0;              // forward, backward, optimiser (and a simulated slowdown)
+  double allreduce_s = 0;            // in the gradient all-reduce: mostly waiting for slower ranks
+  double busy_s = 0;                 // own work: compute + sampling and fetching outside collectives (no waiting)
+  double slowdown = 1;               // --simulate-slowdown factor on this rank
+  double eval_s = 0, train_s = 0;    // this rank's evaluation time and training wall time (not written: the epoch's mean / max are)
+};
+
+struct EpochRecord {
+  int epoch = 0;
+  double lr = 0;
+  double loss = 0;        // mean training loss over the epoch's examples, all ranks
+  double train_acc = 0;   // on the training batches as trained (dropout on)
+  bool evaluated = false;
+  ClassMetrics val, test;
+  double epoch_s = 0;      // wall time of the epoch (training + evaluation), slowest rank
+  double sample_wait_s = 0, compute_s = 0, allreduce_s = 0, eval_s = 0;  // mean over ranks
+  double bytes_sent = 0, bytes_received = 0;  // sampler + feature exchanges, all ranks
+  std::int64_t steps = 0;
+  double train_s = 0;       // wall time of the training steps (no evaluation), slowest rank
+  std::vector<RankEpoch> ranks;  // every rank, in rank order
+  double imbalance = 0;     // max over ranks of busy_s / mean busy_s (1 = perfectly balanced)
+  std::string rebalance;    // the policy that assigned this epoch's seeds ("" = none)
+  std::vector<std::int64_t> plan_load;  // seeds each rank was assigned
+  std::int64_t moved = 0;   // seeds trained by a rank other than their owner
+};
+
+// The JSON forms. Reading checks what it reads and throws InputError (without a file: the reader
+// of a file adds it) naming the key, e.g. "key 'ranks[1].busy_s': missing, expected a number".
+// Fields that older trainers did not write default as in the structs; epoch and epoch_s are
+// required, and so is every field of a per-rank entry except node_local_rows,
+// node_local_sampled_rows and slowdown. Per-rank entries come back sorted by rank, checked to
+// cover ranks 0..K-1 once each.
+void tag_invoke(boost::json::value_from_tag, boost::json::value& v, const ClassMetrics& m);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& v, const RankEpoch& r);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& v, const EpochRecord& r);
+ClassMetrics tag_invoke(boost::json::value_to_tag<ClassMetrics>, const boost::json::value& v);
+RankEpoch tag_invoke(boost::json::value_to_tag<RankEpoch>, const boost::json::value& v);
+EpochRecord tag_invoke(boost::json::value_to_tag<EpochRecord>, const boost::json::value& v);
+
+}  // namespace shardgnn
