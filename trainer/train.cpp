@@ -87,19 +87,6 @@ void assign_parameters(torch::nn::Module& m, const std::vector<torch::Tensor>& v
   for (std::size_t i = 0; i < params.size() && i < values.size(); ++i) params[i].copy_(values[i]);
 }
 
-// Runs `body` on every rank; an exception on any rank becomes a CollectiveError on all of them.
-template <class F>
-void checked(const comm::Communicator& comm, F&& body) {
-  std::string error;
-  try {
-    body();
-  } catch (const std::exception& e) {
-    error = e.what();
-    if (error.empty()) error = "unknown error";
-  }
-  comm.check_all(error.empty(), error);
-}
-
 }  // namespace
 
 // The trainer's parts, built once by the constructor and used by the loop's steps below.
@@ -156,7 +143,7 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     : s_(std::make_unique<TrainerParts>(shard, dataset, world, std::move(config), std::move(sampler))) {
   TrainerParts& s = *s_;
   // Local checks first, agreed on by every rank before any collective work.
-  checked(s.comm, [&] {
+  comm::agree(s.comm, [&] {
     validate(s.cfg);
     validate(s.scfg);
     if (shard.num_classes < 1) throw InputError("dataset '" + dataset + "' has no labels: nothing to train on");
@@ -194,7 +181,7 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
   broadcast_parameters(*s.model, s.comm);
   s.optimizer = make_optimizer(s.cfg, s.model->parameters());
   s.allreducer = std::make_unique<GradientAllreducer>(*s.model, s.comm);
-  if (s.resume_from_file) checked(s.comm, [&] { load_checkpoint(s.checkpoint_path, s.identity(), *s.model, *s.optimizer, s.state, s.device); });
+  if (s.resume_from_file) comm::agree(s.comm, [&] { load_checkpoint(s.checkpoint_path, s.identity(), *s.model, *s.optimizer, s.state, s.device); });
 
   s.shards = std::make_unique<ShardView>(shard, s.sampler_comm, s.scfg.node_local);
   s.sampler = std::make_unique<DistSampler>(*s.shards, s.sampler_comm, s.scfg);
@@ -386,7 +373,7 @@ bool keep_best(TrainState& state, const torch::nn::Module& model, int epoch, con
 // Rank 0's metrics file (appended to when resuming) and the folders it and the checkpoint need.
 void open_log(const TrainerParts& s, std::optional<MetricsLog>& log) {
   const TrainConfig& c = s.cfg;
-  checked(s.comm, [&] {
+  comm::agree(s.comm, [&] {
     if (s.comm.rank() != 0) return;
     if (!c.metrics_path.empty() && fs::path(c.metrics_path).has_parent_path()) fs::create_directories(fs::path(c.metrics_path).parent_path());
     log.emplace(c.metrics_path, s.resume_from_file);
@@ -396,7 +383,7 @@ void open_log(const TrainerParts& s, std::optional<MetricsLog>& log) {
 
 // Rank 0 checkpoints the epoch and logs its record; a failure fails every rank.
 void save_epoch(const TrainerParts& s, const EpochRecord& r, std::optional<MetricsLog>& log) {
-  checked(s.comm, [&] {
+  comm::agree(s.comm, [&] {
     if (s.comm.rank() != 0) return;
     if (!s.checkpoint_path.empty()) save_checkpoint(s.checkpoint_path, s.identity(), *s.model, *s.optimizer, s.state);
     if (log) log->write(r);
@@ -419,7 +406,7 @@ void finish(TrainerParts& s, TrainResult& result) {
                               : !c.checkpoint_dir.empty() ? (fs::path(c.checkpoint_dir) / "weights.pt").string()
                                                           : std::string();
   if (!weights.empty())
-    checked(s.comm, [&] {
+    comm::agree(s.comm, [&] {
       if (s.comm.rank() == 0) save_weights(weights, *s.model);
     });
 }
