@@ -52,7 +52,7 @@ MappedFile map_file(const std::string& path) {
   MappedFile out;
   out.path = path;
   // Plain POSIX mapping: Boost.Iostreams' mapped_file did the same, but loading it pulled four
-  // compression libraries into every process (about 0.4 MB resident) for no use of ours.
+  // compression libraries into every process, adding resident memory for no use of ours.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw InputError(path, "", "cannot open file: " + errno_text());
   // The size of the file opened (not of whatever the path named a moment before: a file replaced

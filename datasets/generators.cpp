@@ -84,7 +84,7 @@ void check_sbm_options(const SbmOptions& o) {
 
 // A seeded bijection of [0, 2^scale), computed on the fly. Graph500's reference generator does the
 // same (`scramble` in generator/graph_generator.c) rather than store a random permutation, which
-// costs 8 * 2^scale bytes and a cache miss per endpoint (about 1.7x slower here at scale 22).
+// costs 8 * 2^scale bytes and a cache miss per endpoint, a slowdown at large scales.
 // Adding a constant and multiplying by an odd one are bijections modulo 2^scale, and reversing the
 // low `scale` bits between the two rounds lets the high bits of the id influence the low ones.
 class Relabel {

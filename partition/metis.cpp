@@ -202,11 +202,11 @@ std::vector<PartId> MetisPartitioner::run(const Dataset& ds, const PartitionConf
 
   // Second pass: the remote fetches depend on the assignment, so estimate them under the first
   // pass's and partition again, same seed, with the full cost s + remote_weight * r. Those weights
-  // are estimates: METIS moves nodes, which changes their r (on Cora, K = 4, a second pass within
-  // 0.1-3% under its own weights measures 1-7% under its own result, sometimes worse than the
-  // first pass, and further passes oscillate rather than converge). So both assignments are
-  // measured with the exact full cost under themselves, and the one whose worst balance
-  // constraint is least imbalanced is kept (ties: the second).
+  // are estimates: METIS moves nodes, which changes their r (a second pass balanced under its own
+  // weights measures less balanced under its own result, sometimes worse than the first pass,
+  // and further passes oscillate rather than converge). So both assignments are measured with
+  // the exact full cost under themselves, and the one whose worst balance constraint is least
+  // imbalanced is kept (ties: the second).
   std::vector<PartId> first(part.begin(), part.end());
   cost = node_cost_weights(ds, cfg.cost_fanouts, cfg.cost_remote_weight, first);
   const double first_worst = worst_imbalance(ds, cfg, first, cost);

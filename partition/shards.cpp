@@ -57,7 +57,7 @@ std::vector<NodeId> split_of_part(const Array<NodeId>& split, const Relabelling&
 // counting pass sorts it in O(degree + K). A per-row std::sort was the writer's largest cost.
 // A row found unsorted afterwards (a dataset breaking the format) is sorted the slow way.
 // `Id` is the type of the new-id table: 32-bit where the ids fit, which halves the cache the
-// random lookups need (12% of the writer's time on R-MAT scale 21).
+// random lookups need, a notable part of the writer's time.
 // With `id_bits` > 0 each table entry carries the node's part above its low id_bits bits (the new
 // id), so the counting pass reads a row's owners from the lookup it makes anyway instead of
 // searching the partition book per entry.
@@ -94,7 +94,7 @@ class RowRelabeller {
     std::fill(start_.begin(), start_.end(), 0);
     auto count = [&](auto per_entry) {
       for (std::size_t j = 0; j < d; ++j) {
-        // 24 entries ahead: at 8 the lookups' loads were the writer's largest stall (7-10% slower).
+        // 24 entries ahead: at 8 the lookups' loads were the writer's largest stall.
         if (j + 24 < d) __builtin_prefetch(new_of_old + nb[j + 24]);
         const Id t = new_of_old[nb[j]];
         const NodeId g = static_cast<NodeId>(t & id_mask_);
@@ -190,8 +190,8 @@ struct WriterScratch {
 PartitionMetrics write_partitioned(const Dataset& ds, const std::string& dataset_dir, const PartitionResult& result, const std::string& out_dir,
                                    const WriteOptions& options) {
   const int K = result.config.parts;
-  // Each shard's share of the metrics, counted in the pass over its rows (a separate walk of the
-  // graph was 12-20 % of the `partition` command on R-MAT scale 21).
+  // Each shard's share of the metrics, counted in the pass over its rows: a separate walk of the
+  // graph was a large share of the `partition` command.
   std::vector<ShardTally> tallies(static_cast<std::size_t>(K));
   PartitionMetrics metrics;
   const Relabelling r = relabel(result.assignment, K);
@@ -296,10 +296,10 @@ PartitionMetrics write_partitioned(const Dataset& ds, const std::string& dataset
     if (weighted) arrays["edge_weights"] = std::move(weights_entry);
     // The shard's big arrays sit in the page cache as written, in folios no larger than the
     // writes. Dropped here (each file is fsynced), they are read back by the first job that maps
-    // them, in the 2 MiB folios it asks for (map_file), and mapped with 2 MiB pages. R-MAT scale
-    // 19, 2 ranks: 1.06-1.16x the sampled edges per second of the same shards left in the
-    // writer's folios, 1.2-1.3x of shards cached in 4 KiB pages. (Larger writes instead, 2 MiB
-    // through stdio, made the kernel's copy into the page cache up to 2x slower, now and then.)
+    // them, in the 2 MiB folios it asks for (map_file), and mapped with 2 MiB pages: the sampler's
+    // random reads then miss the TLB less than in the writer's folios or in 4 KiB pages. (Larger
+    // writes instead, 2 MiB through stdio, now and then made the kernel's copy into the page
+    // cache much slower.)
     for (const auto& entry : fs::directory_iterator(pdir))
       if (entry.is_regular_file() && entry.file_size() >= (std::uintmax_t{2} << 20)) drop_page_cache(entry.path().string());
     return boost::json::object{{"dir", part_dir_name(k)}, {"nodes", count}, {"edges", m},

@@ -44,9 +44,9 @@ void* map_huge(std::size_t bytes) {
   if (const std::size_t tail = begin + bytes + kHuge - (aligned + bytes); tail > 0) ::munmap(reinterpret_cast<void*>(aligned + bytes), tail);
 #if defined(__linux__)
   ::madvise(reinterpret_cast<void*>(aligned), bytes, MADV_HUGEPAGE);  // a hint: 4 KiB pages where refused
-  // Fault it in now, at allocation, not inside the first gather that writes it: on this VM a
-  // fresh 20 MB buffer's first writes took 30-66 ms (against 1-2 ms for a gather into a reused
-  // one), a one-time cost per buffer. A hint too (Linux 5.14; else the first writes fault).
+  // Fault it in now, at allocation, not inside the first gather that writes it: a fresh buffer's
+  // first writes cost many times a gather into a reused one, once per buffer. A hint too (Linux
+  // 5.14; else the first writes fault).
 #ifndef MADV_POPULATE_WRITE
   constexpr int MADV_POPULATE_WRITE = 23;
 #endif

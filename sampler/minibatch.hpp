@@ -30,7 +30,7 @@ struct MiniBatch {
   std::vector<Block> blocks;
   std::int64_t feature_dim = 0;
   // layer_nodes[L].size() x feature_dim. A Boost vector so that it can be sized without the
-  // zero-fill the gather would overwrite at once (20 MB a batch, ~4% of a sampling rank's time).
+  // zero-fill the gather would overwrite at once, a measurable part of a sampling rank's time.
   FeatureRows features;
   std::vector<std::int64_t> labels;   // one per seed (-1 = unlabelled)
   // Full-graph degree of each input node (SamplerConfig::with_degrees); empty otherwise. Exact

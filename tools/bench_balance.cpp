@@ -100,9 +100,9 @@ int bench_balance_main(const std::vector<std::string>& args) {
       ("separation", po::value<double>()->default_value(0.1), "class separation of the features (lower: harder)")
       ("homophily", po::value<double>()->default_value(0.4), "expected fraction of edges inside a class (lower: harder)")
       ("fanouts", po::value<std::string>()->default_value("10,5"), "from the seeds outward")
-      // Sized so that a step's compute outweighs its fixed costs (eight threads' collectives on a
-      // 2-core machine): at hidden 128 / batch 256, after the trainer's speed-ups, compute was
-      // about 5 % of an epoch at 4 ranks, and busy times were too small to tell ranks apart.
+      // Sized so that a step's compute outweighs its fixed costs (the collectives of every rank's
+      // threads, on shared cores): at hidden 128 / batch 256 compute was a small part of an
+      // epoch, and busy times were too small to tell ranks apart.
       ("batch", po::value<int>()->default_value(512), "seeds per batch per rank")
       ("hidden", po::value<int>()->default_value(512), "hidden width")
       ("epochs", po::value<int>()->default_value(4), "epochs of the timing runs (a) and (b); the first is not counted")

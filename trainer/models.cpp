@@ -23,8 +23,8 @@ torch::Tensor view_int64(const std::vector<std::int64_t>& v, const torch::Device
 // `threshold`. A counter-based hash (after lowbias32, by Chris Wellons, with the key's high half
 // mixed in after the first multiply) of 32-bit lanes and no branch,
 // so the loop vectorises: compiled for AVX-512, AVX2 and baseline x86-64, picked at load time.
-// One 64-bit hash per element and a branch each (mispredicted half the time) was 15-17% of a
-// GraphSAGE step on 100-wide inputs.
+// One 64-bit hash per element and a branch each (mispredicted half the time) was a large part of
+// a GraphSAGE step.
 #if defined(__x86_64__) && defined(__GLIBC__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
 __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -137,8 +137,8 @@ SAGEConvImpl::SAGEConvImpl(const SAGEConvOptions& o) : options(o) {
   fc_self = register_module("fc_self", torch::nn::Linear(torch::nn::LinearOptions(o.in(), o.out()).bias(o.bias())));
   fc_neigh = register_module("fc_neigh", torch::nn::Linear(torch::nn::LinearOptions(o.in(), o.out()).bias(false)));
   // DGL's SAGEConv.reset_parameters: Glorot (Xavier) uniform with the ReLU gain, zero bias.
-  // (torch::nn::Linear's own default, Kaiming uniform with a = sqrt(5), starts ~2.5x smaller on
-  // wide bag-of-words inputs.)
+  // (torch::nn::Linear's own default, Kaiming uniform with a = sqrt(5), starts several times
+  // smaller on wide bag-of-words inputs.)
   torch::NoGradGuard no_grad;
   const double gain = std::sqrt(2.0);
   torch::nn::init::xavier_uniform_(fc_self->weight, gain);
