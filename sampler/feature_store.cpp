@@ -23,8 +23,7 @@ void prefetch_row(const void* row, std::size_t bytes) {
   for (std::size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, 0);
 }
 // Prefetch distance of the random-row gathers, in rows: about 8 KB of rows in flight (20 rows of
-// 100 floats). 6 rows, whatever their size, left the local gather at 75-80% of a plain memcpy
-// gather of random rows on R-MAT scale 19 (400-byte rows); 12-24 rows gave 80-99%.
+// 100 floats), since a fixed small count of rows left too few misses in flight for short rows.
 std::size_t rows_ahead(std::size_t row_bytes) { return std::clamp<std::size_t>(8192 / std::max<std::size_t>(row_bytes, 1), 4, 32); }
 
 // Copies `count` rows of `row_bytes` bytes, row k from source(k) to target(k). The sources are
@@ -201,8 +200,7 @@ void FeatureStore::gather_node_local(std::span<const NodeId> nodes, float* out) 
 
 void FeatureStore::populate_rows() const {
   // The gathers read rows at random: each first touch of a page of a mapped shard was a page
-  // fault inside a batch (the local gather of R-MAT scale 19 on 2 ranks measured 63-65% of the
-  // memcpy limit over 2 epochs, 78-87% with the pages mapped here). Only while the features of
+  // fault inside a batch, which held the local gather well below the memcpy limit. Only while the features of
   // all the shards of this node's ranks take at most half the node's memory (the page cache holds
   // each once, however many ranks map it): mapping them in must not evict what training needs.
   // Every rank of a node computes the same total (and, in one job, sees the same limit), so they

@@ -113,9 +113,8 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   // epoch's batches a plain memcpy gather of as many uniformly random rows of this rank's shard as
   // that batch's local gather copied, from the same mapped file into a buffer already faulted in.
   // Both thus run under the same load from the rest of the machine (a separate measurement after
-  // the run moved the ratio by up to 20 points within an hour) and beside the same work on the
-  // other ranks. Not after each batch: its reads left the next batch's sampling a colder cache
-  // (3-7 % fewer edges per second).
+  // the run drifted with the machine's other load) and beside the same work on the other ranks.
+  // Not after each batch: its reads left the next batch's sampling a colder cache.
   const std::size_t row_bytes = static_cast<std::size_t>(shard.feature_dim) * sizeof(float);
   const bool with_memcpy = shard.feature_dim > 0 && shard.graph.num_nodes() > 0;
   std::vector<std::int64_t> memcpy_idx;

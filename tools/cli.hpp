@@ -18,13 +18,12 @@ namespace shardgnn::cli {
 // The allocator policy of our batch loops: freed memory stays in the heap for reuse
 // instead of going back to the kernel, to be faulted in and zeroed again on the next allocation.
 // - Training and the sampler benchmark: every batch allocates buffers of tens of MB, which glibc
-//   serves with fresh mmaps and unmaps at free (a fifth of a training epoch in a profile). The
+//   serves with fresh mmaps and unmaps at free (a large share of a training epoch). The
 //   heap is never trimmed either: with a trim threshold (1 GiB was tried), a step whose
 //   temporaries free more than that at the top of the heap hands it back, and the next step
 //   faults it all in again.
-// Not used by `shardgnn partition`: there it made METIS ~11% faster on R-MAT scale 21 (the
-// kernel's page zeroing was 17% of a K=2 run) but raised the peak memory 5-11%, and memory is
-// what limits partitioning a big graph.
+// Not used by `shardgnn partition`: there it made METIS faster (less page zeroing by the kernel)
+// but raised the peak memory, and memory is what limits partitioning a big graph.
 inline void keep_freed_memory_in_heap() {
 #if defined(__GLIBC__)
   mallopt(M_MMAP_MAX, 0);
