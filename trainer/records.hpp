@@ -23,7 +23,7 @@ struct RankEpoch {
   int rank = 0;
   std::int64_t seeds = 0, steps = 0, sampled_edges = 0;
   std::int64_t remote_sampled_rows = 0;  // frontier nodes sampled for us by their owners
-  std::int64_t node_local_sampled_rows = 0;  // frontier nodes of same-node ranks, sampled here from their shards
+  std::int64_t node_local_sampled_rows = 0;  // frontier nodes of node-local ranks, sampled here from their shards
   std::int64_t remote_rows = 0, cache_hits = 0;  // input feature rows owned on other nodes, and those the cache served
   std::int64_t node_local_rows = 0;              // input feature rows owned by another rank on this node, read from its shard
   double bytes_sent = 0, bytes_received = 0;
