@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <stdexcept>
 
@@ -35,6 +36,42 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// The command line, bound into plain values that the steps below read.
+struct BenchOptions {
+  SamplerConfig cfg;
+  int epochs = 1;
+  std::int64_t max_steps = 0;
+  std::string dir;
+  std::optional<std::string> dgl_python, json;
+};
+
+// Parses and validates on every rank, so that all of them stop on the same error; nullopt after --help.
+std::optional<BenchOptions> parse_options(const std::vector<std::string>& args, const comm::Communicator& world) {
+  BenchOptions opts;
+  SamplerConfig& cfg = opts.cfg;
+  cfg.prefetch = 0;  // one batch at a time, so each phase's time is its own
+  po::options_description o("options");
+  add_sampler_options(o, cfg);
+  o.add_options()
+      ("epochs", bound(opts.epochs), "epochs to time")
+      ("max-steps", bound(opts.max_steps), "stop each epoch after this many steps (0 = whole epoch)")
+      ("seed", bound(cfg.seed), "seed")
+      ("dgl-python", po::value<std::string>(), "a python with DGL (scripts/peers.sh makes one): run DGL's sampler on the same graph")
+      ("json", po::value<std::string>(), "also write the results as JSON here (rank 0)");
+  po::variables_map vm;
+  bool help = false;
+  comm::agree(world, [&] { help = !parse(args, "mpiexec -n P shardgnn bench sampler <partitioned-dir> [--fanouts 15,10,5] [--batch 1024] [options]", o, {"dir"}, vm); });
+  if (help) return std::nullopt;
+  comm::agree(world, [&] {
+    validate(cfg);
+    if (opts.epochs < 1) throw InputError("--epochs must be at least 1");
+  });
+  opts.dir = vm["dir"].as<std::string>();
+  if (vm.count("dgl-python")) opts.dgl_python = vm["dgl-python"].as<std::string>();
+  if (vm.count("json")) opts.json = vm["json"].as<std::string>();
+  return opts;
+}
+
 // Loads this rank's shard, turning any failure into an error every rank reports.
 Shard load_rank_shard(const comm::Communicator& world, const std::string& dir, PartitionInfo& info) {
   Shard shard;
@@ -45,103 +82,103 @@ Shard load_rank_shard(const comm::Communicator& world, const std::string& dir, P
   return shard;
 }
 
-}  // namespace
+std::size_t row_bytes_of(const Shard& shard) { return static_cast<std::size_t>(shard.feature_dim) * sizeof(float); }
 
-int bench_sampler_main(const std::vector<std::string>& args, const comm::Communicator& world) {
-  SamplerConfig cfg;
-  cfg.prefetch = 0;  // one batch at a time, so each phase's time is its own
-  int epochs = 1;
-  std::int64_t max_steps = 0;
-  po::options_description o("options");
-  add_sampler_options(o, cfg);
-  o.add_options()
-      ("epochs", bound(epochs), "epochs to time")
-      ("max-steps", bound(max_steps), "stop each epoch after this many steps (0 = whole epoch)")
-      ("seed", bound(cfg.seed), "seed")
-      ("dgl-python", po::value<std::string>(), "a python with DGL (scripts/peers.sh makes one): run DGL's sampler on the same graph")
-      ("json", po::value<std::string>(), "also write the results as JSON here (rank 0)");
-  po::variables_map vm;
-  bool help = false;
-  comm::agree(world, [&] { help = !parse(args, "mpiexec -n P shardgnn bench sampler <partitioned-dir> [--fanouts 15,10,5] [--batch 1024] [options]", o, {"dir"}, vm); });
-  if (help) return 0;
-  comm::agree(world, [&] {
-    validate(cfg);
-    if (epochs < 1) throw InputError("--epochs must be at least 1");
-  });
+// Every feature reply's per-rank float counts, one entry per exchange, for the raw-MPI replay.
+// Node-local reads are logged as `received` only (floats read from each rank's shard); the
+// owners' `sent` is learned later.
+struct ReplyCounts {
+  std::vector<std::int64_t> sent, received;
+  bool node_local = false;
+};
 
-  const std::string dir = vm["dir"].as<std::string>();
-  PartitionInfo info;
-  const Shard shard = load_rank_shard(world, dir, info);
-  auto comm = world.dup();
-  const auto tc = Clock::now();
-  const ShardView shards(shard, comm, cfg.node_local);
-  DistSampler sampler(shards, comm, cfg);
-  FeatureStore store(shards, comm);
-  store.build_cache(cfg, &sampler);
-  const double cache_s = since(tc);
+// What the sampler's and the store's observers record during the timed run.
+struct RunLog {
+  double sample_skew_s = 0, fetch_skew_s = 0;
+  std::vector<ReplyCounts> replies;
+};
+
+// Hooks `log` into the sampler and the store; the hooks hold references to `log` and `comm`.
+void watch_run(RunLog& log, DistSampler& sampler, FeatureStore& store, const comm::Communicator& comm, int ranks) {
   // With more than one rank, a timed barrier before each batch and before each fetch's exchange,
   // so that waiting for a rank still busy with its previous step counts as skew, not as sampling
   // or fetch time.
-  double sample_skew_s = 0, fetch_skew_s = 0;
-  auto timed_barrier = [&](double& waited) {
+  auto timed_barrier = [&comm](double& waited) {
     return [&comm, &waited] {
       const auto t0 = Clock::now();
       comm.barrier();
       waited += since(t0);
     };
   };
-  // Every feature reply's per-rank float counts, one entry per exchange, for the raw-MPI replay
-  // below. Node-local reads are logged as `received` only (floats read from each rank's shard);
-  // the owners' `sent` is learned later.
-  struct ReplyCounts {
-    std::vector<std::int64_t> sent, received;
-    bool node_local = false;
-  };
-  std::vector<ReplyCounts> replies;
   FeatureStore::Observer watch_fetch;
-  watch_fetch.node_local_read = [&](std::span<const std::int64_t> floats) { replies.push_back({{}, {floats.begin(), floats.end()}, true}); };
-  watch_fetch.rows_exchanged = [&](std::span<const std::int64_t> sent, std::span<const std::int64_t> received) {
-    replies.push_back({{sent.begin(), sent.end()}, {received.begin(), received.end()}, false});
+  watch_fetch.node_local_read = [&log](std::span<const std::int64_t> floats) { log.replies.push_back({{}, {floats.begin(), floats.end()}, true}); };
+  watch_fetch.rows_exchanged = [&log](std::span<const std::int64_t> sent, std::span<const std::int64_t> received) {
+    log.replies.push_back({{sent.begin(), sent.end()}, {received.begin(), received.end()}, false});
   };
-  if (world.size() > 1) {
-    watch_fetch.before_exchange = timed_barrier(fetch_skew_s);
-    sampler.observe({timed_barrier(sample_skew_s)});
+  if (ranks > 1) {
+    watch_fetch.before_exchange = timed_barrier(log.fetch_skew_s);
+    sampler.observe({timed_barrier(log.sample_skew_s)});
   }
   store.observe(std::move(watch_fetch));
+}
 
-  // Limit 1, measured beside the run: after each epoch, every rank at once, for each of the
-  // epoch's batches a plain memcpy gather of as many uniformly random rows of this rank's shard as
-  // that batch's local gather copied, from the same mapped file into a buffer already faulted in.
-  // Both thus run under the same load from the rest of the machine (a separate measurement after
-  // the run drifted with the machine's other load) and beside the same work on the other ranks.
-  // Not after each batch: its reads left the next batch's sampling a colder cache.
-  const std::size_t row_bytes = static_cast<std::size_t>(shard.feature_dim) * sizeof(float);
-  const bool with_memcpy = shard.feature_dim > 0 && shard.graph.num_nodes() > 0;
-  std::vector<std::int64_t> memcpy_idx;
-  if (with_memcpy) {
+// Limit 1, measured beside the run: after each epoch, every rank at once, for each of the
+// epoch's batches a plain memcpy gather of as many uniformly random rows of this rank's shard as
+// that batch's local gather copied, from the same mapped file into a buffer already faulted in.
+// Both thus run under the same load from the rest of the machine (a separate measurement after
+// the run drifted with the machine's other load) and beside the same work on the other ranks.
+// Not after each batch: its reads left the next batch's sampling a colder cache.
+class MemcpyBaseline {
+ public:
+  explicit MemcpyBaseline(const Shard& shard)
+      : shard_(shard), row_bytes_(row_bytes_of(shard)), enabled_(shard.feature_dim > 0 && shard.graph.num_nodes() > 0) {
+    if (!enabled_) return;
     std::mt19937_64 rng(42);
     std::uniform_int_distribution<std::int64_t> pick(0, shard.graph.num_nodes() - 1);
-    memcpy_idx.resize(std::size_t{1} << 20);
-    for (auto& i : memcpy_idx) i = pick(rng);
+    idx_.resize(std::size_t{1} << 20);
+    for (auto& i : idx_) i = pick(rng);
   }
-  FeatureRows memcpy_out;  // in the same 2 MiB pages as a batch's (FeatureRows' pool): like for like
-  std::size_t memcpy_next = 0;
-  double memcpy_s = 0;
-  std::int64_t memcpy_rows = 0;
-  auto memcpy_gather = [&](std::int64_t rows) {
-    const auto F = static_cast<std::size_t>(shard.feature_dim);
-    if (memcpy_out.size() < static_cast<std::size_t>(rows) * F) memcpy_out.resize(static_cast<std::size_t>(rows) * F, 0.0f);  // zero-filled: faulted in
+
+  // One gather per batch, of as many rows as that batch gathered locally; none without features.
+  void gather_like(const std::vector<std::int64_t>& batch_local_rows) {
+    if (enabled_)
+      for (std::int64_t rows : batch_local_rows) gather(rows);
+  }
+
+  double gbs() const { return seconds_ > 0 ? static_cast<double>(rows_) * static_cast<double>(row_bytes_) / seconds_ / 1e9 : 0; }
+
+ private:
+  void gather(std::int64_t rows) {
+    const auto F = static_cast<std::size_t>(shard_.feature_dim);
+    if (out_.size() < static_cast<std::size_t>(rows) * F) out_.resize(static_cast<std::size_t>(rows) * F, 0.0f);  // zero-filled: faulted in
     const auto t0 = Clock::now();
     for (std::int64_t k = 0; k < rows; ++k) {
-      std::memcpy(memcpy_out.data() + static_cast<std::size_t>(k) * F, shard.features.data() + memcpy_idx[memcpy_next] * shard.feature_dim, row_bytes);
-      memcpy_next = (memcpy_next + 1) % memcpy_idx.size();
+      std::memcpy(out_.data() + static_cast<std::size_t>(k) * F, shard_.features.data() + idx_[next_] * shard_.feature_dim, row_bytes_);
+      next_ = (next_ + 1) % idx_.size();
     }
-    memcpy_s += since(t0);
-    memcpy_rows += rows;
-  };
+    seconds_ += since(t0);
+    rows_ += rows;
+  }
 
-  // Timed epochs, one batch at a time (no prefetch thread) so each phase's time is its own.
-  std::int64_t steps_run = 0, input_nodes = 0;
+  const Shard& shard_;
+  std::size_t row_bytes_;
+  bool enabled_;
+  std::vector<std::int64_t> idx_;
+  FeatureRows out_;  // in the same 2 MiB pages as a batch's (FeatureRows' pool): like for like
+  std::size_t next_ = 0;
+  double seconds_ = 0;
+  std::int64_t rows_ = 0;
+};
+
+struct EpochsRun {
+  std::int64_t steps = 0, input_nodes = 0;
+  double wall_s = 0;  // the run's own time, without the baseline measured beside it
+};
+
+// Timed epochs, one batch at a time (no prefetch thread) so each phase's time is its own.
+EpochsRun run_epochs(const comm::Communicator& world, DistSampler& sampler, FeatureStore& store, MemcpyBaseline& baseline, int epochs,
+                     std::int64_t max_steps) {
+  EpochsRun run;
   double beside_s = 0;  // the baseline's gathers and the barriers around them
   const auto t_all = Clock::now();
   for (int epoch = 0; epoch < epochs; ++epoch) {
@@ -152,8 +189,8 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
       Prefetcher pipe(sampler, store, epoch, steps, 0);
       std::int64_t local_before = store.counters().local_rows;
       while (auto mb = pipe.next()) {
-        ++steps_run;
-        input_nodes += static_cast<std::int64_t>(mb->input_nodes().size());
+        ++run.steps;
+        run.input_nodes += static_cast<std::int64_t>(mb->input_nodes().size());
         const std::int64_t local_now = store.counters().local_rows;
         batch_local_rows.push_back(local_now - local_before);
         local_before = local_now;
@@ -163,75 +200,86 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
     // another's wait.
     const auto tb = Clock::now();
     world.barrier();
-    if (with_memcpy)
-      for (std::int64_t rows : batch_local_rows) memcpy_gather(rows);
+    baseline.gather_like(batch_local_rows);
     world.barrier();
     beside_s += since(tb);
   }
-  const double wall = since(t_all) - beside_s;  // the run's own time
-  const SamplerCounters sc = sampler.counters();
-  const FeatureCounters fc = store.counters();
-  const double memcpy_gbs = memcpy_s > 0 ? static_cast<double>(memcpy_rows) * static_cast<double>(row_bytes) / memcpy_s / 1e9 : 0;
-  // Limit 2: one raw MPI_Alltoallv per batch replaying the feature replies' exact counts (same
-  // bytes, same peers; no request round, no count exchange, no gather, no skew between ranks).
-  // Rows read from node-local shards are replayed likewise, as if they had been exchanged: each
-  // owner learns first (untimed) how many floats every rank read from it.
+  run.wall_s = since(t_all) - beside_s;
+  return run;
+}
+
+struct RawReplay {
+  double remote_s = 0, node_local_s = 0;
+};
+
+// Limit 2: one raw MPI_Alltoallv per batch replaying the feature replies' exact counts (same
+// bytes, same peers; no request round, no count exchange, no gather, no skew between ranks).
+// Rows read from node-local shards are replayed likewise, as if they had been exchanged: each
+// owner learns first (untimed) how many floats every rank read from it.
+RawReplay replay_raw_alltoallv(const comm::Communicator& world, const comm::Communicator& comm, std::vector<ReplyCounts>& replies) {
   const std::vector<std::int64_t> one_each(static_cast<std::size_t>(world.size()), 1);
   for (auto& counts : replies)
     if (counts.node_local) counts.sent = comm.alltoallv<std::int64_t>(counts.received, one_each).data;
   world.barrier();
-  double raw_s = 0, raw_node_local_s = 0;
-  {
-    std::vector<float> buf, got;
-    for (const auto& counts : replies) {
-      std::int64_t total = 0, incoming = 0;
-      for (auto c : counts.sent) total += c;
-      for (auto c : counts.received) incoming += c;
-      buf.resize(static_cast<std::size_t>(total));
-      got.resize(static_cast<std::size_t>(incoming));
-      const auto t0 = Clock::now();
-      comm.alltoallv_into<float>(buf, counts.sent, counts.received, got);
-      (counts.node_local ? raw_node_local_s : raw_s) += since(t0);
-    }
+  RawReplay raw;
+  std::vector<float> buf, got;
+  for (const auto& counts : replies) {
+    std::int64_t total = 0, incoming = 0;
+    for (auto c : counts.sent) total += c;
+    for (auto c : counts.received) incoming += c;
+    buf.resize(static_cast<std::size_t>(total));
+    got.resize(static_cast<std::size_t>(incoming));
+    const auto t0 = Clock::now();
+    comm.alltoallv_into<float>(buf, counts.sent, counts.received, got);
+    (counts.node_local ? raw.node_local_s : raw.remote_s) += since(t0);
   }
+  return raw;
+}
 
-  // Per-rank numbers, reduced.
-  const double local_gbs = fc.local_gather_s > 0 ? static_cast<double>(fc.local_rows) * static_cast<double>(row_bytes) / fc.local_gather_s / 1e9 : 0;
-  const double remote_bytes = static_cast<double>(fc.remote_rows - fc.cache_hits) * static_cast<double>(row_bytes);
-  struct Row {
-    double sampled_edges, sample_s, exchange_s, fetch_local_s, fetch_cache_s, fetch_remote_s, fetch_exchange_s, skew_s, remote_bytes, remote_rows, hits, input_nodes, steps, raw_s, local_gbs, memcpy_gbs, wall;
-    double rows_by_owners, sampling_bytes, sample_skew_s, own_rows, served_rows;
-    double id_exchange_s, gather_s, row_exchange_s, scatter_s;
-    double node_local_rows, node_local_s, raw_node_local_s, node_local_sampled, node_local_peers;
-  } mine{static_cast<double>(sc.sampled_edges), sc.sample_s, sc.exchange_s, fc.local_gather_s, fc.cache_s, fc.remote_s, fc.exchange_s, fetch_skew_s, remote_bytes, static_cast<double>(fc.remote_rows),
-         static_cast<double>(fc.cache_hits), static_cast<double>(input_nodes), static_cast<double>(steps_run), raw_s, local_gbs, memcpy_gbs, wall,
-         static_cast<double>(sc.remote_rows_sampled), static_cast<double>(sc.bytes_sent), sample_skew_s,
-         static_cast<double>(sc.local_rows_sampled), static_cast<double>(sc.rows_served),
-         fc.id_exchange_s, fc.gather_s, fc.row_exchange_s, fc.scatter_s,
-         static_cast<double>(fc.node_local_rows), fc.node_local_s, raw_node_local_s, static_cast<double>(sc.node_local_rows_sampled),
-         static_cast<double>(shards.node_local_peers())};
-  const auto all = world.allgather(mine);
-  // The DGL peer runs on rank 0's node while the other ranks wait without spinning (every rank
-  // switches here, so the barriers below match): both as one process alone and as many processes
-  // at once as that node has ranks, the load our ranks sampled under.
-  const std::vector<int>& node = shards.node_of_rank();
-  const int node_ranks = static_cast<int>(std::count(node.begin(), node.end(), node[0]));
-  comm::set_wait_mode(comm::WaitMode::kYield);
-  if (world.rank() != 0) {
-    world.barrier();
-    return 0;
-  }
-  struct ReleaseOthers {  // rank 0 lets the others go however it leaves
-    const comm::Communicator& world;
-    ~ReleaseOthers() {
-      try {
-        world.barrier();
-      } catch (...) {
-      }
-    }
-  } release{world};
-  // Totals over the ranks, but means of the rates and of the node-local peers, and the slowest wall time.
-  Row sum{};
+// One rank's figures, all doubles so that the ranks allgather them as one plain struct.
+struct Row {
+  double sampled_edges, sample_s, exchange_s, fetch_local_s, fetch_cache_s, fetch_remote_s, fetch_exchange_s, skew_s, remote_bytes, remote_rows, hits, input_nodes, steps, raw_s, local_gbs, memcpy_gbs, wall;
+  double rows_by_owners, sampling_bytes, sample_skew_s, own_rows, served_rows;
+  double id_exchange_s, gather_s, row_exchange_s, scatter_s;
+  double node_local_rows, node_local_s, raw_node_local_s, node_local_sampled, node_local_peers;
+};
+
+// What this rank measured, for the allgather.
+struct RankMeasures {
+  SamplerCounters sampler;
+  FeatureCounters features;
+  RunLog log;
+  EpochsRun run;
+  RawReplay raw;
+  double memcpy_gbs = 0;
+  std::size_t row_bytes = 0;
+  int node_local_peers = 0;
+};
+
+Row rank_row(const RankMeasures& m) {
+  const SamplerCounters& sc = m.sampler;
+  const FeatureCounters& fc = m.features;
+  const double local_gbs = fc.local_gather_s > 0 ? static_cast<double>(fc.local_rows) * static_cast<double>(m.row_bytes) / fc.local_gather_s / 1e9 : 0;
+  const double remote_bytes = static_cast<double>(fc.remote_rows - fc.cache_hits) * static_cast<double>(m.row_bytes);
+  return Row{static_cast<double>(sc.sampled_edges), sc.sample_s, sc.exchange_s, fc.local_gather_s, fc.cache_s, fc.remote_s, fc.exchange_s, m.log.fetch_skew_s, remote_bytes,
+             static_cast<double>(fc.remote_rows), static_cast<double>(fc.cache_hits), static_cast<double>(m.run.input_nodes), static_cast<double>(m.run.steps),
+             m.raw.remote_s, local_gbs, m.memcpy_gbs, m.run.wall_s,
+             static_cast<double>(sc.remote_rows_sampled), static_cast<double>(sc.bytes_sent), m.log.sample_skew_s,
+             static_cast<double>(sc.local_rows_sampled), static_cast<double>(sc.rows_served),
+             fc.id_exchange_s, fc.gather_s, fc.row_exchange_s, fc.scatter_s,
+             static_cast<double>(fc.node_local_rows), fc.node_local_s, m.raw.node_local_s, static_cast<double>(sc.node_local_rows_sampled),
+             static_cast<double>(m.node_local_peers)};
+}
+
+// The ranks' rows reduced to the figures the report prints.
+struct Summary {
+  Row sum{};  // totals over the ranks, but means of the rates and of the node-local peers
+  double ranks = 0, max_wall = 0, edges_per_core_s = 0, remote_gbs = 0, raw_gbs = 0, hit = 0;
+};
+
+Summary summarize(const std::vector<Row>& all) {
+  Summary s;
+  Row& sum = s.sum;
   auto add_up = [&](auto... field) {
     for (const Row& r : all) ((sum.*field += r.*field), ...);
   };
@@ -239,17 +287,32 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
         &Row::skew_s, &Row::remote_bytes, &Row::remote_rows, &Row::hits, &Row::input_nodes, &Row::steps, &Row::raw_s, &Row::rows_by_owners,
         &Row::sampling_bytes, &Row::sample_skew_s, &Row::id_exchange_s, &Row::gather_s, &Row::row_exchange_s, &Row::scatter_s, &Row::node_local_rows,
         &Row::node_local_s, &Row::raw_node_local_s, &Row::local_gbs, &Row::memcpy_gbs, &Row::node_local_peers);
-  for (double Row::*mean : {&Row::local_gbs, &Row::memcpy_gbs, &Row::node_local_peers}) sum.*mean /= static_cast<double>(all.size());
-  double max_wall = 0;
-  for (const Row& r : all) max_wall = std::max(max_wall, r.wall);
-  const double edges_per_core_s = sum.sampled_edges / (sum.sample_s + sum.exchange_s);
-  const double remote_gbs = sum.fetch_remote_s > 0 ? sum.remote_bytes / sum.fetch_remote_s / 1e9 : 0;
-  const double raw_gbs = sum.raw_s > 0 ? sum.remote_bytes / sum.raw_s / 1e9 : 0;
-  const double hit = sum.remote_rows > 0 ? sum.hits / sum.remote_rows : 0;
-  std::printf("dataset %s, %d ranks, fanouts %s, batch %d, %s, cache %s (%.0f%% of remote rows), %.0f steps per rank\n", info.dataset_name.c_str(), world.size(),
-              fanouts_text(cfg.fanouts).c_str(), cfg.batch_size, cfg.replace ? "with replacement" : "without replacement",
-              cache_policy_name(cfg.cache_policy).c_str(), 100 * cfg.cache_fraction, sum.steps / static_cast<double>(all.size()));
-  std::printf("sampled edges / s / core   %.3g   (%.0f edges per batch)\n", edges_per_core_s, sum.sampled_edges / sum.steps);
+  s.ranks = static_cast<double>(all.size());
+  for (double Row::*mean : {&Row::local_gbs, &Row::memcpy_gbs, &Row::node_local_peers}) sum.*mean /= s.ranks;
+  for (const Row& r : all) s.max_wall = std::max(s.max_wall, r.wall);
+  s.edges_per_core_s = sum.sampled_edges / (sum.sample_s + sum.exchange_s);
+  s.remote_gbs = sum.fetch_remote_s > 0 ? sum.remote_bytes / sum.fetch_remote_s / 1e9 : 0;
+  s.raw_gbs = sum.raw_s > 0 ? sum.remote_bytes / sum.raw_s / 1e9 : 0;
+  s.hit = sum.remote_rows > 0 ? sum.hits / sum.remote_rows : 0;
+  return s;
+}
+
+// The run's setting, as the report's header names it.
+struct RunSetting {
+  const PartitionInfo& info;
+  const SamplerConfig& cfg;
+  int ranks = 0;
+  double cache_s = 0;  // shards mapped in and cache built
+  std::size_t row_bytes = 0;
+};
+
+// The header, the sampling lines and the per-rank sampling load.
+void print_sampling(const RunSetting& run, const std::vector<Row>& all, const Summary& s) {
+  const Row& sum = s.sum;
+  std::printf("dataset %s, %d ranks, fanouts %s, batch %d, %s, cache %s (%.0f%% of remote rows), %.0f steps per rank\n", run.info.dataset_name.c_str(), run.ranks,
+              fanouts_text(run.cfg.fanouts).c_str(), run.cfg.batch_size, run.cfg.replace ? "with replacement" : "without replacement",
+              cache_policy_name(run.cfg.cache_policy).c_str(), 100 * run.cfg.cache_fraction, sum.steps / s.ranks);
+  std::printf("sampled edges / s / core   %.3g   (%.0f edges per batch)\n", s.edges_per_core_s, sum.sampled_edges / sum.steps);
   std::printf("input nodes per batch      %.0f\n", sum.input_nodes / sum.steps);
   if (all.size() > 1) {
     // The exchanges' time is mostly waiting for the busiest rank (their bytes take well under a
@@ -266,16 +329,21 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
                   all[r].exchange_s);
     std::printf("\n");
   }
+}
+
+// The feature fetch against its limits, and where the time went.
+void print_fetch(const RunSetting& run, const Summary& s) {
+  const Row& sum = s.sum;
   std::printf("remote bytes per batch     %.3g  (features fetched from other ranks, after the cache)\n", sum.remote_bytes / sum.steps);
   if (sum.remote_rows > 0)
-    std::printf("cache hit rate             %.3f  (setup, shards mapped in and cache built: %.2f s)\n", hit, cache_s);
+    std::printf("cache hit rate             %.3f  (setup, shards mapped in and cache built: %.2f s)\n", s.hit, run.cache_s);
   else
-    std::printf("cache hit rate             -  (no input row is owned on another node: nothing to cache; setup, shards mapped in: %.2f s)\n", cache_s);
+    std::printf("cache hit rate             -  (no input row is owned on another node: nothing to cache; setup, shards mapped in: %.2f s)\n", run.cache_s);
   std::printf("local gather               %.2f GB/s vs memcpy random-row gather %.2f GB/s: %.0f%%\n", sum.local_gbs, sum.memcpy_gbs,
               sum.memcpy_gbs > 0 ? 100 * sum.local_gbs / sum.memcpy_gbs : 0.0);
   if (sum.remote_bytes > 0) {
-    std::printf("remote fetch               %.3f GB/s vs raw MPI alltoallv of the same bytes %.3f GB/s: %.2fx the raw time (fetch: ids out, rows back in one alltoallv; raw: the rows only)\n", remote_gbs,
-                raw_gbs, sum.fetch_remote_s / sum.raw_s);
+    std::printf("remote fetch               %.3f GB/s vs raw MPI alltoallv of the same bytes %.3f GB/s: %.2fx the raw time (fetch: ids out, rows back in one alltoallv; raw: the rows only)\n", s.remote_gbs,
+                s.raw_gbs, sum.fetch_remote_s / sum.raw_s);
     // The fetch's passes over the rows, each against the raw alltoallv: the owners' gather reads
     // the asked rows at random from the mapped file and the scatter writes each received row to
     // its place in the batch, two copies the raw exchange of one contiguous buffer does not make.
@@ -286,7 +354,7 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   } else {
     std::printf("remote fetch               none (every input row is owned, cached%s)\n", sum.node_local_rows > 0 ? " or on this node" : "");
   }
-  const double node_local_bytes = sum.node_local_rows * static_cast<double>(row_bytes);
+  const double node_local_bytes = sum.node_local_rows * static_cast<double>(run.row_bytes);
   if (node_local_bytes > 0) {
     // Rows of node-local ranks, read from their mapped shards: the same bytes a remote
     // fetch would move, without the exchange, the owners' gather or the scatter.
@@ -297,84 +365,163 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   std::printf("time split                 sample %.0f%%, sampling exchange %.0f%%, local fetch %.0f%%, cache %.0f%%, same-node rows %.0f%%, remote fetch %.0f%%, "
               "waiting for the slowest rank before the batch %.0f%% and before the fetch %.0f%%  (%.2f s wall, slowest rank)\n",
               100 * sum.sample_s / total, 100 * sum.exchange_s / total, 100 * sum.fetch_local_s / total, 100 * sum.fetch_cache_s / total,
-              100 * sum.node_local_s / total, 100 * sum.fetch_remote_s / total, 100 * sum.sample_skew_s / total, 100 * sum.skew_s / total, max_wall);
-  boost::json::object out{{"ranks", world.size()}, {"fanouts", fanouts_text(cfg.fanouts)}, {"batch", cfg.batch_size},
-                          {"sampled_edges_per_s_per_core", edges_per_core_s}, {"input_nodes_per_batch", sum.input_nodes / sum.steps},
-                          {"remote_bytes_per_batch", sum.remote_bytes / sum.steps}, {"cache_hit_rate", sum.remote_rows > 0 ? boost::json::value(hit) : boost::json::value(nullptr)},
-                          {"rows_sampled_by_owners_per_batch", sum.rows_by_owners / sum.steps}, {"sampling_bytes_per_batch", sum.sampling_bytes / sum.steps},
-                          {"local_gather_gbs", sum.local_gbs}, {"memcpy_gather_gbs", sum.memcpy_gbs}, {"remote_fetch_gbs", remote_gbs},
-                          {"raw_alltoallv_gbs", raw_gbs}, {"remote_vs_raw_time", sum.raw_s > 0 ? sum.fetch_remote_s / sum.raw_s : 0.0},
-                          {"remote_exchanges_vs_raw_time", sum.raw_s > 0 ? sum.fetch_exchange_s / sum.raw_s : 0.0},
-                          {"node_local", cfg.node_local}, {"node_local_peers_mean", sum.node_local_peers},
-                          {"same_node_rows_per_batch", sum.node_local_rows / sum.steps},
-                          {"same_node_vs_raw_time", sum.raw_node_local_s > 0 ? sum.node_local_s / sum.raw_node_local_s : 0.0},
-                          {"remote_parts_vs_raw_time",
-                           {{"id_exchange", sum.raw_s > 0 ? sum.id_exchange_s / sum.raw_s : 0.0}, {"gather", sum.raw_s > 0 ? sum.gather_s / sum.raw_s : 0.0},
-                            {"row_exchange", sum.raw_s > 0 ? sum.row_exchange_s / sum.raw_s : 0.0}, {"scatter", sum.raw_s > 0 ? sum.scatter_s / sum.raw_s : 0.0}}},
-                          {"time_s", {{"sample", sum.sample_s}, {"sample_exchange", sum.exchange_s}, {"fetch_local", sum.fetch_local_s}, {"fetch_cache", sum.fetch_cache_s}, {"fetch_same_node", sum.node_local_s}, {"fetch_remote", sum.fetch_remote_s}, {"skew_wait", sum.skew_s}, {"skew_wait_before_batch", sum.sample_skew_s}}}};
+              100 * sum.node_local_s / total, 100 * sum.fetch_remote_s / total, 100 * sum.sample_skew_s / total, 100 * sum.skew_s / total, s.max_wall);
+}
 
-  if (vm.count("dgl-python")) {
-    // DGL lists fanouts from the input side: reverse ours. One thread per process, like one of our
-    // ranks; `procs` processes at once, their timed loops started together.
-    const std::string fan = input_first_fanouts(cfg.fanouts);
-    const fs::path script = fs::path(SHARDGNN_SOURCE_DIR) / "tools/peers/dgl_sampler.py";
-    auto run_dgl = [&](int procs) {
-      std::string sync;
-      if (procs > 1) {
-        std::string tmpl = (fs::temp_directory_path() / "shardgnn-dgl-XXXXXX").string();
-        if (!::mkdtemp(tmpl.data())) throw std::runtime_error("cannot make a folder to start the DGL processes together");
-        sync = tmpl;
-      }
-      std::vector<std::FILE*> pipes;
-      for (int i = 0; i < procs; ++i) {
-        const std::string cmd = "OMP_NUM_THREADS=1 " + vm["dgl-python"].as<std::string>() + " " + script.string() + " " + info.dataset_dir +
-                                " --fanouts " + fan + " --batch " + std::to_string(cfg.batch_size) + (cfg.replace ? " --replace" : "") +
-                                " --max-batches " + std::to_string(static_cast<long long>(sum.steps)) + " --seed " + std::to_string(i) +
-                                (sync.empty() ? "" : " --sync-dir " + sync + " --procs " + std::to_string(procs)) + " 2>/dev/null";
-        pipes.push_back(popen(cmd.c_str(), "r"));
-      }
-      boost::json::array runs;
-      std::string failure;
-      for (std::FILE* p : pipes) {
-        std::string text;
-        char buf[4096];
-        while (p && std::fgets(buf, sizeof buf, p)) text += buf;
-        const int rc = p ? pclose(p) : -1;
-        try {
-          if (rc != 0) throw std::runtime_error("exit " + std::to_string(rc));
-          runs.push_back(boost::json::parse(text));
-        } catch (const std::exception& e) {
-          if (failure.empty()) failure = std::string(e.what()) + ": " + text.substr(0, 300);
-        }
-      }
-      if (!sync.empty()) {
-        std::error_code ec;
-        fs::remove_all(sync, ec);
-      }
-      if (!failure.empty()) throw std::runtime_error(failure);
-      double rate = 0;
-      for (const auto& r : runs) rate += r.at("sampled_edges_per_s").to_number<double>();
-      return std::make_pair(rate / static_cast<double>(runs.size()), runs);
-    };
+boost::json::object report_json(const RunSetting& run, const Summary& s) {
+  const Row& sum = s.sum;
+  const SamplerConfig& cfg = run.cfg;
+  return {{"ranks", run.ranks}, {"fanouts", fanouts_text(cfg.fanouts)}, {"batch", cfg.batch_size},
+          {"sampled_edges_per_s_per_core", s.edges_per_core_s}, {"input_nodes_per_batch", sum.input_nodes / sum.steps},
+          {"remote_bytes_per_batch", sum.remote_bytes / sum.steps}, {"cache_hit_rate", sum.remote_rows > 0 ? boost::json::value(s.hit) : boost::json::value(nullptr)},
+          {"rows_sampled_by_owners_per_batch", sum.rows_by_owners / sum.steps}, {"sampling_bytes_per_batch", sum.sampling_bytes / sum.steps},
+          {"local_gather_gbs", sum.local_gbs}, {"memcpy_gather_gbs", sum.memcpy_gbs}, {"remote_fetch_gbs", s.remote_gbs},
+          {"raw_alltoallv_gbs", s.raw_gbs}, {"remote_vs_raw_time", sum.raw_s > 0 ? sum.fetch_remote_s / sum.raw_s : 0.0},
+          {"remote_exchanges_vs_raw_time", sum.raw_s > 0 ? sum.fetch_exchange_s / sum.raw_s : 0.0},
+          {"node_local", cfg.node_local}, {"node_local_peers_mean", sum.node_local_peers},
+          {"same_node_rows_per_batch", sum.node_local_rows / sum.steps},
+          {"same_node_vs_raw_time", sum.raw_node_local_s > 0 ? sum.node_local_s / sum.raw_node_local_s : 0.0},
+          {"remote_parts_vs_raw_time",
+           {{"id_exchange", sum.raw_s > 0 ? sum.id_exchange_s / sum.raw_s : 0.0}, {"gather", sum.raw_s > 0 ? sum.gather_s / sum.raw_s : 0.0},
+            {"row_exchange", sum.raw_s > 0 ? sum.row_exchange_s / sum.raw_s : 0.0}, {"scatter", sum.raw_s > 0 ? sum.scatter_s / sum.raw_s : 0.0}}},
+          {"time_s", {{"sample", sum.sample_s}, {"sample_exchange", sum.exchange_s}, {"fetch_local", sum.fetch_local_s}, {"fetch_cache", sum.fetch_cache_s}, {"fetch_same_node", sum.node_local_s}, {"fetch_remote", sum.fetch_remote_s}, {"skew_wait", sum.skew_s}, {"skew_wait_before_batch", sum.sample_skew_s}}}};
+}
+
+// One DGL sampler run's command line, less its process count and seed.
+struct DglCommand {
+  std::string python, dataset_dir, fanouts;  // fanouts input-first, as DGL lists them
+  int batch = 0;
+  bool replace = false;
+  long long max_batches = 0;
+};
+
+struct DglRuns {
+  double edges_per_s = 0;  // the mean over the processes
+  boost::json::array runs;
+};
+
+// Runs `procs` DGL processes at once, one thread each like one of our ranks, their timed loops
+// started together.
+DglRuns run_dgl(const DglCommand& dgl, int procs) {
+  const fs::path script = fs::path(SHARDGNN_SOURCE_DIR) / "tools/peers/dgl_sampler.py";
+  std::string sync;
+  if (procs > 1) {
+    std::string tmpl = (fs::temp_directory_path() / "shardgnn-dgl-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("cannot make a folder to start the DGL processes together");
+    sync = tmpl;
+  }
+  std::vector<std::FILE*> pipes;
+  for (int i = 0; i < procs; ++i) {
+    const std::string cmd = "OMP_NUM_THREADS=1 " + dgl.python + " " + script.string() + " " + dgl.dataset_dir +
+                            " --fanouts " + dgl.fanouts + " --batch " + std::to_string(dgl.batch) + (dgl.replace ? " --replace" : "") +
+                            " --max-batches " + std::to_string(dgl.max_batches) + " --seed " + std::to_string(i) +
+                            (sync.empty() ? "" : " --sync-dir " + sync + " --procs " + std::to_string(procs)) + " 2>/dev/null";
+    pipes.push_back(popen(cmd.c_str(), "r"));
+  }
+  DglRuns out;
+  std::string failure;
+  for (std::FILE* p : pipes) {
+    std::string text;
+    char buf[4096];
+    while (p && std::fgets(buf, sizeof buf, p)) text += buf;
+    const int rc = p ? pclose(p) : -1;
     try {
-      const auto [alone, alone_runs] = run_dgl(1);
-      const std::string version(alone_runs.at(0).at("dgl_version").as_string());
-      std::printf("DGL %s CPU sampler        %.3g sampled edges / s (1 process alone, 1 thread, same graph, fanouts %s input-first, batch %d): ours %.2fx\n",
-                  version.c_str(), alone, fan.c_str(), cfg.batch_size, edges_per_core_s / alone);
-      out["dgl"] = alone_runs.at(0);
-      out["ours_vs_dgl"] = edges_per_core_s / alone;
-      if (node_ranks > 1) {
-        const auto [beside, beside_runs] = run_dgl(node_ranks);
-        std::printf("DGL, %d processes at once   %.3g sampled edges / s per process (as many as rank 0's node has ranks): ours %.2fx\n", node_ranks,
-                    beside, edges_per_core_s / beside);
-        out["dgl_same_load"] = {{"processes", node_ranks}, {"sampled_edges_per_s_per_process", beside}, {"runs", beside_runs}};
-        out["ours_vs_dgl_same_load"] = edges_per_core_s / beside;
-      }
+      if (rc != 0) throw std::runtime_error("exit " + std::to_string(rc));
+      out.runs.push_back(boost::json::parse(text));
     } catch (const std::exception& e) {
-      std::printf("DGL peer failed (%s)\n", e.what());
+      if (failure.empty()) failure = std::string(e.what()) + ": " + text.substr(0, 300);
     }
   }
-  if (vm.count("json")) write_json_file(vm["json"].as<std::string>(), out);
+  if (!sync.empty()) {
+    std::error_code ec;
+    fs::remove_all(sync, ec);
+  }
+  if (!failure.empty()) throw std::runtime_error(failure);
+  double rate = 0;
+  for (const auto& r : out.runs) rate += r.at("sampled_edges_per_s").to_number<double>();
+  out.edges_per_s = rate / static_cast<double>(out.runs.size());
+  return out;
+}
+
+// DGL's sampler on the same graph, as one process alone and as `node_ranks` at once (the load our
+// ranks sampled under); prints the comparison and adds it to `out`, or prints why it failed.
+void compare_with_dgl(const std::string& python, const RunSetting& run, const Summary& s, int node_ranks, boost::json::object& out) {
+  const DglCommand dgl{python, run.info.dataset_dir, input_first_fanouts(run.cfg.fanouts), run.cfg.batch_size, run.cfg.replace,
+                       static_cast<long long>(s.sum.steps)};
+  try {
+    const auto [alone, alone_runs] = run_dgl(dgl, 1);
+    const std::string version(alone_runs.at(0).at("dgl_version").as_string());
+    std::printf("DGL %s CPU sampler        %.3g sampled edges / s (1 process alone, 1 thread, same graph, fanouts %s input-first, batch %d): ours %.2fx\n",
+                version.c_str(), alone, dgl.fanouts.c_str(), dgl.batch, s.edges_per_core_s / alone);
+    out["dgl"] = alone_runs.at(0);
+    out["ours_vs_dgl"] = s.edges_per_core_s / alone;
+    if (node_ranks > 1) {
+      const auto [beside, beside_runs] = run_dgl(dgl, node_ranks);
+      std::printf("DGL, %d processes at once   %.3g sampled edges / s per process (as many as rank 0's node has ranks): ours %.2fx\n", node_ranks,
+                  beside, s.edges_per_core_s / beside);
+      out["dgl_same_load"] = {{"processes", node_ranks}, {"sampled_edges_per_s_per_process", beside}, {"runs", beside_runs}};
+      out["ours_vs_dgl_same_load"] = s.edges_per_core_s / beside;
+    }
+  } catch (const std::exception& e) {
+    std::printf("DGL peer failed (%s)\n", e.what());
+  }
+}
+
+struct ReleaseOthers {  // rank 0 lets the others go however it leaves
+  const comm::Communicator& world;
+  ~ReleaseOthers() {
+    try {
+      world.barrier();
+    } catch (...) {
+    }
+  }
+};
+
+}  // namespace
+
+int bench_sampler_main(const std::vector<std::string>& args, const comm::Communicator& world) {
+  const std::optional<BenchOptions> opts = parse_options(args, world);
+  if (!opts) return 0;
+  const SamplerConfig& cfg = opts->cfg;
+  PartitionInfo info;
+  const Shard shard = load_rank_shard(world, opts->dir, info);
+  auto comm = world.dup();
+  const auto tc = Clock::now();
+  const ShardView shards(shard, comm, cfg.node_local);
+  DistSampler sampler(shards, comm, cfg);
+  FeatureStore store(shards, comm);
+  store.build_cache(cfg, &sampler);
+  const RunSetting setting{info, cfg, world.size(), since(tc), row_bytes_of(shard)};
+
+  RankMeasures m;
+  watch_run(m.log, sampler, store, comm, world.size());
+  MemcpyBaseline baseline(shard);
+  m.run = run_epochs(world, sampler, store, baseline, opts->epochs, opts->max_steps);
+  m.sampler = sampler.counters();
+  m.features = store.counters();
+  m.memcpy_gbs = baseline.gbs();
+  m.raw = replay_raw_alltoallv(world, comm, m.log.replies);
+  m.row_bytes = setting.row_bytes;
+  m.node_local_peers = shards.node_local_peers();
+  const auto all = world.allgather(rank_row(m));
+
+  // The DGL peer runs on rank 0's node while the other ranks wait without spinning (every rank
+  // switches here, so the barriers below match): both as one process alone and as many processes
+  // at once as that node has ranks, the load our ranks sampled under.
+  const std::vector<int>& node = shards.node_of_rank();
+  const int node_ranks = static_cast<int>(std::count(node.begin(), node.end(), node[0]));
+  comm::set_wait_mode(comm::WaitMode::kYield);
+  if (world.rank() != 0) {
+    world.barrier();
+    return 0;
+  }
+  const ReleaseOthers release{world};
+  const Summary s = summarize(all);
+  print_sampling(setting, all, s);
+  print_fetch(setting, s);
+  boost::json::object out = report_json(setting, s);
+  if (opts->dgl_python) compare_with_dgl(*opts->dgl_python, setting, s, node_ranks, out);
+  if (opts->json) write_json_file(*opts->json, out);
   return 0;
 }
 
