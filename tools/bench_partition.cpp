@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <future>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "datasets/error.hpp"
@@ -46,8 +47,6 @@ std::vector<std::string> split_list(const std::string& s) {
     if (!item.empty()) out.push_back(item);
   return out;
 }
-
-
 
 }  // namespace
 
@@ -120,8 +119,22 @@ int bench_partition_one_main(const std::vector<std::string>& args) {
   return 0;
 }
 
-int bench_partition_main(const std::vector<std::string>& args) {
-  g_command = "shardgnn bench partition";
+namespace {
+
+struct PartitionBenchOptions {
+  std::string dataset;  // absolute, as the workers get it
+  std::vector<std::string> methods, ks;
+  std::string balance, objective, edge_weights;
+  double imbalance = 0;
+  std::uint64_t seed = 0;
+  std::string gpmetis;  // auto, on or off
+  fs::path work;
+  bool time_write = true;
+  std::optional<std::string> json;
+};
+
+// The options, checked before any work starts, or nothing when --help was given.
+std::optional<PartitionBenchOptions> parse_options(const std::vector<std::string>& args) {
   po::options_description o("options");
   o.add_options()
       ("parts", po::value<std::string>()->default_value("2,4,8"), "comma-separated K values")
@@ -136,166 +149,225 @@ int bench_partition_main(const std::vector<std::string>& args) {
       ("json", po::value<std::string>(), "also write all rows as JSON to this file")
       ("no-write", "skip timing the shard writer (done once, at the largest K, for the first method that does not run beside gpmetis)");
   po::variables_map vm;
-  if (!parse(args, "shardgnn bench partition <dataset-dir> [--parts 2,4,8] [--methods metis,random,ldg,fennel] [options]", o, {"dataset"}, vm)) return 0;
-  const std::string dataset = fs::absolute(vm["dataset"].as<std::string>()).string();
-  const auto methods = split_list(vm["methods"].as<std::string>());
-  const auto ks = split_list(vm["parts"].as<std::string>());
-  for (const auto& m : methods) try { parse_method(m); } catch (const InputError& e) { throw UsageError(e.what()); }
-  for (const auto& k : ks)
+  if (!parse(args, "shardgnn bench partition <dataset-dir> [--parts 2,4,8] [--methods metis,random,ldg,fennel] [options]", o, {"dataset"}, vm)) return std::nullopt;
+  PartitionBenchOptions opt;
+  opt.dataset = fs::absolute(vm["dataset"].as<std::string>()).string();
+  opt.methods = split_list(vm["methods"].as<std::string>());
+  opt.ks = split_list(vm["parts"].as<std::string>());
+  for (const auto& m : opt.methods) try { parse_method(m); } catch (const InputError& e) { throw UsageError(e.what()); }
+  for (const auto& k : opt.ks)
     if (k.find_first_not_of("0123456789") != std::string::npos || std::stoll(k) < 1) throw UsageError("--parts must list positive integers, got '" + k + "'");
-  const Dataset probe = load_dataset(dataset);  // fail early, and describe the graph
-  std::fprintf(stderr, "dataset %s: %lld nodes, %lld directed edges\n", probe.name.c_str(), static_cast<long long>(probe.num_nodes()),
-               static_cast<long long>(probe.graph.num_edges()));
+  opt.balance = vm["balance"].as<std::string>();
+  opt.objective = vm["objective"].as<std::string>();
+  opt.edge_weights = vm["edge-weights"].as<std::string>();
+  opt.imbalance = vm["imbalance"].as<double>();
+  opt.seed = vm["seed"].as<std::uint64_t>();
+  opt.gpmetis = vm["gpmetis"].as<std::string>();
+  opt.work = vm["workdir"].as<std::string>();
+  opt.time_write = !vm.count("no-write");
+  if (vm.count("json")) opt.json = vm["json"].as<std::string>();
+  return opt;
+}
 
-  struct Row {
-    std::string method;
-    std::string k;
-    double seconds = 0, cpu = 0, metis_call = 0, wall = 0, peak = 0, partition_peak = 0;
-    boost::json::object metrics;
-    std::string note;
-  };
-  std::vector<Row> rows;
-  boost::json::object write_report;
-  std::string write_label;
-  const std::string exe = self_exe();
+// Whether gpmetis runs beside our METIS, on which graph file, and the note when it does not.
+struct GpmetisPlan {
+  bool run = false;
+  std::string graph;
+  std::string note;
+};
 
-  const std::string gp = vm["gpmetis"].as<std::string>();
-  const bool has_metis = std::find(methods.begin(), methods.end(), "metis") != methods.end();
+// gpmetis runs only where it is comparable: a METIS run among the methods, and neither balance
+// constraints nor edge weights that it cannot take. Writes its graph file into the workdir.
+GpmetisPlan plan_gpmetis(const PartitionBenchOptions& opt, const Dataset& probe) {
+  GpmetisPlan plan;
+  plan.graph = (opt.work / "graph.metis").string();
+  const std::string& gp = opt.gpmetis;
+  const bool has_metis = std::find(opt.methods.begin(), opt.methods.end(), "metis") != opt.methods.end();
   const bool gp_found = system("command -v gpmetis >/dev/null 2>&1") == 0;
   if (gp == "on" && !gp_found) throw InputError("--gpmetis on: gpmetis not found (apt-get install metis)");
-  std::string gp_note;
-  const fs::path work = vm["workdir"].as<std::string>();
-  const std::string graph = (work / "graph.metis").string();
-  bool run_gp = false;
   if ((gp == "on" || (gp == "auto" && gp_found)) && has_metis) {
-    if (vm["balance"].as<std::string>() != "nodes" || vm["edge-weights"].as<std::string>() != "none") {
-      gp_note = "gpmetis skipped: it takes neither our balance constraints nor entropy weights";
+    if (opt.balance != "nodes" || opt.edge_weights != "none") {
+      plan.note = "gpmetis skipped: it takes neither our balance constraints nor entropy weights";
     } else {
-      fs::create_directories(work);
+      fs::create_directories(opt.work);
       try {
-        write_metis_graph(probe, graph);
-        run_gp = true;
+        write_metis_graph(probe, plan.graph);
+        plan.run = true;
       } catch (const InputError& e) {
-        gp_note = std::string("gpmetis skipped: ") + e.what();
+        plan.note = std::string("gpmetis skipped: ") + e.what();
       }
     }
   } else if (has_metis && gp != "off") {
-    gp_note = "gpmetis not found: install Debian's metis package for the side-by-side comparison";
+    plan.note = "gpmetis not found: install Debian's metis package for the side-by-side comparison";
   }
+  return plan;
+}
 
-  const std::string obj = vm["objective"].as<std::string>() == "vol" ? "vol" : "cut";
-  auto gpmetis_argv = [&](const std::string& k) -> std::vector<std::string> {
-    return {"gpmetis", "-seed=" + std::to_string(vm["seed"].as<std::uint64_t>()),
-            "-ufactor=" + std::to_string(static_cast<long>(std::lround(vm["imbalance"].as<double>() * 1000))), "-objtype=" + obj, graph, k};
-  };
-  // Our METIS run and gpmetis's run at the same time, a core each (both are single-threaded), so
-  // a busy spell on this shared machine slows both alike. The shard writer is timed in a run of
-  // its own: the first method other than a paired metis.
-  std::string write_method;
-  if (!vm.count("no-write")) {
-    for (const auto& m : methods)
-      if (!(run_gp && m == "metis")) {
-        write_method = m;
-        break;
-      }
-    if (write_method.empty()) gp_note += std::string(gp_note.empty() ? "" : "; ") + "shard writer not timed: add a method besides metis (it runs beside gpmetis)";
+// The method whose run at the largest K also times the shard writer: the first one other than a
+// metis paired with gpmetis, whose core the writer would share. Empty when none is (noted).
+std::string shard_writer_method(const PartitionBenchOptions& opt, GpmetisPlan& plan) {
+  if (!opt.time_write) return "";
+  for (const auto& m : opt.methods)
+    if (!(plan.run && m == "metis")) return m;
+  plan.note += std::string(plan.note.empty() ? "" : "; ") + "shard writer not timed: add a method besides metis (it runs beside gpmetis)";
+  return "";
+}
+
+struct Row {
+  std::string method;
+  std::string k;
+  double seconds = 0, cpu = 0, metis_call = 0, wall = 0, peak = 0, partition_peak = 0;
+  boost::json::object metrics;
+  std::string note;
+};
+
+// The shard writer's timing as the worker reported it, and the run it came from.
+struct WriteTiming {
+  boost::json::object report;
+  std::string label;
+};
+
+// One method at one K in a worker process, with gpmetis at the same time when it is paired.
+struct CaseRun {
+  Row row;
+  std::optional<ProcessResult> gpmetis;
+  std::optional<WriteTiming> write;
+};
+
+std::vector<std::string> worker_argv(const PartitionBenchOptions& opt, const std::string& exe, const std::string& k, const std::string& m) {
+  return {exe, "bench", "partition-one", opt.dataset, "--parts", k, "--method", m,
+          "--balance", opt.balance, "--objective", opt.objective,
+          "--edge-weights", opt.edge_weights,
+          "--imbalance", std::to_string(opt.imbalance), "--seed", std::to_string(opt.seed)};
+}
+
+std::vector<std::string> gpmetis_argv(const PartitionBenchOptions& opt, const std::string& graph, const std::string& k) {
+  const std::string obj = opt.objective == "vol" ? "vol" : "cut";
+  return {"gpmetis", "-seed=" + std::to_string(opt.seed), "-ufactor=" + std::to_string(static_cast<long>(std::lround(opt.imbalance * 1000))), "-objtype=" + obj,
+          graph, k};
+}
+
+// Our METIS run and gpmetis's run at the same time, a core each (both are single-threaded), so
+// a busy spell on this shared machine slows both alike.
+CaseRun run_case(const PartitionBenchOptions& opt, const std::string& exe, const GpmetisPlan& plan, const std::string& k, const std::string& m,
+                 bool time_write) {
+  std::vector<std::string> argv = worker_argv(opt, exe, k, m);
+  const fs::path write_dir = opt.work / "write";
+  if (time_write) {
+    fs::create_directories(write_dir);
+    argv.insert(argv.end(), {"--write-to", write_dir.string()});
   }
-  for (const auto& k : ks) {
+  std::future<ProcessResult> gp_run;
+  if (plan.run && m == "metis") {
+    argv.insert(argv.end(), {"--threads", "1"});  // gpmetis has the other core
+    std::fprintf(stderr, "  metis K=%s and gpmetis K=%s, side by side ...\n", k.c_str(), k.c_str());
+    gp_run = std::async(std::launch::async, [&, gp_args = gpmetis_argv(opt, plan.graph, k)] { return run_process(gp_args, opt.work.string()); });
+  } else {
+    std::fprintf(stderr, "  %s K=%s ...\n", m.c_str(), k.c_str());
+  }
+  const ProcessResult pr = run_process(argv);
+  CaseRun c;
+  if (gp_run.valid()) c.gpmetis = gp_run.get();  // both done before the next run starts
+  Row& row = c.row;
+  row.method = m;
+  row.k = k;
+  row.wall = pr.wall_s;
+  row.peak = pr.peak_rss_mb;
+  if (pr.status != 0) {
+    row.note = "failed (exit " + std::to_string(pr.status) + ")";
+  } else {
+    auto v = boost::json::parse(pr.out).as_object();
+    row.seconds = v.at("partition_s").to_number<double>();
+    row.cpu = v.at("partition_cpu_s").to_number<double>();
+    row.metis_call = v.at("metis_call_cpu_s").to_number<double>();
+    row.partition_peak = v.at("partition_peak_mb").to_number<double>();
+    row.metrics = v.at("metrics").as_object();
+    if (auto* w = v.if_contains("write")) c.write = WriteTiming{w->as_object(), m + " K=" + k};
+  }
+  if (time_write) fs::remove_all(write_dir);
+  return c;
+}
+
+// gpmetis's row from what it prints: "Partitioning: 1.234 sec" and "Edgecut: N, communication
+// volume: M."
+Row gpmetis_row(const std::string& k, const ProcessResult& pr) {
+  Row row;
+  row.method = "gpmetis";
+  row.k = k;
+  row.wall = pr.wall_s;
+  row.peak = pr.peak_rss_mb;
+  auto number_after = [&](const std::string& label) -> std::string {
+    const auto at = pr.out.find(label);
+    if (at == std::string::npos) return "";
+    auto b = pr.out.find_first_of("0123456789", at + label.size());
+    auto e = pr.out.find_first_not_of("0123456789.", b);
+    return b == std::string::npos ? "" : pr.out.substr(b, e - b);
+  };
+  const std::string part_s = number_after("Partitioning:");
+  if (pr.status == 0 && !part_s.empty()) row.seconds = row.cpu = row.metis_call = std::stod(part_s);  // GKlib's timer: CPU time, METIS's call alone
+  else row.note = "failed (exit " + std::to_string(pr.status) + ")";
+  row.partition_peak = row.peak;
+  boost::json::object met;
+  if (const std::string cut = number_after("Edgecut:"), vol = number_after("communication volume:"); !cut.empty() && !vol.empty()) {
+    met["edge_cut"] = std::stoll(cut);
+    met["comm_volume"] = std::stoll(vol);
+  }
+  row.metrics = met;
+  return row;
+}
+
+struct CaseResults {
+  std::vector<Row> rows;  // per K: each method in order, then gpmetis
+  WriteTiming write;
+};
+
+// Every method at every K, each in a process of its own. The shard writer is timed in a run of
+// its own: `write_method` at the largest K.
+CaseResults run_cases(const PartitionBenchOptions& opt, const GpmetisPlan& plan, const std::string& write_method) {
+  const std::string exe = self_exe();
+  CaseResults res;
+  for (const auto& k : opt.ks) {
     ProcessResult gp_result;
-    for (const auto& m : methods) {
-      std::vector<std::string> argv = {exe, "bench", "partition-one", dataset, "--parts", k, "--method", m,
-                                       "--balance", vm["balance"].as<std::string>(), "--objective", vm["objective"].as<std::string>(),
-                                       "--edge-weights", vm["edge-weights"].as<std::string>(),
-                                       "--imbalance", std::to_string(vm["imbalance"].as<double>()), "--seed", std::to_string(vm["seed"].as<std::uint64_t>())};
-      const bool time_write = k == ks.back() && m == write_method;
-      const fs::path write_dir = work / "write";
-      if (time_write) {
-        fs::create_directories(write_dir);
-        argv.insert(argv.end(), {"--write-to", write_dir.string()});
-      }
-      std::future<ProcessResult> gp_run;
-      if (run_gp && m == "metis") {
-        argv.insert(argv.end(), {"--threads", "1"});  // gpmetis has the other core
-        std::fprintf(stderr, "  metis K=%s and gpmetis K=%s, side by side ...\n", k.c_str(), k.c_str());
-        gp_run = std::async(std::launch::async, [&, gp_args = gpmetis_argv(k)] { return run_process(gp_args, work.string()); });
-      } else {
-        std::fprintf(stderr, "  %s K=%s ...\n", m.c_str(), k.c_str());
-      }
-      ProcessResult pr = run_process(argv);
-      if (gp_run.valid()) gp_result = gp_run.get();  // both done before the next run starts
-      Row row;
-      row.method = m;
-      row.k = k;
-      row.wall = pr.wall_s;
-      row.peak = pr.peak_rss_mb;
-      if (pr.status != 0) {
-        row.note = "failed (exit " + std::to_string(pr.status) + ")";
-      } else {
-        auto v = boost::json::parse(pr.out).as_object();
-        row.seconds = v.at("partition_s").to_number<double>();
-        row.cpu = v.at("partition_cpu_s").to_number<double>();
-        row.metis_call = v.at("metis_call_cpu_s").to_number<double>();
-        row.partition_peak = v.at("partition_peak_mb").to_number<double>();
-        row.metrics = v.at("metrics").as_object();
-        if (auto* w = v.if_contains("write")) write_report = w->as_object(), write_label = m + " K=" + k;
-      }
-      if (time_write) fs::remove_all(write_dir);
-      rows.push_back(std::move(row));
+    for (const auto& m : opt.methods) {
+      CaseRun c = run_case(opt, exe, plan, k, m, k == opt.ks.back() && m == write_method);
+      if (c.gpmetis) gp_result = std::move(*c.gpmetis);
+      if (c.write) res.write = std::move(*c.write);
+      res.rows.push_back(std::move(c.row));
     }
-    if (!run_gp) continue;
-    const ProcessResult& pr = gp_result;
-    Row row;
-    row.method = "gpmetis";
-    row.k = k;
-    row.wall = pr.wall_s;
-    row.peak = pr.peak_rss_mb;
-    // gpmetis prints "Partitioning: 1.234 sec" and "Edgecut: N, communication volume: M."
-    auto number_after = [&](const std::string& label) -> std::string {
-      const auto at = pr.out.find(label);
-      if (at == std::string::npos) return "";
-      auto b = pr.out.find_first_of("0123456789", at + label.size());
-      auto e = pr.out.find_first_not_of("0123456789.", b);
-      return b == std::string::npos ? "" : pr.out.substr(b, e - b);
-    };
-    const std::string part_s = number_after("Partitioning:");
-    if (pr.status == 0 && !part_s.empty()) row.seconds = row.cpu = row.metis_call = std::stod(part_s);  // GKlib's timer: CPU time, METIS's call alone
-    else row.note = "failed (exit " + std::to_string(pr.status) + ")";
-    row.partition_peak = row.peak;
-    boost::json::object met;
-    if (const std::string cut = number_after("Edgecut:"), vol = number_after("communication volume:"); !cut.empty() && !vol.empty()) {
-      met["edge_cut"] = std::stoll(cut);
-      met["comm_volume"] = std::stoll(vol);
-    }
-    row.metrics = met;
-    rows.push_back(std::move(row));
+    if (plan.run) res.rows.push_back(gpmetis_row(k, gp_result));
   }
-  if (run_gp) fs::remove_all(work);
+  return res;
+}
 
-  auto get = [](const boost::json::object& o, std::initializer_list<const char*> path) -> double {
-    const boost::json::value* v = nullptr;
-    const boost::json::object* cur = &o;
-    for (const char* key : path) {
-      v = cur->if_contains(key);
-      if (!v) return std::nan("");
-      if (v->is_object()) cur = &v->get_object();
-    }
-    return v->is_number() ? v->to_number<double>() : std::nan("");
-  };
+// The number at `path` in a JSON object; NaN where it is missing.
+double number_at(const boost::json::object& o, std::initializer_list<const char*> path) {
+  const boost::json::value* v = nullptr;
+  const boost::json::object* cur = &o;
+  for (const char* key : path) {
+    v = cur->if_contains(key);
+    if (!v) return std::nan("");
+    if (v->is_object()) cur = &v->get_object();
+  }
+  return v->is_number() ? v->to_number<double>() : std::nan("");
+}
+
+void print_table(const std::vector<Row>& rows) {
   std::printf("%-8s %3s %9s %9s %9s %12s %12s %7s %7s %7s %7s %8s %8s\n", "method", "K", "part s", "proc s", "peak MB", "edge cut", "comm vol",
               "halo x", "nodes", "train", "edges", "H(lab)", "max KL");
-  boost::json::array out;
   for (const Row& r : rows) {
     const auto& m = r.metrics;
     std::printf("%-8s %3s %9.3f %9.3f %9.1f %12.0f %12.0f %7.3f %7.3f %7.3f %7.3f %8.3f %8.4f %s\n", r.method.c_str(), r.k.c_str(), r.seconds, r.wall,
-                r.method == "gpmetis" ? r.peak : r.partition_peak, get(m, {"edge_cut"}), get(m, {"comm_volume"}), get(m, {"halo_factor"}),
-                get(m, {"imbalance", "nodes", "max_over_mean"}), get(m, {"imbalance", "train", "max_over_mean"}),
-                get(m, {"imbalance", "edges", "max_over_mean"}), get(m, {"mean_label_entropy_bits"}), get(m, {"max_label_kl_bits"}), r.note.c_str());
-    out.push_back(boost::json::object{{"method", r.method}, {"parts", std::stoll(r.k)}, {"partition_s", r.seconds}, {"partition_cpu_s", r.cpu}, {"metis_call_cpu_s", r.metis_call}, {"process_s", r.wall},
-                                      {"process_peak_mb", r.peak}, {"partition_peak_mb", r.partition_peak}, {"metrics", m}, {"note", r.note}});
+                r.method == "gpmetis" ? r.peak : r.partition_peak, number_at(m, {"edge_cut"}), number_at(m, {"comm_volume"}), number_at(m, {"halo_factor"}),
+                number_at(m, {"imbalance", "nodes", "max_over_mean"}), number_at(m, {"imbalance", "train", "max_over_mean"}),
+                number_at(m, {"imbalance", "edges", "max_over_mean"}), number_at(m, {"mean_label_entropy_bits"}), number_at(m, {"max_label_kl_bits"}),
+                r.note.c_str());
   }
   std::printf("\npart s: the partitioner alone, wall time (gpmetis: its own 'Partitioning' time, which GKlib takes in CPU time); proc s: the whole process,\n"
               "load to exit; peak MB: resident memory at the end of partitioning (gpmetis: the whole process). Balance columns are max/mean.\n");
-  // Ours vs gpmetis, per K.
+}
+
+// Ours vs gpmetis, per K.
+void print_gpmetis_comparison(const std::vector<std::string>& ks, const std::vector<Row>& rows) {
   for (const auto& k : ks) {
     const Row *ours = nullptr, *theirs = nullptr;
     for (const Row& r : rows)
@@ -307,19 +379,44 @@ int bench_partition_main(const std::vector<std::string>& args) {
       std::printf("K=%s metis vs gpmetis (run side by side): partition CPU time %.2fx (wall %.2fx; the METIS call alone %.2fx), process time %.2fx, "
                   "peak memory %.2fx, edge cut %.3fx\n",
                   k.c_str(), ours->cpu / theirs->cpu, ours->seconds / theirs->seconds, ours->metis_call / theirs->metis_call, ours->wall / theirs->wall,
-                  ours->partition_peak / theirs->peak, get(ours->metrics, {"edge_cut"}) / get(theirs->metrics, {"edge_cut"}));
+                  ours->partition_peak / theirs->peak, number_at(ours->metrics, {"edge_cut"}) / number_at(theirs->metrics, {"edge_cut"}));
   }
-  if (!gp_note.empty()) std::printf("%s\n", gp_note.c_str());
-  if (!write_report.empty()) {
-    const double mb = write_report.at("bytes").to_number<double>() / 1e6;
-    const double ts = write_report.at("shards_s").to_number<double>(), tr = write_report.at("raw_s").to_number<double>();
-    std::printf("shard writing, metrics counted in the same pass (%s): %.1f MB in %.2f s = %.0f MB/s; a plain write+fsync of the same bytes: %.0f MB/s; ratio %.2f\n",
-                write_label.c_str(), mb, ts, mb / ts, mb / tr, tr / ts);
-  }
-  if (vm.count("json")) {
-    const std::string path = vm["json"].as<std::string>();
-    write_json_file(path, boost::json::object{{"dataset", dataset}, {"rows", out}, {"write", write_report}});
-  }
+}
+
+void print_write_timing(const WriteTiming& write) {
+  if (write.report.empty()) return;
+  const double mb = write.report.at("bytes").to_number<double>() / 1e6;
+  const double ts = write.report.at("shards_s").to_number<double>(), tr = write.report.at("raw_s").to_number<double>();
+  std::printf("shard writing, metrics counted in the same pass (%s): %.1f MB in %.2f s = %.0f MB/s; a plain write+fsync of the same bytes: %.0f MB/s; ratio %.2f\n",
+              write.label.c_str(), mb, ts, mb / ts, mb / tr, tr / ts);
+}
+
+boost::json::array rows_json(const std::vector<Row>& rows) {
+  boost::json::array out;
+  for (const Row& r : rows)
+    out.push_back(boost::json::object{{"method", r.method}, {"parts", std::stoll(r.k)}, {"partition_s", r.seconds}, {"partition_cpu_s", r.cpu}, {"metis_call_cpu_s", r.metis_call}, {"process_s", r.wall},
+                                      {"process_peak_mb", r.peak}, {"partition_peak_mb", r.partition_peak}, {"metrics", r.metrics}, {"note", r.note}});
+  return out;
+}
+
+}  // namespace
+
+int bench_partition_main(const std::vector<std::string>& args) {
+  g_command = "shardgnn bench partition";
+  const std::optional<PartitionBenchOptions> opt = parse_options(args);
+  if (!opt) return 0;
+  const Dataset probe = load_dataset(opt->dataset);  // fail early, and describe the graph
+  std::fprintf(stderr, "dataset %s: %lld nodes, %lld directed edges\n", probe.name.c_str(), static_cast<long long>(probe.num_nodes()),
+               static_cast<long long>(probe.graph.num_edges()));
+  GpmetisPlan plan = plan_gpmetis(*opt, probe);
+  const std::string write_method = shard_writer_method(*opt, plan);
+  const CaseResults res = run_cases(*opt, plan, write_method);
+  if (plan.run) fs::remove_all(opt->work);
+  print_table(res.rows);
+  print_gpmetis_comparison(opt->ks, res.rows);
+  if (!plan.note.empty()) std::printf("%s\n", plan.note.c_str());
+  print_write_timing(res.write);
+  if (opt->json) write_json_file(*opt->json, boost::json::object{{"dataset", opt->dataset}, {"rows", rows_json(res.rows)}, {"write", res.write.report}});
   return 0;
 }
 
