@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -86,10 +87,22 @@ void write_parts(const Dataset& ds, const std::string& data_dir, PartitionResult
   write_partitioned(ds, data_dir, r, out, {.overwrite = true});
 }
 
-}  // namespace
+struct BalanceOptions {
+  int ranks = 0;
+  std::string scenarios;
+  SbmOptions sbm;
+  double heavy_share = 0, slowdown = 0;
+  std::string fanouts;
+  int batch = 0, hidden = 0, epochs = 0, accuracy_epochs = 0;
+  std::uint64_t seed = 0;
+  fs::path work;
+  std::optional<std::string> json;
 
-int bench_balance_main(const std::vector<std::string>& args) {
-  g_command = "shardgnn bench balance";
+  bool runs(char scenario) const { return scenarios.find(scenario) != std::string::npos; }
+};
+
+// The options, or nothing when --help was given.
+std::optional<BalanceOptions> parse_options(const std::vector<std::string>& args) {
   po::options_description o("options");
   o.add_options()
       ("ranks", po::value<int>()->default_value(4), "MPI ranks (parts)")
@@ -114,133 +127,197 @@ int bench_balance_main(const std::vector<std::string>& args) {
       ("workdir", po::value<std::string>()->default_value((fs::temp_directory_path() / "shardgnn-bench-balance").string()), "scratch folder (graphs and partitions are reused)")
       ("json", po::value<std::string>(), "also write the results as JSON here");
   po::variables_map vm;
-  if (!parse(args, "shardgnn bench balance [options]", o, {}, vm)) return 0;
-  const int P = vm["ranks"].as<int>();
-  if (P < 2) throw UsageError("--ranks must be at least 2 (balance is between ranks)");
-  const std::string scenarios = vm["scenarios"].as<std::string>();
-  for (char ch : scenarios)
-    if (ch != 'a' && ch != 'b' && ch != 'c' && ch != ',') throw UsageError("--scenarios lists a, b and c, got '" + scenarios + "'");
-  const fs::path work = vm["workdir"].as<std::string>();
-  fs::create_directories(work);
+  if (!parse(args, "shardgnn bench balance [options]", o, {}, vm)) return std::nullopt;
+  BalanceOptions opt;
+  opt.ranks = vm["ranks"].as<int>();
+  if (opt.ranks < 2) throw UsageError("--ranks must be at least 2 (balance is between ranks)");
+  opt.scenarios = vm["scenarios"].as<std::string>();
+  for (char ch : opt.scenarios)
+    if (ch != 'a' && ch != 'b' && ch != 'c' && ch != ',') throw UsageError("--scenarios lists a, b and c, got '" + opt.scenarios + "'");
+  opt.sbm = sbm_options(vm);
+  opt.sbm.class_separation = vm["separation"].as<double>();
+  opt.sbm.homophily = vm["homophily"].as<double>();
+  opt.sbm.train_fraction = 0.5;
+  opt.sbm.val_fraction = 0.1;
+  opt.heavy_share = vm["heavy-share"].as<double>();
+  opt.slowdown = vm["slowdown"].as<double>();
+  opt.fanouts = vm["fanouts"].as<std::string>();
+  opt.batch = vm["batch"].as<int>();
+  opt.hidden = vm["hidden"].as<int>();
+  opt.epochs = vm["epochs"].as<int>();
+  opt.accuracy_epochs = vm["accuracy-epochs"].as<int>();
+  opt.seed = vm["seed"].as<std::uint64_t>();
+  opt.work = vm["workdir"].as<std::string>();
+  if (vm.count("json")) opt.json = vm["json"].as<std::string>();
+  return opt;
+}
 
-  SbmOptions sbm = sbm_options(vm);
-  sbm.class_separation = vm["separation"].as<double>();
-  sbm.homophily = vm["homophily"].as<double>();
-  sbm.train_fraction = 0.5;
-  sbm.val_fraction = 0.1;
-  const std::string tag = "sbm-" + std::to_string(sbm.num_nodes) + "-" + std::to_string(static_cast<int>(sbm.avg_degree)) + "-" +
-                          std::to_string(sbm.feature_dim) + "-" + std::to_string(sbm.num_classes) + "-" +
-                          std::to_string(static_cast<int>(sbm.class_separation * 1000)) + "-" + std::to_string(static_cast<int>(sbm.homophily * 1000));
-  const std::string data_dir = (work / tag).string();
-  ensure_sbm_dataset(data_dir, sbm, /*trim_test=*/false);
-  const Dataset ds = load_dataset(data_dir);
-  std::fprintf(stderr, "dataset %s: %lld nodes, %lld directed edges, %zu training nodes, %d ranks\n", tag.c_str(), static_cast<long long>(ds.num_nodes()),
-               static_cast<long long>(ds.graph.num_edges()), ds.train_idx.size(), P);
+struct BenchGraph {
+  std::string tag, dir;
+  Dataset ds;
+};
 
-  // (a) random, with one shard holding half the training nodes (--heavy-share).
-  const double heavy = vm["heavy-share"].as<double>();
+// The generated graph, kept in the workdir and reused by the next run with the same sizes.
+BenchGraph prepare_graph(const BalanceOptions& opt) {
+  fs::create_directories(opt.work);
+  const SbmOptions& sbm = opt.sbm;
+  BenchGraph g;
+  g.tag = "sbm-" + std::to_string(sbm.num_nodes) + "-" + std::to_string(static_cast<int>(sbm.avg_degree)) + "-" + std::to_string(sbm.feature_dim) + "-" +
+          std::to_string(sbm.num_classes) + "-" + std::to_string(static_cast<int>(sbm.class_separation * 1000)) + "-" +
+          std::to_string(static_cast<int>(sbm.homophily * 1000));
+  g.dir = (opt.work / g.tag).string();
+  ensure_sbm_dataset(g.dir, sbm, /*trim_test=*/false);
+  g.ds = load_dataset(g.dir);
+  std::fprintf(stderr, "dataset %s: %lld nodes, %lld directed edges, %zu training nodes, %d ranks\n", g.tag.c_str(), static_cast<long long>(g.ds.num_nodes()),
+               static_cast<long long>(g.ds.graph.num_edges()), g.ds.train_idx.size(), opt.ranks);
+  return g;
+}
+
+// (a): a random partition, except that rank 0 gets a `heavy` share of the training nodes.
+PartitionResult heavy_random_partition(const Dataset& ds, int P, double heavy) {
+  PartitionResult r;
+  r.config.parts = P;
+  r.config.method = PartitionMethod::kRandom;
+  r.assignment.assign(static_cast<std::size_t>(ds.num_nodes()), 0);
+  Rng rng(derive_seed(7, 0xa));
+  std::vector<char> train(static_cast<std::size_t>(ds.num_nodes()), 0);
+  for (NodeId v : ds.train_idx) train[static_cast<std::size_t>(v)] = 1;
+  for (NodeId v = 0; v < ds.num_nodes(); ++v) {
+    const std::uint64_t x = rng();
+    const double u = static_cast<double>(x >> 11) * 0x1.0p-53;
+    if (train[static_cast<std::size_t>(v)]) r.assignment[static_cast<std::size_t>(v)] = u < heavy ? 0 : static_cast<PartId>(1 + (x & 0xffff) % (P - 1));
+    else r.assignment[static_cast<std::size_t>(v)] = static_cast<PartId>(x % static_cast<std::uint64_t>(P));
+  }
+  return r;
+}
+
+// (b): METIS, balanced nodes and training nodes.
+PartitionResult metis_partition(const Dataset& ds, int P) {
+  PartitionResult r;
+  r.config.parts = P;
+  r.config.balance = {BalanceKey::kNodes, BalanceKey::kTrain};
+  r.assignment = make_partitioner(r.config.method)->partition(ds, r.config);
+  return r;
+}
+
+// (c): label-skewed, class c on rank c mod P (shards hold different classes and counts).
+PartitionResult label_partition(const Dataset& ds, int P) {
+  PartitionResult r;
+  r.config.parts = P;
+  r.config.method = PartitionMethod::kRandom;  // recorded as such; the assignment is by label
+  r.assignment.resize(static_cast<std::size_t>(ds.num_nodes()));
+  for (NodeId v = 0; v < ds.num_nodes(); ++v) r.assignment[static_cast<std::size_t>(v)] = static_cast<PartId>(ds.labels[static_cast<std::size_t>(v)] % P);
+  return r;
+}
+
+struct ScenarioParts {
+  std::string a, b, c;  // the partition folders of the three set-ups
+};
+
+// Writes the partitions of the scenarios run (each kept in the workdir for the next run).
+ScenarioParts write_scenario_parts(const BalanceOptions& opt, const BenchGraph& g) {
+  const int P = opt.ranks;
+  const double heavy = opt.heavy_share;
   if (!(heavy > 0 && heavy < 1)) throw UsageError("--heavy-share must be in (0, 1)");
-  const std::string parts_a = (work / (tag + "-a-" + std::to_string(P) + "-" + std::to_string(static_cast<int>(heavy * 1000)))).string();
-  {
-    PartitionResult r;
-    r.config.parts = P;
-    r.config.method = PartitionMethod::kRandom;
-    r.assignment.assign(static_cast<std::size_t>(ds.num_nodes()), 0);
-    Rng rng(derive_seed(7, 0xa));
-    std::vector<char> train(static_cast<std::size_t>(ds.num_nodes()), 0);
-    for (NodeId v : ds.train_idx) train[static_cast<std::size_t>(v)] = 1;
-    for (NodeId v = 0; v < ds.num_nodes(); ++v) {
-      const std::uint64_t x = rng();
-      const double u = static_cast<double>(x >> 11) * 0x1.0p-53;
-      if (train[static_cast<std::size_t>(v)]) r.assignment[static_cast<std::size_t>(v)] = u < heavy ? 0 : static_cast<PartId>(1 + (x & 0xffff) % (P - 1));
-      else r.assignment[static_cast<std::size_t>(v)] = static_cast<PartId>(x % static_cast<std::uint64_t>(P));
-    }
-    if (scenarios.find('a') != std::string::npos) write_parts(ds, data_dir, r, parts_a);
-  }
-  // (b) METIS, balanced nodes and training nodes.
-  const std::string parts_b = (work / (tag + "-b-" + std::to_string(P))).string();
-  if (scenarios.find('b') != std::string::npos && !fs::exists(fs::path(parts_b) / "partition.json")) {
-    PartitionResult r;
-    r.config.parts = P;
-    r.config.balance = {BalanceKey::kNodes, BalanceKey::kTrain};
-    r.assignment = make_partitioner(r.config.method)->partition(ds, r.config);
-    write_parts(ds, data_dir, r, parts_b);
-  }
-  // (c) label-skewed: class c lives on rank c mod P (shards hold different classes and counts).
-  const std::string parts_c = (work / (tag + "-c-" + std::to_string(P))).string();
-  if (scenarios.find('c') != std::string::npos) {
-    PartitionResult r;
-    r.config.parts = P;
-    r.config.method = PartitionMethod::kRandom;  // recorded as such; the assignment is by label
-    r.assignment.resize(static_cast<std::size_t>(ds.num_nodes()));
-    for (NodeId v = 0; v < ds.num_nodes(); ++v) r.assignment[static_cast<std::size_t>(v)] = static_cast<PartId>(ds.labels[static_cast<std::size_t>(v)] % P);
-    write_parts(ds, data_dir, r, parts_c);
-  }
+  ScenarioParts parts;
+  parts.a = (opt.work / (g.tag + "-a-" + std::to_string(P) + "-" + std::to_string(static_cast<int>(heavy * 1000)))).string();
+  if (opt.runs('a')) write_parts(g.ds, g.dir, heavy_random_partition(g.ds, P, heavy), parts.a);
+  parts.b = (opt.work / (g.tag + "-b-" + std::to_string(P))).string();
+  // METIS is the one costly partitioner: skipped outright when its partition is already there.
+  if (opt.runs('b') && !fs::exists(fs::path(parts.b) / "partition.json")) write_parts(g.ds, g.dir, metis_partition(g.ds, P), parts.b);
+  parts.c = (opt.work / (g.tag + "-c-" + std::to_string(P))).string();
+  if (opt.runs('c')) write_parts(g.ds, g.dir, label_partition(g.ds, P), parts.c);
+  return parts;
+}
 
-  const std::string exe = self_exe();
-  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  auto train = [&](const std::string& scenario, const std::string& variant, const std::string& dir, int ranks, int batch, int epochs,
-                   std::vector<std::string> extra) {
-    RunResult res;
-    res.scenario = scenario;
-    res.variant = variant;
-    const std::string run_dir = (work / ("run-" + scenario + "-" + variant)).string();
-    fs::remove_all(run_dir);
-    std::vector<std::string> argv = {"mpiexec", "-n", std::to_string(ranks), exe, "train", dir, "--model", "sage", "--fanouts", vm["fanouts"].as<std::string>(),
-                                     "--batch", std::to_string(batch), "--hidden", std::to_string(vm["hidden"].as<int>()), "--epochs",
-                                     std::to_string(epochs), "--no-full-eval", "--seed", std::to_string(vm["seed"].as<std::uint64_t>()), "--run-dir",
-                                     run_dir, "--quiet"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    std::fprintf(stderr, "(%s) %s ...\n", scenario.c_str(), variant.c_str());
-    const ProcessResult pr = run_process(argv);
-    try {
-      if (pr.status != 0) throw std::runtime_error("exit " + std::to_string(pr.status));
-      read_run(run_dir + "/metrics.jsonl", pr.out, cores, res);
-    } catch (const std::exception& e) {
-      res.note = std::string("failed: ") + e.what();
-    }
-    return res;
-  };
-  const int B = vm["batch"].as<int>(), E = vm["epochs"].as<int>(), EA = vm["accuracy-epochs"].as<int>();
-  const std::string eval_tail = std::to_string(E);
+// What every training run of the benchmark shares.
+struct TrainSetup {
+  std::string exe;
+  fs::path work;
+  std::string fanouts;
+  int hidden = 0;
+  std::uint64_t seed = 0;
+  int cores = 1;
+};
+
+// One `mpiexec -n ranks shardgnn train` run of a scenario's variant, read from its run folder.
+RunResult run_training(const TrainSetup& s, const std::string& scenario, const std::string& variant, const std::string& dir, int ranks, int batch, int epochs,
+                const std::vector<std::string>& extra) {
+  RunResult res;
+  res.scenario = scenario;
+  res.variant = variant;
+  const std::string run_dir = (s.work / ("run-" + scenario + "-" + variant)).string();
+  fs::remove_all(run_dir);
+  std::vector<std::string> argv = {"mpiexec", "-n", std::to_string(ranks), s.exe, "train", dir, "--model", "sage", "--fanouts", s.fanouts,
+                                   "--batch", std::to_string(batch), "--hidden", std::to_string(s.hidden), "--epochs",
+                                   std::to_string(epochs), "--no-full-eval", "--seed", std::to_string(s.seed), "--run-dir",
+                                   run_dir, "--quiet"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  std::fprintf(stderr, "(%s) %s ...\n", scenario.c_str(), variant.c_str());
+  const ProcessResult pr = run_process(argv);
+  try {
+    if (pr.status != 0) throw std::runtime_error("exit " + std::to_string(pr.status));
+    read_run(run_dir + "/metrics.jsonl", pr.out, s.cores, res);
+  } catch (const std::exception& e) {
+    res.note = std::string("failed: ") + e.what();
+  }
+  return res;
+}
+
+struct Runs {
   std::vector<RunResult> rows;
   std::vector<std::pair<std::size_t, std::size_t>> pairs;  // (without, with)
-  if (scenarios.find('a') != std::string::npos) {
-    rows.push_back(train("a", "none", parts_a, P, B, E, {"--eval-every", eval_tail}));
-    rows.push_back(train("a", "cost", parts_a, P, B, E, {"--eval-every", eval_tail, "--rebalance", "cost"}));
-    pairs.emplace_back(rows.size() - 2, rows.size() - 1);
-  }
-  if (scenarios.find('b') != std::string::npos) {
-    char slow[64];
-    std::snprintf(slow, sizeof slow, "1:%g", vm["slowdown"].as<double>());
-    rows.push_back(train("b", "none", parts_b, P, B, E, {"--eval-every", eval_tail, "--simulate-slowdown", slow}));
-    rows.push_back(train("b", "cost", parts_b, P, B, E, {"--eval-every", eval_tail, "--simulate-slowdown", slow, "--rebalance", "cost"}));
-    pairs.emplace_back(rows.size() - 2, rows.size() - 1);
-  }
-  if (scenarios.find('c') != std::string::npos) {
-    rows.push_back(train("c", "single-process", data_dir, 1, B * P, EA, {}));
-    rows.push_back(train("c", "none", parts_c, P, B, EA, {}));
-    rows.push_back(train("c", "class-balanced", parts_c, P, B, EA, {"--seed-sampling", "class-balanced"}));
-    pairs.emplace_back(rows.size() - 2, rows.size() - 1);
-  }
+};
 
+// Each scenario without and with its remedy; (c) has single-process training before them.
+Runs run_scenarios(const BalanceOptions& opt, const TrainSetup& setup, const ScenarioParts& parts, const std::string& data_dir) {
+  const int P = opt.ranks, B = opt.batch, E = opt.epochs, EA = opt.accuracy_epochs;
+  const std::string eval_tail = std::to_string(E);
+  Runs runs;
+  auto& rows = runs.rows;
+  if (opt.runs('a')) {
+    rows.push_back(run_training(setup, "a", "none", parts.a, P, B, E, {"--eval-every", eval_tail}));
+    rows.push_back(run_training(setup, "a", "cost", parts.a, P, B, E, {"--eval-every", eval_tail, "--rebalance", "cost"}));
+    runs.pairs.emplace_back(rows.size() - 2, rows.size() - 1);
+  }
+  if (opt.runs('b')) {
+    char slow[64];
+    std::snprintf(slow, sizeof slow, "1:%g", opt.slowdown);
+    rows.push_back(run_training(setup, "b", "none", parts.b, P, B, E, {"--eval-every", eval_tail, "--simulate-slowdown", slow}));
+    rows.push_back(run_training(setup, "b", "cost", parts.b, P, B, E, {"--eval-every", eval_tail, "--simulate-slowdown", slow, "--rebalance", "cost"}));
+    runs.pairs.emplace_back(rows.size() - 2, rows.size() - 1);
+  }
+  if (opt.runs('c')) {
+    rows.push_back(run_training(setup, "c", "single-process", data_dir, 1, B * P, EA, {}));
+    rows.push_back(run_training(setup, "c", "none", parts.c, P, B, EA, {}));
+    rows.push_back(run_training(setup, "c", "class-balanced", parts.c, P, B, EA, {"--seed-sampling", "class-balanced"}));
+    runs.pairs.emplace_back(rows.size() - 2, rows.size() - 1);
+  }
+  return runs;
+}
+
+void print_table(const std::vector<RunResult>& rows) {
   std::printf("%-3s %-15s %9s %9s %6s %9s %11s %11s %8s  %-28s %s\n", "", "variant", "epoch s", "limit s", "ratio", "max/mean", "step max s", "step mean s",
               "test acc", "seeds per rank (last epoch)", "moved");
-  boost::json::array out;
   for (const RunResult& r : rows) {
     std::string seeds;
-    for (auto n : r.seeds) seeds += (seeds.empty() ? "" : ",") + std::to_string(n);
+    for (auto n : r.seeds) {
+      if (!seeds.empty()) seeds += ',';
+      seeds += std::to_string(n);
+    }
     if (!r.ok) {
       std::printf("(%s) %-15s %s\n", r.scenario.c_str(), r.variant.c_str(), r.note.c_str());
     } else {
       std::printf("(%s) %-15s %9.3f %9.3f %6.2f %9.3f %11.4f %11.4f %8.4f  %-28s %lld\n", r.scenario.c_str(), r.variant.c_str(), r.epoch_s, r.bound_s,
                   r.bound_s / r.epoch_s, r.imbalance, r.step_max_s, r.step_mean_s, r.test_acc, seeds.c_str(), static_cast<long long>(r.moved));
     }
-    out.push_back(boost::json::object{{"scenario", r.scenario}, {"variant", r.variant}, {"ok", r.ok}, {"note", r.note}, {"epoch_s", r.epoch_s}, {"limit_s", r.bound_s},
-                                      {"max_over_mean_busy", r.imbalance}, {"step_max_s", r.step_max_s}, {"step_mean_s", r.step_mean_s},
-                                      {"test_acc", r.test_acc}, {"seeds", boost::json::array(r.seeds.begin(), r.seeds.end())}, {"moved", r.moved}});
   }
-  for (auto [a, b] : pairs) {
+}
+
+// Each scenario's run with its remedy against the run without it.
+void print_pairs(const Runs& runs) {
+  const auto& rows = runs.rows;
+  for (auto [a, b] : runs.pairs) {
     const RunResult& x = rows[a];
     const RunResult& y = rows[b];
     if (!x.ok || !y.ok) continue;
@@ -250,11 +327,35 @@ int bench_balance_main(const std::vector<std::string>& args) {
       std::printf("; test acc %.4f vs %.4f single-process (baseline %.4f)", y.test_acc, rows[a - 1].test_acc, x.test_acc);
     std::printf("\n");
   }
+}
+
+boost::json::array rows_json(const std::vector<RunResult>& rows) {
+  boost::json::array out;
+  for (const RunResult& r : rows)
+    out.push_back(boost::json::object{{"scenario", r.scenario}, {"variant", r.variant}, {"ok", r.ok}, {"note", r.note}, {"epoch_s", r.epoch_s}, {"limit_s", r.bound_s},
+                                      {"max_over_mean_busy", r.imbalance}, {"step_max_s", r.step_max_s}, {"step_mean_s", r.step_mean_s},
+                                      {"test_acc", r.test_acc}, {"seeds", boost::json::array(r.seeds.begin(), r.seeds.end())}, {"moved", r.moved}});
+  return out;
+}
+
+}  // namespace
+
+int bench_balance_main(const std::vector<std::string>& args) {
+  g_command = "shardgnn bench balance";
+  const std::optional<BalanceOptions> opt = parse_options(args);
+  if (!opt) return 0;
+  const BenchGraph g = prepare_graph(*opt);
+  const ScenarioParts parts = write_scenario_parts(*opt, g);
+  const TrainSetup setup{.exe = self_exe(), .work = opt->work, .fanouts = opt->fanouts, .hidden = opt->hidden, .seed = opt->seed,
+                         .cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()))};
+  const Runs runs = run_scenarios(*opt, setup, parts, g.dir);
+  print_table(runs.rows);
+  print_pairs(runs);
   std::printf("(epoch s: training only, mean over epochs 2..; limit s: an estimate of the shortest epoch this machine allows, max(busiest\n"
               " rank's own work, all ranks' CPU work / %d cores); ratio: limit / epoch (1 = at the limit); max/mean: slowest rank's busy time (own work, no waiting) over the mean;\n"
               " (c) single-process runs one rank with batch %d, the ranks' combined batch)\n",
-              cores, B * P);
-  if (vm.count("json")) write_json_file(vm["json"].as<std::string>(), boost::json::object{{"dataset", data_dir}, {"ranks", P}, {"rows", out}});
+              setup.cores, opt->batch * opt->ranks);
+  if (opt->json) write_json_file(*opt->json, boost::json::object{{"dataset", g.dir}, {"ranks", opt->ranks}, {"rows", rows_json(runs.rows)}});
   return 0;
 }
 
