@@ -1,8 +1,7 @@
 // The shards a rank reads directly: its own and, with node-local reads on, those of its
 // node-local ranks (the other ranks on its node), mapped (the node's page cache holds each file
-// once). Built once at start-up
-// and shared by the DistSampler and the FeatureStore, so both see every part alike: readable here,
-// or asked of its owner.
+// once). Built once at start-up and shared by the DistSampler and the FeatureStore, so both see
+// every part alike: readable here, or asked of its owner.
 #pragma once
 
 #include <functional>

@@ -315,8 +315,7 @@ void print_sampling(const RunSetting& run, const std::vector<Row>& all, const Su
   std::printf("sampled edges / s / core   %.3g   (%.0f edges per batch)\n", s.edges_per_core_s, sum.sampled_edges / sum.steps);
   std::printf("input nodes per batch      %.0f\n", sum.input_nodes / sum.steps);
   if (all.size() > 1) {
-    // The exchanges' time is mostly waiting for the busiest rank (their bytes take well under a
-    // tenth of it on one node).
+    // The exchanges' time is mostly waiting for the busiest rank, not moving their bytes.
     std::printf("sampled by owners          %.0f rows per batch, %.3g bytes sent per batch (requests and replies, all hops)\n", sum.rows_by_owners / sum.steps,
                 sum.sampling_bytes / sum.steps);
     // Over MPI, each rank samples the rows of the nodes it owns for every rank's batches: its load
