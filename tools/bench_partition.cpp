@@ -54,12 +54,13 @@ std::vector<std::string> split_list(const std::string& s) {
 int bench_partition_one_main(const std::vector<std::string>& args) {
   g_command = "shardgnn bench partition-one";
   po::options_description o("options");
-  add_partition_options(o);
+  PartitionConfig cfg;
+  add_partition_options(o, cfg);
   o.add_options()("write-to", po::value<std::string>(), "also time writing the shards here, against a plain write of the same bytes")
       ("threads", po::value<unsigned>()->default_value(0), "threads for the per-shard work after partitioning (0: one per core)");
   po::variables_map vm;
   if (!parse(args, "shardgnn bench partition-one <dataset> [partition options]  (used by bench partition)", o, {"dataset"}, vm)) return 0;
-  const PartitionConfig cfg = partition_config(vm);
+  check_partition_config(cfg);
   part_threads_limit() = vm["threads"].as<unsigned>();
   const auto t_load = Clock::now();
   const Dataset ds = load_dataset(vm["dataset"].as<std::string>());

@@ -26,6 +26,8 @@ bool parse(const std::vector<std::string>& args, const std::string& usage, po::o
     po::notify(vm);
   } catch (const po::error& e) {
     throw UsageError(e.what());
+  } catch (const InputError& e) {  // an option's value that its parser rejected
+    throw UsageError(e.what());
   }
   for (const auto& name : positional)
     if (!vm.count(name)) throw UsageError("missing argument <" + name + ">");

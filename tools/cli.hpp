@@ -33,16 +33,20 @@ inline void keep_freed_memory_in_heap() {
 
 // Fanouts as the peers (DGL, DistDGL) list them, from the input layer inwards: ours reversed,
 // comma-separated.
-inline std::string input_first_fanouts(const std::vector<int>& fanouts) {
+inline std::string fanouts_text(const std::vector<int>& fanouts);
+inline std::string input_first_fanouts(const std::vector<int>& fanouts) { return fanouts_text({fanouts.rbegin(), fanouts.rend()}); }
+
+namespace po = boost::program_options;
+
+// "15,10,5"
+inline std::string fanouts_text(const std::vector<int>& fanouts) {
   std::string out;
-  for (auto it = fanouts.rbegin(); it != fanouts.rend(); ++it) {
+  for (int f : fanouts) {
     if (!out.empty()) out += ',';
-    out += std::to_string(*it);
+    out += std::to_string(f);
   }
   return out;
 }
-
-namespace po = boost::program_options;
 
 // An on/off option's value; anything else is an InputError naming the option.
 inline bool parse_on_off(const std::string& value, const std::string& option) {
@@ -97,7 +101,8 @@ SbmOptions sbm_options(const po::variables_map& vm);
 void ensure_sbm_dataset(const std::string& dir, const SbmOptions& sbm, bool trim_test);
 
 // The partitioning options shared by `partition` and `bench partition`.
-void add_partition_options(po::options_description& o);
-PartitionConfig partition_config(const po::variables_map& vm);
+// Bound into `c`; check_partition_config then checks what the options cannot alone (UsageError).
+void add_partition_options(po::options_description& o, PartitionConfig& c);
+void check_partition_config(const PartitionConfig& c);
 
 }  // namespace shardgnn::cli

@@ -118,33 +118,30 @@ int generate(const std::vector<std::string>& args) {
   po::options_description o("options");
   o.add_options()
       ("out,o", po::value<std::string>(), "output dataset folder")
-      ("seed", po::value<std::uint64_t>()->default_value(1), "random seed")
       ("force", "replace an existing output folder");
   po::variables_map vm;
   if (kind == "rmat") {
+    RmatOptions r;
+    bool keep_order = false;
+    int feature_dim = 0, classes = 10;
+    double train = 0.1, val = 0.1;
     o.add_options()
-        ("scale", po::value<int>()->default_value(16), "2^scale nodes")
-        ("edge-factor", po::value<int>()->default_value(16), "edges per node")
-        ("a", po::value<double>()->default_value(0.57), "R-MAT a")
-        ("b", po::value<double>()->default_value(0.19), "R-MAT b")
-        ("c", po::value<double>()->default_value(0.19), "R-MAT c (d = 1 - a - b - c)")
-        ("no-permute", "keep R-MAT's vertex order (Graph500 permutes it)")
-        ("feature-dim", po::value<int>()->default_value(0), "also give every node random N(0,1) features of this size (for sampler benchmarks)")
-        ("classes", po::value<int>()->default_value(10), "with --feature-dim: random labels in [0, classes)")
-        ("train", po::value<double>()->default_value(0.1), "with --feature-dim: training fraction of a random split")
-        ("val", po::value<double>()->default_value(0.1), "with --feature-dim: validation fraction")
+        ("seed", bound(r.seed), "random seed")
+        ("scale", bound(r.scale), "2^scale nodes")
+        ("edge-factor", bound(r.edge_factor), "edges per node")
+        ("a", bound(r.a), "R-MAT a")
+        ("b", bound(r.b), "R-MAT b")
+        ("c", bound(r.c), "R-MAT c (d = 1 - a - b - c)")
+        ("no-permute", po::bool_switch(&keep_order), "keep R-MAT's vertex order (Graph500 permutes it)")
+        ("feature-dim", bound(feature_dim), "also give every node random N(0,1) features of this size (for sampler benchmarks)")
+        ("classes", bound(classes), "with --feature-dim: random labels in [0, classes)")
+        ("train", bound(train), "with --feature-dim: training fraction of a random split")
+        ("val", bound(val), "with --feature-dim: validation fraction")
         ("edge-list", po::value<std::string>(), "also (or only, without --out) write the raw edges as a text edge list");
     add_clean_options(o);
     if (!parse(rest, "shardgnn data generate rmat --out <dir> [options]", o, {}, vm)) return 0;
     if (!vm.count("out") && !vm.count("edge-list")) throw UsageError("give --out and/or --edge-list");
-    RmatOptions r;
-    r.scale = vm["scale"].as<int>();
-    r.edge_factor = vm["edge-factor"].as<int>();
-    r.a = vm["a"].as<double>();
-    r.b = vm["b"].as<double>();
-    r.c = vm["c"].as<double>();
-    r.permute = !vm.count("no-permute");
-    r.seed = vm["seed"].as<std::uint64_t>();
+    r.permute = !keep_order;
     const auto t0 = Clock::now();
     if (vm.count("edge-list")) {
       EdgeList el = generate_rmat_edges(r);
@@ -153,35 +150,25 @@ int generate(const std::vector<std::string>& args) {
     }
     if (vm.count("out")) {
       Dataset ds = generate_rmat(r, clean_options(vm));
-      if (vm["feature-dim"].as<int>() > 0)
-        add_random_node_data(ds, vm["feature-dim"].as<int>(), vm["classes"].as<int>(), vm["train"].as<double>(), vm["val"].as<double>(), r.seed);
+      if (feature_dim > 0) add_random_node_data(ds, feature_dim, classes, train, val, r.seed);
       save_and_report(ds, vm["out"].as<std::string>(), vm.count("force") > 0, clean_options(vm), seconds_since(t0));
     }
     return 0;
   }
+  SbmOptions s;
   o.add_options()
-      ("nodes", po::value<std::int64_t>()->default_value(10000), "number of nodes")
-      ("classes", po::value<int>()->default_value(10), "number of classes (blocks)")
-      ("avg-degree", po::value<double>()->default_value(20.0), "expected undirected degree")
-      ("homophily", po::value<double>()->default_value(0.8), "expected fraction of edges inside a class")
-      ("feature-dim", po::value<int>()->default_value(64), "feature dimension")
-      ("separation", po::value<double>()->default_value(1.0), "std-dev of the class means")
-      ("noise", po::value<double>()->default_value(1.0), "std-dev of the per-node feature noise")
-      ("train", po::value<double>()->default_value(0.6), "training fraction")
-      ("val", po::value<double>()->default_value(0.2), "validation fraction (the rest is test)");
+      ("seed", bound(s.seed), "random seed")
+      ("nodes", bound(s.num_nodes), "number of nodes")
+      ("classes", bound(s.num_classes), "number of classes (blocks)")
+      ("avg-degree", bound(s.avg_degree), "expected undirected degree")
+      ("homophily", bound(s.homophily), "expected fraction of edges inside a class")
+      ("feature-dim", bound(s.feature_dim), "feature dimension")
+      ("separation", bound(s.class_separation), "std-dev of the class means")
+      ("noise", bound(s.feature_noise), "std-dev of the per-node feature noise")
+      ("train", bound(s.train_fraction), "training fraction")
+      ("val", bound(s.val_fraction), "validation fraction (the rest is test)");
   if (!parse(rest, "shardgnn data generate sbm --out <dir> [options]", o, {}, vm)) return 0;
   if (!vm.count("out")) throw UsageError("missing --out");
-  SbmOptions s;
-  s.num_nodes = vm["nodes"].as<std::int64_t>();
-  s.num_classes = vm["classes"].as<int>();
-  s.avg_degree = vm["avg-degree"].as<double>();
-  s.homophily = vm["homophily"].as<double>();
-  s.feature_dim = vm["feature-dim"].as<int>();
-  s.class_separation = vm["separation"].as<double>();
-  s.feature_noise = vm["noise"].as<double>();
-  s.train_fraction = vm["train"].as<double>();
-  s.val_fraction = vm["val"].as<double>();
-  s.seed = vm["seed"].as<std::uint64_t>();
   const auto t0 = Clock::now();
   Dataset ds = generate_sbm(s);
   CleanOptions c{true, true, true};

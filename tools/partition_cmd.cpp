@@ -8,6 +8,7 @@
 #include "datasets/error.hpp"
 #include "datasets/fileio.hpp"
 #include "datasets/json_util.hpp"
+#include "datasets/names.hpp"
 #include "partition/cost.hpp"
 #include "partition/partitioner.hpp"
 #include "partition/report.hpp"
@@ -18,45 +19,46 @@ namespace fs = std::filesystem;
 
 namespace shardgnn::cli {
 
-void add_partition_options(po::options_description& o) {
+namespace {
+constexpr EnumName<bool> kStreamOrders[] = {{false, "natural"}, {true, "random"}};
+
+std::string balance_text(const std::vector<BalanceKey>& keys) {
+  std::string out;
+  for (BalanceKey k : keys) {
+    if (!out.empty()) out += ',';
+    out += balance_name(k);
+  }
+  return out;
+}
+}  // namespace
+
+void add_partition_options(po::options_description& o, PartitionConfig& c) {
   o.add_options()
-      ("parts,k", po::value<int>()->default_value(2), "number of parts K (one per MPI rank)")
-      ("method,m", po::value<std::string>()->default_value("metis"), "metis, random, ldg or fennel")
-      ("balance", po::value<std::string>()->default_value("nodes"),
+      ("parts,k", bound(c.parts), "number of parts K (one per MPI rank)")
+      ("method,m", bound(c.method, parse_method, method_name), "metis, random, ldg or fennel")
+      ("balance", bound(c.balance, parse_balance, balance_text),
        "what every part gets its share of, comma-separated: nodes, train, val, test, edges, labels (one constraint per class), "
        "cost (expected sampling cost of the training nodes, see --fanouts)")
-      ("objective", po::value<std::string>()->default_value("cut"), "METIS objective: cut or vol (communication volume)")
-      ("edge-weights", po::value<std::string>()->default_value("none"), "none, or entropy (feature similarity and degree, Deshmukh et al. 2023)")
-      ("imbalance", po::value<double>()->default_value(0.03), "allowed imbalance per constraint (0.03: max part <= 1.03 x mean)")
-      ("seed", po::value<std::uint64_t>()->default_value(0), "random seed")
-      ("stream-order", po::value<std::string>()->default_value("natural"), "LDG/Fennel node order: natural or random")
-      ("fanouts", po::value<std::string>()->default_value("15,10,5"),
-       "cost model: the sampler's fanouts by hop from the seeds outward (-1 = all neighbours)")
-      ("cost-remote-weight", po::value<double>()->default_value(2.0),
-       "cost model: cost of one remote feature row relative to one sampled edge");
+      ("objective", bound(c.objective, parse_objective, [](PartitionObjective v) { return std::string(v == PartitionObjective::kCut ? "cut" : "vol"); }),
+       "METIS objective: cut or vol (communication volume)")
+      ("edge-weights", bound(c.edge_weights, parse_edge_weighting, [](EdgeWeighting v) { return std::string(v == EdgeWeighting::kNone ? "none" : "entropy"); }),
+       "none, or entropy (feature similarity and degree, Deshmukh et al. 2023)")
+      ("imbalance", bound(c.imbalance), "allowed imbalance per constraint (0.03: max part <= 1.03 x mean)")
+      ("seed", bound(c.seed), "random seed")
+      ("stream-order", bound(c.stream_shuffle, [](const std::string& v) { return parse_enum(kStreamOrders, v, "--stream-order"); },
+                             [](bool v) { return enum_name(kStreamOrders, v); }),
+       "LDG/Fennel node order: natural or random")
+      ("fanouts", bound(c.cost_fanouts, parse_fanouts, fanouts_text), "cost model: the sampler's fanouts by hop from the seeds outward (-1 = all neighbours)")
+      ("cost-remote-weight", bound(c.cost_remote_weight), "cost model: cost of one remote feature row relative to one sampled edge");
 }
 
-PartitionConfig partition_config(const po::variables_map& vm) {
-  PartitionConfig c;
+void check_partition_config(const PartitionConfig& c) {
   try {
-    c.parts = vm["parts"].as<int>();
-    c.method = parse_method(vm["method"].as<std::string>());
-    c.balance = parse_balance(vm["balance"].as<std::string>());
-    c.objective = parse_objective(vm["objective"].as<std::string>());
-    c.edge_weights = parse_edge_weighting(vm["edge-weights"].as<std::string>());
-    c.imbalance = vm["imbalance"].as<double>();
-    c.seed = vm["seed"].as<std::uint64_t>();
-    const std::string order = vm["stream-order"].as<std::string>();
-    if (order != "natural" && order != "random") throw InputError("unknown --stream-order '" + order + "', expected natural or random");
-    c.stream_shuffle = order == "random";
-    c.cost_fanouts = parse_fanouts(vm["fanouts"].as<std::string>());
-    c.cost_remote_weight = vm["cost-remote-weight"].as<double>();
     validate_cost_model(c.cost_fanouts, c.cost_remote_weight);
   } catch (const InputError& e) {
     throw UsageError(e.what());
   }
   if (c.parts < 1) throw UsageError("--parts must be at least 1, got " + std::to_string(c.parts));
-  return c;
 }
 
 namespace {
@@ -110,7 +112,8 @@ int partition_main(const std::vector<std::string>& args) {
   po::options_description o("options");
   o.add_options()("out,o", po::value<std::string>()->required(), "output folder (partition.json + part-<k>/)")("force", "replace an existing output folder")(
       "verify", "check the result against the dataset afterwards (serial verifier)");
-  add_partition_options(o);
+  PartitionConfig cfg;
+  add_partition_options(o, cfg);
   po::variables_map vm;
   if (!parse(args,
              "shardgnn partition <dataset-dir> --parts K --method metis|random|ldg|fennel --out <dir> [options]\n"
@@ -121,7 +124,7 @@ int partition_main(const std::vector<std::string>& args) {
              "CSR, features, labels, splits and halo.",
              o, {"dataset"}, vm))
     return 0;
-  PartitionConfig cfg = partition_config(vm);
+  check_partition_config(cfg);
   const std::string dataset_dir = vm["dataset"].as<std::string>(), out = vm["out"].as<std::string>();
   const Dataset ds = load_dataset(dataset_dir);
   PartitionResult result;

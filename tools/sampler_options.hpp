@@ -11,16 +11,6 @@
 
 namespace shardgnn::cli {
 
-// "15,10,5"
-inline std::string fanouts_text(const std::vector<int>& fanouts) {
-  std::string out;
-  for (int f : fanouts) {
-    if (!out.empty()) out += ',';
-    out += std::to_string(f);
-  }
-  return out;
-}
-
 inline void add_sampler_options(po::options_description& o, SamplerConfig& c) {
   o.add_options()
       ("fanouts", bound(c.fanouts, parse_fanouts, fanouts_text), "neighbours per hop from the seeds outward (-1 = all); their count is the depth")
