@@ -15,7 +15,6 @@
 #include "partition/shards.hpp"
 #include "sampler/config.hpp"
 #include "sampler/minibatch.hpp"
-#include "sampler/rebalance.hpp"
 #include "sampler/shard_view.hpp"
 
 namespace shardgnn {
