@@ -12,6 +12,7 @@
 #include "partition/shards.hpp"
 #include "sampler/config.hpp"
 #include "tools/cli.hpp"
+#include "tools/blas_kernels.hpp"
 #include "tools/mpi_program.hpp"
 #include "tools/sampler_options.hpp"
 #include "trainer/train.hpp"
@@ -129,9 +130,10 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
   Input in;
   load_input(world, dir, in);
   Trainer trainer(in.shard, in.name, world, tc, sc);
+  const std::string blas = blas_core_description(blas_core());
   if (world.rank() == 0 && tc.progress)
-    std::printf("training %s on '%s' (%s, %d rank%s, %s): %lld parameters, fanouts %s, batch %d\n", model_name(tc.model).c_str(), in.name.c_str(),
-                in.kind.c_str(), world.size(), world.size() == 1 ? "" : "s", trainer.device_name().c_str(),
+    std::printf("training %s on '%s' (%s, %d rank%s, %s%s%s): %lld parameters, fanouts %s, batch %d\n", model_name(tc.model).c_str(), in.name.c_str(),
+                in.kind.c_str(), world.size(), world.size() == 1 ? "" : "s", trainer.device_name().c_str(), blas.empty() ? "" : ", BLAS ", blas.c_str(),
                 static_cast<long long>(trainer.num_parameters()), fanouts_text(sc.fanouts).c_str(), sc.batch_size);
   const TrainResult r = trainer.fit();
   if (world.rank() == 0) {
@@ -147,5 +149,6 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
 }  // namespace shardgnn::cli
 
 int main(int argc, char** argv) {
+  shardgnn::cli::use_strongest_blas_kernels(argv);
   return shardgnn::cli::run_mpi_program(argc, argv, "train", /*threads=*/true, shardgnn::cli::train_main);
 }

@@ -47,6 +47,7 @@ void tag_invoke(json::value_from_tag, json::value& v, const EpochRecord& r) {
                  {"bytes_sent", r.bytes_sent},
                  {"bytes_received", r.bytes_received}};
   o["train_s"] = r.train_s;
+  if (!r.blas_core.empty()) o["blas_core"] = r.blas_core;
   if (!r.ranks.empty()) {
     o["ranks"] = json::value_from(r.ranks);
     o["imbalance"] = r.imbalance;
@@ -224,6 +225,10 @@ EpochRecord tag_invoke(json::value_to_tag<EpochRecord>, const json::value& v) {
   }
   e.bytes_sent = number(o, "bytes_sent", "", 0.0);
   e.bytes_received = number(o, "bytes_received", "", 0.0);
+  if (const json::value* core = o.if_contains("blas_core")) {
+    if (!core->is_string()) fail("key 'blas_core': expected a string, found " + found(*core));
+    e.blas_core = std::string(core->get_string());
+  }
   // Only evaluated epochs have accuracies (null counts as absent).
   const json::value* val = o.if_contains("val_acc");
   const json::value* test = o.if_contains("test_acc");

@@ -31,6 +31,7 @@ namespace fs = std::filesystem;
 // at load time and untouched by torch::set_num_threads; its spinning threads starve the other
 // ranks' MPI progress on a shared node. Weak: null with another BLAS.
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));
+extern "C" char* openblas_get_corename(void) __attribute__((weak));
 
 namespace shardgnn {
 
@@ -197,6 +198,8 @@ Trainer::~Trainer() = default;
 const TrainConfig& Trainer::config() const noexcept { return s_->cfg; }
 std::uint64_t Trainer::weights_checksum() const { return parameters_checksum(*s_->model); }
 std::string Trainer::device_name() const { return s_->device.str(); }
+
+std::string blas_core() { return openblas_get_corename ? openblas_get_corename() : ""; }
 std::int64_t Trainer::num_parameters() const {
   std::int64_t n = 0;
   for (const auto& p : s_->model->parameters()) n += p.numel();
@@ -437,6 +440,7 @@ TrainResult Trainer::fit() {
     r.rebalance = std::move(plan.policy);
     r.plan_load = std::move(plan.load);
     r.moved = plan.moved;
+    r.blas_core = blas_core();
     const Counters before = counters(s);
     const EpochSums sums = train_epoch(s, epoch, progress);
     const double train_s = since(t_epoch);

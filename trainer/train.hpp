@@ -39,6 +39,10 @@ struct TrainResult {
   double train_s = 0;                // wall time of the epochs
 };
 
+// The kernels OpenBLAS computes with on this rank (its core name, e.g. "Haswell"); "" with
+// another BLAS.
+std::string blas_core();
+
 class Trainer {
  public:
   // Collective over `world`. Checks the configuration, the device and any checkpoint on every

@@ -19,6 +19,23 @@ grep -qE "^test accuracy 0\.[7-9][0-9]*, macro-F1 .* \(full neighbourhoods\)$" "
 [ "$(wc -l < "$work/m.jsonl")" = 4 ] || fail "expected 4 metrics lines"
 grep -q '"val_acc"' "$work/m.jsonl" || fail "metrics lack val_acc"
 
+# The run's first line names the BLAS kernels: the user's (OPENBLAS_CORETYPE) when set, else as
+# strong as the CPU's flags allow (shardgnn-train restarts itself when OpenBLAS took weaker ones).
+OPENBLAS_CORETYPE=Prescott timeout 120 "$SHARDGNN" train "$work/cora" "${quick[@]}" --epochs 1 --metrics "$work/blas.jsonl" > "$work/out.txt" 2>&1 ||
+  fail "Prescott run failed: $(cat "$work/out.txt")"
+head -1 "$work/out.txt" | grep -q ", BLAS Prescott kernels)" || fail "the user's kernels are not named: $(head -1 "$work/out.txt")"
+grep -q '"blas_core":"Prescott"' "$work/blas.jsonl" || fail "metrics lack the kernels: $(cat "$work/blas.jsonl")"
+env -u OPENBLAS_CORETYPE timeout 120 "$SHARDGNN" train "$work/cora" "${quick[@]}" --epochs 1 > "$work/out.txt" 2>&1 || fail "run without OPENBLAS_CORETYPE failed: $(cat "$work/out.txt")"
+core=$(head -1 "$work/out.txt" | sed -n 's/.*, BLAS \([A-Za-z0-9_]*\) kernels.*/\1/p')
+flags=" $(grep -m1 '^flags' /proc/cpuinfo) "
+if [ -n "$core" ]; then
+  if [[ $flags == *" avx512f "* && $flags == *" avx512bw "* && $flags == *" avx512dq "* && $flags == *" avx512vl "* ]]; then
+    [[ $core =~ ^(SkylakeX|Cooperlake|SapphireRapids)$ ]] || fail "an AVX-512 CPU trained with OpenBLAS's $core kernels: $(head -1 "$work/out.txt")"
+  elif [[ $flags == *" avx2 "* && $flags == *" fma "* ]]; then
+    [[ $core =~ ^(Haswell|Zen|SkylakeX|Cooperlake|SapphireRapids)$ ]] || fail "an AVX2 CPU trained with OpenBLAS's $core kernels: $(head -1 "$work/out.txt")"
+  fi
+fi
+
 timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${quick[@]}" --epochs 2 --checkpoint-dir "$work/ck" > "$work/out.txt" 2>&1 ||
   fail "2-rank run failed: $(cat "$work/out.txt")"
 grep -q "test accuracy" "$work/out.txt" || fail "no test accuracy line"
