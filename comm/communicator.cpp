@@ -95,7 +95,6 @@ bool yielding() { return g_wait_mode.load(std::memory_order_relaxed) == WaitMode
 double collective_seconds() noexcept { return t_collective_s; }
 
 void set_wait_mode(WaitMode mode) { g_wait_mode.store(mode, std::memory_order_relaxed); }
-WaitMode wait_mode() { return g_wait_mode.load(std::memory_order_relaxed); }
 
 WaitMode parse_wait_mode(const std::string& name, int ranks_on_node, int cores) {
   if (name == "spin") return WaitMode::kSpin;

@@ -57,7 +57,6 @@ enum class Op { kSum, kMax, kMin };
 // (yield if any rank asks for it), since blocking and nonblocking collectives never match.
 enum class WaitMode { kSpin, kYield };
 void set_wait_mode(WaitMode mode);
-WaitMode wait_mode();
 // "spin", "yield" or "auto"/"" (decided from the node's rank and core counts); else invalid_argument.
 WaitMode parse_wait_mode(const std::string& name, int ranks_on_node, int cores);
 

@@ -26,7 +26,7 @@ struct SamplerConfig {
   std::uint64_t seed = 0;
   int prefetch = 2;           // batches sampled ahead by the pipeline's thread (0: no thread)
   CachePolicy cache_policy = CachePolicy::kDegree;
-  double cache_fraction = 0.2;  // cache this fraction of the rows this rank does not own (0 = use cache_mb)
+  double cache_fraction = 0.2;  // cache this fraction of the rows owned on other nodes (all other ranks' with node_local off; 0 = use cache_mb)
   double cache_mb = 0;          // alternatively: a cache size limit in MB (10^6 bytes) of feature rows
   int presample_batches = 64; // batches presampled by the kPresample policy
   bool with_degrees = false;  // also fetch every input node's full-graph degree (MiniBatch::degrees)

@@ -80,6 +80,8 @@ void FeatureStore::fetch_remote(std::span<const NodeId> remote, std::span<const 
   for (std::size_t r = 0; r < row_counts.size(); ++r) row_counts[r] = asked.counts[r] * dim_;
   for (int r = 0; r < P; ++r) expect[r] = counts[r] * dim_;
   if (observer_.rows_exchanged) observer_.rows_exchanged(row_counts, expect);
+  counters_.bytes_sent += static_cast<std::int64_t>(remote.size() * sizeof(NodeId));
+  counters_.bytes_received += static_cast<std::int64_t>(asked.data.size() * sizeof(NodeId));
   if (F == 0) return;  // no feature columns (every rank alike): no rows to move
   // The owner's gather of the rows asked of it, the row exchange, and the asker's placing of
   // the received rows in the batch; the rest of the span is the transfer and the wait for it.
@@ -97,8 +99,8 @@ void FeatureStore::fetch_remote(std::span<const NodeId> remote, std::span<const 
   counters_.scatter_s += since(t2);
   counters_.row_exchange_s += rows_s;
   counters_.exchange_s += rows_s;
-  counters_.bytes_sent += static_cast<std::int64_t>(remote.size() * sizeof(NodeId) + send_rows_.size() * sizeof(float));
-  counters_.bytes_received += static_cast<std::int64_t>(asked.data.size() * sizeof(NodeId) + recv_rows_.size() * sizeof(float));
+  counters_.bytes_sent += static_cast<std::int64_t>(send_rows_.size() * sizeof(float));
+  counters_.bytes_received += static_cast<std::int64_t>(recv_rows_.size() * sizeof(float));
 }
 
 void FeatureStore::fetch(std::span<const NodeId> nodes, FeatureRows& out) {

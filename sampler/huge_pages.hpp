@@ -5,8 +5,7 @@
 // from a small process-wide pool of 2 MiB-aligned anonymous mappings asked for huge pages
 // (MADV_HUGEPAGE; 4 KiB pages where transparent huge pages are off) and faulted in when mapped
 // (MADV_POPULATE_WRITE, Linux 5.14), then reused for requests of up to twice their size; smaller
-// buffers come from operator new. Each module that links the sampler (the distributed commands',
-// the training module) has its own pool; buffers never cross modules.
+// buffers come from operator new.
 #pragma once
 
 #include <cstddef>

@@ -29,9 +29,9 @@ class ShardView {
   // is left to its owner, with a warning on stderr. Each owner checked its files at start-up.
   ShardView(const Shard& own, const comm::Communicator& comm, std::vector<int> node_of_rank, bool node_local = true, const Load& load = load_shard_rows);
 
-  // The sampler and the store keep pointers into it: moved, never copied.
-  ShardView(ShardView&&) noexcept = default;
-  ShardView& operator=(ShardView&&) noexcept = default;
+  // The sampler and the store keep references to it: neither copied nor moved.
+  ShardView(ShardView&&) = delete;
+  ShardView& operator=(ShardView&&) = delete;
   ShardView(const ShardView&) = delete;
   ShardView& operator=(const ShardView&) = delete;
 

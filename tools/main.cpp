@@ -36,12 +36,13 @@ constexpr const char* kUsage =
     "Run 'shardgnn <command> --help' for a command's options.\n";
 
 // Replaces this process with the MPI program `name` (so mpiexec and srun see it as their rank):
-// next to this binary (the build tree), else in the installed libexec folder. Returns only when
-// no candidate could be executed, with `tried` saying why for each.
+// from the installed libexec folder, else next to this binary (the build tree); never a program
+// of another installation that shares the bin folder. Returns only when no candidate could be
+// executed, with `tried` saying why for each.
 void exec_program(const std::string& name, const std::vector<std::string>& args, std::string& tried) {
   namespace fs = std::filesystem;
   const fs::path exe_dir = fs::read_symlink("/proc/self/exe").parent_path();
-  for (const fs::path& candidate : {exe_dir / name, exe_dir / SHARDGNN_LIBEXEC_FROM_BIN / name}) {
+  for (const fs::path& candidate : {exe_dir / SHARDGNN_LIBEXEC_FROM_BIN / name, exe_dir / name}) {
     std::vector<char*> argv{const_cast<char*>(candidate.c_str())};
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);

@@ -62,7 +62,7 @@ timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${quick[@]}" --epochs 
 grep -q "resuming .* at epoch 3 of 3" "$work/out.txt" || fail "did not resume: $(cat "$work/out.txt")"
 cp "$work/ck/checkpoint.pt" "$work/saved.pt"
 
-# GCN (its normalisation reads every input node's degree) on 2 ranks: reading the node-mate's
+# GCN (its normalisation reads every input node's degree) on 2 ranks: reading the node-local rank's
 # shard directly and exchanging over MPI train the same model, loss for loss; only the first
 # moves no bytes between the ranks.
 for nl in on off; do
@@ -73,7 +73,7 @@ learning() { grep -oE '"(loss|train_acc|val_acc)":[^,]*' "$1"; }
 [ -n "$(learning "$work/nl-on.jsonl")" ] || fail "no loss in the metrics"
 [ "$(learning "$work/nl-on.jsonl")" = "$(learning "$work/nl-off.jsonl")" ] || fail "node-local on and off trained differently"
 [ "$(grep "test accuracy" "$work/nl-on.txt")" = "$(grep "test accuracy" "$work/nl-off.txt")" ] || fail "node-local on and off tested differently"
-grep -q '"node_local_rows":[1-9]' "$work/nl-on.jsonl" || fail "--node-local on read no row from the node-mate's shard"
+grep -q '"node_local_rows":[1-9]' "$work/nl-on.jsonl" || fail "--node-local on read no row from the node-local rank's shard"
 grep -q '^{"epoch":[0-9]*,.*"bytes_received":0E0,"train_s"' "$work/nl-on.jsonl" || fail "--node-local on moved bytes over MPI"
 grep -q '"bytes_received":[1-9]' "$work/nl-off.jsonl" || fail "--node-local off moved nothing over MPI"
 
