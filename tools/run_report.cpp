@@ -147,10 +147,8 @@ RunSummary summarize_run(const RunMetrics& run) {
     im.compute_s = e.compute_s;
     im.allreduce_s = e.allreduce_s;
     im.eval_s = e.eval_s;
-    if (e.evaluated) {
-      im.val_acc = e.val.accuracy;
-      im.test_acc = e.test.accuracy;
-    }
+    if (e.evaluated) im.val_acc = e.val.accuracy;
+    if (e.tested) im.test_acc = e.test.accuracy;
     if (!e.rebalance.empty()) im.rebalance = Rebalance{e.rebalance, {e.plan_load.begin(), e.plan_load.end()}, static_cast<double>(e.moved)};
     if (!e.ranks.empty()) {
       im.has_ranks = true;
@@ -179,14 +177,14 @@ RunSummary summarize_run(const RunMetrics& run) {
       if (!s.best_val || e.val.accuracy > *s.best_val) {
         s.best_val = e.val.accuracy;
         s.best_val_epoch = e.epoch;
-        s.test_at_best_val = e.test.accuracy;
+        s.test_at_best_val = e.tested ? std::optional<double>(e.test.accuracy) : std::nullopt;
       }
-      if (!s.best_test || e.test.accuracy > *s.best_test) {
+      if (e.tested && (!s.best_test || e.test.accuracy > *s.best_test)) {
         s.best_test = e.test.accuracy;
         s.best_test_epoch = e.epoch;
       }
       s.last_val = e.val.accuracy;
-      s.last_test = e.test.accuracy;
+      s.last_test = e.tested ? std::optional<double>(e.test.accuracy) : std::nullopt;
       s.last_eval_epoch = e.epoch;
     }
   }

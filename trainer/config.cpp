@@ -58,6 +58,7 @@ void validate(const TrainConfig& c) {
   if (!(c.lr_gamma > 0 && c.lr_gamma <= 1)) throw InputError("--lr-gamma must be in (0, 1], got " + num(c.lr_gamma));
   if (c.epochs < 1) throw InputError("--epochs must be at least 1, got " + std::to_string(c.epochs));
   if (c.eval_every < 1) throw InputError("--eval-every must be at least 1, got " + std::to_string(c.eval_every));
+  if (c.eval_sample < 0) throw InputError("--eval-sample must be 0 (all) or a node count, got " + std::to_string(c.eval_sample));
   if (c.patience < 0) throw InputError("--patience must be >= 0, got " + std::to_string(c.patience));
   if (c.eval_chunk < 1) throw InputError("--eval-chunk must be at least 1");
   if (c.threads < 0) throw InputError("--threads must be >= 0");

@@ -38,7 +38,8 @@ struct TrainConfig {
   int lr_step_epochs = 0;      // kStep: decay period in epochs (0 = a third of `epochs`)
   double lr_gamma = 0.1;       // kStep: decay factor
   int epochs = 20;
-  int eval_every = 1;          // validate every this many epochs (and after the last)
+  int eval_every = 1;          // validate every this many epochs (and after the last); the test set only at the end
+  std::int64_t eval_sample = 0;  // validate on at most this many validation nodes, the same ones every time (0 = all)
   int patience = 0;            // stop after this many validations without a better val accuracy (0 = never)
   EvalMode eval_mode = EvalMode::kSampled;
   bool final_full_eval = true; // at the end, also evaluate the best model with full neighbourhoods

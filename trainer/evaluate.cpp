@@ -39,13 +39,13 @@ SplitMetrics finish(Confusion& val, Confusion& test, const comm::Communicator& c
 
 }  // namespace
 
-SplitMetrics evaluate_sampled(Gnn& model, DistSampler& sampler, FeatureStore& features, const torch::Device& device) {
+SplitMetrics evaluate_sampled(Gnn& model, DistSampler& sampler, FeatureStore& features, const torch::Device& device, std::span<const NodeId> val_nodes,
+                              std::span<const NodeId> test_nodes) {
   EvalScope scope(*model);
-  const Shard& shard = sampler.shard();
-  const std::int64_t C = shard.num_classes;
-  std::vector<NodeId> seeds(shard.val_idx.begin(), shard.val_idx.end());
+  const std::int64_t C = sampler.shard().num_classes;
+  std::vector<NodeId> seeds(val_nodes.begin(), val_nodes.end());
   const std::size_t n_val = seeds.size();
-  seeds.insert(seeds.end(), shard.test_idx.begin(), shard.test_idx.end());
+  seeds.insert(seeds.end(), test_nodes.begin(), test_nodes.end());
   const auto batches = sampler.eval_batches(seeds);
   Confusion val(C), test(C);
   std::size_t pos = 0;
@@ -144,13 +144,14 @@ torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communi
   return h;
 }
 
-SplitMetrics evaluate_full(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk) {
+SplitMetrics evaluate_full(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk, bool with_test) {
   const torch::Tensor logits = full_inference(model, shard, comm, device, chunk);
   const auto pred = argmax_cpu(logits);
   const NodeId first = shard.book.begin(shard.part);
   Confusion val(shard.num_classes), test(shard.num_classes);
   for (NodeId v : shard.val_idx.span()) val.add(shard.labels[static_cast<std::size_t>(v - first)], pred[static_cast<std::size_t>(v - first)]);
-  for (NodeId v : shard.test_idx.span()) test.add(shard.labels[static_cast<std::size_t>(v - first)], pred[static_cast<std::size_t>(v - first)]);
+  if (with_test)
+    for (NodeId v : shard.test_idx.span()) test.add(shard.labels[static_cast<std::size_t>(v - first)], pred[static_cast<std::size_t>(v - first)]);
   return finish(val, test, comm);
 }
 

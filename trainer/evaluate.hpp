@@ -19,14 +19,18 @@ namespace shardgnn {
 // neighbourhoods and epochs compare on equal terms (-1 is the cache's presampling).
 inline constexpr std::int64_t kEvalEpoch = -2;
 
-// Collective over the sampler's communicator (no Prefetcher may be running on it).
-SplitMetrics evaluate_sampled(Gnn& model, DistSampler& sampler, FeatureStore& features, const torch::Device& device);
+// Collective over the sampler's communicator (no Prefetcher may be running on it): the nodes of
+// `val` and `test` (global ids owned by this rank), each scored as its split; an empty split
+// (count 0) is one no rank asked for.
+SplitMetrics evaluate_sampled(Gnn& model, DistSampler& sampler, FeatureStore& features, const torch::Device& device, std::span<const NodeId> val,
+                              std::span<const NodeId> test);
 
 // Collective over `comm`. Returns the logits of every owned node, [n_own, classes], on `device`.
 // chunk: dst nodes per block (bounds the memory of one layer step).
 torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk);
 
-// Collective over `comm`: full_inference, scored on the owned val and test nodes.
-SplitMetrics evaluate_full(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk);
+// Collective over `comm`: full_inference, scored on the owned val nodes and, with `with_test`,
+// the owned test nodes.
+SplitMetrics evaluate_full(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk, bool with_test);
 
 }  // namespace shardgnn

@@ -56,8 +56,10 @@ void tag_invoke(json::value_from_tag, json::value& v, const EpochRecord& r) {
     o["rebalance"] = json::object{{"policy", r.rebalance}, {"seeds", json::array(r.plan_load.begin(), r.plan_load.end())}, {"moved", r.moved}};
   if (r.evaluated) {
     o["val_acc"] = r.val.accuracy;
-    o["test_acc"] = r.test.accuracy;
     o["val"] = json::value_from(r.val);
+  }
+  if (r.tested) {
+    o["test_acc"] = r.test.accuracy;
     o["test"] = json::value_from(r.test);
   }
   v = std::move(o);
@@ -239,6 +241,7 @@ EpochRecord tag_invoke(json::value_to_tag<EpochRecord>, const json::value& v) {
   e.lr = number(o, "lr", "", 0.0);
   e.imbalance = number(o, "imbalance", "", 0.0);
   e.evaluated = has_val || has_test;
+  e.tested = has_test;
   if (e.evaluated) {
     read_split(o, "val", val_acc, e.val);
     read_split(o, "test", test_acc, e.test);

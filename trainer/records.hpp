@@ -41,7 +41,8 @@ struct EpochRecord {
   double lr = 0;
   double loss = 0;        // mean training loss over the epoch's examples, all ranks
   double train_acc = 0;   // on the training batches as trained (dropout on)
-  bool evaluated = false;
+  bool evaluated = false;  // the epoch was validated (val holds the result)
+  bool tested = false;     // and tested (test holds it): older trainers tested every validated epoch
   ClassMetrics val, test;
   double epoch_s = 0;      // wall time of the epoch (training + evaluation), slowest rank
   double sample_wait_s = 0, compute_s = 0, allreduce_s = 0, eval_s = 0;  // mean over ranks

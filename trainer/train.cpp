@@ -108,6 +108,7 @@ struct detail::TrainerParts {
   std::unique_ptr<DistSampler> sampler;
   std::unique_ptr<FeatureStore> features;
   std::unique_ptr<SeedScheduler> scheduler;  // which seeds each rank trains, epoch by epoch
+  std::vector<NodeId> val_nodes;             // this rank's validation nodes checked each epoch (TrainConfig::eval_sample)
   TrainState state;
 
   TrainerParts(const Shard& s, std::string ds, const comm::Communicator& world, TrainConfig c, SamplerConfig sc)
@@ -140,6 +141,33 @@ struct detail::TrainerParts {
 
 using detail::TrainerParts;
 
+namespace {
+
+// This rank's share of a validation sample of at most `limit` nodes over all ranks (0 = all), the
+// same every epoch so that epochs compare on equal terms: each rank keeps its proportional part,
+// picked by a seeded shuffle of its own validation nodes. Collective over `comm`.
+std::vector<NodeId> validation_nodes(const Shard& shard, const comm::Communicator& comm, std::int64_t limit, std::uint64_t seed) {
+  std::vector<NodeId> val(shard.val_idx.begin(), shard.val_idx.end());
+  const std::vector<std::int64_t> counts = comm.allgather(static_cast<std::int64_t>(val.size()));
+  std::int64_t before = 0, total = 0;
+  for (int r = 0; r < comm.size(); ++r) {
+    if (r < comm.rank()) before += counts[static_cast<std::size_t>(r)];
+    total += counts[static_cast<std::size_t>(r)];
+  }
+  if (limit == 0 || limit >= total) return val;
+  // Shares as differences of rounded-down prefix shares: they add up to `limit` exactly.
+  __extension__ using Wide = __int128;  // limit * prefix may pass 2^63
+  const auto share = [&](std::int64_t prefix) { return static_cast<std::int64_t>(static_cast<Wide>(limit) * prefix / total); };
+  const std::int64_t keep = share(before + static_cast<std::int64_t>(val.size())) - share(before);
+  Rng rng(derive_seed(seed, 0x7a11da7eULL + static_cast<std::uint64_t>(comm.rank())));
+  seeded_shuffle(std::span<NodeId>(val), rng);
+  val.resize(static_cast<std::size_t>(keep));
+  std::sort(val.begin(), val.end());
+  return val;
+}
+
+}  // namespace
+
 Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Communicator& world, TrainConfig config, SamplerConfig sampler)
     : s_(std::make_unique<TrainerParts>(shard, dataset, world, std::move(config), std::move(sampler))) {
   TrainerParts& s = *s_;
@@ -161,6 +189,7 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
   });
   const auto train_total = s.comm.allreduce<std::int64_t>(static_cast<std::int64_t>(shard.train_idx.size()), comm::Op::kSum);
   s.comm.check_all(train_total > 0, "dataset '" + dataset + "' has no training nodes");
+  s.val_nodes = validation_nodes(shard, s.comm, s.cfg.eval_sample, s.cfg.seed);
   if (!s.checkpoint_path.empty() && s.cfg.resume) {
     const bool here = fs::exists(s.checkpoint_path);
     const auto seen = s.comm.allreduce<std::int32_t>(here ? 1 : 0, comm::Op::kSum);
@@ -208,12 +237,17 @@ std::int64_t Trainer::num_parameters() const {
 
 namespace {
 
-SplitMetrics evaluate(TrainerParts& s, EvalMode mode) {
-  if (mode == EvalMode::kSampled) return evaluate_sampled(s.model, *s.sampler, *s.features, s.device);
+// The model on this epoch's validation nodes (without `with_test`), or on the whole validation and
+// test sets.
+SplitMetrics evaluate(TrainerParts& s, EvalMode mode, bool with_test) {
+  if (mode == EvalMode::kSampled) {
+    if (with_test) return evaluate_sampled(s.model, *s.sampler, *s.features, s.device, s.shard.val_idx.span(), s.shard.test_idx.span());
+    return evaluate_sampled(s.model, *s.sampler, *s.features, s.device, s.val_nodes, {});
+  }
   // Full-neighbourhood inference allocates layer by layer through torch: the training batches'
   // idle feature buffers go back to the system first (mapped again by the next epoch).
   huge_buffer_pool_trim();
-  return evaluate_full(s.model, s.shard, s.comm, s.device, s.cfg.eval_chunk);
+  return evaluate_full(s.model, s.shard, s.comm, s.device, s.cfg.eval_chunk, with_test);
 }
 
 // What one step adds to its epoch's sums.
@@ -400,9 +434,9 @@ void finish(TrainerParts& s, TrainResult& result) {
   if (!s.state.best.empty()) assign_parameters(*s.model, s.state.best);
   result.best_epoch = s.state.best_epoch;
   result.best_val = s.state.best_val;
-  result.sampled = evaluate(s, EvalMode::kSampled);
+  result.sampled = evaluate(s, EvalMode::kSampled, /*with_test=*/true);
   if (c.final_full_eval) {
-    result.full = evaluate(s, EvalMode::kFull);
+    result.full = evaluate(s, EvalMode::kFull, /*with_test=*/true);
     result.has_full = true;
   }
   const std::string weights = !c.weights_path.empty() ? c.weights_path
@@ -416,8 +450,8 @@ void finish(TrainerParts& s, TrainResult& result) {
 
 }  // namespace
 
-SplitMetrics Trainer::evaluate_sampled() { return evaluate(*s_, EvalMode::kSampled); }
-SplitMetrics Trainer::evaluate_full() { return evaluate(*s_, EvalMode::kFull); }
+SplitMetrics Trainer::evaluate_sampled() { return evaluate(*s_, EvalMode::kSampled, /*with_test=*/true); }
+SplitMetrics Trainer::evaluate_full() { return evaluate(*s_, EvalMode::kFull, /*with_test=*/true); }
 
 TrainResult Trainer::fit() {
   TrainerParts& s = *s_;
@@ -446,11 +480,9 @@ TrainResult Trainer::fit() {
     const double train_s = since(t_epoch);
     const auto t_eval = Clock::now();
     if ((epoch + 1) % c.eval_every == 0 || epoch + 1 == c.epochs) {
-      const SplitMetrics m = evaluate(s, c.eval_mode);
+      r.val = evaluate(s, c.eval_mode, /*with_test=*/false).val;
       r.evaluated = true;
-      r.val = m.val;
-      r.test = m.test;
-      result.stopped_early = keep_best(s.state, *s.model, epoch, m.val, c.patience);
+      result.stopped_early = keep_best(s.state, *s.model, epoch, r.val, c.patience);
     }
     r.ranks = s.comm.allgather(rank_share(s, sums, before, train_s, since(t_eval)));
     summarize(r, sums);

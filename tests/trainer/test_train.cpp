@@ -349,3 +349,26 @@ TEST_CASE("full-neighbourhood inference equals the serial whole-graph computatio
     CHECK(torch::allclose(got, want, 1e-4, 1e-5));
   }
 }
+
+TEST_CASE("epochs are validated on a fixed sample of the validation set, the test set once at the end", "[trainer][mpi][eval]") {
+  PartFixture fx;
+  TrainConfig c = quick_config(ModelKind::kGcn);
+  c.epochs = 3;
+  c.eval_sample = 101;  // of Cora's 500 validation nodes, split across the ranks
+  c.final_full_eval = false;
+  Trainer t(fx.shard, "cora", fx.world, c, quick_sampler());
+  const TrainResult r = t.fit();
+  REQUIRE(r.history.size() == 3);
+  for (const EpochRecord& e : r.history) {
+    CHECK(e.evaluated);
+    CHECK(!e.tested);
+    CHECK(e.val.count == 101);  // the shares of all ranks add up to the sample exactly
+    CHECK(e.test.count == 0);
+  }
+  // The final evaluation covers both whole sets.
+  CHECK(r.sampled.val.count == 500);
+  CHECK(r.sampled.test.count == 1000);
+  TrainConfig bad = c;
+  bad.eval_sample = -1;
+  CHECK_THAT(trainer_error(fx.shard, fx.world, bad, quick_sampler()), Contains("--eval-sample"));
+}
