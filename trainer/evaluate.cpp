@@ -144,14 +144,13 @@ torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communi
   return h;
 }
 
-SplitMetrics evaluate_full(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk, bool with_test) {
+SplitMetrics evaluate_full(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk) {
   const torch::Tensor logits = full_inference(model, shard, comm, device, chunk);
   const auto pred = argmax_cpu(logits);
   const NodeId first = shard.book.begin(shard.part);
   Confusion val(shard.num_classes), test(shard.num_classes);
   for (NodeId v : shard.val_idx.span()) val.add(shard.labels[static_cast<std::size_t>(v - first)], pred[static_cast<std::size_t>(v - first)]);
-  if (with_test)
-    for (NodeId v : shard.test_idx.span()) test.add(shard.labels[static_cast<std::size_t>(v - first)], pred[static_cast<std::size_t>(v - first)]);
+  for (NodeId v : shard.test_idx.span()) test.add(shard.labels[static_cast<std::size_t>(v - first)], pred[static_cast<std::size_t>(v - first)]);
   return finish(val, test, comm);
 }
 

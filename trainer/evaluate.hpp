@@ -29,8 +29,7 @@ SplitMetrics evaluate_sampled(Gnn& model, DistSampler& sampler, FeatureStore& fe
 // chunk: dst nodes per block (bounds the memory of one layer step).
 torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk);
 
-// Collective over `comm`: full_inference, scored on the owned val nodes and, with `with_test`,
-// the owned test nodes.
-SplitMetrics evaluate_full(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk, bool with_test);
+// Collective over `comm`: full_inference, scored on the owned val and test nodes.
+SplitMetrics evaluate_full(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk);
 
 }  // namespace shardgnn

@@ -106,6 +106,7 @@ struct detail::TrainerParts {
   std::unique_ptr<GradientAllreducer> allreducer;
   std::unique_ptr<ShardView> shards;  // what the sampler and the feature store read directly
   std::unique_ptr<DistSampler> sampler;
+  std::unique_ptr<DistSampler> all_neighbours;  // with --eval full: validation through every neighbour of the validation nodes
   std::unique_ptr<FeatureStore> features;
   std::unique_ptr<SeedScheduler> scheduler;  // which seeds each rank trains, epoch by epoch
   std::vector<NodeId> val_nodes;             // this rank's validation nodes checked each epoch (TrainConfig::eval_sample)
@@ -217,6 +218,15 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
   s.sampler = std::make_unique<DistSampler>(*s.shards, s.sampler_comm, s.scfg);
   s.features = std::make_unique<FeatureStore>(*s.shards, s.sampler_comm);
   s.features->build_cache(s.scfg, s.sampler.get());
+  if (s.cfg.eval_mode == EvalMode::kFull) {
+    // Full-neighbourhood validation needs only the validation nodes' L-hop neighbourhoods, not
+    // layer-wise inference over every node: a sampler that takes every neighbour gives exactly those.
+    SamplerConfig all = s.scfg;
+    all.fanouts.assign(all.fanouts.size(), -1);
+    all.with_degrees = s.cfg.model == ModelKind::kGcn;  // GCN's normalisation by full-graph degrees, as in full inference
+    all.prefetch = 0;
+    s.all_neighbours = std::make_unique<DistSampler>(*s.shards, s.sampler_comm, all);
+  }
   s.scheduler = std::make_unique<SeedScheduler>(*s.sampler, SeedScheduler::Options{s.cfg.rebalance, s.cfg.class_balanced, s.cfg.remote_seed_factor, s.cfg.seed});
   s.comm.check_all(!s.cfg.class_balanced || s.scheduler->class_balanced_pool_size() > 0,
                    "--seed-sampling class-balanced: dataset '" + dataset + "' has no labelled training nodes");
@@ -240,14 +250,13 @@ namespace {
 // The model on this epoch's validation nodes (without `with_test`), or on the whole validation and
 // test sets.
 SplitMetrics evaluate(TrainerParts& s, EvalMode mode, bool with_test) {
-  if (mode == EvalMode::kSampled) {
-    if (with_test) return evaluate_sampled(s.model, *s.sampler, *s.features, s.device, s.shard.val_idx.span(), s.shard.test_idx.span());
-    return evaluate_sampled(s.model, *s.sampler, *s.features, s.device, s.val_nodes, {});
-  }
+  if (!with_test) return evaluate_sampled(s.model, mode == EvalMode::kFull ? *s.all_neighbours : *s.sampler, *s.features, s.device, s.val_nodes, {});
+  if (mode == EvalMode::kSampled)
+    return evaluate_sampled(s.model, *s.sampler, *s.features, s.device, s.shard.val_idx.span(), s.shard.test_idx.span());
   // Full-neighbourhood inference allocates layer by layer through torch: the training batches'
   // idle feature buffers go back to the system first (mapped again by the next epoch).
   huge_buffer_pool_trim();
-  return evaluate_full(s.model, s.shard, s.comm, s.device, s.cfg.eval_chunk, with_test);
+  return evaluate_full(s.model, s.shard, s.comm, s.device, s.cfg.eval_chunk);
 }
 
 // What one step adds to its epoch's sums.

@@ -372,3 +372,22 @@ TEST_CASE("epochs are validated on a fixed sample of the validation set, the tes
   bad.eval_sample = -1;
   CHECK_THAT(trainer_error(fx.shard, fx.world, bad, quick_sampler()), Contains("--eval-sample"));
 }
+
+TEST_CASE("full-neighbourhood validation through the sampler scores as layer-wise full inference", "[trainer][mpi][eval]") {
+  PartFixture fx;
+  for (ModelKind kind : {ModelKind::kGcn, ModelKind::kSage, ModelKind::kGat}) {
+    INFO(model_name(kind));
+    TrainConfig c = quick_config(kind);
+    c.epochs = 3;
+    c.eval_mode = EvalMode::kFull;
+    c.final_full_eval = true;
+    Trainer t(fx.shard, "cora", fx.world, c, quick_sampler());
+    const TrainResult r = t.fit();
+    REQUIRE(r.best_epoch >= 0);
+    // The best epoch's validation (every neighbour of the validation nodes, drawn by the sampler)
+    // and the restored best model's layer-wise inference over the whole graph.
+    const ClassMetrics& epoch = r.history[static_cast<std::size_t>(r.best_epoch)].val;
+    CHECK(epoch.count == r.full.val.count);
+    CHECK(epoch.accuracy == Approx(r.full.val.accuracy).margin(1.0 / 500));  // a tie broken the other way at most
+  }
+}
