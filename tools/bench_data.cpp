@@ -149,6 +149,8 @@ int bench_main(const std::vector<std::string>& args) {
     return args.empty() ? 2 : 0;
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());
+  const bool help = std::find_if(rest.begin(), rest.end(), [](const std::string& a) { return a == "--help" || a == "-h"; }) != rest.end();
+  if (args[0] != "partition-one" && !help) std::printf("%s\n", machine_description().c_str());  // the worker's stdout is its JSON
   if (args[0] == "data") return bench_data_main(rest);
   if (args[0] == "partition") return bench_partition_main(rest);
   if (args[0] == "partition-one") return bench_partition_one_main(rest);

@@ -2,7 +2,8 @@
 // block-model graph (default ~1M nodes, ~25M edges, 100 features), at each rank count, with
 // DGL's sampler-based training of the same model on the same graph beside it (one process,
 // as many threads as our ranks) and, with --distdgl-python, DistDGL (one partition, server and
-// trainer per rank, launched locally by tools/peers/distdgl_train.py).
+// trainer per rank, launched locally by tools/peers/distdgl_train.py). Each of our ranks and each
+// DistDGL trainer computes with one thread, so every row's "cores" is the threads it used.
 #include <boost/json.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -154,6 +155,7 @@ Row read_our_run(int p, const ProcessResult& pr, const std::string& metrics) {
   }
   row.epoch_s = 1e300;
   for (const RunEpoch& e : load_run_metrics(metrics).epochs) {
+    row.note = std::to_string(p) + " rank(s) of 1 thread" + (e.blas_core.empty() ? "" : ", OpenBLAS " + e.blas_core + " kernels");
     // Training time only: the epoch's evaluation (when it had one) is not part of it.
     const double train_s = e.epoch_s - e.eval_s;
     if (train_s < row.epoch_s) {
@@ -173,7 +175,7 @@ Row run_ours(const TrainBenchOptions& opt, const std::string& exe, const std::st
   fs::remove(metrics);
   const std::vector<std::string> argv = {"mpiexec", "-n", std::to_string(p), exe, "train", parts, "--model", opt.model, "--fanouts", opt.fanouts,
                                          "--batch", std::to_string(opt.batch), "--hidden", std::to_string(opt.hidden), "--epochs", std::to_string(opt.epochs),
-                                         "--eval-every", std::to_string(opt.epochs), "--no-full-eval", "--metrics", metrics};
+                                         "--eval-every", std::to_string(opt.epochs), "--no-full-eval", "--threads", "1", "--metrics", metrics};
   std::fprintf(stderr, "training on %d rank(s) ...\n", p);
   return read_our_run(p, run_process(argv), metrics);
 }
@@ -210,7 +212,7 @@ Row run_distdgl(const TrainBenchOptions& opt, const std::string& data_dir, const
   std::fprintf(stderr, "DistDGL training, %d partition(s), %d server(s), %d trainer(s) ...\n", p, p, p);
   const ProcessResult pr = run_process({*opt.distdgl_python, std::string(SHARDGNN_SOURCE_DIR) + "/tools/peers/distdgl_train.py", data_dir, "--trainers",
                                         std::to_string(p), "--parts", std::to_string(p), "--fanouts", fan, "--batch", std::to_string(opt.batch), "--hidden",
-                                        std::to_string(opt.hidden), "--epochs", std::to_string(opt.epochs), "--workdir", (opt.work / "distdgl").string()});
+                                        std::to_string(opt.hidden), "--epochs", std::to_string(opt.epochs), "--threads", "1", "--workdir", (opt.work / "distdgl").string()});
   return peer_row("distdgl", p, pr, [&](const std::string& version) {
     return "DistDGL " + version + ", " + std::to_string(p) + " trainer(s) + " + std::to_string(p) + " server(s), " + std::to_string(p) +
            (p > 1 ? " METIS partitions" : " partition") + ", batch " + std::to_string(opt.batch) + " per trainer";

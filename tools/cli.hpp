@@ -81,6 +81,10 @@ struct UsageError : std::runtime_error {
 bool parse(const std::vector<std::string>& args, const std::string& usage, po::options_description& opts,
            const std::vector<std::string>& positional, po::variables_map& vm);
 
+// Where a benchmark ran, for its first line: the CPU model, cores, the vector units that decide
+// compute kernels, and OPENBLAS_CORETYPE when the environment forces OpenBLAS's kernels.
+std::string machine_description();
+
 // The command name for messages, e.g. "shardgnn data convert".
 extern std::string g_command;
 
