@@ -68,10 +68,14 @@ inline void use_strongest_blas_kernels(char** argv) {
 }
 
 // How the run's first line names `core` (what OpenBLAS computes with): with the kernels OpenBLAS
-// had picked alone when use_strongest_blas_kernels replaced them.
-inline std::string blas_core_description(const std::string& core) {
+// had picked alone when use_strongest_blas_kernels replaced them, and with the stronger ones the
+// CPU runs when OPENBLAS_CORETYPE holds it to weaker ones (kept: the user's choice).
+inline std::string blas_core_description(const std::string& core, const CpuVectorUnits& cpu = this_cpu_vector_units()) {
   if (core.empty()) return "";
   if (const char* fallback = std::getenv("SHARDGNN_BLAS_FALLBACK")) return core + " kernels, from the CPU's flags; OpenBLAS alone took " + fallback;
+  if (std::getenv("OPENBLAS_CORETYPE"))
+    if (const std::string best = stronger_blas_core(cpu, core); !best.empty())
+      return core + " kernels as OPENBLAS_CORETYPE asks; this CPU runs " + best;
   return core + " kernels";
 }
 

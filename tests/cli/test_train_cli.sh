@@ -23,7 +23,7 @@ grep -q '"val_acc"' "$work/m.jsonl" || fail "metrics lack val_acc"
 # strong as the CPU's flags allow (shardgnn-train restarts itself when OpenBLAS took weaker ones).
 OPENBLAS_CORETYPE=Prescott timeout 120 "$SHARDGNN" train "$work/cora" "${quick[@]}" --epochs 1 --metrics "$work/blas.jsonl" > "$work/out.txt" 2>&1 ||
   fail "Prescott run failed: $(cat "$work/out.txt")"
-head -1 "$work/out.txt" | grep -q ", BLAS Prescott kernels)" || fail "the user's kernels are not named: $(head -1 "$work/out.txt")"
+head -1 "$work/out.txt" | grep -q ", BLAS Prescott kernels" || fail "the user's kernels are not named: $(head -1 "$work/out.txt")"
 grep -q '"blas_core":"Prescott"' "$work/blas.jsonl" || fail "metrics lack the kernels: $(cat "$work/blas.jsonl")"
 env -u OPENBLAS_CORETYPE timeout 120 "$SHARDGNN" train "$work/cora" "${quick[@]}" --epochs 1 > "$work/out.txt" 2>&1 || fail "run without OPENBLAS_CORETYPE failed: $(cat "$work/out.txt")"
 core=$(head -1 "$work/out.txt" | sed -n 's/.*, BLAS \([A-Za-z0-9_]*\) kernels.*/\1/p')

@@ -28,8 +28,17 @@ TEST_CASE("the strongest BLAS kernels the CPU runs replace weaker ones only", "[
 
 TEST_CASE("the run's first line names the kernels and, when replaced, OpenBLAS's own choice", "[blas]") {
   unsetenv("SHARDGNN_BLAS_FALLBACK");
-  CHECK(blas_core_description("Haswell") == "Haswell kernels");
-  CHECK(blas_core_description("") == "");
+  const char* forced = std::getenv("OPENBLAS_CORETYPE");
+  const std::string saved = forced ? forced : "";
+  unsetenv("OPENBLAS_CORETYPE");
+  const CpuVectorUnits avx512{true, true, false};
+  CHECK(blas_core_description("Haswell", avx512) == "Haswell kernels");
+  CHECK(blas_core_description("", avx512) == "");
+  // A weaker choice the environment forces is kept, and said.
+  setenv("OPENBLAS_CORETYPE", "Haswell", 1);
+  CHECK(blas_core_description("Haswell", avx512) == "Haswell kernels as OPENBLAS_CORETYPE asks; this CPU runs SkylakeX");
+  CHECK(blas_core_description("SkylakeX", avx512) == "SkylakeX kernels");
+  if (forced) setenv("OPENBLAS_CORETYPE", saved.c_str(), 1); else unsetenv("OPENBLAS_CORETYPE");
   setenv("SHARDGNN_BLAS_FALLBACK", "Prescott", 1);
   CHECK(blas_core_description("SkylakeX") == "SkylakeX kernels, from the CPU's flags; OpenBLAS alone took Prescott");
   unsetenv("SHARDGNN_BLAS_FALLBACK");
