@@ -40,4 +40,12 @@ void seeded_shuffle(std::span<T> items, Rng& rng) {
   }
 }
 
+// Shuffles `ids` by the stream keyed by (seed, epoch, stream); the order depends only on the
+// key and the length, not on what the items are.
+template <class T>
+void keyed_shuffle(std::span<T> ids, std::uint64_t seed, std::int64_t epoch, std::uint64_t stream) {
+  Rng rng(epoch_stream_seed(seed, epoch, stream));
+  seeded_shuffle(ids, rng);
+}
+
 }  // namespace shardgnn

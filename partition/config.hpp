@@ -54,7 +54,9 @@ PartitionMethod parse_method(const std::string& name);           // metis, rando
 std::vector<BalanceKey> parse_balance(const std::string& list);  // "nodes,train,val,test,edges,labels,cost"
 std::string balance_name(BalanceKey k);
 PartitionObjective parse_objective(const std::string& name);     // cut, vol
+std::string objective_name(PartitionObjective o);
 EdgeWeighting parse_edge_weighting(const std::string& name);     // none, entropy
+std::string edge_weighting_name(EdgeWeighting w);
 // "15,10,5" -> {15, 10, 5}; -1 means all neighbours. Empty lists, 0, values below -1 and
 // non-numbers are InputErrors naming the offending item. Shared by the sampler's --fanouts and the
 // partitioner's cost model (it lives here because the sampler depends on partition, not the reverse).

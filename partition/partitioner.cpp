@@ -40,7 +40,9 @@ std::vector<BalanceKey> parse_balance(const std::string& list) {
 }
 
 PartitionObjective parse_objective(const std::string& name) { return parse_enum(kObjectives, name, "--objective"); }
+std::string objective_name(PartitionObjective o) { return enum_name(kObjectives, o); }
 EdgeWeighting parse_edge_weighting(const std::string& name) { return parse_enum(kEdgeWeightings, name, "--edge-weights"); }
+std::string edge_weighting_name(EdgeWeighting w) { return enum_name(kEdgeWeightings, w); }
 
 std::vector<int> parse_fanouts(const std::string& text) {
   if (text.empty()) throw InputError("--fanouts is empty, expected comma-separated neighbour counts such as 15,10,5 (-1 = all)");
@@ -82,7 +84,7 @@ std::vector<PartId> Partitioner::partition(const Dataset& ds, const PartitionCon
     throw InputError("--fennel-gamma must be a finite number >= 1, got " + std::to_string(cfg.fennel_gamma));
   // The streaming methods count neighbours; they have no notion of edge weights.
   if (cfg.edge_weights != EdgeWeighting::kNone && cfg.method != PartitionMethod::kMetis)
-    throw InputError("--edge-weights " + std::string(cfg.edge_weights == EdgeWeighting::kEntropy ? "entropy" : "") + " works with --method metis only, not " +
+    throw InputError("--edge-weights " + edge_weighting_name(cfg.edge_weights) + " works with --method metis only, not " +
                      method_name(cfg.method));
   if (cfg.edge_weights == EdgeWeighting::kEntropy && ds.feature_dim == 0)
     throw InputError("--edge-weights entropy: dataset '" + ds.name + "' has no features to compare");

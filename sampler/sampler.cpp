@@ -96,13 +96,6 @@ Block make_block(std::vector<std::int64_t> indptr, std::vector<std::int64_t> ids
 }
 
 
-// Shuffles `ids` by the stream keyed by (seed, epoch, stream); the order depends only on the
-// key and the length, not on what the items are.
-template <class T>
-void keyed_shuffle(std::span<T> ids, std::uint64_t seed, std::int64_t epoch, std::uint64_t stream) {
-  Rng rng(epoch_stream_seed(seed, epoch, stream));
-  seeded_shuffle(ids, rng);
-}
 
 // A rank's seeds in the epoch's order: shuffled by the stream keyed by (seed, epoch, rank).
 std::vector<NodeId> shuffle_for_epoch(std::span<const NodeId> seeds, std::uint64_t seed, std::int64_t epoch, int rank) {

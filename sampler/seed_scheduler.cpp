@@ -100,8 +100,7 @@ void SeedScheduler::apply_plan(std::int64_t epoch, const SeedPlan& plan) {
   if (static_cast<std::int64_t>(mine.size()) != plan.load[static_cast<std::size_t>(rank)])
     throw std::logic_error("SeedScheduler::apply_plan: received " + std::to_string(mine.size()) + " seeds, the plan says " +
                            std::to_string(plan.load[static_cast<std::size_t>(rank)]));
-  Rng rng(epoch_stream_seed(sampler_.config().seed, epoch, 0x5eed8000ULL + static_cast<std::uint64_t>(rank)));
-  seeded_shuffle(std::span<SeedLabel>(mine), rng);
+  keyed_shuffle<SeedLabel>(mine, sampler_.config().seed, epoch, 0x5eed8000ULL + static_cast<std::uint64_t>(rank));
   std::vector<NodeId> seeds(mine.size());
   std::vector<std::int64_t> labels(mine.size());
   for (std::size_t i = 0; i < mine.size(); ++i) {

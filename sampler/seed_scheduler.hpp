@@ -53,7 +53,6 @@ class SeedScheduler {
 
   // Labelled nodes in the global training set (class-balanced only; 0 otherwise).
   std::int64_t class_balanced_pool_size() const noexcept { return pool_ ? pool_->size() : 0; }
-  const std::vector<double>& cost_per_seed() const noexcept { return cost_per_seed_; }
 
  private:
   DistSampler& sampler_;

@@ -65,7 +65,7 @@ void read_run(const std::string& metrics, const std::string& out, int cores, Run
     r.moved = e.moved;
     if (e.epoch == 0) continue;  // the rebalancer's measurement epoch
     r.epoch_s += e.train_s;
-    r.imbalance += mean > 0 ? mx / mean : 1.0;  // what the trainer writes as "imbalance"
+    r.imbalance += e.imbalance;
     r.step_max_s += mx / steps;
     r.step_mean_s += mean / steps;
     r.bound_s += std::max(mx, cpu / cores);
@@ -77,8 +77,7 @@ void read_run(const std::string& metrics, const std::string& out, int cores, Run
   r.step_max_s /= n;
   r.step_mean_s /= n;
   r.bound_s /= n;
-  const auto at = out.rfind("test accuracy ");
-  if (at != std::string::npos) r.test_acc = std::stod(out.substr(at + 14));
+  r.test_acc = printed_test_accuracy(out);
   r.ok = true;
 }
 
@@ -152,22 +151,13 @@ std::optional<BalanceOptions> parse_options(const std::vector<std::string>& args
   return opt;
 }
 
-struct BenchGraph {
-  std::string tag, dir;
-  Dataset ds;
-};
-
 // The generated graph, kept in the workdir and reused by the next run with the same sizes.
-BenchGraph prepare_graph(const BalanceOptions& opt) {
-  fs::create_directories(opt.work);
+SbmGraph prepare_graph(const BalanceOptions& opt) {
   const SbmOptions& sbm = opt.sbm;
-  BenchGraph g;
-  g.tag = "sbm-" + std::to_string(sbm.num_nodes) + "-" + std::to_string(static_cast<int>(sbm.avg_degree)) + "-" + std::to_string(sbm.feature_dim) + "-" +
-          std::to_string(sbm.num_classes) + "-" + std::to_string(static_cast<int>(sbm.class_separation * 1000)) + "-" +
-          std::to_string(static_cast<int>(sbm.homophily * 1000));
-  g.dir = (opt.work / g.tag).string();
-  ensure_sbm_dataset(g.dir, sbm, /*trim_test=*/false);
-  g.ds = load_dataset(g.dir);
+  const std::string tag = "sbm-" + std::to_string(sbm.num_nodes) + "-" + std::to_string(static_cast<int>(sbm.avg_degree)) + "-" +
+                          std::to_string(sbm.feature_dim) + "-" + std::to_string(sbm.num_classes) + "-" +
+                          std::to_string(static_cast<int>(sbm.class_separation * 1000)) + "-" + std::to_string(static_cast<int>(sbm.homophily * 1000));
+  SbmGraph g = sbm_graph(opt.work.string(), tag, sbm, /*trim_test=*/false);
   std::fprintf(stderr, "dataset %s: %lld nodes, %lld directed edges, %zu training nodes, %d ranks\n", g.tag.c_str(), static_cast<long long>(g.ds.num_nodes()),
                static_cast<long long>(g.ds.graph.num_edges()), g.ds.train_idx.size(), opt.ranks);
   return g;
@@ -215,7 +205,7 @@ struct ScenarioParts {
 };
 
 // Writes the partitions of the scenarios run (each kept in the workdir for the next run).
-ScenarioParts write_scenario_parts(const BalanceOptions& opt, const BenchGraph& g) {
+ScenarioParts write_scenario_parts(const BalanceOptions& opt, const SbmGraph& g) {
   const int P = opt.ranks;
   const double heavy = opt.heavy_share;
   if (!(heavy > 0 && heavy < 1)) throw UsageError("--heavy-share must be in (0, 1)");
@@ -344,7 +334,7 @@ int bench_balance_main(const std::vector<std::string>& args) {
   g_command = "shardgnn bench balance";
   const std::optional<BalanceOptions> opt = parse_options(args);
   if (!opt) return 0;
-  const BenchGraph g = prepare_graph(*opt);
+  const SbmGraph g = prepare_graph(*opt);
   const ScenarioParts parts = write_scenario_parts(*opt, g);
   const TrainSetup setup{.exe = self_exe(), .work = opt->work, .fanouts = opt->fanouts, .hidden = opt->hidden, .seed = opt->seed,
                          .cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()))};

@@ -33,15 +33,25 @@ SbmOptions sbm_options(const po::variables_map& vm) {
   return sbm;
 }
 
-void ensure_sbm_dataset(const std::string& dir, const SbmOptions& sbm, bool trim_test) {
-  if (fs::exists(fs::path(dir) / "meta.json")) return;
-  std::fprintf(stderr, "generating %s ...\n", fs::path(dir).filename().c_str());
-  Dataset g = generate_sbm(sbm);
-  if (trim_test) {  // the generator puts every node outside train and val in the test set
-    std::vector<NodeId> test(g.test_idx.begin(), g.test_idx.begin() + static_cast<std::ptrdiff_t>(std::min(g.test_idx.size(), g.val_idx.size())));
-    g.test_idx = Array<NodeId>(std::move(test));
+SbmGraph sbm_graph(const std::string& work, const std::string& tag, const SbmOptions& sbm, bool trim_test) {
+  fs::create_directories(work);
+  SbmGraph g{tag, (fs::path(work) / tag).string(), {}};
+  if (!fs::exists(fs::path(g.dir) / "meta.json")) {
+    std::fprintf(stderr, "generating %s ...\n", tag.c_str());
+    Dataset d = generate_sbm(sbm);
+    if (trim_test) {  // the generator puts every node outside train and val in the test set
+      std::vector<NodeId> test(d.test_idx.begin(), d.test_idx.begin() + static_cast<std::ptrdiff_t>(std::min(d.test_idx.size(), d.val_idx.size())));
+      d.test_idx = Array<NodeId>(std::move(test));
+    }
+    save_dataset(d, g.dir, true);
   }
-  save_dataset(g, dir, true);
+  g.ds = load_dataset(g.dir);
+  return g;
+}
+
+double printed_test_accuracy(const std::string& out) {
+  const auto at = out.rfind("test accuracy ");
+  return at == std::string::npos ? -1 : std::stod(out.substr(at + 14));
 }
 
 namespace {
@@ -99,22 +109,13 @@ std::optional<TrainBenchOptions> parse_options(const std::vector<std::string>& a
   return opt;
 }
 
-struct BenchGraph {
-  std::string tag, dir;
-  Dataset ds;
-};
-
 // The generated graph, kept in the workdir and reused by the next run with the same sizes.
-BenchGraph prepare_graph(const TrainBenchOptions& opt) {
-  fs::create_directories(opt.work);
+SbmGraph prepare_graph(const TrainBenchOptions& opt) {
   const SbmOptions& sbm = opt.sbm;
-  BenchGraph g;
-  g.tag = "sbm-" + std::to_string(sbm.num_nodes) + "-" + std::to_string(static_cast<int>(sbm.avg_degree)) + "-" + std::to_string(sbm.feature_dim) + "-" +
-          std::to_string(static_cast<int>(sbm.train_fraction * 1000)) + "-v2";
-  g.dir = (opt.work / g.tag).string();
+  const std::string tag = "sbm-" + std::to_string(sbm.num_nodes) + "-" + std::to_string(static_cast<int>(sbm.avg_degree)) + "-" +
+                          std::to_string(sbm.feature_dim) + "-" + std::to_string(static_cast<int>(sbm.train_fraction * 1000)) + "-v2";
   // Evaluation is not what this measures: a test set as small as the validation set.
-  ensure_sbm_dataset(g.dir, sbm, /*trim_test=*/true);
-  g.ds = load_dataset(g.dir);
+  SbmGraph g = sbm_graph(opt.work.string(), tag, sbm, /*trim_test=*/true);
   std::fprintf(stderr, "dataset %s: %lld nodes, %lld directed edges, %lld features, %zu training nodes\n", g.ds.name.c_str(),
                static_cast<long long>(g.ds.num_nodes()), static_cast<long long>(g.ds.graph.num_edges()), static_cast<long long>(g.ds.feature_dim),
                g.ds.train_idx.size());
@@ -123,7 +124,7 @@ BenchGraph prepare_graph(const TrainBenchOptions& opt) {
 
 // The shards our p ranks train on: the graph itself for one rank, else its METIS partition
 // (written once, then reused).
-std::string partitions_for(const TrainBenchOptions& opt, const BenchGraph& g, int p) {
+std::string partitions_for(const TrainBenchOptions& opt, const SbmGraph& g, int p) {
   if (p == 1) return g.dir;
   const std::string parts = (opt.work / (g.tag + "-metis-" + std::to_string(p))).string();
   if (!fs::exists(fs::path(parts) / "partition.json")) {
@@ -166,7 +167,7 @@ Row read_our_run(int p, const ProcessResult& pr, const std::string& metrics) {
     }
   }
   // The best model's test accuracy, from the run's own report (epochs are only validated).
-  if (const auto at = pr.out.rfind("test accuracy "); at != std::string::npos) row.test_acc = std::stod(pr.out.substr(at + 14));
+  if (const double acc = printed_test_accuracy(pr.out); acc >= 0) row.test_acc = acc;
   return row;
 }
 
@@ -220,7 +221,7 @@ Row run_distdgl(const TrainBenchOptions& opt, const std::string& data_dir, const
 }
 
 // Ours and the peers at every rank count, in that order.
-std::vector<Row> run_all(const TrainBenchOptions& opt, const BenchGraph& g) {
+std::vector<Row> run_all(const TrainBenchOptions& opt, const SbmGraph& g) {
   const std::string fan = input_first_fanouts(parse_fanouts(opt.fanouts));
   const std::string exe = self_exe();
   std::vector<Row> rows;
@@ -260,7 +261,7 @@ int bench_train_main(const std::vector<std::string>& args) {
   g_command = "shardgnn bench train";
   const std::optional<TrainBenchOptions> opt = parse_options(args);
   if (!opt) return 0;
-  const BenchGraph g = prepare_graph(*opt);
+  const SbmGraph g = prepare_graph(*opt);
   const std::vector<Row> rows = run_all(*opt, g);
   print_table(rows);
   print_peer_ratios(rows);

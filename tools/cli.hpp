@@ -8,7 +8,9 @@
 #include <malloc.h>
 #endif
 
+#include "datasets/dataset.hpp"
 #include "datasets/error.hpp"
+#include "datasets/names.hpp"
 #include "datasets/generators.hpp"
 #include "partition/config.hpp"
 #include <vector>
@@ -31,13 +33,6 @@ inline void keep_freed_memory_in_heap() {
 #endif
 }
 
-// Fanouts as the peers (DGL, DistDGL) list them, from the input layer inwards: ours reversed,
-// comma-separated.
-inline std::string fanouts_text(const std::vector<int>& fanouts);
-inline std::string input_first_fanouts(const std::vector<int>& fanouts) { return fanouts_text({fanouts.rbegin(), fanouts.rend()}); }
-
-namespace po = boost::program_options;
-
 // "15,10,5"
 inline std::string fanouts_text(const std::vector<int>& fanouts) {
   std::string out;
@@ -47,6 +42,11 @@ inline std::string fanouts_text(const std::vector<int>& fanouts) {
   }
   return out;
 }
+
+// Fanouts as the peers (DGL, DistDGL) list them, from the input layer inwards: ours reversed.
+inline std::string input_first_fanouts(const std::vector<int>& fanouts) { return fanouts_text({fanouts.rbegin(), fanouts.rend()}); }
+
+namespace po = boost::program_options;
 
 // An on/off option's value; anything else is an InputError naming the option.
 inline bool parse_on_off(const std::string& value, const std::string& option) {
@@ -69,6 +69,12 @@ po::typed_value<T>* bound(T& target) {
 template <class T, class Parse, class Name>
 po::typed_value<std::string>* bound(T& target, Parse parse, Name name) {
   return po::value<std::string>()->default_value(name(target))->notifier([&target, parse](const std::string& text) { target = parse(text); });
+}
+
+// The same for a value named in an enum's name table (`what` names the option in errors).
+template <class E, std::size_t N>
+po::typed_value<std::string>* bound(E& target, const EnumName<E> (&table)[N], const char* what) {
+  return bound(target, [&table, what](const std::string& text) { return parse_enum(table, text, what); }, [&table](E v) { return enum_name(table, v); });
 }
 
 // Thrown for a malformed command line; main prints it with a hint to --help and exits 2.
@@ -99,10 +105,19 @@ int bench_train_main(const std::vector<std::string>& args);
 int bench_balance_main(const std::vector<std::string>& args);
 
 // The training benchmarks' generated graph: the block-model options --nodes, --avg-degree,
-// --feature-dim and --classes, and the dataset folder `dir` generated on first use (and reused).
-// trim_test keeps only as many test nodes as validation nodes (when evaluation is not measured).
+// --feature-dim and --classes, and the dataset folder work/tag, generated on first use (and
+// reused), loaded. trim_test keeps only as many test nodes as validation nodes (when evaluation
+// is not measured).
 SbmOptions sbm_options(const po::variables_map& vm);
-void ensure_sbm_dataset(const std::string& dir, const SbmOptions& sbm, bool trim_test);
+struct SbmGraph {
+  std::string tag, dir;
+  Dataset ds;
+};
+SbmGraph sbm_graph(const std::string& work, const std::string& tag, const SbmOptions& sbm, bool trim_test);
+
+// The best model's test accuracy from what `shardgnn train` printed (its last "test accuracy"
+// line), or -1 when it printed none.
+double printed_test_accuracy(const std::string& out);
 
 // The partitioning options shared by `partition` and `bench partition`.
 // Bound into `c`; check_partition_config then checks what the options cannot alone (UsageError).

@@ -39,14 +39,13 @@ void add_partition_options(po::options_description& o, PartitionConfig& c) {
       ("balance", bound(c.balance, parse_balance, balance_text),
        "what every part gets its share of, comma-separated: nodes, train, val, test, edges, labels (one constraint per class), "
        "cost (expected sampling cost of the training nodes, see --fanouts)")
-      ("objective", bound(c.objective, parse_objective, [](PartitionObjective v) { return std::string(v == PartitionObjective::kCut ? "cut" : "vol"); }),
+      ("objective", bound(c.objective, parse_objective, objective_name),
        "METIS objective: cut or vol (communication volume)")
-      ("edge-weights", bound(c.edge_weights, parse_edge_weighting, [](EdgeWeighting v) { return std::string(v == EdgeWeighting::kNone ? "none" : "entropy"); }),
+      ("edge-weights", bound(c.edge_weights, parse_edge_weighting, edge_weighting_name),
        "none, or entropy (feature similarity and degree, Deshmukh et al. 2023)")
       ("imbalance", bound(c.imbalance), "allowed imbalance per constraint (0.03: max part <= 1.03 x mean)")
       ("seed", bound(c.seed), "random seed")
-      ("stream-order", bound(c.stream_shuffle, [](const std::string& v) { return parse_enum(kStreamOrders, v, "--stream-order"); },
-                             [](bool v) { return enum_name(kStreamOrders, v); }),
+      ("stream-order", bound(c.stream_shuffle, kStreamOrders, "--stream-order"),
        "LDG/Fennel node order: natural or random")
       ("fanouts", bound(c.cost_fanouts, parse_fanouts, fanouts_text), "cost model: the sampler's fanouts by hop from the seeds outward (-1 = all neighbours)")
       ("cost-remote-weight", bound(c.cost_remote_weight), "cost model: cost of one remote feature row relative to one sampled edge");

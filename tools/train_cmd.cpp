@@ -9,6 +9,7 @@
 #include "comm/communicator.hpp"
 #include "datasets/dataset.hpp"
 #include "datasets/error.hpp"
+#include "datasets/names.hpp"
 #include "partition/shards.hpp"
 #include "sampler/config.hpp"
 #include "tools/cli.hpp"
@@ -53,6 +54,9 @@ void load_input(const comm::Communicator& world, const std::string& dir, Input& 
   });
 }
 
+// --seed-sampling: TrainConfig::class_balanced.
+constexpr EnumName<bool> kSeedSamplings[] = {{false, "shard"}, {true, "class-balanced"}};
+
 std::string fixed4(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4f", x);
@@ -64,7 +68,7 @@ std::string fixed4(double x) {
 int train_main(const std::vector<std::string>& args, const comm::Communicator& world) {
   TrainConfig tc;
   SamplerConfig sc;
-  std::string seed_sampling = "shard", slowdown, run_dir;
+  std::string slowdown, run_dir;
   bool no_full_eval = false, quiet = false;
   po::options_description o("options");
   add_sampler_options(o, sc);
@@ -100,7 +104,8 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
       ("rebalance", bound(tc.rebalance, parse_rebalance_policy, rebalance_policy_name),
        "between epochs, reassign training seeds across ranks: none, seeds (equal counts) or cost (by measured cost per seed)")
       ("remote-seed-factor", bound(tc.remote_seed_factor), "rebalancing: cost of a seed trained away from its owner, relative to an own seed")
-      ("seed-sampling", bound(seed_sampling), "shard (each rank its own training nodes) or class-balanced (from all ranks', inversely to class frequency)")
+      ("seed-sampling", bound(tc.class_balanced, kSeedSamplings, "--seed-sampling"),
+       "shard (each rank its own training nodes) or class-balanced (from all ranks', inversely to class frequency)")
       ("simulate-slowdown", po::value(&slowdown), "RANK:FACTOR: that rank computes FACTOR times slower (heterogeneous hardware, for tests and benchmarks)")
       ("quiet,q", po::bool_switch(&quiet), "no progress output");
   po::variables_map vm;
@@ -118,9 +123,6 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
       if (vm.count("metrics")) throw InputError("--run-dir and --metrics both name the metrics file: pass one");
       tc.metrics_path = (fs::path(run_dir) / "metrics.jsonl").string();
     }
-    if (seed_sampling != "shard" && seed_sampling != "class-balanced")
-      throw InputError("unknown --seed-sampling " + quote_token(seed_sampling) + ", expected shard or class-balanced");
-    tc.class_balanced = seed_sampling == "class-balanced";
     if (vm.count("simulate-slowdown")) parse_slowdown(slowdown, tc.slow_rank, tc.slowdown);
     validate(tc);
     sc.seed = tc.seed;

@@ -123,11 +123,11 @@ const json::object* object(const json::object& o, const char* key, const std::st
   return &v->get_object();
 }
 
-// `where` names the entry in errors: "ranks[1]", or "" for a lone record.
+// `where` names the entry in errors: "ranks[1]".
 RankEpoch read_rank(const json::value& v, const std::string& where) {
-  if (!v.is_object()) fail((where.empty() ? std::string("rank record") : where) + ": expected an object per rank, found " + found(v));
+  if (!v.is_object()) fail(where + ": expected an object per rank, found " + found(v));
   const json::object& o = v.get_object();
-  const std::string p = where.empty() ? "" : where + ".";
+  const std::string p = where + ".";
   RankEpoch r;
   r.rank = static_cast<int>(std::min<std::int64_t>(integer(o, "rank", p), INT32_MAX));
   r.seeds = count(o, "seeds", p);
@@ -197,17 +197,6 @@ void read_split(const json::object& o, const char* split, double accuracy, Class
 }
 
 }  // namespace
-
-ClassMetrics tag_invoke(json::value_to_tag<ClassMetrics>, const json::value& v) {
-  if (!v.is_object()) fail("expected an object of class metrics, found " + found(v));
-  ClassMetrics m;
-  m.accuracy = number(v.get_object(), "acc", "", 0.0);
-  m.macro_f1 = number(v.get_object(), "macro_f1", "", 0.0);
-  m.count = count(v.get_object(), "count", "", 0.0);
-  return m;
-}
-
-RankEpoch tag_invoke(json::value_to_tag<RankEpoch>, const json::value& v) { return read_rank(v, ""); }
 
 EpochRecord tag_invoke(json::value_to_tag<EpochRecord>, const json::value& v) {
   if (!v.is_object()) fail("expected a JSON object (one epoch per line), found " + found(v));

@@ -66,8 +66,6 @@ struct EpochRecord {
 void tag_invoke(boost::json::value_from_tag, boost::json::value& v, const ClassMetrics& m);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& v, const RankEpoch& r);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& v, const EpochRecord& r);
-ClassMetrics tag_invoke(boost::json::value_to_tag<ClassMetrics>, const boost::json::value& v);
-RankEpoch tag_invoke(boost::json::value_to_tag<RankEpoch>, const boost::json::value& v);
 EpochRecord tag_invoke(boost::json::value_to_tag<EpochRecord>, const boost::json::value& v);
 
 }  // namespace shardgnn
