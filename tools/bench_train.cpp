@@ -60,7 +60,7 @@ struct TrainBenchOptions {
   std::vector<int> ranks;
   SbmOptions sbm;
   std::string model, fanouts;
-  int batch = 0, hidden = 0, epochs = 0;
+  int batch = 0, hidden = 0, epochs = 0, profile_ops = 0;
   std::optional<std::string> dgl_python, distdgl_python, json;
   fs::path work;
 };
@@ -80,6 +80,7 @@ std::optional<TrainBenchOptions> parse_options(const std::vector<std::string>& a
       ("batch", po::value<int>()->default_value(1024), "seeds per batch per rank")
       ("hidden", po::value<int>()->default_value(256), "hidden width")
       ("epochs", po::value<int>()->default_value(2), "epochs per run (the fastest is reported)")
+      ("profile-ops", po::value<int>()->default_value(0), "our runs record N steps op by op and print each op's time against its limit")
       ("dgl-python", po::value<std::string>(), "a python with DGL (scripts/peers.sh): run DGL's training beside ours")
       ("distdgl-python", po::value<std::string>(), "a python with DGL: run DistDGL beside ours (as many partitions, servers and trainers as ranks)")
       ("workdir", po::value<std::string>()->default_value((fs::temp_directory_path() / "shardgnn-bench-train").string()), "scratch folder (the graph is kept and reused)")
@@ -102,6 +103,8 @@ std::optional<TrainBenchOptions> parse_options(const std::vector<std::string>& a
   opt.batch = vm["batch"].as<int>();
   opt.hidden = vm["hidden"].as<int>();
   opt.epochs = vm["epochs"].as<int>();
+  opt.profile_ops = vm["profile-ops"].as<int>();
+  if (opt.profile_ops < 0) throw UsageError("--profile-ops must be >= 0");
   if (vm.count("dgl-python")) opt.dgl_python = vm["dgl-python"].as<std::string>();
   if (vm.count("distdgl-python")) opt.distdgl_python = vm["distdgl-python"].as<std::string>();
   if (vm.count("json")) opt.json = vm["json"].as<std::string>();
@@ -143,6 +146,7 @@ struct Row {
   int ranks = 0;
   double epoch_s = 0, wait = 0, compute = 0, allreduce = 0, test_acc = 0;
   std::string note;
+  std::string op_profile;  // ours with --profile-ops: rank 0's table
 };
 
 // Our run's row from its metrics file: the fastest epoch and its split.
@@ -168,15 +172,17 @@ Row read_our_run(int p, const ProcessResult& pr, const std::string& metrics) {
   }
   // The best model's test accuracy, from the run's own report (epochs are only validated).
   if (const double acc = printed_test_accuracy(pr.out); acc >= 0) row.test_acc = acc;
+  if (const auto at = pr.out.find("op profile of "); at != std::string::npos) row.op_profile = pr.out.substr(at);
   return row;
 }
 
 Row run_ours(const TrainBenchOptions& opt, const std::string& exe, const std::string& parts, int p) {
   const std::string metrics = (opt.work / ("metrics-" + std::to_string(p) + ".jsonl")).string();
   fs::remove(metrics);
-  const std::vector<std::string> argv = {"mpiexec", "-n", std::to_string(p), exe, "train", parts, "--model", opt.model, "--fanouts", opt.fanouts,
+  std::vector<std::string> argv = {"mpiexec", "-n", std::to_string(p), exe, "train", parts, "--model", opt.model, "--fanouts", opt.fanouts,
                                          "--batch", std::to_string(opt.batch), "--hidden", std::to_string(opt.hidden), "--epochs", std::to_string(opt.epochs),
                                          "--eval-every", std::to_string(opt.epochs), "--no-full-eval", "--threads", "1", "--metrics", metrics};
+  if (opt.profile_ops > 0) argv.insert(argv.end(), {"--profile-ops", std::to_string(opt.profile_ops)});
   std::fprintf(stderr, "training on %d rank(s) ...\n", p);
   return read_our_run(p, run_process(argv), metrics);
 }
@@ -251,7 +257,7 @@ boost::json::array rows_json(const std::vector<Row>& rows) {
   boost::json::array out;
   for (const Row& r : rows)
     out.push_back(boost::json::object{{"who", r.who}, {"cores", r.ranks}, {"epoch_s", r.epoch_s}, {"sample_wait_s", r.wait}, {"compute_s", r.compute},
-                                      {"allreduce_s", r.allreduce}, {"test_acc", r.test_acc}, {"note", r.note}});
+                                      {"allreduce_s", r.allreduce}, {"test_acc", r.test_acc}, {"note", r.note}, {"op_profile", r.op_profile}});
   return out;
 }
 
@@ -265,6 +271,8 @@ int bench_train_main(const std::vector<std::string>& args) {
   const std::vector<Row> rows = run_all(*opt, g);
   print_table(rows);
   print_peer_ratios(rows);
+  for (const Row& r : rows)
+    if (!r.op_profile.empty()) std::printf("\n%d rank(s): %s", r.ranks, r.op_profile.c_str());
   std::printf("(epoch s: training only, evaluation excluded; ours: %s epoch and its split; test acc: after the last epoch, sampled\n"
               " neighbourhoods for both; the graph stays in %s for the next run)\n",
               opt->epochs > 1 ? "the fastest" : "one", opt->work.c_str());

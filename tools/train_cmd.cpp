@@ -93,6 +93,7 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
       ("patience", bound(tc.patience), "stop after N validations without a better val accuracy (0 = never)")
       ("seed", bound(tc.seed), "seed of weights, dropout and sampling")
       ("device", bound(tc.device), "cpu, cuda (the node-local rank's GPU) or cuda:N")
+      ("profile-ops", bound(tc.profile_steps), "record N steps of the first epoch op by op and print each op's time against its FLOP or byte limit")
       ("threads", bound(tc.threads), "torch threads per rank (0 = OMP_NUM_THREADS, else the cores shared among the node's ranks)")
       ("prefetch", bound(sc.prefetch), "batches sampled ahead by a thread (0 = none)")
       ("checkpoint-dir", po::value(&tc.checkpoint_dir), "write DIR/checkpoint.pt after every epoch and DIR/weights.pt at the end")
@@ -144,6 +145,7 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
     std::printf("test accuracy %s, macro-F1 %s (sampled neighbourhoods)\n", fixed4(r.sampled.test.accuracy).c_str(), fixed4(r.sampled.test.macro_f1).c_str());
     if (r.has_full)
       std::printf("test accuracy %s, macro-F1 %s (full neighbourhoods)\n", fixed4(r.full.test.accuracy).c_str(), fixed4(r.full.test.macro_f1).c_str());
+    if (r.op_profile) std::printf("%s", format_op_profile(*r.op_profile).c_str());
     std::fflush(stdout);
   }
   return 0;

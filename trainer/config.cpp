@@ -62,6 +62,7 @@ void validate(const TrainConfig& c) {
   if (c.patience < 0) throw InputError("--patience must be >= 0, got " + std::to_string(c.patience));
   if (c.eval_chunk < 1) throw InputError("--eval-chunk must be at least 1");
   if (c.threads < 0) throw InputError("--threads must be >= 0");
+  if (c.profile_steps < 0) throw InputError("--profile-ops must be >= 0, got " + std::to_string(c.profile_steps));
   if (!valid_device(c.device)) throw InputError("unknown --device " + quote_token(c.device) + ", expected cpu, cuda or cuda:N");
   if (c.resume && c.checkpoint_dir.empty()) throw InputError("--resume needs --checkpoint-dir");
   if (!(c.remote_seed_factor >= 1) || !std::isfinite(c.remote_seed_factor))

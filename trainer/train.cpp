@@ -24,6 +24,7 @@
 #include "trainer/data_parallel.hpp"
 #include "trainer/evaluate.hpp"
 #include "trainer/models.hpp"
+#include "trainer/op_profile.hpp"
 
 namespace fs = std::filesystem;
 
@@ -301,11 +302,15 @@ struct EpochSums {
   double wait_s = 0, compute_s = 0, sample_work_s = 0;  // waiting for batches, compute, the producer's own work
   double loss_sum = 0, correct = 0, examples = 0;
   double slowdown = 1;  // the simulated slowdown applied to compute
+  std::int64_t profiled_steps = 0;
+  double profiled_s = 0;  // their compute
 };
 
 // Trains one epoch over the seeds the scheduler installed, batches sampled and fetched by the
 // prefetch pipeline (collective: every rank runs the same number of steps).
-EpochSums train_epoch(TrainerParts& s, int epoch, Progress& progress) {
+// With `recorder`, steps 1 to TrainConfig::profile_steps are recorded op by op (step 0 warms the
+// allocator and caches up).
+EpochSums train_epoch(TrainerParts& s, int epoch, Progress& progress, OpRecorder* recorder) {
   const TrainConfig& c = s.cfg;
   const int rank = s.comm.rank();
   // Dropout draws from torch's generator: reseeding per (epoch, rank) makes a resumed run draw
@@ -326,7 +331,14 @@ EpochSums train_epoch(TrainerParts& s, int epoch, Progress& progress) {
     std::optional<MiniBatch> mb = pipe.next();
     e.wait_s += since(t0);
     e.seeds += static_cast<std::int64_t>(mb->seeds().size());
+    const bool record = recorder != nullptr && step >= 1 && step <= c.profile_steps;
+    if (record) recorder->start();
     StepResult r = train_step(s.model, *s.optimizer, *s.allreducer, *mb, s.device);
+    if (record) {
+      recorder->stop();
+      ++e.profiled_steps;
+      e.profiled_s += r.compute_s;
+    }
     // Slower hardware, simulated: the rank is busy (factor - 1) times longer. Sleeping leaves
     // the core to others, as a slower device would.
     if (e.slowdown != 1.0 && r.compute_s > 0) {
@@ -472,6 +484,10 @@ TrainResult Trainer::fit() {
     progress.message("resuming " + s.checkpoint_path + " at epoch " + std::to_string(s.state.next_epoch + 1) + " of " + std::to_string(c.epochs));
   std::optional<MetricsLog> log;
   open_log(s, log);
+  std::optional<OpRecorder> recorder;
+  if (c.profile_steps > 0) recorder.emplace();
+  std::int64_t profiled_steps = 0;
+  double profiled_s = 0;
   const auto t_train = Clock::now();
   // A checkpoint of a run that stopped early has nothing left to train.
   result.stopped_early = c.patience > 0 && s.state.bad_evals >= c.patience;
@@ -485,7 +501,9 @@ TrainResult Trainer::fit() {
     r.moved = plan.moved;
     r.blas_core = blas_core();
     const Counters before = counters(s);
-    const EpochSums sums = train_epoch(s, epoch, progress);
+    const EpochSums sums = train_epoch(s, epoch, progress, recorder && epoch == result.start_epoch ? &*recorder : nullptr);
+    profiled_steps += sums.profiled_steps;
+    profiled_s += sums.profiled_s;
     const double train_s = since(t_epoch);
     const auto t_eval = Clock::now();
     if ((epoch + 1) % c.eval_every == 0 || epoch + 1 == c.epochs) {
@@ -508,6 +526,10 @@ TrainResult Trainer::fit() {
                        std::to_string(s.state.best_val) + " at epoch " + std::to_string(s.state.best_epoch + 1) + ")");
   }
   result.train_s = since(t_train);
+  if (profiled_steps > 0) {
+    result.op_profile = recorder->profile(profiled_steps);
+    result.op_profile->step_s = profiled_s;
+  }
   finish(s, result);
   return result;
 }

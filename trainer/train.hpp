@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "sampler/config.hpp"
 #include "trainer/config.hpp"
 #include "trainer/metrics.hpp"
+#include "trainer/op_profile.hpp"
 
 namespace shardgnn {
 
@@ -37,6 +39,7 @@ struct TrainResult {
   bool has_full = false;
   SplitMetrics full;                 // the best model, full neighbourhoods (TrainConfig::final_full_eval)
   double train_s = 0;                // wall time of the epochs
+  std::optional<OpProfile> op_profile;  // this rank's profiled steps (TrainConfig::profile_steps)
 };
 
 // The kernels OpenBLAS computes with on this rank (its core name, e.g. "Haswell"); "" with
