@@ -89,10 +89,12 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
       ("eval-sample", bound(tc.eval_sample), "validate on at most N validation nodes, the same ones each time (0 = all)")
       ("eval", bound(tc.eval_mode, parse_eval_mode, eval_mode_name), "per-epoch validation: sampled (training fanouts) or full (all neighbours)")
       ("no-full-eval", po::bool_switch(&no_full_eval), "skip the final full-neighbourhood evaluation")
-      ("eval-chunk", bound(tc.eval_chunk), "nodes per block in full-neighbourhood inference")
+      ("eval-chunk", bound(tc.eval_chunk), "nodes per block in full-neighbourhood inference (0: blocks of about 4M edges)")
       ("patience", bound(tc.patience), "stop after N validations without a better val accuracy (0 = never)")
       ("seed", bound(tc.seed), "seed of weights, dropout and sampling")
       ("device", bound(tc.device), "cpu, cuda (the node-local rank's GPU) or cuda:N")
+      ("precision", bound(tc.precision, parse_precision, precision_name),
+       "fp32, or bf16: matrix products in bfloat16 (CPUs with avx512_bf16 or AMX, recent GPUs), the rest in float32")
       ("profile-ops", bound(tc.profile_steps), "record N steps of the first epoch op by op and print each op's time against its FLOP or byte limit")
       ("threads", bound(tc.threads), "torch threads per rank (0 = OMP_NUM_THREADS, else the cores shared among the node's ranks)")
       ("prefetch", bound(sc.prefetch), "batches sampled ahead by a thread (0 = none)")
@@ -136,8 +138,9 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
   Trainer trainer(in.shard, in.name, world, tc, sc);
   const std::string blas = blas_core_description(blas_core());
   if (world.rank() == 0 && tc.progress)
-    std::printf("training %s on '%s' (%s, %d rank%s, %s%s%s): %lld parameters, fanouts %s, batch %d\n", model_name(tc.model).c_str(), in.name.c_str(),
-                in.kind.c_str(), world.size(), world.size() == 1 ? "" : "s", trainer.device_name().c_str(), blas.empty() ? "" : ", BLAS ", blas.c_str(),
+    std::printf("training %s on '%s' (%s, %d rank%s, %s %s%s%s): %lld parameters, fanouts %s, batch %d\n", model_name(tc.model).c_str(), in.name.c_str(),
+                in.kind.c_str(), world.size(), world.size() == 1 ? "" : "s", trainer.device_name().c_str(), precision_name(tc.precision).c_str(),
+                blas.empty() ? "" : ", BLAS ", blas.c_str(),
                 static_cast<long long>(trainer.num_parameters()), fanouts_text(sc.fanouts).c_str(), sc.batch_size);
   const TrainResult r = trainer.fit();
   if (world.rank() == 0) {

@@ -17,6 +17,7 @@ constexpr EnumName<ModelKind> kModels[] = {{ModelKind::kSage, "sage"}, {ModelKin
 constexpr EnumName<OptimizerKind> kOptimizers[] = {{OptimizerKind::kAdam, "adam"}, {OptimizerKind::kSgd, "sgd"}};
 constexpr EnumName<LrSchedule> kLrSchedules[] = {{LrSchedule::kNone, "none"}, {LrSchedule::kStep, "step"}, {LrSchedule::kCosine, "cosine"}};
 constexpr EnumName<EvalMode> kEvalModes[] = {{EvalMode::kSampled, "sampled"}, {EvalMode::kFull, "full"}};
+constexpr EnumName<Precision> kPrecisions[] = {{Precision::kFloat32, "fp32"}, {Precision::kBFloat16, "bf16"}};
 }  // namespace
 
 ModelKind parse_model(const std::string& name) { return parse_enum(kModels, name, "--model"); }
@@ -27,6 +28,8 @@ LrSchedule parse_lr_schedule(const std::string& name) { return parse_enum(kLrSch
 std::string lr_schedule_name(LrSchedule s) { return enum_name(kLrSchedules, s); }
 EvalMode parse_eval_mode(const std::string& name) { return parse_enum(kEvalModes, name, "--eval"); }
 std::string eval_mode_name(EvalMode m) { return enum_name(kEvalModes, m); }
+Precision parse_precision(const std::string& name) { return parse_enum(kPrecisions, name, "--precision"); }
+std::string precision_name(Precision p) { return enum_name(kPrecisions, p); }
 
 namespace {
 std::string num(double x) {
@@ -60,7 +63,7 @@ void validate(const TrainConfig& c) {
   if (c.eval_every < 1) throw InputError("--eval-every must be at least 1, got " + std::to_string(c.eval_every));
   if (c.eval_sample < 0) throw InputError("--eval-sample must be 0 (all) or a node count, got " + std::to_string(c.eval_sample));
   if (c.patience < 0) throw InputError("--patience must be >= 0, got " + std::to_string(c.patience));
-  if (c.eval_chunk < 1) throw InputError("--eval-chunk must be at least 1");
+  if (c.eval_chunk < 0) throw InputError("--eval-chunk must be 0 (blocks by edge count) or a node count, got " + std::to_string(c.eval_chunk));
   if (c.threads < 0) throw InputError("--threads must be >= 0");
   if (c.profile_steps < 0) throw InputError("--profile-ops must be >= 0, got " + std::to_string(c.profile_steps));
   if (!valid_device(c.device)) throw InputError("unknown --device " + quote_token(c.device) + ", expected cpu, cuda or cuda:N");

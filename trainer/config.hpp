@@ -25,6 +25,11 @@ enum class EvalMode {
   kFull,     // per-epoch validation by full-neighbourhood layer-wise inference
 };
 
+enum class Precision {
+  kFloat32,   // everything in float32
+  kBFloat16,  // matrix products in bfloat16 (autocast), aggregation, loss and weights in float32
+};
+
 struct TrainConfig {
   ModelKind model = ModelKind::kSage;
   int hidden = 256;            // hidden width; for GAT the heads split it (hidden / heads each)
@@ -43,9 +48,10 @@ struct TrainConfig {
   int patience = 0;            // stop after this many validations without a better val accuracy (0 = never)
   EvalMode eval_mode = EvalMode::kSampled;
   bool final_full_eval = true; // at the end, also evaluate the best model with full neighbourhoods
-  std::int64_t eval_chunk = 4096;  // dst nodes per block in full-neighbourhood inference
+  std::int64_t eval_chunk = 0;  // dst nodes per block in full-neighbourhood inference (0: by edges, see kEvalChunkEdges)
   std::uint64_t seed = 0;      // weights, dropout and (through SamplerConfig::seed) sampling
   std::string device = "cpu";  // cpu, cuda or cuda:N ("cuda" = the node-local rank's GPU)
+  Precision precision = Precision::kFloat32;
   int profile_steps = 0;       // record this many steps of the first epoch op by op (after one warm-up step; 0 = none)
   int threads = 0;             // torch intra-op threads per rank (0 = OMP_NUM_THREADS, else the cores shared among the node's ranks)
   std::string checkpoint_dir;  // "" = no checkpoints; else DIR/checkpoint.pt after every epoch
@@ -76,6 +82,8 @@ LrSchedule parse_lr_schedule(const std::string& name);
 std::string lr_schedule_name(LrSchedule s);
 EvalMode parse_eval_mode(const std::string& name);
 std::string eval_mode_name(EvalMode m);
+Precision parse_precision(const std::string& name);
+std::string precision_name(Precision p);
 
 // Throws InputError for a configuration no run can use (hidden 0, lr <= 0, dropout outside
 // [0, 1), GAT hidden not divisible by heads, ...), naming the option.

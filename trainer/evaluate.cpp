@@ -39,8 +39,15 @@ SplitMetrics finish(Confusion& val, Confusion& test, const comm::Communicator& c
 
 }  // namespace
 
+std::size_t batch_bytes(const MiniBatch& mb) {
+  std::size_t n = sizeof(float) * mb.features.size() + sizeof(std::int64_t) * (mb.labels.size() + mb.degrees.size());
+  for (const auto& nodes : mb.layer_nodes) n += sizeof(NodeId) * nodes.size();
+  for (const Block& b : mb.blocks) n += sizeof(std::int64_t) * (b.indptr.size() + b.indices.size());
+  return n;
+}
+
 SplitMetrics evaluate_sampled(Gnn& model, DistSampler& sampler, FeatureStore& features, const torch::Device& device, std::span<const NodeId> val_nodes,
-                              std::span<const NodeId> test_nodes) {
+                              std::span<const NodeId> test_nodes, std::vector<MiniBatch>* keep, std::size_t keep_bytes) {
   EvalScope scope(*model);
   const std::int64_t C = sampler.shard().num_classes;
   std::vector<NodeId> seeds(val_nodes.begin(), val_nodes.end());
@@ -48,15 +55,37 @@ SplitMetrics evaluate_sampled(Gnn& model, DistSampler& sampler, FeatureStore& fe
   seeds.insert(seeds.end(), test_nodes.begin(), test_nodes.end());
   const auto batches = sampler.eval_batches(seeds);
   Confusion val(C), test(C);
-  std::size_t pos = 0;
+  std::size_t pos = 0, kept = 0;
+  if (keep) keep->clear();
+  bool keeping = keep != nullptr;
   for (std::size_t step = 0; step < batches.size(); ++step) {
-    const MiniBatch mb = produce_batch(sampler, features, batches[step], kEvalEpoch, static_cast<std::int64_t>(step));
+    MiniBatch mb = produce_batch(sampler, features, batches[step], kEvalEpoch, static_cast<std::int64_t>(step));
     if (mb.seeds().empty()) continue;
-    const BatchTensors t = to_tensors(mb, device);
-    const auto pred = argmax_cpu(model->forward(t.blocks, t.x));
-    for (std::size_t i = 0; i < pred.size(); ++i, ++pos) (pos < n_val ? val : test).add(mb.labels[i], pred[i]);
+    {
+      const BatchTensors t = to_tensors(mb, device);
+      const auto pred = argmax_cpu(model->forward(t.blocks, t.x));
+      for (std::size_t i = 0; i < pred.size(); ++i, ++pos) (pos < n_val ? val : test).add(mb.labels[i], pred[i]);
+    }
+    if (keeping) {
+      kept += batch_bytes(mb);
+      keeping = kept <= keep_bytes;
+      if (keeping) keep->push_back(std::move(mb));
+      else keep->clear();
+    }
   }
   return finish(val, test, sampler.comm());
+}
+
+SplitMetrics evaluate_kept(Gnn& model, const std::vector<MiniBatch>& val_batches, const torch::Device& device, const comm::Communicator& comm) {
+  EvalScope scope(*model);
+  const std::int64_t C = model->options.out();
+  Confusion val(C), test(C);
+  for (const MiniBatch& mb : val_batches) {
+    const BatchTensors t = to_tensors(mb, device);
+    const auto pred = argmax_cpu(model->forward(t.blocks, t.x));
+    for (std::size_t i = 0; i < pred.size(); ++i) val.add(mb.labels[i], pred[i]);
+  }
+  return finish(val, test, comm);
 }
 
 torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk) {
@@ -88,11 +117,30 @@ torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communi
   const torch::Tensor deg_t = torch::from_blob(table_deg.data(), {n_own + n_halo}, torch::kFloat).to(device).clone();
   const torch::Tensor serve_t = torch::from_blob(serve.data(), {static_cast<std::int64_t>(serve.size())}, torch::kLong).to(device).clone();
 
-  // Position of a neighbour in the layer's table (owned rows, then halo rows).
-  auto table_pos = [&](NodeId v) -> std::int64_t {
-    if (v >= first && v < first + n_own) return v - first;
-    return n_own + (std::lower_bound(shard.halo_nodes.begin(), shard.halo_nodes.end(), v) - shard.halo_nodes.begin());
-  };
+  // Each edge's neighbour as its row in a layer's table (owned rows, then halo rows): found once,
+  // for all layers.
+  const CsrGraph& g = shard.graph;
+  std::vector<std::int64_t> nbr_pos(static_cast<std::size_t>(g.num_edges()));
+  for (std::size_t e = 0; e < nbr_pos.size(); ++e) {
+    const NodeId v = g.indices()[e];
+    nbr_pos[e] = v >= first && v < first + n_own
+                     ? v - first
+                     : n_own + (std::lower_bound(shard.halo_nodes.begin(), shard.halo_nodes.end(), v) - shard.halo_nodes.begin());
+  }
+  // Blocks of `chunk` dst nodes, or (chunk 0) of about kEvalChunkEdges edges: a large block's src
+  // rows approach the table's, so its rows are gathered and projected about once per layer, where
+  // many small blocks would repeat that for every block a row is a neighbour in.
+  std::vector<NodeId> bounds{0};
+  while (bounds.back() < n_own) {
+    const NodeId a = bounds.back();
+    NodeId b = std::min(n_own, a + std::max<std::int64_t>(chunk, 1));
+    if (chunk == 0) {
+      const EdgeId limit = g.indptr()[a] + kEvalChunkEdges;
+      b = static_cast<NodeId>(std::upper_bound(g.indptr().begin() + a + 1, g.indptr().end(), limit) - g.indptr().begin()) - 1;
+      b = std::clamp<NodeId>(b, a + 1, n_own);
+    }
+    bounds.push_back(b);
+  }
 
   torch::Tensor h;
   if (shard.feature_dim > 0 && n_own > 0)
@@ -110,8 +158,8 @@ torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communi
     if (n_halo > 0)
       table = torch::cat({h, torch::from_blob(const_cast<float*>(got.data.data()), {n_halo, d}, torch::kFloat).to(device)});
     torch::Tensor out = torch::empty({n_own, model->layer_out_dim(l)}, h.options());
-    for (NodeId a = 0; a < n_own; a += chunk) {
-      const NodeId b = std::min(n_own, a + chunk);
+    for (std::size_t k = 0; k + 1 < bounds.size(); ++k) {
+      const NodeId a = bounds[k], b = bounds[k + 1];
       Block blk;
       std::vector<std::int64_t> src_pos;
       for (NodeId u = a; u < b; ++u) {
@@ -120,9 +168,10 @@ torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communi
       }
       blk.num_dst = b - a;
       blk.indptr.push_back(0);
+      blk.indices.reserve(static_cast<std::size_t>(g.indptr()[b] - g.indptr()[a]));
       for (NodeId u = a; u < b; ++u) {
-        for (NodeId v : shard.graph.neighbors(u)) {
-          const std::int64_t p = table_pos(v);
+        for (EdgeId e = g.indptr()[u]; e < g.indptr()[u + 1]; ++e) {
+          const std::int64_t p = nbr_pos[static_cast<std::size_t>(e)];
           auto& s = slot[static_cast<std::size_t>(p)];
           if (s < 0) {
             s = static_cast<std::int64_t>(src_pos.size());

@@ -22,11 +22,25 @@ inline constexpr std::int64_t kEvalEpoch = -2;
 // Collective over the sampler's communicator (no Prefetcher may be running on it): the nodes of
 // `val` and `test` (global ids owned by this rank), each scored as its split; an empty split
 // (count 0) is one no rank asked for.
+// With `keep`, the batches are also moved there while they take at most `keep_bytes` in all;
+// past that `keep` is left empty.
 SplitMetrics evaluate_sampled(Gnn& model, DistSampler& sampler, FeatureStore& features, const torch::Device& device, std::span<const NodeId> val,
-                              std::span<const NodeId> test);
+                              std::span<const NodeId> test, std::vector<MiniBatch>* keep = nullptr, std::size_t keep_bytes = 0);
+
+// Collective over `comm` (one all-reduce): validation batches kept by evaluate_sampled, scored
+// again (their blocks and features do not change: evaluation batches have a fixed key).
+SplitMetrics evaluate_kept(Gnn& model, const std::vector<MiniBatch>& val_batches, const torch::Device& device, const comm::Communicator& comm);
+
+// Memory a kept batch takes (blocks, features, labels).
+std::size_t batch_bytes(const MiniBatch& mb);
+
+// Edges per block of full-neighbourhood inference when no chunk is given: the block's index
+// tensors then take about 64 MiB.
+inline constexpr std::int64_t kEvalChunkEdges = std::int64_t{1} << 22;
 
 // Collective over `comm`. Returns the logits of every owned node, [n_own, classes], on `device`.
-// chunk: dst nodes per block (bounds the memory of one layer step).
+// chunk: dst nodes per block, or 0 for blocks of about kEvalChunkEdges edges (bounds the memory
+// of one layer step).
 torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk);
 
 // Collective over `comm`: full_inference, scored on the owned val and test nodes.

@@ -6,6 +6,8 @@
 
 #include "datasets/random.hpp"
 
+#include <ATen/autocast_mode.h>
+
 namespace shardgnn {
 
 namespace {
@@ -50,6 +52,43 @@ void dropout_mask(float* m, std::uint64_t n, std::uint64_t key, std::uint32_t th
   }
 }
 
+// Matrix products in bfloat16 for a scope: torch's autocast on the device's type (CPU or CUDA),
+// restored after; the autocast's cache of cast weights is dropped when the outermost scope ends,
+// as Python's torch.autocast does.
+class Bf16Scope {
+ public:
+  Bf16Scope(const torch::Device& device, bool on) : on_(on), cpu_(device.is_cpu()) {
+    if (!on_) return;
+    was_on_ = cpu_ ? at::autocast::is_cpu_enabled() : at::autocast::is_enabled();
+    was_dtype_ = cpu_ ? at::autocast::get_autocast_cpu_dtype() : at::autocast::get_autocast_gpu_dtype();
+    if (cpu_) {
+      at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+      at::autocast::set_cpu_enabled(true);
+    } else {
+      at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+      at::autocast::set_enabled(true);
+    }
+    at::autocast::increment_nesting();
+  }
+  ~Bf16Scope() {
+    if (!on_) return;
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    if (cpu_) {
+      at::autocast::set_cpu_enabled(was_on_);
+      at::autocast::set_autocast_cpu_dtype(was_dtype_);
+    } else {
+      at::autocast::set_enabled(was_on_);
+      at::autocast::set_autocast_gpu_dtype(was_dtype_);
+    }
+  }
+  Bf16Scope(const Bf16Scope&) = delete;
+  Bf16Scope& operator=(const Bf16Scope&) = delete;
+
+ private:
+  bool on_, cpu_, was_on_ = false;
+  at::ScalarType was_dtype_ = at::kBFloat16;
+};
+
 // dst positions 0..num_dst-1, the self-loop edges' src and dst alike (the dst-prefix).
 torch::Tensor self_ids(const BlockTensors& b) { return torch::arange(b.num_dst, b.src.options()); }
 
@@ -91,7 +130,9 @@ BatchTensors to_tensors(const MiniBatch& mb, const torch::Device& device) {
   return t;
 }
 
-torch::Tensor aggregate_sum(const BlockTensors& b, const torch::Tensor& h, const torch::Tensor& weight) {
+torch::Tensor aggregate_sum(const BlockTensors& b, const torch::Tensor& h_in, const torch::Tensor& weight) {
+  // Long sums lose too much in bfloat16 (and torch 1.13's CPU embedding bag takes none).
+  const torch::Tensor h = h_in.scalar_type() == torch::kBFloat16 ? h_in.to(torch::kFloat) : h_in;
   if (!weight.defined() && h.dim() == 2) {
     // A sum of rows per dst is an embedding bag over the block's CSR: it never materialises the
     // E x F messages (the gather below does, which dominates the memory traffic of wide layers).
@@ -210,7 +251,7 @@ torch::Tensor GATConvImpl::forward(const BlockTensors& b, const torch::Tensor& h
   if (attention) *attention = a;
   if (options.attn_dropout() > 0) a = F::dropout(a, F::DropoutFuncOptions().p(options.attn_dropout()).training(is_training()));
   const torch::Tensor msgs = z.index_select(0, src) * a.unsqueeze(-1);
-  torch::Tensor out = torch::zeros({b.num_dst, H, D}, z.options()).index_add(0, dst, msgs);
+  torch::Tensor out = torch::zeros({b.num_dst, H, D}, msgs.options()).index_add(0, dst, msgs);
   return bias.defined() ? out + bias : out;
 }
 
@@ -252,14 +293,16 @@ torch::Tensor GnnImpl::forward_layer(std::int64_t l, const BlockTensors& b, torc
   const bool last = l + 1 == options.layers();
   h = dropout(h);
   const auto i = static_cast<std::size_t>(l);
-  switch (options.kind()) {
-    case ModelKind::kSage: h = sage_[i](b, h); break;
-    case ModelKind::kGcn: h = gcn_[i](b, h); break;
-    case ModelKind::kGat: {
-      h = gat_[i](b, h);
-      return last ? h.mean(/*dim=*/1) : torch::elu(h.flatten(/*start_dim=*/1));
+  {
+    const Bf16Scope bf16(h.device(), options.precision() == Precision::kBFloat16);
+    switch (options.kind()) {
+      case ModelKind::kSage: h = sage_[i](b, h); break;
+      case ModelKind::kGcn: h = gcn_[i](b, h); break;
+      case ModelKind::kGat: h = gat_[i](b, h); break;
     }
   }
+  if (h.scalar_type() != torch::kFloat) h = h.to(torch::kFloat);
+  if (options.kind() == ModelKind::kGat) return last ? h.mean(/*dim=*/1) : torch::elu(h.flatten(/*start_dim=*/1));
   return last ? h : torch::relu(h);
 }
 

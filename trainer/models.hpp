@@ -60,7 +60,7 @@ BatchTensors to_tensors(const MiniBatch& mb, const torch::Device& device);
 BatchTensors to_tensors(MiniBatch&& mb, const torch::Device& device) = delete;
 
 // out[v] = sum over v's in-edges (u, v) of weight_e * h[u]; weight is [E] or [E, H] (undefined:
-// all 1); h is [num_src, ...] and out [num_dst, ...].
+// all 1); h is [num_src, ...] and out [num_dst, ...]. Sums are float32 (bfloat16 h is widened).
 torch::Tensor aggregate_sum(const BlockTensors& b, const torch::Tensor& h, const torch::Tensor& weight = {});
 
 // Softmax of edge scores [E', H] over each dst's in-edges, for edges laid out as the block's CSR
@@ -135,6 +135,10 @@ struct GnnOptions {
   TORCH_ARG(std::int64_t, layers);  // = number of fanouts
   TORCH_ARG(std::int64_t, heads) = 4;
   TORCH_ARG(double, dropout) = 0.5;
+  // kBFloat16: each convolution runs under torch's autocast (matrix products in bfloat16), and
+  // its output returns to float32, so activations, dropout, aggregation sums, the loss, the
+  // weights and their gradients stay float32.
+  TORCH_ARG(Precision, precision) = Precision::kFloat32;
 };
 
 // `layers` convolutions; between them ReLU (GAT: ELU, as in the paper); dropout on every layer's

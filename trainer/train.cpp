@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "datasets/error.hpp"
+#include "datasets/memory_limit.hpp"
 #include "datasets/random.hpp"
 #include "sampler/feature_store.hpp"
 #include "sampler/huge_pages.hpp"
@@ -111,6 +112,10 @@ struct detail::TrainerParts {
   std::unique_ptr<FeatureStore> features;
   std::unique_ptr<SeedScheduler> scheduler;  // which seeds each rank trains, epoch by epoch
   std::vector<NodeId> val_nodes;             // this rank's validation nodes checked each epoch (TrainConfig::eval_sample)
+  // Their sampled batches, kept from the first validation on when they fit the budget on every
+  // rank: later validations then only compute.
+  std::vector<MiniBatch> val_batches;
+  enum class ValCache { kUntried, kKept, kOff } val_cache = ValCache::kUntried;
   TrainState state;
 
   TrainerParts(const Shard& s, std::string ds, const comm::Communicator& world, TrainConfig c, SamplerConfig sc)
@@ -179,6 +184,9 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     validate(s.scfg);
     if (shard.num_classes < 1) throw InputError("dataset '" + dataset + "' has no labels: nothing to train on");
     s.device = resolve_device(s.cfg.device);
+    // Without bfloat16 instructions oneDNN emulates them, slower than float32.
+    if (s.cfg.precision == Precision::kBFloat16 && s.device.is_cpu() && !__builtin_cpu_supports("avx512bf16"))
+      throw InputError("--precision bf16: this CPU has no bfloat16 instructions (avx512_bf16), so it would run slower than fp32; use --precision fp32");
     if (s.cfg.slow_rank >= s.comm.size())
       throw InputError("--simulate-slowdown " + std::to_string(s.cfg.slow_rank) + ":" + std::to_string(s.cfg.slowdown) + ": there is no rank " +
                        std::to_string(s.cfg.slow_rank) + " (the job has " + std::to_string(s.comm.size()) + " rank" + (s.comm.size() == 1 ? "" : "s") +
@@ -207,7 +215,7 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
   }
   torch::manual_seed(s.cfg.seed);
   GnnOptions mo(s.cfg.model, shard.feature_dim, s.cfg.hidden, shard.num_classes, static_cast<std::int64_t>(s.scfg.fanouts.size()));
-  mo.heads(s.cfg.heads).dropout(s.cfg.dropout);
+  mo.heads(s.cfg.heads).dropout(s.cfg.dropout).precision(s.cfg.precision);
   s.model = Gnn(mo);
   s.model->to(s.device);
   broadcast_parameters(*s.model, s.comm);
@@ -251,7 +259,20 @@ namespace {
 // The model on this epoch's validation nodes (without `with_test`), or on the whole validation and
 // test sets.
 SplitMetrics evaluate(TrainerParts& s, EvalMode mode, bool with_test) {
-  if (!with_test) return evaluate_sampled(s.model, mode == EvalMode::kFull ? *s.all_neighbours : *s.sampler, *s.features, s.device, s.val_nodes, {});
+  if (!with_test) {
+    using C = TrainerParts::ValCache;
+    if (s.val_cache == C::kKept) return evaluate_kept(s.model, s.val_batches, s.device, s.comm);
+    DistSampler& sampler = mode == EvalMode::kFull ? *s.all_neighbours : *s.sampler;
+    if (s.val_cache == C::kOff) return evaluate_sampled(s.model, sampler, *s.features, s.device, s.val_nodes, {});
+    // An eighth of the node's usable memory, shared by its ranks.
+    const std::size_t budget = usable_memory_bytes() / 8 / static_cast<std::size_t>(std::max(1, local_size()));
+    const SplitMetrics m = evaluate_sampled(s.model, sampler, *s.features, s.device, s.val_nodes, {}, &s.val_batches, budget);
+    // Every rank must take the same path next time (sampling is collective).
+    const bool all = s.comm.allreduce<std::int32_t>(s.val_batches.empty() && !s.val_nodes.empty() ? 0 : 1, comm::Op::kMin) == 1;
+    s.val_cache = all ? C::kKept : C::kOff;
+    if (!all) s.val_batches = {};
+    return m;
+  }
   if (mode == EvalMode::kSampled)
     return evaluate_sampled(s.model, *s.sampler, *s.features, s.device, s.shard.val_idx.span(), s.shard.test_idx.span());
   // Full-neighbourhood inference allocates layer by layer through torch: the training batches'

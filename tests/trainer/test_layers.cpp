@@ -231,3 +231,43 @@ TEST_CASE("dropout keeps 1 - p of the inputs scaled by 1 / (1 - p), keyed and re
   model->eval();
   CHECK(model->dropout(x).equal(x));
 }
+
+TEST_CASE("bf16 precision: the same model within bfloat16's rounding, float32 logits and gradients, products in bfloat16", "[trainer][layers]") {
+  Block b;  // 40 src nodes, the first 20 of them dst, 4 in-edges each
+  b.num_src = 40;
+  b.num_dst = 20;
+  b.indptr.push_back(0);
+  for (std::int64_t v = 0; v < 20; ++v) {
+    for (std::int64_t k = 1; k <= 4; ++k) b.indices.push_back((v * 7 + k * 5) % 40);
+    b.indptr.push_back(static_cast<std::int64_t>(b.indices.size()));
+  }
+  const std::vector<Block> blocks{b};
+  const auto t = to_tensors(blocks, torch::kCPU);
+  for (ModelKind kind : {ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat}) {
+    INFO(model_name(kind));
+    torch::manual_seed(3);
+    // 1 layer, 64 -> 4: GCN and SAGE project before aggregating.
+    Gnn fp32(GnnOptions(kind, 64, 16, 4, 1).heads(2).dropout(0));
+    Gnn bf16(GnnOptions(kind, 64, 16, 4, 1).heads(2).dropout(0).precision(Precision::kBFloat16));
+    {
+      torch::NoGradGuard g;
+      auto src = fp32->parameters(), dst = bf16->parameters();
+      for (std::size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
+    }
+    const torch::Tensor x = torch::randn({40, 64});
+    const torch::Tensor ref = fp32->forward(t, x), out = bf16->forward(t, x);
+    CHECK(out.scalar_type() == torch::kFloat);
+    // bfloat16 keeps 8 significant bits: products of 64 terms agree to about 1%.
+    const double scale = ref.abs().max().item<double>();
+    CHECK((out - ref).abs().max().item<double>() <= 0.02 * scale);
+    CHECK(!torch::equal(out, ref));  // the products really ran in bfloat16
+    out.pow(2).sum().backward();
+    for (const auto& p : bf16->parameters()) {
+      REQUIRE(p.grad().defined());
+      CHECK(p.grad().scalar_type() == torch::kFloat);
+    }
+  }
+  CHECK(parse_precision("bf16") == Precision::kBFloat16);
+  CHECK(precision_name(Precision::kFloat32) == "fp32");
+  CHECK_THROWS_AS(parse_precision("fp16"), InputError);
+}

@@ -337,7 +337,6 @@ TEST_CASE("full-neighbourhood inference equals the serial whole-graph computatio
   for (ModelKind kind : {ModelKind::kGcn, ModelKind::kSage, ModelKind::kGat}) {
     torch::manual_seed(5);  // the same weights on every rank
     Gnn model(GnnOptions(kind, fx.ds.feature_dim, 16, fx.ds.num_classes, 2).heads(2));
-    const torch::Tensor got = full_inference(model, fx.shard, fx.world, torch::kCPU, /*chunk=*/300);
     torch::Tensor want;
     {
       torch::NoGradGuard g;
@@ -345,8 +344,13 @@ TEST_CASE("full-neighbourhood inference equals the serial whole-graph computatio
       want = model->forward({wt, wt}, x).index_select(0, mine_t);
     }
     INFO(model_name(kind));
-    CHECK(got.sizes() == want.sizes());
-    CHECK(torch::allclose(got, want, 1e-4, 1e-5));
+    // Blocks of 300 dst nodes, and one block (chunk 0: by edge count, Cora's all fit).
+    for (const std::int64_t chunk : {std::int64_t{300}, std::int64_t{0}}) {
+      INFO("chunk " << chunk);
+      const torch::Tensor got = full_inference(model, fx.shard, fx.world, torch::kCPU, chunk);
+      CHECK(got.sizes() == want.sizes());
+      CHECK(torch::allclose(got, want, 1e-4, 1e-5));
+    }
   }
 }
 
@@ -389,5 +393,28 @@ TEST_CASE("full-neighbourhood validation through the sampler scores as layer-wis
     const ClassMetrics& epoch = r.history[static_cast<std::size_t>(r.best_epoch)].val;
     CHECK(epoch.count == r.full.val.count);
     CHECK(epoch.accuracy == Approx(r.full.val.accuracy).margin(1.0 / 500));  // a tie broken the other way at most
+  }
+}
+
+TEST_CASE("validation batches kept after the first validation score as freshly sampled ones", "[trainer][mpi][eval]") {
+  PartFixture fx;
+  for (EvalMode mode : {EvalMode::kSampled, EvalMode::kFull}) {
+    INFO(eval_mode_name(mode));
+    TrainConfig c = quick_config(ModelKind::kSage);
+    c.epochs = 3;
+    c.lr = 1e-12;  // the weights stay put, so every validation must score alike
+    c.eval_mode = mode;
+    c.final_full_eval = false;
+    Trainer t(fx.shard, "cora", fx.world, c, quick_sampler());
+    const TrainResult r = t.fit();
+    REQUIRE(r.history.size() == 3);
+    // Epoch 1 samples the batches (and keeps them); epochs 2 and 3 score the kept ones.
+    for (const EpochRecord& e : r.history) {
+      CHECK(e.val.count == 500);
+      CHECK(e.val.accuracy == r.history[0].val.accuracy);
+      CHECK(e.val.macro_f1 == r.history[0].val.macro_f1);
+    }
+    // The final evaluation samples afresh with the training fanouts (the test set is not kept).
+    if (mode == EvalMode::kSampled) CHECK(r.sampled.val.accuracy == r.history[0].val.accuracy);
   }
 }
