@@ -22,7 +22,7 @@ declare -A args=(
 )
 
 stats() { awk '{s+=$1; q+=$1*$1; n++} END {m=s/n; v=q/n-m*m; if (v<0) v=0; printf "%.2f ± %.2f (n=%d)", 100*m, 100*sqrt(v), n}'; }
-acc() { grep "(full neighbourhoods)" | awk '{print $3}' | tr -d ,; }
+acc() { grep "(full neighbourhoods" | awk '{print $3}' | tr -d ,; }
 
 run() {  # label dataset-or-parts ranks model
   local label=$1 data=$2 ranks=$3 model=$4 batch=${5:-100000}

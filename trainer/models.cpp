@@ -133,10 +133,13 @@ BatchTensors to_tensors(const MiniBatch& mb, const torch::Device& device) {
 torch::Tensor aggregate_sum(const BlockTensors& b, const torch::Tensor& h_in, const torch::Tensor& weight) {
   // Long sums lose too much in bfloat16 (and torch 1.13's CPU embedding bag takes none).
   const torch::Tensor h = h_in.scalar_type() == torch::kBFloat16 ? h_in.to(torch::kFloat) : h_in;
-  if (!weight.defined() && h.dim() == 2) {
-    // A sum of rows per dst is an embedding bag over the block's CSR: it never materialises the
-    // E x F messages (the gather below does, which dominates the memory traffic of wide layers).
-    return F::embedding_bag(b.src, h, F::EmbeddingBagFuncOptions().offsets(b.indptr).mode(torch::kSum).include_last_offset(true));
+  if (h.dim() == 2 && (!weight.defined() || weight.dim() == 1)) {
+    // A (weighted) sum of rows per dst is an embedding bag over the block's CSR: it never
+    // materialises the E x F messages (the gather below does, which dominates the memory traffic
+    // of wide layers).
+    auto options = F::EmbeddingBagFuncOptions().offsets(b.indptr).mode(torch::kSum).include_last_offset(true);
+    if (weight.defined()) options.per_sample_weights(weight);
+    return F::embedding_bag(b.src, h, options);
   }
   torch::Tensor msgs = h.index_select(/*dim=*/0, b.src);
   if (weight.defined()) {
@@ -147,6 +150,14 @@ torch::Tensor aggregate_sum(const BlockTensors& b, const torch::Tensor& h_in, co
   auto shape = h.sizes().vec();
   shape[0] = b.num_dst;
   return torch::zeros(shape, h.options()).index_add(/*dim=*/0, b.dst, msgs);
+}
+
+bool project_first(const BlockTensors& b, std::int64_t in, std::int64_t out) {
+  const auto E = static_cast<double>(b.src.numel()), S = static_cast<double>(b.num_src), D = static_cast<double>(b.num_dst);
+  const auto i = static_cast<double>(in), o = static_cast<double>(out);
+  const double before = 2 * S * i * o + kGemmFlopsPerGatheredByte * 4 * E * o;
+  const double after = 2 * D * i * o + kGemmFlopsPerGatheredByte * 4 * E * i;
+  return before < after;
 }
 
 torch::Tensor edge_softmax(const BlockTensors& b, const torch::Tensor& scores, bool self_loops) {
@@ -189,9 +200,9 @@ SAGEConvImpl::SAGEConvImpl(const SAGEConvOptions& o) : options(o) {
 
 torch::Tensor SAGEConvImpl::forward(const BlockTensors& b, const torch::Tensor& h) {
   const torch::Tensor inv_deg = b.in_degree.clamp_min(1).reciprocal().unsqueeze(1);  // mean of nothing = 0, as DGL
-  // The mean commutes with the bias-free linear map: project first when that shrinks the rows
-  // to gather (DGL's lin_before_mp).
-  torch::Tensor neigh = options.in() > options.out() ? aggregate_sum(b, fc_neigh(h)) * inv_deg : fc_neigh(aggregate_sum(b, h) * inv_deg);
+  // The mean commutes with the bias-free linear map: apply it on whichever side costs less.
+  torch::Tensor neigh =
+      project_first(b, options.in(), options.out()) ? aggregate_sum(b, fc_neigh(h)) * inv_deg : fc_neigh(aggregate_sum(b, h) * inv_deg);
   return fc_self(h.slice(0, 0, b.num_dst)) + neigh;
 }
 
@@ -214,13 +225,19 @@ torch::Tensor GraphConvImpl::forward(const BlockTensors& b, const torch::Tensor&
   }
   const torch::Tensor src_norm = out_deg.clamp_min(1).rsqrt().unsqueeze(1);
   const torch::Tensor dst_norm = (b.in_degree + loop).clamp_min(1).rsqrt().unsqueeze(1);
-  const bool project_first = options.in() > options.out();
-  torch::Tensor x = h * src_norm;
-  if (project_first) x = fc(x);
-  torch::Tensor agg = aggregate_sum(b, x);
-  if (options.self_loop()) agg = agg + x.slice(0, 0, b.num_dst);
-  agg = agg * dst_norm;
-  if (!project_first) agg = fc(agg);
+  torch::Tensor agg;
+  if (project_first(b, options.in(), options.out())) {
+    // The row scaling commutes with the bias-free linear map: scale the narrower rows.
+    const torch::Tensor x = fc(h) * src_norm;
+    agg = aggregate_sum(b, x);
+    if (options.self_loop()) agg = agg + x.slice(0, 0, b.num_dst);
+    agg = agg * dst_norm;
+  } else {
+    // The src normalisation rides on the sum as per-edge weights: no scaled copy of the wide rows.
+    agg = aggregate_sum(b, h, src_norm.squeeze(1).index_select(0, b.src));
+    if (options.self_loop()) agg = agg + h.slice(0, 0, b.num_dst) * src_norm.slice(0, 0, b.num_dst);
+    agg = fc(agg * dst_norm);
+  }
   return bias.defined() ? agg + bias : agg;
 }
 

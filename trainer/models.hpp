@@ -15,9 +15,11 @@
 //              a_l.Wh_u + a_r.Wh_v), softmax over each dst's in-edges (segment max for range,
 //              index_add for the sums), sum of attention * Wh_u. With self_loop (the default)
 //              every dst attends to itself too, so no dst is left without an in-edge.
-// Aggregation runs on whatever device the tensors live on: unweighted sums (SAGE, GCN) as an
-// embedding bag over the block's CSR, which never materialises the E x F messages; weighted ones
-// (GAT) as index_select (gather the messages) + index_add (sum them per dst).
+// Aggregation runs on whatever device the tensors live on: sums with at most one weight per edge
+// (SAGE, GCN) as an embedding bag over the block's CSR, which never materialises the E x F
+// messages; per-head weights (GAT) as index_select (gather the messages) + index_add (sum them per
+// dst). SAGE and GCN apply their linear map before or after the sum, whichever costs less
+// (project_first).
 #pragma once
 
 #include <torch/nn.h>
@@ -62,6 +64,18 @@ BatchTensors to_tensors(MiniBatch&& mb, const torch::Device& device) = delete;
 // out[v] = sum over v's in-edges (u, v) of weight_e * h[u]; weight is [E] or [E, H] (undefined:
 // all 1); h is [num_src, ...] and out [num_dst, ...]. Sums are float32 (bfloat16 h is widened).
 torch::Tensor aggregate_sum(const BlockTensors& b, const torch::Tensor& h, const torch::Tensor& weight = {});
+
+// What one byte of a random-row gather costs in sgemm FLOPs, for choosing where a layer's
+// linear map goes: sgemm at about 240 GFLOP/s per core against a gather of about 20 GB/s
+// (`train --profile-ops` measures both on the machine at hand).
+inline constexpr double kGemmFlopsPerGatheredByte = 12;
+
+// Whether a layer mapping in -> out features over this block should apply its linear map to every
+// src row before the sum over in-edges (GEMM on num_src rows, gather of out-wide rows) rather than
+// to every dst row after it (GEMM on num_dst rows, gather of in-wide rows): whichever costs less.
+// On a whole graph (num_src = num_dst) that is "when it narrows the rows", DGL's rule; on a sampled
+// block, whose src rows far outnumber its dst rows, summing first often wins even when in > out.
+bool project_first(const BlockTensors& b, std::int64_t in, std::int64_t out);
 
 // Softmax of edge scores [E', H] over each dst's in-edges, for edges laid out as the block's CSR
 // (dst 0's edges first, ...) followed, when `self_loops`, by one edge (v, v) per dst v.

@@ -476,9 +476,13 @@ void finish(TrainerParts& s, TrainResult& result) {
   if (!s.state.best.empty()) assign_parameters(*s.model, s.state.best);
   result.best_epoch = s.state.best_epoch;
   result.best_val = s.state.best_val;
+  auto t0 = Clock::now();
   result.sampled = evaluate(s, EvalMode::kSampled, /*with_test=*/true);
+  result.sampled_s = since(t0);
   if (c.final_full_eval) {
+    t0 = Clock::now();
     result.full = evaluate(s, EvalMode::kFull, /*with_test=*/true);
+    result.full_s = since(t0);
     result.has_full = true;
   }
   const std::string weights = !c.weights_path.empty() ? c.weights_path

@@ -38,6 +38,7 @@ struct TrainResult {
   SplitMetrics sampled;              // the best model, through the sampler
   bool has_full = false;
   SplitMetrics full;                 // the best model, full neighbourhoods (TrainConfig::final_full_eval)
+  double sampled_s = 0, full_s = 0;  // wall time of those two evaluations
   double train_s = 0;                // wall time of the epochs
   std::optional<OpProfile> op_profile;  // this rank's profiled steps (TrainConfig::profile_steps)
 };

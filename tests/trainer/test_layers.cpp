@@ -271,3 +271,48 @@ TEST_CASE("bf16 precision: the same model within bfloat16's rounding, float32 lo
   CHECK(precision_name(Precision::kFloat32) == "fp32");
   CHECK_THROWS_AS(parse_precision("fp16"), InputError);
 }
+
+TEST_CASE("SAGE and GCN apply their linear map on the cheaper side of the sum, with the same result", "[trainer][layers]") {
+  // A sampled-looking block: 6 dst nodes with 3 in-edges each from 24 src nodes.
+  Block wide;
+  wide.num_src = 24;
+  wide.num_dst = 6;
+  wide.indptr.push_back(0);
+  for (std::int64_t v = 0; v < 6; ++v) {
+    for (std::int64_t k = 0; k < 3; ++k) wide.indices.push_back(6 + v * 3 + k);
+    wide.indptr.push_back(static_cast<std::int64_t>(wide.indices.size()));
+  }
+  // A whole graph: src = dst, a ring.
+  Block ring;
+  ring.num_src = ring.num_dst = 24;
+  ring.indptr.push_back(0);
+  for (std::int64_t v = 0; v < 24; ++v) {
+    ring.indices.push_back((v + 1) % 24);
+    ring.indices.push_back((v + 23) % 24);
+    ring.indptr.push_back(static_cast<std::int64_t>(ring.indices.size()));
+  }
+  const BlockTensors w = to_tensors(wide, torch::kCPU), r = to_tensors(ring, torch::kCPU);
+  CHECK(project_first(r, 64, 32));   // a whole graph: map first when it narrows the rows
+  CHECK(!project_first(r, 32, 64));
+  CHECK(!project_first(w, 64, 32));  // few dst rows: sum the 18 wide rows first, map 6 rows, not 24
+  CHECK(project_first(w, 64, 1));    // unless the map shrinks the rows to almost nothing
+  for (const auto* bt : {&w, &r}) {
+    for (const std::int64_t out : {std::int64_t{32}, std::int64_t{1}}) {
+      INFO("dst " << bt->num_dst << ", out " << out << ", project first " << project_first(*bt, 64, out));
+      const torch::Tensor h = torch::randn({bt->num_src, 64});
+      // Dense references: A[v][u] = 1 per edge u -> v.
+      torch::Tensor A = torch::zeros({bt->num_dst, bt->num_src});
+      for (std::int64_t e = 0; e < bt->src.numel(); ++e) A[bt->dst[e].item<std::int64_t>()][bt->src[e].item<std::int64_t>()] += 1;
+      SAGEConv sage(SAGEConvOptions(64, out));
+      const torch::Tensor mean = A.matmul(h) / A.sum(1, true).clamp_min(1);
+      const torch::Tensor sage_ref = sage->fc_self(h.slice(0, 0, bt->num_dst)) + mean.matmul(sage->fc_neigh->weight.t());
+      CHECK(torch::allclose(sage(*bt, h), sage_ref, 1e-4, 1e-5));
+      GraphConv gcn(GraphConvOptions(64, out));
+      torch::Tensor Al = A.clone();
+      Al.slice(1, 0, bt->num_dst).add_(torch::eye(bt->num_dst));  // self-loops from the dst-prefix
+      const torch::Tensor norm = Al.sum(1, true).clamp_min(1).rsqrt() * Al * Al.sum(0, true).clamp_min(1).rsqrt();
+      const torch::Tensor gcn_ref = norm.matmul(h).matmul(gcn->fc->weight.t()) + gcn->bias;
+      CHECK(torch::allclose(gcn(*bt, h), gcn_ref, 1e-4, 1e-5));
+    }
+  }
+}
