@@ -52,7 +52,7 @@ struct TrainConfig {
   std::uint64_t seed = 0;      // weights, dropout and (through SamplerConfig::seed) sampling
   std::string device = "cpu";  // cpu, cuda or cuda:N ("cuda" = the node-local rank's GPU)
   Precision precision = Precision::kFloat32;
-  int profile_steps = 0;       // record this many steps of the first epoch op by op (after one warm-up step; 0 = none)
+  int profile_steps = 0;       // record this many steps from the middle of the first epoch op by op (0 = none)
   int threads = 0;             // torch intra-op threads per rank (0 = OMP_NUM_THREADS, else the cores shared among the node's ranks)
   std::string checkpoint_dir;  // "" = no checkpoints; else DIR/checkpoint.pt after every epoch
   bool resume = false;         // continue from DIR/checkpoint.pt when it exists

@@ -329,8 +329,9 @@ struct EpochSums {
 
 // Trains one epoch over the seeds the scheduler installed, batches sampled and fetched by the
 // prefetch pipeline (collective: every rank runs the same number of steps).
-// With `recorder`, steps 1 to TrainConfig::profile_steps are recorded op by op (step 0 warms the
-// allocator and caches up).
+// With `recorder`, TrainConfig::profile_steps steps from the middle of the epoch are recorded op
+// by op: past the first (which warms the allocator and caches up) and past the prefetch thread's
+// start, when it samples several batches ahead on the same cores.
 EpochSums train_epoch(TrainerParts& s, int epoch, Progress& progress, OpRecorder* recorder) {
   const TrainConfig& c = s.cfg;
   const int rank = s.comm.rank();
@@ -347,12 +348,13 @@ EpochSums train_epoch(TrainerParts& s, int epoch, Progress& progress, OpRecorder
   e.steps = s.sampler->steps_in_epoch(epoch);
   progress.start_epoch(epoch, c.epochs, e.steps);
   Prefetcher pipe(*s.sampler, *s.features, epoch, e.steps, s.scfg.prefetch);
+  const std::int64_t first_recorded = std::max<std::int64_t>(1, (e.steps - c.profile_steps) / 2);
   for (std::int64_t step = 0; step < e.steps; ++step) {
     const auto t0 = Clock::now();
     std::optional<MiniBatch> mb = pipe.next();
     e.wait_s += since(t0);
     e.seeds += static_cast<std::int64_t>(mb->seeds().size());
-    const bool record = recorder != nullptr && step >= 1 && step <= c.profile_steps;
+    const bool record = recorder != nullptr && step >= first_recorded && step < first_recorded + c.profile_steps;
     if (record) recorder->start();
     StepResult r = train_step(s.model, *s.optimizer, *s.allreducer, *mb, s.device);
     if (record) {
