@@ -145,8 +145,9 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
   const TrainResult r = trainer.fit();
   if (world.rank() == 0) {
     std::printf("best validation accuracy %s at epoch %d%s\n", fixed4(r.best_val).c_str(), r.best_epoch + 1, r.stopped_early ? " (stopped early)" : "");
-    std::printf("test accuracy %s, macro-F1 %s (sampled neighbourhoods, %.2f s)\n", fixed4(r.sampled.test.accuracy).c_str(),
-                fixed4(r.sampled.test.macro_f1).c_str(), r.sampled_s);
+    if (!r.sampled_is_full)
+      std::printf("test accuracy %s, macro-F1 %s (sampled neighbourhoods, %.2f s)\n", fixed4(r.sampled.test.accuracy).c_str(),
+                  fixed4(r.sampled.test.macro_f1).c_str(), r.sampled_s);
     if (r.has_full)
       std::printf("test accuracy %s, macro-F1 %s (full neighbourhoods, %.2f s)\n", fixed4(r.full.test.accuracy).c_str(), fixed4(r.full.test.macro_f1).c_str(),
                   r.full_s);

@@ -479,13 +479,19 @@ void finish(TrainerParts& s, TrainResult& result) {
   result.best_epoch = s.state.best_epoch;
   result.best_val = s.state.best_val;
   auto t0 = Clock::now();
-  result.sampled = evaluate(s, EvalMode::kSampled, /*with_test=*/true);
-  result.sampled_s = since(t0);
   if (c.final_full_eval) {
-    t0 = Clock::now();
     result.full = evaluate(s, EvalMode::kFull, /*with_test=*/true);
     result.full_s = since(t0);
     result.has_full = true;
+  }
+  // With every fanout -1 the sampler's neighbourhoods are the full ones: score them once.
+  result.sampled_is_full = result.has_full && std::all_of(s.scfg.fanouts.begin(), s.scfg.fanouts.end(), [](int f) { return f < 0; });
+  if (result.sampled_is_full) {
+    result.sampled = result.full;
+  } else {
+    t0 = Clock::now();
+    result.sampled = evaluate(s, EvalMode::kSampled, /*with_test=*/true);
+    result.sampled_s = since(t0);
   }
   const std::string weights = !c.weights_path.empty() ? c.weights_path
                               : !c.checkpoint_dir.empty() ? (fs::path(c.checkpoint_dir) / "weights.pt").string()

@@ -36,6 +36,7 @@ struct TrainResult {
   double best_val = -1;
   bool stopped_early = false;
   SplitMetrics sampled;              // the best model, through the sampler
+  bool sampled_is_full = false;      // every fanout -1: `sampled` is `full`, not scored twice
   bool has_full = false;
   SplitMetrics full;                 // the best model, full neighbourhoods (TrainConfig::final_full_eval)
   double sampled_s = 0, full_s = 0;  // wall time of those two evaluations

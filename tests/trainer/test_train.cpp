@@ -418,3 +418,18 @@ TEST_CASE("validation batches kept after the first validation score as freshly s
     if (mode == EvalMode::kSampled) CHECK(r.sampled.val.accuracy == r.history[0].val.accuracy);
   }
 }
+
+TEST_CASE("with every fanout -1 the final evaluation scores the full neighbourhoods once", "[trainer][mpi][eval]") {
+  PartFixture fx;
+  TrainConfig c = quick_config(ModelKind::kGcn);
+  c.epochs = 1;
+  SamplerConfig all = quick_sampler();
+  all.fanouts.assign(all.fanouts.size(), -1);
+  const TrainResult r = Trainer(fx.shard, "cora", fx.world, c, all).fit();
+  CHECK(r.sampled_is_full);
+  CHECK(r.sampled.test.accuracy == r.full.test.accuracy);
+  CHECK(r.sampled.test.count == 1000);
+  const TrainResult s = Trainer(fx.shard, "cora", fx.world, c, quick_sampler()).fit();
+  CHECK_FALSE(s.sampled_is_full);
+  CHECK(s.has_full);
+}
