@@ -27,6 +27,14 @@ std::vector<std::int64_t> argmax_cpu(const torch::Tensor& logits) {
   return {p.data_ptr<std::int64_t>(), p.data_ptr<std::int64_t>() + p.numel()};
 }
 
+// The model's predictions for a batch's seeds, each added to `val` while `pos` < n_val, else to
+// `test` (pos counts the seeds scored so far).
+void score_batch(Gnn& model, const MiniBatch& mb, const torch::Device& device, std::size_t& pos, std::size_t n_val, Confusion& val, Confusion& test) {
+  const BatchTensors t = to_tensors(mb, device);
+  const auto pred = argmax_cpu(model->forward(t.blocks, t.x));
+  for (std::size_t i = 0; i < pred.size(); ++i, ++pos) (pos < n_val ? val : test).add(mb.labels[i], pred[i]);
+}
+
 SplitMetrics finish(Confusion& val, Confusion& test, const comm::Communicator& comm) {
   // One collective for both matrices.
   std::vector<std::int64_t> both(val.counts());
@@ -40,7 +48,8 @@ SplitMetrics finish(Confusion& val, Confusion& test, const comm::Communicator& c
 }  // namespace
 
 std::size_t batch_bytes(const MiniBatch& mb) {
-  std::size_t n = sizeof(float) * mb.features.size() + sizeof(std::int64_t) * (mb.labels.size() + mb.degrees.size());
+  // Feature buffers come from the huge-page pool, which may hand out up to twice the request.
+  std::size_t n = 2 * sizeof(float) * mb.features.size() + sizeof(std::int64_t) * (mb.labels.size() + mb.degrees.size());
   for (const auto& nodes : mb.layer_nodes) n += sizeof(NodeId) * nodes.size();
   for (const Block& b : mb.blocks) n += sizeof(std::int64_t) * (b.indptr.size() + b.indices.size());
   return n;
@@ -61,11 +70,7 @@ SplitMetrics evaluate_sampled(Gnn& model, DistSampler& sampler, FeatureStore& fe
   for (std::size_t step = 0; step < batches.size(); ++step) {
     MiniBatch mb = produce_batch(sampler, features, batches[step], kEvalEpoch, static_cast<std::int64_t>(step));
     if (mb.seeds().empty()) continue;
-    {
-      const BatchTensors t = to_tensors(mb, device);
-      const auto pred = argmax_cpu(model->forward(t.blocks, t.x));
-      for (std::size_t i = 0; i < pred.size(); ++i, ++pos) (pos < n_val ? val : test).add(mb.labels[i], pred[i]);
-    }
+    score_batch(model, mb, device, pos, n_val, val, test);
     if (keeping) {
       kept += batch_bytes(mb);
       keeping = kept <= keep_bytes;
@@ -80,11 +85,8 @@ SplitMetrics evaluate_kept(Gnn& model, const std::vector<MiniBatch>& val_batches
   EvalScope scope(*model);
   const std::int64_t C = model->options.out();
   Confusion val(C), test(C);
-  for (const MiniBatch& mb : val_batches) {
-    const BatchTensors t = to_tensors(mb, device);
-    const auto pred = argmax_cpu(model->forward(t.blocks, t.x));
-    for (std::size_t i = 0; i < pred.size(); ++i) val.add(mb.labels[i], pred[i]);
-  }
+  std::size_t pos = 0;
+  for (const MiniBatch& mb : val_batches) score_batch(model, mb, device, pos, SIZE_MAX, val, test);
   return finish(val, test, comm);
 }
 
@@ -127,15 +129,18 @@ torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communi
                      ? v - first
                      : n_own + (std::lower_bound(shard.halo_nodes.begin(), shard.halo_nodes.end(), v) - shard.halo_nodes.begin());
   }
-  // Blocks of `chunk` dst nodes, or (chunk 0) of about kEvalChunkEdges edges: a large block's src
-  // rows approach the table's, so its rows are gathered and projected about once per layer, where
-  // many small blocks would repeat that for every block a row is a neighbour in.
+  // Blocks of `chunk` dst nodes, or (chunk 0) of as many edges as kEvalBlockBytes allows: a large
+  // block's src rows approach the table's, so its rows are gathered and projected about once per
+  // layer, where many small blocks would repeat that for every block a row is a neighbour in.
+  // Per edge a block holds two int64 indices, and GAT also its messages (hidden floats).
+  const std::int64_t edge_bytes = 16 + (model->options.kind() == ModelKind::kGat ? 4 * std::max(model->options.hidden(), model->options.out()) : 0);
+  const std::int64_t block_edges = std::max<std::int64_t>(1, kEvalBlockBytes / edge_bytes);
   std::vector<NodeId> bounds{0};
   while (bounds.back() < n_own) {
     const NodeId a = bounds.back();
     NodeId b = std::min(n_own, a + std::max<std::int64_t>(chunk, 1));
     if (chunk == 0) {
-      const EdgeId limit = g.indptr()[a] + kEvalChunkEdges;
+      const EdgeId limit = g.indptr()[a] + block_edges;
       b = static_cast<NodeId>(std::upper_bound(g.indptr().begin() + a + 1, g.indptr().end(), limit) - g.indptr().begin()) - 1;
       b = std::clamp<NodeId>(b, a + 1, n_own);
     }

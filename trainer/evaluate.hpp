@@ -34,13 +34,13 @@ SplitMetrics evaluate_kept(Gnn& model, const std::vector<MiniBatch>& val_batches
 // Memory a kept batch takes (blocks, features, labels).
 std::size_t batch_bytes(const MiniBatch& mb);
 
-// Edges per block of full-neighbourhood inference when no chunk is given: the block's index
-// tensors then take about 64 MiB.
-inline constexpr std::int64_t kEvalChunkEdges = std::int64_t{1} << 22;
+// What the per-edge tensors of one block of full-neighbourhood inference may take when no chunk is
+// given (index tensors, and GAT's messages): 4M edges for GraphSAGE and GCN.
+inline constexpr std::int64_t kEvalBlockBytes = std::int64_t{64} << 20;
 
 // Collective over `comm`. Returns the logits of every owned node, [n_own, classes], on `device`.
-// chunk: dst nodes per block, or 0 for blocks of about kEvalChunkEdges edges (bounds the memory
-// of one layer step).
+// chunk: dst nodes per block, or 0 for blocks whose per-edge tensors take about kEvalBlockBytes
+// (bounds the memory of one layer step beyond the layer's input and output rows).
 torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk);
 
 // Collective over `comm`: full_inference, scored on the owned val and test nodes.

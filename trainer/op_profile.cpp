@@ -22,8 +22,8 @@ namespace prof = torch::autograd::profiler;
 using Clock = std::chrono::steady_clock;
 using Shapes = std::vector<std::vector<std::int64_t>>;
 
-// Element size the byte counts assume: the trainer computes in float32 (its indices are int64,
-// which this undercounts).
+// Element size the byte counts assume: the profile is of float32 training (the trainer refuses it
+// otherwise; int64 indices are undercounted).
 constexpr double kElem = 4;
 
 double numel(const std::vector<std::int64_t>& s) {
@@ -35,14 +35,14 @@ double row_bytes(const std::vector<std::int64_t>& s) { return s.size() < 2 ? kEl
 
 // A gather's rate depends on its row width and on whether its table fits in the caches: the limit
 // is taken from a memcpy gather of the same width from a table of the same size (rounded to a power
-// of two, between 1 MiB and 1 GiB).
+// of two, between 1 MiB and 256 MiB: larger tables miss the caches alike).
 struct GatherKey {
   std::int64_t width = 0;
   int table_log2 = 0;
   auto operator<=>(const GatherKey&) const = default;
 };
 GatherKey gather_key(double width, double table) {
-  const auto t = static_cast<std::uint64_t>(std::clamp(table, 1.0 * (1 << 20), 1.0 * (1 << 30)));
+  const auto t = static_cast<std::uint64_t>(std::clamp(table, 1.0 * (1 << 20), 1.0 * (1 << 28)));
   return {static_cast<std::int64_t>(width), static_cast<int>(std::bit_width(t - 1))};
 }
 
@@ -129,7 +129,7 @@ double gemm_rate() {
 
 double stream_rate() {
   torch::NoGradGuard no_grad;
-  const std::int64_t n = std::int64_t{64} << 20;  // 256 MiB of float
+  const std::int64_t n = std::int64_t{32} << 20;  // 128 MiB of float, well past the caches
   const torch::Tensor src = torch::ones({n});
   torch::Tensor dst = torch::empty({n});
   dst.copy_(src);
@@ -138,7 +138,7 @@ double stream_rate() {
 
 double fill_rate() {
   torch::NoGradGuard no_grad;
-  torch::Tensor t = torch::empty({std::int64_t{64} << 20});
+  torch::Tensor t = torch::empty({std::int64_t{32} << 20});
   t.zero_();
   return kElem * static_cast<double>(t.numel()) / best_seconds(3, [&] { t.zero_(); });
 }

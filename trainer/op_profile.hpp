@@ -51,8 +51,8 @@ class OpRecorder {
   // Stops recording and adds what was recorded to the totals.
   void stop();
   // The totals over every start()/stop() so far, with limits measured now on this thread's
-  // torch thread count (sgemm 2048^3, copy and fill of 256 MiB, gathers per row width and
-  // table size). `steps` is what the totals cover.
+  // torch thread count (sgemm 2048^3, copy and fill of 128 MiB, gathers per row width and
+  // table size up to 256 MiB). `steps` is what the totals cover.
   OpProfile profile(std::int64_t steps) const;
 
  private:

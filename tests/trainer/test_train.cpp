@@ -375,6 +375,10 @@ TEST_CASE("epochs are validated on a fixed sample of the validation set, the tes
   TrainConfig bad = c;
   bad.eval_sample = -1;
   CHECK_THAT(trainer_error(fx.shard, fx.world, bad, quick_sampler()), Contains("--eval-sample"));
+  TrainConfig profiled_bf16 = c;
+  profiled_bf16.profile_steps = 2;
+  profiled_bf16.precision = Precision::kBFloat16;
+  CHECK_THAT(trainer_error(fx.shard, fx.world, profiled_bf16, quick_sampler()), Contains("--profile-ops profiles float32 training on the CPU"));
 }
 
 TEST_CASE("full-neighbourhood validation through the sampler scores as layer-wise full inference", "[trainer][mpi][eval]") {
@@ -406,7 +410,9 @@ TEST_CASE("validation batches kept after the first validation score as freshly s
     c.eval_mode = mode;
     c.final_full_eval = false;
     Trainer t(fx.shard, "cora", fx.world, c, quick_sampler());
+    CHECK_FALSE(t.validation_batches_kept());
     const TrainResult r = t.fit();
+    CHECK(t.validation_batches_kept());  // Cora's fit any budget
     REQUIRE(r.history.size() == 3);
     // Epoch 1 samples the batches (and keeps them); epochs 2 and 3 score the kept ones.
     for (const EpochRecord& e : r.history) {
@@ -425,10 +431,14 @@ TEST_CASE("with every fanout -1 the final evaluation scores the full neighbourho
   c.epochs = 1;
   SamplerConfig all = quick_sampler();
   all.fanouts.assign(all.fanouts.size(), -1);
-  const TrainResult r = Trainer(fx.shard, "cora", fx.world, c, all).fit();
+  Trainer t(fx.shard, "cora", fx.world, c, all);
+  const TrainResult r = t.fit();
   CHECK(r.sampled_is_full);
-  CHECK(r.sampled.test.accuracy == r.full.test.accuracy);
   CHECK(r.sampled.test.count == 1000);
+  // What the skipped pass would have scored: the sampler over every neighbour, as full inference.
+  const SplitMetrics sampled = t.evaluate_sampled();
+  CHECK(sampled.test.count == r.full.test.count);
+  CHECK(sampled.test.accuracy == Approx(r.full.test.accuracy).margin(1.0 / 1000));  // a tie broken the other way at most
   const TrainResult s = Trainer(fx.shard, "cora", fx.world, c, quick_sampler()).fit();
   CHECK_FALSE(s.sampled_is_full);
   CHECK(s.has_full);
