@@ -6,7 +6,16 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
 #include <numeric>
+
+#include "datasets/error.hpp"
+#include "datasets/npy.hpp"
 
 namespace shardgnn {
 
@@ -17,6 +26,42 @@ struct RowEntry {
   std::int64_t weight;
   // Weight breaks ties so the kept copy of a duplicate is deterministic.
   bool operator<(const RowEntry& o) const { return key != o.key ? key < o.key : weight < o.weight; }
+};
+
+// Turns one row's sorted entries into its neighbours as the cleaning options say, counting what
+// changed: runs of equal neighbours are resolved (reverses added, duplicates dropped).
+struct RowResolver {
+  const CleanOptions& opt;
+  CleanReport& rep;
+  bool saw_self_loop = false, saw_duplicate = false;
+
+  template <class It, class Emit>
+  void operator()(NodeId u, It first, It last, Emit&& emit) {
+    for (auto it = first; it != last;) {
+      const std::int64_t nb = it->key >> 1;
+      auto run_end = it;
+      std::int64_t originals = 0, reverses = 0;
+      while (run_end != last && (run_end->key >> 1) == nb) {
+        (run_end->key & 1 ? reverses : originals) += 1;
+        ++run_end;
+      }
+      std::int64_t keep;
+      if (opt.drop_duplicates) {
+        keep = 1;
+        if (originals == 0) rep.reverse_added += 1;
+        else rep.duplicates_dropped += originals - 1;
+      } else {
+        // (u,v) k times and (v,u) j times: symmetric means both k' = max(k, j).
+        keep = std::max(originals, reverses);
+        rep.reverse_added += std::max<std::int64_t>(0, reverses - originals);
+      }
+      saw_self_loop |= nb == u;
+      saw_duplicate |= keep > 1;
+      // Originals sort before reverses of the same neighbour, so `it` is the first original when one exists.
+      for (std::int64_t k = 0; k < keep; ++k) emit(nb, it->weight);
+      it = run_end;
+    }
+  }
 };
 
 }  // namespace
@@ -79,44 +124,21 @@ BuiltGraph build_csr(EdgeList&& edges, const CleanOptions& opt) {
   indices.reserve(staged);
   std::vector<std::int64_t> weights;
   if (weighted) weights.reserve(staged);
-  bool saw_self_loop = false, saw_duplicate = false;
+  RowResolver resolve{opt, rep};
   for (NodeId u = 0; u < n; ++u) {
     auto first = entries.begin() + count[u], last = entries.begin() + count[u + 1];
     std::sort(first, last);
-    for (auto it = first; it != last;) {
-      const std::int64_t nb = it->key >> 1;
-      auto run_end = it;
-      std::int64_t originals = 0, reverses = 0;
-      while (run_end != last && (run_end->key >> 1) == nb) {
-        (run_end->key & 1 ? reverses : originals) += 1;
-        ++run_end;
-      }
-      std::int64_t keep;
-      if (opt.drop_duplicates) {
-        keep = 1;
-        if (originals == 0) rep.reverse_added += 1;
-        else rep.duplicates_dropped += originals - 1;
-      } else {
-        // (u,v) k times and (v,u) j times: symmetric means both k' = max(k, j).
-        keep = std::max(originals, reverses);
-        rep.reverse_added += std::max<std::int64_t>(0, reverses - originals);
-      }
-      saw_self_loop |= nb == u;
-      saw_duplicate |= keep > 1;
-      // Originals sort before reverses of the same neighbour, so `it` is the first original when one exists.
-      for (std::int64_t k = 0; k < keep; ++k) {
-        indices.push_back(nb);
-        if (weighted) weights.push_back(it->weight);
-      }
-      it = run_end;
-    }
+    resolve(u, first, last, [&](NodeId nb, std::int64_t w) {
+      indices.push_back(nb);
+      if (weighted) weights.push_back(w);
+    });
     indptr[u + 1] = static_cast<EdgeId>(indices.size());
   }
   entries = {};
   indices.shrink_to_fit();
   rep.output_entries = static_cast<std::int64_t>(indices.size());
-  rep.no_self_loops = !saw_self_loop;
-  rep.no_duplicates = !saw_duplicate;
+  rep.no_self_loops = !resolve.saw_self_loop;
+  rep.no_duplicates = !resolve.saw_duplicate;
   out.graph = CsrGraph(Array<EdgeId>(std::move(indptr)), Array<NodeId>(std::move(indices)));
   // Symmetry is known when it was made; otherwise one check now (rows are sorted) spares every
   // later consumer (METIS needs it) from repeating it.
@@ -133,6 +155,146 @@ BuiltGraph rebuild_csr(const CsrGraph& g, const CleanOptions& options) {
   for (NodeId u = 0; u < g.num_nodes(); ++u)
     std::fill(el.src.begin() + g.indptr()[u], el.src.begin() + g.indptr()[u + 1], u);
   return build_csr(std::move(el), options);
+}
+
+namespace {
+
+// A staged entry of the external build: its row and its key (neighbour << 1 | is_reverse).
+struct BucketEntry {
+  std::int64_t row, key;
+  static constexpr std::int64_t weight = 0;  // unweighted: RowResolver's weight of a kept copy
+  bool operator<(const BucketEntry& o) const { return row != o.row ? row < o.row : key < o.key; }
+};
+
+using File = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
+
+File open_file(const std::string& path, const char* mode) {
+  File f(std::fopen(path.c_str(), mode), &std::fclose);
+  if (!f) throw InputError(path, "", std::string("cannot open: ") + std::strerror(errno));
+  return f;
+}
+
+void write_all(std::FILE* f, const void* data, std::size_t bytes, const std::string& path) {
+  if (bytes > 0 && std::fwrite(data, 1, bytes, f) != bytes) throw InputError(path, "", std::string("write failed: ") + std::strerror(errno));
+}
+
+void close_checked(File& f, const std::string& path) {
+  if (std::fclose(f.release()) != 0) throw InputError(path, "", std::string("write failed: ") + std::strerror(errno));
+}
+
+}  // namespace
+
+ExternalCsr build_csr_external(std::int64_t num_nodes, std::int64_t expected_edges, const std::function<void(const EdgeSink&)>& produce,
+                               const CleanOptions& opt, const std::string& scratch, std::uint64_t memory_bytes) {
+  namespace fs = std::filesystem;
+  const std::int64_t n = num_nodes;
+  ExternalCsr out;
+  CleanReport& rep = out.report;
+  const double expected_entries = static_cast<double>(std::max<std::int64_t>(expected_edges, 1)) * (opt.symmetrize ? 2 : 1);
+  const auto budget = static_cast<double>(std::max<std::uint64_t>(memory_bytes, 4096));
+  const auto buckets = static_cast<std::int64_t>(std::clamp(std::ceil(expected_entries * sizeof(BucketEntry) / budget), 1.0, static_cast<double>(std::max<std::int64_t>(n, 1))));
+  const std::int64_t rows_per_bucket = (n + buckets - 1) / std::max<std::int64_t>(buckets, 1);
+  auto bucket_path = [&](std::int64_t b, const char* kind) { return (fs::path(scratch) / (std::string(kind) + "-" + std::to_string(b) + ".bin")).string(); };
+
+  // Pass 1: scatter every entry to its row's bucket, through a buffer per bucket.
+  {
+    std::vector<File> files;
+    for (std::int64_t b = 0; b < buckets; ++b) files.push_back(open_file(bucket_path(b, "bucket"), "wb"));
+    const std::size_t per_buffer = std::max<std::size_t>(4096, static_cast<std::size_t>(budget / 4 / sizeof(BucketEntry) / static_cast<double>(buckets)));
+    std::vector<std::vector<BucketEntry>> buffers(static_cast<std::size_t>(buckets));
+    auto stage = [&](std::int64_t row, std::int64_t key) {
+      const auto b = static_cast<std::size_t>(row / rows_per_bucket);
+      auto& buf = buffers[b];
+      buf.push_back({row, key});
+      if (buf.size() >= per_buffer) {
+        write_all(files[b].get(), buf.data(), buf.size() * sizeof(BucketEntry), bucket_path(static_cast<std::int64_t>(b), "bucket"));
+        buf.clear();
+      }
+    };
+    produce([&](std::span<const NodeId> src, std::span<const NodeId> dst) {
+      assert(src.size() == dst.size());
+      rep.input_entries += static_cast<std::int64_t>(src.size());
+      for (std::size_t i = 0; i < src.size(); ++i) {
+        const NodeId u = src[i], v = dst[i];
+        if (u == v) {
+          if (opt.drop_self_loops) ++rep.self_loops_dropped;
+          else stage(u, v << 1);
+          continue;  // a self-loop is its own reverse
+        }
+        stage(u, v << 1);
+        if (opt.symmetrize) stage(v, (u << 1) | 1);
+      }
+    });
+    for (std::int64_t b = 0; b < buckets; ++b) {
+      const auto& buf = buffers[static_cast<std::size_t>(b)];
+      write_all(files[static_cast<std::size_t>(b)].get(), buf.data(), buf.size() * sizeof(BucketEntry), bucket_path(b, "bucket"));
+      close_checked(files[static_cast<std::size_t>(b)], bucket_path(b, "bucket"));
+    }
+  }
+
+  // Pass 2: each bucket sorted and resolved into its rows' neighbours (to a file of its own, as the
+  // total, which the indices file's header needs, is known only at the end).
+  std::vector<EdgeId> indptr(static_cast<std::size_t>(n) + 1, 0);
+  RowResolver resolve{opt, rep};
+  for (std::int64_t b = 0; b < buckets; ++b) {
+    const std::string in = bucket_path(b, "bucket"), resolved = bucket_path(b, "rows");
+    std::vector<BucketEntry> entries(static_cast<std::size_t>(fs::file_size(in) / sizeof(BucketEntry)));
+    {
+      File f = open_file(in, "rb");
+      if (std::fread(entries.data(), sizeof(BucketEntry), entries.size(), f.get()) != entries.size())
+        throw InputError(in, "", std::string("read failed: ") + std::strerror(errno));
+    }
+    fs::remove(in);
+    std::sort(entries.begin(), entries.end());
+    std::vector<NodeId> indices;
+    indices.reserve(entries.size());
+    const std::int64_t first_row = b * rows_per_bucket, end_row = std::min(n, first_row + rows_per_bucket);
+    auto it = entries.begin();
+    for (std::int64_t u = first_row; u < end_row; ++u) {
+      auto row_end = it;
+      while (row_end != entries.end() && row_end->row == u) ++row_end;
+      resolve(u, it, row_end, [&](NodeId nb, std::int64_t) { indices.push_back(nb); });
+      indptr[static_cast<std::size_t>(u) + 1] = static_cast<EdgeId>(indices.size());
+      it = row_end;
+    }
+    entries = {};
+    File f = open_file(resolved, "wb");
+    write_all(f.get(), indices.data(), indices.size() * sizeof(NodeId), resolved);
+    close_checked(f, resolved);
+  }
+  // Row lengths to offsets: each bucket recorded its own running count.
+  for (std::int64_t b = 0; b < buckets; ++b) {
+    const std::int64_t first_row = b * rows_per_bucket, end_row = std::min(n, first_row + rows_per_bucket);
+    const EdgeId base = indptr[static_cast<std::size_t>(first_row)];
+    for (std::int64_t u = first_row; u < end_row; ++u) indptr[static_cast<std::size_t>(u) + 1] += base;
+  }
+  rep.output_entries = indptr[static_cast<std::size_t>(n)];
+  rep.no_self_loops = !resolve.saw_self_loop;
+  rep.no_duplicates = !resolve.saw_duplicate;
+
+  out.indptr_path = (fs::path(scratch) / "indptr.npy").string();
+  out.indices_path = (fs::path(scratch) / "indices.npy").string();
+  write_npy(out.indptr_path, std::span<const EdgeId>(indptr));
+  indptr = {};
+  const std::int64_t total = rep.output_entries;
+  write_npy_streamed(out.indices_path, dtype_of<NodeId>(), std::span<const std::int64_t>(&total, 1), [&](const NpySink& sink) {
+    std::vector<NodeId> chunk(std::size_t{1} << 20);
+    for (std::int64_t b = 0; b < buckets; ++b) {
+      const std::string resolved = bucket_path(b, "rows");
+      File f = open_file(resolved, "rb");
+      for (std::size_t got; (got = std::fread(chunk.data(), sizeof(NodeId), chunk.size(), f.get())) > 0;) sink(chunk.data(), got * sizeof(NodeId));
+      if (std::ferror(f.get())) throw InputError(resolved, "", std::string("read failed: ") + std::strerror(errno));
+      f.reset();
+      fs::remove(resolved);
+    }
+  });
+  if (opt.symmetrize) {
+    rep.symmetric = true;
+  } else {
+    const NpyBuffer ip = map_npy(out.indptr_path), ix = map_npy(out.indices_path);
+    rep.symmetric = is_symmetric(CsrGraph(npy_view<EdgeId>(ip, 1), npy_view<NodeId>(ix, 1)));
+  }
+  return out;
 }
 
 }  // namespace shardgnn

@@ -3,6 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "datasets/graph.hpp"
@@ -49,6 +52,24 @@ BuiltGraph build_csr(EdgeList&& edges, const CleanOptions& options);
 
 // True when every (u, v), u != v, has its (v, u). Rows must be sorted.
 bool is_symmetric(const CsrGraph& g);
+
+// Receives the next edges of a stream, src[i] -> dst[i].
+using EdgeSink = std::function<void(std::span<const NodeId> src, std::span<const NodeId> dst)>;
+
+// build_csr (unweighted) for graphs whose entries do not fit in memory. `produce` hands every edge
+// to the sink, in pieces; each entry (and, when symmetrising, its reverse) goes to the bucket file
+// of its row's node range in `scratch`; then each bucket is read back, sorted and resolved row by
+// row as build_csr does. `expected_edges` (what `produce` will hand over) sizes the buckets so
+// that one bucket's entries take about `memory_bytes`; the row pointers (8 bytes a node) come on
+// top. Buckets split the ids into equal ranges, so ids should be spread (R-MAT's are permuted).
+// Writes scratch/indptr.npy and scratch/indices.npy (the bucket files are removed); the graph
+// and report are build_csr's. I/O failures are InputErrors naming the file.
+struct ExternalCsr {
+  std::string indptr_path, indices_path;
+  CleanReport report;
+};
+ExternalCsr build_csr_external(std::int64_t num_nodes, std::int64_t expected_edges, const std::function<void(const EdgeSink&)>& produce,
+                               const CleanOptions& options, const std::string& scratch, std::uint64_t memory_bytes);
 
 // Re-cleans an existing CSR (e.g. one read from an npz).
 BuiltGraph rebuild_csr(const CsrGraph& graph, const CleanOptions& options);

@@ -134,16 +134,23 @@ void write_text_file_atomic(const std::string& path, const std::string& text) {
   });
 }
 
-void write_dir_atomic(const std::string& dir, bool replace, const std::function<void(const std::string&)>& fill) {
+void check_output_dir(const std::string& dir, bool replace) {
   fs::path target = fs::absolute(dir).lexically_normal();
   if (target.has_filename() == false) target = target.parent_path();
   std::error_code ec;
-  bool exists = fs::exists(target, ec);
-  if (exists) {
+  if (fs::exists(target, ec)) {
     if (!fs::is_directory(target)) throw InputError(dir, "", "exists and is not a folder");
     if (!fs::is_empty(target) && !replace)
       throw InputError(dir, "", "output folder exists and is not empty (pass --force to replace it)");
   }
+}
+
+void write_dir_atomic(const std::string& dir, bool replace, const std::function<void(const std::string&)>& fill) {
+  check_output_dir(dir, replace);
+  fs::path target = fs::absolute(dir).lexically_normal();
+  if (target.has_filename() == false) target = target.parent_path();
+  std::error_code ec;
+  const bool exists = fs::exists(target, ec);
   fs::create_directories(target.parent_path(), ec);
   if (ec) throw InputError(dir, "", "cannot create parent folder: " + ec.message());
 

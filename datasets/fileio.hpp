@@ -31,6 +31,9 @@ void write_text_file_atomic(const std::string& path, const std::string& text);
 // set (the old folder is then swapped out and removed only after the new one is in place).
 // On any exception nothing is left behind.
 void write_dir_atomic(const std::string& dir, bool replace, const std::function<void(const std::string& tmp_dir)>& fill);
+// write_dir_atomic's refusal on its own, to refuse before a long computation: an InputError when
+// `dir` is a file, or a non-empty folder and not `replace`.
+void check_output_dir(const std::string& dir, bool replace);
 
 // CRC-32 (zlib's polynomial) of a byte range and of a whole file.
 std::uint32_t crc32_of(std::span<const std::byte> bytes, std::uint32_t crc = 0);

@@ -113,16 +113,12 @@ class Relabel {
 
 }  // namespace
 
-EdgeList generate_rmat_edges(const RmatOptions& options) {
+void generate_rmat_stream(const RmatOptions& options, std::size_t chunk, const EdgeSink& sink) {
   check_rmat_options(options);
   const int scale = options.scale;
-  const std::int64_t n = std::int64_t{1} << scale;
   const std::int64_t m = static_cast<std::int64_t>(options.edge_factor) << scale;
-
-  EdgeList edges;
-  edges.num_nodes = n;
-  edges.src.resize(static_cast<std::size_t>(m));
-  edges.dst.resize(static_cast<std::size_t>(m));
+  chunk = std::max<std::size_t>(chunk, 1);
+  std::vector<NodeId> src(std::min<std::size_t>(chunk, static_cast<std::size_t>(m))), dst(src.size());
 
   // Each level picks one quadrant of the adjacency matrix, a = (0,0), b = (0,1), c = (1,0),
   // d = (1,1), by comparing a uniform 32-bit number against the cumulative probabilities scaled
@@ -138,36 +134,58 @@ EdgeList generate_rmat_edges(const RmatOptions& options) {
   const Relabel relabel(scale, derive_seed(options.seed, kRmatPermutation));
 
   Rng rng(derive_seed(options.seed, kRmatEdges));
-  NodeId* src = edges.src.data();
-  NodeId* dst = edges.dst.data();
-  for (std::int64_t e = 0; e < m; ++e) {
-    std::uint64_t u = 0, v = 0;
-    auto descend = [&](std::uint64_t r) {
-      const std::uint64_t row = r >= tab;
-      const std::uint64_t col = static_cast<std::uint64_t>((r >= ta) & (r < tab)) | static_cast<std::uint64_t>(r >= tabc);
-      u = (u << 1) | row;
-      v = (v << 1) | col;
-    };
-    int level = 0;
-    for (; level + 2 <= scale; level += 2) {
-      const std::uint64_t bits = rng();
-      descend(bits >> 32);
-      descend(bits & 0xffffffffu);
+  for (std::int64_t done = 0; done < m;) {
+    const auto count = static_cast<std::size_t>(std::min<std::int64_t>(m - done, static_cast<std::int64_t>(src.size())));
+    for (std::size_t e = 0; e < count; ++e) {
+      std::uint64_t u = 0, v = 0;
+      auto descend = [&](std::uint64_t r) {
+        const std::uint64_t row = r >= tab;
+        const std::uint64_t col = static_cast<std::uint64_t>((r >= ta) & (r < tab)) | static_cast<std::uint64_t>(r >= tabc);
+        u = (u << 1) | row;
+        v = (v << 1) | col;
+      };
+      int level = 0;
+      for (; level + 2 <= scale; level += 2) {
+        const std::uint64_t bits = rng();
+        descend(bits >> 32);
+        descend(bits & 0xffffffffu);
+      }
+      if (level < scale) descend(rng() >> 32);
+      src[e] = static_cast<NodeId>(options.permute ? relabel(u) : u);
+      dst[e] = static_cast<NodeId>(options.permute ? relabel(v) : v);
     }
-    if (level < scale) descend(rng() >> 32);
-    src[e] = static_cast<NodeId>(options.permute ? relabel(u) : u);
-    dst[e] = static_cast<NodeId>(options.permute ? relabel(v) : v);
+    sink(std::span<const NodeId>(src.data(), count), std::span<const NodeId>(dst.data(), count));
+    done += static_cast<std::int64_t>(count);
   }
+}
+
+EdgeList generate_rmat_edges(const RmatOptions& options) {
+  check_rmat_options(options);
+  EdgeList edges;
+  edges.num_nodes = std::int64_t{1} << options.scale;
+  const std::int64_t m = static_cast<std::int64_t>(options.edge_factor) << options.scale;
+  edges.src.reserve(static_cast<std::size_t>(m));
+  edges.dst.reserve(static_cast<std::size_t>(m));
+  generate_rmat_stream(options, std::size_t{1} << 20, [&](std::span<const NodeId> src, std::span<const NodeId> dst) {
+    edges.src.insert(edges.src.end(), src.begin(), src.end());
+    edges.dst.insert(edges.dst.end(), dst.begin(), dst.end());
+  });
   return edges;
+}
+
+std::string rmat_name(const RmatOptions& options) { return "rmat-s" + std::to_string(options.scale) + "-e" + std::to_string(options.edge_factor); }
+
+std::string rmat_source(const RmatOptions& options) {
+  return "generated: R-MAT scale=" + std::to_string(options.scale) + " edge_factor=" + std::to_string(options.edge_factor) + " a=" + fmt_double(options.a) +
+         " b=" + fmt_double(options.b) + " c=" + fmt_double(options.c) + " permute=" + (options.permute ? "true" : "false") +
+         " seed=" + std::to_string(options.seed);
 }
 
 Dataset generate_rmat(const RmatOptions& options, const CleanOptions& clean) {
   BuiltGraph built = build_csr(generate_rmat_edges(options), clean);
   Dataset ds;
-  ds.name = "rmat-s" + std::to_string(options.scale) + "-e" + std::to_string(options.edge_factor);
-  ds.source = "generated: R-MAT scale=" + std::to_string(options.scale) + " edge_factor=" + std::to_string(options.edge_factor) +
-              " a=" + fmt_double(options.a) + " b=" + fmt_double(options.b) + " c=" + fmt_double(options.c) +
-              " permute=" + (options.permute ? "true" : "false") + " seed=" + std::to_string(options.seed);
+  ds.name = rmat_name(options);
+  ds.source = rmat_source(options);
   ds.graph = std::move(built.graph);
   ds.cleaning = built.report;
   return ds;

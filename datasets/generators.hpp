@@ -23,6 +23,11 @@ struct RmatOptions {
 
 // The raw generated edges (directed, may hold duplicates and self-loops, as Graph500 generates them).
 EdgeList generate_rmat_edges(const RmatOptions& options);
+// The same edges in the same order, handed to `sink` in pieces of at most `chunk` edges.
+void generate_rmat_stream(const RmatOptions& options, std::size_t chunk, const EdgeSink& sink);
+// The dataset name and source line generate_rmat gives.
+std::string rmat_name(const RmatOptions& options);
+std::string rmat_source(const RmatOptions& options);
 Dataset generate_rmat(const RmatOptions& options, const CleanOptions& clean);
 
 struct SbmOptions {

@@ -4,8 +4,16 @@
 #include <cstdio>
 #include <iostream>
 
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+
 #include "datasets/error.hpp"
+#include "datasets/fileio.hpp"
 #include "datasets/generators.hpp"
+#include "datasets/memory_limit.hpp"
+#include "datasets/npy.hpp"
 #include "datasets/json_util.hpp"
 #include "datasets/readers.hpp"
 #include "datasets/splits.hpp"
@@ -19,6 +27,60 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// "4G", "512M", "100k" (powers of 1024) or a plain byte count.
+std::uint64_t parse_byte_size(const std::string& text, const std::string& option) {
+  std::size_t end = 0;
+  double value = -1;
+  try {
+    value = std::stod(text, &end);
+  } catch (const std::exception&) {
+    end = 0;
+  }
+  std::string unit = text.substr(end);
+  double scale = 1;
+  if (unit == "k" || unit == "K") scale = 1024.0;
+  else if (unit == "m" || unit == "M") scale = 1024.0 * 1024;
+  else if (unit == "g" || unit == "G") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "t" || unit == "T") scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (!unit.empty()) end = 0;
+  if (end == 0 || !(value > 0) || !std::isfinite(value * scale))
+    throw UsageError(option + " '" + text + "': expected a size such as 4G, 512M or a byte count");
+  return static_cast<std::uint64_t>(value * scale);
+}
+
+// R-MAT's edges straight to a CSR through bucket files on disk, within `memory` bytes (see
+// build_csr_external), then saved to `out` like any dataset. The scratch folder sits beside the
+// output (same file system) and is removed however this ends.
+Dataset generate_rmat_bounded(const RmatOptions& r, const CleanOptions& clean, const std::string& scratch, std::uint64_t memory) {
+  const std::int64_t n = std::int64_t{1} << r.scale;
+  const std::int64_t m = static_cast<std::int64_t>(r.edge_factor) << r.scale;
+  const ExternalCsr built = build_csr_external(
+      n, m, [&](const EdgeSink& sink) { generate_rmat_stream(r, std::size_t{1} << 20, sink); }, clean, scratch, memory);
+  const NpyBuffer indptr = map_npy(built.indptr_path), indices = map_npy(built.indices_path);
+  Dataset ds;
+  ds.name = rmat_name(r);
+  ds.source = rmat_source(r);
+  ds.graph = CsrGraph(npy_view<EdgeId>(indptr, 1), npy_view<NodeId>(indices, 1));
+  ds.cleaning = built.report;
+  return ds;
+}
+
+// Removes a folder when it goes out of scope.
+struct ScratchDir {
+  std::string path;
+  explicit ScratchDir(std::string p) : path(std::move(p)) {
+    std::error_code ec;
+    std::filesystem::create_directories(path, ec);
+    if (ec) throw InputError(path, "", "cannot create a scratch folder: " + ec.message());
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+};
 
 void add_clean_options(po::options_description& o) {
   o.add_options()
@@ -137,7 +199,9 @@ int generate(const std::vector<std::string>& args) {
         ("classes", bound(classes), "with --feature-dim: random labels in [0, classes)")
         ("train", bound(train), "with --feature-dim: training fraction of a random split")
         ("val", bound(val), "with --feature-dim: validation fraction")
-        ("edge-list", po::value<std::string>(), "also (or only, without --out) write the raw edges as a text edge list");
+        ("edge-list", po::value<std::string>(), "also (or only, without --out) write the raw edges as a text edge list")
+        ("memory-limit", po::value<std::string>(),
+         "memory the graph build may take, e.g. 4G (default: half the usable memory); a graph that needs more is built through bucket files on disk");
     add_clean_options(o);
     if (!parse(rest, "shardgnn data generate rmat --out <dir> [options]", o, {}, vm)) return 0;
     if (!vm.count("out") && !vm.count("edge-list")) throw UsageError("give --out and/or --edge-list");
@@ -149,9 +213,27 @@ int generate(const std::vector<std::string>& args) {
       std::printf("wrote %s: %zu edges\n", vm["edge-list"].as<std::string>().c_str(), el.src.size());
     }
     if (vm.count("out")) {
-      Dataset ds = generate_rmat(r, clean_options(vm));
-      if (feature_dim > 0) add_random_node_data(ds, feature_dim, classes, train, val, r.seed);
-      save_and_report(ds, vm["out"].as<std::string>(), vm.count("force") > 0, clean_options(vm), seconds_since(t0));
+      const std::string out = vm["out"].as<std::string>();
+      const bool force = vm.count("force") > 0;
+      const CleanOptions clean = clean_options(vm);
+      check_output_dir(out, force);  // before the work, not after
+      const std::uint64_t limit = vm.count("memory-limit") ? parse_byte_size(vm["memory-limit"].as<std::string>(), "--memory-limit") : usable_memory_bytes() / 2;
+      // In memory build_csr holds the edges (16 bytes each) and their staged entries (24 bytes
+      // each, two per edge when symmetrising).
+      const double m = std::ldexp(static_cast<double>(r.edge_factor), r.scale);
+      const double in_memory = 16 * m + 24 * m * (clean.symmetrize ? 2 : 1);
+      if (in_memory <= static_cast<double>(limit)) {
+        Dataset ds = generate_rmat(r, clean);
+        if (feature_dim > 0) add_random_node_data(ds, feature_dim, classes, train, val, r.seed);
+        save_and_report(ds, out, force, clean, seconds_since(t0));
+      } else {
+        std::printf("building through bucket files on disk: the in-memory build would take %.1f GiB, over the %.1f GiB memory limit\n",
+                    in_memory / (1 << 30), static_cast<double>(limit) / (1 << 30));
+        const ScratchDir scratch(std::filesystem::absolute(out).lexically_normal().string() + ".scratch-" + std::to_string(::getpid()));
+        Dataset ds = generate_rmat_bounded(r, clean, scratch.path, limit);
+        if (feature_dim > 0) add_random_node_data(ds, feature_dim, classes, train, val, r.seed);
+        save_and_report(ds, out, force, clean, seconds_since(t0));
+      }
     }
     return 0;
   }

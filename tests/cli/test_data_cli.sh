@@ -270,4 +270,29 @@ expect_rc 1 "validate --json after a flipped byte"
 grep -qE '"valid": false' "$OUT" || fail "validate --json after a flipped byte: not reported invalid"
 pass
 
+# ---------------------------------------------------------------------------------------------
+# R-MAT built through bucket files on disk (a memory limit below the in-memory build's need) is
+# the in-memory build, byte for byte, and leaves no scratch folder; an existing output folder is
+# refused before any work.
+rmat=(data generate rmat --scale 12 --edge-factor 8 --seed 5 --symmetrize --drop-self-loops --drop-duplicates)
+run "${rmat[@]}" --out "$T/work/rmat-mem"
+expect_rc 0 "rmat in memory"
+run "${rmat[@]}" --out "$T/work/rmat-disk" --memory-limit 256k
+expect_rc 0 "rmat through bucket files"
+grep -qF "building through bucket files on disk" "$OUT" || fail "rmat --memory-limit 256k: did not say it built through bucket files"
+for f in indptr.npy indices.npy; do
+  cmp -s "$T/work/rmat-mem/$f" "$T/work/rmat-disk/$f" || fail "rmat through bucket files: $f differs from the in-memory build"
+done
+pass
+[[ -z "$(find "$T/work" -maxdepth 1 -name '*.scratch-*')" ]] || fail "rmat through bucket files left a scratch folder"
+pass
+run data validate "$T/work/rmat-disk"
+expect_rc 0 "validate the rmat built through bucket files"
+run "${rmat[@]}" --out "$T/work/rmat-disk" --memory-limit 256k
+expect_rc 1 "rmat into an existing folder"
+expect_one_line_error "rmat into an existing folder" "rmat-disk" "--force"
+grep -qF "building" "$OUT" && fail "rmat into an existing folder: started building before refusing"
+pass
+usage_error "a memory limit that is not a size" data generate rmat --scale 4 --out "$T/work/u4" --memory-limit lots
+
 echo "cli_data: all $checks checks passed"

@@ -1,6 +1,11 @@
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+
 #include "datasets/builder.hpp"
+#include "datasets/generators.hpp"
+#include "datasets/npy.hpp"
+#include "test_paths.hpp"
 
 using namespace shardgnn;
 
@@ -82,4 +87,56 @@ TEST_CASE("rebuild_csr re-cleans an existing CSR", "[builder]") {
   auto r = rebuild_csr(b.graph, {true, false, false});
   CHECK(rows(r.graph) == std::vector<std::vector<NodeId>>{{1}, {0, 2}, {1}});
   CHECK(r.report.reverse_added == 2);
+}
+
+TEST_CASE("the bounded build through bucket files gives build_csr's graph and report", "[builder][external]") {
+  RmatOptions r;
+  r.scale = 10;
+  r.edge_factor = 8;
+  r.seed = 3;
+  const std::int64_t m = std::int64_t{8} << 10;
+  for (const CleanOptions clean : {CleanOptions{}, CleanOptions{true, false, false}, CleanOptions{true, true, true}, CleanOptions{false, true, true}}) {
+    INFO("symmetrize " << clean.symmetrize << ", drop self-loops " << clean.drop_self_loops << ", drop duplicates " << clean.drop_duplicates);
+    const BuiltGraph want = build_csr(generate_rmat_edges(r), clean);
+    // 64 KiB for the entries: 2 to 4 thousand of 16 bytes, so several buckets of node ranges.
+    for (const std::uint64_t memory : {std::uint64_t{64} << 10, std::uint64_t{1} << 30}) {
+      INFO("memory " << memory);
+      test::ScratchDir dir;
+      const ExternalCsr got = build_csr_external(
+          std::int64_t{1} << r.scale, m, [&](const EdgeSink& sink) { generate_rmat_stream(r, 1000, sink); }, clean, dir.str(), memory);
+      const NpyBuffer ip = map_npy(got.indptr_path), ix = map_npy(got.indices_path);
+      const CsrGraph g(npy_view<EdgeId>(ip, 1), npy_view<NodeId>(ix, 1));
+      CHECK(rows(g) == rows(want.graph));
+      const CleanReport& a = got.report;
+      const CleanReport& b = want.report;
+      CHECK(a.input_entries == b.input_entries);
+      CHECK(a.reverse_added == b.reverse_added);
+      CHECK(a.self_loops_dropped == b.self_loops_dropped);
+      CHECK(a.duplicates_dropped == b.duplicates_dropped);
+      CHECK(a.output_entries == b.output_entries);
+      CHECK(a.symmetric == b.symmetric);
+      CHECK(a.no_self_loops == b.no_self_loops);
+      CHECK(a.no_duplicates == b.no_duplicates);
+      // Only the two arrays are left in the scratch folder.
+      CHECK(std::distance(std::filesystem::directory_iterator(dir.str()), std::filesystem::directory_iterator{}) == 2);
+    }
+  }
+}
+
+TEST_CASE("R-MAT's edge stream is generate_rmat_edges in pieces", "[builder][external]") {
+  RmatOptions r;
+  r.scale = 9;
+  r.edge_factor = 4;
+  const EdgeList all = generate_rmat_edges(r);
+  std::vector<NodeId> src, dst;
+  std::size_t pieces = 0;
+  generate_rmat_stream(r, 777, [&](std::span<const NodeId> s, std::span<const NodeId> d) {
+    CHECK(s.size() <= 777);
+    src.insert(src.end(), s.begin(), s.end());
+    dst.insert(dst.end(), d.begin(), d.end());
+    ++pieces;
+  });
+  CHECK(src == all.src);
+  CHECK(dst == all.dst);
+  CHECK(pieces == (all.src.size() + 776) / 777);
 }
