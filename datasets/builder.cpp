@@ -246,20 +246,21 @@ ExternalCsr build_csr_external(std::int64_t num_nodes, std::int64_t expected_edg
     }
     fs::remove(in);
     std::sort(entries.begin(), entries.end());
-    std::vector<NodeId> indices;
-    indices.reserve(entries.size());
+    // The neighbours overwrite the sorted entries from the front: never more of them than
+    // entries read so far, and each half the size, so no second buffer is needed.
+    auto* const out_bytes = reinterpret_cast<char*>(entries.data());
+    std::size_t kept = 0;
     const std::int64_t first_row = b * rows_per_bucket, end_row = std::min(n, first_row + rows_per_bucket);
     auto it = entries.begin();
     for (std::int64_t u = first_row; u < end_row; ++u) {
       auto row_end = it;
       while (row_end != entries.end() && row_end->row == u) ++row_end;
-      resolve(u, it, row_end, [&](NodeId nb, std::int64_t) { indices.push_back(nb); });
-      indptr[static_cast<std::size_t>(u) + 1] = static_cast<EdgeId>(indices.size());
+      resolve(u, it, row_end, [&](NodeId nb, std::int64_t) { std::memcpy(out_bytes + sizeof(NodeId) * kept++, &nb, sizeof(NodeId)); });
+      indptr[static_cast<std::size_t>(u) + 1] = static_cast<EdgeId>(kept);
       it = row_end;
     }
-    entries = {};
     File f = open_file(resolved, "wb");
-    write_all(f.get(), indices.data(), indices.size() * sizeof(NodeId), resolved);
+    write_all(f.get(), out_bytes, kept * sizeof(NodeId), resolved);
     close_checked(f, resolved);
   }
   // Row lengths to offsets: each bucket recorded its own running count.

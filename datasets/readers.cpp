@@ -3,7 +3,9 @@
 // was expected. Graph cleaning (symmetrise, self-loops, duplicates) happens in build_csr.
 #include "datasets/readers.hpp"
 
+
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -12,6 +14,7 @@
 
 #include "datasets/error.hpp"
 #include "datasets/names.hpp"
+#include "datasets/npy.hpp"
 #include "datasets/npz.hpp"
 #include "datasets/text.hpp"
 
@@ -458,6 +461,79 @@ Dataset read_edge_list_dataset(const std::string& path, const ReadOptions& optio
   el.dst = std::move(raw.dst);
   BuiltGraph built = build_csr(std::move(el), options.clean);
   ds.graph = std::move(built.graph);
+  ds.cleaning = built.report;
+  return ds;
+}
+
+Dataset read_edge_list_dataset_bounded(const std::string& path, const ReadOptions& options, const std::string& scratch, std::uint64_t memory) {
+  if (options.num_nodes < 0) throw InputError("--num-nodes must be positive, got " + std::to_string(options.num_nodes));
+  const bool relabel = options.num_nodes == 0;
+  const std::int64_t id_limit = relabel ? std::numeric_limits<std::int64_t>::max() : options.num_nodes;
+  // Pass 1: the edges counted and, when relabelling, the ids that appear marked.
+  std::int64_t m = 0;
+  std::uint64_t bytes = 0, lines = 0;
+  std::vector<std::uint64_t> seen;  // a bit per id
+  const std::uint64_t table_limit = std::max<std::uint64_t>(memory / 4, std::uint64_t{1} << 20);
+  for_each_text_chunk(path, [&](std::string_view text, std::uint64_t first_line) {
+    RawEdges raw;
+    parse_edge_list_text(text, path, first_line, raw, id_limit);
+    m += static_cast<std::int64_t>(raw.src.size());
+    bytes += raw.bytes;
+    lines += raw.lines;
+    if (!relabel) return;
+    for (const auto* ids : {&raw.src, &raw.dst})
+      for (const std::int64_t v : *ids) {
+        const auto word = static_cast<std::uint64_t>(v) / 64;
+        if (word >= seen.size()) {
+          if ((word + 1) * 8 > table_limit)
+            throw InputError(path, "", "node id " + std::to_string(v) +
+                                           " needs an id table larger than a quarter of --memory-limit: give --num-nodes for dense 0-based ids, or a larger --memory-limit");
+          seen.resize(std::max<std::size_t>(word + 1, seen.size() * 2), 0);
+        }
+        seen[word] |= std::uint64_t{1} << (static_cast<std::uint64_t>(v) % 64);
+      }
+  });
+  if (lines == 0) throw InputError(path, at_line(1), bytes == 0 ? "empty file, expected lines 'source target'" : "no edges found, expected lines 'source target'");
+  Dataset ds;
+  ds.name = options.name.empty() ? default_name(path) : options.name;
+  ds.source = path + " (edge list)";
+  // Relabelled id of v: the ids seen below it (a running count per 64-id word, then a popcount).
+  std::vector<std::int64_t> below(seen.size() + 1, 0);
+  for (std::size_t w = 0; w < seen.size(); ++w) below[w + 1] = below[w] + std::popcount(seen[w]);
+  const std::int64_t n = relabel ? below.back() : options.num_nodes;
+  if (relabel) {
+    std::int64_t max_id = -1;
+    for (std::size_t w = seen.size(); w-- > 0 && max_id < 0;)
+      if (seen[w] != 0) max_id = static_cast<std::int64_t>(w * 64 + 63 - static_cast<std::size_t>(std::countl_zero(seen[w])));
+    if (max_id + 1 != n) {
+      std::vector<std::int64_t> original;
+      original.reserve(static_cast<std::size_t>(n));
+      for (std::size_t w = 0; w < seen.size(); ++w)
+        for (std::uint64_t bits = seen[w]; bits != 0; bits &= bits - 1) original.push_back(static_cast<std::int64_t>(w * 64) + std::countr_zero(bits));
+      ds.node_ids = Array<std::int64_t>(std::move(original));
+    }
+  }
+  auto new_id = [&](std::int64_t v) {
+    const auto w = static_cast<std::uint64_t>(v) / 64, bit = static_cast<std::uint64_t>(v) % 64;
+    return below[w] + std::popcount(seen[w] & ((std::uint64_t{1} << bit) - 1));
+  };
+  // Pass 2: the edges, relabelled, into the bucket files.
+  const ExternalCsr built = build_csr_external(
+      n, m,
+      [&](const EdgeSink& sink) {
+        for_each_text_chunk(path, [&](std::string_view text, std::uint64_t first_line) {
+          RawEdges raw;
+          parse_edge_list_text(text, path, first_line, raw, id_limit);
+          if (relabel) {
+            for (auto& v : raw.src) v = new_id(v);
+            for (auto& v : raw.dst) v = new_id(v);
+          }
+          sink(raw.src, raw.dst);
+        });
+      },
+      options.clean, scratch, memory);
+  const NpyBuffer indptr = map_npy(built.indptr_path), indices = map_npy(built.indices_path);
+  ds.graph = CsrGraph(npy_view<EdgeId>(indptr, 1), npy_view<NodeId>(indices, 1));
   ds.cleaning = built.report;
   return ds;
 }

@@ -36,6 +36,13 @@ Dataset read_metis_dataset(const std::string& path, const ReadOptions& options);
 Dataset read_edge_list_dataset(const std::string& path, const ReadOptions& options);
 Dataset read_ogb_dataset(const std::string& dir, const ReadOptions& options);
 
+// read_edge_list_dataset for lists too big to hold: a first pass counts the edges and marks the ids
+// that appear (a bit per id up to the largest), a second streams the relabelled edges through
+// build_csr_external's bucket files in `scratch`, within about `memory` bytes. The graph's arrays
+// are views of files in `scratch`, which must outlive the dataset. Ids needing a table larger than
+// a quarter of `memory` (very sparse ids without --num-nodes) are an InputError saying what to do.
+Dataset read_edge_list_dataset_bounded(const std::string& path, const ReadOptions& options, const std::string& scratch, std::uint64_t memory);
+
 // Lower-level edge-list parsing (exposed for the benchmark): parses "u v" lines of a plain or
 // gzip text file; '#' and '%' start comment lines; blank lines are skipped; separators are spaces,
 // tabs or commas; CRLF line ends are accepted; extra columns after the two ids are ignored.

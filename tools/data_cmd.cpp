@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <optional>
 
 #include "datasets/error.hpp"
 #include "datasets/fileio.hpp"
@@ -48,6 +49,17 @@ std::uint64_t parse_byte_size(const std::string& text, const std::string& option
     throw UsageError(option + " '" + text + "': expected a size such as 4G, 512M or a byte count");
   return static_cast<std::uint64_t>(value * scale);
 }
+
+constexpr const char* kMemoryLimitHelp =
+    "memory the graph build may take, e.g. 4G (default: half the usable memory); a graph that needs more is built through bucket files on disk";
+
+std::uint64_t memory_limit_option(const po::variables_map& vm) {
+  return vm.count("memory-limit") ? parse_byte_size(vm["memory-limit"].as<std::string>(), "--memory-limit") : usable_memory_bytes() / 2;
+}
+
+// What build_csr's in-memory path takes for `edges` edges: the edges (16 bytes each) and their
+// staged entries (24 bytes each, two per edge when symmetrising).
+double in_memory_build_bytes(double edges, const CleanOptions& clean) { return 16 * edges + 24 * edges * (clean.symmetrize ? 2 : 1); }
 
 // R-MAT's edges straight to a CSR through bucket files on disk, within `memory` bytes (see
 // build_csr_external), then saved to `out` like any dataset. The scratch folder sits beside the
@@ -134,6 +146,7 @@ int convert(const std::vector<std::string>& args) {
       ("split", po::value<std::string>(), "draw a split: random:TRAIN,VAL (fractions) or per-class:TRAIN,VAL (counts per class)")
       ("seed", po::value<std::uint64_t>()->default_value(0), "seed for --split")
       ("normalize-features", po::value<std::string>()->default_value("none"), "none, or row: scale each feature row to sum 1 (Kipf & Welling's preprocessing)")
+      ("memory-limit", po::value<std::string>(), kMemoryLimitHelp)
       ("force", "replace an existing output folder");
   add_clean_options(o);
   po::variables_map vm;
@@ -155,10 +168,27 @@ int convert(const std::vector<std::string>& args) {
   const auto t0 = Clock::now();
   const std::string norm = vm["normalize-features"].as<std::string>();
   if (norm != "none" && norm != "row") throw UsageError("unknown --normalize-features '" + norm + "', expected none or row");
-  Dataset ds = read_dataset(vm["input"].as<std::string>(), ro);
+  const std::string input = vm["input"].as<std::string>(), out = vm["out"].as<std::string>();
+  const bool force = vm.count("force") > 0;
+  check_output_dir(out, force);  // before the work, not after
+  const std::uint64_t limit = memory_limit_option(vm);
+  std::optional<ScratchDir> scratch;
+  Dataset ds;
+  const InputFormat format = ro.format == InputFormat::kAuto ? detect_format(input) : ro.format;
+  std::error_code ec;
+  // About 12 bytes a line in a plain edge list, 4 times fewer gzipped.
+  const double file_bytes = static_cast<double>(std::filesystem::file_size(input, ec)) * (input.ends_with(".gz") ? 4 : 1);
+  if (format == InputFormat::kEdgeList && !ec && in_memory_build_bytes(file_bytes / 12, ro.clean) > static_cast<double>(limit)) {
+    std::printf("building through bucket files on disk: the in-memory build would take about %.1f GiB, over the %.1f GiB memory limit\n",
+                in_memory_build_bytes(file_bytes / 12, ro.clean) / (1 << 30), static_cast<double>(limit) / (1 << 30));
+    scratch.emplace(std::filesystem::absolute(out).lexically_normal().string() + ".scratch-" + std::to_string(::getpid()));
+    ds = read_edge_list_dataset_bounded(input, ro, scratch->path, limit);
+  } else {
+    ds = read_dataset(input, ro);
+  }
   if (norm == "row") normalize_feature_rows(ds);
   maybe_split(ds, vm);
-  save_and_report(ds, vm["out"].as<std::string>(), vm.count("force") > 0, ro.clean, seconds_since(t0));
+  save_and_report(ds, out, force, ro.clean, seconds_since(t0));
   return 0;
 }
 
@@ -200,8 +230,7 @@ int generate(const std::vector<std::string>& args) {
         ("train", bound(train), "with --feature-dim: training fraction of a random split")
         ("val", bound(val), "with --feature-dim: validation fraction")
         ("edge-list", po::value<std::string>(), "also (or only, without --out) write the raw edges as a text edge list")
-        ("memory-limit", po::value<std::string>(),
-         "memory the graph build may take, e.g. 4G (default: half the usable memory); a graph that needs more is built through bucket files on disk");
+        ("memory-limit", po::value<std::string>(), kMemoryLimitHelp);
     add_clean_options(o);
     if (!parse(rest, "shardgnn data generate rmat --out <dir> [options]", o, {}, vm)) return 0;
     if (!vm.count("out") && !vm.count("edge-list")) throw UsageError("give --out and/or --edge-list");
@@ -217,11 +246,8 @@ int generate(const std::vector<std::string>& args) {
       const bool force = vm.count("force") > 0;
       const CleanOptions clean = clean_options(vm);
       check_output_dir(out, force);  // before the work, not after
-      const std::uint64_t limit = vm.count("memory-limit") ? parse_byte_size(vm["memory-limit"].as<std::string>(), "--memory-limit") : usable_memory_bytes() / 2;
-      // In memory build_csr holds the edges (16 bytes each) and their staged entries (24 bytes
-      // each, two per edge when symmetrising).
-      const double m = std::ldexp(static_cast<double>(r.edge_factor), r.scale);
-      const double in_memory = 16 * m + 24 * m * (clean.symmetrize ? 2 : 1);
+      const std::uint64_t limit = memory_limit_option(vm);
+      const double in_memory = in_memory_build_bytes(std::ldexp(static_cast<double>(r.edge_factor), r.scale), clean);
       if (in_memory <= static_cast<double>(limit)) {
         Dataset ds = generate_rmat(r, clean);
         if (feature_dim > 0) add_random_node_data(ds, feature_dim, classes, train, val, r.seed);
@@ -251,6 +277,7 @@ int generate(const std::vector<std::string>& args) {
       ("val", bound(s.val_fraction), "validation fraction (the rest is test)");
   if (!parse(rest, "shardgnn data generate sbm --out <dir> [options]", o, {}, vm)) return 0;
   if (!vm.count("out")) throw UsageError("missing --out");
+  check_output_dir(vm["out"].as<std::string>(), vm.count("force") > 0);  // before the work, not after
   const auto t0 = Clock::now();
   Dataset ds = generate_sbm(s);
   CleanOptions c{true, true, true};

@@ -294,5 +294,24 @@ expect_one_line_error "rmat into an existing folder" "rmat-disk" "--force"
 grep -qF "building" "$OUT" && fail "rmat into an existing folder: started building before refusing"
 pass
 usage_error "a memory limit that is not a size" data generate rmat --scale 4 --out "$T/work/u4" --memory-limit lots
+# An edge list with gaps in its ids (relabelled, the mapping kept) and the same list gzipped:
+# converted through bucket files, the same arrays as in memory.
+run data generate rmat --scale 11 --edge-factor 8 --seed 9 --edge-list "$T/in/rmat.txt"
+expect_rc 0 "rmat edge list"
+awk '{print 3 * $1 + 7, 3 * $2 + 7}' "$T/in/rmat.txt" >"$T/in/gaps.txt"
+gzip -c "$T/in/gaps.txt" >"$T/in/gaps.txt.gz"
+run data convert "$T/in/gaps.txt" --symmetrize --drop-self-loops --out "$T/work/gaps-mem"
+expect_rc 0 "edge list in memory"
+for input in gaps.txt gaps.txt.gz; do
+  run data convert "$T/in/$input" --symmetrize --drop-self-loops --out "$T/work/$input-disk" --memory-limit 64k
+  expect_rc 0 "$input through bucket files"
+  grep -qF "building through bucket files on disk" "$OUT" || fail "$input --memory-limit 64k: did not say it built through bucket files"
+  for f in indptr.npy indices.npy node_ids.npy; do
+    cmp -s "$T/work/gaps-mem/$f" "$T/work/$input-disk/$f" || fail "$input through bucket files: $f differs from the in-memory build"
+  done
+  pass
+done
+[[ -z "$(find "$T/work" -maxdepth 1 -name '*.scratch-*')" ]] || fail "edge lists through bucket files left a scratch folder"
+pass
 
 echo "cli_data: all $checks checks passed"
