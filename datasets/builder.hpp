@@ -38,6 +38,7 @@ struct CleanReport {
   bool symmetric = false;
   bool no_self_loops = false;
   bool no_duplicates = false;
+  bool operator==(const CleanReport&) const = default;
 };
 
 struct BuiltGraph {
