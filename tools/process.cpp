@@ -5,7 +5,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
 #include <filesystem>
 #include <stdexcept>
 
@@ -15,6 +20,37 @@ namespace shardgnn::cli {
 
 namespace {
 using Clock = std::chrono::steady_clock;
+
+// RssAnon of `pid` in kB (0 when it is gone), and its children's pids.
+std::int64_t rss_anon_kb(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("RssAnon:", 0) == 0) return std::atoll(line.c_str() + 8);
+  return 0;
+}
+
+std::vector<pid_t> children(pid_t pid) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream in(task.path() / "children");
+    for (pid_t c; in >> c;) out.push_back(c);
+  }
+  return out;
+}
+
+// The largest RssAnon of any process in the tree under `root`.
+std::int64_t tree_peak_anon_kb(pid_t root) {
+  std::int64_t peak = 0;
+  std::vector<pid_t> todo{root};
+  while (!todo.empty()) {
+    const pid_t p = todo.back();
+    todo.pop_back();
+    peak = std::max(peak, rss_anon_kb(p));
+    for (pid_t c : children(p)) todo.push_back(c);
+  }
+  return peak;
+}
 }  // namespace
 
 // Runs argv[0] with argv, capturing stdout, and measures wall time and peak RSS (wait4).
@@ -40,12 +76,23 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
   }
   close(fds[1]);
   ProcessResult r;
+  std::atomic<bool> done{false};
+  std::atomic<std::int64_t> peak_anon_kb{0};
+  std::thread sampler([&] {
+    while (!done.load()) {
+      peak_anon_kb = std::max<std::int64_t>(peak_anon_kb.load(), tree_peak_anon_kb(pid));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
   char buf[4096];
   for (ssize_t got; (got = read(fds[0], buf, sizeof buf)) > 0;) r.out.append(buf, static_cast<std::size_t>(got));
   close(fds[0]);
   rusage ru{};
   int status = 0;
   wait4(pid, &status, 0, &ru);
+  done = true;
+  sampler.join();
+  r.peak_anon_mb = static_cast<double>(peak_anon_kb.load()) / 1024.0;
   r.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   r.peak_rss_mb = static_cast<double>(ru.ru_maxrss) / 1024.0;
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

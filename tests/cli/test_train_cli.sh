@@ -120,4 +120,11 @@ grep -q "slowdown x3" "$work/report.txt" || fail "report does not show the slowe
 timeout 180 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${quick[@]}" --epochs 4 --seed-sampling class-balanced --no-full-eval \
   > "$work/out.txt" 2>&1 || fail "class-balanced run failed: $(cat "$work/out.txt")"
 grep -qE "^test accuracy 0\.[6-9]" "$work/out.txt" || fail "class-balanced run: no good test accuracy: $(cat "$work/out.txt")"
+# bench scale: generate, partition and one epoch on 2 ranks, every stage timed and measured.
+timeout 180 "$SHARDGNN" bench scale --scale 9 --edge-factor 8 --parts 2 --workdir "$work/scale" --json "$work/scale.json" > "$work/out.txt" 2>&1 ||
+  fail "bench scale failed: $(cat "$work/out.txt")"
+for stage in generate partition train; do
+  grep -qE "^$stage +[0-9.]+ +[0-9]+ +[0-9]+ +[0-9]+ *$" "$work/out.txt" || fail "bench scale: no $stage row: $(cat "$work/out.txt")"
+done
+[ "$(grep -cE '"status": *0,' "$work/scale.json")" -eq 3 ] || fail "bench scale JSON: $(cat "$work/scale.json")"
 echo "train CLI: all checks passed"

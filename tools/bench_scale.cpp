@@ -1,0 +1,126 @@
+// `shardgnn bench scale`: the whole pipeline at one R-MAT scale, as a user runs it: generate (with
+// random features and a split), partition, then one training epoch with one rank per part. Each
+// stage runs as its own process; the table gives its wall time, its peak resident memory, its
+// peak anonymous memory (mapped shard and dataset files are page cache, not the process's own)
+// and the bytes it left on disk. A stage that fails ends the run there, with its exit status.
+#include <boost/json.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+
+#include "datasets/json_util.hpp"
+#include "tools/cli.hpp"
+#include "tools/process.hpp"
+
+namespace fs = std::filesystem;
+
+namespace shardgnn::cli {
+
+namespace {
+
+struct ScaleOptions {
+  int scale = 0, edge_factor = 0, parts = 0, feature_dim = 0, epochs = 0;
+  double train = 0;
+  std::string method, memory_limit;
+  fs::path work;
+  std::optional<std::string> json;
+};
+
+std::optional<ScaleOptions> parse_options(const std::vector<std::string>& args) {
+  po::options_description o("options");
+  o.add_options()
+      ("scale", po::value<int>()->default_value(20), "R-MAT scale: 2^scale nodes")
+      ("edge-factor", po::value<int>()->default_value(16), "edges per node")
+      ("parts", po::value<int>()->default_value(2), "parts, and the training ranks (one per part)")
+      ("method", po::value<std::string>()->default_value("metis"), "partition method (see partition --help)")
+      ("feature-dim", po::value<int>()->default_value(16), "random features per node")
+      ("train", po::value<double>()->default_value(0.01), "training fraction (also the validation fraction)")
+      ("epochs", po::value<int>()->default_value(1), "training epochs")
+      ("memory-limit", po::value<std::string>(), "passed to data generate (e.g. 4G)")
+      ("workdir", po::value<std::string>()->default_value((fs::temp_directory_path() / "shardgnn-bench-scale").string()),
+       "scratch folder (its outputs are replaced on every run)")
+      ("json", po::value<std::string>(), "also write the results as JSON here");
+  po::variables_map vm;
+  if (!parse(args, "shardgnn bench scale [options]", o, {}, vm)) return std::nullopt;
+  ScaleOptions s;
+  s.scale = vm["scale"].as<int>();
+  s.edge_factor = vm["edge-factor"].as<int>();
+  s.parts = vm["parts"].as<int>();
+  s.method = vm["method"].as<std::string>();
+  s.feature_dim = vm["feature-dim"].as<int>();
+  s.train = vm["train"].as<double>();
+  s.epochs = vm["epochs"].as<int>();
+  if (vm.count("memory-limit")) s.memory_limit = vm["memory-limit"].as<std::string>();
+  s.work = vm["workdir"].as<std::string>();
+  if (vm.count("json")) s.json = vm["json"].as<std::string>();
+  if (s.parts < 1) throw UsageError("--parts must be at least 1");
+  if (s.epochs < 1) throw UsageError("--epochs must be at least 1");
+  return s;
+}
+
+std::uintmax_t bytes_on_disk(const fs::path& p) {
+  std::error_code ec;
+  std::uintmax_t n = 0;
+  if (fs::is_regular_file(p, ec)) return fs::file_size(p, ec);
+  for (const auto& e : fs::recursive_directory_iterator(p, ec))
+    if (e.is_regular_file(ec)) n += e.file_size(ec);
+  return n;
+}
+
+struct Stage {
+  std::string name;
+  ProcessResult run;
+  std::uintmax_t disk = 0;
+};
+
+}  // namespace
+
+int bench_scale_main(const std::vector<std::string>& args) {
+  g_command = "shardgnn bench scale";
+  const std::optional<ScaleOptions> opt = parse_options(args);
+  if (!opt) return 0;
+  const ScaleOptions& s = *opt;
+  const std::string exe = self_exe();
+  fs::create_directories(s.work);
+  const fs::path data = s.work / ("rmat-s" + std::to_string(s.scale) + "-e" + std::to_string(s.edge_factor));
+  const fs::path parts = data.string() + "-" + s.method + "-" + std::to_string(s.parts);
+  const std::string frac = std::to_string(s.train);
+  std::vector<std::string> generate = {exe, "data", "generate", "rmat", "--scale", std::to_string(s.scale), "--edge-factor", std::to_string(s.edge_factor),
+                                       "--symmetrize", "--drop-self-loops", "--drop-duplicates", "--feature-dim", std::to_string(s.feature_dim),
+                                       "--train", frac, "--val", frac, "--out", data.string(), "--force"};
+  if (!s.memory_limit.empty()) generate.insert(generate.end(), {"--memory-limit", s.memory_limit});
+  const std::vector<std::pair<std::string, std::vector<std::string>>> plan = {
+      {"generate", generate},
+      {"partition", {exe, "partition", data.string(), "--parts", std::to_string(s.parts), "--method", s.method, "--out", parts.string(), "--force"}},
+      {"train", {"mpiexec", "-n", std::to_string(s.parts), exe, "train", parts.string(), "--epochs", std::to_string(s.epochs), "--eval-sample", "1000",
+                 "--no-full-eval", "--threads", "1", "--quiet"}},
+  };
+  std::vector<Stage> stages;
+  for (const auto& [name, argv] : plan) {
+    std::fprintf(stderr, "%s ...\n", name.c_str());
+    Stage st{name, run_process(argv), 0};
+    if (name == "generate") st.disk = bytes_on_disk(data);
+    if (name == "partition") st.disk = bytes_on_disk(parts);
+    stages.push_back(std::move(st));
+    if (stages.back().run.status != 0) break;
+  }
+  std::printf("R-MAT scale %d, edge factor %d, %d features, %s into %d parts, training on %d rank%s (1 thread each)\n", s.scale, s.edge_factor,
+              s.feature_dim, s.method.c_str(), s.parts, s.parts, s.parts == 1 ? "" : "s");
+  std::printf("%-10s %8s %10s %12s %12s %s\n", "stage", "wall s", "peak MiB", "anon MiB", "disk MiB", "");
+  boost::json::array rows;
+  for (const Stage& st : stages) {
+    const std::string note = st.run.status == 0 ? "" : "failed (exit " + std::to_string(st.run.status) + ")";
+    std::printf("%-10s %8.1f %10.0f %12.0f %12.0f %s\n", st.name.c_str(), st.run.wall_s, st.run.peak_rss_mb, st.run.peak_anon_mb,
+                static_cast<double>(st.disk) / (1 << 20), note.c_str());
+    rows.push_back(boost::json::object{{"stage", st.name}, {"status", st.run.status}, {"wall_s", st.run.wall_s}, {"peak_rss_mb", st.run.peak_rss_mb},
+                                       {"peak_anon_mb", st.run.peak_anon_mb}, {"disk_bytes", st.disk}});
+  }
+  std::printf("(peak MiB: the largest process of the stage, mapped files included; anon MiB: its largest anonymous memory, sampled every 100 ms;\n"
+              " disk: the stage's output folder, kept in %s)\n",
+              s.work.c_str());
+  if (s.json)
+    write_json_file(*s.json, boost::json::object{{"scale", s.scale}, {"edge_factor", s.edge_factor}, {"parts", s.parts}, {"method", s.method}, {"stages", rows}});
+  return stages.size() == plan.size() && stages.back().run.status == 0 ? 0 : 1;
+}
+
+}  // namespace shardgnn::cli
