@@ -90,7 +90,8 @@ SplitMetrics evaluate_kept(Gnn& model, const std::vector<MiniBatch>& val_batches
   return finish(val, test, comm);
 }
 
-torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk) {
+torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk,
+                             std::int64_t src_bytes) {
   EvalScope scope(*model);
   const PartitionBook& book = shard.book;
   const NodeId first = book.begin(shard.part);
@@ -129,22 +130,48 @@ torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communi
                      ? v - first
                      : n_own + (std::lower_bound(shard.halo_nodes.begin(), shard.halo_nodes.end(), v) - shard.halo_nodes.begin());
   }
-  // Blocks of `chunk` dst nodes, or (chunk 0) of as many edges as kEvalBlockBytes allows: a large
-  // block's src rows approach the table's, so its rows are gathered and projected about once per
-  // layer, where many small blocks would repeat that for every block a row is a neighbour in.
-  // Per edge a block holds two int64 indices, and GAT also its messages (hidden floats).
+  // Blocks of `chunk` dst nodes, or (chunk 0) as large as kEvalBlockBytes allows for their per-edge
+  // tensors (two int64 indices, and GAT's messages) and `src_bytes` for their src rows (gathered
+  // from the layer's table at the widest layer input): a large block's src rows approach the
+  // table's, so its rows are gathered and projected about once per layer, where many small blocks
+  // would repeat that for every block a row is a neighbour in.
+  const std::int64_t widest = std::max({shard.feature_dim, model->options.hidden(), model->options.out()});
   const std::int64_t edge_bytes = 16 + (model->options.kind() == ModelKind::kGat ? 4 * std::max(model->options.hidden(), model->options.out()) : 0);
   const std::int64_t block_edges = std::max<std::int64_t>(1, kEvalBlockBytes / edge_bytes);
+  const std::int64_t block_src = std::max<std::int64_t>(1, src_bytes / (4 * std::max<std::int64_t>(widest, 1)));
   std::vector<NodeId> bounds{0};
-  while (bounds.back() < n_own) {
-    const NodeId a = bounds.back();
-    NodeId b = std::min(n_own, a + std::max<std::int64_t>(chunk, 1));
-    if (chunk == 0) {
-      const EdgeId limit = g.indptr()[a] + block_edges;
-      b = static_cast<NodeId>(std::upper_bound(g.indptr().begin() + a + 1, g.indptr().end(), limit) - g.indptr().begin()) - 1;
-      b = std::clamp<NodeId>(b, a + 1, n_own);
+  {
+    std::vector<char> seen(static_cast<std::size_t>(n_own + n_halo), 0);
+    std::vector<std::int64_t> marked;
+    while (bounds.back() < n_own) {
+      const NodeId a = bounds.back();
+      NodeId b = a;
+      if (chunk > 0) {
+        b = std::min(n_own, a + chunk);
+      } else {
+        std::int64_t edges = 0;
+        while (b < n_own) {
+          // The dst node itself is a src row (the dst-prefix), then its new neighbours.
+          std::int64_t fresh = seen[static_cast<std::size_t>(b)] ? 0 : 1;
+          for (EdgeId e = g.indptr()[b]; e < g.indptr()[b + 1]; ++e) fresh += seen[static_cast<std::size_t>(nbr_pos[static_cast<std::size_t>(e)])] ? 0 : 1;
+          const std::int64_t deg = g.indptr()[b + 1] - g.indptr()[b];
+          if (b > a && (edges + deg > block_edges || static_cast<std::int64_t>(marked.size()) + fresh > block_src)) break;
+          auto mark = [&](std::int64_t p) {
+            if (!seen[static_cast<std::size_t>(p)]) {
+              seen[static_cast<std::size_t>(p)] = 1;
+              marked.push_back(p);
+            }
+          };
+          mark(b);
+          for (EdgeId e = g.indptr()[b]; e < g.indptr()[b + 1]; ++e) mark(nbr_pos[static_cast<std::size_t>(e)]);
+          edges += deg;
+          ++b;
+        }
+        for (std::int64_t p : marked) seen[static_cast<std::size_t>(p)] = 0;
+        marked.clear();
+      }
+      bounds.push_back(b);
     }
-    bounds.push_back(b);
   }
 
   torch::Tensor h;

@@ -37,11 +37,15 @@ std::size_t batch_bytes(const MiniBatch& mb);
 // What the per-edge tensors of one block of full-neighbourhood inference may take when no chunk is
 // given (index tensors, and GAT's messages): 4M edges for GraphSAGE and GCN.
 inline constexpr std::int64_t kEvalBlockBytes = std::int64_t{64} << 20;
+// What one block's src rows, gathered from the layer's table, may take (at the widest layer input).
+inline constexpr std::int64_t kEvalSrcBytes = std::int64_t{1} << 30;
 
 // Collective over `comm`. Returns the logits of every owned node, [n_own, classes], on `device`.
 // chunk: dst nodes per block, or 0 for blocks whose per-edge tensors take about kEvalBlockBytes
-// (bounds the memory of one layer step beyond the layer's input and output rows).
-torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk);
+// and whose src rows about `src_bytes` (bounds the memory of one layer step beyond the layer's
+// input and output tables).
+torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk,
+                             std::int64_t src_bytes = kEvalSrcBytes);
 
 // Collective over `comm`: full_inference, scored on the owned val and test nodes.
 SplitMetrics evaluate_full(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk);

@@ -344,10 +344,11 @@ TEST_CASE("full-neighbourhood inference equals the serial whole-graph computatio
       want = model->forward({wt, wt}, x).index_select(0, mine_t);
     }
     INFO(model_name(kind));
-    // Blocks of 300 dst nodes, and one block (chunk 0: by edge count, Cora's all fit).
-    for (const std::int64_t chunk : {std::int64_t{300}, std::int64_t{0}}) {
-      INFO("chunk " << chunk);
-      const torch::Tensor got = full_inference(model, fx.shard, fx.world, torch::kCPU, chunk);
+    // Blocks of 300 dst nodes; one block (chunk 0: Cora fits every budget); and blocks cut where
+    // their src rows would pass 1 MiB (about 180 rows of Cora's 1433 features).
+    for (const auto [chunk, src_bytes] : {std::pair<std::int64_t, std::int64_t>{300, kEvalSrcBytes}, {0, kEvalSrcBytes}, {0, std::int64_t{1} << 20}}) {
+      INFO("chunk " << chunk << ", src bytes " << src_bytes);
+      const torch::Tensor got = full_inference(model, fx.shard, fx.world, torch::kCPU, chunk, src_bytes);
       CHECK(got.sizes() == want.sizes());
       CHECK(torch::allclose(got, want, 1e-4, 1e-5));
     }
