@@ -184,6 +184,10 @@ void close_checked(File& f, const std::string& path) {
 
 }  // namespace
 
+CsrGraph map_csr(const ExternalCsr& built) {
+  return CsrGraph(npy_view<EdgeId>(map_npy(built.indptr_path), 1), npy_view<NodeId>(map_npy(built.indices_path), 1));
+}
+
 ExternalCsr build_csr_external(std::int64_t num_nodes, std::int64_t expected_edges, const std::function<void(const EdgeSink&)>& produce,
                                const CleanOptions& opt, const std::string& scratch, std::uint64_t memory_bytes) {
   namespace fs = std::filesystem;
@@ -292,8 +296,7 @@ ExternalCsr build_csr_external(std::int64_t num_nodes, std::int64_t expected_edg
   if (opt.symmetrize) {
     rep.symmetric = true;
   } else {
-    const NpyBuffer ip = map_npy(out.indptr_path), ix = map_npy(out.indices_path);
-    rep.symmetric = is_symmetric(CsrGraph(npy_view<EdgeId>(ip, 1), npy_view<NodeId>(ix, 1)));
+    rep.symmetric = is_symmetric(map_csr(out));
   }
   return out;
 }

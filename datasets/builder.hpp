@@ -69,6 +69,8 @@ struct ExternalCsr {
   std::string indptr_path, indices_path;
   CleanReport report;
 };
+// The graph of a build_csr_external, its arrays views of the two mapped files.
+CsrGraph map_csr(const ExternalCsr& built);
 ExternalCsr build_csr_external(std::int64_t num_nodes, std::int64_t expected_edges, const std::function<void(const EdgeSink&)>& produce,
                                const CleanOptions& options, const std::string& scratch, std::uint64_t memory_bytes);
 

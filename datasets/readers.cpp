@@ -532,8 +532,7 @@ Dataset read_edge_list_dataset_bounded(const std::string& path, const ReadOption
         });
       },
       options.clean, scratch, memory);
-  const NpyBuffer indptr = map_npy(built.indptr_path), indices = map_npy(built.indices_path);
-  ds.graph = CsrGraph(npy_view<EdgeId>(indptr, 1), npy_view<NodeId>(indices, 1));
+  ds.graph = map_csr(built);
   ds.cleaning = built.report;
   return ds;
 }

@@ -422,34 +422,9 @@ Shard load_shard_for_rank(const PartitionInfo& info, int rank, int ranks) {
   return load_shard(info, rank);
 }
 
-Shard load_shard(const PartitionInfo& info, PartId k) {
-  const PartFiles f = part_files(info, k);
-  const std::string& path = f.path;
-  const std::string& pdir = f.pdir;
-  const auto& arrays = f.arrays();
-  const std::int64_t n = info.book.size(k), m = json_int(*f.entry, "edges", path);
-  Shard s;
-  s.dir = info.dir;
-  s.part = k;
-  s.book = info.book;
-  s.feature_dim = info.feature_dim;
-  s.num_classes = info.num_classes;
-  s.graph = load_part_csr(pdir, arrays, path, n, m);
-  if (info.feature_dim > 0) s.features = load_listed_array<float>(pdir, arrays, path, "features", {n, info.feature_dim}, true);
-  if (info.num_classes > 0) s.labels = load_listed_array<std::int64_t>(pdir, arrays, path, "labels", {n}, true);
-  s.train_idx = load_listed_array<NodeId>(pdir, arrays, path, "train_idx", {listed_length(arrays, path, "train_idx")}, true);
-  s.val_idx = load_listed_array<NodeId>(pdir, arrays, path, "val_idx", {listed_length(arrays, path, "val_idx")}, true);
-  s.test_idx = load_listed_array<NodeId>(pdir, arrays, path, "test_idx", {listed_length(arrays, path, "test_idx")}, true);
-  const std::int64_t h = listed_length(arrays, path, "halo_nodes");
-  s.halo_nodes = load_listed_array<NodeId>(pdir, arrays, path, "halo_nodes", {h}, true);
-  s.halo_owner = load_listed_array<PartId>(pdir, arrays, path, "halo_owner", {h}, true);
-  s.orig_ids = load_listed_array<NodeId>(pdir, arrays, path, "orig_ids", {n}, true);
-  s.edge_weights = load_listed_array<std::int64_t>(pdir, arrays, path, "edge_weights", {m}, false);
-  return s;
-}
-
-Shard load_shard_rows(const PartitionInfo& info, PartId k) {
-  const PartFiles f = part_files(info, k);
+namespace {
+// What every loaded shard has: its place in the book, its CSR, original ids, features and labels.
+Shard load_rows(const PartitionInfo& info, PartId k, const PartFiles& f) {
   const std::int64_t n = info.book.size(k);
   Shard s;
   s.dir = info.dir;
@@ -463,6 +438,25 @@ Shard load_shard_rows(const PartitionInfo& info, PartId k) {
   if (info.num_classes > 0) s.labels = load_listed_array<std::int64_t>(f.pdir, f.arrays(), f.path, "labels", {n}, true);
   return s;
 }
+}  // namespace
+
+Shard load_shard(const PartitionInfo& info, PartId k) {
+  const PartFiles f = part_files(info, k);
+  const std::string& path = f.path;
+  const std::string& pdir = f.pdir;
+  const auto& arrays = f.arrays();
+  Shard s = load_rows(info, k, f);
+  s.train_idx = load_listed_array<NodeId>(pdir, arrays, path, "train_idx", {listed_length(arrays, path, "train_idx")}, true);
+  s.val_idx = load_listed_array<NodeId>(pdir, arrays, path, "val_idx", {listed_length(arrays, path, "val_idx")}, true);
+  s.test_idx = load_listed_array<NodeId>(pdir, arrays, path, "test_idx", {listed_length(arrays, path, "test_idx")}, true);
+  const std::int64_t h = listed_length(arrays, path, "halo_nodes");
+  s.halo_nodes = load_listed_array<NodeId>(pdir, arrays, path, "halo_nodes", {h}, true);
+  s.halo_owner = load_listed_array<PartId>(pdir, arrays, path, "halo_owner", {h}, true);
+  s.edge_weights = load_listed_array<std::int64_t>(pdir, arrays, path, "edge_weights", {s.graph.num_edges()}, false);
+  return s;
+}
+
+Shard load_shard_rows(const PartitionInfo& info, PartId k) { return load_rows(info, k, part_files(info, k)); }
 
 namespace {
 template <class T>

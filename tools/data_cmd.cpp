@@ -61,27 +61,35 @@ std::uint64_t memory_limit_option(const po::variables_map& vm) {
 // staged entries (24 bytes each, two per edge when symmetrising).
 double in_memory_build_bytes(double edges, const CleanOptions& clean) { return 16 * edges + 24 * edges * (clean.symmetrize ? 2 : 1); }
 
-// R-MAT's edges straight to a CSR through bucket files on disk, within `memory` bytes (see
-// build_csr_external), then saved to `out` like any dataset. The scratch folder sits beside the
-// output (same file system) and is removed however this ends.
+// True (and says so) when the in-memory build would take more than `limit`: build through bucket
+// files on disk instead.
+bool build_on_disk(double in_memory, std::uint64_t limit) {
+  if (in_memory <= static_cast<double>(limit)) return false;
+  std::printf("building through bucket files on disk: the in-memory build would take about %.1f GiB, over the %.1f GiB memory limit\n",
+              in_memory / (1 << 30), static_cast<double>(limit) / (1 << 30));
+  return true;
+}
+
+// R-MAT's edges straight to a CSR through bucket files in `scratch`, within `memory` bytes (see
+// build_csr_external); the graph's arrays are views of files there.
 Dataset generate_rmat_bounded(const RmatOptions& r, const CleanOptions& clean, const std::string& scratch, std::uint64_t memory) {
   const std::int64_t n = std::int64_t{1} << r.scale;
   const std::int64_t m = static_cast<std::int64_t>(r.edge_factor) << r.scale;
   const ExternalCsr built = build_csr_external(
       n, m, [&](const EdgeSink& sink) { generate_rmat_stream(r, std::size_t{1} << 20, sink); }, clean, scratch, memory);
-  const NpyBuffer indptr = map_npy(built.indptr_path), indices = map_npy(built.indices_path);
   Dataset ds;
   ds.name = rmat_name(r);
   ds.source = rmat_source(r);
-  ds.graph = CsrGraph(npy_view<EdgeId>(indptr, 1), npy_view<NodeId>(indices, 1));
+  ds.graph = map_csr(built);
   ds.cleaning = built.report;
   return ds;
 }
 
-// Removes a folder when it goes out of scope.
+// A scratch folder beside an output folder (the same file system), removed when it goes out of
+// scope, however the command ends.
 struct ScratchDir {
   std::string path;
-  explicit ScratchDir(std::string p) : path(std::move(p)) {
+  explicit ScratchDir(const std::string& out) : path(std::filesystem::absolute(out).lexically_normal().string() + ".scratch-" + std::to_string(::getpid())) {
     std::error_code ec;
     std::filesystem::create_directories(path, ec);
     if (ec) throw InputError(path, "", "cannot create a scratch folder: " + ec.message());
@@ -178,10 +186,8 @@ int convert(const std::vector<std::string>& args) {
   std::error_code ec;
   // About 12 bytes a line in a plain edge list, 4 times fewer gzipped.
   const double file_bytes = static_cast<double>(std::filesystem::file_size(input, ec)) * (input.ends_with(".gz") ? 4 : 1);
-  if (format == InputFormat::kEdgeList && !ec && in_memory_build_bytes(file_bytes / 12, ro.clean) > static_cast<double>(limit)) {
-    std::printf("building through bucket files on disk: the in-memory build would take about %.1f GiB, over the %.1f GiB memory limit\n",
-                in_memory_build_bytes(file_bytes / 12, ro.clean) / (1 << 30), static_cast<double>(limit) / (1 << 30));
-    scratch.emplace(std::filesystem::absolute(out).lexically_normal().string() + ".scratch-" + std::to_string(::getpid()));
+  if (format == InputFormat::kEdgeList && !ec && build_on_disk(in_memory_build_bytes(file_bytes / 12, ro.clean), limit)) {
+    scratch.emplace(out);
     ds = read_edge_list_dataset_bounded(input, ro, scratch->path, limit);
   } else {
     ds = read_dataset(input, ro);
@@ -234,6 +240,7 @@ int generate(const std::vector<std::string>& args) {
     add_clean_options(o);
     if (!parse(rest, "shardgnn data generate rmat --out <dir> [options]", o, {}, vm)) return 0;
     if (!vm.count("out") && !vm.count("edge-list")) throw UsageError("give --out and/or --edge-list");
+    if (vm.count("out")) check_output_dir(vm["out"].as<std::string>(), vm.count("force") > 0);  // before the work, not after
     r.permute = !keep_order;
     const auto t0 = Clock::now();
     if (vm.count("edge-list")) {
@@ -243,23 +250,18 @@ int generate(const std::vector<std::string>& args) {
     }
     if (vm.count("out")) {
       const std::string out = vm["out"].as<std::string>();
-      const bool force = vm.count("force") > 0;
       const CleanOptions clean = clean_options(vm);
-      check_output_dir(out, force);  // before the work, not after
       const std::uint64_t limit = memory_limit_option(vm);
-      const double in_memory = in_memory_build_bytes(std::ldexp(static_cast<double>(r.edge_factor), r.scale), clean);
-      if (in_memory <= static_cast<double>(limit)) {
-        Dataset ds = generate_rmat(r, clean);
-        if (feature_dim > 0) add_random_node_data(ds, feature_dim, classes, train, val, r.seed);
-        save_and_report(ds, out, force, clean, seconds_since(t0));
+      std::optional<ScratchDir> scratch;
+      Dataset ds;
+      if (build_on_disk(in_memory_build_bytes(std::ldexp(static_cast<double>(r.edge_factor), r.scale), clean), limit)) {
+        scratch.emplace(out);
+        ds = generate_rmat_bounded(r, clean, scratch->path, limit);
       } else {
-        std::printf("building through bucket files on disk: the in-memory build would take %.1f GiB, over the %.1f GiB memory limit\n",
-                    in_memory / (1 << 30), static_cast<double>(limit) / (1 << 30));
-        const ScratchDir scratch(std::filesystem::absolute(out).lexically_normal().string() + ".scratch-" + std::to_string(::getpid()));
-        Dataset ds = generate_rmat_bounded(r, clean, scratch.path, limit);
-        if (feature_dim > 0) add_random_node_data(ds, feature_dim, classes, train, val, r.seed);
-        save_and_report(ds, out, force, clean, seconds_since(t0));
+        ds = generate_rmat(r, clean);
       }
+      if (feature_dim > 0) add_random_node_data(ds, feature_dim, classes, train, val, r.seed);
+      save_and_report(ds, out, vm.count("force") > 0, clean, seconds_since(t0));
     }
     return 0;
   }

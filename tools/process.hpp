@@ -11,7 +11,7 @@ struct ProcessResult {
   double wall_s = 0;
   double peak_rss_mb = 0;  // the child's peak resident memory (wait4)
   // The largest anonymous resident memory (RssAnon) of any process of the child's tree, sampled
-  // every 100 ms: what mapped files (page cache) do not inflate.
+  // while it runs: what mapped files (page cache) do not inflate.
   double peak_anon_mb = 0;
   std::string out;         // its stdout
 };

@@ -66,8 +66,8 @@ BatchTensors to_tensors(MiniBatch&& mb, const torch::Device& device) = delete;
 torch::Tensor aggregate_sum(const BlockTensors& b, const torch::Tensor& h, const torch::Tensor& weight = {});
 
 // What one byte of a random-row gather costs in sgemm FLOPs, for choosing where a layer's
-// linear map goes: sgemm at about 240 GFLOP/s per core against a gather of about 20 GB/s
-// (`train --profile-ops` measures both on the machine at hand).
+// linear map goes: the ratio of the two rates `train --profile-ops` measures on a CPU core
+// (README, "Training speed").
 inline constexpr double kGemmFlopsPerGatheredByte = 12;
 
 // Whether a layer mapping in -> out features over this block should apply its linear map to every

@@ -302,7 +302,7 @@ std::string format_op_profile(const OpProfile& p) {
   double other_s = 0, other_limit = 0;
   std::int64_t other_calls = 0;
   for (const OpCost& o : p.ops) {
-    // Ops under 1% of the time are summed in one row.
+    // Ops too small to matter are summed in one row.
     if (o.seconds < 0.01 * total) {
       other_s += o.seconds;
       other_limit += o.limit_s;

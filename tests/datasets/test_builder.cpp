@@ -104,8 +104,7 @@ TEST_CASE("the bounded build through bucket files gives build_csr's graph and re
       test::ScratchDir dir;
       const ExternalCsr got = build_csr_external(
           std::int64_t{1} << r.scale, m, [&](const EdgeSink& sink) { generate_rmat_stream(r, 1000, sink); }, clean, dir.str(), memory);
-      const NpyBuffer ip = map_npy(got.indptr_path), ix = map_npy(got.indices_path);
-      const CsrGraph g(npy_view<EdgeId>(ip, 1), npy_view<NodeId>(ix, 1));
+      const CsrGraph g = map_csr(got);
       CHECK(rows(g) == rows(want.graph));
       CHECK(got.report == want.report);
       // Only the two arrays are left in the scratch folder.
