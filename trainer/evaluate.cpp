@@ -29,10 +29,22 @@ std::vector<std::int64_t> argmax_cpu(const torch::Tensor& logits) {
 
 // The model's predictions for a batch's seeds, each added to `val` while `pos` < n_val, else to
 // `test` (pos counts the seeds scored so far).
-void score_batch(Gnn& model, const MiniBatch& mb, const torch::Device& device, std::size_t& pos, std::size_t n_val, Confusion& val, Confusion& test) {
-  const BatchTensors t = to_tensors(mb, device);
-  const auto pred = argmax_cpu(model->forward(t.blocks, t.x));
-  for (std::size_t i = 0; i < pred.size(); ++i, ++pos) (pos < n_val ? val : test).add(mb.labels[i], pred[i]);
+void score_batch(Gnn& model, const KeptBatch& kb, const torch::Device& device, std::size_t& pos, std::size_t n_val, Confusion& val, Confusion& test) {
+  const BatchTensors t = to_tensors(kb.mb, device);
+  const auto pred = argmax_cpu(kb.aggregated.defined() ? model->forward_aggregated(t.blocks, kb.aggregated) : model->forward(t.blocks, t.x));
+  for (std::size_t i = 0; i < pred.size(); ++i, ++pos) (pos < n_val ? val : test).add(kb.mb.labels[i], pred[i]);
+}
+
+// A batch to keep: for GraphSAGE and GCN its first layer's sums, its features released.
+KeptBatch keepable(Gnn& model, MiniBatch mb, const torch::Device& device) {
+  KeptBatch kb;
+  if (model->options.kind() != ModelKind::kGat && !mb.blocks.empty()) {
+    const BatchTensors t = to_tensors(mb, device);
+    kb.aggregated = model->aggregate_input(t.blocks.front(), t.x);  // a new tensor: the features may go
+    FeatureRows().swap(mb.features);
+  }
+  kb.mb = std::move(mb);
+  return kb;
 }
 
 SplitMetrics finish(Confusion& val, Confusion& test, const comm::Communicator& comm) {
@@ -47,16 +59,18 @@ SplitMetrics finish(Confusion& val, Confusion& test, const comm::Communicator& c
 
 }  // namespace
 
-std::size_t batch_bytes(const MiniBatch& mb) {
+std::size_t batch_bytes(const KeptBatch& kb) {
+  const MiniBatch& mb = kb.mb;
   // Feature buffers come from the huge-page pool, which may hand out up to twice the request.
   std::size_t n = 2 * sizeof(float) * mb.features.size() + sizeof(std::int64_t) * (mb.labels.size() + mb.degrees.size());
+  if (kb.aggregated.defined()) n += static_cast<std::size_t>(kb.aggregated.numel() * kb.aggregated.element_size());
   for (const auto& nodes : mb.layer_nodes) n += sizeof(NodeId) * nodes.size();
   for (const Block& b : mb.blocks) n += sizeof(std::int64_t) * (b.indptr.size() + b.indices.size());
   return n;
 }
 
 SplitMetrics evaluate_sampled(Gnn& model, DistSampler& sampler, FeatureStore& features, const torch::Device& device, std::span<const NodeId> val_nodes,
-                              std::span<const NodeId> test_nodes, std::vector<MiniBatch>* keep, std::size_t keep_bytes) {
+                              std::span<const NodeId> test_nodes, std::vector<KeptBatch>* keep, std::size_t keep_bytes) {
   EvalScope scope(*model);
   const std::int64_t C = sampler.shard().num_classes;
   std::vector<NodeId> seeds(val_nodes.begin(), val_nodes.end());
@@ -70,23 +84,25 @@ SplitMetrics evaluate_sampled(Gnn& model, DistSampler& sampler, FeatureStore& fe
   for (std::size_t step = 0; step < batches.size(); ++step) {
     MiniBatch mb = produce_batch(sampler, features, batches[step], kEvalEpoch, static_cast<std::int64_t>(step));
     if (mb.seeds().empty()) continue;
-    score_batch(model, mb, device, pos, n_val, val, test);
+    // A batch to keep is scored as it will be later, so that every validation gives the same.
+    KeptBatch kb = keeping ? keepable(model, std::move(mb), device) : KeptBatch{std::move(mb), {}};
+    score_batch(model, kb, device, pos, n_val, val, test);
     if (keeping) {
-      kept += batch_bytes(mb);
+      kept += batch_bytes(kb);
       keeping = kept <= keep_bytes;
-      if (keeping) keep->push_back(std::move(mb));
+      if (keeping) keep->push_back(std::move(kb));
       else keep->clear();
     }
   }
   return finish(val, test, sampler.comm());
 }
 
-SplitMetrics evaluate_kept(Gnn& model, const std::vector<MiniBatch>& val_batches, const torch::Device& device, const comm::Communicator& comm) {
+SplitMetrics evaluate_kept(Gnn& model, const std::vector<KeptBatch>& val_batches, const torch::Device& device, const comm::Communicator& comm) {
   EvalScope scope(*model);
   const std::int64_t C = model->options.out();
   Confusion val(C), test(C);
   std::size_t pos = 0;
-  for (const MiniBatch& mb : val_batches) score_batch(model, mb, device, pos, SIZE_MAX, val, test);
+  for (const KeptBatch& kb : val_batches) score_batch(model, kb, device, pos, SIZE_MAX, val, test);
   return finish(val, test, comm);
 }
 
@@ -130,15 +146,25 @@ torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communi
                      ? v - first
                      : n_own + (std::lower_bound(shard.halo_nodes.begin(), shard.halo_nodes.end(), v) - shard.halo_nodes.begin());
   }
+  // Which layers project their table before the sums, decided on the whole graph's sizes so that
+  // every rank sends and expects rows of the same width.
+  const std::int64_t L = model->options.layers();
+  std::vector<std::int64_t> sizes{g.num_edges(), n_own + n_halo, n_own};
+  comm.allreduce_inplace(std::span<std::int64_t>(sizes), comm::Op::kSum);
+  std::vector<bool> hoisted(static_cast<std::size_t>(L));
+  std::int64_t widest = 1;  // the widest rows a block gathers
+  for (std::int64_t l = 0; l < L; ++l) {
+    hoisted[static_cast<std::size_t>(l)] = model->projects_table(l, sizes[0], sizes[1], sizes[2]);
+    widest = std::max(widest, hoisted[static_cast<std::size_t>(l)] ? model->projected_width(l) : l == 0 ? shard.feature_dim : model->options.hidden());
+  }
   // Blocks of `chunk` dst nodes, or (chunk 0) as large as kEvalBlockBytes allows for their per-edge
   // tensors (two int64 indices, and GAT's messages) and `src_bytes` for their src rows (gathered
-  // from the layer's table at the widest layer input): a large block's src rows approach the
-  // table's, so its rows are gathered and projected about once per layer, where many small blocks
-  // would repeat that for every block a row is a neighbour in.
-  const std::int64_t widest = std::max({shard.feature_dim, model->options.hidden(), model->options.out()});
+  // from the layer's table at the widest a block gathers): a large block's src rows approach the
+  // table's, so each row is gathered about once per layer, where many small blocks would repeat
+  // that for every block a row is a neighbour in.
   const std::int64_t edge_bytes = 16 + (model->options.kind() == ModelKind::kGat ? 4 * std::max(model->options.hidden(), model->options.out()) : 0);
   const std::int64_t block_edges = std::max<std::int64_t>(1, kEvalBlockBytes / edge_bytes);
-  const std::int64_t block_src = std::max<std::int64_t>(1, src_bytes / (4 * std::max<std::int64_t>(widest, 1)));
+  const std::int64_t block_src = std::max<std::int64_t>(1, src_bytes / (4 * widest));
   std::vector<NodeId> bounds{0};
   {
     std::vector<char> seen(static_cast<std::size_t>(n_own + n_halo), 0);
@@ -180,7 +206,9 @@ torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communi
   else
     h = torch::zeros({n_own, shard.feature_dim}, torch::TensorOptions().device(device));
   std::vector<std::int64_t> slot(static_cast<std::size_t>(n_own + n_halo), -1);
-  for (std::int64_t l = 0; l < model->options.layers(); ++l) {
+  for (std::int64_t l = 0; l < L; ++l) {
+    const bool projected = hoisted[static_cast<std::size_t>(l)];
+    if (projected) h = model->project_layer(l, h);
     const std::int64_t d = h.size(1);
     const torch::Tensor rows = h.index_select(0, serve_t).to(torch::kCPU).contiguous();
     std::vector<std::int64_t> row_counts(asked.counts.begin(), asked.counts.end());
@@ -218,7 +246,7 @@ torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communi
       BlockTensors bt = to_tensors(blk, device);
       const torch::Tensor pos_t = torch::from_blob(src_pos.data(), {blk.num_src}, torch::kLong).to(device);
       bt.src_degree = deg_t.index_select(0, pos_t);
-      out.slice(0, a, b).copy_(model->forward_layer(l, bt, table.index_select(0, pos_t)));
+      out.slice(0, a, b).copy_(model->forward_layer(l, bt, table.index_select(0, pos_t), projected));
     }
     h = out;
   }

@@ -19,20 +19,28 @@ namespace shardgnn {
 // neighbourhoods and epochs compare on equal terms (-1 is the cache's presampling).
 inline constexpr std::int64_t kEvalEpoch = -2;
 
+// An evaluation batch kept to be scored again. Evaluation batches have a fixed key, so their
+// blocks and features never change: for GraphSAGE and GCN the first layer's sums over the
+// features (Gnn::aggregate_input) never change either, and are kept in place of the features.
+struct KeptBatch {
+  MiniBatch mb;             // without its features when `aggregated` is defined
+  torch::Tensor aggregated;
+};
+
 // Collective over the sampler's communicator (no Prefetcher may be running on it): the nodes of
 // `val` and `test` (global ids owned by this rank), each scored as its split; an empty split
 // (count 0) is one no rank asked for.
 // With `keep`, the batches are also moved there while they take at most `keep_bytes` in all;
 // past that `keep` is left empty.
 SplitMetrics evaluate_sampled(Gnn& model, DistSampler& sampler, FeatureStore& features, const torch::Device& device, std::span<const NodeId> val,
-                              std::span<const NodeId> test, std::vector<MiniBatch>* keep = nullptr, std::size_t keep_bytes = 0);
+                              std::span<const NodeId> test, std::vector<KeptBatch>* keep = nullptr, std::size_t keep_bytes = 0);
 
 // Collective over `comm` (one all-reduce): validation batches kept by evaluate_sampled, scored
-// again (their blocks and features do not change: evaluation batches have a fixed key).
-SplitMetrics evaluate_kept(Gnn& model, const std::vector<MiniBatch>& val_batches, const torch::Device& device, const comm::Communicator& comm);
+// again.
+SplitMetrics evaluate_kept(Gnn& model, const std::vector<KeptBatch>& val_batches, const torch::Device& device, const comm::Communicator& comm);
 
-// Memory a kept batch takes (blocks, features, labels).
-std::size_t batch_bytes(const MiniBatch& mb);
+// Memory a kept batch takes (blocks, features or their aggregate, labels).
+std::size_t batch_bytes(const KeptBatch& kb);
 
 // What the per-edge tensors of one block of full-neighbourhood inference may take when no chunk is
 // given (index tensors, and GAT's messages): 4M edges for GraphSAGE and GCN.
@@ -41,6 +49,8 @@ inline constexpr std::int64_t kEvalBlockBytes = std::int64_t{64} << 20;
 inline constexpr std::int64_t kEvalSrcBytes = std::int64_t{1} << 30;
 
 // Collective over `comm`. Returns the logits of every owned node, [n_own, classes], on `device`.
+// A layer whose linear map is cheaper before the sum (Gnn::projects_table) projects the owned
+// rows once, and the halo exchange and the blocks then move projected rows.
 // chunk: dst nodes per block, or 0 for blocks whose per-edge tensors take about kEvalBlockBytes
 // and whose src rows about `src_bytes` (bounds the memory of one layer step beyond the layer's
 // input and output tables).

@@ -152,8 +152,10 @@ torch::Tensor aggregate_sum(const BlockTensors& b, const torch::Tensor& h_in, co
   return torch::zeros(shape, h.options()).index_add(/*dim=*/0, b.dst, msgs);
 }
 
-bool project_first(const BlockTensors& b, std::int64_t in, std::int64_t out) {
-  const auto E = static_cast<double>(b.src.numel()), S = static_cast<double>(b.num_src), D = static_cast<double>(b.num_dst);
+bool project_first(const BlockTensors& b, std::int64_t in, std::int64_t out) { return project_first(b.src.numel(), b.num_src, b.num_dst, in, out); }
+
+bool project_first(std::int64_t edges, std::int64_t num_src, std::int64_t num_dst, std::int64_t in, std::int64_t out) {
+  const auto E = static_cast<double>(edges), S = static_cast<double>(num_src), D = static_cast<double>(num_dst);
   const auto i = static_cast<double>(in), o = static_cast<double>(out);
   const double before = 2 * S * i * o + kGemmFlopsPerGatheredByte * 4 * E * o;
   const double after = 2 * D * i * o + kGemmFlopsPerGatheredByte * 4 * E * i;
@@ -198,11 +200,27 @@ SAGEConvImpl::SAGEConvImpl(const SAGEConvOptions& o) : options(o) {
   if (o.bias()) fc_self->bias.zero_();
 }
 
-torch::Tensor SAGEConvImpl::forward(const BlockTensors& b, const torch::Tensor& h) {
-  const torch::Tensor inv_deg = b.in_degree.clamp_min(1).reciprocal().unsqueeze(1);  // mean of nothing = 0, as DGL
+namespace {
+torch::Tensor inverse_in_degree(const BlockTensors& b) { return b.in_degree.clamp_min(1).reciprocal().unsqueeze(1); }  // mean of nothing = 0, as DGL
+}  // namespace
+
+torch::Tensor SAGEConvImpl::project(const torch::Tensor& h) { return torch::cat({fc_neigh(h), fc_self(h)}, /*dim=*/1); }
+
+torch::Tensor SAGEConvImpl::aggregate(const BlockTensors& b, const torch::Tensor& h) {
+  return torch::cat({h.slice(0, 0, b.num_dst), aggregate_sum(b, h) * inverse_in_degree(b)}, /*dim=*/1);
+}
+
+torch::Tensor SAGEConvImpl::apply(const torch::Tensor& a) {
+  const std::int64_t in = options.in();
+  return fc_self(a.slice(1, 0, in)) + fc_neigh(a.slice(1, in, 2 * in));
+}
+
+torch::Tensor SAGEConvImpl::forward(const BlockTensors& b, const torch::Tensor& h, bool projected) {
+  const std::int64_t out = options.out();
+  if (projected) return h.slice(0, 0, b.num_dst).slice(1, out, 2 * out) + aggregate_sum(b, h.slice(1, 0, out)) * inverse_in_degree(b);
   // The mean commutes with the bias-free linear map: apply it on whichever side costs less.
-  torch::Tensor neigh =
-      project_first(b, options.in(), options.out()) ? aggregate_sum(b, fc_neigh(h)) * inv_deg : fc_neigh(aggregate_sum(b, h) * inv_deg);
+  torch::Tensor neigh = project_first(b, options.in(), out) ? aggregate_sum(b, fc_neigh(h)) * inverse_in_degree(b)
+                                                            : fc_neigh(aggregate_sum(b, h) * inverse_in_degree(b));
   return fc_self(h.slice(0, 0, b.num_dst)) + neigh;
 }
 
@@ -214,7 +232,7 @@ GraphConvImpl::GraphConvImpl(const GraphConvOptions& o) : options(o) {
   torch::nn::init::xavier_uniform_(fc->weight);
 }
 
-torch::Tensor GraphConvImpl::forward(const BlockTensors& b, const torch::Tensor& h) {
+GraphConvImpl::Norms GraphConvImpl::norms(const BlockTensors& b) const {
   const float loop = options.self_loop() ? 1.0f : 0.0f;
   torch::Tensor out_deg;
   if (b.src_degree.defined()) {
@@ -223,21 +241,32 @@ torch::Tensor GraphConvImpl::forward(const BlockTensors& b, const torch::Tensor&
     out_deg = torch::bincount(b.src, /*weights=*/{}, /*minlength=*/b.num_src).to(torch::kFloat);
     if (options.self_loop()) out_deg.slice(0, 0, b.num_dst).add_(1);
   }
-  const torch::Tensor src_norm = out_deg.clamp_min(1).rsqrt().unsqueeze(1);
-  const torch::Tensor dst_norm = (b.in_degree + loop).clamp_min(1).rsqrt().unsqueeze(1);
-  torch::Tensor agg;
-  if (project_first(b, options.in(), options.out())) {
-    // The row scaling commutes with the bias-free linear map: scale the narrower rows.
-    const torch::Tensor x = fc(h) * src_norm;
-    agg = aggregate_sum(b, x);
-    if (options.self_loop()) agg = agg + x.slice(0, 0, b.num_dst);
-    agg = agg * dst_norm;
-  } else {
-    // The src normalisation rides on the sum as per-edge weights: no scaled copy of the wide rows.
-    agg = aggregate_sum(b, h, src_norm.squeeze(1).index_select(0, b.src));
-    if (options.self_loop()) agg = agg + h.slice(0, 0, b.num_dst) * src_norm.slice(0, 0, b.num_dst);
-    agg = fc(agg * dst_norm);
-  }
+  return {out_deg.clamp_min(1).rsqrt().unsqueeze(1), (b.in_degree + loop).clamp_min(1).rsqrt().unsqueeze(1)};
+}
+
+torch::Tensor GraphConvImpl::project(const torch::Tensor& h) { return fc(h); }
+
+torch::Tensor GraphConvImpl::aggregate(const BlockTensors& b, const torch::Tensor& h) {
+  const Norms n = norms(b);
+  // The src normalisation rides on the sum as per-edge weights: no scaled copy of the wide rows.
+  torch::Tensor agg = aggregate_sum(b, h, n.src.squeeze(1).index_select(0, b.src));
+  if (options.self_loop()) agg = agg + h.slice(0, 0, b.num_dst) * n.src.slice(0, 0, b.num_dst);
+  return agg * n.dst;
+}
+
+torch::Tensor GraphConvImpl::apply(const torch::Tensor& a) {
+  const torch::Tensor out = fc(a);
+  return bias.defined() ? out + bias : out;
+}
+
+torch::Tensor GraphConvImpl::forward(const BlockTensors& b, const torch::Tensor& h, bool projected) {
+  if (!projected && !project_first(b, options.in(), options.out())) return apply(aggregate(b, h));
+  // The row scaling commutes with the bias-free linear map: scale the narrower rows.
+  const Norms n = norms(b);
+  const torch::Tensor x = (projected ? h : fc(h)) * n.src;
+  torch::Tensor agg = aggregate_sum(b, x);
+  if (options.self_loop()) agg = agg + x.slice(0, 0, b.num_dst);
+  agg = agg * n.dst;
   return bias.defined() ? agg + bias : agg;
 }
 
@@ -253,9 +282,9 @@ GATConvImpl::GATConvImpl(const GATConvOptions& o) : options(o) {
   if (o.bias()) bias = register_parameter("bias", torch::zeros({o.heads(), o.out()}));
 }
 
-torch::Tensor GATConvImpl::forward(const BlockTensors& b, const torch::Tensor& h, torch::Tensor* attention) {
+torch::Tensor GATConvImpl::forward(const BlockTensors& b, const torch::Tensor& h, torch::Tensor* attention, bool projected) {
   const std::int64_t H = options.heads(), D = options.out();
-  const torch::Tensor z = fc(h).view({b.num_src, H, D});
+  const torch::Tensor z = (projected ? h : fc(h)).view({b.num_src, H, D});
   const torch::Tensor el = (z * attn_l).sum(-1);                      // [num_src, H]
   const torch::Tensor er = (z.slice(0, 0, b.num_dst) * attn_r).sum(-1);  // [num_dst, H]
   torch::Tensor src = b.src, dst = b.dst;
@@ -306,21 +335,75 @@ torch::Tensor GnnImpl::dropout(const torch::Tensor& h) {
   return h * mask;
 }
 
-torch::Tensor GnnImpl::forward_layer(std::int64_t l, const BlockTensors& b, torch::Tensor h) {
+torch::Tensor GnnImpl::finish_layer(std::int64_t l, torch::Tensor h) const {
   const bool last = l + 1 == options.layers();
-  h = dropout(h);
+  if (h.scalar_type() != torch::kFloat) h = h.to(torch::kFloat);
+  if (options.kind() == ModelKind::kGat) return last ? h.mean(/*dim=*/1) : torch::elu(h.flatten(/*start_dim=*/1));
+  return last ? h : torch::relu(h);
+}
+
+torch::Tensor GnnImpl::forward_layer(std::int64_t l, const BlockTensors& b, torch::Tensor h, bool projected) {
+  TORCH_CHECK(!projected || !is_training(), "projected rows are for inference (no dropout)");
+  if (!projected) h = dropout(h);
   const auto i = static_cast<std::size_t>(l);
   {
     const Bf16Scope bf16(h.device(), options.precision() == Precision::kBFloat16);
     switch (options.kind()) {
-      case ModelKind::kSage: h = sage_[i](b, h); break;
-      case ModelKind::kGcn: h = gcn_[i](b, h); break;
-      case ModelKind::kGat: h = gat_[i](b, h); break;
+      case ModelKind::kSage: h = sage_[i](b, h, projected); break;
+      case ModelKind::kGcn: h = gcn_[i](b, h, projected); break;
+      case ModelKind::kGat: h = gat_[i](b, h, nullptr, projected); break;
     }
   }
-  if (h.scalar_type() != torch::kFloat) h = h.to(torch::kFloat);
-  if (options.kind() == ModelKind::kGat) return last ? h.mean(/*dim=*/1) : torch::elu(h.flatten(/*start_dim=*/1));
-  return last ? h : torch::relu(h);
+  return finish_layer(l, h);
+}
+
+bool GnnImpl::projects_table(std::int64_t l, std::int64_t edges, std::int64_t num_src, std::int64_t num_dst) const {
+  if (options.kind() == ModelKind::kGat) return true;  // attention scores need every projected src row anyway
+  return project_first(edges, num_src, num_dst, l == 0 ? options.in() : options.hidden(), layer_out_dim(l));
+}
+
+std::int64_t GnnImpl::projected_width(std::int64_t l) const {
+  const auto i = static_cast<std::size_t>(l);
+  switch (options.kind()) {
+    case ModelKind::kSage: return 2 * sage_[i]->options.out();
+    case ModelKind::kGcn: return gcn_[i]->options.out();
+    case ModelKind::kGat: return gat_[i]->options.out() * gat_[i]->options.heads();
+  }
+  return 0;
+}
+
+torch::Tensor GnnImpl::project_layer(std::int64_t l, const torch::Tensor& h) {
+  TORCH_CHECK(!is_training(), "projected rows are for inference (no dropout)");
+  const auto i = static_cast<std::size_t>(l);
+  torch::Tensor p;
+  {
+    const Bf16Scope bf16(h.device(), options.precision() == Precision::kBFloat16);
+    switch (options.kind()) {
+      case ModelKind::kSage: p = sage_[i]->project(h); break;
+      case ModelKind::kGcn: p = gcn_[i]->project(h); break;
+      case ModelKind::kGat: p = gat_[i]->fc(h); break;
+    }
+  }
+  return p.scalar_type() == torch::kFloat ? p : p.to(torch::kFloat);
+}
+
+torch::Tensor GnnImpl::aggregate_input(const BlockTensors& b, const torch::Tensor& x) {
+  TORCH_CHECK(!is_training() && options.kind() != ModelKind::kGat, "aggregate_input: GraphSAGE or GCN, in eval mode");
+  return options.kind() == ModelKind::kSage ? sage_[0]->aggregate(b, x) : gcn_[0]->aggregate(b, x);
+}
+
+torch::Tensor GnnImpl::forward_aggregated(const std::vector<BlockTensors>& blocks, const torch::Tensor& a) {
+  TORCH_CHECK(static_cast<std::int64_t>(blocks.size()) == options.layers(), "the model has ", options.layers(), " layers, the batch ", blocks.size(),
+              " blocks");
+  TORCH_CHECK(!is_training() && options.kind() != ModelKind::kGat, "forward_aggregated: GraphSAGE or GCN, in eval mode");
+  torch::Tensor x;
+  {
+    const Bf16Scope bf16(a.device(), options.precision() == Precision::kBFloat16);
+    x = options.kind() == ModelKind::kSage ? sage_[0]->apply(a) : gcn_[0]->apply(a);
+  }
+  x = finish_layer(0, x);
+  for (std::size_t l = 1; l < blocks.size(); ++l) x = forward_layer(static_cast<std::int64_t>(l), blocks[l], x);
+  return x;
 }
 
 torch::Tensor GnnImpl::forward(const std::vector<BlockTensors>& blocks, torch::Tensor x) {

@@ -76,6 +76,7 @@ inline constexpr double kGemmFlopsPerGatheredByte = 12;
 // On a whole graph (num_src = num_dst) that is "when it narrows the rows", DGL's rule; on a sampled
 // block, whose src rows far outnumber its dst rows, summing first often wins even when in > out.
 bool project_first(const BlockTensors& b, std::int64_t in, std::int64_t out);
+bool project_first(std::int64_t edges, std::int64_t num_src, std::int64_t num_dst, std::int64_t in, std::int64_t out);
 
 // Softmax of edge scores [E', H] over each dst's in-edges, for edges laid out as the block's CSR
 // (dst 0's edges first, ...) followed, when `self_loops`, by one edge (v, v) per dst v.
@@ -91,8 +92,14 @@ struct SAGEConvOptions {
 class SAGEConvImpl : public torch::nn::Module {
  public:
   explicit SAGEConvImpl(const SAGEConvOptions& options);
-  // h: [num_src, in] -> [num_dst, out]
-  torch::Tensor forward(const BlockTensors& b, const torch::Tensor& h);
+  // h: [num_src, in] -> [num_dst, out]; with `projected`, h holds project() of the src rows.
+  torch::Tensor forward(const BlockTensors& b, const torch::Tensor& h, bool projected = false);
+  // Rows -> [fc_neigh(h), fc_self(h)], [n, 2 out]: the layer's maps applied before any sum.
+  torch::Tensor project(const torch::Tensor& h);
+  // The part without weights: [h_dst, mean over in-edges of h_src], [num_dst, 2 in]; then
+  // apply() of it equals forward().
+  torch::Tensor aggregate(const BlockTensors& b, const torch::Tensor& h);
+  torch::Tensor apply(const torch::Tensor& aggregated);
   SAGEConvOptions options;
   torch::nn::Linear fc_self{nullptr}, fc_neigh{nullptr};
 };
@@ -109,10 +116,22 @@ struct GraphConvOptions {
 class GraphConvImpl : public torch::nn::Module {
  public:
   explicit GraphConvImpl(const GraphConvOptions& options);
-  torch::Tensor forward(const BlockTensors& b, const torch::Tensor& h);
+  // h: [num_src, in] -> [num_dst, out]; with `projected`, h holds project() of the src rows.
+  torch::Tensor forward(const BlockTensors& b, const torch::Tensor& h, bool projected = false);
+  torch::Tensor project(const torch::Tensor& h);  // fc(h), the map without its bias
+  // The part without weights: the normalised sum over in-edges (and self-loop), [num_dst, in];
+  // then apply() of it equals forward().
+  torch::Tensor aggregate(const BlockTensors& b, const torch::Tensor& h);
+  torch::Tensor apply(const torch::Tensor& aggregated);
   GraphConvOptions options;
   torch::nn::Linear fc{nullptr};
   torch::Tensor bias;
+
+ private:
+  struct Norms {
+    torch::Tensor src, dst;  // [num_src, 1] and [num_dst, 1]
+  };
+  Norms norms(const BlockTensors& b) const;
 };
 TORCH_MODULE(GraphConv);
 
@@ -131,8 +150,9 @@ class GATConvImpl : public torch::nn::Module {
  public:
   explicit GATConvImpl(const GATConvOptions& options);
   // h: [num_src, in] -> [num_dst, heads, out]. If `attention` is given it receives the attention
-  // weights [E', heads] (E' = E + num_dst with self-loops, laid out as edge_softmax says).
-  torch::Tensor forward(const BlockTensors& b, const torch::Tensor& h, torch::Tensor* attention = nullptr);
+  // weights [E', heads] (E' = E + num_dst with self-loops, laid out as edge_softmax says). With
+  // `projected`, h holds fc(h) of the src rows.
+  torch::Tensor forward(const BlockTensors& b, const torch::Tensor& h, torch::Tensor* attention = nullptr, bool projected = false);
   GATConvOptions options;
   torch::nn::Linear fc{nullptr};
   torch::Tensor attn_l, attn_r, bias;
@@ -164,8 +184,19 @@ class GnnImpl : public torch::nn::Module {
   // blocks[0] is the input layer; x: [blocks[0].num_src, in] -> [blocks.back().num_dst, out]
   torch::Tensor forward(const std::vector<BlockTensors>& blocks, torch::Tensor x);
   // Layer `l` alone (dropout, convolution, activation unless last), for layer-wise inference.
-  torch::Tensor forward_layer(std::int64_t l, const BlockTensors& b, torch::Tensor h);
+  // With `projected` (eval mode only), h holds project_layer(l, ...) of the src rows.
+  torch::Tensor forward_layer(std::int64_t l, const BlockTensors& b, torch::Tensor h, bool projected = false);
   std::int64_t layer_out_dim(std::int64_t l) const;
+  // Layer-wise inference over a whole graph of these sizes: whether layer `l` should project the
+  // table of node rows once (project_layer, float32, projected_width(l) wide) before the sums of
+  // its blocks, so that the blocks gather projected rows.
+  bool projects_table(std::int64_t l, std::int64_t edges, std::int64_t num_src, std::int64_t num_dst) const;
+  std::int64_t projected_width(std::int64_t l) const;
+  torch::Tensor project_layer(std::int64_t l, const torch::Tensor& h);
+  // GraphSAGE and GCN in eval mode: the first layer's part without weights (its sums over the
+  // input rows), and the forward pass from it. Evaluation on fixed batches computes the first once.
+  torch::Tensor aggregate_input(const BlockTensors& b, const torch::Tensor& x);
+  torch::Tensor forward_aggregated(const std::vector<BlockTensors>& blocks, const torch::Tensor& aggregated);
   // Restarts the dropout masks' random stream (the trainer does it per epoch and rank, so a
   // resumed run draws the masks an uninterrupted one would).
   void reseed_dropout(std::uint64_t seed) noexcept {
@@ -184,6 +215,7 @@ class GnnImpl : public torch::nn::Module {
   std::vector<GraphConv> gcn_;
   std::vector<GATConv> gat_;
   torch::nn::Dropout dropout_{nullptr};
+  torch::Tensor finish_layer(std::int64_t l, torch::Tensor h) const;  // float32, then the activation
   std::uint64_t dropout_seed_ = 0, dropout_calls_ = 0;
 };
 TORCH_MODULE(Gnn);

@@ -119,7 +119,7 @@ struct detail::TrainerParts {
   std::vector<NodeId> val_nodes;             // this rank's validation nodes checked each epoch (TrainConfig::eval_sample)
   // Their sampled batches, kept from the first validation on when they fit the budget on every
   // rank: later validations then only compute.
-  std::vector<MiniBatch> val_batches;
+  std::vector<KeptBatch> val_batches;
   enum class ValCache { kUntried, kKept, kOff } val_cache = ValCache::kUntried;
   TrainState state;
 

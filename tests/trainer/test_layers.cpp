@@ -272,7 +272,7 @@ TEST_CASE("bf16 precision: the same model within bfloat16's rounding, float32 lo
   CHECK_THROWS_AS(parse_precision("fp16"), InputError);
 }
 
-TEST_CASE("SAGE and GCN apply their linear map on the cheaper side of the sum, with the same result", "[trainer][layers]") {
+TEST_CASE("SAGE and GCN apply their linear map on the cheaper side of the sum, with the same result; so do their split forms", "[trainer][layers]") {
   // A sampled-looking block: 6 dst nodes with 3 in-edges each from 24 src nodes.
   Block wide;
   wide.num_src = 24;
@@ -307,12 +307,60 @@ TEST_CASE("SAGE and GCN apply their linear map on the cheaper side of the sum, w
       const torch::Tensor mean = A.matmul(h) / A.sum(1, true).clamp_min(1);
       const torch::Tensor sage_ref = sage->fc_self(h.slice(0, 0, bt->num_dst)) + mean.matmul(sage->fc_neigh->weight.t());
       CHECK(torch::allclose(sage(*bt, h), sage_ref, 1e-4, 1e-5));
+      // The same layer as weight-free sums then maps, and as maps on all rows then sums.
+      CHECK(torch::allclose(sage->apply(sage->aggregate(*bt, h)), sage_ref, 1e-4, 1e-5));
+      CHECK(torch::allclose(sage(*bt, sage->project(h), /*projected=*/true), sage_ref, 1e-4, 1e-5));
       GraphConv gcn(GraphConvOptions(64, out));
       torch::Tensor Al = A.clone();
       Al.slice(1, 0, bt->num_dst).add_(torch::eye(bt->num_dst));  // self-loops from the dst-prefix
       const torch::Tensor norm = Al.sum(1, true).clamp_min(1).rsqrt() * Al * Al.sum(0, true).clamp_min(1).rsqrt();
       const torch::Tensor gcn_ref = norm.matmul(h).matmul(gcn->fc->weight.t()) + gcn->bias;
       CHECK(torch::allclose(gcn(*bt, h), gcn_ref, 1e-4, 1e-5));
+      CHECK(torch::allclose(gcn->apply(gcn->aggregate(*bt, h)), gcn_ref, 1e-4, 1e-5));
+      CHECK(torch::allclose(gcn(*bt, gcn->project(h), /*projected=*/true), gcn_ref, 1e-4, 1e-5));
+      GATConv gat(GATConvOptions(64, out, 2));
+      CHECK(torch::allclose(gat(*bt, gat->fc(h), nullptr, /*projected=*/true), gat(*bt, h), 1e-4, 1e-5));
     }
+  }
+}
+
+TEST_CASE("a model in eval mode gives the same logits from its first layer's kept sums and from tables projected layer by layer", "[trainer][layers]") {
+  Block b0;  // 30 src nodes, the first 12 of them dst, 3 in-edges each; then 12 -> 4
+  b0.num_src = 30;
+  b0.num_dst = 12;
+  b0.indptr.push_back(0);
+  for (std::int64_t v = 0; v < 12; ++v) {
+    for (std::int64_t k = 1; k <= 3; ++k) b0.indices.push_back((v * 5 + k * 7) % 30);
+    b0.indptr.push_back(static_cast<std::int64_t>(b0.indices.size()));
+  }
+  Block b1;
+  b1.num_src = 12;
+  b1.num_dst = 4;
+  b1.indptr = {0, 2, 4, 5, 5};
+  b1.indices = {4, 5, 6, 0, 11};
+  const std::vector<Block> blocks{b0, b1};
+  const auto t = to_tensors(blocks, torch::kCPU);
+  const torch::Tensor x = torch::randn({30, 20});
+  for (ModelKind kind : {ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat}) {
+    INFO(model_name(kind));
+    torch::manual_seed(4);
+    Gnn model(GnnOptions(kind, 20, 8, 3, 2).heads(2));
+    model->eval();
+    torch::NoGradGuard g;
+    const torch::Tensor ref = model->forward(t, x);
+    if (kind != ModelKind::kGat) {
+      CHECK(torch::allclose(model->forward_aggregated(t, model->aggregate_input(t[0], x)), ref, 1e-4, 1e-5));
+    } else {
+      CHECK_THROWS(model->aggregate_input(t[0], x));  // attention depends on the weights
+    }
+    torch::Tensor h = x;
+    for (std::int64_t l = 0; l < 2; ++l) {
+      const torch::Tensor p = model->project_layer(l, h);
+      CHECK(p.size(1) == model->projected_width(l));
+      h = model->forward_layer(l, t[static_cast<std::size_t>(l)], p, /*projected=*/true);
+    }
+    CHECK(torch::allclose(h, ref, 1e-4, 1e-5));
+    model->train();  // with dropout the rows would need it before the map
+    CHECK_THROWS(model->project_layer(0, x));
   }
 }

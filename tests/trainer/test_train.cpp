@@ -334,23 +334,29 @@ TEST_CASE("full-neighbourhood inference equals the serial whole-graph computatio
   std::vector<std::int64_t> mine;
   for (NodeId i = 0; i < fx.shard.graph.num_nodes(); ++i) mine.push_back(fx.old_of_new[first + i]);
   const torch::Tensor mine_t = torch::tensor(mine, torch::kLong);
-  for (ModelKind kind : {ModelKind::kGcn, ModelKind::kSage, ModelKind::kGat}) {
-    torch::manual_seed(5);  // the same weights on every rank
-    Gnn model(GnnOptions(kind, fx.ds.feature_dim, 16, fx.ds.num_classes, 2).heads(2));
-    torch::Tensor want;
-    {
-      torch::NoGradGuard g;
-      model->eval();
-      want = model->forward({wt, wt}, x).index_select(0, mine_t);
-    }
-    INFO(model_name(kind));
-    // Blocks of 300 dst nodes; one block (chunk 0: Cora fits every budget); and blocks cut where
-    // their src rows would pass 1 MiB (about 180 rows of Cora's 1433 features).
-    for (const auto [chunk, src_bytes] : {std::pair<std::int64_t, std::int64_t>{300, kEvalSrcBytes}, {0, kEvalSrcBytes}, {0, std::int64_t{1} << 20}}) {
-      INFO("chunk " << chunk << ", src bytes " << src_bytes);
-      const torch::Tensor got = full_inference(model, fx.shard, fx.world, torch::kCPU, chunk, src_bytes);
-      CHECK(got.sizes() == want.sizes());
-      CHECK(torch::allclose(got, want, 1e-4, 1e-5));
+  // Hidden width 16: every layer narrows its rows, so each projects its table before the sums.
+  // Width 4: the output layer (4 -> 7) widens, so GraphSAGE and GCN sum the 4-wide rows first.
+  for (const std::int64_t hidden : {std::int64_t{16}, std::int64_t{4}}) {
+    for (ModelKind kind : {ModelKind::kGcn, ModelKind::kSage, ModelKind::kGat}) {
+      torch::manual_seed(5);  // the same weights on every rank
+      Gnn model(GnnOptions(kind, fx.ds.feature_dim, hidden, fx.ds.num_classes, 2).heads(2));
+      torch::Tensor want;
+      {
+        torch::NoGradGuard g;
+        model->eval();
+        want = model->forward({wt, wt}, x).index_select(0, mine_t);
+      }
+      INFO(model_name(kind) << ", hidden " << hidden);
+      CHECK(model->projects_table(0, fx.ds.graph.num_edges(), n, n));
+      CHECK(model->projects_table(1, fx.ds.graph.num_edges(), n, n) == (hidden == 16 || kind == ModelKind::kGat));
+      // Blocks of 300 dst nodes; one block (chunk 0: Cora fits every budget); and blocks cut where
+      // their src rows would pass 4 KiB (a few dozen of the rows gathered).
+      for (const auto& [chunk, src_bytes] : {std::pair<std::int64_t, std::int64_t>{300, kEvalSrcBytes}, {0, kEvalSrcBytes}, {0, std::int64_t{4} << 10}}) {
+        INFO("chunk " << chunk << ", src bytes " << src_bytes);
+        const torch::Tensor got = full_inference(model, fx.shard, fx.world, torch::kCPU, chunk, src_bytes);
+        CHECK(got.sizes() == want.sizes());
+        CHECK(torch::allclose(got, want, 1e-4, 1e-5));
+      }
     }
   }
 }
@@ -403,9 +409,11 @@ TEST_CASE("full-neighbourhood validation through the sampler scores as layer-wis
 
 TEST_CASE("validation batches kept after the first validation score as freshly sampled ones", "[trainer][mpi][eval]") {
   PartFixture fx;
-  for (EvalMode mode : {EvalMode::kSampled, EvalMode::kFull}) {
-    INFO(eval_mode_name(mode));
-    TrainConfig c = quick_config(ModelKind::kSage);
+  // GraphSAGE and GCN keep their first layer's sums in place of the features, GAT the features.
+  for (const auto& [mode, kind] : {std::pair{EvalMode::kSampled, ModelKind::kSage}, {EvalMode::kFull, ModelKind::kSage},
+                                   {EvalMode::kSampled, ModelKind::kGcn}, {EvalMode::kSampled, ModelKind::kGat}}) {
+    INFO(eval_mode_name(mode) << ", " << model_name(kind));
+    TrainConfig c = quick_config(kind);
     c.epochs = 3;
     c.lr = 1e-12;  // the weights stay put, so every validation must score alike
     c.eval_mode = mode;
