@@ -160,7 +160,8 @@ Row read_our_run(int p, const ProcessResult& pr, const std::string& metrics) {
   }
   row.epoch_s = 1e300;
   for (const RunEpoch& e : load_run_metrics(metrics).epochs) {
-    row.note = std::to_string(p) + " rank(s) of 1 thread" + (e.blas_core.empty() ? "" : ", OpenBLAS " + e.blas_core + " kernels");
+    row.note = std::to_string(p) + " rank(s) of 1 thread" + (e.gemm.empty() ? "" : ", products on " + e.gemm) +
+               (e.blas_core.empty() ? "" : ", OpenBLAS " + e.blas_core + " kernels");
     // Training time only: the epoch's evaluation (when it had one) is not part of it.
     const double train_s = e.epoch_s - e.eval_s;
     if (train_s < row.epoch_s) {

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "datasets/random.hpp"
+#include "trainer/gemm.hpp"
 
 #include <ATen/autocast_mode.h>
 
@@ -204,7 +205,7 @@ namespace {
 torch::Tensor inverse_in_degree(const BlockTensors& b) { return b.in_degree.clamp_min(1).reciprocal().unsqueeze(1); }  // mean of nothing = 0, as DGL
 }  // namespace
 
-torch::Tensor SAGEConvImpl::project(const torch::Tensor& h) { return torch::cat({fc_neigh(h), fc_self(h)}, /*dim=*/1); }
+torch::Tensor SAGEConvImpl::project(const torch::Tensor& h) { return torch::cat({linear_map(fc_neigh, h), linear_map(fc_self, h)}, /*dim=*/1); }
 
 torch::Tensor SAGEConvImpl::aggregate(const BlockTensors& b, const torch::Tensor& h) {
   return torch::cat({h.slice(0, 0, b.num_dst), aggregate_sum(b, h) * inverse_in_degree(b)}, /*dim=*/1);
@@ -212,16 +213,16 @@ torch::Tensor SAGEConvImpl::aggregate(const BlockTensors& b, const torch::Tensor
 
 torch::Tensor SAGEConvImpl::apply(const torch::Tensor& a) {
   const std::int64_t in = options.in();
-  return fc_self(a.slice(1, 0, in)) + fc_neigh(a.slice(1, in, 2 * in));
+  return linear_map(fc_self, a.slice(1, 0, in)) + linear_map(fc_neigh, a.slice(1, in, 2 * in));
 }
 
 torch::Tensor SAGEConvImpl::forward(const BlockTensors& b, const torch::Tensor& h, bool projected) {
   const std::int64_t out = options.out();
   if (projected) return h.slice(0, 0, b.num_dst).slice(1, out, 2 * out) + aggregate_sum(b, h.slice(1, 0, out)) * inverse_in_degree(b);
   // The mean commutes with the bias-free linear map: apply it on whichever side costs less.
-  torch::Tensor neigh = project_first(b, options.in(), out) ? aggregate_sum(b, fc_neigh(h)) * inverse_in_degree(b)
-                                                            : fc_neigh(aggregate_sum(b, h) * inverse_in_degree(b));
-  return fc_self(h.slice(0, 0, b.num_dst)) + neigh;
+  torch::Tensor neigh = project_first(b, options.in(), out) ? aggregate_sum(b, linear_map(fc_neigh, h)) * inverse_in_degree(b)
+                                                            : linear_map(fc_neigh, aggregate_sum(b, h) * inverse_in_degree(b));
+  return linear_map(fc_self, h.slice(0, 0, b.num_dst)) + neigh;
 }
 
 GraphConvImpl::GraphConvImpl(const GraphConvOptions& o) : options(o) {
@@ -244,7 +245,7 @@ GraphConvImpl::Norms GraphConvImpl::norms(const BlockTensors& b) const {
   return {out_deg.clamp_min(1).rsqrt().unsqueeze(1), (b.in_degree + loop).clamp_min(1).rsqrt().unsqueeze(1)};
 }
 
-torch::Tensor GraphConvImpl::project(const torch::Tensor& h) { return fc(h); }
+torch::Tensor GraphConvImpl::project(const torch::Tensor& h) { return linear_map(fc, h); }
 
 torch::Tensor GraphConvImpl::aggregate(const BlockTensors& b, const torch::Tensor& h) {
   const Norms n = norms(b);
@@ -255,7 +256,7 @@ torch::Tensor GraphConvImpl::aggregate(const BlockTensors& b, const torch::Tenso
 }
 
 torch::Tensor GraphConvImpl::apply(const torch::Tensor& a) {
-  const torch::Tensor out = fc(a);
+  const torch::Tensor out = linear_map(fc, a);
   return bias.defined() ? out + bias : out;
 }
 
@@ -263,7 +264,7 @@ torch::Tensor GraphConvImpl::forward(const BlockTensors& b, const torch::Tensor&
   if (!projected && !project_first(b, options.in(), options.out())) return apply(aggregate(b, h));
   // The row scaling commutes with the bias-free linear map: scale the narrower rows.
   const Norms n = norms(b);
-  const torch::Tensor x = (projected ? h : fc(h)) * n.src;
+  const torch::Tensor x = (projected ? h : linear_map(fc, h)) * n.src;
   torch::Tensor agg = aggregate_sum(b, x);
   if (options.self_loop()) agg = agg + x.slice(0, 0, b.num_dst);
   agg = agg * n.dst;
@@ -284,7 +285,7 @@ GATConvImpl::GATConvImpl(const GATConvOptions& o) : options(o) {
 
 torch::Tensor GATConvImpl::forward(const BlockTensors& b, const torch::Tensor& h, torch::Tensor* attention, bool projected) {
   const std::int64_t H = options.heads(), D = options.out();
-  const torch::Tensor z = (projected ? h : fc(h)).view({b.num_src, H, D});
+  const torch::Tensor z = (projected ? h : linear_map(fc, h)).view({b.num_src, H, D});
   const torch::Tensor el = (z * attn_l).sum(-1);                      // [num_src, H]
   const torch::Tensor er = (z.slice(0, 0, b.num_dst) * attn_r).sum(-1);  // [num_dst, H]
   torch::Tensor src = b.src, dst = b.dst;
@@ -381,7 +382,7 @@ torch::Tensor GnnImpl::project_layer(std::int64_t l, const torch::Tensor& h) {
     switch (options.kind()) {
       case ModelKind::kSage: p = sage_[i]->project(h); break;
       case ModelKind::kGcn: p = gcn_[i]->project(h); break;
-      case ModelKind::kGat: p = gat_[i]->fc(h); break;
+      case ModelKind::kGat: p = linear_map(gat_[i]->fc, h); break;
     }
   }
   return p.scalar_type() == torch::kFloat ? p : p.to(torch::kFloat);

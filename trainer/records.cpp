@@ -48,6 +48,7 @@ void tag_invoke(json::value_from_tag, json::value& v, const EpochRecord& r) {
                  {"bytes_received", r.bytes_received}};
   o["train_s"] = r.train_s;
   if (!r.blas_core.empty()) o["blas_core"] = r.blas_core;
+  if (!r.gemm.empty()) o["gemm"] = r.gemm;
   if (!r.ranks.empty()) {
     o["ranks"] = json::value_from(r.ranks);
     o["imbalance"] = r.imbalance;
@@ -219,6 +220,10 @@ EpochRecord tag_invoke(json::value_to_tag<EpochRecord>, const json::value& v) {
   if (const json::value* core = o.if_contains("blas_core")) {
     if (!core->is_string()) fail("key 'blas_core': expected a string, found " + found(*core));
     e.blas_core = std::string(core->get_string());
+  }
+  if (const json::value* gemm = o.if_contains("gemm")) {
+    if (!gemm->is_string()) fail("key 'gemm': expected a string, found " + found(*gemm));
+    e.gemm = std::string(gemm->get_string());
   }
   // Only evaluated epochs have accuracies (null counts as absent).
   const json::value* val = o.if_contains("val_acc");

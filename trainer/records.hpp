@@ -55,6 +55,7 @@ struct EpochRecord {
   std::vector<std::int64_t> plan_load;  // seeds each rank was assigned
   std::int64_t moved = 0;   // seeds trained by a rank other than their owner
   std::string blas_core;    // the BLAS kernels the ranks computed with (OpenBLAS's core name; "" = unknown)
+  std::string gemm;         // what ran the layers' float32 CPU products ("oneDNN sgemm", "torch"; "" = unknown)
 };
 
 // The JSON forms. Reading checks what it reads and throws InputError (without a file: the reader

@@ -24,6 +24,7 @@
 #include "trainer/checkpoint.hpp"
 #include "trainer/data_parallel.hpp"
 #include "trainer/evaluate.hpp"
+#include "trainer/gemm.hpp"
 #include "trainer/models.hpp"
 #include "trainer/op_profile.hpp"
 
@@ -542,6 +543,7 @@ TrainResult Trainer::fit() {
     r.plan_load = std::move(plan.load);
     r.moved = plan.moved;
     r.blas_core = blas_core();
+    r.gemm = s.device.is_cpu() && c.precision == Precision::kFloat32 ? cpu_gemm_backend() : "torch";
     const Counters before = counters(s);
     const EpochSums sums = train_epoch(s, epoch, progress, recorder && epoch == result.start_epoch ? &*recorder : nullptr);
     profiled_steps += sums.profiled_steps;

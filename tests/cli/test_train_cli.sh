@@ -25,6 +25,9 @@ OPENBLAS_CORETYPE=Prescott timeout 120 "$SHARDGNN" train "$work/cora" "${quick[@
   fail "Prescott run failed: $(cat "$work/out.txt")"
 head -1 "$work/out.txt" | grep -q ", BLAS Prescott kernels" || fail "the user's kernels are not named: $(head -1 "$work/out.txt")"
 grep -q '"blas_core":"Prescott"' "$work/blas.jsonl" || fail "metrics lack the kernels: $(cat "$work/blas.jsonl")"
+# ... and what ran the layers' products, which Debian's libtorch hands to oneDNN whatever OpenBLAS runs.
+head -1 "$work/out.txt" | grep -q "cpu fp32, products on oneDNN sgemm, " || fail "the products' library is not named: $(head -1 "$work/out.txt")"
+grep -q '"gemm":"oneDNN sgemm"' "$work/blas.jsonl" || fail "metrics lack the products' library: $(cat "$work/blas.jsonl")"
 env -u OPENBLAS_CORETYPE timeout 120 "$SHARDGNN" train "$work/cora" "${quick[@]}" --epochs 1 > "$work/out.txt" 2>&1 || fail "run without OPENBLAS_CORETYPE failed: $(cat "$work/out.txt")"
 core=$(head -1 "$work/out.txt" | sed -n 's/.*, BLAS \([A-Za-z0-9_]*\) kernels.*/\1/p')
 flags=" $(grep -m1 '^flags' /proc/cpuinfo) "

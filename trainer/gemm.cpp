@@ -1,0 +1,81 @@
+#include "trainer/gemm.hpp"
+
+#include <ATen/autocast_mode.h>
+#include <ATen/record_function.h>
+#include <torch/autograd.h>
+
+#include <cstdint>
+
+// oneDNN's row-major C = alpha op(A) op(B) + beta C (dnnl.h; its dev headers are not a dependency).
+// Weak: null when no loaded library exports it.
+extern "C" int dnnl_sgemm(char transa, char transb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A, std::int64_t lda,
+                          const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) __attribute__((weak));
+
+namespace shardgnn {
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// Row-major rows of contiguous columns (a column slice qualifies: its row stride is the lda).
+torch::Tensor rows_of(const torch::Tensor& t) { return t.stride(1) == 1 && t.stride(0) >= t.size(1) ? t : t.contiguous(); }
+
+// c = op(a) op(b), a and b as rows_of gives them.
+void sgemm(bool ta, bool tb, const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c) {
+  const std::int64_t M = c.size(0), N = c.size(1), K = ta ? a.size(0) : a.size(1);
+  // Named for `train --profile-ops`, with the shapes that give its FLOPs.
+  RECORD_FUNCTION(kSgemmOpName, std::vector<c10::IValue>({a, b, c}));
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    c.zero_();
+    return;
+  }
+  const int status = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, a.data_ptr<float>(), std::max<std::int64_t>(1, a.stride(0)), b.data_ptr<float>(),
+                                std::max<std::int64_t>(1, b.stride(0)), 0.0f, c.data_ptr<float>(), std::max<std::int64_t>(1, c.stride(0)));
+  TORCH_CHECK(status == 0, "oneDNN sgemm failed (status ", status, ") on [", M, ", ", K, "] x [", K, ", ", N, "]");
+}
+
+// x W^T (the bias is added outside: custom functions take no undefined tensor).
+struct DnnlLinear : torch::autograd::Function<DnnlLinear> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& w_in) {
+    const torch::Tensor x = rows_of(x_in), w = w_in.contiguous();
+    ctx->save_for_backward({x, w});
+    torch::Tensor y = torch::empty({x.size(0), w.size(0)}, x.options());
+    sgemm(false, true, x, w, y);
+    return y;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &x = saved[0], &w = saved[1];
+    const torch::Tensor g = rows_of(grads[0]);
+    torch::Tensor gx, gw;
+    if (ctx->needs_input_grad(0)) {
+      gx = torch::empty({x.size(0), x.size(1)}, g.options());
+      sgemm(false, false, g, w, gx);  // g W
+    }
+    if (ctx->needs_input_grad(1)) {
+      gw = torch::empty({w.size(0), w.size(1)}, g.options());
+      sgemm(true, false, g, x, gw);  // g^T x
+    }
+    return {gx, gw};
+  }
+};
+
+bool on_dnnl(const torch::Tensor& x, const torch::Tensor& w) {
+  return dnnl_sgemm != nullptr && x.dim() == 2 && x.is_cpu() && x.scalar_type() == torch::kFloat && w.scalar_type() == torch::kFloat &&
+         !at::autocast::is_cpu_enabled();
+}
+
+}  // namespace
+
+std::string cpu_gemm_backend() { return dnnl_sgemm != nullptr ? "oneDNN sgemm" : "torch"; }
+
+torch::Tensor linear_map(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+  if (!on_dnnl(x, w)) return torch::nn::functional::linear(x, w, b);
+  torch::Tensor y = DnnlLinear::apply(x, w);
+  return b.defined() ? y.add_(b) : y;
+}
+
+}  // namespace shardgnn
