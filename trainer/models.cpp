@@ -22,34 +22,48 @@ torch::Tensor view_int64(const std::vector<std::int64_t>& v, const torch::Device
   return t.to(device);
 }
 
-// Fills m[0..n) with `keep` or 0: element i is kept when a 32-bit hash of (key, i) is at least
-// `threshold`. A counter-based hash (after lowbias32, by Chris Wellons, with the key's high half
-// mixed in after the first multiply) of 32-bit lanes and no branch,
-// so the loop vectorises: compiled for AVX-512, AVX2 and baseline x86-64, picked at load time.
-// One 64-bit hash per element and a branch each (mispredicted half the time) was a large part of
-// a GraphSAGE step.
+// One chunk of dropout_mask: lane i of `len` under the 32-bit key halves (k, k2).
+template <bool kApply>
+inline void dropout_lanes(float* out, const float* in, std::uint32_t len, std::uint32_t k, std::uint32_t k2, std::uint32_t threshold, float keep) {
+  for (std::uint32_t i = 0; i < len; ++i) {
+    std::uint32_t h = i ^ k;
+    h ^= h >> 16;
+    h *= 0x7feb352dU;
+    h ^= k2;  // all 64 key bits: masks of two calls are not re-indexings of one another
+    h ^= h >> 15;
+    h *= 0x846ca68bU;
+    h ^= h >> 16;
+    const float m = keep * static_cast<float>(h >= threshold);
+    if constexpr (kApply) {
+      out[i] = m * in[i];
+    } else {
+      out[i] = m;
+    }
+  }
+}
+
+// Sets out[i] = keep * in[i] (in = null: keep) when a 32-bit hash of (key, i) is at least
+// `threshold`, else 0: the mask itself, or, for an input that needs no gradient, the input with
+// the mask applied in the same pass (no mask written and read again). A counter-based hash (after
+// lowbias32, by Chris Wellons, with the key's high half mixed in after the first multiply) of
+// 32-bit lanes and no branch, so the loop vectorises: compiled for AVX-512, AVX2 and baseline
+// x86-64, picked at load time. One 64-bit hash per element and a branch each (mispredicted half
+// the time) was a large part of a GraphSAGE step.
 #if defined(__x86_64__) && defined(__GLIBC__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 #endif
-void dropout_mask(float* m, std::uint64_t n, std::uint64_t key, std::uint32_t threshold, float keep) {
+void dropout_mask(float* out, const float* in, std::uint64_t n, std::uint64_t key, std::uint32_t threshold, float keep) {
   constexpr std::uint64_t kChunk = 1ULL << 30;  // a fresh 32-bit key per chunk: lanes never repeat
   for (std::uint64_t base = 0; base < n; base += kChunk) {
     const std::uint64_t chunk_key = derive_seed(key, base / kChunk);
     const auto k = static_cast<std::uint32_t>(chunk_key), k2 = static_cast<std::uint32_t>(chunk_key >> 32);
     const auto len = static_cast<std::uint32_t>(std::min(n - base, kChunk));
-    float* out = m + base;
-    for (std::uint32_t i = 0; i < len; ++i) {
-      std::uint32_t x = i ^ k;
-      x ^= x >> 16;
-      x *= 0x7feb352dU;
-      x ^= k2;  // all 64 key bits: masks of two calls are not re-indexings of one another
-      x ^= x >> 15;
-      x *= 0x846ca68bU;
-      x ^= x >> 16;
-      out[i] = keep * static_cast<float>(x >= threshold);
-    }
+    if (in != nullptr)
+      dropout_lanes<true>(out + base, in + base, len, k, k2, threshold, keep);
+    else
+      dropout_lanes<false>(out + base, nullptr, len, k, k2, threshold, keep);
   }
 }
 
@@ -326,14 +340,16 @@ torch::Tensor GnnImpl::dropout(const torch::Tensor& h) {
   if (!is_training() || p <= 0) return h;
   if (p >= 1) return torch::zeros_like(h);
   if (!h.device().is_cpu() || h.scalar_type() != torch::kFloat || !h.is_contiguous()) return dropout_(h);
-  torch::Tensor mask = torch::empty_like(h);
-  float* m = mask.data_ptr<float>();
   const auto n = static_cast<std::uint64_t>(h.numel());
   const auto keep = static_cast<float>(1.0 / (1.0 - p));
   // P(drop) = p, to 2^-32.
   const auto threshold = static_cast<std::uint32_t>(std::min(p * 4294967296.0, 4294967295.0));
-  dropout_mask(m, n, derive_seed(dropout_seed_, ++dropout_calls_), threshold, keep);
-  return h * mask;
+  const std::uint64_t key = derive_seed(dropout_seed_, ++dropout_calls_);
+  // Without a gradient to carry (the input features) no mask is kept: the rows are dropped in one pass.
+  const bool fused = !(torch::GradMode::is_enabled() && h.requires_grad());
+  torch::Tensor out = torch::empty_like(h);
+  dropout_mask(out.data_ptr<float>(), fused ? h.data_ptr<float>() : nullptr, n, key, threshold, keep);
+  return fused ? out : h * out;
 }
 
 torch::Tensor GnnImpl::finish_layer(std::int64_t l, torch::Tensor h) const {

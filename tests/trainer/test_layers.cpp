@@ -229,6 +229,18 @@ TEST_CASE("dropout keeps 1 - p of the inputs scaled by 1 / (1 - p), keyed and re
   CHECK(!a.equal(b));  // a new mask per call
   model->reseed_dropout(7);
   CHECK(model->dropout(x).equal(a));  // the same stream after reseeding
+  // An input without a gradient (the features) gets the mask applied in the same pass; one with a
+  // gradient keeps the mask for backward. The same values either way, and the mask as gradient.
+  const torch::Tensor y = torch::randn({100, 64});
+  model->reseed_dropout(9);
+  const torch::Tensor fused = model->dropout(y);
+  model->reseed_dropout(9);
+  const torch::Tensor yg = y.clone().requires_grad_(true);
+  const torch::Tensor masked = model->dropout(yg);
+  REQUIRE(masked.requires_grad());
+  CHECK(torch::equal(fused, masked.detach()));
+  masked.sum().backward();
+  CHECK(torch::equal(yg.grad() * y, fused));
   model->eval();
   CHECK(model->dropout(x).equal(x));
 }
