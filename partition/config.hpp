@@ -8,7 +8,7 @@
 
 namespace shardgnn {
 
-enum class PartitionMethod { kMetis, kRandom, kLdg, kFennel };
+enum class PartitionMethod { kMetis, kMetisMl, kRandom, kLdg, kFennel };
 
 // What each shard should get its fair share of. Each key becomes one balance constraint (a METIS
 // vertex-weight component; a capacity for the streaming methods).
@@ -41,6 +41,8 @@ struct PartitionConfig {
   // Streaming methods (LDG, Fennel): nodes arrive in id order, or in a seeded random order.
   bool stream_shuffle = false;
   double fennel_gamma = 1.5;   // Fennel's exponent (Tsourakakis et al. 2014)
+  // metis-ml: coarsen until the graph has at most this many nodes (0: 4096 per part), then METIS.
+  std::int64_t coarse_nodes = 0;
   // The cost model (partition/cost.hpp), used by --balance cost and by the expected-cost metrics:
   // the sampler's fanouts by hop from the seeds outward (-1 = all neighbours), and the cost of one
   // remote feature row relative to one sampled edge (2: a remote row is a network transfer on top
@@ -50,7 +52,7 @@ struct PartitionConfig {
 };
 
 std::string method_name(PartitionMethod m);
-PartitionMethod parse_method(const std::string& name);           // metis, random, ldg, fennel
+PartitionMethod parse_method(const std::string& name);           // metis, metis-ml, random, ldg, fennel
 std::vector<BalanceKey> parse_balance(const std::string& list);  // "nodes,train,val,test,edges,labels,cost"
 std::string balance_name(BalanceKey k);
 PartitionObjective parse_objective(const std::string& name);     // cut, vol

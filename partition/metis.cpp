@@ -3,19 +3,22 @@
 // weights (multi-constraint balance), edge weights, the cut or volume objective and a seed.
 // Debian's METIS uses 32-bit idx_t: graphs beyond that range get a clear error naming the
 // methods that have no such limit. Every METIS return code becomes an exception.
-#include <metis.h>
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <new>
+#include <optional>
 
 #include "datasets/builder.hpp"
 #include "datasets/error.hpp"
+#include "datasets/memory_limit.hpp"
 #include "partition/cost.hpp"
 #include "partition/methods.hpp"
+#include "partition/metis_kway.hpp"
 
 namespace shardgnn {
 
@@ -24,6 +27,9 @@ namespace {
 static_assert(sizeof(idx_t) * 8 == IDXTYPEWIDTH, "METIS idx_t width mismatch");
 
 std::atomic<double> g_metis_cpu_s{0};
+
+// What METIS's k-way takes per adjacency entry, measured on R-MAT graphs (peak memory over entries).
+constexpr double kMetisBytesPerEntry = 80;
 
 void check_fits(std::int64_t value, const std::string& what, const Dataset& ds) {
   if (value > static_cast<std::int64_t>(std::numeric_limits<idx_t>::max()))
@@ -56,19 +62,10 @@ MetisGraph to_metis(const Dataset& ds, const std::vector<std::int64_t>& weights)
   MetisGraph mg;
   const CsrGraph* g = &ds.graph;
   const std::vector<std::int64_t>* w = &weights;
-  BuiltGraph cleaned;
-  if (!is_metis_ready(ds)) {
-    // METIS needs a simple undirected graph: symmetrise and drop self-loops and duplicates here,
-    // for the partitioner only; the shards keep the dataset's edges as they are.
-    EdgeList el;
-    el.num_nodes = ds.num_nodes();
-    el.src.reserve(static_cast<std::size_t>(g->num_edges()));
-    for (NodeId u = 0; u < g->num_nodes(); ++u) el.src.insert(el.src.end(), static_cast<std::size_t>(g->degree(u)), u);
-    el.dst.assign(g->indices().begin(), g->indices().end());
-    el.weight = weights;
-    cleaned = build_csr(std::move(el), {true, true, true});
-    g = &cleaned.graph;
-    w = &cleaned.weights;
+  std::optional<BuiltGraph> cleaned = simple_copy_if_needed(ds, weights);
+  if (cleaned) {
+    g = &cleaned->graph;
+    w = &cleaned->weights;
   }
   check_fits(g->num_edges(), "its number of adjacency entries", ds);
   mg.xadj.assign(g->indptr().begin(), g->indptr().end());
@@ -139,6 +136,46 @@ double worst_imbalance(const Dataset& ds, const PartitionConfig& cfg, const std:
 
 double metis_call_cpu_seconds() noexcept { return g_metis_cpu_s.load(); }
 
+std::optional<BuiltGraph> simple_copy_if_needed(const Dataset& ds, const std::vector<std::int64_t>& weights) {
+  if (is_metis_ready(ds)) return std::nullopt;
+  // METIS needs a simple undirected graph: symmetrise and drop self-loops and duplicates here,
+  // for the partitioner only; the shards keep the dataset's edges as they are.
+  const CsrGraph& g = ds.graph;
+  EdgeList el;
+  el.num_nodes = ds.num_nodes();
+  el.src.reserve(static_cast<std::size_t>(g.num_edges()));
+  for (NodeId u = 0; u < g.num_nodes(); ++u) el.src.insert(el.src.end(), static_cast<std::size_t>(g.degree(u)), u);
+  el.dst.assign(g.indices().begin(), g.indices().end());
+  el.weight = weights;
+  return build_csr(std::move(el), {true, true, true});
+}
+
+std::vector<idx_t> metis_kway(std::vector<idx_t>& xadj, std::vector<idx_t>& adjncy, std::vector<idx_t>& adjwgt, const std::vector<std::int64_t>& node_weights,
+                              int ncon, const PartitionConfig& cfg, const std::string& name) {
+  idx_t options[METIS_NOPTIONS];
+  METIS_SetDefaultOptions(options);
+  options[METIS_OPTION_OBJTYPE] = cfg.objective == PartitionObjective::kVolume ? METIS_OBJTYPE_VOL : METIS_OBJTYPE_CUT;
+  options[METIS_OPTION_SEED] = static_cast<idx_t>(cfg.seed % static_cast<std::uint64_t>(std::numeric_limits<idx_t>::max()));
+  options[METIS_OPTION_UFACTOR] = static_cast<idx_t>(std::lround(cfg.imbalance * 1000.0));
+  options[METIS_OPTION_NUMBERING] = 0;
+  const auto n = static_cast<std::int64_t>(xadj.size()) - 1;
+  std::vector<idx_t> vwgt;
+  if (!node_weights.empty()) vwgt = to_metis_vertex_weights(node_weights, ncon, n);
+  std::vector<idx_t> part(static_cast<std::size_t>(n));
+  idx_t nvtxs = static_cast<idx_t>(n), ncon_i = static_cast<idx_t>(node_weights.empty() ? 1 : ncon), nparts = cfg.parts, objval = 0;
+  const double cpu0 = process_cpu_seconds();
+  const int rc = METIS_PartGraphKway(&nvtxs, &ncon_i, xadj.data(), adjncy.data(), vwgt.empty() ? nullptr : vwgt.data(), /*vsize=*/nullptr,
+                                     adjwgt.empty() ? nullptr : adjwgt.data(), &nparts, /*tpwgts=*/nullptr, /*ubvec=*/nullptr, options, &objval, part.data());
+  g_metis_cpu_s.fetch_add(process_cpu_seconds() - cpu0);
+  switch (rc) {
+    case METIS_OK: break;
+    case METIS_ERROR_INPUT: throw InputError("dataset '" + name + "': METIS rejected the input (METIS_ERROR_INPUT)");
+    case METIS_ERROR_MEMORY: throw std::runtime_error("METIS ran out of memory (METIS_ERROR_MEMORY) partitioning '" + name + "'");
+    default: throw std::runtime_error("METIS failed (return code " + std::to_string(rc) + ") partitioning '" + name + "'");
+  }
+  return part;
+}
+
 double process_cpu_seconds() noexcept {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -147,7 +184,18 @@ double process_cpu_seconds() noexcept {
 
 std::vector<PartId> MetisPartitioner::run(const Dataset& ds, const PartitionConfig& cfg) const {
   const std::int64_t n = ds.num_nodes();
-  check_fits(n, "its number of nodes", ds);
+  // A graph beyond METIS's index range or the memory METIS would take goes the multilevel way.
+  const std::int64_t entries = ds.graph.num_edges(), idx_max = std::numeric_limits<idx_t>::max();
+  const double need = kMetisBytesPerEntry * static_cast<double>(entries), have = static_cast<double>(usable_memory_bytes());
+  if (n > idx_max || entries > idx_max || need > have) {
+    std::fprintf(stderr, "metis: %s; partitioning it the multilevel way (--method metis-ml)\n",
+                 n > idx_max || entries > idx_max
+                     ? ("the graph (" + std::to_string(n) + " nodes, " + std::to_string(entries) + " adjacency entries) exceeds this METIS build's " +
+                        std::to_string(IDXTYPEWIDTH) + "-bit index range").c_str()
+                     : ("METIS would need about " + std::to_string(static_cast<std::int64_t>(need / 1e9)) + " GB for " + std::to_string(entries) +
+                        " adjacency entries, more than the " + std::to_string(static_cast<std::int64_t>(have / 1e9)) + " GB usable here").c_str());
+    return MetisMlPartitioner().partition(ds, cfg);
+  }
 
   // --balance cost: the subtree-only cost first (no assignment yet), computed before the mapped
   // graph's pages are released below.
@@ -165,37 +213,13 @@ std::vector<PartId> MetisPartitioner::run(const Dataset& ds, const PartitionConf
   ds.graph.indices().release_pages();
   ds.graph.indptr().release_pages();
 
-  idx_t options[METIS_NOPTIONS];
-  METIS_SetDefaultOptions(options);
-  options[METIS_OPTION_OBJTYPE] = cfg.objective == PartitionObjective::kVolume ? METIS_OBJTYPE_VOL : METIS_OBJTYPE_CUT;
-  options[METIS_OPTION_SEED] = static_cast<idx_t>(cfg.seed % static_cast<std::uint64_t>(std::numeric_limits<idx_t>::max()));
-  options[METIS_OPTION_UFACTOR] = static_cast<idx_t>(std::lround(cfg.imbalance * 1000.0));
-  options[METIS_OPTION_NUMBERING] = 0;
-
   std::vector<idx_t> part(static_cast<std::size_t>(n));
   auto kway = [&](const std::vector<std::int64_t>& cost_column) {
     // Plain node balance is METIS's default (no vertex weights): pass none, as gpmetis does.
     int ncon = 1;
-    std::vector<idx_t> vwgt;
-    if (!(cfg.balance.size() == 1 && cfg.balance[0] == BalanceKey::kNodes)) {
-      const std::vector<std::int64_t> w = balance_weights(ds, cfg.balance, &ncon, cost_column);  // sets ncon
-      vwgt = to_metis_vertex_weights(w, ncon, n);
-    }
-    // METIS takes a non-const options array: each pass gets its own copy of the same options.
-    idx_t opts[METIS_NOPTIONS];
-    std::copy(options, options + METIS_NOPTIONS, opts);
-    idx_t nvtxs = static_cast<idx_t>(n), ncon_i = static_cast<idx_t>(ncon), nparts = cfg.parts, objval = 0;
-    const double cpu0 = process_cpu_seconds();
-    const int rc = METIS_PartGraphKway(&nvtxs, &ncon_i, mg.xadj.data(), mg.adjncy.data(), vwgt.empty() ? nullptr : vwgt.data(),
-                                       /*vsize=*/nullptr, mg.adjwgt.empty() ? nullptr : mg.adjwgt.data(), &nparts,
-                                       /*tpwgts=*/nullptr, /*ubvec=*/nullptr, opts, &objval, part.data());
-    g_metis_cpu_s.fetch_add(process_cpu_seconds() - cpu0);
-    switch (rc) {
-      case METIS_OK: break;
-      case METIS_ERROR_INPUT: throw InputError("dataset '" + ds.name + "': METIS rejected the input (METIS_ERROR_INPUT)");
-      case METIS_ERROR_MEMORY: throw std::runtime_error("METIS ran out of memory (METIS_ERROR_MEMORY) partitioning '" + ds.name + "'");
-      default: throw std::runtime_error("METIS failed (return code " + std::to_string(rc) + ") partitioning '" + ds.name + "'");
-    }
+    std::vector<std::int64_t> w;
+    if (!(cfg.balance.size() == 1 && cfg.balance[0] == BalanceKey::kNodes)) w = balance_weights(ds, cfg.balance, &ncon, cost_column);  // sets ncon
+    part = metis_kway(mg.xadj, mg.adjncy, mg.adjwgt, w, ncon, cfg, ds.name);
   };
   kway(cost);
   if (!by_cost || cfg.cost_remote_weight == 0) return std::vector<PartId>(part.begin(), part.end());

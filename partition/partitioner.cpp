@@ -13,7 +13,7 @@ namespace shardgnn {
 
 namespace {
 constexpr EnumName<PartitionMethod> kMethods[] = {
-    {PartitionMethod::kMetis, "metis"}, {PartitionMethod::kRandom, "random"}, {PartitionMethod::kLdg, "ldg"}, {PartitionMethod::kFennel, "fennel"}};
+    {PartitionMethod::kMetis, "metis"}, {PartitionMethod::kMetisMl, "metis-ml"}, {PartitionMethod::kRandom, "random"}, {PartitionMethod::kLdg, "ldg"}, {PartitionMethod::kFennel, "fennel"}};
 constexpr EnumName<BalanceKey> kBalanceKeys[] = {{BalanceKey::kNodes, "nodes"}, {BalanceKey::kTrain, "train"}, {BalanceKey::kVal, "val"},
                                                  {BalanceKey::kTest, "test"},   {BalanceKey::kEdges, "edges"}, {BalanceKey::kLabels, "labels"},
                                                  {BalanceKey::kCost, "cost"}};
@@ -83,8 +83,8 @@ std::vector<PartId> Partitioner::partition(const Dataset& ds, const PartitionCon
   if (cfg.method == PartitionMethod::kFennel && (!(cfg.fennel_gamma >= 1.0) || !std::isfinite(cfg.fennel_gamma)))
     throw InputError("--fennel-gamma must be a finite number >= 1, got " + std::to_string(cfg.fennel_gamma));
   // The streaming methods count neighbours; they have no notion of edge weights.
-  if (cfg.edge_weights != EdgeWeighting::kNone && cfg.method != PartitionMethod::kMetis)
-    throw InputError("--edge-weights " + edge_weighting_name(cfg.edge_weights) + " works with --method metis only, not " +
+  if (cfg.edge_weights != EdgeWeighting::kNone && cfg.method != PartitionMethod::kMetis && cfg.method != PartitionMethod::kMetisMl)
+    throw InputError("--edge-weights " + edge_weighting_name(cfg.edge_weights) + " works with --method metis or metis-ml only, not " +
                      method_name(cfg.method));
   if (cfg.edge_weights == EdgeWeighting::kEntropy && ds.feature_dim == 0)
     throw InputError("--edge-weights entropy: dataset '" + ds.name + "' has no features to compare");
@@ -100,6 +100,7 @@ std::vector<PartId> Partitioner::partition(const Dataset& ds, const PartitionCon
 std::unique_ptr<Partitioner> make_partitioner(PartitionMethod m) {
   switch (m) {
     case PartitionMethod::kMetis: return std::make_unique<MetisPartitioner>();
+    case PartitionMethod::kMetisMl: return std::make_unique<MetisMlPartitioner>();
     case PartitionMethod::kRandom: return std::make_unique<RandomPartitioner>();
     case PartitionMethod::kLdg: return std::make_unique<LdgPartitioner>();
     case PartitionMethod::kFennel: return std::make_unique<FennelPartitioner>();

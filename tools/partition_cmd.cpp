@@ -35,7 +35,7 @@ std::string balance_text(const std::vector<BalanceKey>& keys) {
 void add_partition_options(po::options_description& o, PartitionConfig& c) {
   o.add_options()
       ("parts,k", bound(c.parts), "number of parts K (one per MPI rank)")
-      ("method,m", bound(c.method, parse_method, method_name), "metis, random, ldg or fennel")
+      ("method,m", bound(c.method, parse_method, method_name), "metis, metis-ml (multilevel: label-propagation coarsening, METIS on the coarsest graph), random, ldg or fennel")
       ("balance", bound(c.balance, parse_balance, balance_text),
        "what every part gets its share of, comma-separated: nodes, train, val, test, edges, labels (one constraint per class), "
        "cost (expected sampling cost of the training nodes, see --fanouts)")
@@ -45,6 +45,7 @@ void add_partition_options(po::options_description& o, PartitionConfig& c) {
        "none, or entropy (feature similarity and degree, Deshmukh et al. 2023)")
       ("imbalance", bound(c.imbalance), "allowed imbalance per constraint (0.03: max part <= 1.03 x mean)")
       ("seed", bound(c.seed), "random seed")
+      ("coarse-nodes", bound(c.coarse_nodes), "metis-ml: coarsen until at most N nodes, then METIS (0: 4096 per part)")
       ("stream-order", bound(c.stream_shuffle, kStreamOrders, "--stream-order"),
        "LDG/Fennel node order: natural or random")
       ("fanouts", bound(c.cost_fanouts, parse_fanouts, fanouts_text), "cost model: the sampler's fanouts by hop from the seeds outward (-1 = all neighbours)")
@@ -58,6 +59,7 @@ void check_partition_config(const PartitionConfig& c) {
     throw UsageError(e.what());
   }
   if (c.parts < 1) throw UsageError("--parts must be at least 1, got " + std::to_string(c.parts));
+  if (c.coarse_nodes < 0) throw UsageError("--coarse-nodes must be 0 (the default) or positive, got " + std::to_string(c.coarse_nodes));
 }
 
 namespace {

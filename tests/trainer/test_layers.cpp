@@ -39,6 +39,20 @@ torch::Tensor rows(std::initializer_list<std::initializer_list<float>> values) {
   return torch::tensor(flat).view({static_cast<std::int64_t>(values.size()), cols});
 }
 
+// num_dst dst nodes among num_src src nodes, each with in-edges from src (v * a + k * b) % num_src
+// for k = 1..degree.
+Block spread_block(std::int64_t num_src, std::int64_t num_dst, std::int64_t degree, std::int64_t a, std::int64_t b) {
+  Block blk;
+  blk.num_src = num_src;
+  blk.num_dst = num_dst;
+  blk.indptr.push_back(0);
+  for (std::int64_t v = 0; v < num_dst; ++v) {
+    for (std::int64_t k = 1; k <= degree; ++k) blk.indices.push_back((v * a + k * b) % num_src);
+    blk.indptr.push_back(static_cast<std::int64_t>(blk.indices.size()));
+  }
+  return blk;
+}
+
 void set_weight(torch::Tensor w, const torch::Tensor& value) {
   torch::NoGradGuard g;
   w.copy_(value);
@@ -246,15 +260,7 @@ TEST_CASE("dropout keeps 1 - p of the inputs scaled by 1 / (1 - p), keyed and re
 }
 
 TEST_CASE("bf16 precision: the same model within bfloat16's rounding, float32 logits and gradients, products in bfloat16", "[trainer][layers]") {
-  Block b;  // 40 src nodes, the first 20 of them dst, 4 in-edges each
-  b.num_src = 40;
-  b.num_dst = 20;
-  b.indptr.push_back(0);
-  for (std::int64_t v = 0; v < 20; ++v) {
-    for (std::int64_t k = 1; k <= 4; ++k) b.indices.push_back((v * 7 + k * 5) % 40);
-    b.indptr.push_back(static_cast<std::int64_t>(b.indices.size()));
-  }
-  const std::vector<Block> blocks{b};
+  const std::vector<Block> blocks{spread_block(40, 20, 4, 7, 5)};  // 40 src nodes, the first 20 of them dst
   const auto t = to_tensors(blocks, torch::kCPU);
   for (ModelKind kind : {ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat}) {
     INFO(model_name(kind));
@@ -338,14 +344,7 @@ TEST_CASE("SAGE and GCN apply their linear map on the cheaper side of the sum, w
 }
 
 TEST_CASE("a model in eval mode gives the same logits from its first layer's kept sums and from tables projected layer by layer", "[trainer][layers]") {
-  Block b0;  // 30 src nodes, the first 12 of them dst, 3 in-edges each; then 12 -> 4
-  b0.num_src = 30;
-  b0.num_dst = 12;
-  b0.indptr.push_back(0);
-  for (std::int64_t v = 0; v < 12; ++v) {
-    for (std::int64_t k = 1; k <= 3; ++k) b0.indices.push_back((v * 5 + k * 7) % 30);
-    b0.indptr.push_back(static_cast<std::int64_t>(b0.indices.size()));
-  }
+  const Block b0 = spread_block(30, 12, 3, 5, 7);  // 30 src nodes, the first 12 of them dst; then 12 -> 4
   Block b1;
   b1.num_src = 12;
   b1.num_dst = 4;

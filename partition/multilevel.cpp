@@ -1,0 +1,291 @@
+// Multilevel partitioning for graphs METIS cannot take whole. Size-constrained label propagation
+// (Meyerhenke, Sanders and Schulz, "Parallel graph partitioning for complex networks", IPDPS 2015)
+// clusters the graph, each cluster becomes one node (its members' balance weights summed, parallel
+// edges merged with their weights summed), and so on level by level until the graph is small;
+// METIS's multi-constraint k-way partitions the coarsest graph; the assignment is projected back
+// level by level, each level refined by label propagation that moves a node to the neighbouring
+// part it is most connected to when that part has room. Memory: the dataset's graph is only read
+// (it may be a file mapping); each level keeps a few n-long arrays and its coarse graph, which
+// label propagation shrinks several-fold per level on the graphs tried.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "datasets/error.hpp"
+#include "datasets/random.hpp"
+#include "partition/cost.hpp"
+#include "partition/methods.hpp"
+#include "partition/metis_kway.hpp"
+
+namespace shardgnn {
+
+namespace {
+
+// Coarsening stops at this many nodes per part (METIS then coarsens further its own way), or when
+// a level no longer shrinks the graph by a tenth.
+constexpr std::int64_t kCoarseNodesPerPart = 4096;
+constexpr int kMaxLevels = 24;
+// A cluster may weigh at most 1/kClusterShare of a part's allowed weight in every constraint, so
+// that the coarsest graph keeps enough nodes for METIS to balance.
+constexpr double kClusterShare = 16;
+constexpr int kCoarsenPasses = 3, kRefinePasses = 3;
+
+// A graph read by the passes: CSR, per-edge weights (empty: all 1) and ncon weights per node.
+struct GraphView {
+  std::span<const std::int64_t> indptr, indices, edge_w, node_w;
+  int ncon = 1;
+  std::int64_t n() const { return static_cast<std::int64_t>(indptr.size()) - 1; }
+  std::int64_t weight(std::int64_t e) const { return edge_w.empty() ? 1 : edge_w[static_cast<std::size_t>(e)]; }
+};
+
+// A coarse level: its own arrays, and the map from the level above's nodes to its nodes.
+struct Level {
+  std::vector<std::int64_t> indptr, indices, edge_w, node_w, map;
+  GraphView view(int ncon) const { return {indptr, indices, edge_w, node_w, ncon}; }
+};
+
+bool fits(std::span<const std::int64_t> load, std::span<const std::int64_t> add, std::span<const std::int64_t> limit) {
+  for (std::size_t c = 0; c < limit.size(); ++c)
+    if (add[c] > 0 && load[c] + add[c] > limit[c]) return false;
+  return true;
+}
+
+// The nodes in a seeded random order: label propagation visits them so.
+std::vector<std::int64_t> visit_order(std::int64_t n, std::uint64_t seed) {
+  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  Rng rng(seed);
+  seeded_shuffle(std::span<std::int64_t>(order), rng);
+  return order;
+}
+
+// Size-constrained label propagation: every node starts in its own cluster and joins the
+// neighbouring cluster it is most strongly connected to, while that cluster stays within `limit`
+// in every constraint. Returns each node's cluster label (a node id).
+std::vector<std::int64_t> cluster(const GraphView& g, std::span<const std::int64_t> limit, std::uint64_t seed) {
+  const std::int64_t n = g.n();
+  const auto nc = static_cast<std::size_t>(g.ncon);
+  std::vector<std::int64_t> label(static_cast<std::size_t>(n)), weight(g.node_w.begin(), g.node_w.end()), conn(static_cast<std::size_t>(n), 0);
+  std::iota(label.begin(), label.end(), 0);
+  std::vector<std::int64_t> touched;
+  const std::vector<std::int64_t> order = visit_order(n, seed);
+  for (int pass = 0; pass < kCoarsenPasses; ++pass) {
+    std::int64_t moved = 0;
+    for (const std::int64_t v : order) {
+      const auto vs = static_cast<std::size_t>(v);
+      for (std::int64_t e = g.indptr[vs]; e < g.indptr[vs + 1]; ++e) {
+        const std::int64_t u = g.indices[static_cast<std::size_t>(e)];
+        if (u == v) continue;
+        const auto l = static_cast<std::size_t>(label[static_cast<std::size_t>(u)]);
+        if (conn[l] == 0) touched.push_back(static_cast<std::int64_t>(l));
+        conn[l] += g.weight(e);
+      }
+      const std::int64_t cur = label[vs];
+      const std::span<const std::int64_t> wv = g.node_w.subspan(vs * nc, nc);
+      std::int64_t best = cur, best_conn = conn[static_cast<std::size_t>(cur)];
+      for (const std::int64_t l : touched) {
+        const auto ls = static_cast<std::size_t>(l);
+        if (l != cur && conn[ls] > best_conn && fits(std::span<const std::int64_t>(weight).subspan(ls * nc, nc), wv, limit)) {
+          best = l;
+          best_conn = conn[ls];
+        }
+      }
+      for (const std::int64_t l : touched) conn[static_cast<std::size_t>(l)] = 0;
+      touched.clear();
+      if (best == cur) continue;
+      for (std::size_t c = 0; c < nc; ++c) {
+        weight[static_cast<std::size_t>(cur) * nc + c] -= wv[c];
+        weight[static_cast<std::size_t>(best) * nc + c] += wv[c];
+      }
+      label[vs] = best;
+      ++moved;
+    }
+    if (moved * 100 < n) break;  // under 1% moved: converged
+  }
+  return label;
+}
+
+// Each cluster as one node: summed node weights, edges between clusters merged (weights summed),
+// edges inside a cluster dropped. Coarse ids follow the clusters' first members in node order.
+Level contract(const GraphView& g, const std::vector<std::int64_t>& label) {
+  const std::int64_t n = g.n();
+  const auto nc = static_cast<std::size_t>(g.ncon);
+  Level c;
+  c.map.assign(static_cast<std::size_t>(n), -1);
+  std::vector<std::int64_t> id(static_cast<std::size_t>(n), -1);
+  std::int64_t m = 0;
+  for (std::int64_t v = 0; v < n; ++v) {
+    auto& slot = id[static_cast<std::size_t>(label[static_cast<std::size_t>(v)])];
+    if (slot < 0) slot = m++;
+    c.map[static_cast<std::size_t>(v)] = slot;
+  }
+  id = {};
+  // The members of each coarse node, by counting sort.
+  std::vector<std::int64_t> start(static_cast<std::size_t>(m) + 1, 0), members(static_cast<std::size_t>(n));
+  for (const std::int64_t x : c.map) ++start[static_cast<std::size_t>(x) + 1];
+  std::partial_sum(start.begin(), start.end(), start.begin());
+  {
+    std::vector<std::int64_t> next(start.begin(), start.end() - 1);
+    for (std::int64_t v = 0; v < n; ++v) members[static_cast<std::size_t>(next[static_cast<std::size_t>(c.map[static_cast<std::size_t>(v)])]++)] = v;
+  }
+  c.node_w.assign(static_cast<std::size_t>(m) * nc, 0);
+  c.indptr.reserve(static_cast<std::size_t>(m) + 1);
+  c.indptr.push_back(0);
+  std::vector<std::int64_t> acc(static_cast<std::size_t>(m), 0), touched;
+  for (std::int64_t x = 0; x < m; ++x) {
+    for (std::int64_t i = start[static_cast<std::size_t>(x)]; i < start[static_cast<std::size_t>(x) + 1]; ++i) {
+      const auto v = static_cast<std::size_t>(members[static_cast<std::size_t>(i)]);
+      for (std::size_t k = 0; k < nc; ++k) c.node_w[static_cast<std::size_t>(x) * nc + k] += g.node_w[v * nc + k];
+      for (std::int64_t e = g.indptr[v]; e < g.indptr[v + 1]; ++e) {
+        const std::int64_t y = c.map[static_cast<std::size_t>(g.indices[static_cast<std::size_t>(e)])];
+        if (y == x) continue;
+        if (acc[static_cast<std::size_t>(y)] == 0) touched.push_back(y);
+        acc[static_cast<std::size_t>(y)] += g.weight(e);
+      }
+    }
+    for (const std::int64_t y : touched) {
+      c.indices.push_back(y);
+      c.edge_w.push_back(acc[static_cast<std::size_t>(y)]);
+      acc[static_cast<std::size_t>(y)] = 0;
+    }
+    touched.clear();
+    c.indptr.push_back(static_cast<std::int64_t>(c.indices.size()));
+  }
+  return c;
+}
+
+// Label propagation over parts: a node moves to the adjacent part it is most connected to when
+// that beats its own part's connection and the part stays within `limit`; a node of a part over
+// its limit moves to the best adjacent part with room (or, with none adjacent, the lightest part
+// with room) whatever the cut says.
+void refine(const GraphView& g, std::vector<std::int64_t>& part, int k, std::span<const std::int64_t> limit, std::uint64_t seed) {
+  const std::int64_t n = g.n();
+  const auto nc = static_cast<std::size_t>(g.ncon);
+  std::vector<std::int64_t> load(static_cast<std::size_t>(k) * nc, 0), conn(static_cast<std::size_t>(k), 0), touched;
+  for (std::int64_t v = 0; v < n; ++v)
+    for (std::size_t c = 0; c < nc; ++c) load[static_cast<std::size_t>(part[static_cast<std::size_t>(v)]) * nc + c] += g.node_w[static_cast<std::size_t>(v) * nc + c];
+  auto load_of = [&](std::int64_t p) { return std::span<const std::int64_t>(load).subspan(static_cast<std::size_t>(p) * nc, nc); };
+  auto over = [&](std::int64_t p) {
+    for (std::size_t c = 0; c < nc; ++c)
+      if (load[static_cast<std::size_t>(p) * nc + c] > limit[c]) return true;
+    return false;
+  };
+  const std::vector<std::int64_t> order = visit_order(n, seed);
+  for (int pass = 0; pass < kRefinePasses; ++pass) {
+    std::int64_t moved = 0;
+    for (const std::int64_t v : order) {
+      const auto vs = static_cast<std::size_t>(v);
+      const std::int64_t cur = part[vs];
+      for (std::int64_t e = g.indptr[vs]; e < g.indptr[vs + 1]; ++e) {
+        const std::int64_t u = g.indices[static_cast<std::size_t>(e)];
+        if (u == v) continue;
+        const std::int64_t p = part[static_cast<std::size_t>(u)];
+        if (conn[static_cast<std::size_t>(p)] == 0) touched.push_back(p);
+        conn[static_cast<std::size_t>(p)] += g.weight(e);
+      }
+      const std::span<const std::int64_t> wv = g.node_w.subspan(vs * nc, nc);
+      const bool must = over(cur);
+      std::int64_t best = cur, best_conn = must ? std::numeric_limits<std::int64_t>::min() : conn[static_cast<std::size_t>(cur)];
+      for (const std::int64_t p : touched)
+        if (p != cur && conn[static_cast<std::size_t>(p)] > best_conn && fits(load_of(p), wv, limit)) {
+          best = p;
+          best_conn = conn[static_cast<std::size_t>(p)];
+        }
+      for (const std::int64_t p : touched) conn[static_cast<std::size_t>(p)] = 0;
+      touched.clear();
+      if (must && best == cur) {
+        std::int64_t lightest = -1;
+        for (std::int64_t p = 0; p < k; ++p)
+          if (p != cur && fits(load_of(p), wv, limit) && (lightest < 0 || load[static_cast<std::size_t>(p) * nc] < load[static_cast<std::size_t>(lightest) * nc])) lightest = p;
+        if (lightest >= 0) best = lightest;
+      }
+      if (best == cur) continue;
+      for (std::size_t c = 0; c < nc; ++c) {
+        load[static_cast<std::size_t>(cur) * nc + c] -= wv[c];
+        load[static_cast<std::size_t>(best) * nc + c] += wv[c];
+      }
+      part[vs] = best;
+      ++moved;
+    }
+    if (moved == 0) break;
+  }
+}
+
+}  // namespace
+
+std::vector<PartId> MetisMlPartitioner::run(const Dataset& ds, const PartitionConfig& cfg) const {
+  const int k = cfg.parts;
+  // Balance weights, one row per node, as METIS's vertex weights (plain node balance: all 1).
+  const bool by_cost = std::find(cfg.balance.begin(), cfg.balance.end(), BalanceKey::kCost) != cfg.balance.end();
+  std::vector<std::int64_t> cost;
+  if (by_cost) cost = node_cost_weights(ds, cfg.cost_fanouts, cfg.cost_remote_weight);
+  int ncon = 1;
+  std::vector<std::int64_t> node_w = balance_weights(ds, cfg.balance, &ncon, cost);
+  cost = {};
+  std::vector<std::int64_t> edge_w;
+  if (cfg.edge_weights == EdgeWeighting::kEntropy) edge_w = entropy_edge_weights(ds);
+  else if (!ds.edge_weights.empty()) edge_w.assign(ds.edge_weights.begin(), ds.edge_weights.end());
+  // Coarse graphs of a simple graph are simple: clean the input once if it is not.
+  std::optional<BuiltGraph> cleaned = simple_copy_if_needed(ds, edge_w);
+  const CsrGraph& graph = cleaned ? cleaned->graph : ds.graph;
+  if (cleaned) edge_w = std::move(cleaned->weights);
+
+  const auto nc = static_cast<std::size_t>(ncon);
+  // A part's allowed weight per constraint, and a cluster's.
+  std::vector<std::int64_t> part_limit(nc), cluster_limit(nc);
+  {
+    std::vector<double> total(nc, 0);
+    std::vector<std::int64_t> heaviest(nc, 0);
+    for (std::size_t i = 0; i < node_w.size(); ++i) {
+      total[i % nc] += static_cast<double>(node_w[i]);
+      heaviest[i % nc] = std::max(heaviest[i % nc], node_w[i]);
+    }
+    for (std::size_t c = 0; c < nc; ++c) {
+      const double allowed = (1.0 + cfg.imbalance) * total[c] / k;
+      part_limit[c] = std::max(heaviest[c], static_cast<std::int64_t>(std::floor(allowed)));
+      cluster_limit[c] = std::max(heaviest[c], static_cast<std::int64_t>(allowed / kClusterShare));
+    }
+  }
+
+  const GraphView finest{graph.indptr().span(), graph.indices().span(), edge_w, node_w, ncon};
+  std::vector<Level> levels;
+  const std::int64_t target = std::max<std::int64_t>(cfg.coarse_nodes > 0 ? cfg.coarse_nodes : kCoarseNodesPerPart * k, 2 * k);
+  for (int l = 0; l < kMaxLevels; ++l) {
+    const GraphView g = levels.empty() ? finest : levels.back().view(ncon);
+    if (g.n() <= target) break;
+    Level next = contract(g, cluster(g, cluster_limit, derive_seed(cfg.seed, 0xc0a75e00ULL + static_cast<std::uint64_t>(l))));
+    const auto coarse_n = static_cast<std::int64_t>(next.indptr.size()) - 1;
+    if (coarse_n * 10 > g.n() * 9) break;  // shrank by less than a tenth
+    levels.push_back(std::move(next));
+  }
+
+  // METIS on the coarsest graph.
+  const GraphView top = levels.empty() ? finest : levels.back().view(ncon);
+  std::vector<idx_t> xadj(top.indptr.begin(), top.indptr.end()), adjncy(top.indices.size()), adjwgt;
+  const auto idx_max = static_cast<std::int64_t>(std::numeric_limits<idx_t>::max());
+  if (top.n() > idx_max || static_cast<std::int64_t>(top.indices.size()) > idx_max)
+    throw InputError("dataset '" + ds.name + "': its coarsest graph (" + std::to_string(top.n()) + " nodes, " + std::to_string(top.indices.size()) +
+                     " adjacency entries) still exceeds METIS's index range; use --method fennel, ldg or random");
+  std::copy(top.indices.begin(), top.indices.end(), adjncy.begin());
+  if (!top.edge_w.empty() || !levels.empty()) {
+    adjwgt.resize(top.indices.size());
+    // Summed weights beyond idx_t's range are capped: they are only cut costs.
+    for (std::size_t e = 0; e < adjwgt.size(); ++e) adjwgt[e] = static_cast<idx_t>(std::min(top.weight(static_cast<std::int64_t>(e)), idx_max / 64));
+  }
+  const std::vector<idx_t> top_part = metis_kway(xadj, adjncy, adjwgt, std::vector<std::int64_t>(top.node_w.begin(), top.node_w.end()), ncon, cfg, ds.name);
+  std::vector<std::int64_t> part(top_part.begin(), top_part.end());
+
+  // Back down, refining each level.
+  for (std::size_t l = levels.size(); l-- > 0;) {
+    const GraphView g = l == 0 ? finest : levels[l - 1].view(ncon);
+    std::vector<std::int64_t> finer(levels[l].map.size());
+    for (std::size_t v = 0; v < finer.size(); ++v) finer[v] = part[static_cast<std::size_t>(levels[l].map[v])];
+    part = std::move(finer);
+    levels[l] = {};  // its memory goes back before the next level's refinement
+    refine(g, part, k, part_limit, derive_seed(cfg.seed, 0x7ef10e00ULL + l));
+  }
+  return std::vector<PartId>(part.begin(), part.end());
+}
+
+}  // namespace shardgnn
