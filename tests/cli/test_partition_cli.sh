@@ -28,6 +28,10 @@ grep -q "fanouts 10,5" "$work/out.txt" || fail "the report does not name the cos
 for m in random ldg fennel; do
   "$SHARDGNN" partition "$work/cora" --parts 3 --method "$m" --out "$work/p-$m" --verify >/dev/null || fail "$m partition failed"
 done
+# The multilevel path, forced through levels on a small graph.
+"$SHARDGNN" partition "$work/cora" --parts 3 --method metis-ml --coarse-nodes 200 --balance nodes,train --out "$work/p-ml" --verify > "$work/out.txt" ||
+  fail "metis-ml partition failed"
+grep -q "verified" "$work/out.txt" || fail "metis-ml partition did not verify"
 
 # One clear line, exit code, nothing written.
 expect_error() {  # expected-exit pattern args...
@@ -45,6 +49,7 @@ expect_error 2 "at least 1" partition "$work/cora" --parts 0 --out "$work/bad"
 expect_error 1 "exceeds the 2708 nodes" partition "$work/cora" --parts 3000 --out "$work/bad"
 expect_error 2 "unknown partitioning method 'kway'" partition "$work/cora" --method kway --out "$work/bad"
 expect_error 2 "unknown --balance key" partition "$work/cora" --balance nodes,weight --out "$work/bad"
+expect_error 2 "coarse-nodes must be 0" partition "$work/cora" --method metis-ml --coarse-nodes -5 --out "$work/bad"
 expect_error 1 "no such dataset folder" partition "$work/missing" --parts 2 --out "$work/bad"
 "$SHARDGNN" data convert "$SAMPLES/4elt.graph" --out "$work/4elt" >/dev/null
 expect_error 1 "no training split" partition "$work/4elt" --parts 2 --balance train --out "$work/bad"

@@ -292,7 +292,7 @@ TEST_CASE("bad partitioning requests are clear errors", "[partition][bad-input]"
   auto metis = make_partitioner(PartitionMethod::kMetis);
   CHECK_THROWS_WITH(metis->partition(ds, config(PartitionMethod::kMetis, 0)), Contains("--parts must be at least 1"));
   CHECK_THROWS_WITH(metis->partition(ds, config(PartitionMethod::kMetis, 9)), Contains("exceeds the 8 nodes"));
-  CHECK_THROWS_WITH(parse_method("kway"), Contains("unknown partitioning method 'kway'") && Contains("metis, random, ldg, fennel"));
+  CHECK_THROWS_WITH(parse_method("kway"), Contains("unknown partitioning method 'kway'") && Contains("metis, metis-ml, random, ldg, fennel"));
   CHECK_THROWS_WITH(parse_balance("nodes,weight"), Contains("unknown --balance key 'weight'"));
   Dataset no_split = drawn(4, {{0, 1}, {2, 3}});
   PartitionConfig c = config(PartitionMethod::kMetis, 2);
@@ -302,7 +302,7 @@ TEST_CASE("bad partitioning requests are clear errors", "[partition][bad-input]"
   c.edge_weights = EdgeWeighting::kEntropy;
   CHECK_THROWS_WITH(metis->partition(no_split, c), Contains("no features"));
   c.method = PartitionMethod::kLdg;
-  CHECK_THROWS_WITH(make_partitioner(c.method)->partition(no_split, c), Contains("--edge-weights entropy works with --method metis only"));
+  CHECK_THROWS_WITH(make_partitioner(c.method)->partition(no_split, c), Contains("--edge-weights entropy works with --method metis or metis-ml only"));
   CHECK_THROWS_WITH(load_dataset("/nonexistent/dataset"), Contains("/nonexistent/dataset") && Contains("no such dataset folder"));
 }
 
