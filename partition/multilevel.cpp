@@ -51,6 +51,28 @@ bool fits(std::span<const std::int64_t> load, std::span<const std::int64_t> add,
   return true;
 }
 
+// Sums v's edge weights by the group (cluster or part) of each neighbour into conn[group],
+// listing each group touched once.
+void connections(const GraphView& g, std::int64_t v, const std::vector<std::int64_t>& group, std::vector<std::int64_t>& conn, std::vector<std::int64_t>& touched) {
+  const auto vs = static_cast<std::size_t>(v);
+  for (std::int64_t e = g.indptr[vs]; e < g.indptr[vs + 1]; ++e) {
+    const std::int64_t u = g.indices[static_cast<std::size_t>(e)];
+    if (u == v) continue;
+    const auto x = static_cast<std::size_t>(group[static_cast<std::size_t>(u)]);
+    if (conn[x] == 0) touched.push_back(static_cast<std::int64_t>(x));
+    conn[x] += g.weight(e);
+  }
+}
+
+// Moves a node of weights `wv` from group `from` to group `to` in a [groups x ncon] weight table.
+void move_weight(std::vector<std::int64_t>& table, std::span<const std::int64_t> wv, std::int64_t from, std::int64_t to) {
+  const std::size_t nc = wv.size();
+  for (std::size_t c = 0; c < nc; ++c) {
+    table[static_cast<std::size_t>(from) * nc + c] -= wv[c];
+    table[static_cast<std::size_t>(to) * nc + c] += wv[c];
+  }
+}
+
 // The nodes in a seeded random order: label propagation visits them so.
 std::vector<std::int64_t> visit_order(std::int64_t n, std::uint64_t seed) {
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
@@ -74,13 +96,7 @@ std::vector<std::int64_t> cluster(const GraphView& g, std::span<const std::int64
     std::int64_t moved = 0;
     for (const std::int64_t v : order) {
       const auto vs = static_cast<std::size_t>(v);
-      for (std::int64_t e = g.indptr[vs]; e < g.indptr[vs + 1]; ++e) {
-        const std::int64_t u = g.indices[static_cast<std::size_t>(e)];
-        if (u == v) continue;
-        const auto l = static_cast<std::size_t>(label[static_cast<std::size_t>(u)]);
-        if (conn[l] == 0) touched.push_back(static_cast<std::int64_t>(l));
-        conn[l] += g.weight(e);
-      }
+      connections(g, v, label, conn, touched);
       const std::int64_t cur = label[vs];
       const std::span<const std::int64_t> wv = g.node_w.subspan(vs * nc, nc);
       std::int64_t best = cur, best_conn = conn[static_cast<std::size_t>(cur)];
@@ -94,10 +110,7 @@ std::vector<std::int64_t> cluster(const GraphView& g, std::span<const std::int64
       for (const std::int64_t l : touched) conn[static_cast<std::size_t>(l)] = 0;
       touched.clear();
       if (best == cur) continue;
-      for (std::size_t c = 0; c < nc; ++c) {
-        weight[static_cast<std::size_t>(cur) * nc + c] -= wv[c];
-        weight[static_cast<std::size_t>(best) * nc + c] += wv[c];
-      }
+      move_weight(weight, wv, cur, best);
       label[vs] = best;
       ++moved;
     }
@@ -177,13 +190,7 @@ void refine(const GraphView& g, std::vector<std::int64_t>& part, int k, std::spa
     for (const std::int64_t v : order) {
       const auto vs = static_cast<std::size_t>(v);
       const std::int64_t cur = part[vs];
-      for (std::int64_t e = g.indptr[vs]; e < g.indptr[vs + 1]; ++e) {
-        const std::int64_t u = g.indices[static_cast<std::size_t>(e)];
-        if (u == v) continue;
-        const std::int64_t p = part[static_cast<std::size_t>(u)];
-        if (conn[static_cast<std::size_t>(p)] == 0) touched.push_back(p);
-        conn[static_cast<std::size_t>(p)] += g.weight(e);
-      }
+      connections(g, v, part, conn, touched);
       const std::span<const std::int64_t> wv = g.node_w.subspan(vs * nc, nc);
       const bool must = over(cur);
       std::int64_t best = cur, best_conn = must ? std::numeric_limits<std::int64_t>::min() : conn[static_cast<std::size_t>(cur)];
@@ -201,10 +208,7 @@ void refine(const GraphView& g, std::vector<std::int64_t>& part, int k, std::spa
         if (lightest >= 0) best = lightest;
       }
       if (best == cur) continue;
-      for (std::size_t c = 0; c < nc; ++c) {
-        load[static_cast<std::size_t>(cur) * nc + c] -= wv[c];
-        load[static_cast<std::size_t>(best) * nc + c] += wv[c];
-      }
+      move_weight(load, wv, cur, best);
       part[vs] = best;
       ++moved;
     }

@@ -47,6 +47,21 @@ PartitionConfig config(PartitionMethod m, int k, std::uint64_t seed = 1) {
   return c;
 }
 
+struct SampleGraph {
+  std::string path;
+  bool symmetrize;
+};
+
+// A sample graph read (symmetrised when asked), saved under `dir` and loaded back mapped, as the
+// tools see a dataset; its folder goes to `folder`.
+Dataset saved_sample(const SampleGraph& c, const test::ScratchDir& dir, std::string& folder) {
+  ReadOptions o;
+  o.clean.symmetrize = c.symmetrize;
+  folder = dir / fs::path(c.path).filename().string();
+  save_dataset(read_dataset(c.path, o), folder);
+  return load_dataset(folder);
+}
+
 // Partitions `ds` (saved in `dataset_dir`) at random into k parts and writes the shards to `out`.
 PartitionResult write_random_parts(const Dataset& ds, const std::string& dataset_dir, int k, const std::string& out, const WriteOptions& options = {}) {
   PartitionResult r;
@@ -495,15 +510,10 @@ TEST_CASE("shards larger than the writer's chunks: a hub row longer than a chunk
 
 TEST_CASE("multilevel METIS: coarsened by label propagation, METIS on the coarsest graph, refined back; balanced, near METIS's cut, verified", "[partition][metis][verify]") {
   test::ScratchDir dir;
-  struct Case { std::string path; bool symmetrize; };
-  std::vector<Case> cases = {{test::sample("4elt.graph"), false}, {test::sample("cora.npz"), false}, {test::sample("soc-Slashdot0902.txt.gz"), true}};
-  for (const Case& c : cases) {
+  for (const SampleGraph& c : {SampleGraph{test::sample("4elt.graph"), false}, {test::sample("cora.npz"), false}, {test::sample("soc-Slashdot0902.txt.gz"), true}}) {
     INFO(c.path);
-    ReadOptions o;
-    o.clean.symmetrize = c.symmetrize;
-    const std::string ddir = dir / fs::path(c.path).filename().string();
-    save_dataset(read_dataset(c.path, o), ddir);
-    Dataset ds = load_dataset(ddir);
+    std::string ddir;
+    Dataset ds = saved_sample(c, dir, ddir);
     PartitionResult r;
     r.config = config(PartitionMethod::kMetisMl, 4);
     r.config.coarse_nodes = 300;  // these graphs are small: force several levels
@@ -538,18 +548,14 @@ TEST_CASE("multilevel METIS: coarsened by label propagation, METIS on the coarse
 
 TEST_CASE("real graphs: partition, write and verify (4elt, copter2, Cora, Slashdot, Amazon-Photo)", "[partition][verify][golden]") {
   test::ScratchDir dir;
-  struct Case { std::string path; bool symmetrize; };
-  std::vector<Case> cases = {{test::sample("4elt.graph"), false}, {test::sample("copter2.graph.gz"), false},
-                             {test::sample("cora.npz"), false}, {test::sample("soc-Slashdot0902.txt.gz"), true}};
+  std::vector<SampleGraph> cases = {{test::sample("4elt.graph"), false}, {test::sample("copter2.graph.gz"), false},
+                                    {test::sample("cora.npz"), false}, {test::sample("soc-Slashdot0902.txt.gz"), true}};
   if (auto amazon = test::shared_dataset("amazon-photo/amazon_electronics_photo.npz"); !amazon.empty()) cases.push_back({amazon, true});
   else WARN("../shared/datasets/amazon-photo not present: Amazon-Photo skipped");
-  for (const Case& c : cases) {
+  for (const SampleGraph& c : cases) {
     INFO(c.path);
-    ReadOptions o;
-    o.clean.symmetrize = c.symmetrize;
-    const std::string ddir = dir / fs::path(c.path).filename().string();
-    save_dataset(read_dataset(c.path, o), ddir);
-    Dataset ds = load_dataset(ddir);
+    std::string ddir;
+    Dataset ds = saved_sample(c, dir, ddir);
     for (PartitionMethod m : {PartitionMethod::kMetis, PartitionMethod::kFennel}) {
       PartitionResult r;
       r.config = config(m, 4);
