@@ -8,6 +8,7 @@
 // (it may be a file mapping); each level keeps a few n-long arrays and its coarse graph, which
 // label propagation shrinks several-fold per level on the graphs tried.
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -115,6 +116,20 @@ std::vector<std::int64_t> cluster(const GraphView& g, std::span<const std::int64
       ++moved;
     }
     if (moved * 100 < n) break;  // under 1% moved: converged
+  }
+  // Nodes without neighbours join no cluster: packed into clusters up to the limit, in node order,
+  // they stop filling every coarser graph with singletons (R-MAT leaves many nodes isolated).
+  std::int64_t bin = -1;
+  for (std::int64_t v = 0; v < n; ++v) {
+    const auto vs = static_cast<std::size_t>(v);
+    if (g.indptr[vs + 1] != g.indptr[vs]) continue;
+    const std::span<const std::int64_t> wv = g.node_w.subspan(vs * nc, nc);
+    if (bin < 0 || !fits(std::span<const std::int64_t>(weight).subspan(static_cast<std::size_t>(bin) * nc, nc), wv, limit)) {
+      bin = v;  // a new cluster, labelled by its first node
+      continue;
+    }
+    move_weight(weight, wv, v, bin);
+    label[vs] = bin;
   }
   return label;
 }
@@ -263,6 +278,10 @@ std::vector<PartId> MetisMlPartitioner::run(const Dataset& ds, const PartitionCo
     if (coarse_n * 10 > g.n() * 9) break;  // shrank by less than a tenth
     levels.push_back(std::move(next));
   }
+  // What the levels did, for the log: nodes and adjacency entries of each graph.
+  std::string sizes = std::to_string(finest.n()) + " nodes / " + std::to_string(finest.indices.size()) + " entries";
+  for (const Level& lv : levels) sizes += " -> " + std::to_string(lv.indptr.size() - 1) + " / " + std::to_string(lv.indices.size());
+  std::fprintf(stderr, "metis-ml: %s; METIS partitions the coarsest\n", sizes.c_str());
 
   // METIS on the coarsest graph.
   const GraphView top = levels.empty() ? finest : levels.back().view(ncon);
