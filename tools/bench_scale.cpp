@@ -93,7 +93,7 @@ int bench_scale_main(const std::vector<std::string>& args) {
       {"generate", generate},
       {"partition", {exe, "partition", data.string(), "--parts", std::to_string(s.parts), "--method", s.method, "--out", parts.string(), "--force"}},
       {"train", {"mpiexec", "-n", std::to_string(s.parts), exe, "train", parts.string(), "--epochs", std::to_string(s.epochs), "--eval-sample", "1000",
-                 "--no-full-eval", "--threads", "1", "--quiet"}},
+                 "--no-test", "--threads", "1", "--quiet"}},
   };
   std::vector<Stage> stages;
   for (const auto& [name, argv] : plan) {

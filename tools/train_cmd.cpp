@@ -70,7 +70,7 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
   TrainConfig tc;
   SamplerConfig sc;
   std::string slowdown, run_dir;
-  bool no_full_eval = false, quiet = false;
+  bool no_full_eval = false, no_test = false, quiet = false;
   po::options_description o("options");
   add_sampler_options(o, sc);
   o.add_options()
@@ -90,6 +90,7 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
       ("eval-sample", bound(tc.eval_sample), "validate on at most N validation nodes, the same ones each time (0 = all)")
       ("eval", bound(tc.eval_mode, parse_eval_mode, eval_mode_name), "per-epoch validation: sampled (training fanouts) or full (all neighbours)")
       ("no-full-eval", po::bool_switch(&no_full_eval), "skip the final full-neighbourhood evaluation")
+      ("no-test", po::bool_switch(&no_test), "score no test set at the end (validation only: sweeps, and benchmarks of training alone)")
       ("eval-chunk", bound(tc.eval_chunk), "nodes per block in full-neighbourhood inference (0: blocks of about 4M edges)")
       ("patience", bound(tc.patience), "stop after N validations without a better val accuracy (0 = never)")
       ("seed", bound(tc.seed), "seed of weights, dropout and sampling")
@@ -122,6 +123,7 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
 
   comm::agree(world, [&] {
     tc.final_full_eval = !no_full_eval;
+    tc.final_test = !no_test;
     tc.progress = !quiet;
     if (!run_dir.empty()) {
       if (vm.count("metrics")) throw InputError("--run-dir and --metrics both name the metrics file: pass one");
@@ -147,7 +149,8 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
   const TrainResult r = trainer.fit();
   if (world.rank() == 0) {
     std::printf("best validation accuracy %s at epoch %d%s\n", fixed4(r.best_val).c_str(), r.best_epoch + 1, r.stopped_early ? " (stopped early)" : "");
-    if (!r.sampled_is_full)
+    if (!r.tested) std::printf("test set not scored (--no-test)\n");
+    else if (!r.sampled_is_full)
       std::printf("test accuracy %s, macro-F1 %s (sampled neighbourhoods, %.2f s)\n", fixed4(r.sampled.test.accuracy).c_str(),
                   fixed4(r.sampled.test.macro_f1).c_str(), r.sampled_s);
     if (r.has_full)

@@ -488,8 +488,9 @@ void finish(TrainerParts& s, TrainResult& result) {
   if (!s.state.best.empty()) assign_parameters(*s.model, s.state.best);
   result.best_epoch = s.state.best_epoch;
   result.best_val = s.state.best_val;
+  result.tested = c.final_test;
   auto t0 = Clock::now();
-  if (c.final_full_eval) {
+  if (c.final_test && c.final_full_eval) {
     result.full = evaluate(s, EvalMode::kFull, /*with_test=*/true);
     result.full_s = since(t0);
     result.has_full = true;
@@ -498,7 +499,7 @@ void finish(TrainerParts& s, TrainResult& result) {
   result.sampled_is_full = result.has_full && every_neighbour(s.scfg.fanouts);
   if (result.sampled_is_full) {
     result.sampled = result.full;
-  } else {
+  } else if (c.final_test) {
     t0 = Clock::now();
     result.sampled = evaluate(s, EvalMode::kSampled, /*with_test=*/true);
     result.sampled_s = since(t0);

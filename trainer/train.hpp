@@ -38,6 +38,7 @@ struct TrainResult {
   SplitMetrics sampled;              // the best model, through the sampler
   bool sampled_is_full = false;      // every fanout -1: `sampled` is `full`, not scored twice
   bool has_full = false;
+  bool tested = false;               // the test set was scored (TrainConfig::final_test)
   SplitMetrics full;                 // the best model, full neighbourhoods (TrainConfig::final_full_eval)
   double sampled_s = 0, full_s = 0;  // wall time of those two evaluations
   double train_s = 0;                // wall time of the epochs

@@ -18,6 +18,8 @@ timeout 120 "$SHARDGNN" train "$work/cora" "${quick[@]}" --epochs 4 --metrics "$
 grep -qE "^test accuracy 0\.[7-9][0-9]*, macro-F1 .* \(full neighbourhoods, [0-9.]+ s\)$" "$work/out.txt" || fail "no good final test accuracy: $(cat "$work/out.txt")"
 [ "$(wc -l < "$work/m.jsonl")" = 4 ] || fail "expected 4 metrics lines"
 grep -q '"val_acc"' "$work/m.jsonl" || fail "metrics lack val_acc"
+timeout 120 "$SHARDGNN" train "$work/cora" "${quick[@]}" --epochs 1 --no-test > "$work/out.txt" 2>&1 || fail "--no-test run failed: $(cat "$work/out.txt")"
+grep -q "^test set not scored (--no-test)$" "$work/out.txt" && ! grep -q "^test accuracy" "$work/out.txt" || fail "--no-test scored a test set: $(cat "$work/out.txt")"
 
 # The run's first line names the BLAS kernels: the user's (OPENBLAS_CORETYPE) when set, else as
 # strong as the CPU's flags allow (shardgnn-train restarts itself when OpenBLAS took weaker ones).
