@@ -12,6 +12,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <stdexcept>
 
 #include "datasets/error.hpp"
 #include "datasets/random.hpp"
@@ -33,17 +34,27 @@ constexpr double kClusterShare = 16;
 constexpr int kCoarsenPasses = 3, kRefinePasses = 3;
 
 // A graph read by the passes: CSR, per-edge weights (empty: all 1) and ncon weights per node.
+// The dataset's graph has 64-bit neighbour ids and weights; coarse graphs 32-bit ones, half the
+// memory of the largest coarse graph, the first.
+template <class Id, class Weight>
 struct GraphView {
-  std::span<const std::int64_t> indptr, indices, edge_w, node_w;
+  std::span<const std::int64_t> indptr;
+  std::span<const Id> indices;
+  std::span<const Weight> edge_w;
+  std::span<const std::int64_t> node_w;
   int ncon = 1;
   std::int64_t n() const { return static_cast<std::int64_t>(indptr.size()) - 1; }
-  std::int64_t weight(std::int64_t e) const { return edge_w.empty() ? 1 : edge_w[static_cast<std::size_t>(e)]; }
+  std::int64_t weight(std::int64_t e) const { return edge_w.empty() ? 1 : static_cast<std::int64_t>(edge_w[static_cast<std::size_t>(e)]); }
 };
+using FineView = GraphView<std::int64_t, std::int64_t>;
+using CoarseView = GraphView<std::int32_t, std::int32_t>;
 
 // A coarse level: its own arrays, and the map from the level above's nodes to its nodes.
 struct Level {
-  std::vector<std::int64_t> indptr, indices, edge_w, node_w, map;
-  GraphView view(int ncon) const { return {indptr, indices, edge_w, node_w, ncon}; }
+  std::vector<std::int64_t> indptr;
+  std::vector<std::int32_t> indices, edge_w;  // summed weights are capped at the int32 maximum: they are only cut costs
+  std::vector<std::int64_t> node_w, map;
+  CoarseView view(int ncon) const { return {indptr, indices, edge_w, node_w, ncon}; }
 };
 
 bool fits(std::span<const std::int64_t> load, std::span<const std::int64_t> add, std::span<const std::int64_t> limit) {
@@ -54,7 +65,8 @@ bool fits(std::span<const std::int64_t> load, std::span<const std::int64_t> add,
 
 // Sums v's edge weights by the group (cluster or part) of each neighbour into conn[group],
 // listing each group touched once.
-void connections(const GraphView& g, std::int64_t v, const std::vector<std::int64_t>& group, std::vector<std::int64_t>& conn, std::vector<std::int64_t>& touched) {
+template <class View>
+void connections(const View& g, std::int64_t v, const std::vector<std::int64_t>& group, std::vector<std::int64_t>& conn, std::vector<std::int64_t>& touched) {
   const auto vs = static_cast<std::size_t>(v);
   for (std::int64_t e = g.indptr[vs]; e < g.indptr[vs + 1]; ++e) {
     const std::int64_t u = g.indices[static_cast<std::size_t>(e)];
@@ -86,7 +98,8 @@ std::vector<std::int64_t> visit_order(std::int64_t n, std::uint64_t seed) {
 // Size-constrained label propagation: every node starts in its own cluster and joins the
 // neighbouring cluster it is most strongly connected to, while that cluster stays within `limit`
 // in every constraint. Returns each node's cluster label (a node id).
-std::vector<std::int64_t> cluster(const GraphView& g, std::span<const std::int64_t> limit, std::uint64_t seed) {
+template <class View>
+std::vector<std::int64_t> cluster(const View& g, std::span<const std::int64_t> limit, std::uint64_t seed) {
   const std::int64_t n = g.n();
   const auto nc = static_cast<std::size_t>(g.ncon);
   std::vector<std::int64_t> label(static_cast<std::size_t>(n)), weight(g.node_w.begin(), g.node_w.end()), conn(static_cast<std::size_t>(n), 0);
@@ -135,20 +148,25 @@ std::vector<std::int64_t> cluster(const GraphView& g, std::span<const std::int64
 }
 
 // Each cluster as one node: summed node weights, edges between clusters merged (weights summed),
-// edges inside a cluster dropped. Coarse ids follow the clusters' first members in node order.
-Level contract(const GraphView& g, const std::vector<std::int64_t>& label) {
+// edges inside a cluster dropped. Coarse ids follow the clusters' first members in node order. Two
+// passes over the edges (count, then fill) size the coarse arrays exactly.
+template <class View>
+Level contract(const View& g, std::vector<std::int64_t> label) {
   const std::int64_t n = g.n();
   const auto nc = static_cast<std::size_t>(g.ncon);
   Level c;
   c.map.assign(static_cast<std::size_t>(n), -1);
-  std::vector<std::int64_t> id(static_cast<std::size_t>(n), -1);
   std::int64_t m = 0;
-  for (std::int64_t v = 0; v < n; ++v) {
-    auto& slot = id[static_cast<std::size_t>(label[static_cast<std::size_t>(v)])];
-    if (slot < 0) slot = m++;
-    c.map[static_cast<std::size_t>(v)] = slot;
+  {
+    std::vector<std::int64_t> id(static_cast<std::size_t>(n), -1);
+    for (std::int64_t v = 0; v < n; ++v) {
+      auto& slot = id[static_cast<std::size_t>(label[static_cast<std::size_t>(v)])];
+      if (slot < 0) slot = m++;
+      c.map[static_cast<std::size_t>(v)] = slot;
+    }
   }
-  id = {};
+  label = {};
+  if (m > std::numeric_limits<std::int32_t>::max()) throw std::length_error("metis-ml: a coarse graph beyond 32-bit node ids");
   // The members of each coarse node, by counting sort.
   std::vector<std::int64_t> start(static_cast<std::size_t>(m) + 1, 0), members(static_cast<std::size_t>(n));
   for (const std::int64_t x : c.map) ++start[static_cast<std::size_t>(x) + 1];
@@ -158,13 +176,12 @@ Level contract(const GraphView& g, const std::vector<std::int64_t>& label) {
     for (std::int64_t v = 0; v < n; ++v) members[static_cast<std::size_t>(next[static_cast<std::size_t>(c.map[static_cast<std::size_t>(v)])]++)] = v;
   }
   c.node_w.assign(static_cast<std::size_t>(m) * nc, 0);
-  c.indptr.reserve(static_cast<std::size_t>(m) + 1);
-  c.indptr.push_back(0);
+  c.indptr.assign(static_cast<std::size_t>(m) + 1, 0);
   std::vector<std::int64_t> acc(static_cast<std::size_t>(m), 0), touched;
-  for (std::int64_t x = 0; x < m; ++x) {
+  // Sums coarse node x's edges to other coarse nodes into acc, listing them in touched.
+  auto gather = [&](std::int64_t x) {
     for (std::int64_t i = start[static_cast<std::size_t>(x)]; i < start[static_cast<std::size_t>(x) + 1]; ++i) {
       const auto v = static_cast<std::size_t>(members[static_cast<std::size_t>(i)]);
-      for (std::size_t k = 0; k < nc; ++k) c.node_w[static_cast<std::size_t>(x) * nc + k] += g.node_w[v * nc + k];
       for (std::int64_t e = g.indptr[v]; e < g.indptr[v + 1]; ++e) {
         const std::int64_t y = c.map[static_cast<std::size_t>(g.indices[static_cast<std::size_t>(e)])];
         if (y == x) continue;
@@ -172,13 +189,28 @@ Level contract(const GraphView& g, const std::vector<std::int64_t>& label) {
         acc[static_cast<std::size_t>(y)] += g.weight(e);
       }
     }
+  };
+  for (std::int64_t x = 0; x < m; ++x) {
+    gather(x);
+    c.indptr[static_cast<std::size_t>(x) + 1] = c.indptr[static_cast<std::size_t>(x)] + static_cast<std::int64_t>(touched.size());
+    for (const std::int64_t y : touched) acc[static_cast<std::size_t>(y)] = 0;
+    touched.clear();
+  }
+  c.indices.resize(static_cast<std::size_t>(c.indptr.back()));
+  c.edge_w.resize(c.indices.size());
+  constexpr std::int64_t kMaxWeight = std::numeric_limits<std::int32_t>::max();
+  for (std::int64_t x = 0; x < m; ++x) {
+    gather(x);
+    auto out = static_cast<std::size_t>(c.indptr[static_cast<std::size_t>(x)]);
     for (const std::int64_t y : touched) {
-      c.indices.push_back(y);
-      c.edge_w.push_back(acc[static_cast<std::size_t>(y)]);
+      c.indices[out] = static_cast<std::int32_t>(y);
+      c.edge_w[out++] = static_cast<std::int32_t>(std::min(acc[static_cast<std::size_t>(y)], kMaxWeight));
       acc[static_cast<std::size_t>(y)] = 0;
     }
     touched.clear();
-    c.indptr.push_back(static_cast<std::int64_t>(c.indices.size()));
+    for (std::int64_t i = start[static_cast<std::size_t>(x)]; i < start[static_cast<std::size_t>(x) + 1]; ++i)
+      for (std::size_t k = 0; k < nc; ++k)
+        c.node_w[static_cast<std::size_t>(x) * nc + k] += g.node_w[static_cast<std::size_t>(members[static_cast<std::size_t>(i)]) * nc + k];
   }
   return c;
 }
@@ -187,7 +219,8 @@ Level contract(const GraphView& g, const std::vector<std::int64_t>& label) {
 // that beats its own part's connection and the part stays within `limit`; a node of a part over
 // its limit moves to the best adjacent part with room (or, with none adjacent, the lightest part
 // with room) whatever the cut says.
-void refine(const GraphView& g, std::vector<std::int64_t>& part, int k, std::span<const std::int64_t> limit, std::uint64_t seed) {
+template <class View>
+void refine(const View& g, std::vector<std::int64_t>& part, int k, std::span<const std::int64_t> limit, std::uint64_t seed) {
   const std::int64_t n = g.n();
   const auto nc = static_cast<std::size_t>(g.ncon);
   std::vector<std::int64_t> load(static_cast<std::size_t>(k) * nc, 0), conn(static_cast<std::size_t>(k), 0), touched;
@@ -267,16 +300,21 @@ std::vector<PartId> MetisMlPartitioner::run(const Dataset& ds, const PartitionCo
     }
   }
 
-  const GraphView finest{graph.indptr().span(), graph.indices().span(), edge_w, node_w, ncon};
+  const FineView finest{graph.indptr().span(), graph.indices().span(), edge_w, node_w, ncon};
   std::vector<Level> levels;
   const std::int64_t target = std::max<std::int64_t>(cfg.coarse_nodes > 0 ? cfg.coarse_nodes : kCoarseNodesPerPart * k, 2 * k);
-  for (int l = 0; l < kMaxLevels; ++l) {
-    const GraphView g = levels.empty() ? finest : levels.back().view(ncon);
-    if (g.n() <= target) break;
+  // One more level from `g`, unless it is small enough or would hardly shrink.
+  auto coarsen = [&](const auto& g, int l) {
+    if (g.n() <= target) return false;
     Level next = contract(g, cluster(g, cluster_limit, derive_seed(cfg.seed, 0xc0a75e00ULL + static_cast<std::uint64_t>(l))));
     const auto coarse_n = static_cast<std::int64_t>(next.indptr.size()) - 1;
-    if (coarse_n * 10 > g.n() * 9) break;  // shrank by less than a tenth
+    if (coarse_n * 10 > g.n() * 9) return false;  // shrank by less than a tenth
     levels.push_back(std::move(next));
+    return true;
+  };
+  for (int l = 0; l < kMaxLevels; ++l) {
+    const bool more = levels.empty() ? coarsen(finest, l) : coarsen(levels.back().view(ncon), l);
+    if (!more) break;
   }
   // What the levels did, for the log: nodes and adjacency entries of each graph.
   std::string sizes = std::to_string(finest.n()) + " nodes / " + std::to_string(finest.indices.size()) + " entries";
@@ -284,29 +322,31 @@ std::vector<PartId> MetisMlPartitioner::run(const Dataset& ds, const PartitionCo
   std::fprintf(stderr, "metis-ml: %s; METIS partitions the coarsest\n", sizes.c_str());
 
   // METIS on the coarsest graph.
-  const GraphView top = levels.empty() ? finest : levels.back().view(ncon);
-  std::vector<idx_t> xadj(top.indptr.begin(), top.indptr.end()), adjncy(top.indices.size()), adjwgt;
   const auto idx_max = static_cast<std::int64_t>(std::numeric_limits<idx_t>::max());
-  if (top.n() > idx_max || static_cast<std::int64_t>(top.indices.size()) > idx_max)
-    throw InputError("dataset '" + ds.name + "': its coarsest graph (" + std::to_string(top.n()) + " nodes, " + std::to_string(top.indices.size()) +
-                     " adjacency entries) still exceeds METIS's index range; use --method fennel, ldg or random");
-  std::copy(top.indices.begin(), top.indices.end(), adjncy.begin());
-  if (!top.edge_w.empty() || !levels.empty()) {
-    adjwgt.resize(top.indices.size());
-    // Summed weights beyond idx_t's range are capped: they are only cut costs.
-    for (std::size_t e = 0; e < adjwgt.size(); ++e) adjwgt[e] = static_cast<idx_t>(std::min(top.weight(static_cast<std::int64_t>(e)), idx_max / 64));
-  }
-  const std::vector<idx_t> top_part = metis_kway(xadj, adjncy, adjwgt, std::vector<std::int64_t>(top.node_w.begin(), top.node_w.end()), ncon, cfg, ds.name);
-  std::vector<std::int64_t> part(top_part.begin(), top_part.end());
+  auto metis_on = [&](const auto& top) {
+    if (top.n() > idx_max || static_cast<std::int64_t>(top.indices.size()) > idx_max)
+      throw InputError("dataset '" + ds.name + "': its coarsest graph (" + std::to_string(top.n()) + " nodes, " + std::to_string(top.indices.size()) +
+                       " adjacency entries) still exceeds METIS's index range; use --method fennel, ldg or random");
+    std::vector<idx_t> xadj(top.indptr.begin(), top.indptr.end()), adjncy(top.indices.begin(), top.indices.end()), adjwgt;
+    if (!top.edge_w.empty()) {
+      adjwgt.resize(top.indices.size());
+      // Summed weights are capped within METIS's own sums' headroom: they are only cut costs.
+      for (std::size_t e = 0; e < adjwgt.size(); ++e) adjwgt[e] = static_cast<idx_t>(std::min(top.weight(static_cast<std::int64_t>(e)), idx_max / 64));
+    }
+    const std::vector<idx_t> p = metis_kway(xadj, adjncy, adjwgt, std::vector<std::int64_t>(top.node_w.begin(), top.node_w.end()), ncon, cfg, ds.name);
+    return std::vector<std::int64_t>(p.begin(), p.end());
+  };
+  std::vector<std::int64_t> part = levels.empty() ? metis_on(finest) : metis_on(levels.back().view(ncon));
 
   // Back down, refining each level.
   for (std::size_t l = levels.size(); l-- > 0;) {
-    const GraphView g = l == 0 ? finest : levels[l - 1].view(ncon);
     std::vector<std::int64_t> finer(levels[l].map.size());
     for (std::size_t v = 0; v < finer.size(); ++v) finer[v] = part[static_cast<std::size_t>(levels[l].map[v])];
     part = std::move(finer);
     levels[l] = {};  // its memory goes back before the next level's refinement
-    refine(g, part, k, part_limit, derive_seed(cfg.seed, 0x7ef10e00ULL + l));
+    const std::uint64_t seed = derive_seed(cfg.seed, 0x7ef10e00ULL + l);
+    if (l == 0) refine(finest, part, k, part_limit, seed);
+    else refine(levels[l - 1].view(ncon), part, k, part_limit, seed);
   }
   return std::vector<PartId>(part.begin(), part.end());
 }
