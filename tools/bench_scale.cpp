@@ -21,7 +21,7 @@ namespace {
 struct ScaleOptions {
   int scale = 0, edge_factor = 0, parts = 0, feature_dim = 0, epochs = 0;
   double train = 0;
-  std::string method, memory_limit;
+  std::string method, balance, memory_limit;
   fs::path work;
   std::optional<std::string> json;
 };
@@ -33,6 +33,8 @@ std::optional<ScaleOptions> parse_options(const std::vector<std::string>& args) 
       ("edge-factor", po::value<int>()->default_value(16), "edges per node")
       ("parts", po::value<int>()->default_value(2), "parts, and the training ranks (one per part)")
       ("method", po::value<std::string>()->default_value("metis"), "partition method (see partition --help)")
+      // On R-MAT, node balance alone lets a min-cut partition put every edge in one part.
+      ("balance", po::value<std::string>()->default_value("nodes,edges"), "partition --balance keys")
       ("feature-dim", po::value<int>()->default_value(16), "random features per node")
       ("train", po::value<double>()->default_value(0.01), "training fraction (also the validation fraction)")
       ("epochs", po::value<int>()->default_value(1), "training epochs")
@@ -47,6 +49,7 @@ std::optional<ScaleOptions> parse_options(const std::vector<std::string>& args) 
   s.edge_factor = vm["edge-factor"].as<int>();
   s.parts = vm["parts"].as<int>();
   s.method = vm["method"].as<std::string>();
+  s.balance = vm["balance"].as<std::string>();
   s.feature_dim = vm["feature-dim"].as<int>();
   s.train = vm["train"].as<double>();
   s.epochs = vm["epochs"].as<int>();
@@ -91,7 +94,7 @@ int bench_scale_main(const std::vector<std::string>& args) {
   if (!s.memory_limit.empty()) generate.insert(generate.end(), {"--memory-limit", s.memory_limit});
   const std::vector<std::pair<std::string, std::vector<std::string>>> plan = {
       {"generate", generate},
-      {"partition", {exe, "partition", data.string(), "--parts", std::to_string(s.parts), "--method", s.method, "--out", parts.string(), "--force"}},
+      {"partition", {exe, "partition", data.string(), "--parts", std::to_string(s.parts), "--method", s.method, "--balance", s.balance, "--out", parts.string(), "--force"}},
       {"train", {"mpiexec", "-n", std::to_string(s.parts), exe, "train", parts.string(), "--epochs", std::to_string(s.epochs), "--eval-sample", "1000",
                  "--no-test", "--threads", "1", "--quiet"}},
   };
@@ -104,8 +107,8 @@ int bench_scale_main(const std::vector<std::string>& args) {
     stages.push_back(std::move(st));
     if (stages.back().run.status != 0) break;
   }
-  std::printf("R-MAT scale %d, edge factor %d, %d features, %s into %d parts, training on %d rank%s (1 thread each)\n", s.scale, s.edge_factor,
-              s.feature_dim, s.method.c_str(), s.parts, s.parts, s.parts == 1 ? "" : "s");
+  std::printf("R-MAT scale %d, edge factor %d, %d features, %s into %d parts balancing %s, training on %d rank%s (1 thread each)\n", s.scale,
+              s.edge_factor, s.feature_dim, s.method.c_str(), s.parts, s.balance.c_str(), s.parts, s.parts == 1 ? "" : "s");
   std::printf("%-10s %8s %10s %12s %12s %s\n", "stage", "wall s", "peak MiB", "anon MiB", "disk MiB", "");
   boost::json::array rows;
   for (const Stage& st : stages) {
@@ -119,7 +122,7 @@ int bench_scale_main(const std::vector<std::string>& args) {
               " disk: the stage's output folder, kept in %s)\n",
               s.work.c_str());
   if (s.json)
-    write_json_file(*s.json, boost::json::object{{"scale", s.scale}, {"edge_factor", s.edge_factor}, {"parts", s.parts}, {"method", s.method}, {"stages", rows}});
+    write_json_file(*s.json, boost::json::object{{"scale", s.scale}, {"edge_factor", s.edge_factor}, {"parts", s.parts}, {"method", s.method}, {"balance", s.balance}, {"stages", rows}});
   return stages.size() == plan.size() && stages.back().run.status == 0 ? 0 : 1;
 }
 
