@@ -84,7 +84,7 @@ MetisGraph to_metis(const Dataset& ds, const std::vector<std::int64_t>& weights)
 // of idx_t's range (headroom for METIS's own sums and (1 + imbalance) products) is scaled down
 // proportionally; a node with weight in it keeps at least 1. In practice only --balance cost on a
 // large graph or with -1 fanouts gets here.
-std::vector<idx_t> to_metis_vertex_weights(const std::vector<std::int64_t>& w, int ncon, std::int64_t n) {
+std::vector<idx_t> to_metis_vertex_weights(std::span<const std::int64_t> w, int ncon, std::int64_t n) {
   const double limit = static_cast<double>(std::numeric_limits<idx_t>::max() / 4);
   std::vector<double> scale(static_cast<std::size_t>(ncon), 1.0);
   std::vector<std::int64_t> nonzero(static_cast<std::size_t>(ncon), 0);
@@ -150,7 +150,7 @@ std::optional<BuiltGraph> simple_copy_if_needed(const Dataset& ds, const std::ve
   return build_csr(std::move(el), {true, true, true});
 }
 
-std::vector<idx_t> metis_kway(std::vector<idx_t>& xadj, std::vector<idx_t>& adjncy, std::vector<idx_t>& adjwgt, const std::vector<std::int64_t>& node_weights,
+std::vector<idx_t> metis_kway(std::vector<idx_t>& xadj, std::vector<idx_t>& adjncy, std::vector<idx_t>& adjwgt, std::span<const std::int64_t> node_weights,
                               int ncon, const PartitionConfig& cfg, const std::string& name) {
   idx_t options[METIS_NOPTIONS];
   METIS_SetDefaultOptions(options);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,7 @@ namespace shardgnn {
 // as non-const): node_weights is empty (every node 1) or n x ncon, scaled into idx_t's range as
 // needed; adjwgt is empty or aligned with adjncy. Objective, seed and imbalance from cfg; METIS's
 // errors become exceptions naming `name`.
-std::vector<idx_t> metis_kway(std::vector<idx_t>& xadj, std::vector<idx_t>& adjncy, std::vector<idx_t>& adjwgt, const std::vector<std::int64_t>& node_weights,
+std::vector<idx_t> metis_kway(std::vector<idx_t>& xadj, std::vector<idx_t>& adjncy, std::vector<idx_t>& adjwgt, std::span<const std::int64_t> node_weights,
                               int ncon, const PartitionConfig& cfg, const std::string& name);
 
 // The dataset's graph made simple and undirected (symmetrised, self-loops and duplicates

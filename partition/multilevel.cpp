@@ -32,6 +32,8 @@ constexpr int kMaxLevels = 24;
 // that the coarsest graph keeps enough nodes for METIS to balance.
 constexpr double kClusterShare = 16;
 constexpr int kCoarsenPasses = 3, kRefinePasses = 3;
+// Coarsening passes stop early once fewer than n / kSettledShare nodes moved in one.
+constexpr std::int64_t kSettledShare = 100;
 
 // A graph read by the passes: CSR, per-edge weights (empty: all 1) and ncon weights per node.
 // The dataset's graph has 64-bit neighbour ids and weights; coarse graphs 32-bit ones, half the
@@ -128,7 +130,7 @@ std::vector<std::int64_t> cluster(const View& g, std::span<const std::int64_t> l
       label[vs] = best;
       ++moved;
     }
-    if (moved * 100 < n) break;  // under 1% moved: converged
+    if (moved * kSettledShare < n) break;  // the clusters have settled
   }
   // Nodes without neighbours join no cluster: packed into clusters up to the limit, in node order,
   // they stop filling every coarser graph with singletons (R-MAT leaves many nodes isolated).
@@ -333,7 +335,7 @@ std::vector<PartId> MetisMlPartitioner::run(const Dataset& ds, const PartitionCo
       // Summed weights are capped within METIS's own sums' headroom: they are only cut costs.
       for (std::size_t e = 0; e < adjwgt.size(); ++e) adjwgt[e] = static_cast<idx_t>(std::min(top.weight(static_cast<std::int64_t>(e)), idx_max / 64));
     }
-    const std::vector<idx_t> p = metis_kway(xadj, adjncy, adjwgt, std::vector<std::int64_t>(top.node_w.begin(), top.node_w.end()), ncon, cfg, ds.name);
+    const std::vector<idx_t> p = metis_kway(xadj, adjncy, adjwgt, top.node_w, ncon, cfg, ds.name);
     return std::vector<std::int64_t>(p.begin(), p.end());
   };
   std::vector<std::int64_t> part = levels.empty() ? metis_on(finest) : metis_on(levels.back().view(ncon));

@@ -16,7 +16,6 @@
 #include "tools/blas_kernels.hpp"
 #include "tools/mpi_program.hpp"
 #include "tools/sampler_options.hpp"
-#include "trainer/gemm.hpp"
 #include "trainer/train.hpp"
 
 namespace fs = std::filesystem;
@@ -140,7 +139,7 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
   load_input(world, dir, in);
   Trainer trainer(in.shard, in.name, world, tc, sc);
   const std::string blas = blas_core_description(blas_core());
-  const std::string gemm = trainer.device_name() == "cpu" && tc.precision == Precision::kFloat32 ? cpu_gemm_backend() : "torch";
+  const std::string gemm = trainer.gemm_backend();
   if (world.rank() == 0 && tc.progress)
     std::printf("training %s on '%s' (%s, %d rank%s, %s %s, products on %s%s%s): %lld parameters, fanouts %s, batch %d\n", model_name(tc.model).c_str(),
                 in.name.c_str(), in.kind.c_str(), world.size(), world.size() == 1 ? "" : "s", trainer.device_name().c_str(),

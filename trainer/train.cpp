@@ -256,6 +256,7 @@ const TrainConfig& Trainer::config() const noexcept { return s_->cfg; }
 std::uint64_t Trainer::weights_checksum() const { return parameters_checksum(*s_->model); }
 bool Trainer::validation_batches_kept() const noexcept { return s_->val_cache == TrainerParts::ValCache::kKept; }
 std::string Trainer::device_name() const { return s_->device.str(); }
+std::string Trainer::gemm_backend() const { return s_->device.is_cpu() && s_->cfg.precision == Precision::kFloat32 ? cpu_gemm_backend() : "torch"; }
 
 std::string blas_core() { return openblas_get_corename ? openblas_get_corename() : ""; }
 std::int64_t Trainer::num_parameters() const {
@@ -544,7 +545,7 @@ TrainResult Trainer::fit() {
     r.plan_load = std::move(plan.load);
     r.moved = plan.moved;
     r.blas_core = blas_core();
-    r.gemm = s.device.is_cpu() && c.precision == Precision::kFloat32 ? cpu_gemm_backend() : "torch";
+    r.gemm = gemm_backend();
     const Counters before = counters(s);
     const EpochSums sums = train_epoch(s, epoch, progress, recorder && epoch == result.start_epoch ? &*recorder : nullptr);
     profiled_steps += sums.profiled_steps;

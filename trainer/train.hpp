@@ -77,6 +77,9 @@ class Trainer {
   std::uint64_t weights_checksum() const;
   std::int64_t num_parameters() const;
   std::string device_name() const;
+  // What runs the layers' matrix products: "oneDNN sgemm" (float32 on the CPU, where this libtorch
+  // exports it) or "torch".
+  std::string gemm_backend() const;
   const TrainConfig& config() const noexcept;
 
  private:
