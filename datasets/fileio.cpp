@@ -145,29 +145,41 @@ void check_output_dir(const std::string& dir, bool replace) {
   }
 }
 
-void write_dir_atomic(const std::string& dir, bool replace, const std::function<void(const std::string&)>& fill) {
-  check_output_dir(dir, replace);
+namespace {
+
+fs::path target_of(const std::string& dir) {
   fs::path target = fs::absolute(dir).lexically_normal();
   if (target.has_filename() == false) target = target.parent_path();
+  return target;
+}
+
+}  // namespace
+
+std::string begin_dir_atomic(const std::string& dir, bool replace) {
+  check_output_dir(dir, replace);
+  const fs::path target = target_of(dir);
   std::error_code ec;
-  const bool exists = fs::exists(target, ec);
   fs::create_directories(target.parent_path(), ec);
   if (ec) throw InputError(dir, "", "cannot create parent folder: " + ec.message());
-
   const fs::path tmp = target.string() + unique_suffix();
   fs::create_directory(tmp, ec);
   if (ec) throw InputError(dir, "", "cannot create temporary folder: " + ec.message());
+  return tmp.string();
+}
+
+void commit_dir_atomic(const std::string& tmp, const std::string& dir) {
+  const fs::path target = target_of(dir);
+  std::error_code ec;
   try {
-    fill(tmp.string());
     // Every file and folder of the new tree, so the rename publishes durable contents.
     for (const auto& entry : fs::recursive_directory_iterator(tmp))
       if (entry.is_regular_file() || entry.is_directory()) fsync_path(entry.path().string(), entry.is_directory());
-    fsync_path(tmp.string(), true);
+    fsync_path(tmp, true);
   } catch (...) {
     fs::remove_all(tmp, ec);
     throw;
   }
-  if (exists) {
+  if (fs::exists(target, ec)) {
     // Swap the old folder out, put the new one in, then remove the old one: a crash in between
     // leaves either the old or the new folder complete, never a mix.
     const fs::path old = target.string() + unique_suffix() + ".old";
@@ -192,6 +204,18 @@ void write_dir_atomic(const std::string& dir, bool replace, const std::function<
     }
   }
   fsync_dir(target.parent_path().string());
+}
+
+void write_dir_atomic(const std::string& dir, bool replace, const std::function<void(const std::string&)>& fill) {
+  const std::string tmp = begin_dir_atomic(dir, replace);
+  try {
+    fill(tmp);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  commit_dir_atomic(tmp, dir);
 }
 
 std::uint32_t crc32_of(std::span<const std::byte> bytes, std::uint32_t crc) {

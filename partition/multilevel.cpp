@@ -7,7 +7,17 @@
 // part it is most connected to when that part has room. Memory: the dataset's graph is only read
 // (it may be a file mapping); each level keeps a few n-long arrays and its coarse graph, which
 // label propagation shrinks several-fold per level on the graphs tried.
+//
+// Over several ranks every level is split into contiguous node ranges, one per rank: a rank
+// clusters its own range (a cluster never spans two ranges, so coarse ranges stay contiguous and
+// clustering needs no exchange), learns the coarse ids of the neighbours it reaches in other ranges
+// from their owners, and contracts its range. The coarsest graph is gathered on every rank, each
+// runs METIS with its own seed and the lowest cut within the balance limits is kept. Refinement
+// moves each rank's own nodes; each rank may fill a part's remaining room up to its 1/P share
+// within a pass, the loads are summed and the moves exchanged after it. One rank is the serial
+// algorithm exactly.
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <cmath>
 #include <limits>
@@ -16,6 +26,7 @@
 
 #include "datasets/error.hpp"
 #include "datasets/random.hpp"
+#include "partition/collective.hpp"
 #include "partition/cost.hpp"
 #include "partition/methods.hpp"
 #include "partition/metis_kway.hpp"
@@ -35,28 +46,36 @@ constexpr int kCoarsenPasses = 3, kRefinePasses = 3;
 // Coarsening passes stop early once fewer than n / kSettledShare nodes moved in one.
 constexpr std::int64_t kSettledShare = 100;
 
-// A graph read by the passes: CSR, per-edge weights (empty: all 1) and ncon weights per node.
+// This rank's rows of a graph: CSR over its range of nodes (global ids first .. first + n()),
+// neighbours as global ids, per-edge weights (empty: all 1) and ncon weights per row. `indptr`
+// indexes `indices` directly, so a range of the dataset's mapped CSR is a view without a copy.
 // The dataset's graph has 64-bit neighbour ids and weights; coarse graphs 32-bit ones, half the
 // memory of the largest coarse graph, the first.
 template <class Id, class Weight>
 struct GraphView {
+  std::int64_t first = 0;
   std::span<const std::int64_t> indptr;
   std::span<const Id> indices;
   std::span<const Weight> edge_w;
   std::span<const std::int64_t> node_w;
   int ncon = 1;
   std::int64_t n() const { return static_cast<std::int64_t>(indptr.size()) - 1; }
+  bool owns(std::int64_t u) const { return u >= first && u - first < n(); }
   std::int64_t weight(std::int64_t e) const { return edge_w.empty() ? 1 : static_cast<std::int64_t>(edge_w[static_cast<std::size_t>(e)]); }
 };
 using FineView = GraphView<std::int64_t, std::int64_t>;
 using CoarseView = GraphView<std::int32_t, std::int32_t>;
 
-// A coarse level: its own arrays, and the map from the level above's nodes to its nodes.
+// A coarse level: this rank's rows of it, every rank's first node (and the total, last), and the
+// map from the finer level's rows here to this level's global ids.
 struct Level {
+  std::vector<std::int64_t> offsets;
   std::vector<std::int64_t> indptr;
   std::vector<std::int32_t> indices, edge_w;  // summed weights are capped at the int32 maximum: they are only cut costs
-  std::vector<std::int64_t> node_w, map;
-  CoarseView view(int ncon) const { return {indptr, indices, edge_w, node_w, ncon}; }
+  std::vector<std::int64_t> node_w;
+  std::vector<std::int32_t> map;
+  std::int64_t global_n() const { return offsets.back(); }
+  CoarseView view(int ncon, int rank) const { return {offsets[static_cast<std::size_t>(rank)], indptr, indices, edge_w, node_w, ncon}; }
 };
 
 bool fits(std::span<const std::int64_t> load, std::span<const std::int64_t> add, std::span<const std::int64_t> limit) {
@@ -66,16 +85,18 @@ bool fits(std::span<const std::int64_t> load, std::span<const std::int64_t> add,
 }
 
 // Sums v's edge weights by the group (cluster or part) of each neighbour into conn[group],
-// listing each group touched once.
-template <class View>
-void connections(const View& g, std::int64_t v, const std::vector<std::int64_t>& group, std::vector<std::int64_t>& conn, std::vector<std::int64_t>& touched) {
+// listing each group touched once. group_of(u) < 0 leaves u out.
+template <class View, class GroupOf>
+void connections(const View& g, std::int64_t v, GroupOf group_of, std::vector<std::int64_t>& conn, std::vector<std::int64_t>& touched) {
   const auto vs = static_cast<std::size_t>(v);
+  const std::int64_t self = g.first + v;
   for (std::int64_t e = g.indptr[vs]; e < g.indptr[vs + 1]; ++e) {
     const std::int64_t u = g.indices[static_cast<std::size_t>(e)];
-    if (u == v) continue;
-    const auto x = static_cast<std::size_t>(group[static_cast<std::size_t>(u)]);
-    if (conn[x] == 0) touched.push_back(static_cast<std::int64_t>(x));
-    conn[x] += g.weight(e);
+    if (u == self) continue;
+    const std::int64_t x = group_of(u);
+    if (x < 0) continue;
+    if (conn[static_cast<std::size_t>(x)] == 0) touched.push_back(x);
+    conn[static_cast<std::size_t>(x)] += g.weight(e);
   }
 }
 
@@ -97,9 +118,9 @@ std::vector<std::int64_t> visit_order(std::int64_t n, std::uint64_t seed) {
   return order;
 }
 
-// Size-constrained label propagation: every node starts in its own cluster and joins the
-// neighbouring cluster it is most strongly connected to, while that cluster stays within `limit`
-// in every constraint. Returns each node's cluster label (a node id).
+// Size-constrained label propagation over this rank's rows: every node starts in its own cluster
+// and joins the neighbouring cluster (of this range) it is most strongly connected to, while that
+// cluster stays within `limit` in every constraint. Returns each row's cluster label (a row).
 template <class View>
 std::vector<std::int64_t> cluster(const View& g, std::span<const std::int64_t> limit, std::uint64_t seed) {
   const std::int64_t n = g.n();
@@ -107,12 +128,13 @@ std::vector<std::int64_t> cluster(const View& g, std::span<const std::int64_t> l
   std::vector<std::int64_t> label(static_cast<std::size_t>(n)), weight(g.node_w.begin(), g.node_w.end()), conn(static_cast<std::size_t>(n), 0);
   std::iota(label.begin(), label.end(), 0);
   std::vector<std::int64_t> touched;
+  const auto label_of = [&](std::int64_t u) { return g.owns(u) ? label[static_cast<std::size_t>(u - g.first)] : -1; };
   const std::vector<std::int64_t> order = visit_order(n, seed);
   for (int pass = 0; pass < kCoarsenPasses; ++pass) {
     std::int64_t moved = 0;
     for (const std::int64_t v : order) {
       const auto vs = static_cast<std::size_t>(v);
-      connections(g, v, label, conn, touched);
+      connections(g, v, label_of, conn, touched);
       const std::int64_t cur = label[vs];
       const std::span<const std::int64_t> wv = g.node_w.subspan(vs * nc, nc);
       std::int64_t best = cur, best_conn = conn[static_cast<std::size_t>(cur)];
@@ -149,13 +171,24 @@ std::vector<std::int64_t> cluster(const View& g, std::span<const std::int64_t> l
   return label;
 }
 
+// Every rank's first entry of a range split (sizes in rank order), and the total, last.
+std::vector<std::int64_t> range_offsets(const PartitionCollective& comm, std::int64_t mine) {
+  const std::vector<std::int64_t> each = comm.allgatherv<std::int64_t>(std::span<const std::int64_t>(&mine, 1));
+  std::vector<std::int64_t> offsets(each.size() + 1, 0);
+  std::partial_sum(each.begin(), each.end(), offsets.begin() + 1);
+  return offsets;
+}
+
 // Each cluster as one node: summed node weights, edges between clusters merged (weights summed),
-// edges inside a cluster dropped. Coarse ids follow the clusters' first members in node order. Two
-// passes over the edges (count, then fill) size the coarse arrays exactly.
+// edges inside a cluster dropped. Coarse ids follow the ranks' ranges, and within a range the
+// clusters' first members in node order. `offsets` are the ranges of g's level; the coarse ids of
+// neighbours in other ranges come from their owners. Two passes over the edges (count, then
+// fill) size the coarse arrays exactly.
 template <class View>
-Level contract(const View& g, std::vector<std::int64_t> label) {
-  const std::int64_t n = g.n();
+Level contract(const View& g, std::vector<std::int64_t> label, std::span<const std::int64_t> offsets, const PartitionCollective& comm) {
+  const std::int64_t n = g.n(), global_n = offsets.back();
   const auto nc = static_cast<std::size_t>(g.ncon);
+  const int ranks = comm.size();
   Level c;
   c.map.assign(static_cast<std::size_t>(n), -1);
   std::int64_t m = 0;
@@ -164,29 +197,62 @@ Level contract(const View& g, std::vector<std::int64_t> label) {
     for (std::int64_t v = 0; v < n; ++v) {
       auto& slot = id[static_cast<std::size_t>(label[static_cast<std::size_t>(v)])];
       if (slot < 0) slot = m++;
-      c.map[static_cast<std::size_t>(v)] = slot;
+      c.map[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(std::min<std::int64_t>(slot, std::numeric_limits<std::int32_t>::max()));
     }
   }
   label = {};
-  if (m > std::numeric_limits<std::int32_t>::max()) throw std::length_error("metis-ml: a coarse graph beyond 32-bit node ids");
-  // The members of each coarse node, by counting sort.
+  c.offsets = range_offsets(comm, m);
+  const std::int64_t coarse_n = c.global_n(), first = c.offsets[static_cast<std::size_t>(comm.rank())];
+  if (coarse_n > std::numeric_limits<std::int32_t>::max()) throw std::length_error("metis-ml: a coarse graph beyond 32-bit node ids");
+  // The coarse id of every node this rank's rows reach, by global id: its own rows', then those
+  // of other ranges, asked of their owners (sorted, so grouped by owner).
+  std::vector<std::int32_t> coarse_of(ranks == 1 ? 0 : static_cast<std::size_t>(global_n), -1);
+  if (ranks > 1) {
+    for (std::int64_t v = 0; v < n; ++v) coarse_of[static_cast<std::size_t>(g.first + v)] = static_cast<std::int32_t>(first + c.map[static_cast<std::size_t>(v)]);
+    std::vector<std::uint64_t> reached(static_cast<std::size_t>(global_n + 63) / 64, 0);
+    for (std::int64_t e = g.indptr[0]; e < g.indptr[static_cast<std::size_t>(n)]; ++e) {
+      const std::int64_t u = g.indices[static_cast<std::size_t>(e)];
+      if (!g.owns(u)) reached[static_cast<std::size_t>(u) >> 6] |= std::uint64_t{1} << (u & 63);
+    }
+    std::vector<std::int64_t> ask, ask_counts(static_cast<std::size_t>(ranks), 0);
+    for (std::size_t w = 0; w < reached.size(); ++w)
+      for (std::uint64_t bits = reached[w]; bits != 0; bits &= bits - 1) {
+        const auto u = static_cast<std::int64_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits)));
+        ask.push_back(u);
+        const auto owner = std::upper_bound(offsets.begin(), offsets.end(), u) - offsets.begin() - 1;
+        ++ask_counts[static_cast<std::size_t>(owner)];
+      }
+    reached = {};
+    std::vector<std::int64_t> asked_counts;
+    const std::vector<std::int64_t> asked = comm.alltoallv<std::int64_t>(ask, ask_counts, &asked_counts);
+    std::vector<std::int32_t> answer(asked.size());
+    for (std::size_t i = 0; i < asked.size(); ++i) answer[i] = coarse_of[static_cast<std::size_t>(asked[i])];
+    const std::vector<std::int32_t> got = comm.alltoallv<std::int32_t>(answer, asked_counts);
+    for (std::size_t i = 0; i < ask.size(); ++i) coarse_of[static_cast<std::size_t>(ask[i])] = got[i];
+  }
+  for (auto& x : c.map) x = static_cast<std::int32_t>(first + x);
+  // One process: the map is the lookup (its range is the whole graph).
+  const auto coarse_id = [&](std::int64_t u) -> std::int64_t {
+    return ranks == 1 ? c.map[static_cast<std::size_t>(u)] : coarse_of[static_cast<std::size_t>(u)];
+  };
+  // The members of each coarse node of this range, by counting sort.
   std::vector<std::int64_t> start(static_cast<std::size_t>(m) + 1, 0), members(static_cast<std::size_t>(n));
-  for (const std::int64_t x : c.map) ++start[static_cast<std::size_t>(x) + 1];
+  for (const std::int32_t x : c.map) ++start[static_cast<std::size_t>(x - first) + 1];
   std::partial_sum(start.begin(), start.end(), start.begin());
   {
     std::vector<std::int64_t> next(start.begin(), start.end() - 1);
-    for (std::int64_t v = 0; v < n; ++v) members[static_cast<std::size_t>(next[static_cast<std::size_t>(c.map[static_cast<std::size_t>(v)])]++)] = v;
+    for (std::int64_t v = 0; v < n; ++v) members[static_cast<std::size_t>(next[static_cast<std::size_t>(c.map[static_cast<std::size_t>(v)] - first)]++)] = v;
   }
   c.node_w.assign(static_cast<std::size_t>(m) * nc, 0);
   c.indptr.assign(static_cast<std::size_t>(m) + 1, 0);
-  std::vector<std::int64_t> acc(static_cast<std::size_t>(m), 0), touched;
+  std::vector<std::int64_t> acc(static_cast<std::size_t>(coarse_n), 0), touched;
   // Sums coarse node x's edges to other coarse nodes into acc, listing them in touched.
   auto gather = [&](std::int64_t x) {
     for (std::int64_t i = start[static_cast<std::size_t>(x)]; i < start[static_cast<std::size_t>(x) + 1]; ++i) {
       const auto v = static_cast<std::size_t>(members[static_cast<std::size_t>(i)]);
       for (std::int64_t e = g.indptr[v]; e < g.indptr[v + 1]; ++e) {
-        const std::int64_t y = c.map[static_cast<std::size_t>(g.indices[static_cast<std::size_t>(e)])];
-        if (y == x) continue;
+        const std::int64_t y = coarse_id(g.indices[static_cast<std::size_t>(e)]);
+        if (y == first + x) continue;
         if (acc[static_cast<std::size_t>(y)] == 0) touched.push_back(y);
         acc[static_cast<std::size_t>(y)] += g.weight(e);
       }
@@ -217,35 +283,52 @@ Level contract(const View& g, std::vector<std::int64_t> label) {
   return c;
 }
 
-// Label propagation over parts: a node moves to the adjacent part it is most connected to when
-// that beats its own part's connection and the part stays within `limit`; a node of a part over
-// its limit moves to the best adjacent part with room (or, with none adjacent, the lightest part
-// with room) whatever the cut says.
+std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
+
+// Label propagation over parts on this rank's rows; `part` holds every node's part (global ids),
+// kept current on every rank. A node moves to the adjacent part it is most connected to when that
+// beats its own part's connection and the part has room; a node of a part over its limit moves to
+// the best adjacent part with room (or, with none adjacent, the lightest part with room) whatever
+// the cut says. Within a pass a rank may use a 1/P share of each part's room (or must shed a 1/P
+// share of its excess), so that the ranks' moves together keep to the limits.
 template <class View>
-void refine(const View& g, std::vector<std::int64_t>& part, int k, std::span<const std::int64_t> limit, std::uint64_t seed) {
+void refine(const View& g, std::vector<std::int32_t>& part, int k, std::span<const std::int64_t> limit, std::uint64_t seed,
+            const PartitionCollective& comm) {
   const std::int64_t n = g.n();
   const auto nc = static_cast<std::size_t>(g.ncon);
-  std::vector<std::int64_t> load(static_cast<std::size_t>(k) * nc, 0), conn(static_cast<std::size_t>(k), 0), touched;
+  const std::int64_t ranks = comm.size();
+  std::vector<std::int64_t> load(static_cast<std::size_t>(k) * nc, 0), delta(load.size()), share(load.size()), conn(static_cast<std::size_t>(k), 0), touched;
+  const auto part_of = [&](std::int64_t u) -> std::int64_t { return part[static_cast<std::size_t>(u)]; };
   for (std::int64_t v = 0; v < n; ++v)
-    for (std::size_t c = 0; c < nc; ++c) load[static_cast<std::size_t>(part[static_cast<std::size_t>(v)]) * nc + c] += g.node_w[static_cast<std::size_t>(v) * nc + c];
-  auto load_of = [&](std::int64_t p) { return std::span<const std::int64_t>(load).subspan(static_cast<std::size_t>(p) * nc, nc); };
+    for (std::size_t c = 0; c < nc; ++c) load[static_cast<std::size_t>(part_of(g.first + v)) * nc + c] += g.node_w[static_cast<std::size_t>(v) * nc + c];
+  comm.sum(load);
+  auto room = [&](std::int64_t p, std::span<const std::int64_t> wv) {
+    for (std::size_t c = 0; c < nc; ++c) {
+      const auto i = static_cast<std::size_t>(p) * nc + c;
+      if (wv[c] > 0 && delta[i] + wv[c] > share[i]) return false;
+    }
+    return true;
+  };
   auto over = [&](std::int64_t p) {
     for (std::size_t c = 0; c < nc; ++c)
-      if (load[static_cast<std::size_t>(p) * nc + c] > limit[c]) return true;
+      if (delta[static_cast<std::size_t>(p) * nc + c] > share[static_cast<std::size_t>(p) * nc + c]) return true;
     return false;
   };
   const std::vector<std::int64_t> order = visit_order(n, seed);
+  std::vector<std::int64_t> moves;  // (node, new part) pairs of this pass
   for (int pass = 0; pass < kRefinePasses; ++pass) {
-    std::int64_t moved = 0;
+    for (std::size_t i = 0; i < load.size(); ++i) share[i] = floor_div(limit[i % nc] - load[i], ranks);
+    std::fill(delta.begin(), delta.end(), 0);
+    moves.clear();
     for (const std::int64_t v : order) {
       const auto vs = static_cast<std::size_t>(v);
-      const std::int64_t cur = part[vs];
-      connections(g, v, part, conn, touched);
+      const std::int64_t cur = part_of(g.first + v);
+      connections(g, v, part_of, conn, touched);
       const std::span<const std::int64_t> wv = g.node_w.subspan(vs * nc, nc);
       const bool must = over(cur);
       std::int64_t best = cur, best_conn = must ? std::numeric_limits<std::int64_t>::min() : conn[static_cast<std::size_t>(cur)];
       for (const std::int64_t p : touched)
-        if (p != cur && conn[static_cast<std::size_t>(p)] > best_conn && fits(load_of(p), wv, limit)) {
+        if (p != cur && conn[static_cast<std::size_t>(p)] > best_conn && room(p, wv)) {
           best = p;
           best_conn = conn[static_cast<std::size_t>(p)];
         }
@@ -253,104 +336,198 @@ void refine(const View& g, std::vector<std::int64_t>& part, int k, std::span<con
       touched.clear();
       if (must && best == cur) {
         std::int64_t lightest = -1;
+        const auto at = [&](std::int64_t p) { return load[static_cast<std::size_t>(p) * nc] + delta[static_cast<std::size_t>(p) * nc]; };
         for (std::int64_t p = 0; p < k; ++p)
-          if (p != cur && fits(load_of(p), wv, limit) && (lightest < 0 || load[static_cast<std::size_t>(p) * nc] < load[static_cast<std::size_t>(lightest) * nc])) lightest = p;
+          if (p != cur && room(p, wv) && (lightest < 0 || at(p) < at(lightest))) lightest = p;
         if (lightest >= 0) best = lightest;
       }
       if (best == cur) continue;
-      move_weight(load, wv, cur, best);
-      part[vs] = best;
-      ++moved;
+      move_weight(delta, wv, cur, best);
+      part[static_cast<std::size_t>(g.first + v)] = static_cast<std::int32_t>(best);
+      moves.push_back(g.first + v);
+      moves.push_back(best);
+    }
+    std::int64_t moved = static_cast<std::int64_t>(moves.size() / 2);
+    comm.sum(delta);
+    for (std::size_t i = 0; i < load.size(); ++i) load[i] += delta[i];
+    if (ranks > 1) {
+      const std::vector<std::int64_t> all = comm.allgatherv<std::int64_t>(moves);
+      for (std::size_t i = 0; i < all.size(); i += 2) part[static_cast<std::size_t>(all[i])] = static_cast<std::int32_t>(all[i + 1]);
+      moved = static_cast<std::int64_t>(all.size() / 2);
     }
     if (moved == 0) break;
   }
 }
 
+// This rank's rows' parts, then every node's, from every rank.
+std::vector<std::int32_t> gather_parts(std::vector<std::int32_t> mine, const PartitionCollective& comm) {
+  if (comm.size() == 1) return mine;
+  return comm.allgatherv<std::int32_t>(mine);
+}
+
+// Contiguous node ranges of the dataset's graph, one per rank, each with about the same number of
+// nodes plus adjacency entries.
+std::vector<std::int64_t> fine_offsets(const CsrGraph& graph, int ranks) {
+  const std::int64_t n = graph.num_nodes(), total = n + graph.num_edges();
+  std::vector<std::int64_t> offsets(static_cast<std::size_t>(ranks) + 1, n);
+  offsets[0] = 0;
+  const auto indptr = graph.indptr().span();
+  for (int r = 1; r < ranks; ++r) {
+    const std::int64_t want = total / ranks * r;
+    std::int64_t lo = offsets[static_cast<std::size_t>(r) - 1], hi = n;
+    while (lo < hi) {  // the first node v with v + indptr[v] >= want
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      if (mid + indptr[static_cast<std::size_t>(mid)] < want) lo = mid + 1;
+      else hi = mid;
+    }
+    offsets[static_cast<std::size_t>(r)] = lo;
+  }
+  return offsets;
+}
+
 }  // namespace
 
-std::vector<PartId> MetisMlPartitioner::run(const Dataset& ds, const PartitionConfig& cfg) const {
-  const int k = cfg.parts;
-  // Balance weights, one row per node, as METIS's vertex weights (plain node balance: all 1).
+std::vector<PartId> metis_ml_partition(const Dataset& ds, const PartitionConfig& cfg, const PartitionCollective& comm) {
+  const int k = cfg.parts, rank = comm.rank();
+  // Coarse graphs of a simple graph are simple: clean the input once if it is not.
+  std::vector<std::int64_t> edge_w;
+  if (cfg.edge_weights == EdgeWeighting::kEntropy) edge_w = entropy_edge_weights(ds);
+  else if (!ds.edge_weights.empty()) edge_w.assign(ds.edge_weights.begin(), ds.edge_weights.end());
+  std::optional<BuiltGraph> cleaned = simple_copy_if_needed(ds, edge_w);
+  const CsrGraph& graph = cleaned ? cleaned->graph : ds.graph;
+  if (cleaned) edge_w = std::move(cleaned->weights);
+  const std::vector<std::int64_t> offsets = fine_offsets(graph, comm.size());
+  const std::int64_t lo = offsets[static_cast<std::size_t>(rank)], hi = offsets[static_cast<std::size_t>(rank) + 1];
+
+  // Balance weights of this rank's nodes, one row per node, as METIS's vertex weights (plain node
+  // balance: all 1).
   const bool by_cost = std::find(cfg.balance.begin(), cfg.balance.end(), BalanceKey::kCost) != cfg.balance.end();
   std::vector<std::int64_t> cost;
   if (by_cost) cost = node_cost_weights(ds, cfg.cost_fanouts, cfg.cost_remote_weight);
   int ncon = 1;
-  std::vector<std::int64_t> node_w = balance_weights(ds, cfg.balance, &ncon, cost);
+  std::vector<std::int64_t> node_w = balance_weights(ds, cfg.balance, &ncon, cost, lo, hi);
   cost = {};
-  std::vector<std::int64_t> edge_w;
-  if (cfg.edge_weights == EdgeWeighting::kEntropy) edge_w = entropy_edge_weights(ds);
-  else if (!ds.edge_weights.empty()) edge_w.assign(ds.edge_weights.begin(), ds.edge_weights.end());
-  // Coarse graphs of a simple graph are simple: clean the input once if it is not.
-  std::optional<BuiltGraph> cleaned = simple_copy_if_needed(ds, edge_w);
-  const CsrGraph& graph = cleaned ? cleaned->graph : ds.graph;
-  if (cleaned) edge_w = std::move(cleaned->weights);
 
   const auto nc = static_cast<std::size_t>(ncon);
   // A part's allowed weight per constraint, and a cluster's.
   std::vector<std::int64_t> part_limit(nc), cluster_limit(nc);
   {
-    std::vector<double> total(nc, 0);
-    std::vector<std::int64_t> heaviest(nc, 0);
+    std::vector<std::int64_t> total(nc, 0), heaviest(nc, 0);
     for (std::size_t i = 0; i < node_w.size(); ++i) {
-      total[i % nc] += static_cast<double>(node_w[i]);
+      total[i % nc] += node_w[i];
       heaviest[i % nc] = std::max(heaviest[i % nc], node_w[i]);
     }
+    comm.sum(total);
+    comm.max(heaviest);
     for (std::size_t c = 0; c < nc; ++c) {
-      const double allowed = (1.0 + cfg.imbalance) * total[c] / k;
+      const double allowed = (1.0 + cfg.imbalance) * static_cast<double>(total[c]) / k;
       part_limit[c] = std::max(heaviest[c], static_cast<std::int64_t>(std::floor(allowed)));
       cluster_limit[c] = std::max(heaviest[c], static_cast<std::int64_t>(allowed / kClusterShare));
     }
   }
 
-  const FineView finest{graph.indptr().span(), graph.indices().span(), edge_w, node_w, ncon};
+  const FineView finest{lo, graph.indptr().span().subspan(static_cast<std::size_t>(lo), static_cast<std::size_t>(hi - lo) + 1), graph.indices().span(),
+                        edge_w, node_w, ncon};
   std::vector<Level> levels;
   const std::int64_t target = std::max<std::int64_t>(cfg.coarse_nodes > 0 ? cfg.coarse_nodes : kCoarseNodesPerPart * k, 2 * k);
-  // One more level from `g`, unless it is small enough or would hardly shrink.
-  auto coarsen = [&](const auto& g, int l) {
-    if (g.n() <= target) return false;
-    Level next = contract(g, cluster(g, cluster_limit, derive_seed(cfg.seed, 0xc0a75e00ULL + static_cast<std::uint64_t>(l))));
-    const auto coarse_n = static_cast<std::int64_t>(next.indptr.size()) - 1;
-    if (coarse_n * 10 > g.n() * 9) return false;  // shrank by less than a tenth
+  // One more level from `g` (whose levels' ranges are `ranges`), unless it is small enough or would hardly shrink.
+  auto coarsen = [&](const auto& g, std::span<const std::int64_t> ranges, int l) {
+    const std::int64_t global_n = ranges.back();
+    if (global_n <= target) return false;
+    Level next = contract(g, cluster(g, cluster_limit, derive_seed(cfg.seed, 0xc0a75e00ULL + static_cast<std::uint64_t>(l))), ranges, comm);
+    if (next.global_n() * 10 > global_n * 9) return false;  // shrank by less than a tenth
     levels.push_back(std::move(next));
     return true;
   };
   for (int l = 0; l < kMaxLevels; ++l) {
-    const bool more = levels.empty() ? coarsen(finest, l) : coarsen(levels.back().view(ncon), l);
+    const bool more = levels.empty() ? coarsen(finest, offsets, l) : coarsen(levels.back().view(ncon, rank), levels.back().offsets, l);
     if (!more) break;
   }
   // What the levels did, for the log: nodes and adjacency entries of each graph.
-  std::string sizes = std::to_string(finest.n()) + " nodes / " + std::to_string(finest.indices.size()) + " entries";
-  for (const Level& lv : levels) sizes += " -> " + std::to_string(lv.indptr.size() - 1) + " / " + std::to_string(lv.indices.size());
-  std::fprintf(stderr, "metis-ml: %s; METIS partitions the coarsest\n", sizes.c_str());
-
-  // METIS on the coarsest graph.
-  const auto idx_max = static_cast<std::int64_t>(std::numeric_limits<idx_t>::max());
-  auto metis_on = [&](const auto& top) {
-    if (top.n() > idx_max || static_cast<std::int64_t>(top.indices.size()) > idx_max)
-      throw InputError("dataset '" + ds.name + "': its coarsest graph (" + std::to_string(top.n()) + " nodes, " + std::to_string(top.indices.size()) +
-                       " adjacency entries) still exceeds METIS's index range; use --method fennel, ldg or random");
-    std::vector<idx_t> xadj(top.indptr.begin(), top.indptr.end()), adjncy(top.indices.begin(), top.indices.end()), adjwgt;
-    if (!top.edge_w.empty()) {
-      adjwgt.resize(top.indices.size());
-      // Summed weights are capped within METIS's own sums' headroom: they are only cut costs.
-      for (std::size_t e = 0; e < adjwgt.size(); ++e) adjwgt[e] = static_cast<idx_t>(std::min(top.weight(static_cast<std::int64_t>(e)), idx_max / 64));
-    }
-    const std::vector<idx_t> p = metis_kway(xadj, adjncy, adjwgt, top.node_w, ncon, cfg, ds.name);
-    return std::vector<std::int64_t>(p.begin(), p.end());
+  auto entries = [&](std::int64_t mine) {
+    comm.sum(std::span<std::int64_t>(&mine, 1));
+    return mine;
   };
-  std::vector<std::int64_t> part = levels.empty() ? metis_on(finest) : metis_on(levels.back().view(ncon));
+  std::string sizes = std::to_string(offsets.back()) + " nodes / " + std::to_string(entries(finest.indptr.back() - finest.indptr.front()));
+  for (const Level& lv : levels) sizes += " -> " + std::to_string(lv.global_n()) + " / " + std::to_string(entries(static_cast<std::int64_t>(lv.indices.size())));
+  if (rank == 0)
+    std::fprintf(stderr, "metis-ml: %s%s; METIS partitions the coarsest\n", sizes.c_str(),
+                 comm.size() > 1 ? (" (over " + std::to_string(comm.size()) + " ranks)").c_str() : "");
+
+  // The coarsest graph on every rank, in METIS's arrays; METIS with a seed per rank; the lowest
+  // cut within the limits (then the lowest rank) is every rank's.
+  const auto idx_max = static_cast<std::int64_t>(std::numeric_limits<idx_t>::max());
+  auto metis_on = [&](const auto& top, std::int64_t global_n) {
+    std::vector<std::int64_t> degrees(static_cast<std::size_t>(top.n())), adj(static_cast<std::size_t>(top.indptr.back() - top.indptr.front())), wgt;
+    for (std::int64_t v = 0; v < top.n(); ++v) degrees[static_cast<std::size_t>(v)] = top.indptr[static_cast<std::size_t>(v) + 1] - top.indptr[static_cast<std::size_t>(v)];
+    for (std::size_t e = 0; e < adj.size(); ++e) adj[e] = top.indices[static_cast<std::size_t>(top.indptr.front()) + e];
+    if (!top.edge_w.empty()) {
+      wgt.resize(adj.size());
+      // Summed weights are capped within METIS's own sums' headroom: they are only cut costs.
+      for (std::size_t e = 0; e < wgt.size(); ++e) wgt[e] = std::min(top.weight(top.indptr.front() + static_cast<std::int64_t>(e)), idx_max / 64);
+    }
+    const std::int64_t total_entries = entries(static_cast<std::int64_t>(adj.size()));
+    if (global_n > idx_max || total_entries > idx_max)
+      throw InputError("dataset '" + ds.name + "': its coarsest graph (" + std::to_string(global_n) + " nodes, " + std::to_string(total_entries) +
+                       " adjacency entries) still exceeds METIS's index range; use --method fennel, ldg or random");
+    degrees = comm.allgatherv<std::int64_t>(degrees);
+    std::vector<idx_t> xadj(degrees.size() + 1, 0), adjncy, adjwgt;
+    for (std::size_t v = 0; v < degrees.size(); ++v) xadj[v + 1] = xadj[v] + static_cast<idx_t>(degrees[v]);
+    degrees = {};
+    adj = comm.allgatherv<std::int64_t>(adj);
+    adjncy.assign(adj.begin(), adj.end());
+    adj = {};
+    if (!top.edge_w.empty()) {
+      wgt = comm.allgatherv<std::int64_t>(wgt);
+      adjwgt.assign(wgt.begin(), wgt.end());
+      wgt = {};
+    }
+    const std::vector<std::int64_t> weights = comm.allgatherv<std::int64_t>(top.node_w);
+    PartitionConfig mine = cfg;
+    mine.seed = cfg.seed + static_cast<std::uint64_t>(rank);
+    std::vector<idx_t> p;
+    comm.agree([&] { p = metis_kway(xadj, adjncy, adjwgt, weights, ncon, mine, ds.name); });
+    std::vector<std::int32_t> part(p.begin(), p.end());
+    if (comm.size() == 1) return part;
+    // This rank's cut and whether its parts keep to the limits, as one key to minimise.
+    std::int64_t cut = 0;
+    for (std::size_t v = 0; v + 1 < xadj.size(); ++v)
+      for (idx_t e = xadj[v]; e < xadj[v + 1]; ++e)
+        if (part[v] != part[static_cast<std::size_t>(adjncy[static_cast<std::size_t>(e)])]) cut += adjwgt.empty() ? 1 : adjwgt[static_cast<std::size_t>(e)];
+    std::vector<std::int64_t> load(static_cast<std::size_t>(k) * nc, 0);
+    for (std::size_t v = 0; v < part.size(); ++v)
+      for (std::size_t c = 0; c < nc; ++c) load[static_cast<std::size_t>(part[v]) * nc + c] += weights[v * nc + c];
+    bool within = true;
+    for (std::size_t i = 0; i < load.size(); ++i) within = within && load[i] <= part_limit[i % nc];
+    const std::int64_t ranks = comm.size();
+    const std::int64_t cap = (std::int64_t{1} << 58) / ranks;
+    std::int64_t key = -(((within ? 0 : cap + 1) + std::min(cut / 2, cap)) * ranks + rank);
+    comm.max(std::span<std::int64_t>(&key, 1));
+    const auto winner = static_cast<int>((-key) % ranks);
+    std::vector<std::int32_t> send;
+    if (rank == winner) send = std::move(part);
+    return comm.allgatherv<std::int32_t>(send);
+  };
+  std::vector<std::int32_t> part = levels.empty() ? metis_on(finest, offsets.back()) : metis_on(levels.back().view(ncon, rank), levels.back().global_n());
 
   // Back down, refining each level.
   for (std::size_t l = levels.size(); l-- > 0;) {
-    std::vector<std::int64_t> finer(levels[l].map.size());
+    std::vector<std::int32_t> finer(levels[l].map.size());
     for (std::size_t v = 0; v < finer.size(); ++v) finer[v] = part[static_cast<std::size_t>(levels[l].map[v])];
-    part = std::move(finer);
     levels[l] = {};  // its memory goes back before the next level's refinement
+    part = {};
+    part = gather_parts(std::move(finer), comm);
     const std::uint64_t seed = derive_seed(cfg.seed, 0x7ef10e00ULL + l);
-    if (l == 0) refine(finest, part, k, part_limit, seed);
-    else refine(levels[l - 1].view(ncon), part, k, part_limit, seed);
+    if (l == 0) refine(finest, part, k, part_limit, seed, comm);
+    else refine(levels[l - 1].view(ncon, rank), part, k, part_limit, seed, comm);
   }
   return std::vector<PartId>(part.begin(), part.end());
+}
+
+std::vector<PartId> MetisMlPartitioner::run(const Dataset& ds, const PartitionConfig& cfg) const { return metis_ml_partition(ds, cfg, SerialCollective{}); }
+
+std::vector<PartId> MetisMlPartitioner::run_spread(const Dataset& ds, const PartitionConfig& cfg, const PartitionCollective& comm) const {
+  return metis_ml_partition(ds, cfg, comm);
 }
 
 }  // namespace shardgnn

@@ -63,7 +63,10 @@ std::vector<int> parse_fanouts(const std::string& text) {
   return out;
 }
 
-std::vector<PartId> Partitioner::partition(const Dataset& ds, const PartitionConfig& cfg) const {
+namespace {
+
+// What every method checks before it starts (InputError for what the dataset cannot satisfy).
+void check_config(const Dataset& ds, const PartitionConfig& cfg) {
   const std::int64_t n = ds.num_nodes();
   if (cfg.parts < 1) throw InputError("--parts must be at least 1, got " + std::to_string(cfg.parts));
   if (cfg.parts > n)
@@ -88,13 +91,40 @@ std::vector<PartId> Partitioner::partition(const Dataset& ds, const PartitionCon
                      method_name(cfg.method));
   if (cfg.edge_weights == EdgeWeighting::kEntropy && ds.feature_dim == 0)
     throw InputError("--edge-weights entropy: dataset '" + ds.name + "' has no features to compare");
-  if (cfg.parts == 1) return std::vector<PartId>(static_cast<std::size_t>(n), 0);
-  std::vector<PartId> parts = run(ds, cfg);
-  // An invariant, not input: a partitioner that breaks it is a bug.
-  if (static_cast<std::int64_t>(parts.size()) != n) throw std::logic_error(method_name(cfg.method) + " returned a wrong-sized assignment");
+}
+
+// An invariant, not input: a partitioner that breaks it is a bug.
+void check_assignment(const Dataset& ds, const PartitionConfig& cfg, const std::vector<PartId>& parts) {
+  if (static_cast<std::int64_t>(parts.size()) != ds.num_nodes()) throw std::logic_error(method_name(cfg.method) + " returned a wrong-sized assignment");
   for (PartId p : parts)
     if (p < 0 || p >= cfg.parts) throw std::logic_error(method_name(cfg.method) + " returned part " + std::to_string(p));
+}
+
+}  // namespace
+
+std::vector<PartId> Partitioner::partition(const Dataset& ds, const PartitionConfig& cfg) const {
+  check_config(ds, cfg);
+  if (cfg.parts == 1) return std::vector<PartId>(static_cast<std::size_t>(ds.num_nodes()), 0);
+  std::vector<PartId> parts = run(ds, cfg);
+  check_assignment(ds, cfg, parts);
   return parts;
+}
+
+std::vector<PartId> Partitioner::partition(const Dataset& ds, const PartitionConfig& cfg, const PartitionCollective& comm) const {
+  if (comm.size() == 1) return partition(ds, cfg);
+  comm.agree([&] { check_config(ds, cfg); });
+  if (cfg.parts == 1) return std::vector<PartId>(static_cast<std::size_t>(ds.num_nodes()), 0);
+  std::vector<PartId> parts = run_spread(ds, cfg, comm);
+  comm.agree([&] { check_assignment(ds, cfg, parts); });
+  return parts;
+}
+
+std::vector<PartId> Partitioner::run_spread(const Dataset& ds, const PartitionConfig& cfg, const PartitionCollective& comm) const {
+  std::vector<PartId> parts;
+  comm.agree([&] {
+    if (comm.rank() == 0) parts = run(ds, cfg);
+  });
+  return comm.allgatherv<PartId>(parts);
 }
 
 std::unique_ptr<Partitioner> make_partitioner(PartitionMethod m) {
@@ -109,12 +139,17 @@ std::unique_ptr<Partitioner> make_partitioner(PartitionMethod m) {
 }
 
 std::vector<std::int64_t> balance_weights(const Dataset& ds, const std::vector<BalanceKey>& keys, int* ncon_out,
-                                          std::span<const std::int64_t> cost) {
-  const std::int64_t n = ds.num_nodes();
+                                          std::span<const std::int64_t> cost, NodeId first, NodeId last) {
+  if (last < 0) last = ds.num_nodes();
+  const std::int64_t n = last - first;
   int ncon = 0;
   for (BalanceKey k : keys) ncon += k == BalanceKey::kLabels ? static_cast<int>(ds.num_classes) : 1;
   std::vector<std::int64_t> w(static_cast<std::size_t>(n * ncon), 0);
   int col = 0;
+  const auto mark = [&](const Array<NodeId>& split) {
+    for (NodeId v : split.span())
+      if (v >= first && v < last) w[(v - first) * ncon + col] = 1;
+  };
   for (BalanceKey k : keys) {
     switch (k) {
       case BalanceKey::kNodes:
@@ -122,24 +157,18 @@ std::vector<std::int64_t> balance_weights(const Dataset& ds, const std::vector<B
         break;
       case BalanceKey::kEdges:
         // A node with no edges still costs something to hold.
-        for (std::int64_t v = 0; v < n; ++v) w[v * ncon + col] = std::max<std::int64_t>(1, ds.graph.degree(v));
+        for (std::int64_t v = 0; v < n; ++v) w[v * ncon + col] = std::max<std::int64_t>(1, ds.graph.degree(first + v));
         break;
-      case BalanceKey::kTrain:
-        for (NodeId v : ds.train_idx.span()) w[v * ncon + col] = 1;
-        break;
-      case BalanceKey::kVal:
-        for (NodeId v : ds.val_idx.span()) w[v * ncon + col] = 1;
-        break;
-      case BalanceKey::kTest:
-        for (NodeId v : ds.test_idx.span()) w[v * ncon + col] = 1;
-        break;
+      case BalanceKey::kTrain: mark(ds.train_idx); break;
+      case BalanceKey::kVal: mark(ds.val_idx); break;
+      case BalanceKey::kTest: mark(ds.test_idx); break;
       case BalanceKey::kLabels:
         for (std::int64_t v = 0; v < n; ++v)
-          if (ds.labels[v] >= 0) w[v * ncon + col + ds.labels[v]] = 1;
+          if (ds.labels[first + v] >= 0) w[v * ncon + col + ds.labels[first + v]] = 1;
         break;
       case BalanceKey::kCost:
-        if (static_cast<std::int64_t>(cost.size()) != n) throw std::logic_error("balance_weights: --balance cost without the nodes' cost weights");
-        for (std::int64_t v = 0; v < n; ++v) w[v * ncon + col] = cost[static_cast<std::size_t>(v)];
+        if (static_cast<std::int64_t>(cost.size()) != ds.num_nodes()) throw std::logic_error("balance_weights: --balance cost without the nodes' cost weights");
+        for (std::int64_t v = 0; v < n; ++v) w[v * ncon + col] = cost[static_cast<std::size_t>(first + v)];
         break;
     }
     col += k == BalanceKey::kLabels ? static_cast<int>(ds.num_classes) : 1;

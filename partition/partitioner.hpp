@@ -10,10 +10,12 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "datasets/dataset.hpp"
 #include "partition/book.hpp"
+#include "partition/collective.hpp"
 #include "partition/config.hpp"
 
 namespace shardgnn {
@@ -26,6 +28,14 @@ class Partitioner {
   // split, a graph beyond METIS's index range, bad cost-model
   // fanouts, ...).
   std::vector<PartId> partition(const Dataset& ds, const PartitionConfig& cfg) const;
+  // The same over the ranks of `comm` (collective: every rank passes the same dataset and
+  // configuration), every node's part on every rank. metis-ml, and metis where it takes the
+  // multilevel path, spread the work over the ranks; the other methods run on rank 0.
+  std::vector<PartId> partition(const Dataset& ds, const PartitionConfig& cfg, const PartitionCollective& comm) const;
+
+ protected:
+  // By default `run` on rank 0, its result sent to every rank.
+  virtual std::vector<PartId> run_spread(const Dataset& ds, const PartitionConfig& cfg, const PartitionCollective& comm) const;
 
  private:
   virtual std::vector<PartId> run(const Dataset& ds, const PartitionConfig& cfg) const = 0;
@@ -44,8 +54,13 @@ double process_cpu_seconds() noexcept;
 // The per-node balance weights of `keys`, row-major [num_nodes x ncon] (kLabels expands to one
 // column per class). Shared by METIS (vertex weights) and the streaming methods (capacities).
 // kCost takes its column from `cost` (node_cost_weights, size num_nodes), required when listed.
+// With first/last, only the rows of nodes [first, last) (last < 0: to the end).
 std::vector<std::int64_t> balance_weights(const Dataset& ds, const std::vector<BalanceKey>& keys, int* ncon,
-                                          std::span<const std::int64_t> cost = {});
+                                          std::span<const std::int64_t> cost = {}, NodeId first = 0, NodeId last = -1);
+
+// Why --method metis cannot take this graph whole and goes the multilevel way (its size beyond
+// METIS's index range, or the memory METIS would need beyond what is usable here), or empty.
+std::string metis_too_large(const Dataset& ds);
 
 // Entropy-aware edge weights (Deshmukh et al. 2023), aligned with ds.graph.indices(): positive
 // integers, larger for neighbours with similar features and for low-degree endpoints. Symmetric:

@@ -4,6 +4,7 @@
 #include <bit>
 #include <type_traits>
 #include <filesystem>
+#include <numeric>
 
 #include "datasets/array_dir.hpp"
 #include "datasets/error.hpp"
@@ -306,19 +307,25 @@ PartitionMetrics write_partitioned(const Dataset& ds, const std::string& dataset
                                {"halo", static_cast<std::int64_t>(halo.size())}, {"arrays", std::move(arrays)}};
   };
 
-  write_dir_atomic(out_dir, options.overwrite, [&](const std::string& tmp) {
-    // Shards are independent: one worker per core, each taking the next part.
-    std::vector<boost::json::object> part_json(static_cast<std::size_t>(K));
-    // Nothing may escape (it would leave the temporary folder behind): a worker's failure is
-    // rethrown here, where write_dir_atomic cleans up.
+  // Writes the parts listed in `mine` under `tmp`, one worker per core, each taking the next part.
+  // Nothing may escape a worker (it would leave the temporary folder behind): a worker's failure
+  // is rethrown here.
+  std::vector<boost::json::object> part_json(static_cast<std::size_t>(K));
+  auto write_parts = [&](const std::string& tmp, const std::vector<PartId>& mine) {
     auto write_all = [&](const auto* new_of_old) {
       using Id = std::remove_cv_t<std::remove_pointer_t<decltype(new_of_old)>>;
       for_each_part_parallel(
-          K, [&] { return WriterScratch<Id>(new_of_old, r.book, ds.num_nodes(), std::is_same_v<Id, std::uint32_t> ? id_bits : 0); },
-          [&](PartId k, WriterScratch<Id>& scratch) { part_json[static_cast<std::size_t>(k)] = write_part(tmp, k, scratch); });
+          static_cast<int>(mine.size()), [&] { return WriterScratch<Id>(new_of_old, r.book, ds.num_nodes(), std::is_same_v<Id, std::uint32_t> ? id_bits : 0); },
+          [&](int i, WriterScratch<Id>& scratch) {
+            const PartId k = mine[static_cast<std::size_t>(i)];
+            part_json[static_cast<std::size_t>(k)] = write_part(tmp, k, scratch);
+          });
     };
     if (!narrow.empty() || ds.num_nodes() == 0) write_all(narrow.data());
     else write_all(r.new_of_old.data());
+  };
+  // partition.json, from every part's listing and tally.
+  auto write_root = [&](const std::string& tmp) {
     metrics = metrics_from_tallies(ds, result.assignment, result.config, tallies);
     boost::json::array parts_json;
     for (auto& pj : part_json) parts_json.push_back(std::move(pj));
@@ -342,7 +349,59 @@ PartitionMetrics write_partitioned(const Dataset& ds, const std::string& dataset
     root["metrics"] = metrics_to_json(metrics);
     root["parts"] = std::move(parts_json);
     write_json_file((fs::path(tmp) / "partition.json").string(), root);
+  };
+
+  const PartitionCollective* comm = options.comm;
+  if (comm == nullptr || comm->size() == 1) {
+    std::vector<PartId> all(static_cast<std::size_t>(K));
+    std::iota(all.begin(), all.end(), 0);
+    write_dir_atomic(out_dir, options.overwrite, [&](const std::string& tmp) {
+      write_parts(tmp, all);
+      write_root(tmp);
+    });
+    return metrics;
+  }
+
+  // Over ranks: rank 0 makes the temporary folder (on a filesystem every rank sees), every rank
+  // writes parts rank, rank + P, ..., rank 0 gathers their listings and tallies, writes
+  // partition.json and puts the folder in place. Any rank's failure is every rank's, and the
+  // temporary folder goes.
+  const int rank = comm->rank(), ranks = comm->size();
+  std::string tmp;
+  comm->agree([&] {
+    if (rank == 0) tmp = begin_dir_atomic(out_dir, options.overwrite);
   });
+  {
+    const std::vector<char> name = comm->allgatherv<char>(rank == 0 ? std::span<const char>(tmp.data(), tmp.size()) : std::span<const char>());
+    tmp.assign(name.begin(), name.end());
+  }
+  try {
+    std::vector<PartId> mine;
+    for (PartId k = rank; k < K; k += ranks) mine.push_back(k);
+    comm->agree([&] { write_parts(tmp, mine); });
+    // Each rank's listings as lines of JSON (serialize escapes newlines), parts in order.
+    std::string lines;
+    for (const PartId k : mine) lines += boost::json::serialize(part_json[static_cast<std::size_t>(k)]) + "\n";
+    const std::vector<char> all_lines = comm->allgatherv<char>(lines);
+    const std::vector<ShardTally> all_tallies = comm->allgatherv<ShardTally>(tallies);
+    comm->agree([&] {
+      if (rank != 0) return;
+      std::size_t at = 0;
+      for (int from = 0; from < ranks; ++from)
+        for (PartId k = from; k < K; k += ranks) {
+          const auto end = static_cast<std::size_t>(std::find(all_lines.begin() + static_cast<std::ptrdiff_t>(at), all_lines.end(), '\n') - all_lines.begin());
+          part_json[static_cast<std::size_t>(k)] = boost::json::parse(std::string_view(all_lines.data() + at, end - at)).as_object();
+          at = end + 1;
+        }
+      for (PartId k = 0; k < K; ++k) tallies[static_cast<std::size_t>(k)] = all_tallies[static_cast<std::size_t>(k % ranks) * static_cast<std::size_t>(K) + static_cast<std::size_t>(k)];
+      write_root(tmp);
+      commit_dir_atomic(tmp, out_dir);
+    });
+  } catch (...) {
+    std::error_code ec;
+    if (rank == 0) fs::remove_all(tmp, ec);
+    throw;
+  }
   return metrics;
 }
 

@@ -16,6 +16,7 @@
 
 #include "datasets/dataset.hpp"
 #include "partition/book.hpp"
+#include "partition/collective.hpp"
 #include "partition/config.hpp"
 #include "partition/metrics.hpp"
 
@@ -39,6 +40,11 @@ struct WriteOptions {
   // Whether the writer may look new ids up in a 32-bit table where they fit. Off, it uses the
   // 64-bit table, as it must for graphs of more than 2^32 nodes.
   bool narrow_ids = true;
+  // Ranks to spread the shards over (every rank calls write_partitioned with the same arguments;
+  // the output folder must be on a filesystem they all see): rank r writes parts r, r + P, ...,
+  // rank 0 partition.json, and only rank 0's return value holds the metrics. Null: this process
+  // writes everything.
+  const PartitionCollective* comm = nullptr;
 };
 
 // Writes the partitioned dataset atomically (nothing is left at `out_dir` on failure).

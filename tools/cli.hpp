@@ -12,6 +12,7 @@
 #include "datasets/error.hpp"
 #include "datasets/names.hpp"
 #include "datasets/generators.hpp"
+#include "partition/collective.hpp"
 #include "partition/config.hpp"
 #include <vector>
 
@@ -98,6 +99,8 @@ int data_main(const std::vector<std::string>& args);
 int bench_main(const std::vector<std::string>& args);
 int bench_data_main(const std::vector<std::string>& args);
 int partition_main(const std::vector<std::string>& args);
+// The same over the ranks of `comm` (the `partition` MPI program): every rank runs it.
+int partition_main(const std::vector<std::string>& args, const PartitionCollective& comm);
 int report_main(const std::vector<std::string>& args);
 int bench_partition_main(const std::vector<std::string>& args);
 int bench_partition_one_main(const std::vector<std::string>& args);

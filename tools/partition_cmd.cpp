@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "datasets/error.hpp"
 #include "datasets/fileio.hpp"
@@ -106,7 +107,7 @@ int verify(const std::vector<std::string>& args) {
 
 }  // namespace
 
-int partition_main(const std::vector<std::string>& args) {
+int partition_main(const std::vector<std::string>& args, const PartitionCollective& comm) {
   if (!args.empty() && args[0] == "report") return report({args.begin() + 1, args.end()});
   if (!args.empty() && args[0] == "verify") return verify({args.begin() + 1, args.end()});
   g_command = "shardgnn partition";
@@ -116,36 +117,54 @@ int partition_main(const std::vector<std::string>& args) {
   PartitionConfig cfg;
   add_partition_options(o, cfg);
   po::variables_map vm;
+  const bool first = comm.rank() == 0;
   if (!parse(args,
-             "shardgnn partition <dataset-dir> --parts K --method metis|random|ldg|fennel --out <dir> [options]\n"
+             "[mpiexec -n P] shardgnn partition <dataset-dir> --parts K --method metis|metis-ml|random|ldg|fennel --out <dir> [options]\n"
              "       shardgnn partition report <partitioned-dir>\n"
              "       shardgnn partition verify <partitioned-dir>\n\n"
              "Cuts a dataset into K shards, relabels nodes so part k owns a contiguous id range, and writes\n"
              "partition.json (book, parameters, quality metrics, checksums) and part-<k>/ with each shard's\n"
-             "CSR, features, labels, splits and halo.",
+             "CSR, features, labels, splits and halo. Under mpiexec or srun the ranks share the work: metis-ml\n"
+             "(and metis where it goes the multilevel way) coarsens and refines a node range per rank, and\n"
+             "rank r writes parts r, r + P, ...; the dataset and the output folder must be on a filesystem\n"
+             "every rank sees.",
              o, {"dataset"}, vm))
     return 0;
   check_partition_config(cfg);
   const std::string dataset_dir = vm["dataset"].as<std::string>(), out = vm["out"].as<std::string>();
-  const Dataset ds = load_dataset(dataset_dir);
+  const bool force = vm.count("force") > 0;
+  std::optional<Dataset> ds;
+  comm.agree([&] {
+    // Refused before the work, not after it.
+    if (first) check_output_dir(out, force);
+    ds = load_dataset(dataset_dir);
+  });
   PartitionResult result;
   result.config = cfg;
   const auto t0 = Clock::now();
-  result.assignment = make_partitioner(cfg.method)->partition(ds, cfg);
+  result.assignment = make_partitioner(cfg.method)->partition(*ds, cfg, comm);
   result.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   const auto t1 = Clock::now();
-  write_partitioned(ds, dataset_dir, result, out, {.overwrite = vm.count("force") > 0});
+  write_partitioned(*ds, dataset_dir, result, out, {.overwrite = force, .comm = &comm});
   const double t_write = std::chrono::duration<double>(Clock::now() - t1).count();
-  const PartitionInfo info = load_partition_info(out);
-  std::cout << render_report_table(info);
-  std::printf("\ntime: partition %.2f s, write and measure %.2f s\n", result.seconds, t_write);
-  if (vm.count("verify")) {
-    const ValidationResult r = verify_partition(dataset_dir, out);
-    for (const auto& e : r.errors) std::fprintf(stderr, "%s: error: %s\n", g_command.c_str(), e.c_str());
-    if (!r.ok()) return 1;
-    std::printf("verified: every edge once, features, labels, splits and halos match the dataset\n");
-  }
-  return 0;
+  bool ok = true;
+  comm.agree([&] {
+    if (!first) return;
+    const PartitionInfo info = load_partition_info(out);
+    std::cout << render_report_table(info);
+    std::printf("\ntime: partition %.2f s, write and measure %.2f s%s\n", result.seconds, t_write,
+                comm.size() > 1 ? (" (" + std::to_string(comm.size()) + " ranks)").c_str() : "");
+    if (vm.count("verify")) {
+      const ValidationResult r = verify_partition(dataset_dir, out);
+      for (const auto& e : r.errors) std::fprintf(stderr, "%s: error: %s\n", g_command.c_str(), e.c_str());
+      ok = r.ok();
+      if (ok) std::printf("verified: every edge once, features, labels, splits and halos match the dataset\n");
+    }
+    std::fflush(stdout);
+  });
+  return comm.all_true(ok) ? 0 : 1;
 }
+
+int partition_main(const std::vector<std::string>& args) { return partition_main(args, SerialCollective{}); }
 
 }  // namespace shardgnn::cli
