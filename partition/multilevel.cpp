@@ -43,6 +43,8 @@ constexpr int kMaxLevels = 24;
 // that the coarsest graph keeps enough nodes for METIS to balance.
 constexpr double kClusterShare = 16;
 constexpr int kCoarsenPasses = 3, kRefinePasses = 3;
+// Refinement goes on for up to this many more passes while a part is over its limit.
+constexpr int kBalancePasses = 8;
 // Coarsening passes stop early once fewer than n / kSettledShare nodes moved in one.
 constexpr std::int64_t kSettledShare = 100;
 
@@ -289,18 +291,23 @@ std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a / b - (a % b !
 // kept current on every rank. A node moves to the adjacent part it is most connected to when that
 // beats its own part's connection and the part has room; a node of a part over its limit moves to
 // the best adjacent part with room (or, with none adjacent, the lightest part with room) whatever
-// the cut says. Within a pass a rank may use a 1/P share of each part's room (or must shed a 1/P
-// share of its excess), so that the ranks' moves together keep to the limits.
+// the cut says. Within a pass a rank may use a 1/P share of each part's room, or must shed the
+// share of a part's excess that its own nodes there hold, so that the ranks' moves together keep
+// to the limits.
 template <class View>
 void refine(const View& g, std::vector<std::int32_t>& part, int k, std::span<const std::int64_t> limit, std::uint64_t seed,
             const PartitionCollective& comm) {
   const std::int64_t n = g.n();
   const auto nc = static_cast<std::size_t>(g.ncon);
   const std::int64_t ranks = comm.size();
-  std::vector<std::int64_t> load(static_cast<std::size_t>(k) * nc, 0), delta(load.size()), share(load.size()), conn(static_cast<std::size_t>(k), 0), touched;
+  // Every part's weight over all ranks (load) and on this rank (mine), this pass's change here
+  // (delta), and how far this rank may go in a pass: its share of a part's room (share), or, for a
+  // part over its limit, its share of the excess to shed, in proportion to its own weight there.
+  std::vector<std::int64_t> mine(static_cast<std::size_t>(k) * nc, 0), load, delta(mine.size()), share(mine.size()), conn(static_cast<std::size_t>(k), 0), touched;
   const auto part_of = [&](std::int64_t u) -> std::int64_t { return part[static_cast<std::size_t>(u)]; };
   for (std::int64_t v = 0; v < n; ++v)
-    for (std::size_t c = 0; c < nc; ++c) load[static_cast<std::size_t>(part_of(g.first + v)) * nc + c] += g.node_w[static_cast<std::size_t>(v) * nc + c];
+    for (std::size_t c = 0; c < nc; ++c) mine[static_cast<std::size_t>(part_of(g.first + v)) * nc + c] += g.node_w[static_cast<std::size_t>(v) * nc + c];
+  load = mine;
   comm.sum(load);
   auto room = [&](std::int64_t p, std::span<const std::int64_t> wv) {
     for (std::size_t c = 0; c < nc; ++c) {
@@ -309,15 +316,41 @@ void refine(const View& g, std::vector<std::int32_t>& part, int k, std::span<con
     }
     return true;
   };
-  auto over = [&](std::int64_t p) {
+  // Whether part p is over this rank's bound in a constraint that a node of weights wv counts in
+  // (moving a node that weighs nothing there would not help).
+  auto over = [&](std::int64_t p, std::span<const std::int64_t> wv) {
     for (std::size_t c = 0; c < nc; ++c)
-      if (delta[static_cast<std::size_t>(p) * nc + c] > share[static_cast<std::size_t>(p) * nc + c]) return true;
+      if (wv[c] > 0 && delta[static_cast<std::size_t>(p) * nc + c] > share[static_cast<std::size_t>(p) * nc + c]) return true;
     return false;
+  };
+  // How much moving a node of weights wv from `from` to `to` changes the parts' summed excess over
+  // their bounds, each constraint relative to its limit: below zero, the move mends balance.
+  auto excess_change = [&](std::int64_t from, std::int64_t to, std::span<const std::int64_t> wv) {
+    double change = 0;
+    for (std::size_t c = 0; c < nc; ++c) {
+      if (wv[c] == 0) continue;
+      const auto i = static_cast<std::size_t>(from) * nc + c, j = static_cast<std::size_t>(to) * nc + c;
+      const auto excess = [&](std::size_t at, std::int64_t add) { return std::max<std::int64_t>(0, delta[at] + add - share[at]); };
+      change += static_cast<double>(excess(i, -wv[c]) - excess(i, 0) + excess(j, wv[c]) - excess(j, 0)) / static_cast<double>(std::max<std::int64_t>(1, limit[c]));
+    }
+    return change;
+  };
+  auto shares = [&] {
+    for (std::size_t i = 0; i < load.size(); ++i) {
+      const std::int64_t excess = load[i] - limit[i % nc];
+      if (excess <= 0) share[i] = floor_div(-excess, ranks);
+      else share[i] = -static_cast<std::int64_t>(std::ceil(static_cast<double>(excess) * (static_cast<double>(mine[i]) / static_cast<double>(load[i]))));
+    }
   };
   const std::vector<std::int64_t> order = visit_order(n, seed);
   std::vector<std::int64_t> moves;  // (node, new part) pairs of this pass
-  for (int pass = 0; pass < kRefinePasses; ++pass) {
-    for (std::size_t i = 0; i < load.size(); ++i) share[i] = floor_div(limit[i % nc] - load[i], ranks);
+  auto balanced = [&] {
+    for (std::size_t i = 0; i < load.size(); ++i)
+      if (load[i] > limit[i % nc]) return false;
+    return true;
+  };
+  for (int pass = 0; pass < kRefinePasses || (pass < kRefinePasses + kBalancePasses && !balanced()); ++pass) {
+    shares();
     std::fill(delta.begin(), delta.end(), 0);
     moves.clear();
     for (const std::int64_t v : order) {
@@ -325,7 +358,7 @@ void refine(const View& g, std::vector<std::int32_t>& part, int k, std::span<con
       const std::int64_t cur = part_of(g.first + v);
       connections(g, v, part_of, conn, touched);
       const std::span<const std::int64_t> wv = g.node_w.subspan(vs * nc, nc);
-      const bool must = over(cur);
+      const bool must = over(cur, wv);
       std::int64_t best = cur, best_conn = must ? std::numeric_limits<std::int64_t>::min() : conn[static_cast<std::size_t>(cur)];
       for (const std::int64_t p : touched)
         if (p != cur && conn[static_cast<std::size_t>(p)] > best_conn && room(p, wv)) {
@@ -341,6 +374,16 @@ void refine(const View& g, std::vector<std::int32_t>& part, int k, std::span<con
           if (p != cur && room(p, wv) && (lightest < 0 || at(p) < at(lightest))) lightest = p;
         if (lightest >= 0) best = lightest;
       }
+      if (must && best == cur) {
+        // No part has room for the node in every constraint (several constraints pulling
+        // different ways): the move that most lowers the excess, if any does.
+        double lowest = 0;
+        for (std::int64_t p = 0; p < k; ++p)
+          if (const double change = p != cur ? excess_change(cur, p, wv) : 0; change < lowest) {
+            lowest = change;
+            best = p;
+          }
+      }
       if (best == cur) continue;
       move_weight(delta, wv, cur, best);
       part[static_cast<std::size_t>(g.first + v)] = static_cast<std::int32_t>(best);
@@ -348,6 +391,7 @@ void refine(const View& g, std::vector<std::int32_t>& part, int k, std::span<con
       moves.push_back(best);
     }
     std::int64_t moved = static_cast<std::int64_t>(moves.size() / 2);
+    for (std::size_t i = 0; i < mine.size(); ++i) mine[i] += delta[i];
     comm.sum(delta);
     for (std::size_t i = 0; i < load.size(); ++i) load[i] += delta[i];
     if (ranks > 1) {

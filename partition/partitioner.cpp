@@ -146,6 +146,7 @@ std::vector<std::int64_t> balance_weights(const Dataset& ds, const std::vector<B
   for (BalanceKey k : keys) ncon += k == BalanceKey::kLabels ? static_cast<int>(ds.num_classes) : 1;
   std::vector<std::int64_t> w(static_cast<std::size_t>(n * ncon), 0);
   int col = 0;
+  const bool by_nodes = std::find(keys.begin(), keys.end(), BalanceKey::kNodes) != keys.end();
   const auto mark = [&](const Array<NodeId>& split) {
     for (NodeId v : split.span())
       if (v >= first && v < last) w[(v - first) * ncon + col] = 1;
@@ -156,8 +157,9 @@ std::vector<std::int64_t> balance_weights(const Dataset& ds, const std::vector<B
         for (std::int64_t v = 0; v < n; ++v) w[v * ncon + col] = 1;
         break;
       case BalanceKey::kEdges:
-        // A node with no edges still costs something to hold.
-        for (std::int64_t v = 0; v < n; ++v) w[v * ncon + col] = std::max<std::int64_t>(1, ds.graph.degree(first + v));
+        // The degree, as the edges balance is measured; beside no nodes key, a node with no edges
+        // still weighs 1 (else a part could be handed every isolated node).
+        for (std::int64_t v = 0; v < n; ++v) w[v * ncon + col] = std::max<std::int64_t>(by_nodes ? 0 : 1, ds.graph.degree(first + v));
         break;
       case BalanceKey::kTrain: mark(ds.train_idx); break;
       case BalanceKey::kVal: mark(ds.val_idx); break;

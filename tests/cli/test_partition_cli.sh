@@ -32,6 +32,18 @@ done
 "$SHARDGNN" partition "$work/cora" --parts 3 --method metis-ml --coarse-nodes 200 --balance nodes,train --out "$work/p-ml" --verify > "$work/out.txt" ||
   fail "metis-ml partition failed"
 grep -q "verified" "$work/out.txt" || fail "metis-ml partition did not verify"
+# Under an MPI launcher the ranks share it (the MPI program), with the same report; a refusal is
+# one line per rank and a non-zero exit, with nothing left behind.
+"$MPIEXEC" -n 2 "$SHARDGNN" partition "$work/cora" --parts 3 --method metis-ml --coarse-nodes 200 --balance nodes,train --out "$work/p-ml2" --verify \
+  > "$work/out.txt" 2> "$work/err.txt" || fail "metis-ml partition on 2 ranks failed: $(cat "$work/err.txt")"
+grep -q "over 2 ranks" "$work/err.txt" || fail "metis-ml on 2 ranks did not spread its work: $(cat "$work/err.txt")"
+grep -q "verified" "$work/out.txt" || fail "metis-ml partition on 2 ranks did not verify"
+set +e
+"$MPIEXEC" -n 2 "$SHARDGNN" partition "$work/cora" --parts 3 --method fennel --out "$work/p-ml2" > /dev/null 2> "$work/err.txt"
+rc=$?
+set -e
+[ "$rc" = 1 ] || fail "partition on 2 ranks into an existing folder exited $rc"
+[ "$(grep -c "output folder exists" "$work/err.txt")" = 2 ] || fail "partition on 2 ranks: expected the refusal from each rank: $(cat "$work/err.txt")"
 
 # One clear line, exit code, nothing written.
 expect_error() {  # expected-exit pattern args...
