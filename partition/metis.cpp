@@ -182,31 +182,41 @@ double process_cpu_seconds() noexcept {
   return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + 1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
-std::string metis_too_large(const Dataset& ds) {
+namespace {
+std::string size_text(double bytes) {
+  char text[32];
+  if (bytes >= 1e9) std::snprintf(text, sizeof text, "%.1f GB", bytes / 1e9);
+  else std::snprintf(text, sizeof text, "%.0f MB", bytes / 1e6);
+  return text;
+}
+}  // namespace
+
+std::string metis_too_large(const Dataset& ds, const PartitionConfig& cfg) {
   const std::int64_t n = ds.num_nodes(), entries = ds.graph.num_edges(), idx_max = std::numeric_limits<idx_t>::max();
-  const double need = kMetisBytesPerEntry * static_cast<double>(entries), have = static_cast<double>(usable_memory_bytes());
+  const double need = kMetisBytesPerEntry * static_cast<double>(entries),
+               have = static_cast<double>(cfg.memory_limit > 0 ? cfg.memory_limit : usable_memory_bytes());
   if (n > idx_max || entries > idx_max)
     return "the graph (" + std::to_string(n) + " nodes, " + std::to_string(entries) + " adjacency entries) exceeds this METIS build's " +
            std::to_string(IDXTYPEWIDTH) + "-bit index range";
   if (need > have)
-    return "METIS would need about " + std::to_string(static_cast<std::int64_t>(need / 1e9)) + " GB for " + std::to_string(entries) +
-           " adjacency entries, more than the " + std::to_string(static_cast<std::int64_t>(have / 1e9)) + " GB usable here";
+    return "METIS would need about " + size_text(need) + " for " + std::to_string(entries) + " adjacency entries, more than the " + size_text(have) +
+           (cfg.memory_limit > 0 ? " of --memory-limit" : " usable here");
   return "";
 }
 
 std::vector<PartId> MetisPartitioner::run_spread(const Dataset& ds, const PartitionConfig& cfg, const PartitionCollective& comm) const {
   // Rank 0 decides, so that ranks on nodes with different memory take one path.
-  std::int64_t whole = comm.rank() == 0 && metis_too_large(ds).empty() ? 1 : 0;
+  std::int64_t whole = comm.rank() == 0 && metis_too_large(ds, cfg).empty() ? 1 : 0;
   comm.max(std::span<std::int64_t>(&whole, 1));
   if (whole == 1) return Partitioner::run_spread(ds, cfg, comm);
-  if (comm.rank() == 0) std::fprintf(stderr, "metis: %s; partitioning it the multilevel way (--method metis-ml)\n", metis_too_large(ds).c_str());
+  if (comm.rank() == 0) std::fprintf(stderr, "metis: %s; partitioning it the multilevel way (--method metis-ml)\n", metis_too_large(ds, cfg).c_str());
   return metis_ml_partition(ds, cfg, comm);
 }
 
 std::vector<PartId> MetisPartitioner::run(const Dataset& ds, const PartitionConfig& cfg) const {
   const std::int64_t n = ds.num_nodes();
   // A graph beyond METIS's index range or the memory METIS would take goes the multilevel way.
-  if (const std::string why = metis_too_large(ds); !why.empty()) {
+  if (const std::string why = metis_too_large(ds, cfg); !why.empty()) {
     std::fprintf(stderr, "metis: %s; partitioning it the multilevel way (--method metis-ml)\n", why.c_str());
     return MetisMlPartitioner().partition(ds, cfg);
   }

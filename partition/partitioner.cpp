@@ -179,6 +179,20 @@ std::vector<std::int64_t> balance_weights(const Dataset& ds, const std::vector<B
   return w;
 }
 
+bool degrees_skewed(const CsrGraph& g, double* cv_out) {
+  const NodeId n = g.num_nodes();
+  double sum = 0, sum_sq = 0;
+  for (NodeId v = 0; v < n; ++v) {
+    const auto d = static_cast<double>(g.degree(v));
+    sum += d;
+    sum_sq += d * d;
+  }
+  const double mean = n > 0 ? sum / static_cast<double>(n) : 0;
+  const double cv = mean > 0 ? std::sqrt(std::max(0.0, sum_sq / static_cast<double>(n) - mean * mean)) / mean : 0;
+  if (cv_out) *cv_out = cv;
+  return cv > kSkewedDegreeCv;
+}
+
 std::vector<std::int64_t> entropy_edge_weights(const Dataset& ds) {
   // Deshmukh et al. (ICDM 2023) weight edges so that METIS keeps nodes that are likely to share a
   // label together, which lowers each shard's label entropy. Our weight combines the two signals

@@ -58,9 +58,15 @@ double process_cpu_seconds() noexcept;
 std::vector<std::int64_t> balance_weights(const Dataset& ds, const std::vector<BalanceKey>& keys, int* ncon,
                                           std::span<const std::int64_t> cost = {}, NodeId first = 0, NodeId last = -1);
 
+// Whether the degrees are skewed (a power law's hubs: their coefficient of variation above
+// kSkewedDegreeCv): there a node-balanced streaming partition can leave one part with most edges.
+inline constexpr double kSkewedDegreeCv = 1.0;
+bool degrees_skewed(const CsrGraph& g, double* cv = nullptr);
+
 // Why --method metis cannot take this graph whole and goes the multilevel way (its size beyond
-// METIS's index range, or the memory METIS would need beyond what is usable here), or empty.
-std::string metis_too_large(const Dataset& ds);
+// METIS's index range, or the memory METIS would need beyond cfg.memory_limit or what is usable
+// here), or empty.
+std::string metis_too_large(const Dataset& ds, const PartitionConfig& cfg);
 
 // Entropy-aware edge weights (Deshmukh et al. 2023), aligned with ds.graph.indices(): positive
 // integers, larger for neighbours with similar features and for low-degree endpoints. Symmetric:

@@ -1,5 +1,6 @@
 #include "tools/cli.hpp"
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -60,6 +61,26 @@ std::string machine_description() {
   out << "machine: " << model << ", " << std::thread::hardware_concurrency() << " cores, vector units " << (units.empty() ? "none of AVX2/AVX-512" : units);
   if (const char* core = std::getenv("OPENBLAS_CORETYPE")) out << "; OPENBLAS_CORETYPE=" << core << " (set in the environment)";
   return out.str();
+}
+
+std::uint64_t parse_byte_size(const std::string& text, const std::string& option) {
+  std::size_t end = 0;
+  double value = -1;
+  try {
+    value = std::stod(text, &end);
+  } catch (const std::exception&) {
+    end = 0;
+  }
+  std::string unit = text.substr(end);
+  double scale = 1;
+  if (unit == "k" || unit == "K") scale = 1024.0;
+  else if (unit == "m" || unit == "M") scale = 1024.0 * 1024;
+  else if (unit == "g" || unit == "G") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "t" || unit == "T") scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (!unit.empty()) end = 0;
+  if (end == 0 || !(value > 0) || !std::isfinite(value * scale))
+    throw UsageError(option + " '" + text + "': expected a size such as 4G, 512M or a byte count");
+  return static_cast<std::uint64_t>(value * scale);
 }
 
 }  // namespace shardgnn::cli

@@ -98,6 +98,9 @@ extern std::string g_command;
 int data_main(const std::vector<std::string>& args);
 int bench_main(const std::vector<std::string>& args);
 int bench_data_main(const std::vector<std::string>& args);
+// "4G", "512M", "100k" (powers of 1024) or a plain byte count; a UsageError naming `option` else.
+std::uint64_t parse_byte_size(const std::string& text, const std::string& option);
+
 int partition_main(const std::vector<std::string>& args);
 // The same over the ranks of `comm` (the `partition` MPI program): every rank runs it.
 int partition_main(const std::vector<std::string>& args, const PartitionCollective& comm);

@@ -29,27 +29,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// "4G", "512M", "100k" (powers of 1024) or a plain byte count.
-std::uint64_t parse_byte_size(const std::string& text, const std::string& option) {
-  std::size_t end = 0;
-  double value = -1;
-  try {
-    value = std::stod(text, &end);
-  } catch (const std::exception&) {
-    end = 0;
-  }
-  std::string unit = text.substr(end);
-  double scale = 1;
-  if (unit == "k" || unit == "K") scale = 1024.0;
-  else if (unit == "m" || unit == "M") scale = 1024.0 * 1024;
-  else if (unit == "g" || unit == "G") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "t" || unit == "T") scale = 1024.0 * 1024 * 1024 * 1024;
-  else if (!unit.empty()) end = 0;
-  if (end == 0 || !(value > 0) || !std::isfinite(value * scale))
-    throw UsageError(option + " '" + text + "': expected a size such as 4G, 512M or a byte count");
-  return static_cast<std::uint64_t>(value * scale);
-}
-
 constexpr const char* kMemoryLimitHelp =
     "memory the graph build may take, e.g. 4G (default: half the usable memory); a graph that needs more is built through bucket files on disk";
 

@@ -39,11 +39,15 @@ void add_partition_options(po::options_description& o, PartitionConfig& c) {
       ("method,m", bound(c.method, parse_method, method_name), "metis, metis-ml (multilevel: label-propagation coarsening, METIS on the coarsest graph), random, ldg or fennel")
       ("balance", bound(c.balance, parse_balance, balance_text),
        "what every part gets its share of, comma-separated: nodes, train, val, test, edges, labels (one constraint per class), "
-       "cost (expected sampling cost of the training nodes, see --fanouts)")
+       "cost (expected sampling cost of the training nodes, see --fanouts); by default nodes, and with ldg or fennel "
+       "nodes,edges on a graph whose degrees are skewed (coefficient of variation above 1)")
       ("objective", bound(c.objective, parse_objective, objective_name),
        "METIS objective: cut or vol (communication volume)")
       ("edge-weights", bound(c.edge_weights, parse_edge_weighting, edge_weighting_name),
        "none, or entropy (feature similarity and degree, Deshmukh et al. 2023)")
+      ("memory-limit", po::value<std::string>()->notifier([&c](const std::string& text) { c.memory_limit = parse_byte_size(text, "--memory-limit"); }),
+       "metis: the memory METIS may take on the whole graph, e.g. 8G (default: what this process may use); a graph needing more goes the "
+       "multilevel way (metis-ml)")
       ("imbalance", bound(c.imbalance), "allowed imbalance per constraint (0.03: max part <= 1.03 x mean)")
       ("seed", bound(c.seed), "random seed")
       ("coarse-nodes", bound(c.coarse_nodes), "metis-ml: coarsen until at most N nodes, then METIS (0: 4096 per part)")
@@ -139,6 +143,16 @@ int partition_main(const std::vector<std::string>& args, const PartitionCollecti
     if (first) check_output_dir(out, force);
     ds = load_dataset(dataset_dir);
   });
+  // A one-pass method balancing nodes alone can give one part most of a power law's edges.
+  if (vm["balance"].defaulted() && (cfg.method == PartitionMethod::kLdg || cfg.method == PartitionMethod::kFennel)) {
+    double cv = 0;
+    if (degrees_skewed(ds->graph, &cv)) {
+      cfg.balance.push_back(BalanceKey::kEdges);
+      if (first)
+        std::fprintf(stderr, "%s: skewed degrees (coefficient of variation %.1f): balancing nodes and edges (--balance nodes for nodes alone)\n",
+                     method_name(cfg.method).c_str(), cv);
+    }
+  }
   PartitionResult result;
   result.config = cfg;
   const auto t0 = Clock::now();

@@ -32,6 +32,19 @@ done
 "$SHARDGNN" partition "$work/cora" --parts 3 --method metis-ml --coarse-nodes 200 --balance nodes,train --out "$work/p-ml" --verify > "$work/out.txt" ||
   fail "metis-ml partition failed"
 grep -q "verified" "$work/out.txt" || fail "metis-ml partition did not verify"
+# --method metis goes the multilevel way, and says so, when METIS would need more than the memory limit.
+"$SHARDGNN" partition "$work/cora" --parts 3 --method metis --memory-limit 100k --out "$work/p-auto" --verify > "$work/out.txt" 2> "$work/err.txt" ||
+  fail "metis with a small --memory-limit failed: $(cat "$work/err.txt")"
+grep -q "more than the 0 MB of --memory-limit; partitioning it the multilevel way" "$work/err.txt" || fail "metis did not say it took the multilevel path: $(cat "$work/err.txt")"
+grep -q "^metis-ml: " "$work/err.txt" && grep -q "verified" "$work/out.txt" || fail "metis's multilevel path did not run or verify"
+"$SHARDGNN" partition "$work/cora" --parts 3 --method metis --out "$work/p-whole" > /dev/null 2> "$work/err.txt" || fail "metis failed"
+[ ! -s "$work/err.txt" ] || fail "metis on Cora within memory said: $(cat "$work/err.txt")"
+# ldg and fennel balance edges too on a graph with skewed degrees (Cora's), unless --balance is given.
+"$SHARDGNN" partition "$work/cora" --parts 3 --method fennel --out "$work/p-fe" > "$work/out.txt" 2> "$work/err.txt" || fail "fennel failed"
+grep -q "balancing nodes and edges" "$work/err.txt" || fail "fennel on Cora did not balance edges by default: $(cat "$work/err.txt")"
+grep -q '"balance": *\["nodes", *"edges"\]' "$work/p-fe/partition.json" || fail "partition.json does not record the edges balance"
+"$SHARDGNN" partition "$work/cora" --parts 3 --method fennel --balance nodes --out "$work/p-fn" > /dev/null 2> "$work/err.txt" || fail "fennel --balance nodes failed"
+[ ! -s "$work/err.txt" ] || fail "fennel --balance nodes said: $(cat "$work/err.txt")"
 # Under an MPI launcher the ranks share it (the MPI program), with the same report; a refusal is
 # one line per rank and a non-zero exit, with nothing left behind.
 "$MPIEXEC" -n 2 "$SHARDGNN" partition "$work/cora" --parts 3 --method metis-ml --coarse-nodes 200 --balance nodes,train --out "$work/p-ml2" --verify \
@@ -61,6 +74,7 @@ expect_error 2 "at least 1" partition "$work/cora" --parts 0 --out "$work/bad"
 expect_error 1 "exceeds the 2708 nodes" partition "$work/cora" --parts 3000 --out "$work/bad"
 expect_error 2 "unknown partitioning method 'kway'" partition "$work/cora" --method kway --out "$work/bad"
 expect_error 2 "unknown --balance key" partition "$work/cora" --balance nodes,weight --out "$work/bad"
+expect_error 2 "--memory-limit 'lots'" partition "$work/cora" --method metis --memory-limit lots --out "$work/bad"
 expect_error 2 "coarse-nodes must be 0" partition "$work/cora" --method metis-ml --coarse-nodes -5 --out "$work/bad"
 expect_error 1 "no such dataset folder" partition "$work/missing" --parts 2 --out "$work/bad"
 "$SHARDGNN" data convert "$SAMPLES/4elt.graph" --out "$work/4elt" >/dev/null
