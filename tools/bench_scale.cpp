@@ -19,7 +19,7 @@ namespace shardgnn::cli {
 namespace {
 
 struct ScaleOptions {
-  int scale = 0, edge_factor = 0, parts = 0, feature_dim = 0, epochs = 0;
+  int scale = 0, edge_factor = 0, parts = 0, feature_dim = 0, epochs = 0, partition_ranks = 1;
   double train = 0;
   std::string method, balance, memory_limit;
   fs::path work;
@@ -39,6 +39,7 @@ std::optional<ScaleOptions> parse_options(const std::vector<std::string>& args) 
       ("train", po::value<double>()->default_value(0.01), "training fraction (also the validation fraction)")
       ("epochs", po::value<int>()->default_value(1), "training epochs")
       ("memory-limit", po::value<std::string>(), "passed to data generate (e.g. 4G)")
+      ("partition-ranks", po::value<int>()->default_value(1), "MPI ranks sharing the partition stage (mpiexec -n R; the multilevel path spreads its work)")
       ("workdir", po::value<std::string>()->default_value((fs::temp_directory_path() / "shardgnn-bench-scale").string()),
        "scratch folder (its outputs are replaced on every run)")
       ("json", po::value<std::string>(), "also write the results as JSON here");
@@ -53,11 +54,13 @@ std::optional<ScaleOptions> parse_options(const std::vector<std::string>& args) 
   s.feature_dim = vm["feature-dim"].as<int>();
   s.train = vm["train"].as<double>();
   s.epochs = vm["epochs"].as<int>();
+  s.partition_ranks = vm["partition-ranks"].as<int>();
   if (vm.count("memory-limit")) s.memory_limit = vm["memory-limit"].as<std::string>();
   s.work = vm["workdir"].as<std::string>();
   if (vm.count("json")) s.json = vm["json"].as<std::string>();
   if (s.parts < 1) throw UsageError("--parts must be at least 1");
   if (s.epochs < 1) throw UsageError("--epochs must be at least 1");
+  if (s.partition_ranks < 1) throw UsageError("--partition-ranks must be at least 1");
   return s;
 }
 
@@ -92,9 +95,12 @@ int bench_scale_main(const std::vector<std::string>& args) {
                                        "--symmetrize", "--drop-self-loops", "--drop-duplicates", "--feature-dim", std::to_string(s.feature_dim),
                                        "--train", frac, "--val", frac, "--out", data.string(), "--force"};
   if (!s.memory_limit.empty()) generate.insert(generate.end(), {"--memory-limit", s.memory_limit});
+  std::vector<std::string> partition = {exe, "partition", data.string(), "--parts", std::to_string(s.parts), "--method", s.method, "--balance", s.balance,
+                                        "--out", parts.string(), "--force"};
+  if (s.partition_ranks > 1) partition.insert(partition.begin(), {"mpiexec", "-n", std::to_string(s.partition_ranks)});
   const std::vector<std::pair<std::string, std::vector<std::string>>> plan = {
       {"generate", generate},
-      {"partition", {exe, "partition", data.string(), "--parts", std::to_string(s.parts), "--method", s.method, "--balance", s.balance, "--out", parts.string(), "--force"}},
+      {"partition", partition},
       {"train", {"mpiexec", "-n", std::to_string(s.parts), exe, "train", parts.string(), "--epochs", std::to_string(s.epochs), "--eval-sample", "1000",
                  "--no-test", "--threads", "1", "--quiet"}},
   };
@@ -107,8 +113,9 @@ int bench_scale_main(const std::vector<std::string>& args) {
     stages.push_back(std::move(st));
     if (stages.back().run.status != 0) break;
   }
-  std::printf("R-MAT scale %d, edge factor %d, %d features, %s into %d parts balancing %s, training on %d rank%s (1 thread each)\n", s.scale,
-              s.edge_factor, s.feature_dim, s.method.c_str(), s.parts, s.balance.c_str(), s.parts, s.parts == 1 ? "" : "s");
+  std::printf("R-MAT scale %d, edge factor %d, %d features, %s into %d parts balancing %s on %d rank%s, training on %d rank%s (1 thread each)\n",
+              s.scale, s.edge_factor, s.feature_dim, s.method.c_str(), s.parts, s.balance.c_str(), s.partition_ranks, s.partition_ranks == 1 ? "" : "s",
+              s.parts, s.parts == 1 ? "" : "s");
   std::printf("%-10s %8s %10s %12s %12s %s\n", "stage", "wall s", "peak MiB", "anon MiB", "disk MiB", "");
   boost::json::array rows;
   for (const Stage& st : stages) {
@@ -122,7 +129,7 @@ int bench_scale_main(const std::vector<std::string>& args) {
               " disk: the stage's output folder, kept in %s)\n",
               s.work.c_str());
   if (s.json)
-    write_json_file(*s.json, boost::json::object{{"scale", s.scale}, {"edge_factor", s.edge_factor}, {"parts", s.parts}, {"method", s.method}, {"balance", s.balance}, {"stages", rows}});
+    write_json_file(*s.json, boost::json::object{{"scale", s.scale}, {"edge_factor", s.edge_factor}, {"parts", s.parts}, {"method", s.method}, {"balance", s.balance}, {"partition_ranks", s.partition_ranks}, {"stages", rows}});
   return stages.size() == plan.size() && stages.back().run.status == 0 ? 0 : 1;
 }
 
