@@ -167,10 +167,12 @@ std::string begin_dir_atomic(const std::string& dir, bool replace) {
   return tmp.string();
 }
 
-void commit_dir_atomic(const std::string& tmp, const std::string& dir) {
+void commit_dir_atomic(const std::string& tmp, const std::string& dir, bool replace) {
   const fs::path target = target_of(dir);
   std::error_code ec;
   try {
+    // A folder that appeared at `dir` since begin_dir_atomic is refused as it would have been then.
+    check_output_dir(dir, replace);
     // Every file and folder of the new tree, so the rename publishes durable contents.
     for (const auto& entry : fs::recursive_directory_iterator(tmp))
       if (entry.is_regular_file() || entry.is_directory()) fsync_path(entry.path().string(), entry.is_directory());
@@ -215,7 +217,7 @@ void write_dir_atomic(const std::string& dir, bool replace, const std::function<
     fs::remove_all(tmp, ec);
     throw;
   }
-  commit_dir_atomic(tmp, dir);
+  commit_dir_atomic(tmp, dir, replace);
 }
 
 std::uint32_t crc32_of(std::span<const std::byte> bytes, std::uint32_t crc) {

@@ -33,9 +33,10 @@ void write_text_file_atomic(const std::string& path, const std::string& text);
 void write_dir_atomic(const std::string& dir, bool replace, const std::function<void(const std::string& tmp_dir)>& fill);
 // write_dir_atomic in two steps, for a folder that several processes fill: begin checks `dir`
 // as write_dir_atomic does and creates the temporary folder (returned); commit fsyncs it and puts
-// it in place of `dir`, removing it on failure. Between them the caller removes it on failure.
+// it in place of `dir` (checked again: a folder that appeared meanwhile is refused unless
+// `replace`), removing it on failure. Between them the caller removes it on failure.
 std::string begin_dir_atomic(const std::string& dir, bool replace);
-void commit_dir_atomic(const std::string& tmp, const std::string& dir);
+void commit_dir_atomic(const std::string& tmp, const std::string& dir, bool replace);
 // write_dir_atomic's refusal on its own, to refuse before a long computation: an InputError when
 // `dir` is a file, or a non-empty folder and not `replace`.
 void check_output_dir(const std::string& dir, bool replace);

@@ -183,10 +183,12 @@ double process_cpu_seconds() noexcept {
 }
 
 namespace {
+// In the powers of 1024 that --memory-limit reads.
 std::string size_text(double bytes) {
   char text[32];
-  if (bytes >= 1e9) std::snprintf(text, sizeof text, "%.1f GB", bytes / 1e9);
-  else std::snprintf(text, sizeof text, "%.0f MB", bytes / 1e6);
+  if (bytes >= 0x1p30) std::snprintf(text, sizeof text, "%.1f GiB", bytes / 0x1p30);
+  else if (bytes >= 0x1p20) std::snprintf(text, sizeof text, "%.0f MiB", bytes / 0x1p20);
+  else std::snprintf(text, sizeof text, "%.0f KiB", bytes / 0x1p10);
   return text;
 }
 }  // namespace

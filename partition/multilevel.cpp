@@ -213,7 +213,9 @@ Level contract(const View& g, std::vector<std::int64_t> label, std::span<const s
   label = {};
   c.offsets = range_offsets(comm, m);
   const std::int64_t coarse_n = c.global_n(), first = c.offsets[static_cast<std::size_t>(comm.rank())];
-  if (coarse_n > std::numeric_limits<std::int32_t>::max()) throw std::length_error("metis-ml: a coarse graph beyond 32-bit node ids");
+  comm.agree([&] {
+    if (coarse_n > std::numeric_limits<std::int32_t>::max()) throw std::length_error("metis-ml: a coarse graph beyond 32-bit node ids");
+  });
   // The coarse id of every node this rank's rows reach, by global id: its own rows', then those
   // of other ranges, asked of their owners (sorted, so grouped by owner).
   std::vector<std::int32_t> coarse_of(ranks == 1 ? 0 : static_cast<std::size_t>(global_n), -1);
@@ -516,15 +518,20 @@ std::vector<PartId> metis_ml_partition(const Dataset& ds, const PartitionConfig&
     std::vector<std::int64_t> degrees(static_cast<std::size_t>(top.n())), adj(static_cast<std::size_t>(top.indptr.back() - top.indptr.front())), wgt;
     for (std::int64_t v = 0; v < top.n(); ++v) degrees[static_cast<std::size_t>(v)] = top.indptr[static_cast<std::size_t>(v) + 1] - top.indptr[static_cast<std::size_t>(v)];
     for (std::size_t e = 0; e < adj.size(); ++e) adj[e] = top.indices[static_cast<std::size_t>(top.indptr.front()) + e];
-    if (!top.edge_w.empty()) {
+    // Weighted when any rank's rows are (a rank whose rows have no edges has no weights).
+    std::int64_t weighted = top.edge_w.empty() ? 0 : 1;
+    comm.max(std::span<std::int64_t>(&weighted, 1));
+    if (weighted == 1) {
       wgt.resize(adj.size());
       // Summed weights are capped within METIS's own sums' headroom: they are only cut costs.
       for (std::size_t e = 0; e < wgt.size(); ++e) wgt[e] = std::min(top.weight(top.indptr.front() + static_cast<std::int64_t>(e)), idx_max / 64);
     }
     const std::int64_t total_entries = entries(static_cast<std::int64_t>(adj.size()));
-    if (global_n > idx_max || total_entries > idx_max)
-      throw InputError("dataset '" + ds.name + "': its coarsest graph (" + std::to_string(global_n) + " nodes, " + std::to_string(total_entries) +
-                       " adjacency entries) still exceeds METIS's index range; use --method fennel, ldg or random");
+    comm.agree([&] {
+      if (global_n > idx_max || total_entries > idx_max)
+        throw InputError("dataset '" + ds.name + "': its coarsest graph (" + std::to_string(global_n) + " nodes, " + std::to_string(total_entries) +
+                         " adjacency entries) still exceeds METIS's index range; use --method fennel, ldg or random");
+    });
     degrees = comm.allgatherv<std::int64_t>(degrees);
     std::vector<idx_t> xadj(degrees.size() + 1, 0), adjncy, adjwgt;
     for (std::size_t v = 0; v < degrees.size(); ++v) xadj[v + 1] = xadj[v] + static_cast<idx_t>(degrees[v]);
@@ -532,7 +539,7 @@ std::vector<PartId> metis_ml_partition(const Dataset& ds, const PartitionConfig&
     adj = comm.allgatherv<std::int64_t>(adj);
     adjncy.assign(adj.begin(), adj.end());
     adj = {};
-    if (!top.edge_w.empty()) {
+    if (weighted == 1) {
       wgt = comm.allgatherv<std::int64_t>(wgt);
       adjwgt.assign(wgt.begin(), wgt.end());
       wgt = {};

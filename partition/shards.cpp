@@ -371,17 +371,19 @@ PartitionMetrics write_partitioned(const Dataset& ds, const std::string& dataset
   comm->agree([&] {
     if (rank == 0) tmp = begin_dir_atomic(out_dir, options.overwrite);
   });
-  {
-    const std::vector<char> name = comm->allgatherv<char>(rank == 0 ? std::span<const char>(tmp.data(), tmp.size()) : std::span<const char>());
-    tmp.assign(name.begin(), name.end());
-  }
   try {
+    {
+      const std::vector<char> name = comm->allgatherv<char>(rank == 0 ? std::span<const char>(tmp.data(), tmp.size()) : std::span<const char>());
+      tmp.assign(name.begin(), name.end());
+    }
     std::vector<PartId> mine;
     for (PartId k = rank; k < K; k += ranks) mine.push_back(k);
-    comm->agree([&] { write_parts(tmp, mine); });
     // Each rank's listings as lines of JSON (serialize escapes newlines), parts in order.
     std::string lines;
-    for (const PartId k : mine) lines += boost::json::serialize(part_json[static_cast<std::size_t>(k)]) + "\n";
+    comm->agree([&] {
+      write_parts(tmp, mine);
+      for (const PartId k : mine) lines += boost::json::serialize(part_json[static_cast<std::size_t>(k)]) + "\n";
+    });
     const std::vector<char> all_lines = comm->allgatherv<char>(lines);
     const std::vector<ShardTally> all_tallies = comm->allgatherv<ShardTally>(tallies);
     comm->agree([&] {
@@ -395,7 +397,7 @@ PartitionMetrics write_partitioned(const Dataset& ds, const std::string& dataset
         }
       for (PartId k = 0; k < K; ++k) tallies[static_cast<std::size_t>(k)] = all_tallies[static_cast<std::size_t>(k % ranks) * static_cast<std::size_t>(K) + static_cast<std::size_t>(k)];
       write_root(tmp);
-      commit_dir_atomic(tmp, out_dir);
+      commit_dir_atomic(tmp, out_dir, options.overwrite);
     });
   } catch (...) {
     std::error_code ec;

@@ -14,13 +14,14 @@ namespace shardgnn::cli {
 using MpiCommand = int (*)(const std::vector<std::string>& args, const comm::Communicator& world);
 
 // `command` names the command in messages ("train"); `threads` asks MPI for thread support (the
-// prefetch thread communicates beside the training loop).
-inline int run_mpi_program(int argc, char** argv, const std::string& command, bool threads, MpiCommand body) {
+// prefetch thread communicates beside the training loop); `keep_heap` applies
+// keep_freed_memory_in_heap (not for partitioning, which memory limits).
+inline int run_mpi_program(int argc, char** argv, const std::string& command, bool threads, MpiCommand body, bool keep_heap = true) {
   g_command = "shardgnn " + command;
   const std::vector<std::string> args(argv + 1, argv + argc);
   comm::Environment env(argc, argv, threads);
   const auto world = comm::Communicator::world();
-  keep_freed_memory_in_heap();
+  if (keep_heap) keep_freed_memory_in_heap();
   return comm::run_guarded(g_command, world, [&] {
     try {
       return body(args, world);

@@ -9,5 +9,5 @@ int main(int argc, char** argv) {
   using namespace shardgnn;
   return cli::run_mpi_program(argc, argv, "partition", /*threads=*/false, [](const std::vector<std::string>& args, const comm::Communicator& world) {
     return cli::partition_main(args, MpiCollective(world));
-  });
+  }, /*keep_heap=*/false);
 }

@@ -35,7 +35,7 @@ grep -q "verified" "$work/out.txt" || fail "metis-ml partition did not verify"
 # --method metis goes the multilevel way, and says so, when METIS would need more than the memory limit.
 "$SHARDGNN" partition "$work/cora" --parts 3 --method metis --memory-limit 100k --out "$work/p-auto" --verify > "$work/out.txt" 2> "$work/err.txt" ||
   fail "metis with a small --memory-limit failed: $(cat "$work/err.txt")"
-grep -q "more than the 0 MB of --memory-limit; partitioning it the multilevel way" "$work/err.txt" || fail "metis did not say it took the multilevel path: $(cat "$work/err.txt")"
+grep -q "more than the 100 KiB of --memory-limit; partitioning it the multilevel way" "$work/err.txt" || fail "metis did not say it took the multilevel path: $(cat "$work/err.txt")"
 grep -q "^metis-ml: " "$work/err.txt" && grep -q "verified" "$work/out.txt" || fail "metis's multilevel path did not run or verify"
 "$SHARDGNN" partition "$work/cora" --parts 3 --method metis --out "$work/p-whole" > /dev/null 2> "$work/err.txt" || fail "metis failed"
 [ ! -s "$work/err.txt" ] || fail "metis on Cora within memory said: $(cat "$work/err.txt")"
