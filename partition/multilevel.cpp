@@ -13,9 +13,11 @@
 // clustering needs no exchange), learns the coarse ids of the neighbours it reaches in other ranges
 // from their owners, and contracts its range. The coarsest graph is gathered on every rank, each
 // runs METIS with its own seed and the lowest cut within the balance limits is kept. Refinement
-// moves each rank's own nodes; each rank may fill a part's remaining room up to its 1/P share
-// within a pass, the loads are summed and the moves exchanged after it. One rank is the serial
-// algorithm exactly.
+// moves each rank's own nodes; within a pass a rank may fill 1/P of a part's remaining room, or
+// must shed the share of a part's excess its own nodes there hold; the loads are summed and the
+// moves exchanged after it. One rank is the serial
+// algorithm exactly. Memory per rank: its range's rows and weights, plus a few arrays over all
+// nodes of a level (every node's part, the coarse ids of the nodes its rows reach).
 #include <algorithm>
 #include <bit>
 #include <chrono>
