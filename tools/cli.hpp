@@ -2,6 +2,7 @@
 #pragma once
 
 #include <boost/program_options.hpp>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #if defined(__GLIBC__)
@@ -98,6 +99,14 @@ extern std::string g_command;
 int data_main(const std::vector<std::string>& args);
 int bench_main(const std::vector<std::string>& args);
 int bench_data_main(const std::vector<std::string>& args);
+// How many ranks an MPI launcher started this process among (mpiexec: PMI_SIZE; srun:
+// SLURM_STEP_NUM_TASKS; Open MPI's), or 1.
+inline int launcher_ranks() {
+  for (const char* name : {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS"})
+    if (const char* v = std::getenv(name); v != nullptr && std::atoi(v) > 1) return std::atoi(v);
+  return 1;
+}
+
 // "4G", "512M", "100k" (powers of 1024) or a plain byte count; a UsageError naming `option` else.
 std::uint64_t parse_byte_size(const std::string& text, const std::string& option);
 

@@ -52,14 +52,6 @@ void exec_program(const std::string& name, const std::vector<std::string>& args,
   }
 }
 
-// Whether an MPI launcher (mpiexec: PMI_SIZE; srun: SLURM_STEP_NUM_TASKS; Open MPI's) started this
-// process as one of several ranks.
-bool launched_with_ranks() {
-  for (const char* name : {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS"})
-    if (const char* v = std::getenv(name); v != nullptr && std::atoi(v) > 1) return true;
-  return false;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -76,7 +68,7 @@ int main(int argc, char** argv) {
   // libtorch. A program that cannot be started is a broken installation, the same on every rank,
   // and fails before MPI starts.
   const bool bench_sampler = cmd == "bench" && !args.empty() && args[0] == "sampler";
-  if (cmd == "partition" && launched_with_ranks() && !(!args.empty() && (args[0] == "report" || args[0] == "verify"))) {
+  if (cmd == "partition" && cli::launcher_ranks() > 1 && !(!args.empty() && (args[0] == "report" || args[0] == "verify"))) {
     std::string tried;
     exec_program("shardgnn-partition", args, tried);
     std::fprintf(stderr, "%s: error: cannot start its MPI program (%s)\n", cli::g_command.c_str(), tried.c_str());

@@ -75,6 +75,8 @@ expect_error 1 "exceeds the 2708 nodes" partition "$work/cora" --parts 3000 --ou
 expect_error 2 "unknown partitioning method 'kway'" partition "$work/cora" --method kway --out "$work/bad"
 expect_error 2 "unknown --balance key" partition "$work/cora" --balance nodes,weight --out "$work/bad"
 expect_error 2 "--memory-limit 'lots'" partition "$work/cora" --method metis --memory-limit lots --out "$work/bad"
+# Started as one of several tasks that MPI did not join (srun without --mpi=pmi2): refused, not raced.
+PMI_SIZE=3 expect_error 1 "started as one of 3 tasks, but MPI joined 1" partition "$work/cora" --parts 2 --out "$work/bad"
 expect_error 2 "coarse-nodes must be 0" partition "$work/cora" --method metis-ml --coarse-nodes -5 --out "$work/bad"
 expect_error 1 "no such dataset folder" partition "$work/missing" --parts 2 --out "$work/bad"
 "$SHARDGNN" data convert "$SAMPLES/4elt.graph" --out "$work/4elt" >/dev/null
