@@ -67,7 +67,16 @@ class PartitionCollective {
     if (recv_counts) *recv_counts = from;
     return out;
   }
-  // Every rank's `mine`, concatenated in rank order.
+  // `root`'s `data` on every rank (resized to it).
+  template <class T>
+  void broadcast(std::vector<T>& data, int root) const {
+    std::int64_t count = static_cast<std::int64_t>(data.size());
+    broadcast_bytes(&count, sizeof count, root);
+    data.resize(static_cast<std::size_t>(count));
+    broadcast_bytes(data.data(), count * static_cast<std::int64_t>(sizeof(T)), root);
+  }
+  // Every rank's `mine`, concatenated in rank order (sent to each rank in turn: for arrays that
+  // are every rank's share, not one rank's whole).
   template <class T>
   std::vector<T> allgatherv(std::span<const T> mine, std::vector<std::int64_t>* counts = nullptr) const {
     const auto p = static_cast<std::size_t>(size());
@@ -82,6 +91,7 @@ class PartitionCollective {
   // The count exchange and the byte exchange under alltoallv.
   virtual std::vector<std::int64_t> exchange_counts(std::span<const std::int64_t> counts) const = 0;
   virtual void exchange(const void* send, std::span<const std::int64_t> send_bytes, void* recv, std::span<const std::int64_t> recv_bytes) const = 0;
+  virtual void broadcast_bytes(void* data, std::int64_t bytes, int root) const = 0;
 };
 
 // One process: rank 0 of 1.
@@ -100,6 +110,7 @@ class SerialCollective final : public PartitionCollective {
   void exchange(const void* send, std::span<const std::int64_t> send_bytes, void* recv, std::span<const std::int64_t>) const override {
     if (send_bytes[0] > 0) std::memcpy(recv, send, static_cast<std::size_t>(send_bytes[0]));
   }
+  void broadcast_bytes(void*, std::int64_t, int) const override {}
 };
 
 }  // namespace shardgnn

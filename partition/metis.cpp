@@ -208,10 +208,11 @@ std::string metis_too_large(const Dataset& ds, const PartitionConfig& cfg) {
 
 std::vector<PartId> MetisPartitioner::run_spread(const Dataset& ds, const PartitionConfig& cfg, const PartitionCollective& comm) const {
   // Rank 0 decides, so that ranks on nodes with different memory take one path.
-  std::int64_t whole = comm.rank() == 0 && metis_too_large(ds, cfg).empty() ? 1 : 0;
+  const std::string why = comm.rank() == 0 ? metis_too_large(ds, cfg) : "";
+  std::int64_t whole = comm.rank() == 0 && why.empty() ? 1 : 0;
   comm.max(std::span<std::int64_t>(&whole, 1));
   if (whole == 1) return Partitioner::run_spread(ds, cfg, comm);
-  if (comm.rank() == 0) std::fprintf(stderr, "metis: %s; partitioning it the multilevel way (--method metis-ml)\n", metis_too_large(ds, cfg).c_str());
+  if (comm.rank() == 0) std::fprintf(stderr, "metis: %s; partitioning it the multilevel way (--method metis-ml)\n", why.c_str());
   return metis_ml_partition(ds, cfg, comm);
 }
 
@@ -220,7 +221,7 @@ std::vector<PartId> MetisPartitioner::run(const Dataset& ds, const PartitionConf
   // A graph beyond METIS's index range or the memory METIS would take goes the multilevel way.
   if (const std::string why = metis_too_large(ds, cfg); !why.empty()) {
     std::fprintf(stderr, "metis: %s; partitioning it the multilevel way (--method metis-ml)\n", why.c_str());
-    return MetisMlPartitioner().partition(ds, cfg);
+    return metis_ml_partition(ds, cfg, SerialCollective{});
   }
 
   // --balance cost: the subtree-only cost first (no assignment yet), computed before the mapped

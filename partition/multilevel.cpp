@@ -568,9 +568,8 @@ std::vector<PartId> metis_ml_partition(const Dataset& ds, const PartitionConfig&
     std::int64_t key = -(((within ? 0 : cap + 1) + std::min(cut / 2, cap)) * ranks + rank);
     comm.max(std::span<std::int64_t>(&key, 1));
     const auto winner = static_cast<int>((-key) % ranks);
-    std::vector<std::int32_t> send;
-    if (rank == winner) send = std::move(part);
-    return comm.allgatherv<std::int32_t>(send);
+    comm.broadcast(part, winner);
+    return part;
   };
   const double coarsen_s = since(t0);
   t0 = Clock::now();

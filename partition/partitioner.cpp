@@ -124,7 +124,8 @@ std::vector<PartId> Partitioner::run_spread(const Dataset& ds, const PartitionCo
   comm.agree([&] {
     if (comm.rank() == 0) parts = run(ds, cfg);
   });
-  return comm.allgatherv<PartId>(parts);
+  comm.broadcast(parts, 0);
+  return parts;
 }
 
 std::unique_ptr<Partitioner> make_partitioner(PartitionMethod m) {

@@ -373,7 +373,8 @@ PartitionMetrics write_partitioned(const Dataset& ds, const std::string& dataset
   });
   try {
     {
-      const std::vector<char> name = comm->allgatherv<char>(rank == 0 ? std::span<const char>(tmp.data(), tmp.size()) : std::span<const char>());
+      std::vector<char> name(tmp.begin(), tmp.end());
+      comm->broadcast(name, 0);
       tmp.assign(name.begin(), name.end());
     }
     std::vector<PartId> mine;

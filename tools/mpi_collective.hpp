@@ -34,6 +34,9 @@ class MpiCollective final : public PartitionCollective {
     c_.alltoallv_into<std::byte>(std::span<const std::byte>(static_cast<const std::byte*>(send), static_cast<std::size_t>(sent)), send_bytes, recv_bytes,
                                  std::span<std::byte>(static_cast<std::byte*>(recv), static_cast<std::size_t>(received)));
   }
+  void broadcast_bytes(void* data, std::int64_t bytes, int root) const override {
+    c_.broadcast(std::span<std::byte>(static_cast<std::byte*>(data), static_cast<std::size_t>(bytes)), root);
+  }
 
  private:
   const comm::Communicator& c_;
