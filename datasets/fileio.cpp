@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -100,6 +101,60 @@ MappedFile map_file(const std::string& path) {
 #endif
   out.bytes = {static_cast<const std::byte*>(addr), size};
   out.keeper = std::shared_ptr<const void>(addr, [size](const void* p) { ::munmap(const_cast<void*>(p), size); });
+  return out;
+}
+
+SpillFile::SpillFile(const std::string& dir) : dir_(dir) {
+  std::string name = (fs::path(dir) / "shardgnn-spill-XXXXXX").string();
+  fd_ = ::mkostemp(name.data(), O_CLOEXEC);
+  if (fd_ < 0) throw InputError(dir, "", "cannot create a spill file: " + errno_text());
+  ::unlink(name.c_str());
+  buffer_.reserve(std::size_t{8} << 20);
+}
+
+SpillFile::~SpillFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void SpillFile::flush() {
+  const std::byte* p = buffer_.data();
+  std::size_t left = buffer_.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd_, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw InputError(dir_, "", "cannot write a spill file (" + std::to_string(size_) + " bytes in): " + (n < 0 ? errno_text() : "no progress"));
+    p += n;
+    left -= static_cast<std::size_t>(n);
+    size_ += static_cast<std::size_t>(n);
+  }
+  buffer_.clear();
+}
+
+void SpillFile::append(const void* data, std::size_t bytes) {
+  const auto* p = static_cast<const std::byte*>(data);
+  while (bytes > 0) {
+    const std::size_t take = std::min(bytes, buffer_.capacity() - buffer_.size());
+    buffer_.insert(buffer_.end(), p, p + take);
+    p += take;
+    bytes -= take;
+    if (buffer_.size() == buffer_.capacity()) flush();
+  }
+}
+
+MappedFile SpillFile::map() {
+  flush();
+  buffer_ = {};
+  MappedFile out;
+  out.path = dir_;
+  if (size_ > 0) {
+    void* addr = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd_, 0);
+    if (addr == MAP_FAILED) throw InputError(dir_, "", "cannot map a spill file: " + errno_text());
+    const std::size_t size = size_;
+    out.bytes = {static_cast<const std::byte*>(addr), size};
+    out.keeper = std::shared_ptr<const void>(addr, [size](const void* p) { ::munmap(const_cast<void*>(p), size); });
+  }
+  ::close(fd_);  // the mapping keeps its own reference to the file
+  fd_ = -1;
   return out;
 }
 

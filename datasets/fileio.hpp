@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace shardgnn {
 
@@ -18,6 +19,28 @@ struct MappedFile {
   std::span<const std::byte> bytes;
 };
 MappedFile map_file(const std::string& path);
+
+// A file for data a process would rather not hold in memory: created in `dir` and unlinked at
+// once, so nothing stays behind however the process ends; appended to through a buffer, then
+// mapped read-only (its pages are then page cache, which the kernel can write back and drop,
+// not anonymous memory). Errors (a full disk) are InputErrors naming the folder.
+class SpillFile {
+ public:
+  explicit SpillFile(const std::string& dir);
+  ~SpillFile();
+  SpillFile(const SpillFile&) = delete;
+  SpillFile& operator=(const SpillFile&) = delete;
+  void append(const void* data, std::size_t bytes);
+  // Everything appended, mapped; the file goes when the last holder of `keeper` lets go.
+  MappedFile map();
+
+ private:
+  void flush();
+  std::string dir_;
+  int fd_ = -1;
+  std::size_t size_ = 0;
+  std::vector<std::byte> buffer_;
+};
 
 // Writes a file atomically: `fill` writes into a temporary file in the same folder, which is then
 // fsynced and renamed over `path`. On any exception the temporary file is removed.

@@ -43,6 +43,9 @@ struct PartitionConfig {
   double fennel_gamma = 1.5;   // Fennel's exponent (Tsourakakis et al. 2014)
   // metis-ml: coarsen until the graph has at most this many nodes (0: 4096 per part), then METIS.
   std::int64_t coarse_nodes = 0;
+  // metis-ml: the folder for its coarse graphs' spill files (empty: the system's temporary folder,
+  // $TMPDIR, which batch systems often point at a node-local disk).
+  std::string scratch_dir;
   // metis: the memory METIS may take on the whole graph before the multilevel path is chosen
   // instead (0: what this process may use, see usable_memory_bytes).
   std::uint64_t memory_limit = 0;

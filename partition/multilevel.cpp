@@ -22,12 +22,14 @@
 #include <bit>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <cmath>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
 
 #include "datasets/error.hpp"
+#include "datasets/fileio.hpp"
 #include "datasets/random.hpp"
 #include "partition/collective.hpp"
 #include "partition/cost.hpp"
@@ -76,7 +78,10 @@ using CoarseView = GraphView<std::int32_t, std::int32_t>;
 struct Level {
   std::vector<std::int64_t> offsets;
   std::vector<std::int64_t> indptr;
-  std::vector<std::int32_t> indices, edge_w;  // summed weights are capped at the int32 maximum: they are only cut costs
+  // Neighbours and summed edge weights (capped at the int32 maximum: they are only cut costs), in
+  // spill files: the first coarse graph of a billion-edge graph would not fit beside the rest.
+  MappedFile indices_file, edge_w_file;
+  std::span<const std::int32_t> indices, edge_w;
   std::vector<std::int64_t> node_w;
   std::vector<std::int32_t> map;
   std::int64_t global_n() const { return offsets.back(); }
@@ -194,10 +199,11 @@ std::vector<std::int64_t> range_offsets(const PartitionCollective& comm, std::in
 // Each cluster as one node: summed node weights, edges between clusters merged (weights summed),
 // edges inside a cluster dropped. Coarse ids follow the ranks' ranges, and within a range the
 // clusters' first members in node order. `offsets` are the ranges of g's level; the coarse ids of
-// neighbours in other ranges come from their owners. Two passes over the edges (count, then
-// fill) size the coarse arrays exactly.
+// neighbours in other ranges come from their owners. The coarse edges go to spill files in
+// `scratch`.
 template <class View>
-Level contract(const View& g, std::vector<std::int64_t> label, std::span<const std::int64_t> offsets, const PartitionCollective& comm) {
+Level contract(const View& g, std::vector<std::int64_t> label, std::span<const std::int64_t> offsets, const std::string& scratch,
+               const PartitionCollective& comm) {
   const std::int64_t n = g.n(), global_n = offsets.back();
   const auto nc = static_cast<std::size_t>(g.ncon);
   const int ranks = comm.size();
@@ -260,40 +266,43 @@ Level contract(const View& g, std::vector<std::int64_t> label, std::span<const s
   c.node_w.assign(static_cast<std::size_t>(m) * nc, 0);
   c.indptr.assign(static_cast<std::size_t>(m) + 1, 0);
   std::vector<std::int64_t> acc(static_cast<std::size_t>(coarse_n), 0), touched;
-  // Sums coarse node x's edges to other coarse nodes into acc, listing them in touched.
-  auto gather = [&](std::int64_t x) {
-    for (std::int64_t i = start[static_cast<std::size_t>(x)]; i < start[static_cast<std::size_t>(x) + 1]; ++i) {
-      const auto v = static_cast<std::size_t>(members[static_cast<std::size_t>(i)]);
-      for (std::int64_t e = g.indptr[v]; e < g.indptr[v + 1]; ++e) {
-        const std::int64_t y = coarse_id(g.indices[static_cast<std::size_t>(e)]);
-        if (y == first + x) continue;
-        if (acc[static_cast<std::size_t>(y)] == 0) touched.push_back(y);
-        acc[static_cast<std::size_t>(y)] += g.weight(e);
-      }
-    }
-  };
-  for (std::int64_t x = 0; x < m; ++x) {
-    gather(x);
-    c.indptr[static_cast<std::size_t>(x) + 1] = c.indptr[static_cast<std::size_t>(x)] + static_cast<std::int64_t>(touched.size());
-    for (const std::int64_t y : touched) acc[static_cast<std::size_t>(y)] = 0;
-    touched.clear();
-  }
-  c.indices.resize(static_cast<std::size_t>(c.indptr.back()));
-  c.edge_w.resize(c.indices.size());
+  std::vector<std::int32_t> row_y, row_w;
   constexpr std::int64_t kMaxWeight = std::numeric_limits<std::int32_t>::max();
-  for (std::int64_t x = 0; x < m; ++x) {
-    gather(x);
-    auto out = static_cast<std::size_t>(c.indptr[static_cast<std::size_t>(x)]);
-    for (const std::int64_t y : touched) {
-      c.indices[out] = static_cast<std::int32_t>(y);
-      c.edge_w[out++] = static_cast<std::int32_t>(std::min(acc[static_cast<std::size_t>(y)], kMaxWeight));
-      acc[static_cast<std::size_t>(y)] = 0;
+  // One pass in coarse node order, each coarse row written out as it is complete; no collective
+  // inside, so a rank's failure (a full disk) becomes every rank's at the end.
+  comm.agree([&] {
+    SpillFile ys(scratch), ws(scratch);
+    for (std::int64_t x = 0; x < m; ++x) {
+      for (std::int64_t i = start[static_cast<std::size_t>(x)]; i < start[static_cast<std::size_t>(x) + 1]; ++i) {
+        const auto v = static_cast<std::size_t>(members[static_cast<std::size_t>(i)]);
+        for (std::int64_t e = g.indptr[v]; e < g.indptr[v + 1]; ++e) {
+          const std::int64_t y = coarse_id(g.indices[static_cast<std::size_t>(e)]);
+          if (y == first + x) continue;
+          if (acc[static_cast<std::size_t>(y)] == 0) touched.push_back(y);
+          acc[static_cast<std::size_t>(y)] += g.weight(e);
+        }
+        for (std::size_t k = 0; k < nc; ++k) c.node_w[static_cast<std::size_t>(x) * nc + k] += g.node_w[v * nc + k];
+      }
+      for (const std::int64_t y : touched) {
+        row_y.push_back(static_cast<std::int32_t>(y));
+        row_w.push_back(static_cast<std::int32_t>(std::min(acc[static_cast<std::size_t>(y)], kMaxWeight)));
+        acc[static_cast<std::size_t>(y)] = 0;
+      }
+      c.indptr[static_cast<std::size_t>(x) + 1] = c.indptr[static_cast<std::size_t>(x)] + static_cast<std::int64_t>(touched.size());
+      touched.clear();
+      ys.append(row_y.data(), row_y.size() * sizeof(std::int32_t));
+      ws.append(row_w.data(), row_w.size() * sizeof(std::int32_t));
+      row_y.clear();
+      row_w.clear();
     }
-    touched.clear();
-    for (std::int64_t i = start[static_cast<std::size_t>(x)]; i < start[static_cast<std::size_t>(x) + 1]; ++i)
-      for (std::size_t k = 0; k < nc; ++k)
-        c.node_w[static_cast<std::size_t>(x) * nc + k] += g.node_w[static_cast<std::size_t>(members[static_cast<std::size_t>(i)]) * nc + k];
-  }
+    c.indices_file = ys.map();
+    c.edge_w_file = ws.map();
+  });
+  const auto as_int32 = [](const MappedFile& f) {
+    return std::span<const std::int32_t>(reinterpret_cast<const std::int32_t*>(f.bytes.data()), f.bytes.size() / sizeof(std::int32_t));
+  };
+  c.indices = as_int32(c.indices_file);
+  c.edge_w = as_int32(c.edge_w_file);
   return c;
 }
 
@@ -488,12 +497,16 @@ std::vector<PartId> metis_ml_partition(const Dataset& ds, const PartitionConfig&
   const auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   auto t0 = Clock::now();
   std::vector<Level> levels;
+  std::string scratch = cfg.scratch_dir;
+  comm.agree([&] {
+    if (scratch.empty()) scratch = std::filesystem::temp_directory_path().string();
+  });
   const std::int64_t target = std::max<std::int64_t>(cfg.coarse_nodes > 0 ? cfg.coarse_nodes : kCoarseNodesPerPart * k, 2 * k);
   // One more level from `g` (whose levels' ranges are `ranges`), unless it is small enough or would hardly shrink.
   auto coarsen = [&](const auto& g, std::span<const std::int64_t> ranges, int l) {
     const std::int64_t global_n = ranges.back();
     if (global_n <= target) return false;
-    Level next = contract(g, cluster(g, cluster_limit, derive_seed(cfg.seed, 0xc0a75e00ULL + static_cast<std::uint64_t>(l))), ranges, comm);
+    Level next = contract(g, cluster(g, cluster_limit, derive_seed(cfg.seed, 0xc0a75e00ULL + static_cast<std::uint64_t>(l))), ranges, scratch, comm);
     if (next.global_n() * 10 > global_n * 9) return false;  // shrank by less than a tenth
     levels.push_back(std::move(next));
     return true;

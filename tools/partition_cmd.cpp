@@ -51,6 +51,7 @@ void add_partition_options(po::options_description& o, PartitionConfig& c) {
       ("imbalance", bound(c.imbalance), "allowed imbalance per constraint (0.03: max part <= 1.03 x mean)")
       ("seed", bound(c.seed), "random seed")
       ("coarse-nodes", bound(c.coarse_nodes), "metis-ml: coarsen until at most N nodes, then METIS (0: 4096 per part)")
+      ("scratch", po::value<std::string>(&c.scratch_dir), "metis-ml: folder for the coarse graphs' spill files, unlinked as they are made (default: $TMPDIR or /tmp)")
       ("stream-order", bound(c.stream_shuffle, kStreamOrders, "--stream-order"),
        "LDG/Fennel node order: natural or random")
       ("fanouts", bound(c.cost_fanouts, parse_fanouts, fanouts_text), "cost model: the sampler's fanouts by hop from the seeds outward (-1 = all neighbours)")

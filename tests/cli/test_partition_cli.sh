@@ -29,9 +29,13 @@ for m in random ldg fennel; do
   "$SHARDGNN" partition "$work/cora" --parts 3 --method "$m" --out "$work/p-$m" --verify >/dev/null || fail "$m partition failed"
 done
 # The multilevel path, forced through levels on a small graph.
-"$SHARDGNN" partition "$work/cora" --parts 3 --method metis-ml --coarse-nodes 200 --balance nodes,train --out "$work/p-ml" --verify > "$work/out.txt" ||
-  fail "metis-ml partition failed"
+# Its coarse graphs go to spill files in --scratch, unlinked as they are made.
+mkdir "$work/scratch"
+"$SHARDGNN" partition "$work/cora" --parts 3 --method metis-ml --coarse-nodes 200 --balance nodes,train --scratch "$work/scratch" --out "$work/p-ml" --verify \
+  > "$work/out.txt" 2> "$work/err.txt" || fail "metis-ml partition failed"
 grep -q "verified" "$work/out.txt" || fail "metis-ml partition did not verify"
+grep -q -- "-> " "$work/err.txt" || fail "metis-ml made no coarse level: $(cat "$work/err.txt")"
+[ -z "$(ls -A "$work/scratch")" ] || fail "metis-ml left spill files behind: $(ls -A "$work/scratch")"
 # --method metis goes the multilevel way, and says so, when METIS would need more than the memory limit.
 "$SHARDGNN" partition "$work/cora" --parts 3 --method metis --memory-limit 100k --out "$work/p-auto" --verify > "$work/out.txt" 2> "$work/err.txt" ||
   fail "metis with a small --memory-limit failed: $(cat "$work/err.txt")"
@@ -77,6 +81,7 @@ expect_error 2 "unknown --balance key" partition "$work/cora" --balance nodes,we
 expect_error 2 "--memory-limit 'lots'" partition "$work/cora" --method metis --memory-limit lots --out "$work/bad"
 # Started as one of several tasks that MPI did not join (srun without --mpi=pmi2): refused, not raced.
 PMI_SIZE=3 expect_error 1 "started as one of 3 tasks, but MPI joined 1" partition "$work/cora" --parts 2 --out "$work/bad"
+expect_error 1 "missing-scratch: cannot create a spill file" partition "$work/cora" --method metis-ml --coarse-nodes 200 --scratch "$work/missing-scratch" --out "$work/bad"
 expect_error 2 "coarse-nodes must be 0" partition "$work/cora" --method metis-ml --coarse-nodes -5 --out "$work/bad"
 expect_error 1 "no such dataset folder" partition "$work/missing" --parts 2 --out "$work/bad"
 "$SHARDGNN" data convert "$SAMPLES/4elt.graph" --out "$work/4elt" >/dev/null
