@@ -13,9 +13,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <span>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include <boost/random/normal_distribution.hpp>
@@ -33,6 +35,8 @@ namespace {
 
 // Streams of one generator, each seeded on its own (see derive_seed).
 enum Stream : std::uint64_t { kRmatEdges, kRmatPermutation, kSbmClasses, kSbmEdges, kSbmMeans, kSbmFeatures, kSbmSplit };
+// The SBM draws each undirected edge once, in either direction, and may draw it twice.
+constexpr CleanOptions kSbmClean{.symmetrize = true, .drop_self_loops = true, .drop_duplicates = true};
 
 // The shortest text that reads back as the same double, so sources and messages lose nothing.
 std::string fmt_double(double x) {
@@ -219,7 +223,14 @@ void add_random_node_data(Dataset& ds, int feature_dim, int num_classes, double 
   assign_split(ds, spec);
 }
 
-Dataset generate_sbm(const SbmOptions& options) {
+namespace {
+
+// The SBM's graph built by `build` (in memory or through bucket files) from `produce`, which hands
+// every drawn edge to a sink; then the class-dependent features and the split.
+using SbmBuild = std::function<std::pair<CsrGraph, CleanReport>(std::int64_t num_nodes, std::int64_t draws,
+                                                                  const std::function<void(const EdgeSink&)>& produce)>;
+
+Dataset sbm_dataset(const SbmOptions& options, const SbmBuild& build) {
   check_sbm_options(options);
   const std::int64_t n = options.num_nodes;
   const int num_classes = options.num_classes;
@@ -248,33 +259,36 @@ Dataset generate_sbm(const SbmOptions& options) {
   }
 
   const std::int64_t draws = std::llround(static_cast<double>(n) * options.avg_degree / 2.0);
-  EdgeList edges;
-  edges.num_nodes = n;
-  edges.src.resize(static_cast<std::size_t>(draws));
-  edges.dst.resize(static_cast<std::size_t>(draws));
-  {
+  auto produce = [&](const EdgeSink& sink) {
+    constexpr std::int64_t kChunk = std::int64_t{1} << 20;
+    std::vector<NodeId> src(static_cast<std::size_t>(std::min(draws, kChunk))), dst(src.size());
     Rng rng(derive_seed(options.seed, kSbmEdges));
     boost::random::uniform_int_distribution<std::int64_t> any_node(0, n - 1);
     boost::random::uniform_real_distribution<double> unit(0.0, 1.0);
-    for (std::int64_t e = 0; e < draws; ++e) {
-      const NodeId u = any_node(rng);
-      const std::size_t c = static_cast<std::size_t>(labels[static_cast<std::size_t>(u)]);
-      const std::int64_t lo = offset[c], size = offset[c + 1] - offset[c];
-      const bool intra = unit(rng) < options.homophily;
-      std::int64_t pos;
-      // With a single class there is no other class to draw from: every edge stays inside it.
-      if (intra || size == n) {
-        pos = lo + boost::random::uniform_int_distribution<std::int64_t>(0, size - 1)(rng);
-      } else {
-        pos = boost::random::uniform_int_distribution<std::int64_t>(0, n - size - 1)(rng);
-        if (pos >= lo) pos += size;
+    for (std::int64_t done = 0; done < draws;) {
+      const auto count = static_cast<std::size_t>(std::min(draws - done, kChunk));
+      for (std::size_t e = 0; e < count; ++e) {
+        const NodeId u = any_node(rng);
+        const std::size_t c = static_cast<std::size_t>(labels[static_cast<std::size_t>(u)]);
+        const std::int64_t lo = offset[c], size = offset[c + 1] - offset[c];
+        const bool intra = unit(rng) < options.homophily;
+        std::int64_t pos;
+        // With a single class there is no other class to draw from: every edge stays inside it.
+        if (intra || size == n) {
+          pos = lo + boost::random::uniform_int_distribution<std::int64_t>(0, size - 1)(rng);
+        } else {
+          pos = boost::random::uniform_int_distribution<std::int64_t>(0, n - size - 1)(rng);
+          if (pos >= lo) pos += size;
+        }
+        src[e] = u;
+        dst[e] = members[static_cast<std::size_t>(pos)];
       }
-      edges.src[static_cast<std::size_t>(e)] = u;
-      edges.dst[static_cast<std::size_t>(e)] = members[static_cast<std::size_t>(pos)];
+      sink(std::span<const NodeId>(src.data(), count), std::span<const NodeId>(dst.data(), count));
+      done += static_cast<std::int64_t>(count);
     }
-  }
+  };
+  auto [graph, report] = build(n, draws, produce);
   std::vector<NodeId>().swap(members);
-  BuiltGraph built = build_csr(std::move(edges), CleanOptions{.symmetrize = true, .drop_self_loops = true, .drop_duplicates = true});
 
   const std::size_t dim = static_cast<std::size_t>(options.feature_dim);
   std::vector<double> means(static_cast<std::size_t>(num_classes) * dim);
@@ -302,8 +316,8 @@ Dataset generate_sbm(const SbmOptions& options) {
               " feature_dim=" + std::to_string(options.feature_dim) + " class_separation=" + fmt_double(options.class_separation) +
               " feature_noise=" + fmt_double(options.feature_noise) + " train_fraction=" + fmt_double(options.train_fraction) +
               " val_fraction=" + fmt_double(options.val_fraction) + " seed=" + std::to_string(options.seed);
-  ds.graph = std::move(built.graph);
-  ds.cleaning = built.report;
+  ds.graph = std::move(graph);
+  ds.cleaning = report;
   ds.feature_dim = options.feature_dim;
   ds.features = Array<float>(std::move(features));
   ds.num_classes = num_classes;
@@ -317,6 +331,30 @@ Dataset generate_sbm(const SbmOptions& options) {
   split.seed = derive_seed(options.seed, kSbmSplit);
   assign_split(ds, split);
   return ds;
+}
+
+}  // namespace
+
+Dataset generate_sbm(const SbmOptions& options) {
+  return sbm_dataset(options, [](std::int64_t n, std::int64_t draws, const std::function<void(const EdgeSink&)>& produce) {
+    EdgeList edges;
+    edges.num_nodes = n;
+    edges.src.reserve(static_cast<std::size_t>(draws));
+    edges.dst.reserve(static_cast<std::size_t>(draws));
+    produce([&](std::span<const NodeId> src, std::span<const NodeId> dst) {
+      edges.src.insert(edges.src.end(), src.begin(), src.end());
+      edges.dst.insert(edges.dst.end(), dst.begin(), dst.end());
+    });
+    BuiltGraph built = build_csr(std::move(edges), kSbmClean);
+    return std::pair<CsrGraph, CleanReport>{std::move(built.graph), built.report};
+  });
+}
+
+Dataset generate_sbm_bounded(const SbmOptions& options, const std::string& scratch, std::uint64_t memory) {
+  return sbm_dataset(options, [&](std::int64_t n, std::int64_t draws, const std::function<void(const EdgeSink&)>& produce) {
+    const ExternalCsr built = build_csr_external(n, draws, produce, kSbmClean, scratch, memory);
+    return std::pair<CsrGraph, CleanReport>{map_csr(built), built.report};
+  });
 }
 
 void write_edge_list(const std::string& path, const EdgeList& edges) {

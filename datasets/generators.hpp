@@ -45,6 +45,9 @@ struct SbmOptions {
 
 // Symmetric, without self-loops or duplicates; classes exactly balanced (sizes differ by at most 1).
 Dataset generate_sbm(const SbmOptions& options);
+// The same dataset with its graph built through bucket files in `scratch` within about `memory`
+// bytes (see build_csr_external); the graph's arrays are views of files there.
+Dataset generate_sbm_bounded(const SbmOptions& options, const std::string& scratch, std::uint64_t memory);
 
 // Gives a structure-only dataset (an R-MAT graph, say) node data for sampler and training
 // benchmarks: standard-normal float32 features, uniformly random labels in [0, classes) and a

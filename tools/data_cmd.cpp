@@ -255,14 +255,25 @@ int generate(const std::vector<std::string>& args) {
       ("separation", bound(s.class_separation), "std-dev of the class means")
       ("noise", bound(s.feature_noise), "std-dev of the per-node feature noise")
       ("train", bound(s.train_fraction), "training fraction")
-      ("val", bound(s.val_fraction), "validation fraction (the rest is test)");
+      ("val", bound(s.val_fraction), "validation fraction (the rest is test)")
+      ("memory-limit", po::value<std::string>(), kMemoryLimitHelp);
   if (!parse(rest, "shardgnn data generate sbm --out <dir> [options]", o, {}, vm)) return 0;
   if (!vm.count("out")) throw UsageError("missing --out");
-  check_output_dir(vm["out"].as<std::string>(), vm.count("force") > 0);  // before the work, not after
+  const std::string out = vm["out"].as<std::string>();
+  check_output_dir(out, vm.count("force") > 0);  // before the work, not after
   const auto t0 = Clock::now();
-  Dataset ds = generate_sbm(s);
-  CleanOptions c{true, true, true};
-  save_and_report(ds, vm["out"].as<std::string>(), vm.count("force") > 0, c, seconds_since(t0));
+  const CleanOptions c{true, true, true};
+  const std::uint64_t limit = memory_limit_option(vm);
+  std::optional<ScratchDir> scratch;
+  Dataset ds;
+  // The edges drawn are n * avg-degree / 2; features and labels stay in memory either way.
+  if (build_on_disk(in_memory_build_bytes(static_cast<double>(s.num_nodes) * s.avg_degree / 2, c), limit)) {
+    scratch.emplace(out);
+    ds = generate_sbm_bounded(s, scratch->path, limit);
+  } else {
+    ds = generate_sbm(s);
+  }
+  save_and_report(ds, out, vm.count("force") > 0, c, seconds_since(t0));
   return 0;
 }
 

@@ -294,6 +294,18 @@ expect_one_line_error "rmat into an existing folder" "rmat-disk" "--force"
 grep -qF "building" "$OUT" && fail "rmat into an existing folder: started building before refusing"
 pass
 usage_error "a memory limit that is not a size" data generate rmat --scale 4 --out "$T/work/u4" --memory-limit lots
+# The SBM the same way: its graph through bucket files, every array as in memory.
+sbm=(data generate sbm --nodes 4000 --feature-dim 4 --seed 3)
+run "${sbm[@]}" --out "$T/work/sbm-mem"
+expect_rc 0 "sbm in memory"
+run "${sbm[@]}" --out "$T/work/sbm-disk" --memory-limit 64k
+expect_rc 0 "sbm through bucket files"
+grep -qF "building through bucket files on disk" "$OUT" || fail "sbm --memory-limit 64k: did not say it built through bucket files"
+for f in indptr.npy indices.npy features.npy labels.npy train_idx.npy; do
+  cmp -s "$T/work/sbm-mem/$f" "$T/work/sbm-disk/$f" || fail "sbm through bucket files: $f differs from the in-memory build"
+done
+[[ -z "$(find "$T/work" -maxdepth 1 -name '*.scratch-*')" ]] || fail "sbm through bucket files left a scratch folder"
+pass
 # An edge list with gaps in its ids (relabelled, the mapping kept) and the same list gzipped:
 # converted through bucket files, the same arrays as in memory.
 run data generate rmat --scale 11 --edge-factor 8 --seed 9 --edge-list "$T/in/rmat.txt"

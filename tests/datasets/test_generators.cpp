@@ -425,6 +425,26 @@ TEST_CASE("SBM is reproducible from its seed", "[generators]") {
   CHECK(to_vector(a.train_idx) != to_vector(c.train_idx));
 }
 
+TEST_CASE("SBM built through bucket files is the in-memory SBM", "[generators][external]") {
+  SbmOptions o;
+  o.num_nodes = 5000;
+  o.feature_dim = 4;
+  const Dataset a = generate_sbm(o);
+  const test::ScratchDir scratch;
+  // A budget of a few kilobytes forces many buckets.
+  const Dataset b = generate_sbm_bounded(o, scratch.str(), 16 << 10);
+  CHECK(b.graph.indptr().is_mapped());
+  CHECK(a.name == b.name);
+  CHECK(to_vector(a.graph.indptr()) == to_vector(b.graph.indptr()));
+  CHECK(to_vector(a.graph.indices()) == to_vector(b.graph.indices()));
+  CHECK(a.cleaning.duplicates_dropped == b.cleaning.duplicates_dropped);
+  CHECK(a.cleaning.output_entries == b.cleaning.output_entries);
+  CHECK(to_vector(a.labels) == to_vector(b.labels));
+  CHECK(to_vector(a.features) == to_vector(b.features));
+  CHECK(to_vector(a.train_idx) == to_vector(b.train_idx));
+  CHECK(to_vector(a.test_idx) == to_vector(b.test_idx));
+}
+
 TEST_CASE("SBM refuses bad options", "[generators]") {
   auto bad = [](auto change) {
     SbmOptions o;
