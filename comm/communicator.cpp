@@ -1,6 +1,7 @@
 #include "comm/communicator.hpp"
 
 #include <mpi.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -199,6 +200,39 @@ std::vector<int> Communicator::node_ids() const {
     check(rc, "MPI_Allreduce");
   }
   return allgather(leader);  // timed by itself
+}
+
+Communicator::CoreShare Communicator::core_share() const {
+  CoreShare share;
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof mine, &mine) == 0) share.cpus = std::max(1, CPU_COUNT(&mine));
+  else CPU_ZERO(&mine);  // unknown: overlaps nobody, counts as one CPU
+  if (const char* v = std::getenv("SLURM_CPUS_PER_TASK")) share.per_task = std::max(0, std::atoi(v));
+  std::vector<cpu_set_t> masks;
+  {
+    CollectiveTimer timer;
+    MPI_Comm node = MPI_COMM_NULL;
+    check(MPI_Comm_split_type(handle_->comm, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+    int on_node = 1;
+    MPI_Comm_size(node, &on_node);
+    MPI_Comm_rank(node, &share.local_rank);
+    masks.resize(static_cast<std::size_t>(on_node));
+    const int rc = MPI_Allgather(&mine, sizeof mine, MPI_BYTE, masks.data(), sizeof mine, MPI_BYTE, node);
+    MPI_Comm_free(&node);
+    check(rc, "MPI_Allgather");
+    share.ranks_on_node = on_node;
+  }
+  share.sharing = 0;
+  for (cpu_set_t& other : masks) {
+    cpu_set_t both;
+    CPU_AND(&both, &mine, &other);
+    if (CPU_COUNT(&both) > 0) ++share.sharing;
+  }
+  share.sharing = std::max(1, share.sharing);
+  share.cores = std::max(1, share.cpus / share.sharing);
+  if (share.per_task > 0) share.cores = std::min(share.cores, share.per_task);
+  return share;
 }
 
 void Communicator::allreduce_raw(void* data, std::int64_t count, Kind kind, Op op) const {

@@ -175,6 +175,18 @@ class Communicator {
   // Collective: for each rank of this communicator, an id of the node (shared-memory domain,
   // MPI_COMM_TYPE_SHARED) it runs on; ranks on one node share the id (the lowest rank there).
   std::vector<int> node_ids() const;
+  // The cores this rank may use (collective): the CPUs of its affinity mask (the launcher's or the
+  // batch system's binding), shared with the ranks of its node whose masks overlap it, and at
+  // most SLURM_CPUS_PER_TASK (a job's allotment where nothing binds the tasks).
+  struct CoreShare {
+    int cpus = 1;           // CPUs in this rank's affinity mask
+    int ranks_on_node = 1;  // ranks on this rank's node
+    int local_rank = 0;     // this rank's place among them
+    int sharing = 1;        // of them, those whose masks overlap this rank's (itself included)
+    int per_task = 0;       // SLURM_CPUS_PER_TASK (0: unset)
+    int cores = 1;          // what this rank may use: cpus / sharing, capped by per_task
+  };
+  CoreShare core_share() const;
   // True on every rank if `ok` is true on every rank.
   bool all(bool ok) const { return allreduce<std::int32_t>(ok ? 1 : 0, Op::kMin) == 1; }
   // Throws CollectiveError on every rank unless `ok` holds on every rank. The message of a rank

@@ -51,10 +51,10 @@ MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::span<
   return mb;
 }
 
-Prefetcher::Prefetcher(DistSampler& sampler, FeatureStore& features, std::int64_t epoch, std::int64_t steps, int depth)
-    : sampler_(sampler), features_(features), epoch_(epoch), steps_(steps), depth_(static_cast<std::size_t>(depth)) {
+Prefetcher::Prefetcher(DistSampler& sampler, FeatureStore& features, std::int64_t epoch, std::int64_t steps, int depth, std::int64_t first_step)
+    : sampler_(sampler), features_(features), epoch_(epoch), steps_(steps), next_step_(first_step), depth_(static_cast<std::size_t>(depth)), limit_(steps) {
   huge_buffer_pool_keep_at_least(depth_ + 2);  // the batches in flight, released together at the end
-  if (depth_ > 0) thread_ = std::thread([this] { run(); });
+  if (depth_ > 0) thread_ = std::thread([this, first_step] { run(first_step); });
 }
 
 Prefetcher::~Prefetcher() {
@@ -67,13 +67,13 @@ Prefetcher::~Prefetcher() {
   if (thread_.joinable()) thread_.join();
 }
 
-void Prefetcher::run() {
+void Prefetcher::run(std::int64_t first_step) {
   try {
-    for (std::int64_t step = 0; step < steps_; ++step) {
+    for (std::int64_t step = first_step; step < steps_; ++step) {
       {
         std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return stop_ || queue_.size() < depth_; });
-        if (stop_) return;
+        cv_.wait(lock, [&] { return stop_ || step >= limit_ || queue_.size() < depth_; });
+        if (stop_ || step >= limit_) break;
       }
       double work = 0;
       MiniBatch mb = timed_produce(sampler_, features_, epoch_, step, work);
@@ -88,8 +88,28 @@ void Prefetcher::run() {
   } catch (...) {
     std::lock_guard lock(mu_);
     error_ = std::current_exception();
-    cv_.notify_all();
   }
+  {
+    std::lock_guard lock(mu_);
+    done_ = true;
+  }
+  cv_.notify_all();
+}
+
+void Prefetcher::stop_early() {
+  if (!thread_.joinable()) return;  // no thread: nothing was produced ahead
+  {
+    std::unique_lock lock(mu_);
+    limit_ = std::min(steps_, next_step_ + static_cast<std::int64_t>(depth_));
+    while (!done_) {
+      queue_.clear();
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return done_ || !queue_.empty(); });
+    }
+    queue_.clear();
+  }
+  thread_.join();
+  if (error_) std::rethrow_exception(error_);
 }
 
 std::optional<MiniBatch> Prefetcher::next() {

@@ -23,15 +23,20 @@ MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::span<
 
 class Prefetcher {
  public:
-  // Starts producing the `steps` batches of `epoch` (collective work: every rank must run the
-  // same epoch with the same steps). depth 0 produces each batch in next() itself, no thread.
-  Prefetcher(DistSampler& sampler, FeatureStore& features, std::int64_t epoch, std::int64_t steps, int depth);
+  // Starts producing batches first_step .. steps - 1 of `epoch` (collective work: every rank must
+  // run the same epoch with the same steps). depth 0 produces each batch in next() itself, no thread.
+  Prefetcher(DistSampler& sampler, FeatureStore& features, std::int64_t epoch, std::int64_t steps, int depth, std::int64_t first_step = 0);
   ~Prefetcher();
   Prefetcher(const Prefetcher&) = delete;
   Prefetcher& operator=(const Prefetcher&) = delete;
 
   // The next batch, or nullopt after the last step. Blocks while the thread catches up.
   std::optional<MiniBatch> next();
+  // Ends the epoch after the batches handed out so far: the thread finishes every batch any rank's
+  // thread may have begun (up to `depth` past the last handed out, the bound its queue keeps),
+  // which are dropped, and stops. Collective: every rank calls it after the same number of next()
+  // calls, so every rank's thread leaves the same sampling collectives behind it.
+  void stop_early();
   // Time next() spent waiting for the producer (the part of sampling the pipeline did not hide).
   double wait_seconds() const noexcept { return wait_s_; }
   // Time spent producing the batches handed out so far, less the producer's time inside
@@ -39,7 +44,7 @@ class Prefetcher {
   double work_seconds();
 
  private:
-  void run();
+  void run(std::int64_t first_step);
 
   DistSampler& sampler_;
   FeatureStore& features_;
@@ -49,7 +54,8 @@ class Prefetcher {
   std::condition_variable cv_;
   std::deque<MiniBatch> queue_;
   std::int64_t produced_ = 0;
-  bool stop_ = false;
+  std::int64_t limit_;  // the thread produces batches below this step
+  bool stop_ = false, done_ = false;
   std::exception_ptr error_;
   double wait_s_ = 0;
   double work_s_ = 0;  // guarded by mu_

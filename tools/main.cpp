@@ -1,8 +1,10 @@
 // shardgnn: train graph neural networks on graphs partitioned across MPI ranks.
 // This is only the dispatcher; every subcommand is a thin main over library code.
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
@@ -78,6 +80,14 @@ int main(int argc, char** argv) {
     if (bench_sampler) {
       cli::g_command = "shardgnn bench sampler";
       args.erase(args.begin());
+    }
+    if (!bench_sampler) {
+      // Training takes its stop signals in a thread of its own, which needs them blocked in every
+      // other thread; a mask survives exec, so threads its libraries start as they load inherit it.
+      sigset_t set;
+      sigemptyset(&set);
+      for (const int sig : {SIGTERM, SIGINT, SIGUSR1}) sigaddset(&set, sig);
+      pthread_sigmask(SIG_BLOCK, &set, nullptr);
     }
     std::string tried;
     exec_program(bench_sampler ? "shardgnn-bench-sampler" : "shardgnn-train", args, tried);

@@ -2,9 +2,15 @@
 // <dir> is a partitioned dataset (partition.json; run under `mpiexec -n <parts>`, one rank per
 // part) or a dataset folder (meta.json; one process, the whole graph as a single part viewed in
 // place).
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "comm/communicator.hpp"
 #include "datasets/dataset.hpp"
@@ -16,6 +22,7 @@
 #include "tools/blas_kernels.hpp"
 #include "tools/mpi_program.hpp"
 #include "tools/sampler_options.hpp"
+#include "trainer/stop.hpp"
 #include "trainer/train.hpp"
 
 namespace fs = std::filesystem;
@@ -63,6 +70,53 @@ std::string fixed4(double x) {
   return buf;
 }
 
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// The start-of-run line a batch log needs (rank 0 prints; collective): when, which job, where the
+// ranks run and with how many threads, how big the shards are, where the run's files go.
+void print_run_line(const comm::Communicator& world, const Shard& shard, const Trainer& trainer, const TrainConfig& tc) {
+  const std::vector<int> nodes = world.node_ids();
+  std::map<int, int> per_node;
+  for (const int n : nodes) ++per_node[n];
+  int most = 0;
+  for (const auto& [node, count] : per_node) most = std::max(most, count);
+  const auto owned = world.allgather<std::int64_t>(shard.graph.num_nodes());
+  const auto entries = world.allgather<std::int64_t>(shard.graph.num_edges());
+  if (world.rank() != 0 || !tc.progress) return;
+  const char* job = std::getenv("SLURM_JOB_ID");
+  const char* restarts = std::getenv("SLURM_RESTART_COUNT");
+  std::string where = job ? std::string("SLURM job ") + job + (restarts && std::atoi(restarts) > 0 ? std::string(" (restart ") + restarts + ")" : "")
+                          : std::string("no batch job");
+  std::printf("run: %s, %s, %d rank%s on %zu node%s (at most %d per node), %s, shards %lld-%lld nodes and %lld-%lld entries%s\n", utc_now().c_str(),
+              where.c_str(), world.size(), world.size() == 1 ? "" : "s", per_node.size(), per_node.size() == 1 ? "" : "s", most,
+              trainer.threads_text().c_str(), static_cast<long long>(*std::min_element(owned.begin(), owned.end())),
+              static_cast<long long>(*std::max_element(owned.begin(), owned.end())), static_cast<long long>(*std::min_element(entries.begin(), entries.end())),
+              static_cast<long long>(*std::max_element(entries.begin(), entries.end())),
+              tc.checkpoint_dir.empty() ? "" : (", checkpoints in " + tc.checkpoint_dir).c_str());
+  std::fflush(stdout);
+}
+
+// Every rank's peak resident memory (mapped shard pages it touched included), rank 0 prints the
+// largest and the mean (collective).
+void print_peak_memory(const comm::Communicator& world) {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  const auto peaks = world.allgather<std::int64_t>(static_cast<std::int64_t>(ru.ru_maxrss));  // KiB
+  if (world.rank() != 0) return;
+  const auto top = std::max_element(peaks.begin(), peaks.end());
+  double mean = 0;
+  for (const std::int64_t p : peaks) mean += static_cast<double>(p) / static_cast<double>(peaks.size());
+  std::printf("peak resident memory per rank: largest %.0f MiB (rank %td), mean %.0f MiB (%s)\n", static_cast<double>(*top) / 1024, top - peaks.begin(),
+              mean / 1024, utc_now().c_str());
+}
+
 }  // namespace
 
 int train_main(const std::vector<std::string>& args, const comm::Communicator& world) {
@@ -99,12 +153,18 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
       ("profile-ops", bound(tc.profile_steps), "record N steps of the first epoch op by op and print each op's time against its FLOP or byte limit")
       ("threads", bound(tc.threads), "torch threads per rank (0 = OMP_NUM_THREADS, else the cores shared among the node's ranks)")
       ("prefetch", bound(sc.prefetch), "batches sampled ahead by a thread (0 = none)")
-      ("checkpoint-dir", po::value(&tc.checkpoint_dir), "write DIR/checkpoint.pt after every epoch and DIR/weights.pt at the end")
-      ("resume", po::bool_switch(&tc.resume), "continue from DIR/checkpoint.pt if it exists")
+      ("checkpoint-dir", po::value(&tc.checkpoint_dir), "write DIR/checkpoint.pt after every epoch (and on a stop signal) and DIR/weights.pt at the end")
+      ("resume", po::value<std::string>()->implicit_value("auto")->notifier([&tc](const std::string& v) {
+         if (v != "auto") throw UsageError("--resume takes no value, or 'auto' (the same), got '" + v + "'");
+         tc.resume = true;
+       }),
+       "continue from the checkpoint when there is one, else start afresh: one command for a job's first run and every restart")
       ("force", po::bool_switch(&tc.overwrite), "start over even though DIR/checkpoint.pt exists")
       ("weights", po::value(&tc.weights_path), "write the best weights here (a tensor dict for Python's torch.load)")
       ("metrics", po::value(&tc.metrics_path), "write one JSON line per epoch here")
-      ("run-dir", po::value(&run_dir), "write the metrics to DIR/metrics.jsonl (read by `shardgnn report DIR`)")
+      ("run-dir", po::value(&run_dir),
+       "the run's folder: DIR/metrics.jsonl (read by `shardgnn report DIR`), and DIR/checkpoint.pt and DIR/weights.pt unless --checkpoint-dir "
+       "is given (under SLURM, with none of --run-dir, --checkpoint-dir and --metrics: shardgnn-run-$SLURM_JOB_ID)")
       ("rebalance", bound(tc.rebalance, parse_rebalance_policy, rebalance_policy_name),
        "between epochs, reassign training seeds across ranks: none, seeds (equal counts) or cost (by measured cost per seed)")
       ("remote-seed-factor", bound(tc.remote_seed_factor), "rebalancing: cost of a seed trained away from its owner, relative to an own seed")
@@ -124,9 +184,14 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
     tc.final_full_eval = !no_full_eval;
     tc.final_test = !no_test;
     tc.progress = !quiet;
+    // A batch job's run folder is keyed on its job id, which a requeued job keeps: the same
+    // command then finds the checkpoint its previous run left.
+    if (run_dir.empty() && !vm.count("metrics") && tc.checkpoint_dir.empty())
+      if (const char* job = std::getenv("SLURM_JOB_ID"); job != nullptr && *job != '\0') run_dir = std::string("shardgnn-run-") + job;
     if (!run_dir.empty()) {
       if (vm.count("metrics")) throw InputError("--run-dir and --metrics both name the metrics file: pass one");
       tc.metrics_path = (fs::path(run_dir) / "metrics.jsonl").string();
+      if (tc.checkpoint_dir.empty()) tc.checkpoint_dir = run_dir;
     }
     if (vm.count("simulate-slowdown")) parse_slowdown(slowdown, tc.slow_rank, tc.slowdown);
     validate(tc);
@@ -145,7 +210,17 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
                 in.name.c_str(), in.kind.c_str(), world.size(), world.size() == 1 ? "" : "s", trainer.device_name().c_str(),
                 precision_name(tc.precision).c_str(), gemm.c_str(), blas.empty() ? "" : ", BLAS ", blas.c_str(),
                 static_cast<long long>(trainer.num_parameters()), fanouts_text(sc.fanouts).c_str(), sc.batch_size);
+  print_run_line(world, in.shard, trainer, tc);
   const TrainResult r = trainer.fit();
+  print_peak_memory(world);
+  if (r.stop_signal != 0) {
+    if (world.rank() == 0) {
+      std::fflush(stdout);
+      std::fprintf(stderr, "%s: %s (exit status %d)\n", g_command.c_str(), r.stop_message.c_str(),
+                   r.checkpointed ? kExitStoppedResumable : 128 + r.stop_signal);
+    }
+    return r.checkpointed ? kExitStoppedResumable : 128 + r.stop_signal;
+  }
   if (world.rank() == 0) {
     std::printf("best validation accuracy %s at epoch %d%s\n", fixed4(r.best_val).c_str(), r.best_epoch + 1, r.stopped_early ? " (stopped early)" : "");
     if (!r.tested) std::printf("test set not scored (--no-test)\n");
@@ -165,6 +240,7 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
 }  // namespace shardgnn::cli
 
 int main(int argc, char** argv) {
+  shardgnn::take_stop_signals(argv);  // first: every later thread leaves the signals to ours
   shardgnn::cli::use_strongest_blas_kernels(argv);
   return shardgnn::cli::run_mpi_program(argc, argv, "train", /*threads=*/true, shardgnn::cli::train_main);
 }

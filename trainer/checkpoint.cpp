@@ -14,7 +14,8 @@ namespace shardgnn {
 namespace {
 
 constexpr const char* kFormat = "shardgnn-checkpoint";
-constexpr std::int64_t kVersion = 1;
+constexpr std::int64_t kVersion = 2;
+constexpr std::int64_t kOldestVersion = 1;  // no step: always an epoch boundary
 
 void write_bytes_atomic(const std::string& path, const std::function<void(const std::function<void(const void*, std::size_t)>&)>& produce) {
   write_file_atomic(path, [&](std::FILE* f) {
@@ -64,6 +65,10 @@ void save_checkpoint(const std::string& path, const CheckpointIdentity& id, cons
   a.write("best_val", c10::IValue(state.best_val));
   a.write("best_epoch", c10::IValue(static_cast<std::int64_t>(state.best_epoch)));
   a.write("bad_evals", c10::IValue(static_cast<std::int64_t>(state.bad_evals)));
+  a.write("next_step", c10::IValue(state.next_step));
+  a.write("step_loss_sum", c10::IValue(state.step_loss_sum));
+  a.write("step_correct", c10::IValue(state.step_correct));
+  a.write("step_examples", c10::IValue(state.step_examples));
   torch::serialize::OutputArchive m, o, b;
   model.save(m);
   a.write("model", m);
@@ -98,8 +103,10 @@ void load_checkpoint(const std::string& path, const CheckpointIdentity& id, torc
   try {
     const c10::IValue format = read("format");
     if (!format.isString() || format.toStringRef() != kFormat) throw InputError(path, "", "not a shardgnn checkpoint");
-    if (read("version").toInt() != kVersion)
-      throw InputError(path, "", "checkpoint format version " + std::to_string(read("version").toInt()) + ", this build reads " + std::to_string(kVersion));
+    const std::int64_t version = read("version").toInt();
+    if (version < kOldestVersion || version > kVersion)
+      throw InputError(path, "", "checkpoint format version " + std::to_string(version) + ", this build reads " + std::to_string(kOldestVersion) + " to " +
+                                     std::to_string(kVersion));
     CheckpointIdentity got;
     got.model = read("model_name").toStringRef();
     got.optimizer = read("optimizer_name").toStringRef();
@@ -119,6 +126,13 @@ void load_checkpoint(const std::string& path, const CheckpointIdentity& id, torc
     s.best_val = read("best_val").toDouble();
     s.best_epoch = static_cast<int>(read("best_epoch").toInt());
     s.bad_evals = static_cast<int>(read("bad_evals").toInt());
+    if (version >= 2) {
+      s.next_step = read("next_step").toInt();
+      s.step_loss_sum = read("step_loss_sum").toDouble();
+      s.step_correct = read("step_correct").toDouble();
+      s.step_examples = read("step_examples").toDouble();
+      if (s.next_step < 0) throw InputError(path, "", "damaged checkpoint: step " + std::to_string(s.next_step));
+    }
     torch::serialize::InputArchive m, o, b;
     if (!a.try_read("model", m) || !a.try_read("optimizer", o) || !a.try_read("best", b)) throw InputError(path, "", "incomplete checkpoint");
     const std::int64_t best_count = read("best_count").toInt();

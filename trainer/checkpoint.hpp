@@ -2,9 +2,10 @@
 // best weights so far), in one torch::serialize archive written atomically (temporary file,
 // fsync, rename). The archive names the model and the dataset it was trained on, and loading a
 // checkpoint of anything else is an InputError before any state is touched. Randomness needs no
-// stored state: dropout is reseeded from (seed, epoch, rank) at every epoch and the sampler's
-// streams are keyed by (seed, epoch, step), so a resumed run draws exactly what an uninterrupted
-// one would (the seed is part of the identity).
+// stored state: dropout and torch's generator are reseeded from (seed, epoch, step, rank) at every
+// step and the sampler's streams are keyed by (seed, epoch, step), so a resumed run draws exactly
+// what an uninterrupted one would, from an epoch boundary or from any step (the seed is part of
+// the identity). Version 2 added the step; version 1 files (epoch boundaries) still load.
 #pragma once
 
 #include <torch/nn.h>
@@ -24,9 +25,13 @@ struct CheckpointIdentity {
   std::string describe() const;  // "gcn (hidden 16, 2 layers, adam, seed 0) on 'cora' (2708 nodes)"
 };
 
-// Where training stands at an epoch boundary.
+// Where training stands: at an epoch boundary, or after a step inside epoch next_epoch when a
+// run stopped on a signal (next_step > 0, with the epoch's sums so far so that its record and
+// loss come out whole).
 struct TrainState {
   int next_epoch = 0;
+  std::int64_t next_step = 0;
+  double step_loss_sum = 0, step_correct = 0, step_examples = 0;  // summed over every rank
   double best_val = -1;   // best validation accuracy so far (-1: none yet)
   int best_epoch = -1;
   int bad_evals = 0;      // validations since the best one (for patience)

@@ -67,7 +67,7 @@ void validate(const TrainConfig& c) {
   if (c.threads < 0) throw InputError("--threads must be >= 0");
   if (c.profile_steps < 0) throw InputError("--profile-ops must be >= 0, got " + std::to_string(c.profile_steps));
   if (!valid_device(c.device)) throw InputError("unknown --device " + quote_token(c.device) + ", expected cpu, cuda or cuda:N");
-  if (c.resume && c.checkpoint_dir.empty()) throw InputError("--resume needs --checkpoint-dir");
+  if (c.resume && c.checkpoint_dir.empty()) throw InputError("--resume needs --checkpoint-dir or --run-dir");
   if (!(c.remote_seed_factor >= 1) || !std::isfinite(c.remote_seed_factor))
     throw InputError("--remote-seed-factor must be >= 1, got " + num(c.remote_seed_factor));
   if (!(c.slowdown >= 1) || !std::isfinite(c.slowdown)) throw InputError("--simulate-slowdown: the factor must be >= 1, got " + num(c.slowdown));

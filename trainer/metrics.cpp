@@ -104,6 +104,13 @@ void Progress::end_epoch(const EpochRecord& r) {
   std::fflush(out_);
 }
 
+void Progress::clear_line() {
+  if (!enabled_ || !drawn_) return;
+  std::fprintf(out_, "\r\033[K");
+  std::fflush(out_);
+  drawn_ = false;
+}
+
 void Progress::message(const std::string& line) {
   if (!enabled_) return;
   if (drawn_) std::fprintf(out_, "\r\033[K");

@@ -63,6 +63,8 @@ class Progress {
   void step(std::int64_t done, double loss);
   void end_epoch(const EpochRecord& r);
   void message(const std::string& line);
+  // Ends a line redrawn in place, so that others may write below it.
+  void clear_line();
 
  private:
   using Clock = std::chrono::steady_clock;

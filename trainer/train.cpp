@@ -27,6 +27,7 @@
 #include "trainer/gemm.hpp"
 #include "trainer/models.hpp"
 #include "trainer/op_profile.hpp"
+#include "trainer/stop.hpp"
 
 namespace fs = std::filesystem;
 
@@ -48,31 +49,18 @@ bool every_neighbour(const std::vector<int>& fanouts) {
   return std::all_of(fanouts.begin(), fanouts.end(), [](int f) { return f < 0; });
 }
 
-// The node-local rank, for picking a GPU: launchers export it (Hydra/MPICH, Open MPI, SLURM).
-int local_rank() {
-  for (const char* name : {"MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"})
-    if (const char* v = std::getenv(name)) return std::atoi(v);
-  return 0;
-}
-
-// Ranks on this node (0: unknown), so that their torch threads share the cores, not fight for them.
-int local_size() {
-  for (const char* name : {"MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"})
-    if (const char* v = std::getenv(name)) return std::atoi(v);
-  return 0;
-}
-
 void limit_threads(int n) {
   torch::set_num_threads(n);
   if (openblas_set_num_threads) openblas_set_num_threads(n);
 }
 
-torch::Device resolve_device(const std::string& name) {
+// `local_rank`: this rank's place on its node, which picks its GPU.
+torch::Device resolve_device(const std::string& name, int local_rank) {
   if (name == "cpu") return torch::kCPU;
   if (!torch::cuda::is_available())
     throw InputError("--device " + name + ": no CUDA device available (this libtorch was built without CUDA, or no GPU is visible); use --device cpu");
   const auto count = static_cast<int>(torch::cuda::device_count());
-  if (name == "cuda") return {torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank() % count)};
+  if (name == "cuda") return {torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank % count)};
   torch::Device d(name);
   if (d.index() >= count) throw InputError("--device " + name + ": only " + std::to_string(count) + " CUDA devices are visible");
   return d;
@@ -109,6 +97,8 @@ struct detail::TrainerParts {
   torch::Device device = torch::kCPU;
   std::string checkpoint_path;
   bool resume_from_file = false;
+  comm::Communicator::CoreShare cores;
+  std::string threads_from;  // what decided the torch threads, for the start-of-run line
   Gnn model{nullptr};
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::unique_ptr<GradientAllreducer> allreducer;
@@ -184,12 +174,13 @@ std::vector<NodeId> validation_nodes(const Shard& shard, const comm::Communicato
 Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Communicator& world, TrainConfig config, SamplerConfig sampler)
     : s_(std::make_unique<TrainerParts>(shard, dataset, world, std::move(config), std::move(sampler))) {
   TrainerParts& s = *s_;
+  s.cores = s.comm.core_share();
   // Local checks first, agreed on by every rank before any collective work.
   comm::agree(s.comm, [&] {
     validate(s.cfg);
     validate(s.scfg);
     if (shard.num_classes < 1) throw InputError("dataset '" + dataset + "' has no labels: nothing to train on");
-    s.device = resolve_device(s.cfg.device);
+    s.device = resolve_device(s.cfg.device, s.cores.local_rank);
     // The limits are CPU rates for float32 work, and on a GPU the profiler sees only launches.
     if (s.cfg.profile_steps > 0 && (!s.device.is_cpu() || s.cfg.precision != Precision::kFloat32))
       throw InputError("--profile-ops profiles float32 training on the CPU (--device cpu --precision fp32)");
@@ -216,11 +207,18 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     s.resume_from_file = seen > 0;
   }
 
+  // Threads from the binding: the rank's share of the cores its mask allows, never more than
+  // torch's default (the physical cores it counts), which a rank alone on its cores keeps.
   if (s.cfg.threads > 0) {
     limit_threads(s.cfg.threads);
-  } else if (local_size() > 1 && std::getenv("OMP_NUM_THREADS") == nullptr) {
-    const int cores = static_cast<int>(std::thread::hardware_concurrency());
-    limit_threads(std::max(1, cores / local_size()));
+    s.threads_from = "--threads";
+  } else if (std::getenv("OMP_NUM_THREADS") != nullptr) {
+    s.threads_from = "OMP_NUM_THREADS";
+  } else {
+    limit_threads(std::min(s.cores.cores, torch::get_num_threads()));
+    s.threads_from = std::to_string(s.cores.cpus) + " CPU" + (s.cores.cpus == 1 ? "" : "s") + " in the binding, shared by " + std::to_string(s.cores.sharing) +
+                     " of the node's " + std::to_string(s.cores.ranks_on_node) + " rank" + (s.cores.ranks_on_node == 1 ? "" : "s") +
+                     (s.cores.per_task > 0 ? ", SLURM_CPUS_PER_TASK " + std::to_string(s.cores.per_task) : "");
   }
   torch::manual_seed(s.cfg.seed);
   GnnOptions mo(s.cfg.model, shard.feature_dim, s.cfg.hidden, shard.num_classes, static_cast<std::int64_t>(s.scfg.fanouts.size()));
@@ -256,6 +254,10 @@ const TrainConfig& Trainer::config() const noexcept { return s_->cfg; }
 std::uint64_t Trainer::weights_checksum() const { return parameters_checksum(*s_->model); }
 bool Trainer::validation_batches_kept() const noexcept { return s_->val_cache == TrainerParts::ValCache::kKept; }
 std::string Trainer::device_name() const { return s_->device.str(); }
+std::string Trainer::threads_text() const {
+  const int n = torch::get_num_threads();
+  return std::to_string(n) + " torch thread" + (n == 1 ? "" : "s") + " per rank (" + s_->threads_from + ")";
+}
 std::string Trainer::gemm_backend() const { return s_->device.is_cpu() && s_->cfg.precision == Precision::kFloat32 ? cpu_gemm_backend() : "torch"; }
 
 std::string blas_core() { return openblas_get_corename ? openblas_get_corename() : ""; }
@@ -276,7 +278,7 @@ SplitMetrics evaluate(TrainerParts& s, EvalMode mode, bool with_test) {
     DistSampler& sampler = mode == EvalMode::kFull ? *s.all_neighbours : *s.sampler;
     if (s.val_cache == C::kOff) return evaluate_sampled(s.model, sampler, *s.features, s.device, s.val_nodes, {});
     // An eighth of the node's usable memory, shared by its ranks.
-    const std::size_t budget = usable_memory_bytes() / 8 / static_cast<std::size_t>(std::max(1, local_size()));
+    const std::size_t budget = usable_memory_bytes() / 8 / static_cast<std::size_t>(s.cores.ranks_on_node);
     const SplitMetrics m = evaluate_sampled(s.model, sampler, *s.features, s.device, s.val_nodes, {}, &s.val_batches, budget);
     // Every rank must take the same path next time (sampling is collective).
     const bool all = s.comm.allreduce<std::int32_t>(s.val_batches.empty() && !s.val_nodes.empty() ? 0 : 1, comm::Op::kMin) == 1;
@@ -296,16 +298,19 @@ SplitMetrics evaluate(TrainerParts& s, EvalMode mode, bool with_test) {
 struct StepResult {
   double compute_s = 0;  // forward, backward and optimiser step (the all-reduce excluded)
   double loss_sum = 0, correct = 0, examples = 0;  // over the labelled seeds of all ranks
+  bool stop = false;  // some rank was asked to stop (stop_here): every rank stops after this step
 };
 
 // One step of data-parallel training: forward and backward on this rank's batch, the gradients
 // averaged over all ranks' labelled examples, an optimiser step (skipped when no rank had any).
-StepResult train_step(Gnn& model, torch::optim::Optimizer& optimizer, GradientAllreducer& allreducer, const MiniBatch& mb, torch::Device device) {
+// `stop_here` travels with the gradients, so the ranks agree on stopping without a collective.
+StepResult train_step(Gnn& model, torch::optim::Optimizer& optimizer, GradientAllreducer& allreducer, const MiniBatch& mb, torch::Device device,
+                      bool stop_here) {
   namespace F = torch::nn::functional;
   auto t0 = Clock::now();
   optimizer.zero_grad();
   double labelled = 0;
-  std::vector<double> extras{0, 0};  // loss sum, correct predictions
+  std::vector<double> extras{0, 0, stop_here ? 1.0 : 0.0};  // loss sum, correct predictions, ranks asked to stop
   if (!mb.seeds().empty()) {
     const BatchTensors t = to_tensors(mb, device);
     const torch::Tensor logits = model->forward(t.blocks, t.x);
@@ -324,6 +329,7 @@ StepResult train_step(Gnn& model, torch::optim::Optimizer& optimizer, GradientAl
   r.compute_s += since(t0);
   r.loss_sum = extras[0];
   r.correct = extras[1];
+  r.stop = extras[2] > 0;
   return r;
 }
 
@@ -336,6 +342,8 @@ struct EpochSums {
   double slowdown = 1;  // the simulated slowdown applied to compute
   std::int64_t profiled_steps = 0;
   double profiled_s = 0;  // their compute
+  std::int64_t first_step = 0;    // > 0: resumed inside the epoch (the sums above include the steps before)
+  std::int64_t stopped_after = 0;  // > 0: stopped on a signal after this many steps (the sums are theirs)
 };
 
 // Trains one epoch over the seeds the scheduler installed, batches sampled and fetched by the
@@ -343,31 +351,41 @@ struct EpochSums {
 // With `recorder`, TrainConfig::profile_steps steps from the middle of the epoch are recorded op
 // by op: past the first (which warms the allocator and caches up) and past the prefetch thread's
 // start, when it samples several batches ahead on the same cores.
+// A stop signal on any rank ends the epoch after the step in progress (stopped_after).
 EpochSums train_epoch(TrainerParts& s, int epoch, Progress& progress, OpRecorder* recorder) {
   const TrainConfig& c = s.cfg;
   const int rank = s.comm.rank();
-  // Dropout draws from torch's generator: reseeding per (epoch, rank) makes a resumed run draw
-  // what an uninterrupted one would.
+  // Dropout draws from torch's generator and the model's own keyed stream: reseeding both per
+  // (epoch, step, rank) makes a run resumed at any step draw what an uninterrupted one would.
   const std::uint64_t epoch_seed = epoch_stream_seed(c.seed, epoch, 0x7a1e0000ULL + static_cast<std::uint64_t>(rank));
-  torch::manual_seed(epoch_seed);
-  s.model->reseed_dropout(epoch_seed);
   EpochSums e;
+  if (s.state.next_epoch == epoch && s.state.next_step > 0) {
+    e.first_step = s.state.next_step;
+    e.loss_sum = s.state.step_loss_sum;
+    e.correct = s.state.step_correct;
+    e.examples = s.state.step_examples;
+  }
   e.lr = lr_at(c, epoch);
   for (auto& group : s.optimizer->param_groups()) group.options().set_lr(e.lr);
   s.model->train();
   e.slowdown = rank == c.slow_rank && c.slowdown > 1 ? c.slowdown : 1.0;
   e.steps = s.sampler->steps_in_epoch(epoch);
+  s.comm.check_all(e.first_step < e.steps, s.checkpoint_path + ": resumes at step " + std::to_string(e.first_step + 1) + " of epoch " +
+                                               std::to_string(epoch + 1) + ", which has " + std::to_string(e.steps) + " steps here (another partition or --batch?)");
   progress.start_epoch(epoch, c.epochs, e.steps);
-  Prefetcher pipe(*s.sampler, *s.features, epoch, e.steps, s.scfg.prefetch);
-  const std::int64_t first_recorded = std::max<std::int64_t>(1, (e.steps - c.profile_steps) / 2);
-  for (std::int64_t step = 0; step < e.steps; ++step) {
+  Prefetcher pipe(*s.sampler, *s.features, epoch, e.steps, s.scfg.prefetch, e.first_step);
+  const std::int64_t first_recorded = std::max<std::int64_t>(e.first_step + 1, (e.steps - c.profile_steps) / 2);
+  for (std::int64_t step = e.first_step; step < e.steps; ++step) {
+    const std::uint64_t step_seed = derive_seed(epoch_seed, static_cast<std::uint64_t>(step));
+    torch::manual_seed(step_seed);
+    s.model->reseed_dropout(step_seed);
     const auto t0 = Clock::now();
     std::optional<MiniBatch> mb = pipe.next();
     e.wait_s += since(t0);
     e.seeds += static_cast<std::int64_t>(mb->seeds().size());
     const bool record = recorder != nullptr && step >= first_recorded && step < first_recorded + c.profile_steps;
     if (record) recorder->start();
-    StepResult r = train_step(s.model, *s.optimizer, *s.allreducer, *mb, s.device);
+    StepResult r = train_step(s.model, *s.optimizer, *s.allreducer, *mb, s.device, stop_signal() != 0);
     if (record) {
       recorder->stop();
       ++e.profiled_steps;
@@ -384,6 +402,11 @@ EpochSums train_epoch(TrainerParts& s, int epoch, Progress& progress, OpRecorder
     e.correct += r.correct;
     e.examples += r.examples;
     progress.step(step + 1, r.examples > 0 ? r.loss_sum / r.examples : 0.0);
+    if (r.stop && step + 1 < e.steps) {
+      e.stopped_after = step + 1;
+      pipe.stop_early();
+      break;
+    }
   }
   e.sample_work_s = pipe.work_seconds();
   return e;
@@ -482,6 +505,24 @@ void save_epoch(const TrainerParts& s, const EpochRecord& r, std::optional<Metri
   });
 }
 
+// Ends a run stopped by a signal: rank 0 checkpoints where it stands (when `save`: inside an epoch)
+// and says what happened and how to go on. `epoch` is the next epoch to run, `step` its next step
+// (0: an epoch boundary) of `steps`.
+void stop(TrainerParts& s, TrainResult& result, Progress& progress, int epoch, std::int64_t step, std::int64_t steps, bool save) {
+  result.stop_signal = s.comm.allreduce<std::int32_t>(stop_signal(), comm::Op::kMax);
+  result.checkpointed = !s.checkpoint_path.empty();
+  if (save)
+    comm::agree(s.comm, [&] {
+      if (s.comm.rank() == 0 && result.checkpointed) save_checkpoint(s.checkpoint_path, s.identity(), *s.model, *s.optimizer, s.state);
+    });
+  std::string where = step > 0 ? "after step " + std::to_string(step) + " of " + std::to_string(steps) + " of epoch " + std::to_string(epoch + 1)
+                               : "after epoch " + std::to_string(epoch);
+  result.stop_message = std::string("stopped by ") + signal_name(result.stop_signal) + " " + where + " of " + std::to_string(s.cfg.epochs) +
+                        (result.checkpointed ? "; " + s.checkpoint_path + " holds it: run the same command with --resume to continue"
+                                             : "; no --checkpoint-dir, so nothing to resume from");
+  progress.clear_line();
+}
+
 // After the epochs: the best model restored and evaluated (through the sampler, and over full
 // neighbourhoods when asked), and its weights written by rank 0.
 void finish(TrainerParts& s, TrainResult& result) {
@@ -550,6 +591,15 @@ TrainResult Trainer::fit() {
     const EpochSums sums = train_epoch(s, epoch, progress, recorder && epoch == result.start_epoch ? &*recorder : nullptr);
     profiled_steps += sums.profiled_steps;
     profiled_s += sums.profiled_s;
+    if (sums.stopped_after > 0) {
+      s.state.next_epoch = epoch;
+      s.state.next_step = sums.stopped_after;
+      s.state.step_loss_sum = sums.loss_sum;
+      s.state.step_correct = sums.correct;
+      s.state.step_examples = sums.examples;
+      stop(s, result, progress, epoch, sums.stopped_after, sums.steps, /*save=*/true);
+      return result;
+    }
     const double train_s = since(t_epoch);
     const auto t_eval = Clock::now();
     if ((epoch + 1) % c.eval_every == 0 || epoch + 1 == c.epochs) {
@@ -564,9 +614,17 @@ TrainResult Trainer::fit() {
     s.scheduler->update_costs(work, r.plan_load);
     r.epoch_s = s.comm.allreduce(since(t_epoch), comm::Op::kMax);
     s.state.next_epoch = epoch + 1;
+    s.state.next_step = 0;
+    s.state.step_loss_sum = s.state.step_correct = s.state.step_examples = 0;
     save_epoch(s, r, log);
     progress.end_epoch(r);
     result.history.push_back(r);
+    // A stop asked for during validation (or on the epoch's last step) takes effect here, with
+    // the epoch's checkpoint just written.
+    if (s.comm.allreduce<std::int32_t>(stop_signal(), comm::Op::kMax) != 0) {
+      stop(s, result, progress, epoch + 1, 0, 0, /*save=*/false);
+      return result;
+    }
     if (result.stopped_early)
       progress.message("early stop: no better validation accuracy in " + std::to_string(c.patience) + " validations (best " +
                        std::to_string(s.state.best_val) + " at epoch " + std::to_string(s.state.best_epoch + 1) + ")");

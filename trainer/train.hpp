@@ -35,6 +35,9 @@ struct TrainResult {
   int best_epoch = -1;
   double best_val = -1;
   bool stopped_early = false;
+  int stop_signal = 0;               // > 0: stopped by this signal (nothing evaluated after)
+  bool checkpointed = false;         // when stopped: a checkpoint holds where it stood
+  std::string stop_message;          // when stopped: what happened and how to go on
   SplitMetrics sampled;              // the best model, through the sampler
   bool sampled_is_full = false;      // every fanout -1: `sampled` is `full`, not scored twice
   bool has_full = false;
@@ -77,6 +80,9 @@ class Trainer {
   std::uint64_t weights_checksum() const;
   std::int64_t num_parameters() const;
   std::string device_name() const;
+  // "2 torch threads per rank (4 CPUs in the binding, shared by 2 of the node's 2 ranks)": what
+  // rank 0 uses and what decided it.
+  std::string threads_text() const;
   // What runs the layers' matrix products: "oneDNN sgemm" (float32 on the CPU, where this libtorch
   // exports it) or "torch".
   std::string gemm_backend() const;

@@ -67,6 +67,50 @@ timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${quick[@]}" --epochs 
 grep -q "resuming .* at epoch 3 of 3" "$work/out.txt" || fail "did not resume: $(cat "$work/out.txt")"
 cp "$work/ck/checkpoint.pt" "$work/saved.pt"
 
+# Stopped by a signal, as a batch system stops a job: the ranks agree on a step, rank 0 checkpoints
+# it, every rank exits 75 (resumable) saying what to run, and the resumed run ends with the same
+# weights, byte for byte, as an uninterrupted one. The signal goes to the ranks themselves (srun
+# and scancel do that; MPICH's mpiexec forwards it too, but its own status after a signal is
+# unreliable). Polling the metrics file orders the signal after two epochs, well before the end.
+stop_model=(--model gcn --fanouts 10,10 --hidden 32 --batch 16 --no-test --no-full-eval)
+stop_run=("${stop_model[@]}" --epochs 40)
+timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${stop_run[@]}" --run-dir "$work/whole" > /dev/null 2>&1 || fail "uninterrupted run failed"
+timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${stop_run[@]}" --run-dir "$work/stopped" > "$work/out.txt" 2> "$work/err.txt" &
+launcher=$!
+for _ in $(seq 600); do
+  [ "$(cat "$work/stopped/metrics.jsonl" 2>/dev/null | wc -l)" -ge 2 ] && break
+  kill -0 "$launcher" 2>/dev/null || break
+  sleep 0.05
+done
+pkill -TERM -f "shardgnn-train $work/p2 .*--run-dir $work/stopped" || fail "no training ranks to signal"
+set +e
+wait "$launcher"
+rc=$?
+set -e
+[ "$rc" = 75 ] || fail "a run stopped by SIGTERM exited $rc, expected 75: $(cat "$work/err.txt")"
+grep -q "stopped by SIGTERM after .*holds it: run the same command with --resume to continue (exit status 75)" "$work/err.txt" ||
+  fail "the stopped run did not say what happened and what to run: $(cat "$work/err.txt")"
+timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${stop_run[@]}" --run-dir "$work/stopped" --resume > "$work/out.txt" 2>&1 ||
+  fail "resuming the stopped run failed: $(cat "$work/out.txt")"
+grep -q "^resuming " "$work/out.txt" || fail "the stopped run did not resume: $(cat "$work/out.txt")"
+cmp -s "$work/whole/weights.pt" "$work/stopped/weights.pt" || fail "stopped and resumed, the weights differ from an uninterrupted run's"
+# A second signal ends the process at once, 128 + the signal.
+"$SHARDGNN" train "$work/cora" "${stop_model[@]}" --epochs 400 --run-dir "$work/twice" > /dev/null 2> "$work/err.txt" &
+single=$!
+for _ in $(seq 600); do
+  [ -s "$work/twice/metrics.jsonl" ] && break
+  kill -0 "$single" 2>/dev/null || fail "the run for two signals ended early: $(cat "$work/err.txt")"
+  sleep 0.05
+done
+kill -TERM "$single"
+kill -INT "$single"
+set +e
+wait "$single"
+rc=$?
+set -e
+[ "$rc" = 130 ] || [ "$rc" = 143 ] || fail "two stop signals: exit $rc, expected 128 + the second signal: $(cat "$work/err.txt")"
+grep -q "a second stop signal" "$work/err.txt" || fail "two stop signals: not said: $(cat "$work/err.txt")"
+
 # GCN (its normalisation reads every input node's degree) on 2 ranks: reading the node-local rank's
 # shard directly and exchanging over MPI train the same model, loss for loss; only the first
 # moves no bytes between the ranks.

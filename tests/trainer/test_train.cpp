@@ -6,6 +6,7 @@
 #include <torch/cuda.h>
 #include <torch/serialize.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -21,6 +22,7 @@
 #include "trainer/data_parallel.hpp"
 #include "trainer/evaluate.hpp"
 #include "trainer/models.hpp"
+#include "trainer/stop.hpp"
 #include "trainer/train.hpp"
 
 using namespace shardgnn;
@@ -97,7 +99,11 @@ TEST_CASE("early stopping keeps the best model", "[trainer][cora]") {
   c.epochs = 40;
   c.patience = 2;
   c.final_full_eval = false;
-  Trainer t(shard, "cora", world, c, quick_sampler());
+  // Batches of 100: the 500 validation nodes fill whole batches in the final evaluation too (which
+  // follows them with the test nodes), so both sample the same neighbourhoods.
+  SamplerConfig s = quick_sampler();
+  s.batch_size = 100;
+  Trainer t(shard, "cora", world, c, s);
   const TrainResult r = t.fit();
   CHECK(r.stopped_early);
   CHECK(r.history.size() == static_cast<std::size_t>(r.best_epoch + 1 + c.patience));
@@ -233,6 +239,53 @@ TEST_CASE("replicas stay identical across ranks through training", "[trainer][mp
     CHECK(r.full.val.count == 500);
     if (opt == OptimizerKind::kAdam) CHECK(r.full.test.accuracy > 0.6);
   }
+}
+
+TEST_CASE("a run stopped by a signal after any step resumes exactly where an uninterrupted one goes", "[trainer][mpi][checkpoint]") {
+  PartFixture fx;
+  const std::string root = fx.root;  // a folder every rank sees
+  TrainConfig c = quick_config(ModelKind::kSage);
+  c.epochs = 3;
+  c.final_full_eval = false;
+  c.dropout = 0.5;  // so that a resumed step must draw the same masks
+  SamplerConfig s = quick_sampler();
+  s.batch_size = 16;  // several steps per epoch: stops inside epochs and at their ends
+  TrainConfig whole = c;
+  whole.checkpoint_dir = root + "/whole";
+  Trainer a(fx.shard, "cora", fx.world, whole, s);
+  const TrainResult ra = a.fit();
+
+  // Rank 0 alone is asked to stop before every step: every rank stops after that step, and the
+  // next run resumes there, until the epochs are done.
+  TrainConfig part = c;
+  part.checkpoint_dir = root + "/stopped";
+  part.resume = true;
+  int runs = 0;
+  std::vector<double> losses;
+  for (;; ++runs) {
+    REQUIRE(runs < 200);
+    clear_stop();
+    if (fx.world.rank() == 0) request_stop(SIGTERM);
+    Trainer b(fx.shard, "cora", fx.world, part, s);
+    const TrainResult rb = b.fit();
+    for (const EpochRecord& e : rb.history) losses.push_back(e.loss);
+    if (rb.stop_signal == 0) {
+      CHECK(b.weights_checksum() == a.weights_checksum());
+      CHECK(rb.best_val == ra.best_val);
+      CHECK(rb.best_epoch == ra.best_epoch);
+      CHECK(rb.sampled.test.accuracy == ra.sampled.test.accuracy);
+      break;
+    }
+    CHECK(rb.stop_signal == SIGTERM);
+    CHECK(rb.checkpointed);
+    CHECK_THAT(rb.stop_message, Contains("stopped by SIGTERM"));
+  }
+  clear_stop();
+  // More runs than epochs: some stopped inside an epoch; the epochs' losses are those of the
+  // uninterrupted run (a resumed epoch's sums include its steps before the stop).
+  CHECK(runs > c.epochs);
+  REQUIRE(losses.size() == ra.history.size());
+  for (std::size_t i = 0; i < losses.size(); ++i) CHECK(losses[i] == ra.history[i].loss);
 }
 
 TEST_CASE("rebalanced and class-balanced training: every seed once, identical replicas, seeded, per-rank records", "[trainer][mpi][rebalance]") {

@@ -1,0 +1,32 @@
+// Stopping a training job cleanly on a signal, as batch systems ask: SLURM sends SIGTERM at
+// preemption, scancel and the end of --time (after its KillWait grace), SIGUSR1 when a job asks
+// for --signal=USR1@N, and a terminal sends SIGINT. The first such signal only sets a flag; the
+// trainer acts on it at the next step boundary, where every rank learns of it in the collective
+// it already makes there, so all stop after the same step. A second signal ends the process at
+// once with the conventional 128+signal status.
+#pragma once
+
+namespace shardgnn {
+
+// The exit status of a run stopped by a signal with its state in a checkpoint: resumable
+// (EX_TEMPFAIL of sysexits.h, "try again later").
+constexpr int kExitStoppedResumable = 75;
+
+// Takes SIGTERM, SIGINT and SIGUSR1 from now on (idempotent): they are blocked in every thread
+// and one thread of ours waits for them with sigwait, so no thread is ever interrupted inside a
+// library call (MPICH, for one, keeps a SIGUSR1 handler of its own). Call it first thing in main,
+// before MPI or torch start threads: unless the signals were already blocked when the process
+// started (the shardgnn dispatcher blocks them before it execs the program), it re-executes the
+// program (`argv`) with them blocked, since libraries may have started threads as they loaded.
+void take_stop_signals(char** argv);
+
+// The first stop signal received (0: none).
+int stop_signal() noexcept;
+// What the first signal does, without one (for programs that embed the trainer, and tests);
+// clear_stop forgets it.
+void request_stop(int sig) noexcept;
+void clear_stop() noexcept;
+// "SIGTERM", "SIGINT", "SIGUSR1", or "signal N".
+const char* signal_name(int sig) noexcept;
+
+}  // namespace shardgnn
