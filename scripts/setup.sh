@@ -4,17 +4,21 @@
 #   2. builds shardgnn in Release into build/,
 #   3. runs the quickstart on the shipped default dataset: Cora converted, partitioned in two and
 #      trained on 2 MPI ranks (it prints the test accuracy).
-# Idempotent: run it again at any time. Options: --no-quickstart, --deps-only.
+# Idempotent: run it again at any time. Options: --no-quickstart, --deps-only, --slurm-test (also
+# Debian's SLURM daemons and munge, for the tests that bring up a private SLURM on localhost: for a
+# test machine, never a cluster node with its own SLURM).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 quickstart=1
 build=1
+slurm_test=0
 for arg in "$@"; do
   case "$arg" in
     --no-quickstart) quickstart=0 ;;
     --deps-only) build=0; quickstart=0 ;;
-    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    --slurm-test) slurm_test=1 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -30,6 +34,11 @@ packages=(
   catch2
   python3-numpy
 )
+if [ "$slurm_test" = 1 ]; then
+  # shellcheck source=../tests/slurm/cluster.sh
+  read -r -a slurm_packages <<< "$(source tests/slurm/cluster.sh && slurm_packages)"
+  packages+=("${slurm_packages[@]}")
+fi
 
 missing=()
 for p in "${packages[@]}"; do

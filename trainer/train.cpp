@@ -212,7 +212,7 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
   if (s.cfg.threads > 0) {
     limit_threads(s.cfg.threads);
     s.threads_from = "--threads";
-  } else if (std::getenv("OMP_NUM_THREADS") != nullptr) {
+  } else if (const char* omp = std::getenv("OMP_NUM_THREADS"); omp != nullptr && *omp != '\0') {
     s.threads_from = "OMP_NUM_THREADS";
   } else {
     limit_threads(std::min(s.cores.cores, torch::get_num_threads()));
