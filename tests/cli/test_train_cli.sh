@@ -94,6 +94,13 @@ timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${stop_run[@]}" --run-
   fail "resuming the stopped run failed: $(cat "$work/out.txt")"
 grep -q "^resuming " "$work/out.txt" || fail "the stopped run did not resume: $(cat "$work/out.txt")"
 cmp -s "$work/whole/weights.pt" "$work/stopped/weights.pt" || fail "stopped and resumed, the weights differ from an uninterrupted run's"
+# Tasks that MPI did not join (srun without --mpi=pmi2) are told the likely cause.
+set +e
+PMI_SIZE=3 "$SHARDGNN" train "$work/cora" "${stop_run[@]}" > /dev/null 2> "$work/err.txt"
+rc=$?
+set -e
+[ "$rc" = 1 ] && grep -q "started as one of 3 tasks, but MPI joined 1 (under srun, pass --mpi=pmi2)" "$work/err.txt" ||
+  fail "a launch MPI did not join: exit $rc, $(cat "$work/err.txt")"
 # A second signal ends the process at once, 128 + the signal.
 "$SHARDGNN" train "$work/cora" "${stop_model[@]}" --epochs 400 --run-dir "$work/twice" > /dev/null 2> "$work/err.txt" &
 single=$!
