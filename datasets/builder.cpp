@@ -196,8 +196,11 @@ ExternalCsr build_csr_external(std::int64_t num_nodes, std::int64_t expected_edg
   CleanReport& rep = out.report;
   const double expected_entries = static_cast<double>(std::max<std::int64_t>(expected_edges, 1)) * (opt.symmetrize ? 2 : 1);
   const auto budget = static_cast<double>(std::max<std::uint64_t>(memory_bytes, 4096));
-  const auto buckets = static_cast<std::int64_t>(std::clamp(std::ceil(expected_entries * sizeof(BucketEntry) / budget), 1.0, static_cast<double>(std::max<std::int64_t>(n, 1))));
-  const std::int64_t rows_per_bucket = (n + buckets - 1) / std::max<std::int64_t>(buckets, 1);
+  const auto wanted = static_cast<std::int64_t>(std::clamp(std::ceil(expected_entries * sizeof(BucketEntry) / budget), 1.0, static_cast<double>(std::max<std::int64_t>(n, 1))));
+  const std::int64_t rows_per_bucket = std::max<std::int64_t>(1, (n + wanted - 1) / wanted);
+  // Recounted from the rounded-up range, so that every bucket starts at a row (else the last few
+  // would begin past the end of indptr).
+  const std::int64_t buckets = std::max<std::int64_t>(1, (n + rows_per_bucket - 1) / rows_per_bucket);
   auto bucket_path = [&](std::int64_t b, const char* kind) { return (fs::path(scratch) / (std::string(kind) + "-" + std::to_string(b) + ".bin")).string(); };
 
   // Pass 1: scatter every entry to its row's bucket, through a buffer per bucket.

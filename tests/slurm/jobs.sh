@@ -3,7 +3,7 @@
 # completes with a test accuracy and says how its ranks' threads were chosen (srun -n 2 without
 # --ntasks-per-node); the same job preempted by scancel --signal=TERM stops with a checkpoint,
 # requeues itself, resumes and ends with the uninterrupted job's weights byte for byte; a task that
-# fails makes the job FAILED at once. Exits 77 (skipped) where SLURM or root is missing.
+# fails makes the job FAILED at once; the sweep and the multi-node script run. Exits 77 (skipped) where SLURM or root is missing.
 #
 #   tests/slurm/jobs.sh     (as root, after: apt-get install $(source tests/slurm/cluster.sh; slurm_packages))
 set -euo pipefail
@@ -84,7 +84,16 @@ python3 -c 'import json, sys; rows = json.load(open(sys.argv[1]))["rows"]; metho
   "$work/sweep/sweep.json" || fail "the merged sweep lacks a method"
 echo "ok: the sweep's array tasks and merge give one table of both methods"
 
-# 4. A rank lost mid-run (kill -9): srun ends the other at once (KillOnBadExit) and the job fails.
+# 4. The multi-node job, on this one node with two tasks: its script, options and run folder.
+d=$(sbatch --parsable --chdir="$work" --output="$work/job-%j.out" --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 --time=00:10:00 \
+  --export=ALL,SHARDGNN="$SHARDGNN",PARTS="$work/data/cora-2",EPOCHS=3,OMP_NUM_THREADS= "$ROOT/examples/slurm/multinode.sbatch")
+state=$(slurm_wait_job "$d" 300) || fail "job $d did not end: $state"
+[ "$state" = "COMPLETED 0:0" ] || fail "multi-node job $d ended $state"
+grep -q "^test accuracy 0\.[5-9]" "$work/job-$d.out" || fail "multi-node job $d printed no test accuracy"
+[ -s "$work/shardgnn-run-$d/weights.pt" ] || fail "multi-node job $d left no weights in its run folder"
+echo "ok: the multi-node job's script trains (one node, two tasks)"
+
+# 5. A rank lost mid-run (kill -9): srun ends the other at once (KillOnBadExit) and the job fails.
 c=$(submit 1000)
 for _ in $(seq 1200); do
   [ -s "$work/shardgnn-run-$c/metrics.jsonl" ] && break
