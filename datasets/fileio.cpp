@@ -43,6 +43,20 @@ void fsync_path(const std::string& path, bool directory) {
   }
 }
 
+// A read-only shared mapping of the first `size` bytes of `fd` (which the caller closes: the
+// mapping keeps its own reference to the file), unmapped by its keeper; empty for size 0, which
+// mmap refuses.
+MappedFile map_open_file(int fd, std::size_t size, const std::string& path) {
+  MappedFile out;
+  out.path = path;
+  if (size == 0) return out;
+  void* addr = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  if (addr == MAP_FAILED) throw InputError(path, "", "cannot map file: " + errno_text());
+  out.bytes = {static_cast<const std::byte*>(addr), size};
+  out.keeper = std::shared_ptr<const void>(addr, [size](const void* p) { ::munmap(const_cast<void*>(p), size); });
+  return out;
+}
+
 }  // namespace
 
 MappedFile map_file(const std::string& path) {
@@ -50,8 +64,6 @@ MappedFile map_file(const std::string& path) {
   auto status = fs::status(path, ec);
   if (ec || !fs::exists(status)) throw InputError(path, "", "no such file");
   if (fs::is_directory(status)) throw InputError(path, "", "is a folder, expected a file");
-  MappedFile out;
-  out.path = path;
   // Plain POSIX mapping: Boost.Iostreams' mapped_file did the same, but loading it pulled four
   // compression libraries into every process, adding resident memory for no use of ours.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -65,17 +77,14 @@ MappedFile map_file(const std::string& path) {
     throw InputError(path, "", "cannot read its size: " + err);
   }
   const auto size = static_cast<std::size_t>(st.st_size);
-  if (size == 0) {  // mapping a 0-byte file is an error in mmap; an empty span is the truth
+  MappedFile out;
+  try {
+    out = map_open_file(fd, size, path);
+  } catch (...) {
     ::close(fd);
-    return out;
+    throw;
   }
-  void* addr = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  int saved = errno;
-  ::close(fd);  // the mapping keeps its own reference to the file
-  if (addr == MAP_FAILED) {
-    errno = saved;
-    throw InputError(path, "", "cannot map file: " + errno_text());
-  }
+  ::close(fd);
   // Random reads (a sampler's rows, a gather's features) miss the TLB on nearly every access with
   // 4 KiB pages. Asked for 2 MiB pages, the kernel reads what the page cache lacks into 2 MiB
   // folios and maps those with 2 MiB pages (Linux 6.x on XFS, and on ext4 from 6.16; seen as
@@ -95,66 +104,42 @@ MappedFile map_file(const std::string& path) {
       }
     }();
     static std::atomic<std::uint64_t> hinted{0};  // bytes asked for so far (never lowered: conservative)
-    if (hinted.fetch_add(size) + size <= usable / 2) ::madvise(addr, size, MADV_HUGEPAGE);
+    if (hinted.fetch_add(size) + size <= usable / 2) ::madvise(const_cast<std::byte*>(out.bytes.data()), size, MADV_HUGEPAGE);
     errno = before;
   }
 #endif
-  out.bytes = {static_cast<const std::byte*>(addr), size};
-  out.keeper = std::shared_ptr<const void>(addr, [size](const void* p) { ::munmap(const_cast<void*>(p), size); });
   return out;
 }
 
 SpillFile::SpillFile(const std::string& dir) : dir_(dir) {
   std::string name = (fs::path(dir) / "shardgnn-spill-XXXXXX").string();
-  fd_ = ::mkostemp(name.data(), O_CLOEXEC);
-  if (fd_ < 0) throw InputError(dir, "", "cannot create a spill file: " + errno_text());
+  const int fd = ::mkostemp(name.data(), O_CLOEXEC);
+  if (fd < 0) throw InputError(dir, "", "cannot create a spill file: " + errno_text());
   ::unlink(name.c_str());
-  buffer_.reserve(std::size_t{8} << 20);
+  file_ = ::fdopen(fd, "wb");
+  if (file_ == nullptr) {
+    const std::string err = errno_text();
+    ::close(fd);
+    throw InputError(dir, "", "cannot open a spill file: " + err);
+  }
+  std::setvbuf(file_, nullptr, _IOFBF, std::size_t{8} << 20);  // few, large writes
 }
 
 SpillFile::~SpillFile() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-void SpillFile::flush() {
-  const std::byte* p = buffer_.data();
-  std::size_t left = buffer_.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd_, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw InputError(dir_, "", "cannot write a spill file (" + std::to_string(size_) + " bytes in): " + (n < 0 ? errno_text() : "no progress"));
-    p += n;
-    left -= static_cast<std::size_t>(n);
-    size_ += static_cast<std::size_t>(n);
-  }
-  buffer_.clear();
+  if (file_ != nullptr) std::fclose(file_);
 }
 
 void SpillFile::append(const void* data, std::size_t bytes) {
-  const auto* p = static_cast<const std::byte*>(data);
-  while (bytes > 0) {
-    const std::size_t take = std::min(bytes, buffer_.capacity() - buffer_.size());
-    buffer_.insert(buffer_.end(), p, p + take);
-    p += take;
-    bytes -= take;
-    if (buffer_.size() == buffer_.capacity()) flush();
-  }
+  if (bytes > 0 && std::fwrite(data, 1, bytes, file_) != bytes)
+    throw InputError(dir_, "", "cannot write a spill file (" + std::to_string(size_) + " bytes in): " + errno_text());
+  size_ += bytes;
 }
 
 MappedFile SpillFile::map() {
-  flush();
-  buffer_ = {};
-  MappedFile out;
-  out.path = dir_;
-  if (size_ > 0) {
-    void* addr = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd_, 0);
-    if (addr == MAP_FAILED) throw InputError(dir_, "", "cannot map a spill file: " + errno_text());
-    const std::size_t size = size_;
-    out.bytes = {static_cast<const std::byte*>(addr), size};
-    out.keeper = std::shared_ptr<const void>(addr, [size](const void* p) { ::munmap(const_cast<void*>(p), size); });
-  }
-  ::close(fd_);  // the mapping keeps its own reference to the file
-  fd_ = -1;
+  if (std::fflush(file_) != 0) throw InputError(dir_, "", "cannot write a spill file (" + std::to_string(size_) + " bytes in): " + errno_text());
+  MappedFile out = map_open_file(::fileno(file_), size_, dir_);
+  std::fclose(file_);
+  file_ = nullptr;
   return out;
 }
 

@@ -3,12 +3,12 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdio>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
 #include <string>
-#include <vector>
 
 namespace shardgnn {
 
@@ -31,15 +31,13 @@ class SpillFile {
   SpillFile(const SpillFile&) = delete;
   SpillFile& operator=(const SpillFile&) = delete;
   void append(const void* data, std::size_t bytes);
-  // Everything appended, mapped; the file goes when the last holder of `keeper` lets go.
+  // Everything appended, mapped (once); the file goes when the last holder of `keeper` lets go.
   MappedFile map();
 
  private:
-  void flush();
   std::string dir_;
-  int fd_ = -1;
+  std::FILE* file_ = nullptr;
   std::size_t size_ = 0;
-  std::vector<std::byte> buffer_;
 };
 
 // Writes a file atomically: `fill` writes into a temporary file in the same folder, which is then

@@ -81,11 +81,14 @@ struct Level {
   // Neighbours and summed edge weights (capped at the int32 maximum: they are only cut costs), in
   // spill files: the first coarse graph of a billion-edge graph would not fit beside the rest.
   MappedFile indices_file, edge_w_file;
-  std::span<const std::int32_t> indices, edge_w;
   std::vector<std::int64_t> node_w;
   std::vector<std::int32_t> map;
   std::int64_t global_n() const { return offsets.back(); }
-  CoarseView view(int ncon, int rank) const { return {offsets[static_cast<std::size_t>(rank)], indptr, indices, edge_w, node_w, ncon}; }
+  static std::span<const std::int32_t> int32s(const MappedFile& f) {
+    return {reinterpret_cast<const std::int32_t*>(f.bytes.data()), f.bytes.size() / sizeof(std::int32_t)};
+  }
+  std::span<const std::int32_t> indices() const { return int32s(indices_file); }
+  CoarseView view(int ncon, int rank) const { return {offsets[static_cast<std::size_t>(rank)], indptr, indices(), int32s(edge_w_file), node_w, ncon}; }
 };
 
 bool fits(std::span<const std::int64_t> load, std::span<const std::int64_t> add, std::span<const std::int64_t> limit) {
@@ -298,11 +301,6 @@ Level contract(const View& g, std::vector<std::int64_t> label, std::span<const s
     c.indices_file = ys.map();
     c.edge_w_file = ws.map();
   });
-  const auto as_int32 = [](const MappedFile& f) {
-    return std::span<const std::int32_t>(reinterpret_cast<const std::int32_t*>(f.bytes.data()), f.bytes.size() / sizeof(std::int32_t));
-  };
-  c.indices = as_int32(c.indices_file);
-  c.edge_w = as_int32(c.edge_w_file);
   return c;
 }
 
@@ -521,7 +519,7 @@ std::vector<PartId> metis_ml_partition(const Dataset& ds, const PartitionConfig&
     return mine;
   };
   std::string sizes = std::to_string(offsets.back()) + " nodes / " + std::to_string(entries(finest.indptr.back() - finest.indptr.front()));
-  for (const Level& lv : levels) sizes += " -> " + std::to_string(lv.global_n()) + " / " + std::to_string(entries(static_cast<std::int64_t>(lv.indices.size())));
+  for (const Level& lv : levels) sizes += " -> " + std::to_string(lv.global_n()) + " / " + std::to_string(entries(static_cast<std::int64_t>(lv.indices().size())));
   if (rank == 0)
     std::fprintf(stderr, "metis-ml: %s%s; METIS partitions the coarsest\n", sizes.c_str(),
                  comm.size() > 1 ? (" (over " + std::to_string(comm.size()) + " ranks)").c_str() : "");

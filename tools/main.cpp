@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <csignal>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
@@ -15,6 +14,7 @@
 
 #include "datasets/error.hpp"
 #include "tools/cli.hpp"
+#include "trainer/stop.hpp"
 
 namespace {
 
@@ -84,9 +84,7 @@ int main(int argc, char** argv) {
     if (!bench_sampler) {
       // Training takes its stop signals in a thread of its own, which needs them blocked in every
       // other thread; a mask survives exec, so threads its libraries start as they load inherit it.
-      sigset_t set;
-      sigemptyset(&set);
-      for (const int sig : {SIGTERM, SIGINT, SIGUSR1}) sigaddset(&set, sig);
+      const sigset_t set = stop_signal_set();
       pthread_sigmask(SIG_BLOCK, &set, nullptr);
     }
     std::string tried;

@@ -13,6 +13,14 @@ namespace shardgnn::cli {
 
 using MpiCommand = int (*)(const std::vector<std::string>& args, const comm::Communicator& world);
 
+// Refuses (on every rank) a launch whose tasks MPI did not join, srun without --mpi=pmi2 say:
+// each task would run as a job of one rank.
+inline void require_launch_joined(const comm::Communicator& world) {
+  if (world.size() != launcher_ranks())
+    throw comm::CollectiveError("started as one of " + std::to_string(launcher_ranks()) + " tasks, but MPI joined " + std::to_string(world.size()) +
+                                " (under srun, pass --mpi=pmi2)");
+}
+
 // `command` names the command in messages ("train"); `threads` asks MPI for thread support (the
 // prefetch thread communicates beside the training loop); `keep_heap` applies
 // keep_freed_memory_in_heap (not for partitioning, which memory limits).

@@ -8,11 +8,7 @@
 int main(int argc, char** argv) {
   using namespace shardgnn;
   return cli::run_mpi_program(argc, argv, "partition", /*threads=*/false, [](const std::vector<std::string>& args, const comm::Communicator& world) {
-    // Each task of a launch that MPI did not join (srun without --mpi=pmi2, say) would write the
-    // same output alone.
-    if (world.size() != cli::launcher_ranks())
-      throw comm::CollectiveError("started as one of " + std::to_string(cli::launcher_ranks()) + " tasks, but MPI joined " + std::to_string(world.size()) +
-                                  " (under srun, pass --mpi=pmi2)");
+    cli::require_launch_joined(world);  // else each task would write the same output alone
     return cli::partition_main(args, MpiCollective(world));
   }, /*keep_heap=*/false);
 }

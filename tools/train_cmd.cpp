@@ -120,11 +120,7 @@ void print_peak_memory(const comm::Communicator& world) {
 }  // namespace
 
 int train_main(const std::vector<std::string>& args, const comm::Communicator& world) {
-  // Each task of a launch that MPI did not join (srun without --mpi=pmi2) would be a job of one
-  // rank, refused later for a reason that names the symptom, not the cause.
-  if (world.size() != launcher_ranks())
-    throw comm::CollectiveError("started as one of " + std::to_string(launcher_ranks()) + " tasks, but MPI joined " + std::to_string(world.size()) +
-                                " (under srun, pass --mpi=pmi2)");
+  require_launch_joined(world);  // else refused later for the symptom (parts != ranks), not the cause
   TrainConfig tc;
   SamplerConfig sc;
   std::string slowdown, run_dir;

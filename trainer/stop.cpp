@@ -16,19 +16,12 @@ namespace {
 
 std::atomic<int> g_signal{0};
 
-sigset_t stop_set() {
-  sigset_t set;
-  sigemptyset(&set);
-  for (const int sig : {SIGTERM, SIGINT, SIGUSR1}) sigaddset(&set, sig);
-  return set;
-}
-
 }  // namespace
 
 void take_stop_signals(char** argv) {
   static std::once_flag once;
   std::call_once(once, [argv] {
-    const sigset_t set = stop_set();
+    const sigset_t set = stop_signal_set();
     sigset_t before;
     pthread_sigmask(SIG_BLOCK, &set, &before);
     // Threads that libraries started as they loaded (OpenBLAS's) did not inherit the mask: start
@@ -41,8 +34,7 @@ void take_stop_signals(char** argv) {
       for (;;) {
         int sig = 0;
         if (sigwait(&set, &sig) != 0) continue;
-        int none = 0;
-        if (g_signal.compare_exchange_strong(none, sig)) continue;
+        if (request_stop(sig)) continue;
         // A second signal: the user (or the batch system) will not wait for the step to end.
         std::fprintf(stderr, "shardgnn: a second stop signal (%s), exiting now\n", signal_name(sig));
         std::fflush(stderr);
@@ -54,9 +46,9 @@ void take_stop_signals(char** argv) {
 
 int stop_signal() noexcept { return g_signal.load(); }
 
-void request_stop(int sig) noexcept {
+bool request_stop(int sig) noexcept {
   int none = 0;
-  g_signal.compare_exchange_strong(none, sig);
+  return g_signal.compare_exchange_strong(none, sig);
 }
 
 void clear_stop() noexcept { g_signal.store(0); }

@@ -6,11 +6,22 @@
 // once with the conventional 128+signal status.
 #pragma once
 
+#include <csignal>
+#include <initializer_list>
+
 namespace shardgnn {
 
 // The exit status of a run stopped by a signal with its state in a checkpoint: resumable
 // (EX_TEMPFAIL of sysexits.h, "try again later").
 constexpr int kExitStoppedResumable = 75;
+
+// The stop signals: SIGTERM, SIGINT and SIGUSR1.
+inline sigset_t stop_signal_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (const int sig : {SIGTERM, SIGINT, SIGUSR1}) sigaddset(&set, sig);
+  return set;
+}
 
 // Takes SIGTERM, SIGINT and SIGUSR1 from now on (idempotent): they are blocked in every thread
 // and one thread of ours waits for them with sigwait, so no thread is ever interrupted inside a
@@ -22,11 +33,11 @@ void take_stop_signals(char** argv);
 
 // The first stop signal received (0: none).
 int stop_signal() noexcept;
-// What the first signal does, without one (for programs that embed the trainer, and tests);
-// clear_stop forgets it.
-void request_stop(int sig) noexcept;
+// What a signal does, without one (for programs that embed the trainer, and tests): true when
+// it is the first, which stop_signal() reports from then on. clear_stop forgets it.
+bool request_stop(int sig) noexcept;
 void clear_stop() noexcept;
-// "SIGTERM", "SIGINT", "SIGUSR1", or "signal N".
+// "SIGTERM", "SIGINT", "SIGUSR1", or "a signal".
 const char* signal_name(int sig) noexcept;
 
 }  // namespace shardgnn

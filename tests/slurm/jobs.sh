@@ -33,6 +33,16 @@ fail() {
 }
 slurm_up || fail "SLURM did not come up"
 
+# wait_epochs JOB N: until the job's run folder records N epochs (2 minutes at most).
+wait_epochs() {
+  local metrics="$work/shardgnn-run-$1/metrics.jsonl"
+  for _ in $(seq 1200); do
+    [ "$(cat "$metrics" 2>/dev/null | wc -l)" -ge "$2" ] && return 0
+    sleep 0.1
+  done
+  fail "job $1 trained fewer than $2 epochs"
+}
+
 submit() {  # submit EPOCHS -> job id (the quickstart job, run from $work with its data there)
   sbatch --parsable --chdir="$work" --output="$work/job-%j.out" \
     --export=ALL,SHARDGNN="$SHARDGNN",SAMPLES="$SAMPLES",DATA="$work/data",EPOCHS="$1",OMP_NUM_THREADS= \
@@ -53,11 +63,7 @@ echo "ok: quickstart job completes (srun -n 2: $(grep -o '1 torch thread per ran
 # 2. The same job preempted: scancel --signal=TERM reaches the tasks of its srun step; the job
 # stops with a checkpoint, requeues itself, and the restart resumes to the same weights.
 b=$(submit 30)
-for _ in $(seq 1200); do
-  [ "$(cat "$work/shardgnn-run-$b/metrics.jsonl" 2>/dev/null | wc -l)" -ge 3 ] && break
-  sleep 0.1
-done
-[ "$(cat "$work/shardgnn-run-$b/metrics.jsonl" 2>/dev/null | wc -l)" -ge 3 ] || fail "job $b trained no epoch"
+wait_epochs "$b" 3
 scancel --signal=TERM "$b"
 for _ in $(seq 1200); do
   [ "$(slurm_job_field "$b" Restarts)" = 1 ] && break
@@ -95,11 +101,7 @@ echo "ok: the multi-node job's script trains (one node, two tasks)"
 
 # 5. A rank lost mid-run (kill -9): srun ends the other at once (KillOnBadExit) and the job fails.
 c=$(submit 1000)
-for _ in $(seq 1200); do
-  [ -s "$work/shardgnn-run-$c/metrics.jsonl" ] && break
-  sleep 0.1
-done
-[ -s "$work/shardgnn-run-$c/metrics.jsonl" ] || fail "job $c trained no epoch"
+wait_epochs "$c" 1
 victim=$(pgrep -f "shardgnn-train $work/data/cora-2 .*" | head -n 1)
 [ -n "$victim" ] || fail "job $c: no training rank to kill"
 t0=$SECONDS

@@ -140,15 +140,23 @@ submit_term_job() { # submit_term_job NAME -> job id; output in $W/NAME.out
     sbatch --parsable -J "$1" -n 2 --overcommit --requeue -o "$W/$1.out" --open-mode=append "$W/$1.sh"
 }
 
-check_scancel_term() {
+# term_job NAME -> job id: a job of submit_term_job, sent scancel --signal=TERM once both tasks
+# are ready, which must end FAILED 75:0 (the tasks' own exit status).
+term_job() {
     local j r
-    j=$(submit_term_job smoke-c)
-    wait_lines "$W/smoke-c.out" '^rank [01] ready' 2 30
+    j=$(submit_term_job "$1")
+    wait_lines "$W/$1.out" '^rank [01] ready' 2 30
     scancel --signal=TERM "$j"
     r=$(slurm_wait_job "$j" 30)
+    expect_eq "$r" "FAILED 75:0" "job $j after scancel --signal=TERM" || return 1
+    echo "$j"
+}
+
+check_scancel_term() {
+    local j
+    j=$(term_job smoke-c) || return 1
     wait_lines "$W/smoke-c.out" '^rank [01] got TERM' 2 5 || { cat "$W/smoke-c.out"; return 1; }
-    expect_eq "$r" "FAILED 75:0" "job $j after scancel --signal=TERM"
-    echo "job $j: both ranks got TERM, job ended $r"
+    echo "job $j: both ranks got TERM, job ended FAILED 75:0"
 }
 
 check_requeue_running() {
@@ -173,11 +181,7 @@ EOF
 
 check_requeue_after_term() {
     local j r
-    j=$(submit_term_job smoke-d2)
-    wait_lines "$W/smoke-d2.out" '^rank [01] ready' 2 30
-    scancel --signal=TERM "$j"
-    r=$(slurm_wait_job "$j" 30)
-    expect_eq "$r" "FAILED 75:0" "job $j after TERM"
+    j=$(term_job smoke-d2) || return 1
     scontrol requeue "$j"
     r=$(slurm_wait_job "$j" 60)
     expect_eq "$r" "COMPLETED 0:0" "job $j after requeue"
