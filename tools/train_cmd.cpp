@@ -3,6 +3,7 @@
 // part) or a dataset folder (meta.json; one process, the whole graph as a single part viewed in
 // place).
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -100,6 +101,24 @@ void print_run_line(const comm::Communicator& world, const Shard& shard, const T
               static_cast<long long>(*std::max_element(owned.begin(), owned.end())), static_cast<long long>(*std::min_element(entries.begin(), entries.end())),
               static_cast<long long>(*std::max_element(entries.begin(), entries.end())),
               tc.checkpoint_dir.empty() ? "" : (", checkpoints in " + tc.checkpoint_dir).c_str());
+  std::fflush(stdout);
+}
+
+// Which process each rank is: a rank killed outright takes its peers down before they can say
+// anything, and the launcher names the lost process by PID and host (Hydra) or task (srun).
+void print_rank_processes(const comm::Communicator& world, const TrainConfig& tc) {
+  struct Process {
+    char host[64];
+    std::int64_t pid;
+  };
+  Process me{};
+  ::gethostname(me.host, sizeof me.host - 1);
+  me.pid = ::getpid();
+  const auto all = world.allgather<Process>(me);
+  if (world.rank() != 0 || !tc.progress || world.size() == 1) return;
+  std::string line = "ranks (host:pid):";
+  for (std::size_t r = 0; r < all.size(); ++r) line += (r ? ", " : " ") + std::to_string(r) + " " + all[r].host + ":" + std::to_string(all[r].pid);
+  std::printf("%s\n", line.c_str());
   std::fflush(stdout);
 }
 
@@ -212,6 +231,7 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
                 precision_name(tc.precision).c_str(), gemm.c_str(), blas.empty() ? "" : ", BLAS ", blas.c_str(),
                 static_cast<long long>(trainer.num_parameters()), fanouts_text(sc.fanouts).c_str(), sc.batch_size);
   print_run_line(world, in.shard, trainer, tc);
+  print_rank_processes(world, tc);
   const TrainResult r = trainer.fit();
   print_peak_memory(world);
   if (r.stop_signal != 0) {

@@ -31,17 +31,37 @@ void take_stop_signals(char** argv) {
       std::fprintf(stderr, "shardgnn: warning: cannot restart with the stop signals blocked; SIGTERM and SIGINT may end the run without a checkpoint\n");
     }
     std::thread([set] {
+      StopSignals signals;
       for (;;) {
-        int sig = 0;
-        if (sigwait(&set, &sig) != 0) continue;
-        if (request_stop(sig)) continue;
-        // A second signal: the user (or the batch system) will not wait for the step to end.
-        std::fprintf(stderr, "shardgnn: a second stop signal (%s), exiting now\n", signal_name(sig));
-        std::fflush(stderr);
-        std::_Exit(128 + sig);
+        siginfo_t info{};
+        const int sig = sigwaitinfo(&set, &info);
+        if (sig <= 0) continue;
+        const pid_t sender = info.si_code == SI_USER || info.si_code == SI_QUEUE ? info.si_pid : 0;
+        switch (signals.receive(sender, std::chrono::steady_clock::now())) {
+          case StopSignals::Action::first: request_stop(sig); break;
+          case StopSignals::Action::duplicate: break;
+          case StopSignals::Action::second:
+            // The user (or the batch system) will not wait for the step to end.
+            std::fprintf(stderr, "shardgnn: a second stop signal (%s), exiting now\n", signal_name(sig));
+            std::fflush(stderr);
+            std::_Exit(128 + sig);
+        }
       }
     }).detach();
   });
+}
+
+StopSignals::Action StopSignals::receive(pid_t sender, std::chrono::steady_clock::time_point when) noexcept {
+  if (!seen_) {
+    seen_ = true;
+    first_sender_ = sender;
+    first_when_ = when;
+    return Action::first;
+  }
+  // The same process asking again (a terminal's Ctrl-C twice, scancel twice) means it; another
+  // process just after the first is the first request taking a second path to this rank.
+  if (sender != first_sender_ && when - first_when_ <= kDuplicateWindow) return Action::duplicate;
+  return Action::second;
 }
 
 int stop_signal() noexcept { return g_signal.load(); }

@@ -3,9 +3,14 @@
 // for --signal=USR1@N, and a terminal sends SIGINT. The first such signal only sets a flag; the
 // trainer acts on it at the next step boundary, where every rank learns of it in the collective
 // it already makes there, so all stop after the same step. A second signal ends the process at
-// once with the conventional 128+signal status.
+// once with the conventional 128+signal status, unless it is the first one delivered twice: under
+// mpiexec in a SLURM job, scancel and the end of --time reach every rank both from slurmstepd and
+// forwarded by MPICH's proxy, milliseconds apart.
 #pragma once
 
+#include <sys/types.h>
+
+#include <chrono>
 #include <csignal>
 #include <initializer_list>
 
@@ -30,6 +35,22 @@ inline sigset_t stop_signal_set() {
 // started (the shardgnn dispatcher blocks them before it execs the program), it re-executes the
 // program (`argv`) with them blocked, since libraries may have started threads as they loaded.
 void take_stop_signals(char** argv);
+
+// What a stop signal means, given who sent it (si_pid; 0 from the kernel, e.g. a terminal's
+// Ctrl-C) and when: the first; the first again (another process, within kDuplicateWindow of the
+// first); or a second, which ends the process. One instance per process, used by the signal
+// thread; separate so that tests can drive it.
+class StopSignals {
+ public:
+  enum class Action { first, duplicate, second };
+  static constexpr std::chrono::milliseconds kDuplicateWindow{2000};
+  Action receive(pid_t sender, std::chrono::steady_clock::time_point when) noexcept;
+
+ private:
+  bool seen_ = false;
+  pid_t first_sender_ = 0;
+  std::chrono::steady_clock::time_point first_when_{};
+};
 
 // The first stop signal received (0: none).
 int stop_signal() noexcept;

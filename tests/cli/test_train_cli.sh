@@ -101,7 +101,24 @@ rc=$?
 set -e
 [ "$rc" = 1 ] && grep -q "started as one of 3 tasks, but MPI joined 1 (under srun, pass --mpi=pmi2)" "$work/err.txt" ||
   fail "a launch MPI did not join: exit $rc, $(cat "$work/err.txt")"
-# A second signal ends the process at once, 128 + the signal.
+# One signal delivered twice, by two processes at once (slurmstepd and MPICH's proxy do that under
+# mpiexec in a SLURM job), is one request: the run still stops with its checkpoint.
+"$SHARDGNN" train "$work/cora" "${stop_model[@]}" --epochs 400 --run-dir "$work/dup" > /dev/null 2> "$work/err.txt" &
+single=$!
+for _ in $(seq 600); do
+  [ -s "$work/dup/metrics.jsonl" ] && break
+  kill -0 "$single" 2>/dev/null || fail "the run for a doubled signal ended early: $(cat "$work/err.txt")"
+  sleep 0.05
+done
+/bin/kill -s TERM "$single"
+kill -TERM "$single"
+set +e
+wait "$single"
+rc=$?
+set -e
+[ "$rc" = 75 ] || fail "one SIGTERM from two processes: exit $rc, expected 75: $(cat "$work/err.txt")"
+[ -s "$work/dup/checkpoint.pt" ] || fail "one SIGTERM from two processes: no checkpoint"
+# A second signal from the same sender ends the process at once, 128 + the signal.
 "$SHARDGNN" train "$work/cora" "${stop_model[@]}" --epochs 400 --run-dir "$work/twice" > /dev/null 2> "$work/err.txt" &
 single=$!
 for _ in $(seq 600); do

@@ -288,6 +288,30 @@ TEST_CASE("a run stopped by a signal after any step resumes exactly where an uni
   for (std::size_t i = 0; i < losses.size(); ++i) CHECK(losses[i] == ra.history[i].loss);
 }
 
+TEST_CASE("a stop signal delivered twice is one request; the same sender asking again is a second", "[trainer][signals]") {
+  using Action = StopSignals::Action;
+  const auto t0 = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
+  const auto soon = t0 + StopSignals::kDuplicateWindow / 2;
+  const auto later = t0 + StopSignals::kDuplicateWindow + std::chrono::milliseconds(1);
+  {  // slurmstepd, then MPICH's proxy forwarding the same scancel
+    StopSignals s;
+    CHECK(s.receive(100, t0) == Action::first);
+    CHECK(s.receive(200, soon) == Action::duplicate);
+    CHECK(s.receive(300, soon) == Action::duplicate);
+    CHECK(s.receive(100, soon) == Action::second);
+  }
+  {  // Ctrl-C twice on a terminal (the kernel sends both)
+    StopSignals s;
+    CHECK(s.receive(0, t0) == Action::first);
+    CHECK(s.receive(0, soon) == Action::second);
+  }
+  {  // another process long after the first: a second request
+    StopSignals s;
+    CHECK(s.receive(100, t0) == Action::first);
+    CHECK(s.receive(200, later) == Action::second);
+  }
+}
+
 TEST_CASE("rebalanced and class-balanced training: every seed once, identical replicas, seeded, per-rank records", "[trainer][mpi][rebalance]") {
   PartFixture fx;
   const std::int64_t total = 140;  // Cora's training nodes
