@@ -55,12 +55,7 @@ Array<T> load_listed_array(const std::string& dir, const boost::json::object& ar
     return {};
   }
   if (!entry->is_object()) throw InputError(json_path, "key 'arrays." + name + "'", "expected an object");
-  const std::string file = json_string(entry->get_object(), "file", json_path);
-  if (file.find('/') != std::string::npos) throw InputError(json_path, "key 'arrays." + name + ".file'", "expected a plain file name");
-  const std::string path = (fs::path(dir) / file).string();
-  std::error_code ec;
-  if (!fs::exists(path, ec))
-    throw InputError(path, "", "missing, though " + fs::path(json_path).filename().string() + " lists it as array '" + name + "' (key 'arrays." + name + ".file')");
+  const std::string path = confined_path(dir, json_string(entry->get_object(), "file", json_path), json_path, "arrays." + name + ".file");
   NpyBuffer buf = map_npy(path);
   Array<T> arr = npy_view<T>(buf, static_cast<int>(expected.size()));
   if (buf.header.shape != expected)
@@ -82,9 +77,11 @@ void verify_listed_checksums(const std::string& dir, const boost::json::object& 
   for (const auto& kv : arrays) {
     if (!kv.value().is_object()) continue;
     const auto& o = kv.value().get_object();
-    const std::string path = (fs::path(dir) / json_string(o, "file", json_path)).string();
-    if (!fs::exists(path)) {
-      errors.push_back(path + ": missing (listed in " + fs::path(json_path).filename().string() + ")");
+    std::string path;
+    try {
+      path = confined_path(dir, json_string(o, "file", json_path), json_path, "arrays." + std::string(kv.key()) + ".file");
+    } catch (const InputError& e) {
+      errors.push_back(e.what());
       continue;
     }
     const std::string want = o.contains("crc32") ? json_string(o, "crc32", json_path) : "";

@@ -6,8 +6,10 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 
 #include "datasets/array_dir.hpp"
+#include "datasets/checks.hpp"
 #include "datasets/error.hpp"
 #include "datasets/fileio.hpp"
 #include "datasets/json_util.hpp"
@@ -164,7 +166,23 @@ CleanReport read_cleaning(const Meta& meta) {
 
 }  // namespace
 
-Dataset load_dataset(const std::string& dir) {
+namespace {
+
+void check_contents(const Dataset& ds, const std::string& dir) {
+  auto file = [&](const char* name) { return (fs::path(dir) / (std::string(name) + ".npy")).string(); };
+  const std::int64_t n = ds.num_nodes();
+  check_csr(ds.graph, n, file("indptr"), file("indices"));
+  if (ds.num_classes > 0) check_range(ds.labels.span(), -1, ds.num_classes, file("labels"), "label");
+  check_range(ds.train_idx.span(), 0, n, file("train_idx"), "node id");
+  check_range(ds.val_idx.span(), 0, n, file("val_idx"), "node id");
+  check_range(ds.test_idx.span(), 0, n, file("test_idx"), "node id");
+  check_range(ds.node_weights.span(), 0, std::numeric_limits<std::int64_t>::max(), file("node_weights"), "node weight");
+  check_range(ds.edge_weights.span(), 1, std::numeric_limits<std::int64_t>::max(), file("edge_weights"), "edge weight");
+}
+
+}  // namespace
+
+Dataset load_dataset(const std::string& dir, Contents contents) {
   const Meta meta = read_meta(dir);
   Dataset ds;
   ds.name = json_string(meta.root, "name", meta.path);
@@ -187,6 +205,7 @@ Dataset load_dataset(const std::string& dir) {
   ds.node_ids = load_array<std::int64_t>(meta, dir, "node_ids", {meta.n}, false);
   if (meta.w > 0) ds.node_weights = load_array<std::int64_t>(meta, dir, "node_weights", {meta.n, meta.w}, true);
   ds.edge_weights = load_array<std::int64_t>(meta, dir, "edge_weights", {meta.m}, false);
+  if (contents == Contents::check) check_contents(ds, dir);
   return ds;
 }
 
@@ -217,7 +236,7 @@ ValidationResult validate_dataset(const std::string& dir) {
     meta = read_meta(dir);
     // Checksums first: a flipped byte is reported as corruption, not as a confusing content error.
     verify_listed_checksums(dir, json_object(meta.root, "arrays", meta.path), meta.path, res.errors);
-    ds = load_dataset(dir);
+    ds = load_dataset(dir, Contents::trust);  // the checks below report every problem
   } catch (const InputError& e) {
     res.errors.push_back(e.what());
     return res;
@@ -228,7 +247,7 @@ ValidationResult validate_dataset(const std::string& dir) {
   const auto& indptr = ds.graph.indptr();
   const auto& indices = ds.graph.indices();
   for (std::int64_t u = 0; u < n && !p.full(); ++u) {
-    if (indptr[u + 1] < indptr[u]) { p.error(d + "indptr.npy", u + 1, "indptr decreases (" + std::to_string(indptr[u]) + " -> " + std::to_string(indptr[u + 1]) + ")"); continue; }
+    if (indptr[u + 1] < indptr[u] || indptr[u] < 0) { p.error(d + "indptr.npy", u + 1, "indptr decreases (" + std::to_string(indptr[u]) + " -> " + std::to_string(indptr[u + 1]) + ")"); continue; }
     if (indptr[u + 1] > m) { p.error(d + "indptr.npy", u + 1, "offset " + std::to_string(indptr[u + 1]) + " beyond num_edges " + std::to_string(m)); continue; }
     for (EdgeId e = indptr[u]; e < indptr[u + 1]; ++e) {
       const NodeId v = indices[e];

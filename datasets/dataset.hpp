@@ -40,10 +40,14 @@ void normalize_feature_rows(Dataset& ds);
 // An existing non-empty `dir` is an error unless `overwrite` is set.
 void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite = false);
 
-// Loads a dataset directory: parses meta.json and memory-maps every array read-only. Costs O(1)
-// in the dataset's size: it checks file sizes, dtypes and shapes against meta.json, not contents
-// (validate_dataset does that).
-Dataset load_dataset(const std::string& dir);
+// Loads a dataset directory: parses meta.json and memory-maps every array read-only, checking
+// file sizes, dtypes and shapes against meta.json. With Contents::check (for every caller that
+// will walk the graph) it also reads the arrays once to check what a walk relies on: the CSR's
+// offsets and ids, labels in [-1, num_classes), split ids in range, weights positive. With
+// Contents::trust it costs O(1) in the dataset's size (validate_dataset checks more, and reports
+// every problem instead of the first).
+enum class Contents { check, trust };
+Dataset load_dataset(const std::string& dir, Contents contents = Contents::check);
 
 // Full check of a dataset directory: every file's checksum, the CSR invariants, ids in range,
 // finite features, labels in [-1, num_classes), split indices in range, unique and disjoint.

@@ -260,6 +260,25 @@ void write_dir_atomic(const std::string& dir, bool replace, const std::function<
   commit_dir_atomic(tmp, dir, replace);
 }
 
+std::string confined_path(const std::string& folder, const std::string& name, const std::string& json_path, const std::string& key, bool want_folder,
+                          bool subfolders) {
+  const std::string where = "key '" + key + "'";
+  const fs::path rel(name);
+  bool plain = !name.empty() && name.find('\0') == std::string::npos && rel.is_relative();
+  for (const auto& part : rel) plain = plain && part != ".." && part != "." && !part.empty();
+  if (!subfolders) plain = plain && name.find('/') == std::string::npos;
+  if (!plain)
+    throw InputError(json_path, where, quote_token(name) + ", expected a " + (subfolders ? "relative path without '..'" : "plain file name") + " inside " + folder);
+  const std::string path = (fs::path(folder) / rel).string();
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st))
+    throw InputError(path, "", "missing, though " + fs::path(json_path).filename().string() + " lists it (" + where + ")");
+  if (want_folder ? !fs::is_directory(st) : !fs::is_regular_file(st))
+    throw InputError(path, "", std::string("not a ") + (want_folder ? "folder" : "regular file") + ", though " + fs::path(json_path).filename().string() + " lists it (" + where + ")");
+  return path;
+}
+
 std::uint32_t crc32_of(std::span<const std::byte> bytes, std::uint32_t crc) {
   uLong c = crc;
   const auto* p = reinterpret_cast<const Bytef*>(bytes.data());

@@ -62,6 +62,13 @@ void commit_dir_atomic(const std::string& tmp, const std::string& dir, bool repl
 // `dir` is a file, or a non-empty folder and not `replace`.
 void check_output_dir(const std::string& dir, bool replace);
 
+// The path of a file or folder that metadata (`json_path`, key `key`) names inside `folder`,
+// checked before anything reads it: `name` must be relative, without `..` (or, unless
+// `subfolders`, any `/`), and name an existing regular file (a folder when `want_folder`).
+// Anything else is an InputError, so metadata cannot send a reader to /etc/passwd or /dev/zero.
+std::string confined_path(const std::string& folder, const std::string& name, const std::string& json_path, const std::string& key,
+                          bool want_folder = false, bool subfolders = false);
+
 // CRC-32 (zlib's polynomial) of a byte range and of a whole file.
 std::uint32_t crc32_of(std::span<const std::byte> bytes, std::uint32_t crc = 0);
 std::uint32_t crc32_of_file(const std::string& path);

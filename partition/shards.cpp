@@ -4,9 +4,11 @@
 #include <bit>
 #include <type_traits>
 #include <filesystem>
+#include <limits>
 #include <numeric>
 
 #include "datasets/array_dir.hpp"
+#include "datasets/checks.hpp"
 #include "datasets/error.hpp"
 #include "datasets/fileio.hpp"
 #include "datasets/json_util.hpp"
@@ -431,6 +433,7 @@ PartitionInfo load_partition_info(const std::string& dir) {
   info.num_classes = json_int(d, "num_classes", path);
   info.method = json_string(o, "method", path);
   const std::int64_t K = json_int(o, "num_parts", path);
+  if (K < 1 || K > (std::int64_t{1} << 30)) throw InputError(path, "key 'num_parts'", std::to_string(K) + ", expected a positive number of parts");
   auto* off = o.if_contains("offsets");
   if (!off || !off->is_array() || static_cast<std::int64_t>(off->get_array().size()) != K + 1)
     throw InputError(path, "key 'offsets'", "expected num_parts + 1 = " + std::to_string(K + 1) + " integers");
@@ -445,6 +448,13 @@ PartitionInfo load_partition_info(const std::string& dir) {
   auto* parts = o.if_contains("parts");
   if (!parts || !parts->is_array() || static_cast<std::int64_t>(parts->get_array().size()) != K)
     throw InputError(path, "key 'parts'", "expected " + std::to_string(K) + " entries");
+  for (std::int64_t k = 0; k < K; ++k) {
+    const auto& entry = parts->get_array()[static_cast<std::size_t>(k)];
+    const std::string key = "parts[" + std::to_string(k) + "]";
+    if (!entry.is_object()) throw InputError(path, "key '" + key + "'", "expected an object");
+    json_object(entry.get_object(), "arrays", path);
+    info.part_dirs.push_back(confined_path(dir, json_string(entry.get_object(), "dir", path), path, key + ".dir", true, true));
+  }
   info.metrics = metrics_from_json(json_object(o, "metrics", path), path);
   return info;
 }
@@ -462,7 +472,7 @@ PartFiles part_files(const PartitionInfo& info, PartId k) {
   if (k < 0 || k >= info.book.parts())
     throw InputError(f.path, "", "part " + std::to_string(k) + " requested, the dataset has parts 0.." + std::to_string(info.book.parts() - 1));
   f.entry = &info.json.at("parts").as_array()[static_cast<std::size_t>(k)].as_object();
-  f.pdir = (fs::path(info.dir) / json_string(*f.entry, "dir", f.path)).string();
+  f.pdir = info.part_dirs[static_cast<std::size_t>(k)];
   return f;
 }
 
@@ -498,6 +508,11 @@ Shard load_rows(const PartitionInfo& info, PartId k, const PartFiles& f) {
   s.orig_ids = load_listed_array<NodeId>(f.pdir, f.arrays(), f.path, "orig_ids", {n}, true);
   if (info.feature_dim > 0) s.features = load_listed_array<float>(f.pdir, f.arrays(), f.path, "features", {n, info.feature_dim}, true);
   if (info.num_classes > 0) s.labels = load_listed_array<std::int64_t>(f.pdir, f.arrays(), f.path, "labels", {n}, true);
+  // What the sampler and trainer index with, checked once here rather than on every access.
+  auto file = [&](const char* name) { return (fs::path(f.pdir) / (std::string(name) + ".npy")).string(); };
+  check_csr(s.graph, info.num_nodes, file("indptr"), file("indices"));
+  check_range(s.orig_ids.span(), 0, info.num_nodes, file("orig_ids"), "dataset node id");
+  if (info.num_classes > 0) check_range(s.labels.span(), -1, info.num_classes, file("labels"), "label");
   return s;
 }
 }  // namespace
@@ -515,6 +530,16 @@ Shard load_shard(const PartitionInfo& info, PartId k) {
   s.halo_nodes = load_listed_array<NodeId>(pdir, arrays, path, "halo_nodes", {h}, true);
   s.halo_owner = load_listed_array<PartId>(pdir, arrays, path, "halo_owner", {h}, true);
   s.edge_weights = load_listed_array<std::int64_t>(pdir, arrays, path, "edge_weights", {s.graph.num_edges()}, false);
+  auto file = [&](const char* name) { return (fs::path(pdir) / (std::string(name) + ".npy")).string(); };
+  for (auto [name, ids] : {std::pair{"train_idx", &s.train_idx}, {"val_idx", &s.val_idx}, {"test_idx", &s.test_idx}})
+    check_range(ids->span(), info.book.begin(k), info.book.end(k), file(name), "node id of this part's");
+  check_range(s.halo_nodes.span(), 0, info.num_nodes, file("halo_nodes"), "node id");
+  for (std::size_t i = 0; i < s.halo_nodes.size(); ++i)
+    if (s.halo_owner[i] != info.book.owner(s.halo_nodes[i]))
+      throw InputError(file("halo_owner"), "element " + std::to_string(i),
+                       "part " + std::to_string(s.halo_owner[i]) + ", but the partition book puts node " + std::to_string(s.halo_nodes[i]) + " in part " +
+                           std::to_string(info.book.owner(s.halo_nodes[i])));
+  check_range(s.edge_weights.span(), 1, std::numeric_limits<std::int64_t>::max(), file("edge_weights"), "edge weight");
   return s;
 }
 
@@ -549,7 +574,7 @@ void verify_shard_checksums(const PartitionInfo& info, PartId k) {
   if (k < 0 || k >= info.book.parts()) throw InputError(path, "", "no part " + std::to_string(k));
   const auto& pj = info.json.at("parts").as_array()[static_cast<std::size_t>(k)].as_object();
   std::vector<std::string> errors;
-  verify_listed_checksums((fs::path(info.dir) / json_string(pj, "dir", path)).string(), json_object(pj, "arrays", path), path, errors);
+  verify_listed_checksums(info.part_dirs[static_cast<std::size_t>(k)], json_object(pj, "arrays", path), path, errors);
   if (!errors.empty()) throw InputError(errors.front());
 }
 
@@ -596,7 +621,7 @@ ValidationResult verify_partition(const std::string& dataset_dir, const std::str
   const auto& parts = info.json.at("parts").as_array();
   for (int k = 0; k < K; ++k) {
     const auto& p = parts[static_cast<std::size_t>(k)].as_object();
-    verify_listed_checksums((fs::path(partition_dir) / json_string(p, "dir", pj)).string(), json_object(p, "arrays", pj), pj, err);
+    verify_listed_checksums(info.part_dirs[static_cast<std::size_t>(k)], json_object(p, "arrays", pj), pj, err);
   }
   if (!err.empty()) return res;
 

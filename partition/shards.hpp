@@ -63,6 +63,7 @@ struct PartitionInfo {
   std::string dataset_name, dataset_dir;
   std::int64_t num_nodes = 0, num_edges = 0, feature_dim = 0, num_classes = 0;
   PartitionMetrics metrics;
+  std::vector<std::string> part_dirs;  // part k's folder, checked to lie inside `dir`
 };
 PartitionInfo load_partition_info(const std::string& dir);
 

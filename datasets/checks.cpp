@@ -1,0 +1,54 @@
+#include "datasets/checks.hpp"
+
+#include <algorithm>
+
+#include "datasets/error.hpp"
+
+namespace shardgnn {
+
+namespace {
+
+// The minimum and maximum first (a loop the compiler vectorises), the position only on failure.
+template <class T>
+void check_range_of(std::span<const T> values, std::int64_t lo, std::int64_t hi, const std::string& file, const char* what) {
+  if (values.empty()) return;
+  T mn = values[0], mx = values[0];
+  for (const T v : values) {
+    mn = std::min(mn, v);
+    mx = std::max(mx, v);
+  }
+  if (mn >= lo && mx < hi) return;
+  const auto bad = std::find_if(values.begin(), values.end(), [&](T v) { return v < lo || v >= hi; });
+  throw InputError(file, "element " + std::to_string(bad - values.begin()),
+                   std::string(what) + " " + std::to_string(*bad) + " out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + ")");
+}
+
+}  // namespace
+
+void check_range(std::span<const std::int64_t> values, std::int64_t lo, std::int64_t hi, const std::string& file, const char* what) {
+  check_range_of(values, lo, hi, file, what);
+}
+
+void check_range(std::span<const std::int32_t> values, std::int64_t lo, std::int64_t hi, const std::string& file, const char* what) {
+  check_range_of(values, lo, hi, file, what);
+}
+
+void check_csr(const CsrGraph& g, std::int64_t targets, const std::string& indptr_file, const std::string& indices_file) {
+  const auto& indptr = g.indptr();
+  const auto m = static_cast<std::int64_t>(g.indices().size());
+  if (indptr.empty()) throw InputError(indptr_file, "", "empty, expected num_nodes + 1 offsets");
+  if (indptr[0] != 0 || indptr[indptr.size() - 1] != m)
+    throw InputError(indptr_file, "", "offsets must start at 0 and end at the " + std::to_string(m) + " entries of " + indices_file);
+  // Non-decreasing from 0 to m means every offset is within [0, m].
+  bool decreases = false;
+  for (std::size_t i = 1; i < indptr.size(); ++i) decreases |= indptr[i] < indptr[i - 1];
+  if (decreases) {
+    std::size_t i = 1;
+    while (indptr[i] >= indptr[i - 1]) ++i;
+    throw InputError(indptr_file, "element " + std::to_string(i),
+                     "offset " + std::to_string(indptr[i]) + " is below the one before it (" + std::to_string(indptr[i - 1]) + ")");
+  }
+  check_range(g.indices().span(), 0, targets, indices_file, "node id");
+}
+
+}  // namespace shardgnn

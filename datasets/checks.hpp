@@ -1,0 +1,23 @@
+// Content checks of mapped arrays, for code that is about to walk them: what a corrupted file
+// could hold that would send a reader out of bounds (offsets that decrease or pass the end, ids out
+// of range). Each throws an InputError naming the file, the element and what was expected; each is
+// one pass over the array, at memory speed.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "datasets/graph.hpp"
+
+namespace shardgnn {
+
+// indptr starts at 0, never decreases and ends at the number of entries; every index lies in
+// [0, targets).
+void check_csr(const CsrGraph& g, std::int64_t targets, const std::string& indptr_file, const std::string& indices_file);
+
+// Every value lies in [lo, hi); `what` names one ("node id", "label").
+void check_range(std::span<const std::int64_t> values, std::int64_t lo, std::int64_t hi, const std::string& file, const char* what);
+void check_range(std::span<const std::int32_t> values, std::int64_t lo, std::int64_t hi, const std::string& file, const char* what);
+
+}  // namespace shardgnn
