@@ -1,6 +1,7 @@
 #include "datasets/fileio.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -25,10 +26,38 @@ namespace {
 
 std::string errno_text() { return std::strerror(errno); }
 
-// A name no other writer (thread or process) will pick.
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "localhost";
+  return buf;
+}
+
+// A name no other writer (thread, process, or process on another node sharing the filesystem)
+// will pick, and that says who made it: ".tmp-<host>-<pid>-<n>".
 std::string unique_suffix() {
   static std::atomic<unsigned> counter{0};
-  return ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  return ".tmp-" + host_name() + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+}
+
+// The process that made a temporary name of `base` (see unique_suffix), if `name` is one, and
+// whether it made it on this host.
+struct Maker {
+  bool ours = false;  // a temporary of `base`, made on this host
+  long pid = 0;
+};
+Maker maker_of(const std::string& name, const std::string& base) {
+  const std::string head = base + ".tmp-";
+  if (name.rfind(head, 0) != 0) return {};
+  std::string rest = name.substr(head.size());
+  if (rest.size() > 4 && rest.compare(rest.size() - 4, 4, ".old") == 0) rest.resize(rest.size() - 4);
+  // <host>-<pid>-<n>; the host may hold dashes, so parse from the right.
+  const auto last = rest.rfind('-');
+  if (last == std::string::npos || last == 0) return {};
+  const auto mid = rest.rfind('-', last - 1);
+  const std::string pid_text = mid == std::string::npos ? rest.substr(0, last) : rest.substr(mid + 1, last - mid - 1);
+  const std::string host = mid == std::string::npos ? host_name() : rest.substr(0, mid);  // names before hosts were recorded
+  if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos || pid_text.size() > 9) return {};
+  return {host == host_name(), std::stol(pid_text)};
 }
 
 void fsync_path(const std::string& path, bool directory) {
@@ -144,6 +173,7 @@ MappedFile SpillFile::map() {
 }
 
 void write_file_atomic(const std::string& path, const std::function<void(std::FILE*)>& fill) {
+  remove_stale_temporaries(path);
   const std::string tmp = path + unique_suffix();
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) throw InputError(path, "", "cannot create file: " + errno_text());
@@ -174,15 +204,61 @@ void write_text_file_atomic(const std::string& path, const std::string& text) {
   });
 }
 
+namespace {
+
+// Whether `folder` holds a shardgnn dataset or partitioned dataset: its metadata file names its
+// format, which is all --force may replace.
+bool holds_shardgnn_output(const fs::path& folder) {
+  for (const auto& [file, format] : {std::pair{"meta.json", "\"shardgnn-dataset\""}, {"partition.json", "\"shardgnn-partition\""}}) {
+    std::error_code ec;
+    const fs::path path = folder / file;
+    if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) > (std::uintmax_t{64} << 20)) continue;
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) continue;
+    std::string text(4096, '\0');
+    text.resize(std::fread(text.data(), 1, text.size(), f));
+    std::fclose(f);
+    // The writers put "format" first; a light look is enough to tell our folders from others.
+    const auto key = text.find("\"format\"");
+    if (key != std::string::npos && text.find(format, key) != std::string::npos && text.find(format, key) < key + 32) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 void check_output_dir(const std::string& dir, bool replace) {
   fs::path target = fs::absolute(dir).lexically_normal();
   if (target.has_filename() == false) target = target.parent_path();
   std::error_code ec;
   if (fs::exists(target, ec)) {
     if (!fs::is_directory(target)) throw InputError(dir, "", "exists and is not a folder");
-    if (!fs::is_empty(target) && !replace)
-      throw InputError(dir, "", "output folder exists and is not empty (pass --force to replace it)");
+    if (fs::is_empty(target)) return;
+    if (!replace) throw InputError(dir, "", "output folder exists and is not empty (pass --force to replace it)");
+    if (!holds_shardgnn_output(target))
+      throw InputError(dir, "", "exists and holds no shardgnn dataset or partitioned dataset (no meta.json or partition.json of ours): --force replaces only those; remove it yourself or choose another folder");
   }
+}
+
+std::vector<std::string> remove_stale_temporaries(const std::string& path) {
+  fs::path target = fs::absolute(path).lexically_normal();
+  if (!target.has_filename()) target = target.parent_path();
+  std::vector<std::string> removed;
+  std::error_code ec;
+  const std::string base = target.filename().string();
+  for (fs::directory_iterator it(target.parent_path(), ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const Maker m = maker_of(name, base);
+    // Only what a process of this host made, and only once that process is gone.
+    if (!m.ours || m.pid <= 0 || ::kill(static_cast<pid_t>(m.pid), 0) == 0 || errno != ESRCH) continue;
+    std::error_code rm;
+    fs::remove_all(it->path(), rm);
+    if (!rm) {
+      removed.push_back(it->path().string());
+      std::fprintf(stderr, "shardgnn: removed %s, left by process %ld, which no longer runs\n", it->path().c_str(), m.pid);
+    }
+  }
+  return removed;
 }
 
 namespace {
@@ -197,6 +273,7 @@ fs::path target_of(const std::string& dir) {
 
 std::string begin_dir_atomic(const std::string& dir, bool replace) {
   check_output_dir(dir, replace);
+  remove_stale_temporaries(dir);
   const fs::path target = target_of(dir);
   std::error_code ec;
   fs::create_directories(target.parent_path(), ec);

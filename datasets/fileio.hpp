@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace shardgnn {
 
@@ -68,6 +69,11 @@ void check_output_dir(const std::string& dir, bool replace);
 // Anything else is an InputError, so metadata cannot send a reader to /etc/passwd or /dev/zero.
 std::string confined_path(const std::string& folder, const std::string& name, const std::string& json_path, const std::string& key,
                           bool want_folder = false, bool subfolders = false);
+
+// Removes the temporary siblings of `path` (a file or folder; see write_file_atomic and
+// write_dir_atomic) that a process of this host left when it died, saying so on stderr; returns
+// their paths. Temporaries of live processes, or made on another host, are left alone.
+std::vector<std::string> remove_stale_temporaries(const std::string& path);
 
 // CRC-32 (zlib's polynomial) of a byte range and of a whole file.
 std::uint32_t crc32_of(std::span<const std::byte> bytes, std::uint32_t crc = 0);

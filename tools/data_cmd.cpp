@@ -337,6 +337,7 @@ int validate(const std::vector<std::string>& args) {
              o, {"dataset"}, vm))
     return 0;
   const std::string dir = vm["dataset"].as<std::string>();
+  remove_stale_temporaries(dir);  // what a convert or generate that died left beside it
   const ValidationResult r = validate_dataset(dir);
   if (vm.count("json")) {
     boost::json::array errors, warnings;

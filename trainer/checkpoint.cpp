@@ -4,8 +4,13 @@
 #include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/serialize.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <span>
+#include <string_view>
 
+#include "datasets/array_dir.hpp"
 #include "datasets/error.hpp"
 #include "datasets/fileio.hpp"
 
@@ -17,12 +22,47 @@ constexpr const char* kFormat = "shardgnn-checkpoint";
 constexpr std::int64_t kVersion = 2;
 constexpr std::int64_t kOldestVersion = 1;  // no step: always an epoch boundary
 
-void write_bytes_atomic(const std::string& path, const std::function<void(const std::function<void(const void*, std::size_t)>&)>& produce) {
+// The whole file goes through stdio from memory: torch's zip writer finishes its archive in a
+// destructor, where a write error (a full disk) could only abort the process.
+void write_bytes_atomic(const std::string& path, const std::vector<char>& bytes) {
   write_file_atomic(path, [&](std::FILE* f) {
-    produce([&](const void* data, std::size_t n) {
-      if (n > 0 && std::fwrite(data, 1, n, f) != n) throw std::runtime_error(path + ": write failed");
-    });
+    if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size())
+      throw InputError(path, "", std::string("write failed: ") + std::strerror(errno));
   });
+}
+
+// A checkpoint's checksum rides in its zip archive's comment, which torch and unzip ignore: the
+// CRC-32 of the archive as torch wrote it (comment length 0), checked before torch parses a byte.
+constexpr char kSealTag[] = "shardgnn-crc32 ";
+constexpr std::size_t kSealBytes = sizeof kSealTag - 1 + 8;
+constexpr std::size_t kEndRecordBytes = 22;  // the zip end-of-central-directory record, comment excluded
+
+void seal(std::vector<char>& zip) {
+  if (zip.size() < kEndRecordBytes || zip[zip.size() - 2] != 0 || zip[zip.size() - 1] != 0)
+    throw std::logic_error("checkpoint: torch's archive does not end in a bare zip end record");
+  const std::string seal = kSealTag + hex32(crc32_of(std::as_bytes(std::span(zip))));
+  zip[zip.size() - 2] = static_cast<char>(kSealBytes & 0xff);
+  zip[zip.size() - 1] = static_cast<char>(kSealBytes >> 8);
+  zip.insert(zip.end(), seal.begin(), seal.end());
+}
+
+// The archive torch wrote, from a sealed file's bytes, once its checksum holds.
+std::vector<char> unseal(const std::string& path) {
+  std::vector<char> bytes;
+  {
+    const MappedFile m = map_file(path);
+    bytes.assign(reinterpret_cast<const char*>(m.bytes.data()), reinterpret_cast<const char*>(m.bytes.data()) + m.bytes.size());
+  }
+  const std::size_t n = bytes.size();
+  const bool sealed = n >= kEndRecordBytes + kSealBytes && std::string_view(bytes.data() + n - kSealBytes, sizeof kSealTag - 1) == kSealTag;
+  if (!sealed) throw InputError(path, "", "damaged checkpoint: no shardgnn checksum at its end (truncated, or not written by shardgnn)");
+  const std::string want(bytes.data() + n - 8, 8);
+  bytes.resize(n - kSealBytes);
+  bytes[bytes.size() - 2] = 0;
+  bytes[bytes.size() - 1] = 0;
+  const std::string have = hex32(crc32_of(std::as_bytes(std::span(bytes))));
+  if (have != want) throw InputError(path, "", "damaged checkpoint: checksum " + have + " differs from the recorded " + want + " (file changed or corrupt)");
+  return bytes;
 }
 
 // Built by append: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string&&.
@@ -77,19 +117,25 @@ void save_checkpoint(const std::string& path, const CheckpointIdentity& id, cons
   for (std::size_t i = 0; i < state.best.size(); ++i) b.write(best_key(i), state.best[i]);
   a.write("best_count", c10::IValue(static_cast<std::int64_t>(state.best.size())));
   a.write("best", b);
-  write_bytes_atomic(path, [&](const auto& sink) {
-    a.save_to([&](const void* data, std::size_t n) -> std::size_t {
-      sink(data, n);
-      return n;
-    });
+  std::vector<char> bytes;
+  a.save_to([&](const void* data, std::size_t n) -> std::size_t {
+    bytes.insert(bytes.end(), static_cast<const char*>(data), static_cast<const char*>(data) + n);
+    return n;
   });
+  seal(bytes);
+  try {
+    write_bytes_atomic(path, bytes);
+  } catch (const InputError& e) {
+    throw InputError(std::string("checkpoint not written, the previous one (if any) is intact: ") + e.what());
+  }
 }
 
 void load_checkpoint(const std::string& path, const CheckpointIdentity& id, torch::nn::Module& model, torch::optim::Optimizer& optimizer, TrainState& state,
                      const torch::Device& device) {
+  const std::vector<char> archive = unseal(path);
   torch::serialize::InputArchive a;
   try {
-    a.load_from(path, device);
+    a.load_from(archive.data(), archive.size(), device);
   } catch (const c10::Error& e) {
     throw InputError(path, "", "not a readable checkpoint: " + first_line(e.what_without_backtrace()));
   } catch (const std::exception& e) {  // TorchScript's parser reports with its own types
@@ -174,7 +220,7 @@ void save_weights(const std::string& path, const torch::nn::Module& model) {
     });
     torch::jit::writeArchiveAndTensors("data", pickle.data(), pickle.size(), pickler.tensorData(), writer);
   }  // the writer finishes the zip when destroyed
-  write_bytes_atomic(path, [&](const auto& sink) { sink(bytes.data(), bytes.size()); });
+  write_bytes_atomic(path, bytes);
 }
 
 }  // namespace shardgnn

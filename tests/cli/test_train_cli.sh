@@ -166,7 +166,7 @@ expect_error 2 "a checkpoint exists" "$work/p2" "${quick[@]}" --checkpoint-dir "
 expect_error 2 "the checkpoint is of gcn (hidden 32" "$work/p2" --model sage --fanouts 10,10 --hidden 32 --checkpoint-dir "$work/ck" --resume
 cmp -s "$work/ck/checkpoint.pt" "$work/saved.pt" || fail "a refused run changed the checkpoint"
 head -c 2000 "$work/saved.pt" > "$work/ck/checkpoint.pt"
-expect_error 2 "checkpoint.pt: not a readable checkpoint" "$work/p2" "${quick[@]}" --checkpoint-dir "$work/ck" --resume
+expect_error 2 "checkpoint.pt: damaged checkpoint: no shardgnn checksum" "$work/p2" "${quick[@]}" --checkpoint-dir "$work/ck" --resume
 expect_error 2 "there is no rank 2 (the job has 2 ranks, 0 to 1)" "$work/p2" --simulate-slowdown 2:2
 expect_error 2 "the factor must be >= 1, got 0" "$work/p2" --simulate-slowdown 1:0
 expect_error 2 "the factor must be >= 1, got -3" "$work/p2" --simulate-slowdown 1:-3
@@ -200,4 +200,30 @@ for stage in generate partition train; do
   grep -qE "^$stage +[0-9.]+ +[0-9]+ +[0-9]+ +[0-9]+ *$" "$work/out.txt" || fail "bench scale: no $stage row: $(cat "$work/out.txt")"
 done
 [ "$(grep -cE '"status": *0,' "$work/scale.json")" -eq 3 ] || fail "bench scale JSON: $(cat "$work/scale.json")"
+# A checkpoint that cannot be written (a full disk: a 3 MiB tmpfs, filled) fails the run on every
+# rank with one line, leaves the previous checkpoint as it was and no temporary file. Needs root
+# for the mount; skipped without.
+full="$work/full"
+mkdir -p "$full"
+if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=3m tmpfs "$full" 2>/dev/null; then
+  trap 'umount "$full" 2>/dev/null || true; rm -rf "$work"' EXIT
+  ck=(--model gcn --fanouts 10,10 --hidden 64 --batch 64 --no-test --no-full-eval --checkpoint-dir "$full/ck")
+  timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${ck[@]}" --epochs 1 > /dev/null 2>&1 || fail "first run on the tmpfs failed"
+  cp "$full/ck/checkpoint.pt" "$work/before.pt"
+  head -c "$(( $(df --output=avail -B1 "$full" | tail -1) - 4096 ))" /dev/zero > "$full/filler" 2>/dev/null || true
+  set +e
+  timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${ck[@]}" --epochs 3 --resume > "$work/out.txt" 2> "$work/err.txt"
+  rc=$?
+  set -e
+  [ "$rc" = 1 ] || fail "checkpoint on a full disk: exit $rc, expected 1: $(cat "$work/err.txt")"
+  [ "$(grep -c "checkpoint not written, the previous one (if any) is intact: .*checkpoint.pt: .*No space left on device" "$work/err.txt")" = 2 ] ||
+    fail "checkpoint on a full disk: not one line per rank: $(cat "$work/err.txt")"
+  cmp -s "$full/ck/checkpoint.pt" "$work/before.pt" || fail "checkpoint on a full disk: the previous checkpoint changed"
+  [ -z "$(find "$full" -name '*.tmp-*')" ] || fail "checkpoint on a full disk: left $(find "$full" -name '*.tmp-*')"
+  umount "$full"
+  trap 'rm -rf "$work"' EXIT
+  echo "ok: a checkpoint on a full disk fails cleanly"
+else
+  echo "note: not root or no tmpfs: the full-disk checkpoint check skipped"
+fi
 echo "train CLI: all checks passed"

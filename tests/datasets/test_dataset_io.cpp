@@ -140,3 +140,51 @@ TEST_CASE("loading costs O(1): arrays are mapped, not read", "[dataset-io]") {
   Dataset moved = std::move(ds);
   CHECK(moved.features.size() == 3327u * 3703u);
 }
+
+TEST_CASE("a dataset whose arrays are corrupt under valid checksums is refused at load, naming the first bad element", "[dataset-io]") {
+  test::ScratchDir dir;
+  // 0 - 1 - 2, written by save_dataset, so meta.json's checksums match the corrupt arrays.
+  auto save = [&](const std::string& name, std::vector<EdgeId> indptr, std::vector<NodeId> indices, std::vector<NodeId> train) {
+    Dataset d;
+    d.name = name;
+    d.graph = CsrGraph(Array<EdgeId>(std::move(indptr)), Array<NodeId>(std::move(indices)));
+    d.num_classes = 2;
+    d.labels = Array<std::int64_t>(std::vector<std::int64_t>{0, 1, -1});
+    d.train_idx = Array<NodeId>(std::move(train));
+    save_dataset(d, dir / name);
+    return dir / name;
+  };
+  CHECK_NOTHROW(load_dataset(save("good", {0, 1, 3, 4}, {1, 0, 2, 1}, {0, 2})));
+  CHECK_THROWS_WITH(load_dataset(save("down", {0, 3, 1, 4}, {1, 0, 2, 1}, {0})), Contains("indptr.npy: element 2") && Contains("below the one before"));
+  CHECK_THROWS_WITH(load_dataset(save("id", {0, 1, 3, 4}, {1, 0, 7, 1}, {0})), Contains("indices.npy: element 2") && Contains("node id 7 out of range [0, 3)"));
+  CHECK_THROWS_WITH(load_dataset(save("neg", {0, 1, 3, 4}, {1, -5, 2, 1}, {0})), Contains("indices.npy: element 1"));
+  CHECK_THROWS_WITH(load_dataset(save("split", {0, 1, 3, 4}, {1, 0, 2, 1}, {0, 3})), Contains("train_idx.npy: element 1"));
+  // Trusted, the load stays O(1); validate then reports the problem instead of reading out of bounds.
+  CHECK_NOTHROW(load_dataset(dir / "down", Contents::trust));
+  CHECK_FALSE(validate_dataset(dir / "down").ok());
+}
+
+TEST_CASE("files named in meta.json must be plain names of regular files inside the folder, checked before any read", "[dataset-io]") {
+  test::ScratchDir dir;
+  save_dataset(read_dataset(test::fixture("deflated.npz"), {}), dir / "ds");
+  const std::string meta_path = dir / "ds/meta.json";
+  std::string meta;
+  {
+    std::ifstream in(meta_path);
+    meta.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  for (const char* target : {"/etc/passwd", "/dev/zero", "../ds/labels.npy", "..", "."}) {
+    INFO(target);
+    std::string bad = meta;
+    const auto at = bad.find("\"labels.npy\"");
+    REQUIRE(at != std::string::npos);
+    bad.replace(at, 12, std::string("\"") + target + "\"");
+    write_text(meta_path, bad);
+    CHECK_THROWS_WITH(load_dataset(dir / "ds"), Contains("key 'arrays.labels.file'"));
+    const auto r = validate_dataset(dir / "ds");
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.errors[0], Contains("key 'arrays.labels.file'"));
+  }
+  write_text(meta_path, meta);
+  CHECK(validate_dataset(dir / "ds").ok());
+}

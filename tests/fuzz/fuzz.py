@@ -321,13 +321,15 @@ def commands(fmt, name, rng, args, base):
             cmds.append(("data convert --memory-limit 1K", [b, "data", "convert", name, "--out", "out2",
                          "--symmetrize", "--drop-self-loops", "--drop-duplicates", "--memory-limit", "1K"]))
         return cmds
-    train = not args.no_train and rng.random() < TRAIN_P
+    train = rng.random() < TRAIN_P and not args.no_train  # drawn always: same variants either way
     if fmt.startswith("dataset"):
+        # edge-list export reads node_ids.npy (only ds-edgelist has it); only ds has labels to train
+        export = "edgelist" if name == "ds-edgelist" else "metis"
         cmds = [("data info", [b, "data", "info", name]),
                 ("data validate", [b, "data", "validate", name]),
                 ("partition", [b, "partition", name, "--parts", "2", "--out", "out"]),
-                ("data export", [b, "data", "export", name, "--format", "metis", "--out", "out.graph"])]
-        return cmds + ([("train", [b, "train", name, "--epochs", "1"] + TINY)] if train else [])
+                ("data export", [b, "data", "export", name, "--format", export, "--out", "out.txt"])]
+        return cmds + ([("train", [b, "train", name, "--epochs", "1"] + TINY)] if train and name == "ds" else [])
     if fmt.startswith("partition"):
         cmds = [("partition verify", [b, "partition", "verify", name]),
                 ("partition report", [b, "partition", "report", name])]
@@ -355,17 +357,32 @@ def run(argv, cwd, timeout, mem_mb, stderr_path):
             rc = p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             rc = None
-        kill_session(p.pid)  # also after a normal exit: no stray rank may outlive its launcher
+        kill_tree(p.pid)  # also after a normal exit: no stray rank may outlive its launcher
         p.wait()
     with open(stderr_path, "rb") as f:
         return rc, f.read()[-65536:].decode("utf-8", "replace")
 
 
-def kill_session(sid):
-    for pid in [int(d) for d in os.listdir("/proc") if d.isdigit()]:
+def kill_tree(root):
+    """SIGKILL the session root leads and every descendant of root: MPICH's hydra proxies call
+    setsid, so the session alone would miss the ranks they launched."""
+    procs = {}
+    for d in os.listdir("/proc"):
         try:
-            if os.getsid(pid) == sid:
-                os.kill(pid, signal.SIGKILL)
+            with open("/proc/%s/stat" % d) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            procs[int(d)] = (int(fields[1]), int(fields[3]))  # ppid, session
+        except (ValueError, OSError, IndexError):
+            pass
+    doomed = {pid for pid, (_, sid) in procs.items() if sid == root} | {root}
+    while True:
+        more = {pid for pid, (ppid, _) in procs.items() if ppid in doomed} - doomed
+        if not more:
+            break
+        doomed |= more
+    for pid in doomed:
+        try:
+            os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
 
@@ -382,11 +399,18 @@ def classify(rc, err, folder):
     if left:
         kinds.append("leftover")
     notes = []
-    if rc not in (None, 0) and not err.strip():
+    if rc is not None and rc > 0 and not err.strip():  # a signal is already a crash
         notes.append("silent")
-    if rc is not None and 2 < rc < 126 and rc != 75:
+    if rc is not None and 0 <= rc < 126 and rc not in FINE_RC:
         notes.append("odd")
     return kinds, notes, left
+
+
+def last_line(err):
+    """stderr's last line, or a sanitizer's summary, which says more than its final 'ABORTING'."""
+    lines = err.strip().splitlines() or [""]
+    summary = [l for l in lines if l.startswith("SUMMARY: ") or "runtime error:" in l]
+    return (summary[0] if summary else lines[-1])[:200]
 
 
 def copy_in(src, dst, changes):
@@ -400,7 +424,7 @@ def copy_in(src, dst, changes):
             f.write(changes[""])
 
 
-def derive(args, seeds, dest):
+def derive(args, seeds, dest, need_run):
     """Dataset folders, a 2-part partition and a run folder with a checkpoint, made by the
     binary under test from the committed seeds, so the binary formats are always current."""
     shutil.rmtree(dest, ignore_errors=True)
@@ -412,9 +436,10 @@ def derive(args, seeds, dest):
         shutil.copy(os.path.join(seeds, seed), base[fmt])
     for key, argv in [("ds", [b, "data", "convert", base["npz"], "--out", "ds"]),
                       ("ds-metis", [b, "data", "convert", base["metis"], "--out", "ds-metis"]),
-                      ("ds-edgelist", [b, "data", "convert", base["edgelist"], "--out", "ds-edgelist"]),
+                      ("ds-edgelist", [b, "data", "convert", base["edgelist"], "--out", "ds-edgelist",
+                                       "--symmetrize"]),
                       ("part", [b, "partition", "ds", "--parts", "2", "--out", "part"]),
-                      ("run", [b, "train", "ds", "--epochs", "2", "--run-dir", "run"] + TINY)]:
+                      ("run", [b, "train", "ds", "--epochs", "2", "--run-dir", "run"] + TINY)][:4 + need_run]:
         rc, err = run(argv, dest, 120, args.mem_mb, os.path.join(dest, "derive.err"))
         if rc != 0:
             sys.exit("fuzz: deriving %s failed (rc %s): %s\n%s" % (key, rc, " ".join(argv), err))
@@ -445,9 +470,92 @@ def signature(row):
     words = op.replace(" +crc", "").split()
     kind = " ".join(words[:2] if words[0] in ("set", "drop", "rename", "header", "gz", "zip", "content")
                     else words[:1])
-    norm = lambda t: re.sub(r"\d+", "N", t)
+    norm = lambda t: re.sub(r"\b\d+\b", "N", t)
     return (norm(kinds), label, norm(where), norm(kind) + (" +crc" if "+crc" in op else ""), str(rc),
             norm(re.sub(r"/\S+", "PATH", last))[:120])
+
+
+class Campaign:
+    """The variants and runs of one fuzzing session and what they found."""
+    COLS = ["variants", "runs", "crashes", "hangs", "leftovers", "silent", "odd"]
+    PLURAL = {"crash": "crashes", "hang": "hangs", "leftover": "leftovers", "silent": "silent", "odd": "odd"}
+
+    def __init__(self, args, formats, work, keep):
+        self.args, self.formats, self.keep = args, formats, keep
+        # With --keep the bases live there: partition.json and repro.sh name them by absolute path.
+        self.base = derive(args, SEEDS, os.path.join(keep or work, "base"), "checkpoint" in formats)
+        self.case_dir = os.path.join(work, "case")
+        # One random stream per format: the k-th variant of a format depends only on --seed (not
+        # on the other formats, nor on timing); how many variants a session reaches depends on time.
+        self.rngs = {f: random.Random("%d:%s" % (args.seed, f)) for f in formats}
+        self.seen = {f: set() for f in formats}
+        self.stats = {f: dict.fromkeys(self.COLS, 0) for f in formats}
+        self.failures, self.notes, self.cases = [], [], 0
+
+    def fuzz(self, deadline):
+        while time.monotonic() < deadline:
+            for fmt in self.formats:
+                for _ in range(PER_CYCLE[fmt]):
+                    if time.monotonic() < deadline:
+                        self.variant(fmt, deadline)
+        shutil.rmtree(self.case_dir, ignore_errors=True)
+
+    def variant(self, fmt, deadline):
+        rng = self.rngs[fmt]
+        for _ in range(5):  # skip exact repeats of an earlier variant
+            src, changes, desc = make_variant(fmt, rng, self.base)
+            digest = hashlib.sha1(repr(sorted(changes.items())).encode()).digest()
+            if digest not in self.seen[fmt]:
+                break
+        self.seen[fmt].add(digest)
+        self.cases += 1
+        self.stats[fmt]["variants"] += 1
+        name = os.path.basename(src)
+        shutil.rmtree(self.case_dir, ignore_errors=True)
+        os.makedirs(os.path.join(self.case_dir, "input"))
+        copy_in(src, os.path.join(self.case_dir, "input", name), changes)
+        for i, (label, argv) in enumerate(commands(fmt, name, rng, self.args, self.base)):
+            if time.monotonic() >= deadline:
+                break
+            # each command on its own copy: one's outputs (report.svg) never feed another
+            folder = os.path.join(self.case_dir, "run%d" % i)
+            shutil.copytree(os.path.join(self.case_dir, "input"), folder)
+            rc, err = run(argv, folder, self.args.timeout, self.args.mem_mb, folder + ".err")
+            kinds, notes, left = classify(rc, err, folder)
+            self.stats[fmt]["runs"] += 1
+            for k in kinds + notes:
+                self.stats[fmt][self.PLURAL[k]] += 1
+            shown = "timeout" if rc is None else rc if rc >= 0 else signal.Signals(-rc).name
+            row = (fmt, desc, label, shown, ",".join(kinds + notes),
+                   last_line(err) + ("  [left: %s]" % ", ".join(left) if left else ""))
+            if kinds:
+                self.failures.append(row)
+                if self.keep:
+                    tag = "%s-%04d-%s" % (fmt, self.cases, re.sub(r"\W+", "_", label).strip("_"))
+                    keep_case(self.keep, self.case_dir, tag, row, argv, name, self.args.mem_mb)
+            elif notes:
+                self.notes.append(row)
+
+    def report(self, seconds):
+        print("shardgnn fuzz: seed %d, %.0f s, %s" % (self.args.seed, seconds, self.args.shardgnn))
+        print("%-15s" % "format" + "".join("%10s" % c for c in self.COLS))
+        for f in self.formats:
+            print("%-15s" % f + "".join("%10d" % self.stats[f][c] for c in self.COLS))
+        print("%-15s" % "total" + "".join("%10d" % sum(s[c] for s in self.stats.values()) for c in self.COLS))
+        for title, rows in (("failing cases", self.failures), ("notes (not failures)", self.notes)):
+            if rows:
+                print("\n%s (%d): format | mutation | command | rc | kind | stderr's last line" % (title, len(rows)))
+                for r in rows:
+                    print("  %s | %s | %s | rc %s | %s | %s" % r)
+        groups = {}
+        for r in self.failures:
+            groups.setdefault(signature(r), []).append(r)
+        if groups:
+            print("\ndistinct failure signatures (%d): kind | command | file | mutation | rc | stderr" % len(groups))
+            for sig, rows in sorted(groups.items()):
+                print("  %s  (x%d)" % (" | ".join(sig), len(rows)))
+        if self.keep and self.failures:
+            print("\ninputs and repro.sh of the failing cases: %s" % self.keep)
 
 
 def main():
@@ -458,7 +566,7 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workdir", help="scratch folder (default: a new temporary one, removed)")
     ap.add_argument("--keep", help="copy each failing case's input and a repro.sh here")
-    ap.add_argument("--formats", default=",".join(FORMATS))
+    ap.add_argument("--formats", default=",".join(FORMATS), help="comma-separated, of: " + ",".join(FORMATS))
     ap.add_argument("--no-mpi", action="store_true", help="no mpiexec train on partitions")
     ap.add_argument("--no-train", action="store_true", help="no train runs (and no checkpoint format)")
     ap.add_argument("--timeout", type=float, default=20, help="per-run limit in seconds")
@@ -473,85 +581,16 @@ def main():
     if args.no_train and "checkpoint" in formats:
         formats.remove("checkpoint")  # its only reader is train --resume
     work = os.path.abspath(args.workdir) if args.workdir else tempfile.mkdtemp(prefix="shardgnn-fuzz-")
-    keep = os.path.abspath(args.keep) if args.keep else None
     os.makedirs(work, exist_ok=True)
-    # With --keep the bases live there: partition.json and repro.sh name them by absolute path.
-    base = derive(args, SEEDS, os.path.join(keep or work, "base"))
-    start = time.monotonic()
-    deadline = start + args.seconds
-    # One random stream per format: the k-th variant of a format does not depend on the others
-    # (nor on --formats), only on --seed; how many variants a run reaches depends on time.
-    rngs = {f: random.Random("%d:%s" % (args.seed, f)) for f in formats}
-    cols = ["variants", "runs", "crashes", "hangs", "leftovers", "silent", "odd"]
-    plural = {"crash": "crashes", "hang": "hangs", "leftover": "leftovers", "silent": "silent", "odd": "odd"}
-    stats = {f: dict.fromkeys(cols, 0) for f in formats}
-    seen = {f: set() for f in formats}
-    failures, notes, case = [], [], 0
-    case_dir = os.path.join(work, "case")
-    while time.monotonic() < deadline:
-        for fmt in formats:
-            for _ in range(PER_CYCLE[fmt]):
-                if time.monotonic() >= deadline:
-                    break
-                rng = rngs[fmt]
-                for _ in range(5):  # skip exact repeats of an earlier variant
-                    src, changes, desc = make_variant(fmt, rng, base)
-                    digest = hashlib.sha1(repr(sorted(changes.items())).encode()).digest()
-                    if digest not in seen[fmt]:
-                        break
-                seen[fmt].add(digest)
-                case += 1
-                stats[fmt]["variants"] += 1
-                name = os.path.basename(src)
-                shutil.rmtree(case_dir, ignore_errors=True)
-                os.makedirs(os.path.join(case_dir, "input"))
-                copy_in(src, os.path.join(case_dir, "input", name), changes)
-                for i, (label, argv) in enumerate(commands(fmt, name, rng, args, base)):
-                    if time.monotonic() >= deadline:
-                        break
-                    # each command on its own copy: one's outputs (report.svg) never feed another
-                    folder = os.path.join(case_dir, "run%d" % i)
-                    shutil.copytree(os.path.join(case_dir, "input"), folder)
-                    rc, err = run(argv, folder, args.timeout, args.mem_mb, folder + ".err")
-                    kinds, note, left = classify(rc, err, folder)
-                    stats[fmt]["runs"] += 1
-                    for k in kinds + note:
-                        stats[fmt][plural[k]] += 1
-                    last = (err.strip().splitlines() or [""])[-1][:200]
-                    row = (fmt, desc, label, "timeout" if rc is None else rc, ",".join(kinds + note),
-                           last + ("  [left: %s]" % ", ".join(left) if left else ""))
-                    if kinds:
-                        failures.append(row)
-                        if keep:
-                            tag = "%s-%04d-%s" % (fmt, case, re.sub(r"\W+", "_", label).strip("_"))
-                            keep_case(keep, case_dir, tag, row, argv, name, args.mem_mb)
-                    elif note:
-                        notes.append(row)
-    shutil.rmtree(case_dir, ignore_errors=True)
-    if not args.workdir:
-        shutil.rmtree(work, ignore_errors=True)
-
-    print("shardgnn fuzz: seed %d, %.0f s, %s" % (args.seed, time.monotonic() - start, args.shardgnn))
-    print("%-15s" % "format" + "".join("%10s" % c for c in cols))
-    for f in formats:
-        print("%-15s" % f + "".join("%10d" % stats[f][c] for c in cols))
-    print("%-15s" % "total" + "".join("%10d" % sum(s[c] for s in stats.values()) for c in cols))
-    for title, rows in (("failing cases", failures), ("notes: silent or odd exit status, not failures", notes)):
-        if rows:
-            print("\n%s (%d): format | mutation | command | rc | kind | stderr's last line" % (title, len(rows)))
-            for r in rows:
-                print("  %s | %s | %s | rc %s | %s | %s" % r)
-    if failures:
-        groups = {}
-        for r in failures:
-            groups.setdefault(signature(r), []).append(r)
-        print("\ndistinct failure signatures (%d): kind | command | file | mutation | rc | stderr, xcount"
-              % len(groups))
-        for sig, rows in sorted(groups.items()):
-            print("  %s  x%d" % (" | ".join(sig), len(rows)))
-    if keep and failures:
-        print("\ninputs and repro.sh of the failing cases: %s" % keep)
-    return 1 if failures else 0
+    try:
+        campaign = Campaign(args, formats, work, os.path.abspath(args.keep) if args.keep else None)
+        start = time.monotonic()
+        campaign.fuzz(start + args.seconds)
+        campaign.report(time.monotonic() - start)
+    finally:
+        if not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+    return 1 if campaign.failures else 0
 
 
 if __name__ == "__main__":
