@@ -200,6 +200,36 @@ expect_one_line_error "output parent is a file" "$T/work/badwrite/file/out"
   fail "output parent is a file: left behind: $(ls -A "$T/work/badwrite" | tr '\n' ' ')"
 pass
 
+# --force replaces a shardgnn dataset, never a folder of the user's own files.
+mkdir -p "$T/work/mine"
+printf 'precious' >"$T/work/mine/notes.txt"
+run data convert "$FIXTURES/ogb-tiny" --out "$T/work/mine" --force
+expect_rc 1 "--force on a user folder"
+expect_one_line_error "--force on a user folder" "--force replaces only those"
+[[ "$(ls -A "$T/work/mine")" == "notes.txt" && "$(cat "$T/work/mine/notes.txt")" == "precious" ]] || fail "--force on a user folder changed it"
+run data convert "$FIXTURES/ogb-tiny" --out "$T/work/ours"
+expect_rc 0 "convert into a fresh folder"
+run data convert "$FIXTURES/ogb-tiny" --out "$T/work/ours" --force
+expect_rc 0 "--force on a shardgnn dataset"
+pass
+
+# A temporary folder left by a process that died is removed by the next writer (and data
+# validate), which says so; a live process's is left alone.
+sh -c 'exit 0' & dead=$!
+wait "$dead"
+host=$(hostname)
+mkdir -p "$T/work/ours.tmp-$host-$dead-0" "$T/work/ours.tmp-$host-$$-0"
+run data validate "$T/work/ours"
+expect_rc 0 "validate beside a stale temporary"
+grep -q "removed .*ours.tmp-$host-$dead-0, left by process $dead, which no longer runs" "$ERR" || fail "validate did not say it removed the stale temporary: $(cat "$ERR")"
+[[ ! -e "$T/work/ours.tmp-$host-$dead-0" && -d "$T/work/ours.tmp-$host-$$-0" ]] || fail "stale temporaries: wrong folders removed"
+mkdir -p "$T/work/ours.tmp-$host-$dead-1"
+run data convert "$FIXTURES/ogb-tiny" --out "$T/work/ours" --force
+expect_rc 0 "convert beside a stale temporary"
+[[ ! -e "$T/work/ours.tmp-$host-$dead-1" ]] || fail "convert left the stale temporary"
+rmdir "$T/work/ours.tmp-$host-$$-0"
+pass
+
 # info / validate on something that is not a dataset folder.
 run data info "$T/in"
 expect_rc 1 "info on a non-dataset folder"
