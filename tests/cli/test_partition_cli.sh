@@ -100,5 +100,17 @@ rc=$?
 set -e
 [ "$rc" = 1 ] || fail "verify of a corrupted shard exited $rc"
 grep -q "part-1/labels.npy.*checksum" "$work/err.txt" || fail "verify did not name the corrupted file: $(cat "$work/err.txt")"
+# A part folder partition.json names must lie inside the partition's folder: refused before anything is read.
+cp -r "$work/p-ml" "$work/p-out"
+sed -i 's|"dir": *"part-0"|"dir":"../p2/part-0"|' "$work/p-out/partition.json"
+grep -q '"dir":"../p2/part-0"' "$work/p-out/partition.json" || fail "test setup: could not edit partition.json"
+for cmd in verify report; do
+  set +e
+  "$SHARDGNN" partition "$cmd" "$work/p-out" > /dev/null 2> "$work/err.txt"
+  rc=$?
+  set -e
+  [ "$rc" = 1 ] && grep -q "key 'parts\[0\].dir'.*relative path without '..'" "$work/err.txt" ||
+    fail "partition $cmd of a part folder outside: exit $rc, $(cat "$work/err.txt")"
+done
 ls -A "$work" | grep -q tmp && fail "temporary files left behind: $(ls -A "$work")"
 echo "partition CLI: all checks passed"
