@@ -245,18 +245,37 @@ def mutate_npz(rng, data):
     return op + (" (deflated)" if method else ""), buf.getvalue()
 
 
+SEAL = re.compile(rb"shardgnn-crc32 [0-9a-f]{8}\Z")
+
+
+def reseal(data):
+    """Recompute the checkpoint's own CRC-32, as its writer would: the zip comment
+    'shardgnn-crc32 XXXXXXXX' over the archive with an empty comment (trainer/checkpoint.cpp).
+    Like the npy '+crc' variants, this gets damage past the checksum to torch's loader.
+    None when the seal itself was damaged."""
+    m = SEAL.search(data)
+    if not m or m.start() < 2:
+        return None
+    bare = bytearray(data[:m.start()])
+    bare[-2:] = b"\0\0"
+    return data[:m.start()] + b"shardgnn-crc32 " + (b"%08x" % zlib.crc32(bare))
+
+
 def mutate_checkpoint(rng, data):
-    if rng.random() < 0.5:
-        return mutate_bytes(rng, data)
-    z = zipfile.ZipFile(io.BytesIO(data))
-    infos = [i for i in z.infolist() if i.compress_type == zipfile.ZIP_STORED and i.file_size]
-    # the pickle holds the structure (names, shapes, options): most of the parsing happens there
-    pkl = [i for i in infos if i.filename.endswith("data.pkl")]
-    info = rng.choice(pkl if pkl and rng.random() < 0.6 else infos)
-    body = bytearray(z.read(info))
-    for _ in range(rng.randint(1, 3)):
-        body[rng.randrange(len(body))] = rng.choice([0, 0xFF, 0x7F, 0x80, rng.randrange(256)])
-    return "%s: bytes (crc fixed)" % info.filename, zip_patch(data, info, bytes(body))
+    if rng.random() < 0.4:
+        op, out = mutate_bytes(rng, data)
+    else:
+        z = zipfile.ZipFile(io.BytesIO(data))
+        infos = [i for i in z.infolist() if i.compress_type == zipfile.ZIP_STORED and i.file_size]
+        # the pickle holds the structure (names, shapes, options): most parsing happens there
+        pkl = [i for i in infos if i.filename.endswith("data.pkl")]
+        info = rng.choice(pkl if pkl and rng.random() < 0.6 else infos)
+        body = bytearray(z.read(info))
+        for _ in range(rng.randint(1, 3)):
+            body[rng.randrange(len(body))] = rng.choice([0, 0xFF, 0x7F, 0x80, rng.randrange(256)])
+        op, out = "%s: bytes +zipcrc" % info.filename, zip_patch(data, info, bytes(body))
+    sealed = reseal(out) if rng.random() < 0.7 else None
+    return (op + " +crc", sealed) if sealed else (op, out)
 
 
 # ---------------------------------------------------------------- variants of each format
