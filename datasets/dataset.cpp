@@ -135,6 +135,9 @@ Meta read_meta(const std::string& dir) {
   meta.w = meta.root.contains("node_weight_dim") ? json_int(meta.root, "node_weight_dim", meta.path) : 0;
   for (auto [key, val] : {std::pair{"num_nodes", meta.n}, {"num_edges", meta.m}, {"feature_dim", meta.f}, {"num_classes", meta.c}, {"node_weight_dim", meta.w}})
     if (val < 0) throw InputError(meta.path, std::string("key '") + key + "'", "negative count " + std::to_string(val));
+  // Per-class tables are sized by it, and no file bounds it as the arrays bound the other counts.
+  if (meta.c > std::max<std::int64_t>(meta.n, kMaxClassesAnyGraph))
+    throw InputError(meta.path, "key 'num_classes'", std::to_string(meta.c) + " classes for " + std::to_string(meta.n) + " nodes");
   return meta;
 }
 

@@ -13,6 +13,8 @@
 namespace shardgnn {
 
 inline constexpr int kDatasetFormatVersion = 1;
+// More classes than nodes is refused, beyond this many (a corrupt count would size per-class tables).
+inline constexpr std::int64_t kMaxClassesAnyGraph = 1 << 16;
 
 struct Dataset {
   std::string name;

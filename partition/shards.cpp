@@ -432,6 +432,10 @@ PartitionInfo load_partition_info(const std::string& dir) {
   info.feature_dim = json_int(d, "feature_dim", path);
   info.num_classes = json_int(d, "num_classes", path);
   info.method = json_string(o, "method", path);
+  for (auto [key, val] : {std::pair{"num_nodes", info.num_nodes}, {"num_edges", info.num_edges}, {"feature_dim", info.feature_dim}, {"num_classes", info.num_classes}})
+    if (val < 0) throw InputError(path, std::string("key 'dataset.") + key + "'", "negative count " + std::to_string(val));
+  if (info.num_classes > std::max<std::int64_t>(info.num_nodes, kMaxClassesAnyGraph))
+    throw InputError(path, "key 'dataset.num_classes'", std::to_string(info.num_classes) + " classes for " + std::to_string(info.num_nodes) + " nodes");
   const std::int64_t K = json_int(o, "num_parts", path);
   if (K < 1 || K > (std::int64_t{1} << 30)) throw InputError(path, "key 'num_parts'", std::to_string(K) + ", expected a positive number of parts");
   auto* off = o.if_contains("offsets");

@@ -461,7 +461,8 @@ def derive(args, seeds, dest, need_run):
                       ("run", [b, "train", "ds", "--epochs", "2", "--run-dir", "run"] + TINY)][:4 + need_run]:
         rc, err = run(argv, dest, 120, args.mem_mb, os.path.join(dest, "derive.err"))
         if rc != 0:
-            sys.exit("fuzz: deriving %s failed (rc %s): %s\n%s" % (key, rc, " ".join(argv), err))
+            print("fuzz: deriving %s failed (rc %s): %s\n%s" % (key, rc, " ".join(argv), err), file=sys.stderr)
+            sys.exit(2)
         base[key] = os.path.join(dest, key)
     return base
 
