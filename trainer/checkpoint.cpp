@@ -3,11 +3,14 @@
 #include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/serialize.h>
+#include <torch/csrc/jit/serialization/pickle.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <span>
+#include <sstream>
+#include <type_traits>
 #include <string_view>
 
 #include "datasets/array_dir.hpp"
@@ -19,8 +22,9 @@ namespace shardgnn {
 namespace {
 
 constexpr const char* kFormat = "shardgnn-checkpoint";
-constexpr std::int64_t kVersion = 2;
-constexpr std::int64_t kOldestVersion = 1;  // no step: always an epoch boundary
+// Version 3: a pickled dictionary of plain values and tensors (version 2 was a TorchScript
+// archive, whose code torch compiles on load: a damaged one crashed that compiler).
+constexpr std::int64_t kVersion = 3;
 
 // The whole file goes through stdio from memory: torch's zip writer finishes its archive in a
 // destructor, where a write error (a full disk) could only abort the process.
@@ -29,6 +33,26 @@ void write_bytes_atomic(const std::string& path, const std::vector<char>& bytes)
     if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size())
       throw InputError(path, "", std::string("write failed: ") + std::strerror(errno));
   });
+}
+
+// `value` as torch.save writes it: a zip of an untagged pickle (no TorchScript type tags, which
+// torch.load(weights_only=True) refuses) and the tensors' storages. Python reads it with torch.load.
+std::vector<char> pickle_archive(const c10::IValue& value) {
+  std::vector<char> pickle;
+  torch::jit::Pickler pickler([&](const char* data, std::size_t n) { pickle.insert(pickle.end(), data, data + n); }, /*tensor_table=*/nullptr,
+                              /*type_renamer=*/nullptr, /*memoized_class_types=*/nullptr, /*get_tensor_id=*/nullptr, /*tag_aggregates=*/false);
+  pickler.protocol();
+  pickler.pushIValue(value);
+  pickler.stop();
+  std::vector<char> bytes;
+  {
+    caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, std::size_t n) {
+      bytes.insert(bytes.end(), static_cast<const char*>(data), static_cast<const char*>(data) + n);
+      return n;
+    });
+    torch::jit::writeArchiveAndTensors("data", pickle.data(), pickle.size(), pickler.tensorData(), writer);
+  }  // the writer finishes the zip when destroyed
+  return bytes;
 }
 
 // A checkpoint's checksum rides in its zip archive's comment, which torch and unzip ignore: the
@@ -55,7 +79,7 @@ std::vector<char> unseal(const std::string& path) {
   }
   const std::size_t n = bytes.size();
   const bool sealed = n >= kEndRecordBytes + kSealBytes && std::string_view(bytes.data() + n - kSealBytes, sizeof kSealTag - 1) == kSealTag;
-  if (!sealed) throw InputError(path, "", "damaged checkpoint: no shardgnn checksum at its end (truncated, or not written by shardgnn)");
+  if (!sealed) throw InputError(path, "", "damaged checkpoint: no shardgnn checksum at its end (truncated, or not written by this version of shardgnn)");
   const std::string want(bytes.data() + n - 8, 8);
   bytes.resize(n - kSealBytes);
   bytes[bytes.size() - 2] = 0;
@@ -65,17 +89,41 @@ std::vector<char> unseal(const std::string& path) {
   return bytes;
 }
 
-// Built by append: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string&&.
-std::string best_key(std::size_t i) {
-  std::string key = "p";
-  key += std::to_string(i);
-  return key;
-}
-
 // torch's messages carry a backtrace after the first line; one line is enough here.
 std::string first_line(const char* what) {
   std::string s(what);
   return s.substr(0, s.find('\n'));
+}
+
+// The optimiser keeps its per-parameter state under a key made from the parameter's TensorImpl:
+// its address as text in libtorch 1.13, the address itself in 2.x.
+template <class State>
+typename State::key_type state_key(const State&, const torch::Tensor& p) {
+  if constexpr (std::is_same_v<typename State::key_type, std::string>) {
+    std::ostringstream key;
+    key << p.unsafeGetTensorImpl();
+    return key.str();
+  } else {
+    return p.unsafeGetTensorImpl();
+  }
+}
+
+std::vector<torch::Tensor> optimizer_params(const torch::optim::Optimizer& o) {
+  std::vector<torch::Tensor> params;
+  for (const auto& group : o.param_groups())
+    for (const auto& p : group.params()) params.push_back(p);
+  return params;
+}
+
+// A tensor, or an empty one where the state has none yet (before the first step).
+torch::Tensor or_empty(const torch::Tensor& t) { return t.defined() ? t.detach().to(torch::kCPU).contiguous() : torch::Tensor(torch::empty({0})); }
+
+// Lists of element type Any: typed lists pickle through torch.jit helpers that
+// torch.load(weights_only=True) refuses.
+c10::impl::GenericList tensor_list(const std::vector<torch::Tensor>& v) {
+  c10::impl::GenericList l(c10::AnyType::get());
+  for (const auto& t : v) l.push_back(or_empty(t));
+  return l;
 }
 
 }  // namespace
@@ -88,40 +136,61 @@ std::string CheckpointIdentity::describe() const {
 
 void save_checkpoint(const std::string& path, const CheckpointIdentity& id, const torch::nn::Module& model, const torch::optim::Optimizer& optimizer,
                      const TrainState& state) {
-  torch::serialize::OutputArchive a;
-  a.write("format", c10::IValue(std::string(kFormat)));
-  a.write("version", c10::IValue(kVersion));
-  a.write("model_name", c10::IValue(id.model));
-  a.write("optimizer_name", c10::IValue(id.optimizer));
-  a.write("dataset", c10::IValue(id.dataset));
-  a.write("hidden", c10::IValue(id.hidden));
-  a.write("layers", c10::IValue(id.layers));
-  a.write("heads", c10::IValue(id.heads));
-  a.write("in_features", c10::IValue(id.in));  // keys become TorchScript names: "in" is reserved
-  a.write("classes", c10::IValue(id.classes));
-  a.write("num_nodes", c10::IValue(id.num_nodes));
-  a.write("seed", c10::IValue(static_cast<std::int64_t>(id.seed)));
-  a.write("next_epoch", c10::IValue(static_cast<std::int64_t>(state.next_epoch)));
-  a.write("best_val", c10::IValue(state.best_val));
-  a.write("best_epoch", c10::IValue(static_cast<std::int64_t>(state.best_epoch)));
-  a.write("bad_evals", c10::IValue(static_cast<std::int64_t>(state.bad_evals)));
-  a.write("next_step", c10::IValue(state.next_step));
-  a.write("step_loss_sum", c10::IValue(state.step_loss_sum));
-  a.write("step_correct", c10::IValue(state.step_correct));
-  a.write("step_examples", c10::IValue(state.step_examples));
-  torch::serialize::OutputArchive m, o, b;
-  model.save(m);
-  a.write("model", m);
-  optimizer.save(o);
-  a.write("optimizer", o);
-  for (std::size_t i = 0; i < state.best.size(); ++i) b.write(best_key(i), state.best[i]);
-  a.write("best_count", c10::IValue(static_cast<std::int64_t>(state.best.size())));
-  a.write("best", b);
-  std::vector<char> bytes;
-  a.save_to([&](const void* data, std::size_t n) -> std::size_t {
-    bytes.insert(bytes.end(), static_cast<const char*>(data), static_cast<const char*>(data) + n);
-    return n;
-  });
+  c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
+  d.insert("format", std::string(kFormat));
+  d.insert("version", kVersion);
+  d.insert("model_name", id.model);
+  d.insert("optimizer_name", id.optimizer);
+  d.insert("dataset", id.dataset);
+  d.insert("hidden", id.hidden);
+  d.insert("layers", id.layers);
+  d.insert("heads", id.heads);
+  d.insert("in_features", id.in);
+  d.insert("classes", id.classes);
+  d.insert("num_nodes", id.num_nodes);
+  d.insert("seed", static_cast<std::int64_t>(id.seed));
+  d.insert("next_epoch", static_cast<std::int64_t>(state.next_epoch));
+  d.insert("best_val", state.best_val);
+  d.insert("best_epoch", static_cast<std::int64_t>(state.best_epoch));
+  d.insert("bad_evals", static_cast<std::int64_t>(state.bad_evals));
+  d.insert("next_step", state.next_step);
+  d.insert("step_loss_sum", state.step_loss_sum);
+  d.insert("step_correct", state.step_correct);
+  d.insert("step_examples", state.step_examples);
+  c10::Dict<std::string, torch::Tensor> weights;
+  for (const auto& item : model.named_parameters()) weights.insert(item.key(), or_empty(item.value()));
+  for (const auto& item : model.named_buffers()) weights.insert(item.key(), or_empty(item.value()));
+  d.insert("model", weights);
+  d.insert("best", tensor_list(state.best));
+  // The optimiser's state per parameter, in parameter order (its options come from the config
+  // and the learning-rate schedule, which a resumed run recomputes).
+  std::vector<torch::Tensor> a, b, c;
+  c10::impl::GenericList steps(c10::AnyType::get());
+  for (const auto& p : optimizer_params(optimizer)) {
+    const auto it = optimizer.state().find(state_key(optimizer.state(), p));
+    const torch::optim::OptimizerParamState* st = it == optimizer.state().end() ? nullptr : it->second.get();
+    if (const auto* adam = dynamic_cast<const torch::optim::AdamParamState*>(st)) {
+      steps.push_back(adam->step());
+      a.push_back(adam->exp_avg());
+      b.push_back(adam->exp_avg_sq());
+      c.push_back(adam->max_exp_avg_sq());
+    } else if (const auto* sgd = dynamic_cast<const torch::optim::SGDParamState*>(st)) {
+      steps.push_back(1);
+      a.push_back(sgd->momentum_buffer());
+      b.emplace_back();
+      c.emplace_back();
+    } else {
+      steps.push_back(0);  // no state yet
+      a.emplace_back();
+      b.emplace_back();
+      c.emplace_back();
+    }
+  }
+  d.insert("opt_steps", steps);
+  d.insert("opt_a", tensor_list(a));
+  d.insert("opt_b", tensor_list(b));
+  d.insert("opt_c", tensor_list(c));
+  std::vector<char> bytes = pickle_archive(d);
   seal(bytes);
   try {
     write_bytes_atomic(path, bytes);
@@ -133,26 +202,42 @@ void save_checkpoint(const std::string& path, const CheckpointIdentity& id, cons
 void load_checkpoint(const std::string& path, const CheckpointIdentity& id, torch::nn::Module& model, torch::optim::Optimizer& optimizer, TrainState& state,
                      const torch::Device& device) {
   const std::vector<char> archive = unseal(path);
-  torch::serialize::InputArchive a;
+  c10::IValue root;
   try {
-    a.load_from(archive.data(), archive.size(), device);
+    root = torch::pickle_load(archive);
   } catch (const c10::Error& e) {
     throw InputError(path, "", "not a readable checkpoint: " + first_line(e.what_without_backtrace()));
-  } catch (const std::exception& e) {  // TorchScript's parser reports with its own types
+  } catch (const std::exception& e) {
     throw InputError(path, "", "not a readable checkpoint: " + first_line(e.what()));
   }
+  if (!root.isGenericDict()) throw InputError(path, "", "not a shardgnn checkpoint (not a dictionary)");
+  const c10::impl::GenericDict d = root.toGenericDict();
   auto read = [&](const char* key) {
-    c10::IValue v;
-    if (!a.try_read(key, v)) throw InputError(path, "", std::string("not a shardgnn checkpoint (no '") + key + "' entry)");
-    return v;
+    const auto it = d.find(c10::IValue(std::string(key)));
+    if (it == d.end()) throw InputError(path, "", std::string("not a shardgnn checkpoint (no '") + key + "' entry)");
+    return it->value();
+  };
+  auto tensors = [&](const char* key, std::size_t count) {
+    const c10::IValue v = read(key);
+    if (!v.isTensorList() && !v.isList()) throw InputError(path, "", std::string("damaged checkpoint: '") + key + "' is not a list of tensors");
+    std::vector<torch::Tensor> out;
+    for (const c10::IValue& t : v.toListRef()) out.push_back(t.toTensor());
+    if (out.size() != count)
+      throw InputError(path, "", std::string("damaged checkpoint: '") + key + "' holds " + std::to_string(out.size()) + " tensors, expected " + std::to_string(count));
+    return out;
+  };
+  // A stored tensor goes into `into` only with the same shape and dtype.
+  auto restore = [&](const torch::Tensor& from, const torch::Tensor& like, const std::string& what) {
+    if (from.sizes() != like.sizes() || from.scalar_type() != like.scalar_type())
+      throw InputError(path, "", "damaged checkpoint: " + what + " has shape " + c10::str(from.sizes()) + ", expected " + c10::str(like.sizes()));
+    return from.to(like.device()).clone();
   };
   try {
     const c10::IValue format = read("format");
     if (!format.isString() || format.toStringRef() != kFormat) throw InputError(path, "", "not a shardgnn checkpoint");
     const std::int64_t version = read("version").toInt();
-    if (version < kOldestVersion || version > kVersion)
-      throw InputError(path, "", "checkpoint format version " + std::to_string(version) + ", this build reads " + std::to_string(kOldestVersion) + " to " +
-                                     std::to_string(kVersion));
+    if (version != kVersion)
+      throw InputError(path, "", "checkpoint format version " + std::to_string(version) + ", this build reads version " + std::to_string(kVersion));
     CheckpointIdentity got;
     got.model = read("model_name").toStringRef();
     got.optimizer = read("optimizer_name").toStringRef();
@@ -172,23 +257,60 @@ void load_checkpoint(const std::string& path, const CheckpointIdentity& id, torc
     s.best_val = read("best_val").toDouble();
     s.best_epoch = static_cast<int>(read("best_epoch").toInt());
     s.bad_evals = static_cast<int>(read("bad_evals").toInt());
-    if (version >= 2) {
-      s.next_step = read("next_step").toInt();
-      s.step_loss_sum = read("step_loss_sum").toDouble();
-      s.step_correct = read("step_correct").toDouble();
-      s.step_examples = read("step_examples").toDouble();
-      if (s.next_step < 0) throw InputError(path, "", "damaged checkpoint: step " + std::to_string(s.next_step));
+    s.next_step = read("next_step").toInt();
+    s.step_loss_sum = read("step_loss_sum").toDouble();
+    s.step_correct = read("step_correct").toDouble();
+    s.step_examples = read("step_examples").toDouble();
+    if (s.next_epoch < 0 || s.next_step < 0) throw InputError(path, "", "damaged checkpoint: epoch " + std::to_string(s.next_epoch) + ", step " + std::to_string(s.next_step));
+
+    // Everything is read and checked before the model or the optimiser is touched.
+    const c10::IValue weights_value = read("model");
+    if (!weights_value.isGenericDict()) throw InputError(path, "", "damaged checkpoint: 'model' is not a dictionary");
+    const c10::impl::GenericDict weights = weights_value.toGenericDict();
+    std::vector<std::pair<torch::Tensor, torch::Tensor>> model_copies;  // (destination, value)
+    auto take = [&](const std::string& name, const torch::Tensor& dest) {
+      const auto it = weights.find(c10::IValue(name));
+      if (it == weights.end()) throw InputError(path, "", "damaged checkpoint: no weights for '" + name + "'");
+      model_copies.emplace_back(dest, restore(it->value().toTensor(), dest, "'" + name + "'"));
+    };
+    for (const auto& item : model.named_parameters()) take(item.key(), item.value());
+    for (const auto& item : model.named_buffers()) take(item.key(), item.value());
+    const std::vector<torch::Tensor> params = optimizer_params(optimizer);
+    const c10::IValue steps_value = read("opt_steps");
+    if (!steps_value.isIntList() && !steps_value.isList()) throw InputError(path, "", "damaged checkpoint: 'opt_steps' is not a list");
+    std::vector<std::int64_t> steps;
+    for (const c10::IValue& v : steps_value.toListRef()) steps.push_back(v.toInt());
+    if (steps.size() != params.size()) throw InputError(path, "", "damaged checkpoint: optimiser state for " + std::to_string(steps.size()) + " parameters, expected " + std::to_string(params.size()));
+    const auto a = tensors("opt_a", params.size()), b = tensors("opt_b", params.size()), c = tensors("opt_c", params.size());
+    const auto best = read("best");
+    std::vector<torch::Tensor> best_stored;
+    for (const c10::IValue& t : best.toListRef()) best_stored.push_back(t.toTensor());
+    if (!best_stored.empty() && best_stored.size() != params.size())
+      throw InputError(path, "", "damaged checkpoint: best weights for " + std::to_string(best_stored.size()) + " parameters, expected " + std::to_string(params.size()));
+    for (std::size_t i = 0; i < best_stored.size(); ++i) s.best.push_back(restore(best_stored[i], params[i], "best weights " + std::to_string(i)).to(device));
+    const bool adam = dynamic_cast<torch::optim::Adam*>(&optimizer) != nullptr;
+    std::vector<std::unique_ptr<torch::optim::OptimizerParamState>> opt_states(params.size());
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      if (steps[i] == 0) continue;
+      const std::string what = "optimiser state " + std::to_string(i);
+      if (adam) {
+        auto st = std::make_unique<torch::optim::AdamParamState>();
+        st->step(steps[i]);
+        st->exp_avg(restore(a[i], params[i], what));
+        st->exp_avg_sq(restore(b[i], params[i], what));
+        if (c[i].numel() > 0) st->max_exp_avg_sq(restore(c[i], params[i], what));
+        opt_states[i] = std::move(st);
+      } else {
+        auto st = std::make_unique<torch::optim::SGDParamState>();
+        if (a[i].numel() > 0) st->momentum_buffer(restore(a[i], params[i], what));
+        opt_states[i] = std::move(st);
+      }
     }
-    torch::serialize::InputArchive m, o, b;
-    if (!a.try_read("model", m) || !a.try_read("optimizer", o) || !a.try_read("best", b)) throw InputError(path, "", "incomplete checkpoint");
-    const std::int64_t best_count = read("best_count").toInt();
-    for (std::int64_t i = 0; i < best_count; ++i) {
-      torch::Tensor t;
-      b.read(best_key(static_cast<std::size_t>(i)), t);
-      s.best.push_back(t.to(device));
-    }
-    model.load(m);
-    optimizer.load(o);
+    torch::NoGradGuard no_grad;
+    for (auto& [dest, value] : model_copies) dest.copy_(value);
+    optimizer.state().clear();
+    for (std::size_t i = 0; i < params.size(); ++i)
+      if (opt_states[i]) optimizer.state()[state_key(optimizer.state(), params[i])] = std::move(opt_states[i]);
     state = std::move(s);
   } catch (const c10::Error& e) {
     throw InputError(path, "", "damaged checkpoint: " + first_line(e.what_without_backtrace()));
@@ -203,24 +325,7 @@ void save_weights(const std::string& path, const torch::nn::Module& model) {
   c10::Dict<std::string, at::Tensor> dict;
   for (const auto& item : model.named_parameters()) dict.insert(item.key(), item.value().detach().to(torch::kCPU).contiguous());
   for (const auto& item : model.named_buffers()) dict.insert(item.key(), item.value().detach().to(torch::kCPU).contiguous());
-  // torch::pickle_save, but without TorchScript's type tags: a tagged dict unpickles through
-  // torch.jit._pickle.restore_type_tag, which torch.load(weights_only=True), the default since
-  // PyTorch 2.6, refuses. Untagged, the archive holds only tensors, storages and a dict.
-  std::vector<char> pickle;
-  torch::jit::Pickler pickler([&](const char* data, std::size_t n) { pickle.insert(pickle.end(), data, data + n); }, /*tensor_table=*/nullptr,
-                              /*type_renamer=*/nullptr, /*memoized_class_types=*/nullptr, /*get_tensor_id=*/nullptr, /*tag_aggregates=*/false);
-  pickler.protocol();
-  pickler.pushIValue(c10::IValue(dict));
-  pickler.stop();
-  std::vector<char> bytes;
-  {
-    caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, std::size_t n) {
-      bytes.insert(bytes.end(), static_cast<const char*>(data), static_cast<const char*>(data) + n);
-      return n;
-    });
-    torch::jit::writeArchiveAndTensors("data", pickle.data(), pickle.size(), pickler.tensorData(), writer);
-  }  // the writer finishes the zip when destroyed
-  write_bytes_atomic(path, bytes);
+  write_bytes_atomic(path, pickle_archive(c10::IValue(dict)));
 }
 
 }  // namespace shardgnn

@@ -1,11 +1,14 @@
-// Checkpoints: model, optimiser, the epoch to run next and the early-stopping state (with the
-// best weights so far), in one torch::serialize archive written atomically (temporary file,
-// fsync, rename). The archive names the model and the dataset it was trained on, and loading a
-// checkpoint of anything else is an InputError before any state is touched. Randomness needs no
-// stored state: dropout and torch's generator are reseeded from (seed, epoch, step, rank) at every
-// step and the sampler's streams are keyed by (seed, epoch, step), so a resumed run draws exactly
-// what an uninterrupted one would, from an epoch boundary or from any step (the seed is part of
-// the identity). Version 2 added the step; version 1 files (epoch boundaries) still load.
+// Checkpoints: model, optimiser state, the epoch (and step) to run next and the early-stopping
+// state (with the best weights so far), as one dictionary of plain values and tensors in torch.save's
+// format (Python reads it with torch.load), sealed with a CRC-32 in its zip comment and written
+// atomically (temporary file, fsync, rename). Loading checks the seal before torch parses a byte,
+// and checks every entry's type and every tensor's shape before the model or the optimiser is
+// touched; it needs no TorchScript. The checkpoint names the model and the dataset it was trained
+// on, and loading a checkpoint of anything else is an InputError. Randomness needs no stored
+// state: dropout and torch's generator are reseeded from (seed, epoch, step, rank) at every step
+// and the sampler's streams are keyed by (seed, epoch, step), so a resumed run draws exactly what
+// an uninterrupted one would, from an epoch boundary or from any step (the seed is part of the
+// identity). Format version 3; earlier versions (TorchScript archives) are refused.
 #pragma once
 
 #include <torch/nn.h>
