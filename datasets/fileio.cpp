@@ -39,25 +39,28 @@ std::string unique_suffix() {
   return ".tmp-" + host_name() + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
 }
 
-// The process that made a temporary name of `base` (see unique_suffix), if `name` is one, and
-// whether it made it on this host.
+// The process that made a temporary name of `base` (see unique_suffix), if `name` is exactly one
+// (".tmp-<host>-<pid>-<n>", optionally ".old"), and whether it made it on this host.
 struct Maker {
   bool ours = false;  // a temporary of `base`, made on this host
+  bool old = false;   // a folder swapped out by commit_dir_atomic
   long pid = 0;
 };
 Maker maker_of(const std::string& name, const std::string& base) {
   const std::string head = base + ".tmp-";
   if (name.rfind(head, 0) != 0) return {};
   std::string rest = name.substr(head.size());
-  if (rest.size() > 4 && rest.compare(rest.size() - 4, 4, ".old") == 0) rest.resize(rest.size() - 4);
+  const bool old = rest.size() > 4 && rest.compare(rest.size() - 4, 4, ".old") == 0;
+  if (old) rest.resize(rest.size() - 4);
   // <host>-<pid>-<n>; the host may hold dashes, so parse from the right.
+  auto digits = [](const std::string& t) { return !t.empty() && t.size() <= 9 && t.find_first_not_of("0123456789") == std::string::npos; };
   const auto last = rest.rfind('-');
-  if (last == std::string::npos || last == 0) return {};
+  if (last == std::string::npos || last == 0 || !digits(rest.substr(last + 1))) return {};
   const auto mid = rest.rfind('-', last - 1);
-  const std::string pid_text = mid == std::string::npos ? rest.substr(0, last) : rest.substr(mid + 1, last - mid - 1);
-  const std::string host = mid == std::string::npos ? host_name() : rest.substr(0, mid);  // names before hosts were recorded
-  if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos || pid_text.size() > 9) return {};
-  return {host == host_name(), std::stol(pid_text)};
+  if (mid == std::string::npos) return {};
+  const std::string pid = rest.substr(mid + 1, last - mid - 1);
+  if (!digits(pid) || rest.substr(0, mid) != host_name()) return {};
+  return {true, old, std::stol(pid)};
 }
 
 void fsync_path(const std::string& path, bool directory) {
@@ -246,16 +249,31 @@ std::vector<std::string> remove_stale_temporaries(const std::string& path) {
   std::vector<std::string> removed;
   std::error_code ec;
   const std::string base = target.filename().string();
+  std::vector<fs::path> stale;
   for (fs::directory_iterator it(target.parent_path(), ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    const Maker m = maker_of(name, base);
+    const Maker m = maker_of(it->path().filename().string(), base);
     // Only what a process of this host made, and only once that process is gone.
-    if (!m.ours || m.pid <= 0 || ::kill(static_cast<pid_t>(m.pid), 0) == 0 || errno != ESRCH) continue;
+    if (!m.ours || m.pid <= 0 || m.pid == ::getpid() || ::kill(static_cast<pid_t>(m.pid), 0) == 0 || errno != ESRCH) continue;
+    // A swapped-out folder with no folder in its place is the only complete copy (its writer
+    // died between the two renames of commit_dir_atomic): it goes back.
+    std::error_code there;
+    if (m.old && !fs::exists(target, there)) {
+      std::error_code mv;
+      fs::rename(it->path(), target, mv);
+      if (!mv) {
+        std::fprintf(stderr, "shardgnn: restored %s from %s, left by process %ld, which no longer runs\n", target.c_str(), it->path().c_str(), m.pid);
+        continue;
+      }
+    }
+    stale.push_back(it->path());
+  }
+  for (const fs::path& path : stale) {
+    const Maker m = maker_of(path.filename().string(), base);
     std::error_code rm;
-    fs::remove_all(it->path(), rm);
+    fs::remove_all(path, rm);
     if (!rm) {
-      removed.push_back(it->path().string());
-      std::fprintf(stderr, "shardgnn: removed %s, left by process %ld, which no longer runs\n", it->path().c_str(), m.pid);
+      removed.push_back(path.string());
+      std::fprintf(stderr, "shardgnn: removed %s, left by process %ld, which no longer runs\n", path.c_str(), m.pid);
     }
   }
   return removed;
@@ -279,7 +297,11 @@ std::string begin_dir_atomic(const std::string& dir, bool replace) {
   fs::create_directories(target.parent_path(), ec);
   if (ec) throw InputError(dir, "", "cannot create parent folder: " + ec.message());
   const fs::path tmp = target.string() + unique_suffix();
-  fs::create_directory(tmp, ec);
+  // A folder of that name is a stale one of an earlier process that had this PID.
+  if (!fs::create_directory(tmp, ec) && !ec) {
+    fs::remove_all(tmp, ec);
+    fs::create_directory(tmp, ec);
+  }
   if (ec) throw InputError(dir, "", "cannot create temporary folder: " + ec.message());
   return tmp.string();
 }

@@ -50,7 +50,8 @@ void write_text_file_atomic(const std::string& path, const std::string& text);
 
 // Builds a folder atomically: `fill` populates a fresh temporary sibling folder, whose files are
 // fsynced before it is renamed to `dir`. If `dir` exists it must be empty, or `replace` must be
-// set (the old folder is then swapped out and removed only after the new one is in place).
+// set and `dir` hold a shardgnn dataset or partitioned dataset (the old folder is then swapped out
+// and removed only after the new one is in place).
 // On any exception nothing is left behind.
 void write_dir_atomic(const std::string& dir, bool replace, const std::function<void(const std::string& tmp_dir)>& fill);
 // write_dir_atomic in two steps, for a folder that several processes fill: begin checks `dir`
@@ -60,13 +61,15 @@ void write_dir_atomic(const std::string& dir, bool replace, const std::function<
 std::string begin_dir_atomic(const std::string& dir, bool replace);
 void commit_dir_atomic(const std::string& tmp, const std::string& dir, bool replace);
 // write_dir_atomic's refusal on its own, to refuse before a long computation: an InputError when
-// `dir` is a file, or a non-empty folder and not `replace`.
+// `dir` is a file, or a non-empty folder and not `replace`, or a non-empty folder holding no
+// shardgnn dataset or partitioned dataset (its meta.json or partition.json).
 void check_output_dir(const std::string& dir, bool replace);
 
 // The path of a file or folder that metadata (`json_path`, key `key`) names inside `folder`,
 // checked before anything reads it: `name` must be relative, without `..` (or, unless
 // `subfolders`, any `/`), and name an existing regular file (a folder when `want_folder`).
-// Anything else is an InputError, so metadata cannot send a reader to /etc/passwd or /dev/zero.
+// Anything else is an InputError, so metadata cannot send a reader to /etc/passwd or /dev/zero
+// (a symbolic link inside the folder is followed: whoever can place one can edit the files too).
 std::string confined_path(const std::string& folder, const std::string& name, const std::string& json_path, const std::string& key,
                           bool want_folder = false, bool subfolders = false);
 

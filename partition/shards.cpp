@@ -512,11 +512,6 @@ Shard load_rows(const PartitionInfo& info, PartId k, const PartFiles& f) {
   s.orig_ids = load_listed_array<NodeId>(f.pdir, f.arrays(), f.path, "orig_ids", {n}, true);
   if (info.feature_dim > 0) s.features = load_listed_array<float>(f.pdir, f.arrays(), f.path, "features", {n, info.feature_dim}, true);
   if (info.num_classes > 0) s.labels = load_listed_array<std::int64_t>(f.pdir, f.arrays(), f.path, "labels", {n}, true);
-  // What the sampler and trainer index with, checked once here rather than on every access.
-  auto file = [&](const char* name) { return (fs::path(f.pdir) / (std::string(name) + ".npy")).string(); };
-  check_csr(s.graph, info.num_nodes, file("indptr"), file("indices"));
-  check_range(s.orig_ids.span(), 0, info.num_nodes, file("orig_ids"), "dataset node id");
-  if (info.num_classes > 0) check_range(s.labels.span(), -1, info.num_classes, file("labels"), "label");
   return s;
 }
 }  // namespace
@@ -534,10 +529,19 @@ Shard load_shard(const PartitionInfo& info, PartId k) {
   s.halo_nodes = load_listed_array<NodeId>(pdir, arrays, path, "halo_nodes", {h}, true);
   s.halo_owner = load_listed_array<PartId>(pdir, arrays, path, "halo_owner", {h}, true);
   s.edge_weights = load_listed_array<std::int64_t>(pdir, arrays, path, "edge_weights", {s.graph.num_edges()}, false);
+  // What the sampler and trainer index with, checked once here rather than on every access (a
+  // node-local peer's rows, load_shard_rows, were checked by the rank that owns them).
   auto file = [&](const char* name) { return (fs::path(pdir) / (std::string(name) + ".npy")).string(); };
+  check_csr(s.graph, info.num_nodes, file("indptr"), file("indices"));
+  check_range(s.orig_ids.span(), 0, info.num_nodes, file("orig_ids"), "dataset node id");
+  if (info.num_classes > 0) check_range(s.labels.span(), -1, info.num_classes, file("labels"), "label");
   for (auto [name, ids] : {std::pair{"train_idx", &s.train_idx}, {"val_idx", &s.val_idx}, {"test_idx", &s.test_idx}})
     check_range(ids->span(), info.book.begin(k), info.book.end(k), file(name), "node id of this part's");
   check_range(s.halo_nodes.span(), 0, info.num_nodes, file("halo_nodes"), "node id");
+  for (std::size_t i = 1; i < s.halo_nodes.size(); ++i)
+    if (s.halo_nodes[i] <= s.halo_nodes[i - 1])
+      throw InputError(file("halo_nodes"), "element " + std::to_string(i), "node " + std::to_string(s.halo_nodes[i]) + " after " +
+                                                                                std::to_string(s.halo_nodes[i - 1]) + ": the list must be strictly increasing");
   for (std::size_t i = 0; i < s.halo_nodes.size(); ++i)
     if (s.halo_owner[i] != info.book.owner(s.halo_nodes[i]))
       throw InputError(file("halo_owner"), "element " + std::to_string(i),

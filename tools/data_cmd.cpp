@@ -134,7 +134,7 @@ int convert(const std::vector<std::string>& args) {
       ("seed", po::value<std::uint64_t>()->default_value(0), "seed for --split")
       ("normalize-features", po::value<std::string>()->default_value("none"), "none, or row: scale each feature row to sum 1 (Kipf & Welling's preprocessing)")
       ("memory-limit", po::value<std::string>(), kMemoryLimitHelp)
-      ("force", "replace an existing output folder");
+      ("force", "replace an existing output folder that holds a shardgnn dataset or partitioned dataset");
   add_clean_options(o);
   po::variables_map vm;
   if (!parse(args, "shardgnn data convert <input> --out <dir> [options]\n\n"
@@ -195,7 +195,7 @@ int generate(const std::vector<std::string>& args) {
   po::options_description o("options");
   o.add_options()
       ("out,o", po::value<std::string>(), "output dataset folder")
-      ("force", "replace an existing output folder");
+      ("force", "replace an existing output folder that holds a shardgnn dataset or partitioned dataset");
   po::variables_map vm;
   if (kind == "rmat") {
     RmatOptions r;

@@ -117,7 +117,7 @@ int partition_main(const std::vector<std::string>& args, const PartitionCollecti
   if (!args.empty() && args[0] == "verify") return verify({args.begin() + 1, args.end()});
   g_command = "shardgnn partition";
   po::options_description o("options");
-  o.add_options()("out,o", po::value<std::string>()->required(), "output folder (partition.json + part-<k>/)")("force", "replace an existing output folder")(
+  o.add_options()("out,o", po::value<std::string>()->required(), "output folder (partition.json + part-<k>/)")("force", "replace an existing output folder that holds a shardgnn dataset or partitioned dataset")(
       "verify", "check the result against the dataset afterwards (serial verifier)");
   PartitionConfig cfg;
   add_partition_options(o, cfg);

@@ -263,5 +263,7 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
 int main(int argc, char** argv) {
   shardgnn::take_stop_signals(argv);  // first: every later thread leaves the signals to ours
   shardgnn::cli::use_strongest_blas_kernels(argv);
-  return shardgnn::cli::run_mpi_program(argc, argv, "train", /*threads=*/true, shardgnn::cli::train_main);
+  const int status = shardgnn::cli::run_mpi_program(argc, argv, "train", /*threads=*/true, shardgnn::cli::train_main);
+  if (status == shardgnn::kExitStoppedResumable) shardgnn::keep_exit_status_for_launcher();
+  return status;
 }

@@ -293,6 +293,7 @@ void load_checkpoint(const std::string& path, const CheckpointIdentity& id, torc
     for (std::size_t i = 0; i < params.size(); ++i) {
       if (steps[i] == 0) continue;
       const std::string what = "optimiser state " + std::to_string(i);
+      if (steps[i] < 0) throw InputError(path, "", "damaged checkpoint: optimiser step " + std::to_string(steps[i]));
       if (adam) {
         auto st = std::make_unique<torch::optim::AdamParamState>();
         st->step(steps[i]);
@@ -300,9 +301,9 @@ void load_checkpoint(const std::string& path, const CheckpointIdentity& id, torc
         st->exp_avg_sq(restore(b[i], params[i], what));
         if (c[i].numel() > 0) st->max_exp_avg_sq(restore(c[i], params[i], what));
         opt_states[i] = std::move(st);
-      } else {
+      } else if (a[i].numel() > 0) {  // SGD keeps state only as a momentum buffer
         auto st = std::make_unique<torch::optim::SGDParamState>();
-        if (a[i].numel() > 0) st->momentum_buffer(restore(a[i], params[i], what));
+        st->momentum_buffer(restore(a[i], params[i], what));
         opt_states[i] = std::move(st);
       }
     }

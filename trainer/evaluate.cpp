@@ -1,5 +1,7 @@
 #include "trainer/evaluate.hpp"
 
+#include "datasets/error.hpp"
+
 #include <algorithm>
 
 #include "sampler/pipeline.hpp"
@@ -142,9 +144,16 @@ torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communi
   std::vector<std::int64_t> nbr_pos(static_cast<std::size_t>(g.num_edges()));
   for (std::size_t e = 0; e < nbr_pos.size(); ++e) {
     const NodeId v = g.indices()[e];
-    nbr_pos[e] = v >= first && v < first + n_own
-                     ? v - first
-                     : n_own + (std::lower_bound(shard.halo_nodes.begin(), shard.halo_nodes.end(), v) - shard.halo_nodes.begin());
+    if (v >= first && v < first + n_own) {
+      nbr_pos[e] = v - first;
+      continue;
+    }
+    const auto at = std::lower_bound(shard.halo_nodes.begin(), shard.halo_nodes.end(), v);
+    // The loader checks the halo list is sorted, not that it is complete (a search per entry).
+    if (at == shard.halo_nodes.end() || *at != v)
+      throw InputError(shard.dir + "/part-" + std::to_string(shard.part) + "/halo_nodes.npy", "",
+                       "lacks node " + std::to_string(v) + ", a neighbour in the shard's edges (run `shardgnn partition verify`)");
+    nbr_pos[e] = n_own + (at - shard.halo_nodes.begin());
   }
   // Which layers project their table before the sums, decided on the whole graph's sizes so that
   // every rank sends and expects rows of the same width.

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -15,6 +16,7 @@ namespace shardgnn {
 namespace {
 
 std::atomic<int> g_signal{0};
+std::atomic<pid_t> g_sender{0};  // who sent the first stop signal (0: the kernel)
 
 }  // namespace
 
@@ -38,7 +40,10 @@ void take_stop_signals(char** argv) {
         if (sig <= 0) continue;
         const pid_t sender = info.si_code == SI_USER || info.si_code == SI_QUEUE ? info.si_pid : 0;
         switch (signals.receive(sender, std::chrono::steady_clock::now())) {
-          case StopSignals::Action::first: request_stop(sig); break;
+          case StopSignals::Action::first:
+            g_sender.store(sender);
+            request_stop(sig);
+            break;
           case StopSignals::Action::duplicate: break;
           case StopSignals::Action::second:
             // The user (or the batch system) will not wait for the step to end.
@@ -62,6 +67,29 @@ StopSignals::Action StopSignals::receive(pid_t sender, std::chrono::steady_clock
   // process just after the first is the first request taking a second path to this rank.
   if (sender != first_sender_ && when - first_when_ <= kDuplicateWindow) return Action::duplicate;
   return Action::second;
+}
+
+void keep_exit_status_for_launcher() noexcept {
+  const pid_t sender = g_sender.load();
+  if (sender <= 0 || ::getppid() != sender) return;
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/comm", static_cast<int>(sender));
+  std::FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return;
+  char comm[32] = {};
+  const bool proxy = std::fgets(comm, sizeof comm, f) != nullptr && std::strncmp(comm, "hydra_pmi_proxy", 15) == 0;
+  std::fclose(f);
+  if (!proxy) return;
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t self = ::getpid();
+  if (::fork() != 0) return;  // this process goes on to exit (also when fork failed)
+  // The child: only async-signal-safe calls from here on.
+  for (int i = 0; i < 5000 && ::getppid() == self; ++i) ::usleep(1000);  // until its parent has exited
+  ::usleep(20000);  // and become a zombie the proxy can reap
+  ::close(STDERR_FILENO);  // wakes the proxy, which reaps while stdout is open
+  ::usleep(300000);
+  ::_exit(0);
 }
 
 int stop_signal() noexcept { return g_signal.load(); }

@@ -29,7 +29,7 @@ inline sigset_t stop_signal_set() {
 }
 
 // Takes SIGTERM, SIGINT and SIGUSR1 from now on (idempotent): they are blocked in every thread
-// and one thread of ours waits for them with sigwait, so no thread is ever interrupted inside a
+// and one thread of ours waits for them with sigwaitinfo, so no thread is ever interrupted inside a
 // library call (MPICH, for one, keeps a SIGUSR1 handler of its own). Call it first thing in main,
 // before MPI or torch start threads: unless the signals were already blocked when the process
 // started (the shardgnn dispatcher blocks them before it execs the program), it re-executes the
@@ -51,6 +51,14 @@ class StopSignals {
   pid_t first_sender_ = 0;
   std::chrono::steady_clock::time_point first_when_{};
 };
+
+// Call just before exiting with a stop's status, after MPI has finalised. When the stop signal
+// came from MPICH's hydra_pmi_proxy (mpiexec forwarding what it received) and this process is its
+// child, MPICH 4.0's proxy reports a status of 0 for a child it reaps only after the child's
+// output pipes have closed, which is most of the time (upstream removed that in MPICH 4.1). So a
+// short-lived child of ours keeps stdout open until the proxy has reaped this process: it closes
+// stderr once this process has exited, which wakes the proxy while stdout is still open.
+void keep_exit_status_for_launcher() noexcept;
 
 // The first stop signal received (0: none).
 int stop_signal() noexcept;

@@ -834,7 +834,12 @@ TEST_CASE("save_dataset leaves nothing behind when it fails or refuses", "[bad-i
     check_message(input_error([&] { save_dataset(ds, tmp / "ds"); }), tmp / "ds", "", {"not empty", "--force"});
     CHECK(listing(tmp.str()) == std::set<std::string>{"ds"});
     CHECK(listing(tmp / "ds") == std::set<std::string>{"keep.txt"});
-    SECTION("and replaced with it, leaving no temporary sibling") {
+    SECTION("and with it too, holding no dataset; a dataset is replaced, leaving no temporary sibling") {
+      check_message(input_error([&] { save_dataset(ds, tmp / "ds", true); }), tmp / "ds", "", {"holds no shardgnn dataset", "--force replaces only those"});
+      CHECK(listing(tmp / "ds") == std::set<std::string>{"keep.txt"});
+      fs::remove(tmp / "ds/keep.txt");
+      save_dataset(ds, tmp / "ds");
+      write_bytes(tmp / "ds/keep.txt", "keep");
       save_dataset(ds, tmp / "ds", true);
       CHECK(listing(tmp.str()) == std::set<std::string>{"ds"});
       CHECK(listing(tmp / "ds").count("meta.json") == 1);
