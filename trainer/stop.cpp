@@ -63,8 +63,10 @@ StopSignals::Action StopSignals::receive(pid_t sender, std::chrono::steady_clock
     first_when_ = when;
     return Action::first;
   }
-  // The same process asking again (a terminal's Ctrl-C twice, scancel twice) means it; another
-  // process just after the first is the first request taking a second path to this rank.
+  // The same process asking again (a terminal's Ctrl-C twice, scancel twice) means it, unless it
+  // comes at once (a launcher passing on two copies); another process just after the first is the
+  // first request taking a second path to this rank.
+  if (when - first_when_ <= kEchoWindow) return Action::duplicate;
   if (sender != first_sender_ && when - first_when_ <= kDuplicateWindow) return Action::duplicate;
   return Action::second;
 }

@@ -3,9 +3,9 @@
 // for --signal=USR1@N, and a terminal sends SIGINT. The first such signal only sets a flag; the
 // trainer acts on it at the next step boundary, where every rank learns of it in the collective
 // it already makes there, so all stop after the same step. A second signal ends the process at
-// once with the conventional 128+signal status, unless it is the first one delivered twice: under
+// once with the conventional 128+signal status, unless it is the first one delivered again: under
 // mpiexec in a SLURM job, scancel and the end of --time reach every rank both from slurmstepd and
-// forwarded by MPICH's proxy, milliseconds apart.
+// forwarded by MPICH's proxy, milliseconds apart (see StopSignals).
 #pragma once
 
 #include <sys/types.h>
@@ -37,12 +37,15 @@ inline sigset_t stop_signal_set() {
 void take_stop_signals(char** argv);
 
 // What a stop signal means, given who sent it (si_pid; 0 from the kernel, e.g. a terminal's
-// Ctrl-C) and when: the first; the first again (another process, within kDuplicateWindow of the
-// first); or a second, which ends the process. One instance per process, used by the signal
-// thread; separate so that tests can drive it.
+// Ctrl-C) and when: the first; the first again (from anyone within kEchoWindow of the first, or
+// from another process within kDuplicateWindow); or a second, which ends the process. One
+// instance per process, used by the signal thread; separate so that tests can drive it.
 class StopSignals {
  public:
   enum class Action { first, duplicate, second };
+  // Launchers repeat what they get: `timeout` signals its child and then its process group, so
+  // mpiexec gets the signal twice and its proxy forwards both, milliseconds apart.
+  static constexpr std::chrono::milliseconds kEchoWindow{250};
   static constexpr std::chrono::milliseconds kDuplicateWindow{2000};
   Action receive(pid_t sender, std::chrono::steady_clock::time_point when) noexcept;
 

@@ -67,6 +67,16 @@ timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${quick[@]}" --epochs 
 grep -q "resuming .* at epoch 3 of 3" "$work/out.txt" || fail "did not resume: $(cat "$work/out.txt")"
 cp "$work/ck/checkpoint.pt" "$work/saved.pt"
 
+# wait_epochs DIR N PID: until DIR/metrics.jsonl records N epochs (30 s at most; 1 when PID ends first).
+wait_epochs() {
+  for _ in $(seq 600); do
+    [ "$(cat "$1/metrics.jsonl" 2>/dev/null | wc -l)" -ge "$2" ] && return 0
+    kill -0 "$3" 2>/dev/null || return 1
+    sleep 0.05
+  done
+  return 1
+}
+
 # Stopped by a signal, as a batch system stops a job: the ranks agree on a step, rank 0 checkpoints
 # it, every rank exits 75 (resumable) saying what to run, and the resumed run ends with the same
 # weights, byte for byte, as an uninterrupted one. The signal goes to the ranks themselves (srun
@@ -76,11 +86,7 @@ stop_run=("${stop_model[@]}" --epochs 40)
 timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${stop_run[@]}" --run-dir "$work/whole" > /dev/null 2>&1 || fail "uninterrupted run failed"
 timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${stop_run[@]}" --run-dir "$work/stopped" > "$work/out.txt" 2> "$work/err.txt" &
 launcher=$!
-for _ in $(seq 600); do
-  [ "$(cat "$work/stopped/metrics.jsonl" 2>/dev/null | wc -l)" -ge 2 ] && break
-  kill -0 "$launcher" 2>/dev/null || break
-  sleep 0.05
-done
+wait_epochs "$work/stopped" 2 "$launcher" || true
 pkill -TERM -f "shardgnn-train $work/p2 .*--run-dir $work/stopped" || fail "no training ranks to signal"
 set +e
 wait "$launcher"
@@ -97,11 +103,7 @@ cmp -s "$work/whole/weights.pt" "$work/stopped/weights.pt" || fail "stopped and 
 # reported 0 for about a third of such runs until the ranks kept their status for it).
 timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${stop_run[@]}" --run-dir "$work/stopped2" > /dev/null 2> "$work/err.txt" &
 launcher=$!
-for _ in $(seq 600); do
-  [ "$(cat "$work/stopped2/metrics.jsonl" 2>/dev/null | wc -l)" -ge 2 ] && break
-  kill -0 "$launcher" 2>/dev/null || break
-  sleep 0.05
-done
+wait_epochs "$work/stopped2" 2 "$launcher" || true
 kill -TERM "$launcher"
 set +e
 wait "$launcher"
@@ -120,11 +122,7 @@ set -e
 # mpiexec in a SLURM job), is one request: the run still stops with its checkpoint.
 "$SHARDGNN" train "$work/cora" "${stop_model[@]}" --epochs 400 --run-dir "$work/dup" > /dev/null 2> "$work/err.txt" &
 single=$!
-for _ in $(seq 600); do
-  [ -s "$work/dup/metrics.jsonl" ] && break
-  kill -0 "$single" 2>/dev/null || fail "the run for a doubled signal ended early: $(cat "$work/err.txt")"
-  sleep 0.05
-done
+wait_epochs "$work/dup" 1 "$single" || fail "the run for a doubled signal ended early: $(cat "$work/err.txt")"
 /bin/kill -s TERM "$single"
 kill -TERM "$single"
 set +e
@@ -133,15 +131,17 @@ rc=$?
 set -e
 [ "$rc" = 75 ] || fail "one SIGTERM from two processes: exit $rc, expected 75: $(cat "$work/err.txt")"
 [ -s "$work/dup/checkpoint.pt" ] || fail "one SIGTERM from two processes: no checkpoint"
-# A second signal from the same sender ends the process at once, 128 + the signal.
-"$SHARDGNN" train "$work/cora" "${stop_model[@]}" --epochs 400 --run-dir "$work/twice" > /dev/null 2> "$work/err.txt" &
+# A second signal from the same sender, past the echo window (0.25 s), ends the process at once,
+# 128 + the signal. Its steps are slowed 5000-fold, so both signals come inside the first.
+"$SHARDGNN" train "$work/cora" "${stop_model[@]}" --epochs 400 --simulate-slowdown 0:5000 --run-dir "$work/twice" > "$work/out.txt" 2> "$work/err.txt" &
 single=$!
 for _ in $(seq 600); do
-  [ -s "$work/twice/metrics.jsonl" ] && break
+  grep -q "^run:" "$work/out.txt" && break
   kill -0 "$single" 2>/dev/null || fail "the run for two signals ended early: $(cat "$work/err.txt")"
   sleep 0.05
 done
 kill -TERM "$single"
+sleep 0.5  # past the echo window, well inside the slowed step
 kill -INT "$single"
 set +e
 wait "$single"

@@ -313,6 +313,12 @@ TEST_CASE("a stop signal delivered twice is one request; the same sender asking 
     CHECK(s.receive(0, t0) == Action::first);
     CHECK(s.receive(0, soon) == Action::second);
   }
+  {  // one sender passing on two copies at once (timeout signals mpiexec twice, its proxy forwards both)
+    StopSignals s;
+    CHECK(s.receive(100, t0) == Action::first);
+    CHECK(s.receive(100, t0 + StopSignals::kEchoWindow / 2) == Action::duplicate);
+    CHECK(s.receive(100, t0 + StopSignals::kEchoWindow * 2) == Action::second);
+  }
   {  // another process long after the first: a second request
     StopSignals s;
     CHECK(s.receive(100, t0) == Action::first);
