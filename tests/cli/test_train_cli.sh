@@ -67,6 +67,14 @@ timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${quick[@]}" --epochs 
 grep -q "resuming .* at epoch 3 of 3" "$work/out.txt" || fail "did not resume: $(cat "$work/out.txt")"
 cp "$work/ck/checkpoint.pt" "$work/saved.pt"
 
+# wait_rc PID: waits for a background job and sets rc to its exit status.
+wait_rc() {
+  set +e
+  wait "$1"
+  rc=$?
+  set -e
+}
+
 # wait_epochs DIR N PID: until DIR/metrics.jsonl records N epochs (30 s at most; 1 when PID ends first).
 wait_epochs() {
   for _ in $(seq 600); do
@@ -88,10 +96,7 @@ timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${stop_run[@]}" --run-
 launcher=$!
 wait_epochs "$work/stopped" 2 "$launcher" || true
 pkill -TERM -f "shardgnn-train $work/p2 .*--run-dir $work/stopped" || fail "no training ranks to signal"
-set +e
-wait "$launcher"
-rc=$?
-set -e
+wait_rc "$launcher"
 [ "$rc" = 75 ] || fail "a run stopped by SIGTERM exited $rc, expected 75: $(cat "$work/err.txt")"
 grep -q "stopped by SIGTERM after .*holds it: run the same command with --resume to continue (exit status 75)" "$work/err.txt" ||
   fail "the stopped run did not say what happened and what to run: $(cat "$work/err.txt")"
@@ -105,10 +110,7 @@ timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${stop_run[@]}" --run-
 launcher=$!
 wait_epochs "$work/stopped2" 2 "$launcher" || true
 kill -TERM "$launcher"
-set +e
-wait "$launcher"
-rc=$?
-set -e
+wait_rc "$launcher"
 [ "$rc" = 75 ] || fail "a run whose mpiexec got SIGTERM exited $rc, expected 75: $(cat "$work/err.txt")"
 [ -s "$work/stopped2/checkpoint.pt" ] || fail "a run whose mpiexec got SIGTERM left no checkpoint"
 # Tasks that MPI did not join (srun without --mpi=pmi2) are told the likely cause.
@@ -125,10 +127,7 @@ single=$!
 wait_epochs "$work/dup" 1 "$single" || fail "the run for a doubled signal ended early: $(cat "$work/err.txt")"
 /bin/kill -s TERM "$single"
 kill -TERM "$single"
-set +e
-wait "$single"
-rc=$?
-set -e
+wait_rc "$single"
 [ "$rc" = 75 ] || fail "one SIGTERM from two processes: exit $rc, expected 75: $(cat "$work/err.txt")"
 [ -s "$work/dup/checkpoint.pt" ] || fail "one SIGTERM from two processes: no checkpoint"
 # A second signal from the same sender, past the echo window (0.25 s), ends the process at once,
@@ -143,10 +142,7 @@ done
 kill -TERM "$single"
 sleep 0.5  # past the echo window, well inside the slowed step
 kill -INT "$single"
-set +e
-wait "$single"
-rc=$?
-set -e
+wait_rc "$single"
 [ "$rc" = 130 ] || [ "$rc" = 143 ] || fail "two stop signals: exit $rc, expected 128 + the second signal: $(cat "$work/err.txt")"
 grep -q "a second stop signal" "$work/err.txt" || fail "two stop signals: not said: $(cat "$work/err.txt")"
 
