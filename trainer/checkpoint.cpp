@@ -79,7 +79,14 @@ std::vector<char> unseal(const std::string& path) {
   }
   const std::size_t n = bytes.size();
   const bool sealed = n >= kEndRecordBytes + kSealBytes && std::string_view(bytes.data() + n - kSealBytes, sizeof kSealTag - 1) == kSealTag;
-  if (!sealed) throw InputError(path, "", "damaged checkpoint: no shardgnn checksum at its end (truncated, or not written by this version of shardgnn)");
+  if (!sealed) {
+    // A whole zip archive without the seal is most likely a checkpoint of format 2 or earlier.
+    const bool zip = n >= kEndRecordBytes && std::string_view(bytes.data(), 4) == "PK\x03\x04" &&
+                     std::string_view(bytes.data() + n - kEndRecordBytes, 4) == "PK\x05\x06";
+    throw InputError(path, "", zip ? "damaged checkpoint: no shardgnn checksum at its end; a whole archive, so probably written by a shardgnn older than "
+                                     "checkpoint format 3, which this build cannot resume (start over with --force)"
+                                   : "damaged checkpoint: no shardgnn checksum at its end (truncated, or not a shardgnn checkpoint)");
+  }
   const std::string want(bytes.data() + n - 8, 8);
   bytes.resize(n - kSealBytes);
   bytes[bytes.size() - 2] = 0;
