@@ -16,6 +16,7 @@
 #include <random>
 
 #include "datasets/error.hpp"
+#include "datasets/json_util.hpp"
 #include "datasets/memory_limit.hpp"
 
 namespace fs = std::filesystem;
@@ -212,27 +213,31 @@ namespace {
 // Whether `folder` holds a shardgnn dataset or partitioned dataset: its metadata file names its
 // format, which is all --force may replace.
 bool holds_shardgnn_output(const fs::path& folder) {
-  for (const auto& [file, format] : {std::pair{"meta.json", "\"shardgnn-dataset\""}, {"partition.json", "\"shardgnn-partition\""}}) {
+  for (const auto& [file, format] : {std::pair{"meta.json", "shardgnn-dataset"}, {"partition.json", "shardgnn-partition"}}) {
     std::error_code ec;
     const fs::path path = folder / file;
-    if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) > (std::uintmax_t{64} << 20)) continue;
-    std::FILE* f = std::fopen(path.c_str(), "rb");
-    if (!f) continue;
-    std::string text(4096, '\0');
-    text.resize(std::fread(text.data(), 1, text.size(), f));
-    std::fclose(f);
-    // The writers put "format" first; a light look is enough to tell our folders from others.
-    const auto key = text.find("\"format\"");
-    if (key != std::string::npos && text.find(format, key) != std::string::npos && text.find(format, key) < key + 32) return true;
+    if (!fs::is_regular_file(path, ec)) continue;
+    try {
+      const boost::json::value v = read_json_file(path.string());
+      if (v.is_object() && json_string(v.get_object(), "format", path.string()) == format) return true;
+    } catch (const InputError&) {
+      // not ours, or not readable: either way not something --force may replace
+    }
   }
   return false;
+}
+
+// The folder (or file) a path names, absolute, without a trailing separator.
+fs::path target_of(const std::string& path) {
+  fs::path target = fs::absolute(path).lexically_normal();
+  if (!target.has_filename()) target = target.parent_path();
+  return target;
 }
 
 }  // namespace
 
 void check_output_dir(const std::string& dir, bool replace) {
-  fs::path target = fs::absolute(dir).lexically_normal();
-  if (target.has_filename() == false) target = target.parent_path();
+  const fs::path target = target_of(dir);
   std::error_code ec;
   if (fs::exists(target, ec)) {
     if (!fs::is_directory(target)) throw InputError(dir, "", "exists and is not a folder");
@@ -244,12 +249,11 @@ void check_output_dir(const std::string& dir, bool replace) {
 }
 
 std::vector<std::string> remove_stale_temporaries(const std::string& path) {
-  fs::path target = fs::absolute(path).lexically_normal();
-  if (!target.has_filename()) target = target.parent_path();
+  const fs::path target = target_of(path);
   std::vector<std::string> removed;
   std::error_code ec;
   const std::string base = target.filename().string();
-  std::vector<fs::path> stale;
+  std::vector<std::pair<fs::path, long>> stale;  // and the process that left it
   for (fs::directory_iterator it(target.parent_path(), ec), end; !ec && it != end; it.increment(ec)) {
     const Maker m = maker_of(it->path().filename().string(), base);
     // Only what a process of this host made, and only once that process is gone.
@@ -265,29 +269,18 @@ std::vector<std::string> remove_stale_temporaries(const std::string& path) {
         continue;
       }
     }
-    stale.push_back(it->path());
+    stale.emplace_back(it->path(), m.pid);
   }
-  for (const fs::path& path : stale) {
-    const Maker m = maker_of(path.filename().string(), base);
+  for (const auto& [path, pid] : stale) {
     std::error_code rm;
     fs::remove_all(path, rm);
     if (!rm) {
       removed.push_back(path.string());
-      std::fprintf(stderr, "shardgnn: removed %s, left by process %ld, which no longer runs\n", path.c_str(), m.pid);
+      std::fprintf(stderr, "shardgnn: removed %s, left by process %ld, which no longer runs\n", path.c_str(), pid);
     }
   }
   return removed;
 }
-
-namespace {
-
-fs::path target_of(const std::string& dir) {
-  fs::path target = fs::absolute(dir).lexically_normal();
-  if (target.has_filename() == false) target = target.parent_path();
-  return target;
-}
-
-}  // namespace
 
 std::string begin_dir_atomic(const std::string& dir, bool replace) {
   check_output_dir(dir, replace);

@@ -80,45 +80,43 @@ std::string utc_now() {
   return buf;
 }
 
-// The start-of-run line a batch log needs (rank 0 prints; collective): when, which job, where the
-// ranks run and with how many threads, how big the shards are, where the run's files go.
-void print_run_line(const comm::Communicator& world, const Shard& shard, const Trainer& trainer, const TrainConfig& tc) {
-  const std::vector<int> nodes = world.node_ids();
+// The start-of-run lines a batch log needs (rank 0 prints; collective): when, which job, where
+// the ranks run and with how many threads, how big the shards are, where the run's files go; and
+// which process each rank is, since a rank killed outright takes its peers down before they can
+// say anything, and the launcher names the lost process by PID and host (Hydra) or task (srun).
+void print_run_lines(const comm::Communicator& world, const Shard& shard, const Trainer& trainer, const TrainConfig& tc) {
+  struct RankFacts {
+    char host[64];
+    std::int64_t pid, nodes, entries;
+  };
+  RankFacts me{};
+  ::gethostname(me.host, sizeof me.host - 1);
+  me.pid = ::getpid();
+  me.nodes = shard.graph.num_nodes();
+  me.entries = shard.graph.num_edges();
+  const auto all = world.allgather<RankFacts>(me);
+  const std::vector<int> node_of = world.node_ids();
+  if (world.rank() != 0 || !tc.progress) return;
   std::map<int, int> per_node;
-  for (const int n : nodes) ++per_node[n];
+  for (const int n : node_of) ++per_node[n];
   int most = 0;
   for (const auto& [node, count] : per_node) most = std::max(most, count);
-  const auto owned = world.allgather<std::int64_t>(shard.graph.num_nodes());
-  const auto entries = world.allgather<std::int64_t>(shard.graph.num_edges());
-  if (world.rank() != 0 || !tc.progress) return;
+  const auto [fewest, most_nodes] = std::minmax_element(all.begin(), all.end(), [](const RankFacts& a, const RankFacts& b) { return a.nodes < b.nodes; });
+  const auto [least, most_entries] = std::minmax_element(all.begin(), all.end(), [](const RankFacts& a, const RankFacts& b) { return a.entries < b.entries; });
   const char* job = std::getenv("SLURM_JOB_ID");
   const char* restarts = std::getenv("SLURM_RESTART_COUNT");
   std::string where = job ? std::string("SLURM job ") + job + (restarts && std::atoi(restarts) > 0 ? std::string(" (restart ") + restarts + ")" : "")
                           : std::string("no batch job");
   std::printf("run: %s, %s, %d rank%s on %zu node%s (at most %d per node), %s, shards %lld-%lld nodes and %lld-%lld entries%s\n", utc_now().c_str(),
               where.c_str(), world.size(), world.size() == 1 ? "" : "s", per_node.size(), per_node.size() == 1 ? "" : "s", most,
-              trainer.threads_text().c_str(), static_cast<long long>(*std::min_element(owned.begin(), owned.end())),
-              static_cast<long long>(*std::max_element(owned.begin(), owned.end())), static_cast<long long>(*std::min_element(entries.begin(), entries.end())),
-              static_cast<long long>(*std::max_element(entries.begin(), entries.end())),
+              trainer.threads_text().c_str(), static_cast<long long>(fewest->nodes), static_cast<long long>(most_nodes->nodes),
+              static_cast<long long>(least->entries), static_cast<long long>(most_entries->entries),
               tc.checkpoint_dir.empty() ? "" : (", checkpoints in " + tc.checkpoint_dir).c_str());
-  std::fflush(stdout);
-}
-
-// Which process each rank is: a rank killed outright takes its peers down before they can say
-// anything, and the launcher names the lost process by PID and host (Hydra) or task (srun).
-void print_rank_processes(const comm::Communicator& world, const TrainConfig& tc) {
-  struct Process {
-    char host[64];
-    std::int64_t pid;
-  };
-  Process me{};
-  ::gethostname(me.host, sizeof me.host - 1);
-  me.pid = ::getpid();
-  const auto all = world.allgather<Process>(me);
-  if (world.rank() != 0 || !tc.progress || world.size() == 1) return;
-  std::string line = "ranks (host:pid):";
-  for (std::size_t r = 0; r < all.size(); ++r) line += (r ? ", " : " ") + std::to_string(r) + " " + all[r].host + ":" + std::to_string(all[r].pid);
-  std::printf("%s\n", line.c_str());
+  if (world.size() > 1) {
+    std::string line = "ranks (host:pid):";
+    for (std::size_t r = 0; r < all.size(); ++r) line += (r ? ", " : " ") + std::to_string(r) + " " + all[r].host + ":" + std::to_string(all[r].pid);
+    std::printf("%s\n", line.c_str());
+  }
   std::fflush(stdout);
 }
 
@@ -230,17 +228,16 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
                 in.name.c_str(), in.kind.c_str(), world.size(), world.size() == 1 ? "" : "s", trainer.device_name().c_str(),
                 precision_name(tc.precision).c_str(), gemm.c_str(), blas.empty() ? "" : ", BLAS ", blas.c_str(),
                 static_cast<long long>(trainer.num_parameters()), fanouts_text(sc.fanouts).c_str(), sc.batch_size);
-  print_run_line(world, in.shard, trainer, tc);
-  print_rank_processes(world, tc);
+  print_run_lines(world, in.shard, trainer, tc);
   const TrainResult r = trainer.fit();
   print_peak_memory(world);
   if (r.stop_signal != 0) {
+    const int status = r.checkpointed ? kExitStoppedResumable : 128 + r.stop_signal;
     if (world.rank() == 0) {
       std::fflush(stdout);
-      std::fprintf(stderr, "%s: %s (exit status %d)\n", g_command.c_str(), r.stop_message.c_str(),
-                   r.checkpointed ? kExitStoppedResumable : 128 + r.stop_signal);
+      std::fprintf(stderr, "%s: %s (exit status %d)\n", g_command.c_str(), r.stop_message.c_str(), status);
     }
-    return r.checkpointed ? kExitStoppedResumable : 128 + r.stop_signal;
+    return status;
   }
   if (world.rank() == 0) {
     std::printf("best validation accuracy %s at epoch %d%s\n", fixed4(r.best_val).c_str(), r.best_epoch + 1, r.stopped_early ? " (stopped early)" : "");

@@ -151,8 +151,8 @@ torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communi
     const auto at = std::lower_bound(shard.halo_nodes.begin(), shard.halo_nodes.end(), v);
     // The loader checks the halo list is sorted, not that it is complete (a search per entry).
     if (at == shard.halo_nodes.end() || *at != v)
-      throw InputError(shard.dir + "/part-" + std::to_string(shard.part) + "/halo_nodes.npy", "",
-                       "lacks node " + std::to_string(v) + ", a neighbour in the shard's edges (run `shardgnn partition verify`)");
+      throw InputError(shard.dir, "part " + std::to_string(shard.part),
+                       "its halo_nodes.npy lacks node " + std::to_string(v) + ", a neighbour in its edges (run `shardgnn partition verify`)");
     nbr_pos[e] = n_own + (at - shard.halo_nodes.begin());
   }
   // Which layers project their table before the sums, decided on the whole graph's sizes so that
