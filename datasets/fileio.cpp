@@ -97,6 +97,8 @@ MappedFile map_file(const std::string& path) {
   auto status = fs::status(path, ec);
   if (ec || !fs::exists(status)) throw InputError(path, "", "no such file");
   if (fs::is_directory(status)) throw InputError(path, "", "is a folder, expected a file");
+  // A FIFO would block the open below, and a device or socket maps nothing sensible.
+  if (!fs::is_regular_file(status)) throw InputError(path, "", "not a regular file");
   // Plain POSIX mapping: Boost.Iostreams' mapped_file did the same, but loading it pulled four
   // compression libraries into every process, adding resident memory for no use of ours.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

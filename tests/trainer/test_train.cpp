@@ -6,6 +6,8 @@
 #include <torch/cuda.h>
 #include <torch/serialize.h>
 
+#include <sys/stat.h>
+
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -201,6 +203,11 @@ TEST_CASE("bad devices and foreign, damaged or existing checkpoints are clear er
     CHECK_THAT(trainer_error(shard, world, other, quick_sampler()), Contains("checkpoint.pt: damaged checkpoint: checksum"));
     CHECK(slurp(path) == flipped);
   }
+  // A FIFO in its place is refused, not opened (the open would wait for a writer).
+  fs::remove(path);
+  REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+  CHECK_THAT(trainer_error(shard, world, other, quick_sampler()), Contains("checkpoint.pt: not a regular file"));
+  fs::remove(path);
   for (const std::string& bad : {std::string("not a checkpoint"), original.substr(0, original.size() / 2)}) {
     std::ofstream(path, std::ios::binary | std::ios::trunc) << bad;
     CHECK_THAT(trainer_error(shard, world, other, quick_sampler()), Contains("checkpoint.pt: damaged checkpoint: no shardgnn checksum"));
