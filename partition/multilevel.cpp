@@ -4,9 +4,10 @@
 // edges merged with their weights summed), and so on level by level until the graph is small;
 // METIS's multi-constraint k-way partitions the coarsest graph; the assignment is projected back
 // level by level, each level refined by label propagation that moves a node to the neighbouring
-// part it is most connected to when that part has room. Memory: the dataset's graph is only read
-// (it may be a file mapping); each level keeps a few n-long arrays and its coarse graph, which
-// label propagation shrinks several-fold per level on the graphs tried.
+// part it is most connected to when that part has room. On graphs of uniform degree (meshes) a
+// cluster takes at most two nodes of a level, as a matching would. Memory: the dataset's graph is
+// only read (it may be a file mapping); each level keeps a few n-long arrays and its coarse graph,
+// which label propagation shrinks several-fold per level on the graphs tried.
 //
 // Over several ranks every level is split into contiguous node ranges, one per rank: a rank
 // clusters its own range (a cluster never spans two ranges, so coarse ranges stay contiguous and
@@ -52,6 +53,12 @@ constexpr int kCoarsenPasses = 3, kRefinePasses = 3;
 constexpr int kBalancePasses = 8;
 // Coarsening passes stop early once fewer than n / kSettledShare nodes moved in one.
 constexpr std::int64_t kSettledShare = 100;
+// A graph whose highest degree is at most kUniformSpread times its mean (a mesh, not a power-law
+// graph) is coarsened at most kMeshMembers nodes per cluster and level: label propagation's large
+// clusters have ragged borders there that refinement cannot mend, while on skewed graphs the cap
+// would keep nearly every edge level after level.
+constexpr std::int64_t kUniformSpread = 8;
+constexpr std::int64_t kMeshMembers = 2;
 
 // This rank's rows of a graph: CSR over its range of nodes (global ids first .. first + n()),
 // neighbours as global ids, per-edge weights (empty: all 1) and ncon weights per row. `indptr`
@@ -140,13 +147,27 @@ std::vector<std::int64_t> visit_order(std::int64_t n, std::uint64_t seed) {
 
 // Size-constrained label propagation over this rank's rows: every node starts in its own cluster
 // and joins the neighbouring cluster (of this range) it is most strongly connected to, while that
-// cluster stays within `limit` in every constraint. Returns each row's cluster label (a row).
+// cluster stays within `limit` in every constraint and, if max_members > 0, has at most that
+// many members. Returns each row's cluster label (a row).
 template <class View>
-std::vector<std::int64_t> cluster(const View& g, std::span<const std::int64_t> limit, std::uint64_t seed) {
+std::vector<std::int64_t> cluster(const View& g, std::span<const std::int64_t> limit, std::int64_t max_members, std::uint64_t seed) {
   const std::int64_t n = g.n();
   const auto nc = static_cast<std::size_t>(g.ncon);
   std::vector<std::int64_t> label(static_cast<std::size_t>(n)), weight(g.node_w.begin(), g.node_w.end()), conn(static_cast<std::size_t>(n), 0);
   std::iota(label.begin(), label.end(), 0);
+  std::vector<std::int64_t> members(max_members > 0 ? static_cast<std::size_t>(n) : 0, 1);
+  const auto joins = [&](std::int64_t to, std::span<const std::int64_t> wv) {
+    return (max_members == 0 || members[static_cast<std::size_t>(to)] < max_members) &&
+           fits(std::span<const std::int64_t>(weight).subspan(static_cast<std::size_t>(to) * nc, nc), wv, limit);
+  };
+  const auto join = [&](std::int64_t v, std::int64_t from, std::int64_t to, std::span<const std::int64_t> wv) {
+    move_weight(weight, wv, from, to);
+    label[static_cast<std::size_t>(v)] = to;
+    if (max_members > 0) {
+      --members[static_cast<std::size_t>(from)];
+      ++members[static_cast<std::size_t>(to)];
+    }
+  };
   std::vector<std::int64_t> touched;
   const auto label_of = [&](std::int64_t u) { return g.owns(u) ? label[static_cast<std::size_t>(u - g.first)] : -1; };
   const std::vector<std::int64_t> order = visit_order(n, seed);
@@ -160,7 +181,7 @@ std::vector<std::int64_t> cluster(const View& g, std::span<const std::int64_t> l
       std::int64_t best = cur, best_conn = conn[static_cast<std::size_t>(cur)];
       for (const std::int64_t l : touched) {
         const auto ls = static_cast<std::size_t>(l);
-        if (l != cur && conn[ls] > best_conn && fits(std::span<const std::int64_t>(weight).subspan(ls * nc, nc), wv, limit)) {
+        if (l != cur && conn[ls] > best_conn && joins(l, wv)) {
           best = l;
           best_conn = conn[ls];
         }
@@ -168,8 +189,7 @@ std::vector<std::int64_t> cluster(const View& g, std::span<const std::int64_t> l
       for (const std::int64_t l : touched) conn[static_cast<std::size_t>(l)] = 0;
       touched.clear();
       if (best == cur) continue;
-      move_weight(weight, wv, cur, best);
-      label[vs] = best;
+      join(v, cur, best, wv);
       ++moved;
     }
     if (moved * kSettledShare < n) break;  // the clusters have settled
@@ -181,12 +201,11 @@ std::vector<std::int64_t> cluster(const View& g, std::span<const std::int64_t> l
     const auto vs = static_cast<std::size_t>(v);
     if (g.indptr[vs + 1] != g.indptr[vs]) continue;
     const std::span<const std::int64_t> wv = g.node_w.subspan(vs * nc, nc);
-    if (bin < 0 || !fits(std::span<const std::int64_t>(weight).subspan(static_cast<std::size_t>(bin) * nc, nc), wv, limit)) {
+    if (bin < 0 || !joins(bin, wv)) {
       bin = v;  // a new cluster, labelled by its first node
       continue;
     }
-    move_weight(weight, wv, v, bin);
-    label[vs] = bin;
+    join(v, v, bin, wv);
   }
   return label;
 }
@@ -308,7 +327,7 @@ std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a / b - (a % b !
 
 // Label propagation over parts on this rank's rows; `part` holds every node's part (global ids),
 // kept current on every rank. A node moves to the adjacent part it is most connected to when that
-// beats its own part's connection and the part has room; a node of a part over its limit moves to
+// beats its own part's connection (or equals it and the part is lighter) and the part has room; a node of a part over its limit moves to
 // the best adjacent part with room (or, with none adjacent, the lightest part with room) whatever
 // the cut says. Within a pass a rank may use a 1/P share of each part's room, or must shed the
 // share of a part's excess that its own nodes there hold, so that the ranks' moves together keep
@@ -361,6 +380,11 @@ void refine(const View& g, std::vector<std::int32_t>& part, int k, std::span<con
       else share[i] = -static_cast<std::int64_t>(std::ceil(static_cast<double>(excess) * (static_cast<double>(mine[i]) / static_cast<double>(load[i]))));
     }
   };
+  // Whether part p would still weigh less than part `cur` in the first constraint after a node of
+  // weights wv moved from cur to p: a move that costs no cut then evens the parts out (and the
+  // reverse move cannot follow), which also walks refinement off plateaus of equal cut.
+  const auto at = [&](std::int64_t q) { return load[static_cast<std::size_t>(q) * nc] + delta[static_cast<std::size_t>(q) * nc]; };
+  auto lighter = [&](std::int64_t p, std::int64_t cur, std::span<const std::int64_t> wv) { return at(p) + wv[0] < at(cur); };
   const std::vector<std::int64_t> order = visit_order(n, seed);
   std::vector<std::int64_t> moves;  // (node, new part) pairs of this pass
   auto balanced = [&] {
@@ -380,7 +404,8 @@ void refine(const View& g, std::vector<std::int32_t>& part, int k, std::span<con
       const bool must = over(cur, wv);
       std::int64_t best = cur, best_conn = must ? std::numeric_limits<std::int64_t>::min() : conn[static_cast<std::size_t>(cur)];
       for (const std::int64_t p : touched)
-        if (p != cur && conn[static_cast<std::size_t>(p)] > best_conn && room(p, wv)) {
+        if (p != cur && (conn[static_cast<std::size_t>(p)] > best_conn || (!must && best == cur && conn[static_cast<std::size_t>(p)] == best_conn && lighter(p, cur, wv))) &&
+            room(p, wv)) {
           best = p;
           best_conn = conn[static_cast<std::size_t>(p)];
         }
@@ -388,7 +413,6 @@ void refine(const View& g, std::vector<std::int32_t>& part, int k, std::span<con
       touched.clear();
       if (must && best == cur) {
         std::int64_t lightest = -1;
-        const auto at = [&](std::int64_t p) { return load[static_cast<std::size_t>(p) * nc] + delta[static_cast<std::size_t>(p) * nc]; };
         for (std::int64_t p = 0; p < k; ++p)
           if (p != cur && room(p, wv) && (lightest < 0 || at(p) < at(lightest))) lightest = p;
         if (lightest >= 0) best = lightest;
@@ -500,11 +524,27 @@ std::vector<PartId> metis_ml_partition(const Dataset& ds, const PartitionConfig&
     if (scratch.empty()) scratch = std::filesystem::temp_directory_path().string();
   });
   const std::int64_t target = std::max<std::int64_t>(cfg.coarse_nodes > 0 ? cfg.coarse_nodes : kCoarseNodesPerPart * k, 2 * k);
+  // Whether the degrees are uniform enough for capped clusters: highest degree and entries over all ranks.
+  std::int64_t max_members = 0;
+  {
+    std::int64_t highest = 0, fine_entries = finest.indptr.back() - finest.indptr.front();
+    for (std::int64_t v = 0; v < finest.n(); ++v)
+      highest = std::max(highest, finest.indptr[static_cast<std::size_t>(v) + 1] - finest.indptr[static_cast<std::size_t>(v)]);
+    comm.max(std::span<std::int64_t>(&highest, 1));
+    comm.sum(std::span<std::int64_t>(&fine_entries, 1));
+    if (fine_entries > 0 && highest * offsets.back() <= kUniformSpread * fine_entries) {
+      max_members = kMeshMembers;
+      if (rank == 0)
+        std::fprintf(stderr, "metis-ml: degrees are uniform (highest %lld, mean %.1f): at most %lld nodes per cluster and level\n",
+                     static_cast<long long>(highest), static_cast<double>(fine_entries) / static_cast<double>(offsets.back()),
+                     static_cast<long long>(kMeshMembers));
+    }
+  }
   // One more level from `g` (whose levels' ranges are `ranges`), unless it is small enough or would hardly shrink.
   auto coarsen = [&](const auto& g, std::span<const std::int64_t> ranges, int l) {
     const std::int64_t global_n = ranges.back();
     if (global_n <= target) return false;
-    Level next = contract(g, cluster(g, cluster_limit, derive_seed(cfg.seed, 0xc0a75e00ULL + static_cast<std::uint64_t>(l))), ranges, scratch, comm);
+    Level next = contract(g, cluster(g, cluster_limit, max_members, derive_seed(cfg.seed, 0xc0a75e00ULL + static_cast<std::uint64_t>(l))), ranges, scratch, comm);
     if (next.global_n() * 10 > global_n * 9) return false;  // shrank by less than a tenth
     levels.push_back(std::move(next));
     return true;

@@ -523,8 +523,8 @@ TEST_CASE("multilevel METIS: coarsened by label propagation, METIS on the coarse
     CHECK(ml.nodes.ratio() <= 1.0 + r.config.imbalance);
     const PartitionMetrics direct = compute_metrics(ds, make_partitioner(PartitionMethod::kMetis)->partition(ds, config(PartitionMethod::kMetis, 4)), 4);
     INFO("cut: multilevel " << ml.edge_cut << ", METIS " << direct.edge_cut);
-    // Meshes are label propagation's weak case (the bound leaves room for 4elt); a random split cuts about 3/4 of the edges.
-    CHECK(ml.edge_cut <= 1.35 * static_cast<double>(direct.edge_cut));
+    // The issue's quality target; a random split cuts about 3/4 of the edges.
+    CHECK(ml.edge_cut <= 1.15 * static_cast<double>(direct.edge_cut));
     const std::string out = ddir + "-ml";
     write_partitioned(ds, ddir, r, out, {});
     auto v = verify_partition(ddir, out);
