@@ -490,12 +490,97 @@ CsrGraph load_part_csr(const std::string& pdir, const boost::json::object& array
 }
 }  // namespace
 
-Shard load_shard_for_rank(const PartitionInfo& info, int rank, int ranks) {
-  if (info.book.parts() != ranks)
-    throw InputError(info.dir + ": " + std::to_string(info.book.parts()) + " parts, but the job has " + std::to_string(ranks) +
-                     " ranks (run with mpiexec -n " + std::to_string(info.book.parts()) + ", one rank per part)");
-  verify_shard_checksums(info, rank);
-  return load_shard(info, rank);
+namespace {
+// One array of every shard of a group, end to end, in a spill file in `scratch`: page cache the
+// kernel can drop and read back, not this process's memory, as the parts' own files are.
+template <class T, class Member>
+Array<T> concatenated(const std::vector<Shard>& group, Member member, const std::string& scratch) {
+  std::size_t total = 0;
+  for (const Shard& s : group) total += member(s).size();
+  if (total == 0) return {};
+  SpillFile spill(scratch);
+  for (const Shard& s : group) {
+    spill.append(member(s).data(), member(s).size() * sizeof(T));
+    member(s).release_pages();
+  }
+  MappedFile f = spill.map();
+  return Array<T>(f.keeper, reinterpret_cast<const T*>(f.bytes.data()), total);
+}
+}  // namespace
+
+std::pair<PartId, PartId> parts_of_rank(int parts, int rank, int ranks) {
+  return {static_cast<PartId>(std::int64_t{parts} * rank / ranks), static_cast<PartId>(std::int64_t{parts} * (rank + 1) / ranks)};
+}
+
+Shard load_shard_for_rank(const PartitionInfo& info, int rank, int ranks, const std::string& scratch) {
+  const int parts = info.book.parts();
+  if (parts < ranks)
+    throw InputError(info.dir + ": " + std::to_string(parts) + " parts, but the job has " + std::to_string(ranks) +
+                     " ranks (run with mpiexec -n " + std::to_string(parts) + " or fewer: a rank serves one part or more, never less)");
+  if (parts == ranks) {
+    verify_shard_checksums(info, rank);
+    return load_shard(info, rank);
+  }
+  // Several parts per rank: the contiguous parts [first, last) become one shard of a book with a
+  // part per rank. Ids stay global and each part's range follows the one before, so rows, ids and
+  // splits join end to end; only the halo is recomputed (neighbours now owned here leave it).
+  const auto [first, last] = parts_of_rank(parts, rank, ranks);
+  std::vector<Shard> group;
+  for (PartId k = first; k < last; ++k) {
+    verify_shard_checksums(info, k);
+    group.push_back(load_shard(info, k));
+  }
+  std::vector<NodeId> offsets;
+  for (int r = 0; r <= ranks; ++r) offsets.push_back(info.book.begin(parts_of_rank(parts, r, ranks).first));
+  Shard s;
+  s.dir = info.dir;
+  s.part = rank;
+  s.book = PartitionBook(std::move(offsets));
+  s.merged_parts = last - first;
+  s.feature_dim = info.feature_dim;
+  s.num_classes = info.num_classes;
+  const std::string dir = scratch.empty() ? fs::temp_directory_path().string() : scratch;
+  {
+    // Row starts continue from the previous part's entries: written in blocks, not held whole.
+    SpillFile spill(dir);
+    std::vector<EdgeId> block;
+    EdgeId base = 0;
+    block.push_back(0);
+    for (const Shard& g : group) {
+      const auto indptr = g.graph.indptr().span();
+      for (std::size_t i = 1; i < indptr.size(); ++i) {
+        block.push_back(base + indptr[i]);
+        if (block.size() == std::size_t{1} << 20) {
+          spill.append(block.data(), block.size() * sizeof(EdgeId));
+          block.clear();
+        }
+      }
+      base += indptr.back();
+    }
+    spill.append(block.data(), block.size() * sizeof(EdgeId));
+    MappedFile f = spill.map();
+    Array<EdgeId> indptr(f.keeper, reinterpret_cast<const EdgeId*>(f.bytes.data()), f.bytes.size() / sizeof(EdgeId));
+    s.graph = CsrGraph(std::move(indptr), concatenated<NodeId>(group, [](const Shard& g) -> const Array<NodeId>& { return g.graph.indices(); }, dir));
+  }
+  s.features = concatenated<float>(group, [](const Shard& g) -> const Array<float>& { return g.features; }, dir);
+  s.labels = concatenated<std::int64_t>(group, [](const Shard& g) -> const Array<std::int64_t>& { return g.labels; }, dir);
+  s.orig_ids = concatenated<NodeId>(group, [](const Shard& g) -> const Array<NodeId>& { return g.orig_ids; }, dir);
+  s.train_idx = concatenated<NodeId>(group, [](const Shard& g) -> const Array<NodeId>& { return g.train_idx; }, dir);
+  s.val_idx = concatenated<NodeId>(group, [](const Shard& g) -> const Array<NodeId>& { return g.val_idx; }, dir);
+  s.test_idx = concatenated<NodeId>(group, [](const Shard& g) -> const Array<NodeId>& { return g.test_idx; }, dir);
+  s.edge_weights = concatenated<std::int64_t>(group, [](const Shard& g) -> const Array<std::int64_t>& { return g.edge_weights; }, dir);
+  const NodeId begin = s.book.begin(rank), end = s.book.end(rank);
+  std::vector<NodeId> halo;
+  for (const Shard& g : group)
+    for (const NodeId v : g.halo_nodes.span())
+      if (v < begin || v >= end) halo.push_back(v);
+  std::sort(halo.begin(), halo.end());
+  halo.erase(std::unique(halo.begin(), halo.end()), halo.end());
+  std::vector<PartId> owner(halo.size());
+  for (std::size_t i = 0; i < halo.size(); ++i) owner[i] = s.book.owner(halo[i]);
+  s.halo_nodes = Array<NodeId>(std::move(halo));
+  s.halo_owner = Array<PartId>(std::move(owner));
+  return s;
 }
 
 namespace {

@@ -12,6 +12,7 @@
 
 #include <boost/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "datasets/dataset.hpp"
@@ -81,12 +82,21 @@ struct Shard {
   Array<PartId> halo_owner;
   Array<NodeId> orig_ids;
   Array<std::int64_t> edge_weights;
+  // How many of the partition's parts this shard joins (load_shard_for_rank with fewer ranks than
+  // parts): `part` and `book` are then the rank's, not the partition.json's.
+  int merged_parts = 1;
 };
 Shard load_shard(const PartitionInfo& info, PartId part);
-// What a rank of a `ranks`-rank job loads: part `rank`, after checking that the parts and the
-// ranks are the same number (one rank per part) and the part's files against their checksums.
-// Throws InputError; not collective (the caller makes the failure every rank's).
-Shard load_shard_for_rank(const PartitionInfo& info, int rank, int ranks);
+// The parts [first, last) that rank `rank` of `ranks` serves when a partition has `parts` >= ranks:
+// contiguous, as even in number as they can be.
+std::pair<PartId, PartId> parts_of_rank(int parts, int rank, int ranks);
+// What a rank of a `ranks`-rank job loads, after checking each part's files against their
+// checksums: with one part per rank, part `rank` as written; with more parts than ranks, its
+// parts_of_rank merged into one shard of a book with one part per rank (its arrays in spill files
+// in `scratch`, default the system's temporary folder, so that they are page cache as mapped
+// shards are). Fewer parts than ranks is an error. Throws InputError; not collective (the caller
+// makes the failure every rank's).
+Shard load_shard_for_rank(const PartitionInfo& info, int rank, int ranks, const std::string& scratch = "");
 // Part `part` as a node-local rank (another rank on its node) reads it, to draw its rows and serve its feature rows,
 // labels and degrees itself: its CSR, dataset ids, features and labels (each checked against
 // partition.json's listing and shape); its split indices, halo and edge weights stay unmapped.

@@ -16,7 +16,7 @@ ShardView::ShardView(const Shard& own, const comm::Communicator& comm, std::vect
     : ShardView(own) {
   node_of_rank_ = std::move(node_of_rank);
   const auto P = static_cast<std::size_t>(comm.size());
-  reads_node_local_ = comm.all(node_local && !own.dir.empty() && own.book.parts() == comm.size() && own.part == comm.rank() &&
+  reads_node_local_ = comm.all(node_local && !own.dir.empty() && own.merged_parts == 1 && own.book.parts() == comm.size() && own.part == comm.rank() &&
                                node_of_rank_.size() == P);
   if (!reads_node_local_) return;
   auto warn = [&](const std::string& what) {

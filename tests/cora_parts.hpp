@@ -1,6 +1,6 @@
 // Cora partitioned into one part per MPI rank (random: many remote neighbours; one part on one
-// rank), written once by rank 0 into a folder every rank sees, then loaded by every rank: the
-// shared fixture of the MPI tests.
+// rank), or into a given number of parts that the ranks share, written once by rank 0 into a
+// folder every rank sees, then loaded by every rank: the shared fixture of the MPI tests.
 #pragma once
 
 #include <unistd.h>
@@ -25,7 +25,8 @@ struct CoraParts {
   Shard shard;
   std::vector<NodeId> old_of_new;  // global id -> Cora id
 
-  CoraParts() {
+  // parts 0: one per rank; else that many, each rank loading its parts_of_rank merged.
+  explicit CoraParts(int parts = 0) {
     namespace fs = std::filesystem;
     std::string dir;
     if (world.rank() == 0) {
@@ -35,7 +36,7 @@ struct CoraParts {
       save_dataset(read_dataset(sample("cora.npz"), {}), dir + "/cora");
       Dataset d = load_dataset(dir + "/cora");
       PartitionResult r;
-      r.config.parts = world.size();
+      r.config.parts = parts > 0 ? parts : world.size();
       r.config.method = PartitionMethod::kRandom;
       r.config.seed = 3;
       r.assignment = make_partitioner(r.config.method)->partition(d, r.config);
@@ -48,7 +49,7 @@ struct CoraParts {
     root = dir;
     ds = load_dataset(root + "/cora");
     info = load_partition_info(root + "/parts");
-    shard = load_shard(info, world.rank());
+    shard = parts > 0 ? load_shard_for_rank(info, world.rank(), world.size()) : load_shard(info, world.rank());
     old_of_new.resize(static_cast<std::size_t>(ds.num_nodes()));
     for (PartId k = 0; k < info.book.parts(); ++k) {
       Shard s = load_shard(info, k);

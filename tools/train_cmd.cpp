@@ -41,13 +41,15 @@ struct Input {
 };
 
 // Loads this rank's part of <dir>, turning any failure into an error every rank reports.
-void load_input(const comm::Communicator& world, const std::string& dir, Input& in) {
+void load_input(const comm::Communicator& world, const std::string& dir, const std::string& scratch, Input& in) {
   comm::agree(world, [&] {
     if (fs::exists(fs::path(dir) / "partition.json")) {
       const PartitionInfo info = load_partition_info(dir);
-      in.shard = load_shard_for_rank(info, world.rank(), world.size());
+      in.shard = load_shard_for_rank(info, world.rank(), world.size(), scratch);
       in.name = info.dataset_name;
       in.kind = "partitioned";
+      if (const int parts = info.book.parts(); parts > world.size())
+        in.kind += ", its " + std::to_string(parts) + " parts merged " + (parts % world.size() == 0 ? std::to_string(parts / world.size()) : "up to " + std::to_string((parts + world.size() - 1) / world.size())) + " per rank";
     } else if (fs::exists(fs::path(dir) / "meta.json")) {
       if (world.size() != 1)
         throw InputError(dir + ": a dataset folder trains in one process; for " + std::to_string(world.size()) + " ranks partition it first (shardgnn partition " +
@@ -140,7 +142,7 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
   require_launch_joined(world);  // else refused later for the symptom (parts != ranks), not the cause
   TrainConfig tc;
   SamplerConfig sc;
-  std::string slowdown, run_dir;
+  std::string slowdown, run_dir, scratch;
   bool no_full_eval = false, no_test = false, quiet = false;
   po::options_description o("options");
   add_sampler_options(o, sc);
@@ -188,6 +190,8 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
       ("remote-seed-factor", bound(tc.remote_seed_factor), "rebalancing: cost of a seed trained away from its owner, relative to an own seed")
       ("seed-sampling", bound(tc.class_balanced, kSeedSamplings, "--seed-sampling"),
        "shard (each rank its own training nodes) or class-balanced (from all ranks', inversely to class frequency)")
+      ("scratch", po::value(&scratch),
+       "with more parts than ranks: folder for the spill files a rank merges its parts into, unlinked as they are made (default: $TMPDIR or /tmp)")
       ("simulate-slowdown", po::value(&slowdown), "RANK:FACTOR: that rank computes FACTOR times slower (heterogeneous hardware, for tests and benchmarks)")
       ("quiet,q", po::bool_switch(&quiet), "no progress output");
   po::variables_map vm;
@@ -219,7 +223,7 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
 
   const std::string dir = vm["dir"].as<std::string>();
   Input in;
-  load_input(world, dir, in);
+  load_input(world, dir, scratch, in);
   Trainer trainer(in.shard, in.name, world, tc, sc);
   const std::string blas = blas_core_description(blas_core());
   const std::string gemm = trainer.gemm_backend();

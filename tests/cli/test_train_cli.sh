@@ -41,6 +41,15 @@ if [ -n "$core" ]; then
   fi
 fi
 
+# More parts than ranks: each rank merges its parts into spill files, which leave nothing behind.
+"$SHARDGNN" partition "$work/cora" --parts 4 --method metis --out "$work/p4" >/dev/null
+mkdir "$work/spill"
+timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p4" "${quick[@]}" --epochs 4 --scratch "$work/spill" > "$work/out.txt" 2>&1 ||
+  fail "4 parts on 2 ranks failed: $(cat "$work/out.txt")"
+head -1 "$work/out.txt" | grep -q "(partitioned, its 4 parts merged 2 per rank, 2 ranks," || fail "the merge is not named: $(head -1 "$work/out.txt")"
+grep -qE "^test accuracy 0\.[7-9][0-9]*, macro-F1 .* \(full neighbourhoods" "$work/out.txt" || fail "4 parts on 2 ranks: no good test accuracy: $(cat "$work/out.txt")"
+[ -z "$(ls -A "$work/spill")" ] || fail "spill files left behind: $(ls -A "$work/spill")"
+
 timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${quick[@]}" --epochs 2 --checkpoint-dir "$work/ck" > "$work/out.txt" 2>&1 ||
   fail "2-rank run failed: $(cat "$work/out.txt")"
 grep -q "test accuracy" "$work/out.txt" || fail "no test accuracy line"

@@ -293,6 +293,102 @@ TEST_CASE("every row of every block is the owner's keyed draw from its own shard
   }
 }
 
+TEST_CASE("four parts on fewer ranks: each rank serves its parts merged, rows, halo, draws and features as the parts' own", "[sampler][mpi]") {
+  const int P = comm::Communicator::world().size();
+  if (P > 4) return;
+  test::CoraParts fx(4);
+  const PartitionBook& book = fx.shard.book;
+  const auto [first, last] = parts_of_rank(4, fx.world.rank(), P);
+  CHECK(book.parts() == P);
+  CHECK(fx.shard.part == fx.world.rank());
+  CHECK(fx.shard.merged_parts == last - first);
+  CHECK(book.begin(fx.world.rank()) == fx.info.book.begin(first));
+  CHECK(book.end(fx.world.rank()) == fx.info.book.end(last - 1));
+  std::vector<Shard> parts;
+  for (PartId k = 0; k < 4; ++k) parts.push_back(load_shard(fx.info, k));
+  // Every row, feature row, label and dataset id is its part's; the halo is every neighbour
+  // outside the rank's range, once, with the rank that owns it.
+  const NodeId begin = book.begin(fx.world.rank()), end = book.end(fx.world.rank());
+  std::int64_t wrong = 0;
+  std::vector<NodeId> halo, train;
+  for (NodeId v = begin; v < end; ++v) {
+    const PartId k = fx.info.book.owner(v);
+    const Shard& s = parts[static_cast<std::size_t>(k)];
+    const NodeId i = v - fx.info.book.begin(k), j = v - begin;
+    const auto want = s.graph.neighbors(i), got = fx.shard.graph.neighbors(j);
+    wrong += !std::equal(want.begin(), want.end(), got.begin(), got.end());
+    wrong += !std::equal(s.features.data() + i * s.feature_dim, s.features.data() + (i + 1) * s.feature_dim, fx.shard.features.data() + j * s.feature_dim);
+    wrong += s.labels[static_cast<std::size_t>(i)] != fx.shard.labels[static_cast<std::size_t>(j)];
+    wrong += s.orig_ids[static_cast<std::size_t>(i)] != fx.shard.orig_ids[static_cast<std::size_t>(j)];
+    for (const NodeId u : want)
+      if (u < begin || u >= end) halo.push_back(u);
+  }
+  for (PartId k = first; k < last; ++k) train.insert(train.end(), parts[static_cast<std::size_t>(k)].train_idx.begin(), parts[static_cast<std::size_t>(k)].train_idx.end());
+  std::sort(halo.begin(), halo.end());
+  halo.erase(std::unique(halo.begin(), halo.end()), halo.end());
+  CHECK(wrong == 0);
+  CHECK(std::vector<NodeId>(fx.shard.train_idx.begin(), fx.shard.train_idx.end()) == train);
+  CHECK(std::vector<NodeId>(fx.shard.halo_nodes.begin(), fx.shard.halo_nodes.end()) == halo);
+  for (std::size_t i = 0; i < halo.size(); ++i) wrong += fx.shard.halo_owner[i] != book.owner(halo[i]);
+  CHECK(wrong == 0);
+  CHECK(fx.shard.graph.indptr().is_mapped());  // spill files, page cache like the parts' own
+
+  // Sampling: seeds are the rank's, every row is its owner's keyed draw from the part's row, and
+  // every fetched feature row and label is the dataset's.
+  SamplerConfig cfg;
+  cfg.fanouts = {4, 3, -1};
+  cfg.batch_size = 32;
+  cfg.seed = 5;
+  auto comm = fx.world.dup();
+  const ShardView view(fx.shard, comm, false);
+  CHECK_FALSE(view.reads_node_local());
+  DistSampler sampler(view, comm, cfg);
+  FeatureStore store(view, comm);
+  std::vector<std::int64_t> pos(4);
+  std::int64_t rows = 0, foreign_seeds = 0, bad_features = 0, bad_labels = 0;
+  const std::int64_t steps = sampler.steps_in_epoch(0);
+  Prefetcher pipe(sampler, store, 0, steps, /*depth=*/1);
+  std::int64_t step = 0;
+  while (auto mb = pipe.next()) {
+    for (const NodeId seed : mb->seeds()) foreign_seeds += book.owner(seed) != fx.world.rank();
+    const int L = static_cast<int>(cfg.fanouts.size());
+    for (int hop = 0; hop < L; ++hop) {
+      const Block& blk = mb->blocks[static_cast<std::size_t>(L - 1 - hop)];
+      const auto& dst = mb->layer_nodes[static_cast<std::size_t>(hop)];
+      const auto& src = mb->layer_nodes[static_cast<std::size_t>(hop + 1)];
+      for (std::size_t i = 0; i < dst.size(); ++i) {
+        const PartId k = fx.info.book.owner(dst[i]);
+        const Shard& s = parts[static_cast<std::size_t>(k)];
+        const NodeId local = dst[i] - fx.info.book.begin(k);
+        const auto nb = s.graph.neighbors(local);
+        std::vector<NodeId> want, got;
+        const int c = choose_neighbors(static_cast<std::int64_t>(nb.size()), cfg.fanouts[static_cast<std::size_t>(hop)], false,
+                                       node_key(hop_key(cfg.seed, 0, step, hop), s.orig_ids[static_cast<std::size_t>(local)]), pos.data());
+        if (c < 0) want.assign(nb.begin(), nb.end());
+        for (int q = 0; q < c; ++q) want.push_back(nb[static_cast<std::size_t>(pos[static_cast<std::size_t>(q)])]);
+        for (auto e = blk.indptr[i]; e < blk.indptr[i + 1]; ++e) got.push_back(src[static_cast<std::size_t>(blk.indices[static_cast<std::size_t>(e)])]);
+        wrong += got != want;
+        ++rows;
+      }
+    }
+    const auto F = static_cast<std::size_t>(fx.ds.feature_dim);
+    const auto& in = mb->input_nodes();
+    for (std::size_t i = 0; i < in.size(); ++i)
+      bad_features += !std::equal(mb->features.begin() + static_cast<std::ptrdiff_t>(i * F), mb->features.begin() + static_cast<std::ptrdiff_t>((i + 1) * F),
+                                  fx.ds.features.data() + fx.old_of_new[in[i]] * fx.ds.feature_dim);
+    for (std::size_t i = 0; i < mb->seeds().size(); ++i) bad_labels += mb->labels[i] != fx.ds.labels[fx.old_of_new[mb->seeds()[i]]];
+    ++step;
+  }
+  INFO("rank " << fx.world.rank() << " of " << P);
+  CHECK(step == steps);
+  CHECK(rows > 0);
+  CHECK(wrong == 0);
+  CHECK(foreign_seeds == 0);
+  CHECK(bad_features == 0);
+  CHECK(bad_labels == 0);
+  CHECK((store.counters().remote_rows > 0) == (P > 1));
+}
+
 TEST_CASE("the distributed sampler draws neighbours uniformly, as the serial reference does", "[sampler][mpi][statistics]") {
   // For every node sampled at hop 1 (often remote) with degree above the fanout, count how often
   // each neighbour is chosen over many steps; without replacement each neighbour is chosen with
