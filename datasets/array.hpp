@@ -11,6 +11,7 @@
 namespace shardgnn {
 
 void advise_dontneed(const void* data, std::size_t bytes) noexcept;  // fileio.cpp
+void advise_random(const void* data, std::size_t bytes) noexcept;    // fileio.cpp
 // Maps every page of [data, data + bytes) of a mapping into the process now (reading the file
 // where the page cache lacks it), so later random reads take no page faults. A hint: false when
 // the kernel refused (EINVAL before Linux 5.14, where nothing is done), errno left as it was.
@@ -57,6 +58,14 @@ class Array {
   // 32-bit arrays) stop paying for both copies. No effect on owned arrays.
   void release_pages() const noexcept {
     if (is_mapped() && size_ > 0) advise_dontneed(data_, size_ * sizeof(T));
+  }
+  // For a mapped array read at random (a sampler's rows, a gather's feature rows): a page the
+  // page cache lacks is read alone, not with the read-around the kernel gives a mapping otherwise
+  // (the device's readahead, up to megabytes per fault), which evicts pages still needed when
+  // the file is larger than the page cache. No effect on owned arrays, nor on mappings that
+  // asked for 2 MiB pages (those are read a 2 MiB folio at a time).
+  void advise_random() const noexcept {
+    if (is_mapped() && size_ > 0) shardgnn::advise_random(data_, size_ * sizeof(T));
   }
   // For an array that is not in owned_ (a file mapping, or a buffer kept alive elsewhere): maps
   // all its pages into the process now (see advise_populate), so that random reads later take no

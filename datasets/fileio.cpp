@@ -428,14 +428,22 @@ void drop_page_cache(const std::string& path) noexcept {
 #endif
 }
 
-void advise_dontneed(const void* data, std::size_t bytes) noexcept {
-  // madvise works on whole pages: shrink the range inward to the pages fully inside it.
+namespace {
+// madvise works on whole pages: the range shrunk inward to the pages fully inside it.
+void advise_inner_pages(const void* data, std::size_t bytes, int advice) noexcept {
   const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
   auto begin = (reinterpret_cast<std::uintptr_t>(data) + page - 1) & ~(page - 1);
   auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) & ~(page - 1);
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, advice);
+}
+}  // namespace
+
+void advise_dontneed(const void* data, std::size_t bytes) noexcept {
   // madvise, not posix_madvise: glibc makes POSIX_MADV_DONTNEED a no-op. For a read-only file
   // mapping, MADV_DONTNEED only drops pages from this process; the file is untouched.
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  advise_inner_pages(data, bytes, MADV_DONTNEED);
 }
+
+void advise_random(const void* data, std::size_t bytes) noexcept { advise_inner_pages(data, bytes, MADV_RANDOM); }
 
 }  // namespace shardgnn

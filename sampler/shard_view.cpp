@@ -6,8 +6,17 @@
 
 namespace shardgnn {
 
+namespace {
+// The arrays the sampler and the feature store read at random.
+void advise_random_reads(const Shard& s) {
+  s.graph.indices().advise_random();
+  s.features.advise_random();
+}
+}  // namespace
+
 ShardView::ShardView(const Shard& own) : own_(&own), readable_(static_cast<std::size_t>(own.book.parts()), nullptr) {
   readable_[static_cast<std::size_t>(own.part)] = own_;
+  advise_random_reads(own);
 }
 
 ShardView::ShardView(const Shard& own, const comm::Communicator& comm, bool node_local) : ShardView(own, comm, comm.node_ids(), node_local && comm.size() > 1) {}
@@ -30,6 +39,7 @@ ShardView::ShardView(const Shard& own, const comm::Communicator& comm, std::vect
       if (static_cast<PartId>(r) == own.part || node_of_rank_[r] != my_node) continue;
       try {
         node_local_[r] = load(info, static_cast<PartId>(r));
+        advise_random_reads(node_local_[r]);
         readable_[r] = &node_local_[r];
         ++peers_;
       } catch (const std::exception& e) {

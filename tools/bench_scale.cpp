@@ -1,5 +1,6 @@
 // `shardgnn bench scale`: the whole pipeline at one R-MAT scale, as a user runs it: generate (with
-// random features and a split), partition, then one training epoch with one rank per part. Each
+// random features and a split), partition, then one training epoch (one rank per part, or fewer
+// ranks that each merge several parts). Each
 // stage runs as its own process; the table gives its wall time, its peak resident memory, its
 // peak anonymous memory (mapped shard and dataset files are page cache, not the process's own)
 // and the bytes it left on disk. A stage that fails ends the run there, with its exit status.
@@ -19,7 +20,7 @@ namespace shardgnn::cli {
 namespace {
 
 struct ScaleOptions {
-  int scale = 0, edge_factor = 0, parts = 0, feature_dim = 0, epochs = 0, partition_ranks = 1;
+  int scale = 0, edge_factor = 0, parts = 0, feature_dim = 0, epochs = 0, partition_ranks = 1, train_ranks = 0;
   double train = 0;
   std::string method, balance, memory_limit;
   fs::path work;
@@ -31,7 +32,7 @@ std::optional<ScaleOptions> parse_options(const std::vector<std::string>& args) 
   o.add_options()
       ("scale", po::value<int>()->default_value(20), "R-MAT scale: 2^scale nodes")
       ("edge-factor", po::value<int>()->default_value(16), "edges per node")
-      ("parts", po::value<int>()->default_value(2), "parts, and the training ranks (one per part)")
+      ("parts", po::value<int>()->default_value(2), "parts")
       ("method", po::value<std::string>()->default_value("metis"), "partition method (see partition --help)")
       // On R-MAT, node balance alone lets a min-cut partition put every edge in one part.
       ("balance", po::value<std::string>()->default_value("nodes,edges"), "partition --balance keys")
@@ -40,6 +41,7 @@ std::optional<ScaleOptions> parse_options(const std::vector<std::string>& args) 
       ("epochs", po::value<int>()->default_value(1), "training epochs")
       ("memory-limit", po::value<std::string>(), "passed to data generate (e.g. 4G)")
       ("partition-ranks", po::value<int>()->default_value(1), "MPI ranks sharing the partition stage (mpiexec -n R; the multilevel path spreads its work)")
+      ("train-ranks", po::value<int>(), "MPI ranks of the training stage (default: one per part; fewer merge several parts each)")
       ("workdir", po::value<std::string>()->default_value((fs::temp_directory_path() / "shardgnn-bench-scale").string()),
        "scratch folder (its outputs are replaced on every run)")
       ("json", po::value<std::string>(), "also write the results as JSON here");
@@ -55,12 +57,14 @@ std::optional<ScaleOptions> parse_options(const std::vector<std::string>& args) 
   s.train = vm["train"].as<double>();
   s.epochs = vm["epochs"].as<int>();
   s.partition_ranks = vm["partition-ranks"].as<int>();
+  s.train_ranks = vm.count("train-ranks") ? vm["train-ranks"].as<int>() : s.parts;
   if (vm.count("memory-limit")) s.memory_limit = vm["memory-limit"].as<std::string>();
   s.work = vm["workdir"].as<std::string>();
   if (vm.count("json")) s.json = vm["json"].as<std::string>();
   if (s.parts < 1) throw UsageError("--parts must be at least 1");
   if (s.epochs < 1) throw UsageError("--epochs must be at least 1");
   if (s.partition_ranks < 1) throw UsageError("--partition-ranks must be at least 1");
+  if (s.train_ranks < 1 || s.train_ranks > s.parts) throw UsageError("--train-ranks must be from 1 to --parts (" + std::to_string(s.parts) + ")");
   return s;
 }
 
@@ -101,7 +105,7 @@ int bench_scale_main(const std::vector<std::string>& args) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> plan = {
       {"generate", generate},
       {"partition", partition},
-      {"train", {"mpiexec", "-n", std::to_string(s.parts), exe, "train", parts.string(), "--epochs", std::to_string(s.epochs), "--eval-sample", "1000",
+      {"train", {"mpiexec", "-n", std::to_string(s.train_ranks), exe, "train", parts.string(), "--epochs", std::to_string(s.epochs), "--eval-sample", "1000",
                  "--no-test", "--threads", "1", "--quiet"}},
   };
   std::vector<Stage> stages;
@@ -115,7 +119,7 @@ int bench_scale_main(const std::vector<std::string>& args) {
   }
   std::printf("R-MAT scale %d, edge factor %d, %d features, %s into %d parts balancing %s on %d rank%s, training on %d rank%s (1 thread each)\n",
               s.scale, s.edge_factor, s.feature_dim, s.method.c_str(), s.parts, s.balance.c_str(), s.partition_ranks, s.partition_ranks == 1 ? "" : "s",
-              s.parts, s.parts == 1 ? "" : "s");
+              s.train_ranks, s.train_ranks == 1 ? "" : "s");
   std::printf("%-10s %8s %10s %12s %12s %s\n", "stage", "wall s", "peak MiB", "anon MiB", "disk MiB", "");
   boost::json::array rows;
   for (const Stage& st : stages) {
@@ -129,7 +133,7 @@ int bench_scale_main(const std::vector<std::string>& args) {
               " disk: the stage's output folder, kept in %s)\n",
               s.work.c_str());
   if (s.json)
-    write_json_file(*s.json, boost::json::object{{"scale", s.scale}, {"edge_factor", s.edge_factor}, {"parts", s.parts}, {"method", s.method}, {"balance", s.balance}, {"partition_ranks", s.partition_ranks}, {"stages", rows}});
+    write_json_file(*s.json, boost::json::object{{"scale", s.scale}, {"edge_factor", s.edge_factor}, {"parts", s.parts}, {"method", s.method}, {"balance", s.balance}, {"partition_ranks", s.partition_ranks}, {"train_ranks", s.train_ranks}, {"stages", rows}});
   return stages.size() == plan.size() && stages.back().run.status == 0 ? 0 : 1;
 }
 

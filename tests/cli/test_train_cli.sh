@@ -214,7 +214,7 @@ timeout 180 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${quick[@]}" --epochs 
   > "$work/out.txt" 2>&1 || fail "class-balanced run failed: $(cat "$work/out.txt")"
 grep -qE "^test accuracy 0\.[6-9]" "$work/out.txt" || fail "class-balanced run: no good test accuracy: $(cat "$work/out.txt")"
 # bench scale: generate, partition and one epoch on 2 ranks, every stage timed and measured.
-timeout 180 "$SHARDGNN" bench scale --scale 9 --edge-factor 8 --parts 2 --workdir "$work/scale" --json "$work/scale.json" > "$work/out.txt" 2>&1 ||
+timeout 180 "$SHARDGNN" bench scale --scale 9 --edge-factor 8 --parts 4 --train-ranks 2 --workdir "$work/scale" --json "$work/scale.json" > "$work/out.txt" 2>&1 ||
   fail "bench scale failed: $(cat "$work/out.txt")"
 for stage in generate partition train; do
   grep -qE "^$stage +[0-9.]+ +[0-9]+ +[0-9]+ +[0-9]+ *$" "$work/out.txt" || fail "bench scale: no $stage row: $(cat "$work/out.txt")"
