@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # shardgnn tests, one command: builds and runs the whole suite (Release), then the same tests
-# under AddressSanitizer + UndefinedBehaviorSanitizer. Needs the packages of scripts/setup.sh.
+# under AddressSanitizer + UndefinedBehaviorSanitizer, then the trainer's tests built against
+# PyPI's torch. Needs the packages of scripts/setup.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -16,4 +17,14 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHARDGNN_T
 ninja -C build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
+# The trainer against PyPI's torch (CUDA 13 build, run on CPU), the libtorch GPU jobs use, so that
+# an API or linking break shows before anyone holds a GPU. Its CMake files need a CUDA toolkit.
+if [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ]; then
+  echo "test: PyPI torch build and the trainer's suite (build-torch/)"
+  ./scripts/setup.sh --torch pip --no-quickstart
+  ninja -C build-torch -j"$jobs"
+  ctest --test-dir build-torch --output-on-failure -j"$jobs" -R '^(trainer_1|trainer_mpi_2|cli_train)$'
+else
+  echo "test: no CUDA toolkit (${CUDA_HOME:-/usr/local/cuda}/bin/nvcc): the PyPI torch build is skipped"
+fi
 echo "test: all passed"

@@ -54,6 +54,16 @@ double GradientAllreducer::average(double examples, std::vector<double>& extras)
   const auto t0 = std::chrono::steady_clock::now();
   torch::NoGradGuard no_grad;
   double total = 0;
+  if (comm_.size() == 1) {
+    // Nothing to sum: the gradients stay where they are (on a GPU, no trip through the host).
+    total = examples;
+    for (torch::Tensor& p : params_)
+      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+    if (total > 0)
+      for (torch::Tensor& p : params_) p.mutable_grad().div_(total);
+    seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return total;
+  }
   for (std::size_t bi = 0; bi < buckets_.size(); ++bi) {
     const bool last = bi + 1 == buckets_.size();
     std::size_t elems = 0;

@@ -1,6 +1,7 @@
 #include "trainer/train.hpp"
 
 #include <algorithm>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/cuda.h>
 #include <torch/nn.h>
 #include <torch/optim.h>
@@ -60,9 +61,11 @@ torch::Device resolve_device(const std::string& name, int local_rank) {
   if (!torch::cuda::is_available())
     throw InputError("--device " + name + ": no CUDA device available (this libtorch was built without CUDA, or no GPU is visible); use --device cpu");
   const auto count = static_cast<int>(torch::cuda::device_count());
-  if (name == "cuda") return {torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank % count)};
-  torch::Device d(name);
+  torch::Device d = name == "cuda" ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank % count)) : torch::Device(name);
   if (d.index() >= count) throw InputError("--device " + name + ": only " + std::to_string(count) + " CUDA devices are visible");
+  // Work issued without a device of its own (streams, library handles, a bare tensor on
+  // "cuda") goes to the current device, which is otherwise GPU 0 on every rank of the node.
+  c10::impl::getDeviceGuardImpl(d.type())->setDevice(d);
   return d;
 }
 

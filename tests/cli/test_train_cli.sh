@@ -21,24 +21,31 @@ grep -q '"val_acc"' "$work/m.jsonl" || fail "metrics lack val_acc"
 timeout 120 "$SHARDGNN" train "$work/cora" "${quick[@]}" --epochs 1 --no-test > "$work/out.txt" 2>&1 || fail "--no-test run failed: $(cat "$work/out.txt")"
 grep -q "^test set not scored (--no-test)$" "$work/out.txt" && ! grep -q "^test accuracy" "$work/out.txt" || fail "--no-test scored a test set: $(cat "$work/out.txt")"
 
-# The run's first line names the BLAS kernels: the user's (OPENBLAS_CORETYPE) when set, else as
-# strong as the CPU's flags allow (shardgnn-train restarts itself when OpenBLAS took weaker ones).
-OPENBLAS_CORETYPE=Prescott timeout 120 "$SHARDGNN" train "$work/cora" "${quick[@]}" --epochs 1 --metrics "$work/blas.jsonl" > "$work/out.txt" 2>&1 ||
-  fail "Prescott run failed: $(cat "$work/out.txt")"
-head -1 "$work/out.txt" | grep -q ", BLAS Prescott kernels" || fail "the user's kernels are not named: $(head -1 "$work/out.txt")"
-grep -q '"blas_core":"Prescott"' "$work/blas.jsonl" || fail "metrics lack the kernels: $(cat "$work/blas.jsonl")"
-# ... and what ran the layers' products, which Debian's libtorch hands to oneDNN whatever OpenBLAS runs.
-head -1 "$work/out.txt" | grep -q "cpu fp32, products on oneDNN sgemm, " || fail "the products' library is not named: $(head -1 "$work/out.txt")"
-grep -q '"gemm":"oneDNN sgemm"' "$work/blas.jsonl" || fail "metrics lack the products' library: $(cat "$work/blas.jsonl")"
-env -u OPENBLAS_CORETYPE timeout 120 "$SHARDGNN" train "$work/cora" "${quick[@]}" --epochs 1 > "$work/out.txt" 2>&1 || fail "run without OPENBLAS_CORETYPE failed: $(cat "$work/out.txt")"
-core=$(head -1 "$work/out.txt" | sed -n 's/.*, BLAS \([A-Za-z0-9_]*\) kernels.*/\1/p')
-flags=" $(grep -m1 '^flags' /proc/cpuinfo) "
-if [ -n "$core" ]; then
-  if [[ $flags == *" avx512f "* && $flags == *" avx512bw "* && $flags == *" avx512dq "* && $flags == *" avx512vl "* ]]; then
-    [[ $core =~ ^(SkylakeX|Cooperlake|SapphireRapids)$ ]] || fail "an AVX-512 CPU trained with OpenBLAS's $core kernels: $(head -1 "$work/out.txt")"
-  elif [[ $flags == *" avx2 "* && $flags == *" fma "* ]]; then
-    [[ $core =~ ^(Haswell|Zen|SkylakeX|Cooperlake|SapphireRapids)$ ]] || fail "an AVX2 CPU trained with OpenBLAS's $core kernels: $(head -1 "$work/out.txt")"
+# With Debian's libtorch (OpenBLAS through libblas.so.3):
+if ldd "$(dirname "$SHARDGNN")/shardgnn-train" | grep -qE 'lib(open)?blas'; then
+  # The run's first line names the BLAS kernels: the user's (OPENBLAS_CORETYPE) when set, else as
+  # strong as the CPU's flags allow (shardgnn-train restarts itself when OpenBLAS took weaker ones).
+  OPENBLAS_CORETYPE=Prescott timeout 120 "$SHARDGNN" train "$work/cora" "${quick[@]}" --epochs 1 --metrics "$work/blas.jsonl" > "$work/out.txt" 2>&1 ||
+    fail "Prescott run failed: $(cat "$work/out.txt")"
+  head -1 "$work/out.txt" | grep -q ", BLAS Prescott kernels" || fail "the user's kernels are not named: $(head -1 "$work/out.txt")"
+  grep -q '"blas_core":"Prescott"' "$work/blas.jsonl" || fail "metrics lack the kernels: $(cat "$work/blas.jsonl")"
+  # ... and what ran the layers' products, which Debian's libtorch hands to oneDNN whatever OpenBLAS runs.
+  head -1 "$work/out.txt" | grep -q "cpu fp32, products on oneDNN sgemm, " || fail "the products' library is not named: $(head -1 "$work/out.txt")"
+  grep -q '"gemm":"oneDNN sgemm"' "$work/blas.jsonl" || fail "metrics lack the products' library: $(cat "$work/blas.jsonl")"
+  env -u OPENBLAS_CORETYPE timeout 120 "$SHARDGNN" train "$work/cora" "${quick[@]}" --epochs 1 > "$work/out.txt" 2>&1 || fail "run without OPENBLAS_CORETYPE failed: $(cat "$work/out.txt")"
+  core=$(head -1 "$work/out.txt" | sed -n 's/.*, BLAS \([A-Za-z0-9_]*\) kernels.*/\1/p')
+  flags=" $(grep -m1 '^flags' /proc/cpuinfo) "
+  if [ -n "$core" ]; then
+    if [[ $flags == *" avx512f "* && $flags == *" avx512bw "* && $flags == *" avx512dq "* && $flags == *" avx512vl "* ]]; then
+      [[ $core =~ ^(SkylakeX|Cooperlake|SapphireRapids)$ ]] || fail "an AVX-512 CPU trained with OpenBLAS's $core kernels: $(head -1 "$work/out.txt")"
+    elif [[ $flags == *" avx2 "* && $flags == *" fma "* ]]; then
+      [[ $core =~ ^(Haswell|Zen|SkylakeX|Cooperlake|SapphireRapids)$ ]] || fail "an AVX2 CPU trained with OpenBLAS's $core kernels: $(head -1 "$work/out.txt")"
+    fi
   fi
+else
+  # A libtorch with its own BLAS (PyTorch's builds carry MKL) has no OpenBLAS kernels to name.
+  timeout 120 "$SHARDGNN" train "$work/cora" "${quick[@]}" --epochs 1 > "$work/out.txt" 2>&1 || fail "1-epoch run failed: $(cat "$work/out.txt")"
+  head -1 "$work/out.txt" | grep -qE "cpu fp32, products on [^,]+\)" || fail "the products' library is not named: $(head -1 "$work/out.txt")"
 fi
 
 # More parts than ranks: each rank merges its parts into spill files, which leave nothing behind.
@@ -55,9 +62,10 @@ timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${quick[@]}" --epochs 
 grep -q "test accuracy" "$work/out.txt" || fail "no test accuracy line"
 [ -s "$work/ck/checkpoint.pt" ] && [ -s "$work/ck/weights.pt" ] || fail "no checkpoint or weights"
 # Python's torch.load reads the weights as a {name: tensor} dict, when a Python with torch is
-# here (the benchmark peers' environment, made by scripts/peers.sh); libtorch is not PyTorch.
+# here (build-torch/venv, made by scripts/setup.sh --torch pip, or the benchmark peers' environment,
+# made by scripts/peers.sh); libtorch is not PyTorch.
 torch_python=""
-for py in "${PEERS_PYTHON:-}" "$(dirname "$SHARDGNN")/../peers-venv/bin/python" python3; do
+for py in "${PEERS_PYTHON:-}" "$(dirname "$SHARDGNN")/../venv/bin/python" "$(dirname "$SHARDGNN")/../peers-venv/bin/python" python3; do
   if [ -n "$py" ] && "$py" -c "import torch" 2>/dev/null; then torch_python=$py; break; fi
 done
 if [ -n "$torch_python" ]; then
