@@ -1,0 +1,142 @@
+// The trainer on a GPU against the CPU: layers within float tolerance, a short Cora run within an
+// accuracy band, checkpoints written on one device and resumed on the other. Without a CUDA
+// device the program exits 77, which ctest reports as skipped; SHARDGNN_TEST_DEVICE=cpu runs
+// the same comparisons with the CPU standing in for the GPU (a rehearsal of the test itself).
+#define CATCH_CONFIG_RUNNER
+#include <torch/cuda.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "trainer/torch_catch.hpp"  // torch, then Catch
+#include "comm/communicator.hpp"
+#include "datasets/readers.hpp"
+#include "partition/shards.hpp"
+#include "test_paths.hpp"
+#include "trainer/models.hpp"
+#include "trainer/train.hpp"
+
+using namespace shardgnn;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The device under test: the first GPU, or the CPU in a rehearsal.
+std::string device_name() { return torch::cuda::is_available() ? "cuda:0" : "cpu"; }
+
+const Dataset& cora() {
+  static const Dataset ds = read_dataset(test::sample("cora.npz"), {});
+  return ds;
+}
+
+TrainConfig quick(const std::string& device) {
+  TrainConfig c;
+  c.model = ModelKind::kSage;
+  c.hidden = 64;
+  c.epochs = 8;
+  c.progress = false;
+  c.final_full_eval = true;
+  c.device = device;
+  return c;
+}
+
+SamplerConfig sampler() {
+  SamplerConfig s;
+  s.fanouts = {10, 10};
+  s.batch_size = 64;
+  s.prefetch = 2;
+  return s;
+}
+
+// num_dst dst nodes among num_src src nodes, in-edges from (v * 7 + k * 3) % num_src.
+Block block(std::int64_t num_src, std::int64_t num_dst, std::int64_t degree) {
+  Block b;
+  b.num_src = num_src;
+  b.num_dst = num_dst;
+  b.indptr.push_back(0);
+  for (std::int64_t v = 0; v < num_dst; ++v) {
+    for (std::int64_t k = 1; k <= degree; ++k) b.indices.push_back((v * 7 + k * 3) % num_src);
+    b.indptr.push_back(static_cast<std::int64_t>(b.indices.size()));
+  }
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("every layer gives the CPU's logits and gradients on the device, within float tolerance", "[device][layers]") {
+  const torch::Device dev(device_name());
+  const std::vector<Block> blocks{block(200, 60, 5), block(60, 16, 4)};
+  torch::manual_seed(3);
+  const torch::Tensor x = torch::randn({200, 12});
+  for (ModelKind kind : {ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat}) {
+    INFO(model_name(kind) << " on " << dev);
+    torch::manual_seed(5);
+    Gnn cpu(GnnOptions(kind, 12, 16, 4, 2).heads(2));
+    Gnn other(GnnOptions(kind, 12, 16, 4, 2).heads(2));
+    {
+      torch::NoGradGuard g;
+      const auto from = cpu->parameters(), to = other->parameters();
+      for (std::size_t i = 0; i < from.size(); ++i) to[i].copy_(from[i]);
+    }
+    cpu->eval();
+    other->eval();
+    other->to(dev);
+    const torch::Tensor a = cpu->forward(to_tensors(blocks, torch::kCPU), x);
+    const torch::Tensor b = other->forward(to_tensors(blocks, dev), x.to(dev));
+    CHECK(torch::allclose(a, b.to(torch::kCPU), 1e-4, 1e-5));
+    a.square().sum().backward();
+    b.square().sum().backward();
+    const auto ga = cpu->parameters(), gb = other->parameters();
+    for (std::size_t i = 0; i < ga.size(); ++i) CHECK(torch::allclose(ga[i].grad(), gb[i].grad().to(torch::kCPU), 1e-3, 1e-4));
+  }
+}
+
+TEST_CASE("a short Cora run on the device scores within a band of the same run on the CPU", "[device][cora]") {
+  auto world = comm::Communicator::world();
+  const Shard shard = shard_from_dataset(cora());
+  Trainer on_cpu(shard, "cora", world, quick("cpu"), sampler());
+  const TrainResult a = on_cpu.fit();
+  Trainer on_device(shard, "cora", world, quick(device_name()), sampler());
+  const TrainResult b = on_device.fit();
+  INFO("test accuracy: CPU " << a.full.test.accuracy << ", " << device_name() << " " << b.full.test.accuracy);
+  CHECK(b.full.test.accuracy > 0.7);
+  CHECK(std::abs(a.full.test.accuracy - b.full.test.accuracy) < 0.05);
+}
+
+TEST_CASE("a checkpoint written on one device resumes on the other", "[device][checkpoint]") {
+  auto world = comm::Communicator::world();
+  const Shard shard = shard_from_dataset(cora());
+  test::ScratchDir dir;
+  int run = 0;
+  for (const auto& [first, second] : {std::pair{device_name(), std::string("cpu")}, {std::string("cpu"), device_name()}}) {
+    INFO(first << " then " << second);
+    const fs::path ck = dir / ("run-" + std::to_string(run++));
+    TrainConfig c = quick(first);
+    c.epochs = 3;
+    c.checkpoint_dir = ck;
+    Trainer(shard, "cora", world, c, sampler()).fit();
+    REQUIRE(fs::exists(ck / "checkpoint.pt"));
+    c.device = second;
+    c.epochs = 6;
+    c.resume = true;
+    Trainer t(shard, "cora", world, c, sampler());
+    const TrainResult r = t.fit();
+    CHECK(r.start_epoch == 3);
+    CHECK(r.history.size() == 3);
+    CHECK(r.full.test.accuracy > 0.7);
+  }
+}
+
+int main(int argc, char** argv) {
+  comm::Environment env(argc, argv);
+  const char* rehearse = std::getenv("SHARDGNN_TEST_DEVICE");
+  if (!torch::cuda::is_available() && !(rehearse != nullptr && std::string(rehearse) == "cpu")) {
+    std::printf("no CUDA device here: the device tests are skipped (SHARDGNN_TEST_DEVICE=cpu rehearses them on the CPU)\n");
+    return 77;
+  }
+  Catch::Session session;
+  if (const int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
+  return session.run();
+}
