@@ -327,9 +327,9 @@ std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a / b - (a % b !
 
 // Label propagation over parts on this rank's rows; `part` holds every node's part (global ids),
 // kept current on every rank. A node moves to the adjacent part it is most connected to when that
-// beats its own part's connection (or equals it and the part is lighter) and the part has room; a node of a part over its limit moves to
-// the best adjacent part with room (or, with none adjacent, the lightest part with room) whatever
-// the cut says. Within a pass a rank may use a 1/P share of each part's room, or must shed the
+// beats its own part's connection (or equals it and the part is lighter) and the part has room;
+// a node of a part over its limit moves to the best adjacent part with room (or, with none
+// adjacent, the lightest part with room) whatever the cut says. Within a pass a rank may use a 1/P share of each part's room, or must shed the
 // share of a part's excess that its own nodes there hold, so that the ranks' moves together keep
 // to the limits.
 template <class View>

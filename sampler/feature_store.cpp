@@ -215,9 +215,13 @@ void FeatureStore::populate_rows() const {
   // The node's memory as this process may use it: a SLURM job or a container limits it below the
   // machine's (its cgroup's limit; page cache counts against it).
   const std::uint64_t usable = usable_memory_bytes();
-  if (usable == 0 || node_bytes > static_cast<double>(usable) / 2) return;
+  const bool populate = usable > 0 && node_bytes <= static_cast<double>(usable) / 2;
+  // Else the rows stay on disk until read, one by one at random: a missing page is read alone.
   for (PartId r = 0; r < shard_.book.parts(); ++r)
-    if (const Shard* s = shards_.readable(r)) s->features.populate_pages();
+    if (const Shard* s = shards_.readable(r)) {
+      if (populate) s->features.populate_pages();
+      else s->features.advise_random();
+    }
 }
 
 template <class Value>

@@ -7,11 +7,9 @@
 namespace shardgnn {
 
 namespace {
-// The arrays the sampler and the feature store read at random.
-void advise_random_reads(const Shard& s) {
-  s.graph.indices().advise_random();
-  s.features.advise_random();
-}
+// The sampler reads rows at random (the feature store advises its rows itself, after deciding
+// whether to map them in whole).
+void advise_random_reads(const Shard& s) { s.graph.indices().advise_random(); }
 }  // namespace
 
 ShardView::ShardView(const Shard& own) : own_(&own), readable_(static_cast<std::size_t>(own.book.parts()), nullptr) {

@@ -116,7 +116,9 @@ BlockTensors to_tensors(const Block& block, const torch::Device& device) {
   t.indptr = view_int64(block.indptr, device);
   t.src = view_int64(block.indices, device);
   const torch::Tensor degree = t.indptr.slice(0, 1) - t.indptr.slice(0, 0, -1);
-  t.dst = torch::repeat_interleave(torch::arange(block.num_dst, t.indptr.options()), degree);
+  // With its length given, no device-to-host read of the degrees' sum on a GPU.
+  t.dst = torch::repeat_interleave(torch::arange(block.num_dst, t.indptr.options()), degree, /*dim=*/0,
+                                   /*output_size=*/static_cast<std::int64_t>(block.indices.size()));
   t.in_degree = degree.to(torch::kFloat);
   return t;
 }
