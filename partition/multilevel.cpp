@@ -53,11 +53,10 @@ constexpr int kCoarsenPasses = 3, kRefinePasses = 3;
 constexpr int kBalancePasses = 8;
 // Coarsening passes stop early once fewer than n / kSettledShare nodes moved in one.
 constexpr std::int64_t kSettledShare = 100;
-// A graph whose highest degree is at most kUniformSpread times its mean (a mesh, not a power-law
-// graph) is coarsened at most kMeshMembers nodes per cluster and level: label propagation's large
-// clusters have ragged borders there that refinement cannot mend, while on skewed graphs the cap
-// would keep nearly every edge level after level.
-constexpr std::int64_t kUniformSpread = 8;
+// A graph whose degrees are not skewed (degrees_skewed: a mesh, not a power-law graph) is
+// coarsened at most kMeshMembers nodes per cluster and level: label propagation's large clusters
+// have ragged borders there that refinement cannot mend, while on skewed graphs the cap would keep
+// nearly every edge level after level.
 constexpr std::int64_t kMeshMembers = 2;
 
 // This rank's rows of a graph: CSR over its range of nodes (global ids first .. first + n()),
@@ -524,22 +523,12 @@ std::vector<PartId> metis_ml_partition(const Dataset& ds, const PartitionConfig&
     if (scratch.empty()) scratch = std::filesystem::temp_directory_path().string();
   });
   const std::int64_t target = std::max<std::int64_t>(cfg.coarse_nodes > 0 ? cfg.coarse_nodes : kCoarseNodesPerPart * k, 2 * k);
-  // Whether the degrees are uniform enough for capped clusters: highest degree and entries over all ranks.
-  std::int64_t max_members = 0;
-  {
-    std::int64_t highest = 0, fine_entries = finest.indptr.back() - finest.indptr.front();
-    for (std::int64_t v = 0; v < finest.n(); ++v)
-      highest = std::max(highest, finest.indptr[static_cast<std::size_t>(v) + 1] - finest.indptr[static_cast<std::size_t>(v)]);
-    comm.max(std::span<std::int64_t>(&highest, 1));
-    comm.sum(std::span<std::int64_t>(&fine_entries, 1));
-    if (fine_entries > 0 && highest * offsets.back() <= kUniformSpread * fine_entries) {
-      max_members = kMeshMembers;
-      if (rank == 0)
-        std::fprintf(stderr, "metis-ml: degrees are uniform (highest %lld, mean %.1f): at most %lld nodes per cluster and level\n",
-                     static_cast<long long>(highest), static_cast<double>(fine_entries) / static_cast<double>(offsets.back()),
-                     static_cast<long long>(kMeshMembers));
-    }
-  }
+  // Every rank reads the whole graph's degrees, so all take the same path.
+  double degree_cv = 0;
+  const std::int64_t max_members = degrees_skewed(graph, &degree_cv) ? 0 : kMeshMembers;
+  if (max_members > 0 && rank == 0)
+    std::fprintf(stderr, "metis-ml: degrees are not skewed (coefficient of variation %.2f): at most %lld nodes per cluster and level\n", degree_cv,
+                 static_cast<long long>(kMeshMembers));
   // One more level from `g` (whose levels' ranges are `ranges`), unless it is small enough or would hardly shrink.
   auto coarsen = [&](const auto& g, std::span<const std::int64_t> ranges, int l) {
     const std::int64_t global_n = ranges.back();

@@ -4,6 +4,7 @@
 #include <bit>
 #include <type_traits>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <numeric>
 
@@ -496,12 +497,13 @@ namespace {
 template <class T, class Member>
 Array<T> concatenated(const std::vector<Shard>& group, Member member, const std::string& scratch) {
   std::size_t total = 0;
-  for (const Shard& s : group) total += member(s).size();
+  for (const Shard& s : group) total += std::invoke(member, s).size();
   if (total == 0) return {};
   SpillFile spill(scratch);
   for (const Shard& s : group) {
-    spill.append(member(s).data(), member(s).size() * sizeof(T));
-    member(s).release_pages();
+    const Array<T>& a = std::invoke(member, s);
+    spill.append(a.data(), a.size() * sizeof(T));
+    a.release_pages();
   }
   MappedFile f = spill.map();
   return Array<T>(f.keeper, reinterpret_cast<const T*>(f.bytes.data()), total);
@@ -562,13 +564,13 @@ Shard load_shard_for_rank(const PartitionInfo& info, int rank, int ranks, const 
     Array<EdgeId> indptr(f.keeper, reinterpret_cast<const EdgeId*>(f.bytes.data()), f.bytes.size() / sizeof(EdgeId));
     s.graph = CsrGraph(std::move(indptr), concatenated<NodeId>(group, [](const Shard& g) -> const Array<NodeId>& { return g.graph.indices(); }, dir));
   }
-  s.features = concatenated<float>(group, [](const Shard& g) -> const Array<float>& { return g.features; }, dir);
-  s.labels = concatenated<std::int64_t>(group, [](const Shard& g) -> const Array<std::int64_t>& { return g.labels; }, dir);
-  s.orig_ids = concatenated<NodeId>(group, [](const Shard& g) -> const Array<NodeId>& { return g.orig_ids; }, dir);
-  s.train_idx = concatenated<NodeId>(group, [](const Shard& g) -> const Array<NodeId>& { return g.train_idx; }, dir);
-  s.val_idx = concatenated<NodeId>(group, [](const Shard& g) -> const Array<NodeId>& { return g.val_idx; }, dir);
-  s.test_idx = concatenated<NodeId>(group, [](const Shard& g) -> const Array<NodeId>& { return g.test_idx; }, dir);
-  s.edge_weights = concatenated<std::int64_t>(group, [](const Shard& g) -> const Array<std::int64_t>& { return g.edge_weights; }, dir);
+  s.features = concatenated<float>(group, &Shard::features, dir);
+  s.labels = concatenated<std::int64_t>(group, &Shard::labels, dir);
+  s.orig_ids = concatenated<NodeId>(group, &Shard::orig_ids, dir);
+  s.train_idx = concatenated<NodeId>(group, &Shard::train_idx, dir);
+  s.val_idx = concatenated<NodeId>(group, &Shard::val_idx, dir);
+  s.test_idx = concatenated<NodeId>(group, &Shard::test_idx, dir);
+  s.edge_weights = concatenated<std::int64_t>(group, &Shard::edge_weights, dir);
   const NodeId begin = s.book.begin(rank), end = s.book.end(rank);
   std::vector<NodeId> halo;
   for (const Shard& g : group)

@@ -48,8 +48,8 @@ void load_input(const comm::Communicator& world, const std::string& dir, const s
       in.shard = load_shard_for_rank(info, world.rank(), world.size(), scratch);
       in.name = info.dataset_name;
       in.kind = "partitioned";
-      if (const int parts = info.book.parts(); parts > world.size())
-        in.kind += ", its " + std::to_string(parts) + " parts merged " + (parts % world.size() == 0 ? std::to_string(parts / world.size()) : "up to " + std::to_string((parts + world.size() - 1) / world.size())) + " per rank";
+      if (const int parts = info.book.parts(), P = world.size(); parts > P)
+        in.kind += ", its " + std::to_string(parts) + " parts merged " + (parts % P == 0 ? "" : "up to ") + std::to_string((parts + P - 1) / P) + " per rank";
     } else if (fs::exists(fs::path(dir) / "meta.json")) {
       if (world.size() != 1)
         throw InputError(dir + ": a dataset folder trains in one process; for " + std::to_string(world.size()) + " ranks partition it first (shardgnn partition " +

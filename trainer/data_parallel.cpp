@@ -53,18 +53,12 @@ GradientAllreducer::GradientAllreducer(const torch::nn::Module& model, const com
 double GradientAllreducer::average(double examples, std::vector<double>& extras) {
   const auto t0 = std::chrono::steady_clock::now();
   torch::NoGradGuard no_grad;
-  double total = 0;
-  if (comm_.size() == 1) {
-    // Nothing to sum: the gradients stay where they are (on a GPU, no trip through the host).
-    total = examples;
-    for (torch::Tensor& p : params_)
-      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
-    if (total > 0)
-      for (torch::Tensor& p : params_) p.mutable_grad().div_(total);
-    seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return total;
-  }
-  for (std::size_t bi = 0; bi < buckets_.size(); ++bi) {
+  // Undefined gradients count as 0.
+  for (torch::Tensor& p : params_)
+    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+  double total = examples;
+  // One rank has nothing to sum: its gradients stay where they are (on a GPU, no trip through the host).
+  for (std::size_t bi = 0; comm_.size() > 1 && bi < buckets_.size(); ++bi) {
     const bool last = bi + 1 == buckets_.size();
     std::size_t elems = 0;
     for (std::size_t i : buckets_[bi]) elems += static_cast<std::size_t>(params_[i].numel());
@@ -72,13 +66,8 @@ double GradientAllreducer::average(double examples, std::vector<double>& extras)
     std::size_t off = 0;
     for (std::size_t i : buckets_[bi]) {
       const torch::Tensor& p = params_[i];
-      const auto n = static_cast<std::size_t>(p.numel());
-      auto slot = torch::from_blob(buffer_.data() + off, {p.numel()}, torch::kFloat);
-      if (p.grad().defined())
-        slot.copy_(p.grad().reshape({-1}));
-      else
-        std::fill_n(buffer_.data() + off, n, 0.0f);
-      off += n;
+      torch::from_blob(buffer_.data() + off, {p.numel()}, torch::kFloat).copy_(p.grad().reshape({-1}));
+      off += static_cast<std::size_t>(p.numel());
     }
     if (last) {
       buffer_[off] = static_cast<float>(examples);
@@ -88,7 +77,6 @@ double GradientAllreducer::average(double examples, std::vector<double>& extras)
     off = 0;
     for (std::size_t i : buckets_[bi]) {
       torch::Tensor& p = params_[i];
-      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
       p.mutable_grad().copy_(torch::from_blob(buffer_.data() + off, p.sizes(), torch::kFloat));
       off += static_cast<std::size_t>(p.numel());
     }

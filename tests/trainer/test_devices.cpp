@@ -12,9 +12,9 @@
 
 #include "trainer/torch_catch.hpp"  // torch, then Catch
 #include "comm/communicator.hpp"
-#include "datasets/readers.hpp"
 #include "partition/shards.hpp"
 #include "test_paths.hpp"
+#include "trainer/cora_training.hpp"
 #include "trainer/models.hpp"
 #include "trainer/train.hpp"
 
@@ -26,29 +26,16 @@ namespace {
 // The device under test: the first GPU, or the CPU in a rehearsal.
 std::string device_name() { return torch::cuda::is_available() ? "cuda:0" : "cpu"; }
 
-const Dataset& cora() {
-  static const Dataset ds = read_dataset(test::sample("cora.npz"), {});
-  return ds;
-}
+using test::cora;
 
 TrainConfig quick(const std::string& device) {
-  TrainConfig c;
-  c.model = ModelKind::kSage;
-  c.hidden = 64;
+  TrainConfig c = test::quick_config(ModelKind::kSage);
   c.epochs = 8;
-  c.progress = false;
-  c.final_full_eval = true;
   c.device = device;
   return c;
 }
 
-SamplerConfig sampler() {
-  SamplerConfig s;
-  s.fanouts = {10, 10};
-  s.batch_size = 64;
-  s.prefetch = 2;
-  return s;
-}
+SamplerConfig sampler() { return test::quick_sampler(); }
 
 // num_dst dst nodes among num_src src nodes, in-edges from (v * 7 + k * 3) % num_src.
 Block block(std::int64_t num_src, std::int64_t num_dst, std::int64_t degree) {

@@ -21,6 +21,7 @@
 #include "partition/shards.hpp"
 #include "cora_parts.hpp"
 #include "test_paths.hpp"
+#include "trainer/cora_training.hpp"
 #include "trainer/data_parallel.hpp"
 #include "trainer/evaluate.hpp"
 #include "trainer/models.hpp"
@@ -33,28 +34,9 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-const Dataset& cora() {
-  static const Dataset ds = read_dataset(test::sample("cora.npz"), {});
-  return ds;
-}
-
-TrainConfig quick_config(ModelKind model) {
-  TrainConfig c;
-  c.model = model;
-  c.hidden = 64;
-  c.epochs = 12;
-  c.progress = false;
-  c.final_full_eval = true;
-  return c;
-}
-
-SamplerConfig quick_sampler() {
-  SamplerConfig s;
-  s.fanouts = {10, 10};
-  s.batch_size = 64;
-  s.prefetch = 2;
-  return s;
-}
+using test::cora;
+using test::quick_config;
+using test::quick_sampler;
 
 std::string slurp(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

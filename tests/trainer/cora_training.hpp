@@ -1,0 +1,34 @@
+// Cora as the trainer tests train on it: the dataset, read once, and a quick configuration.
+#pragma once
+
+#include "datasets/readers.hpp"
+#include "sampler/sampler.hpp"
+#include "test_paths.hpp"
+#include "trainer/train.hpp"
+
+namespace shardgnn::test {
+
+inline const Dataset& cora() {
+  static const Dataset ds = read_dataset(sample("cora.npz"), {});
+  return ds;
+}
+
+inline TrainConfig quick_config(ModelKind model) {
+  TrainConfig c;
+  c.model = model;
+  c.hidden = 64;
+  c.epochs = 12;
+  c.progress = false;
+  c.final_full_eval = true;
+  return c;
+}
+
+inline SamplerConfig quick_sampler() {
+  SamplerConfig s;
+  s.fanouts = {10, 10};
+  s.batch_size = 64;
+  s.prefetch = 2;
+  return s;
+}
+
+}  // namespace shardgnn::test
