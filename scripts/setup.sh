@@ -37,13 +37,14 @@ while [ $# -gt 0 ]; do
 done
 
 # libopenblas0-pthread: without it libtorch falls back to the reference BLAS (~25x slower matmul).
+# libdnnl2 (oneDNN): the layers' float32 CPU products, also under PyPI's libtorch (trainer/gemm.hpp).
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libboost1.81-dev libboost-json1.81-dev libboost-program-options1.81-dev
   zlib1g-dev
   libmetis-dev metis
   mpich libmpich-dev
-  libtorch-dev libopenblas0-pthread
+  libtorch-dev libopenblas0-pthread libdnnl2
   catch2
   python3-numpy
 )

@@ -4,6 +4,8 @@
 #include <ATen/record_function.h>
 #include <torch/autograd.h>
 
+#include <dlfcn.h>
+
 #include <cstdint>
 
 // oneDNN's row-major C = alpha op(A) op(B) + beta C (dnnl.h; its dev headers are not a dependency).
@@ -14,6 +16,30 @@ extern "C" int dnnl_sgemm(char transa, char transb, std::int64_t M, std::int64_t
 namespace shardgnn {
 
 namespace {
+
+using SgemmFn = decltype(&dnnl_sgemm);
+
+struct Sgemm {
+  SgemmFn fn = nullptr;
+  std::string name;
+};
+
+// The oneDNN sgemm to call: the one the libtorch in use exports (Debian's), or else the system's
+// libdnnl.so.2 opened on its own. PyTorch's wheels link oneDNN statically without that entry point
+// and run float32 products on MKL, which takes slow paths on AMD CPUs. RTLD_DEEPBIND keeps the
+// opened library's calls inside itself: bound to the libtorch's copies of oneDNN's internals, its
+// sgemm fails as unimplemented.
+const Sgemm& cpu_sgemm() {
+  static const Sgemm found = [] {
+    if (dnnl_sgemm != nullptr) return Sgemm{dnnl_sgemm, "oneDNN sgemm"};
+#if defined(RTLD_DEEPBIND)
+    if (void* lib = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND))
+      if (void* fn = dlsym(lib, "dnnl_sgemm")) return Sgemm{reinterpret_cast<SgemmFn>(fn), "oneDNN sgemm (libdnnl.so.2)"};
+#endif
+    return Sgemm{};
+  }();
+  return found;
+}
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
@@ -31,7 +57,7 @@ void sgemm(bool ta, bool tb, const torch::Tensor& a, const torch::Tensor& b, tor
     c.zero_();
     return;
   }
-  const int status = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, a.data_ptr<float>(), std::max<std::int64_t>(1, a.stride(0)), b.data_ptr<float>(),
+  const int status = cpu_sgemm().fn(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, a.data_ptr<float>(), std::max<std::int64_t>(1, a.stride(0)), b.data_ptr<float>(),
                                 std::max<std::int64_t>(1, b.stride(0)), 0.0f, c.data_ptr<float>(), std::max<std::int64_t>(1, c.stride(0)));
   TORCH_CHECK(status == 0, "oneDNN sgemm failed (status ", status, ") on [", M, ", ", K, "] x [", K, ", ", N, "]");
 }
@@ -64,13 +90,13 @@ struct DnnlLinear : torch::autograd::Function<DnnlLinear> {
 };
 
 bool on_dnnl(const torch::Tensor& x, const torch::Tensor& w) {
-  return dnnl_sgemm != nullptr && x.dim() == 2 && x.is_cpu() && x.scalar_type() == torch::kFloat && w.scalar_type() == torch::kFloat &&
+  return cpu_sgemm().fn != nullptr && x.dim() == 2 && x.is_cpu() && x.scalar_type() == torch::kFloat && w.scalar_type() == torch::kFloat &&
          !at::autocast::is_cpu_enabled();
 }
 
 }  // namespace
 
-std::string cpu_gemm_backend() { return dnnl_sgemm != nullptr ? "oneDNN sgemm" : "torch"; }
+std::string cpu_gemm_backend() { return cpu_sgemm().fn != nullptr ? cpu_sgemm().name : "torch"; }
 
 torch::Tensor linear_map(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
   if (!on_dnnl(x, w)) return torch::nn::functional::linear(x, w, b);

@@ -1,5 +1,6 @@
 // The layers' linear maps, y = x W^T + b. On the CPU in float32 they run on oneDNN's sgemm when
-// the libtorch in use exports it (Debian's links oneDNN as a shared library): oneDNN picks its
+// the libtorch in use exports it (Debian's links oneDNN as a shared library) or the system has
+// libdnnl.so.2 beside a libtorch that does not (PyTorch's wheels): oneDNN picks its
 // kernels from the CPU's feature flags itself, so neither a CPU model masked by a hypervisor nor
 // an OPENBLAS_CORETYPE leaves them on older vector units, and on the CPUs measured it outruns
 // OpenBLAS's best kernels for the tall, narrow products of GNN layers (README, "Training speed").

@@ -46,6 +46,10 @@ else
   # A libtorch with its own BLAS (PyTorch's builds carry MKL) has no OpenBLAS kernels to name.
   timeout 120 "$SHARDGNN" train "$work/cora" "${quick[@]}" --epochs 1 > "$work/out.txt" 2>&1 || fail "1-epoch run failed: $(cat "$work/out.txt")"
   head -1 "$work/out.txt" | grep -qE "cpu fp32, products on [^,]+\)" || fail "the products' library is not named: $(head -1 "$work/out.txt")"
+  # ... and takes the system's oneDNN for them when there is one.
+  if ldconfig -p | grep -q 'libdnnl\.so\.2 '; then
+    head -1 "$work/out.txt" | grep -qF "products on oneDNN sgemm (libdnnl.so.2)" || fail "the system's oneDNN is not used: $(head -1 "$work/out.txt")"
+  fi
 fi
 
 # More parts than ranks: each rank merges its parts into spill files, which leave nothing behind.
