@@ -5,6 +5,7 @@
 
 #include <boost/container/vector.hpp>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "datasets/graph.hpp"
@@ -36,6 +37,9 @@ struct MiniBatch {
   // Full-graph degree of each input node (SamplerConfig::with_degrees); empty otherwise. Exact
   // GCN normalisation needs it: a block sees only the sampled edges of its src nodes.
   std::vector<std::int64_t> degrees;
+  // What a consumer's stage hook (Prefetcher) made of the batch ahead of its step, e.g. its tensors
+  // already on their way to a GPU; type-erased, so that the sampler needs no torch. Null: not staged.
+  std::shared_ptr<const void> staged;
 
   const std::vector<NodeId>& seeds() const { return layer_nodes.front(); }
   const std::vector<NodeId>& input_nodes() const { return layer_nodes.back(); }

@@ -51,8 +51,9 @@ MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::span<
   return mb;
 }
 
-Prefetcher::Prefetcher(DistSampler& sampler, FeatureStore& features, std::int64_t epoch, std::int64_t steps, int depth, std::int64_t first_step)
-    : sampler_(sampler), features_(features), epoch_(epoch), steps_(steps), next_step_(first_step), depth_(static_cast<std::size_t>(depth)), limit_(steps) {
+Prefetcher::Prefetcher(DistSampler& sampler, FeatureStore& features, std::int64_t epoch, std::int64_t steps, int depth, std::int64_t first_step,
+                       Stage stage)
+    : sampler_(sampler), features_(features), stage_(std::move(stage)), epoch_(epoch), steps_(steps), next_step_(first_step), depth_(static_cast<std::size_t>(depth)), limit_(steps) {
   huge_buffer_pool_keep_at_least(depth_ + 2);  // the batches in flight, released together at the end
   if (depth_ > 0) thread_ = std::thread([this, first_step] { run(first_step); });
 }
@@ -67,6 +68,16 @@ Prefetcher::~Prefetcher() {
   if (thread_.joinable()) thread_.join();
 }
 
+MiniBatch Prefetcher::produce(std::int64_t step, double& work) {
+  MiniBatch mb = timed_produce(sampler_, features_, epoch_, step, work);
+  if (stage_) {
+    const auto t0 = std::chrono::steady_clock::now();
+    stage_(mb);
+    work += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return mb;
+}
+
 void Prefetcher::run(std::int64_t first_step) {
   try {
     for (std::int64_t step = first_step; step < steps_; ++step) {
@@ -76,7 +87,7 @@ void Prefetcher::run(std::int64_t first_step) {
         if (stop_ || step >= limit_) break;
       }
       double work = 0;
-      MiniBatch mb = timed_produce(sampler_, features_, epoch_, step, work);
+      MiniBatch mb = produce(step, work);
       {
         std::lock_guard lock(mu_);
         work_s_ += work;
@@ -116,7 +127,7 @@ std::optional<MiniBatch> Prefetcher::next() {
   if (next_step_ >= steps_) return std::nullopt;
   if (depth_ == 0) {
     double work = 0;
-    MiniBatch mb = timed_produce(sampler_, features_, epoch_, next_step_++, work);
+    MiniBatch mb = produce(next_step_++, work);
     work_s_ += work;
     return mb;
   }

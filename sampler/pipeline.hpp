@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -23,9 +24,14 @@ MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::span<
 
 class Prefetcher {
  public:
+  // Run on each batch by the producer once it is complete (on the thread, when there is one):
+  // the consumer's own preparation, overlapped with its work on the batches before.
+  using Stage = std::function<void(MiniBatch&)>;
+
   // Starts producing batches first_step .. steps - 1 of `epoch` (collective work: every rank must
   // run the same epoch with the same steps). depth 0 produces each batch in next() itself, no thread.
-  Prefetcher(DistSampler& sampler, FeatureStore& features, std::int64_t epoch, std::int64_t steps, int depth, std::int64_t first_step = 0);
+  Prefetcher(DistSampler& sampler, FeatureStore& features, std::int64_t epoch, std::int64_t steps, int depth, std::int64_t first_step = 0,
+             Stage stage = {});
   ~Prefetcher();
   Prefetcher(const Prefetcher&) = delete;
   Prefetcher& operator=(const Prefetcher&) = delete;
@@ -45,9 +51,11 @@ class Prefetcher {
 
  private:
   void run(std::int64_t first_step);
+  MiniBatch produce(std::int64_t step, double& work);
 
   DistSampler& sampler_;
   FeatureStore& features_;
+  Stage stage_;
   std::int64_t epoch_, steps_, next_step_ = 0;
   std::size_t depth_;
   std::mutex mu_;

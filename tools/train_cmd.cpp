@@ -228,9 +228,10 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
   const std::string blas = blas_core_description(blas_core());
   const std::string gemm = trainer.gemm_backend();
   if (world.rank() == 0 && tc.progress)
-    std::printf("training %s on '%s' (%s, %d rank%s, %s %s, products on %s%s%s): %lld parameters, fanouts %s, batch %d\n", model_name(tc.model).c_str(),
+    std::printf("training %s on '%s' (%s, %d rank%s, %s %s, products on %s%s%s%s%s): %lld parameters, fanouts %s, batch %d\n", model_name(tc.model).c_str(),
                 in.name.c_str(), in.kind.c_str(), world.size(), world.size() == 1 ? "" : "s", trainer.device_name().c_str(),
                 precision_name(tc.precision).c_str(), gemm.c_str(), blas.empty() ? "" : ", BLAS ", blas.c_str(),
+                world.size() == 1 ? "" : ", gradients over ", world.size() == 1 ? "" : trainer.gradient_path().c_str(),
                 static_cast<long long>(trainer.num_parameters()), fanouts_text(sc.fanouts).c_str(), sc.batch_size);
   print_run_lines(world, in.shard, trainer, tc);
   const TrainResult r = trainer.fit();

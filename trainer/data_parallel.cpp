@@ -1,5 +1,6 @@
 #include "trainer/data_parallel.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -34,8 +35,8 @@ std::uint64_t parameters_checksum(const torch::nn::Module& model) {
   return h;
 }
 
-GradientAllreducer::GradientAllreducer(const torch::nn::Module& model, const comm::Communicator& comm, std::size_t bucket_bytes)
-    : params_(model.parameters()), comm_(comm) {
+GradientAllreducer::GradientAllreducer(const torch::nn::Module& model, const comm::Communicator& comm, NcclComm* nccl, std::size_t bucket_bytes)
+    : params_(model.parameters()), comm_(comm), nccl_(nccl) {
   const std::size_t cap = std::max<std::size_t>(1, bucket_bytes / sizeof(float));
   std::size_t fill = 0;
   for (std::size_t i = 0; i < params_.size(); ++i) {
@@ -57,8 +58,28 @@ double GradientAllreducer::average(double examples, std::vector<double>& extras)
   for (torch::Tensor& p : params_)
     if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
   double total = examples;
+  if (nccl_ != nullptr) {
+    std::vector<double> counts{examples};
+    counts.insert(counts.end(), extras.begin(), extras.end());
+    comm_.allreduce_inplace(std::span<double>(counts), comm::Op::kSum);
+    total = counts[0];
+    std::copy(counts.begin() + 1, counts.end(), extras.begin());
+    for (const auto& bucket : buckets_) {
+      std::vector<torch::Tensor> grads;
+      for (std::size_t i : bucket) grads.push_back(params_[i].grad().reshape({-1}));
+      if (grads.empty()) continue;
+      torch::Tensor flat = torch::cat(grads);
+      nccl_sum(*nccl_, flat);
+      std::int64_t off = 0;
+      for (std::size_t i : bucket) {
+        torch::Tensor& p = params_[i];
+        p.mutable_grad().copy_(flat.slice(0, off, off + p.numel()).view(p.sizes()));
+        off += p.numel();
+      }
+    }
+  }
   // One rank has nothing to sum: its gradients stay where they are (on a GPU, no trip through the host).
-  for (std::size_t bi = 0; comm_.size() > 1 && bi < buckets_.size(); ++bi) {
+  for (std::size_t bi = 0; nccl_ == nullptr && comm_.size() > 1 && bi < buckets_.size(); ++bi) {
     const bool last = bi + 1 == buckets_.size();
     std::size_t elems = 0;
     for (std::size_t i : buckets_[bi]) elems += static_cast<std::size_t>(params_[i].numel());

@@ -2,7 +2,8 @@
 // 0's weights, and applies the same averaged gradient each step, so the replicas stay identical.
 // Gradients travel in buckets of ~25 MB of float32 (PyTorch DDP's default bucket size), flattened
 // on the CPU; the per-rank example counts ride in the last bucket, so weighting the average by
-// samples costs no extra collective.
+// samples costs no extra collective. With a NCCL communicator (GPUs) the buckets are summed on the
+// device instead, and the counts, which the host knows, take a small MPI all-reduce of their own.
 #pragma once
 
 #include <torch/nn.h>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
+#include "trainer/nccl.hpp"
 
 namespace shardgnn {
 
@@ -25,7 +27,9 @@ class GradientAllreducer {
   static constexpr std::size_t kDefaultBucketBytes = 25u << 20;
 
   // `comm` must outlive this object and be used by this thread alone (not the sampler's).
-  GradientAllreducer(const torch::nn::Module& model, const comm::Communicator& comm, std::size_t bucket_bytes = kDefaultBucketBytes);
+  // `nccl` (may be null) must outlive this object too.
+  GradientAllreducer(const torch::nn::Module& model, const comm::Communicator& comm, NcclComm* nccl = nullptr,
+                     std::size_t bucket_bytes = kDefaultBucketBytes);
 
   // Collective. The gradients hold the gradient of a SUM of per-example losses over this rank's
   // `examples` examples (undefined gradients count as 0). Afterwards every rank's gradients are
@@ -35,11 +39,14 @@ class GradientAllreducer {
   double average(double examples, std::vector<double>& extras);
 
   double seconds() const noexcept { return seconds_; }  // time spent in this call, cumulative
+  // "NCCL", "MPI" or, on one rank, "none".
+  const char* path() const noexcept { return comm_.size() == 1 ? "none" : nccl_ != nullptr ? "NCCL" : "MPI"; }
 
  private:
   std::vector<torch::Tensor> params_;
   std::vector<std::vector<std::size_t>> buckets_;  // parameter indices per bucket
   const comm::Communicator& comm_;
+  NcclComm* nccl_;
   std::vector<float> buffer_;
   double seconds_ = 0;
 };

@@ -1,12 +1,12 @@
 #include "trainer/gemm.hpp"
 
-#include <ATen/autocast_mode.h>
 #include <ATen/record_function.h>
+#include <dlfcn.h>
 #include <torch/autograd.h>
 
-#include <dlfcn.h>
-
 #include <cstdint>
+
+#include "trainer/autocast.hpp"
 
 // oneDNN's row-major C = alpha op(A) op(B) + beta C (dnnl.h; its dev headers are not a dependency).
 // Weak: null when no loaded library exports it.
@@ -91,7 +91,7 @@ struct DnnlLinear : torch::autograd::Function<DnnlLinear> {
 
 bool on_dnnl(const torch::Tensor& x, const torch::Tensor& w) {
   return cpu_sgemm().fn != nullptr && x.dim() == 2 && x.is_cpu() && x.scalar_type() == torch::kFloat && w.scalar_type() == torch::kFloat &&
-         !at::autocast::is_cpu_enabled();
+         !autocast::enabled(c10::kCPU);
 }
 
 }  // namespace

@@ -67,7 +67,7 @@ void Progress::start_epoch(int epoch, int epochs, std::int64_t steps) {
   drawn_ = false;
 }
 
-void Progress::step(std::int64_t done, double loss) {
+void Progress::step(std::int64_t done, const std::function<double()>& loss_of) {
   if (!enabled_) return;
   const auto now = Clock::now();
   const double since_last = std::chrono::duration<double>(now - last_).count();
@@ -76,6 +76,7 @@ void Progress::step(std::int64_t done, double loss) {
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   const double rate = elapsed > 0 ? static_cast<double>(done) / elapsed : 0;
   const double eta = rate > 0 ? static_cast<double>(steps_ - done) / rate : 0;
+  const double loss = loss_of();
   if (tty_) {
     constexpr int kWidth = 24;
     const int filled = steps_ > 0 ? static_cast<int>(kWidth * done / steps_) : kWidth;

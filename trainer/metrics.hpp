@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -60,7 +61,8 @@ class Progress {
  public:
   Progress(bool enabled, std::FILE* out = stdout, double interval_s = 10.0);
   void start_epoch(int epoch, int epochs, std::int64_t steps);
-  void step(std::int64_t done, double loss);
+  // `loss` is called only when the line is drawn (on a GPU, reading it waits for the device).
+  void step(std::int64_t done, const std::function<double()>& loss);
   void end_epoch(const EpochRecord& r);
   void message(const std::string& line);
   // Ends a line redrawn in place, so that others may write below it.

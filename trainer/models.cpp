@@ -5,9 +5,8 @@
 #include <limits>
 
 #include "datasets/random.hpp"
+#include "trainer/autocast.hpp"
 #include "trainer/gemm.hpp"
-
-#include <ATen/autocast_mode.h>
 
 namespace shardgnn {
 
@@ -72,35 +71,27 @@ void dropout_mask(float* out, const float* in, std::uint64_t n, std::uint64_t ke
 // as Python's torch.autocast does.
 class Bf16Scope {
  public:
-  Bf16Scope(const torch::Device& device, bool on) : on_(on), cpu_(device.is_cpu()) {
+  Bf16Scope(const torch::Device& device, bool on) : on_(on), type_(device.is_cpu() ? c10::kCPU : c10::kCUDA) {
     if (!on_) return;
-    was_on_ = cpu_ ? at::autocast::is_cpu_enabled() : at::autocast::is_enabled();
-    was_dtype_ = cpu_ ? at::autocast::get_autocast_cpu_dtype() : at::autocast::get_autocast_gpu_dtype();
-    if (cpu_) {
-      at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-      at::autocast::set_cpu_enabled(true);
-    } else {
-      at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
-      at::autocast::set_enabled(true);
-    }
+    was_on_ = autocast::enabled(type_);
+    was_dtype_ = autocast::dtype(type_);
+    autocast::set_dtype(type_, at::kBFloat16);
+    autocast::set_enabled(type_, true);
     at::autocast::increment_nesting();
   }
   ~Bf16Scope() {
     if (!on_) return;
     if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-    if (cpu_) {
-      at::autocast::set_cpu_enabled(was_on_);
-      at::autocast::set_autocast_cpu_dtype(was_dtype_);
-    } else {
-      at::autocast::set_enabled(was_on_);
-      at::autocast::set_autocast_gpu_dtype(was_dtype_);
-    }
+    autocast::set_enabled(type_, was_on_);
+    autocast::set_dtype(type_, was_dtype_);
   }
   Bf16Scope(const Bf16Scope&) = delete;
   Bf16Scope& operator=(const Bf16Scope&) = delete;
 
  private:
-  bool on_, cpu_, was_on_ = false;
+  bool on_;
+  c10::DeviceType type_;
+  bool was_on_ = false;
   at::ScalarType was_dtype_ = at::kBFloat16;
 };
 
@@ -109,18 +100,21 @@ torch::Tensor self_ids(const BlockTensors& b) { return torch::arange(b.num_dst, 
 
 }  // namespace
 
-BlockTensors to_tensors(const Block& block, const torch::Device& device) {
+BlockTensors block_tensors(std::int64_t num_src, std::int64_t num_dst, torch::Tensor indptr, torch::Tensor indices) {
   BlockTensors t;
-  t.num_src = block.num_src;
-  t.num_dst = block.num_dst;
-  t.indptr = view_int64(block.indptr, device);
-  t.src = view_int64(block.indices, device);
+  t.num_src = num_src;
+  t.num_dst = num_dst;
+  t.indptr = std::move(indptr);
+  t.src = std::move(indices);
   const torch::Tensor degree = t.indptr.slice(0, 1) - t.indptr.slice(0, 0, -1);
   // With its length given, no device-to-host read of the degrees' sum on a GPU.
-  t.dst = torch::repeat_interleave(torch::arange(block.num_dst, t.indptr.options()), degree, /*dim=*/0,
-                                   /*output_size=*/static_cast<std::int64_t>(block.indices.size()));
+  t.dst = torch::repeat_interleave(torch::arange(num_dst, t.indptr.options()), degree, /*dim=*/0, /*output_size=*/t.src.size(0));
   t.in_degree = degree.to(torch::kFloat);
   return t;
+}
+
+BlockTensors to_tensors(const Block& block, const torch::Device& device) {
+  return block_tensors(block.num_src, block.num_dst, view_int64(block.indptr, device), view_int64(block.indices, device));
 }
 
 std::vector<BlockTensors> to_tensors(const std::vector<Block>& blocks, const torch::Device& device) {

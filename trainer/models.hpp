@@ -46,6 +46,8 @@ struct BlockTensors {
   torch::Tensor src_degree;
 };
 
+// A block's tensors from its CSR arrays (int64, on the device they are to be used on).
+BlockTensors block_tensors(std::int64_t num_src, std::int64_t num_dst, torch::Tensor indptr, torch::Tensor indices);
 BlockTensors to_tensors(const Block& block, const torch::Device& device);
 std::vector<BlockTensors> to_tensors(const std::vector<Block>& blocks, const torch::Device& device);
 // The tensors would outlive a temporary's storage.

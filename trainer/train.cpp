@@ -28,6 +28,7 @@
 #include "trainer/gemm.hpp"
 #include "trainer/models.hpp"
 #include "trainer/op_profile.hpp"
+#include "trainer/staging.hpp"
 #include "trainer/stop.hpp"
 
 namespace fs = std::filesystem;
@@ -104,7 +105,9 @@ struct detail::TrainerParts {
   std::string threads_from;  // what decided the torch threads, for the start-of-run line
   Gnn model{nullptr};
   std::unique_ptr<torch::optim::Optimizer> optimizer;
+  NcclHandle nccl;  // GPUs: the gradients' sums, when every rank has one and the build NCCL
   std::unique_ptr<GradientAllreducer> allreducer;
+  std::unique_ptr<BatchStager> stager;  // batches onto the device, ahead of their steps
   std::unique_ptr<ShardView> shards;  // what the sampler and the feature store read directly
   std::unique_ptr<DistSampler> sampler;
   std::unique_ptr<DistSampler> all_neighbours;  // with --eval full: validation through every neighbour of the validation nodes
@@ -230,7 +233,9 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
   s.model->to(s.device);
   broadcast_parameters(*s.model, s.comm);
   s.optimizer = make_optimizer(s.cfg, s.model->parameters());
-  s.allreducer = std::make_unique<GradientAllreducer>(*s.model, s.comm);
+  s.nccl = nccl_connect(s.comm, s.device);
+  s.allreducer = std::make_unique<GradientAllreducer>(*s.model, s.comm, s.nccl.get());
+  s.stager = std::make_unique<BatchStager>(s.device);
   if (s.resume_from_file) comm::agree(s.comm, [&] { load_checkpoint(s.checkpoint_path, s.identity(), *s.model, *s.optimizer, s.state, s.device); });
 
   s.shards = std::make_unique<ShardView>(shard, s.sampler_comm, s.scfg.node_local);
@@ -261,6 +266,7 @@ std::string Trainer::threads_text() const {
   const int n = torch::get_num_threads();
   return std::to_string(n) + " torch thread" + (n == 1 ? "" : "s") + " per rank (" + s_->threads_from + ")";
 }
+std::string Trainer::gradient_path() const { return s_->allreducer->path(); }
 std::string Trainer::gemm_backend() const { return s_->device.is_cpu() && s_->cfg.precision == Precision::kFloat32 ? cpu_gemm_backend() : "torch"; }
 
 std::string blas_core() { return openblas_get_corename ? openblas_get_corename() : ""; }
@@ -300,40 +306,40 @@ SplitMetrics evaluate(TrainerParts& s, EvalMode mode, bool with_test) {
 // What one step adds to its epoch's sums.
 struct StepResult {
   double compute_s = 0;  // forward, backward and optimiser step (the all-reduce excluded)
-  double loss_sum = 0, correct = 0, examples = 0;  // over the labelled seeds of all ranks
+  double examples = 0;   // the labelled seeds of all ranks
+  double local_examples = 0;  // of this rank
   bool stop = false;  // some rank was asked to stop (stop_here): every rank stops after this step
 };
 
 // One step of data-parallel training: forward and backward on this rank's batch, the gradients
 // averaged over all ranks' labelled examples, an optimiser step (skipped when no rank had any).
-// `stop_here` travels with the gradients, so the ranks agree on stopping without a collective.
-StepResult train_step(Gnn& model, torch::optim::Optimizer& optimizer, GradientAllreducer& allreducer, const MiniBatch& mb, torch::Device device,
-                      bool stop_here) {
+// This rank's loss sum and correct count are added to `sums` (float64 [2]) on the device, which
+// the host reads once an epoch: no step waits for the device to report them. `stop_here` travels
+// with the gradients, so the ranks agree on stopping without a collective.
+StepResult train_step(Gnn& model, torch::optim::Optimizer& optimizer, GradientAllreducer& allreducer, const BatchStager& stager, const MiniBatch& mb,
+                      torch::Tensor& sums, bool stop_here) {
   namespace F = torch::nn::functional;
   auto t0 = Clock::now();
   optimizer.zero_grad();
-  double labelled = 0;
-  std::vector<double> extras{0, 0, stop_here ? 1.0 : 0.0};  // loss sum, correct predictions, ranks asked to stop
+  StepResult r;
+  std::vector<double> extras{stop_here ? 1.0 : 0.0};  // ranks asked to stop
   if (!mb.seeds().empty()) {
-    const BatchTensors t = to_tensors(mb, device);
+    const BatchTensors t = stager.take(mb);
     const torch::Tensor logits = model->forward(t.blocks, t.x);
     const torch::Tensor loss = F::cross_entropy(logits, t.y, F::CrossEntropyFuncOptions().reduction(torch::kSum).ignore_index(-1));
     loss.backward();
-    const torch::Tensor mask = t.y.ge(0);
-    // Counted on the host, where the labels are: one device read fewer per step.
-    labelled = static_cast<double>(std::count_if(mb.labels.begin(), mb.labels.end(), [](std::int64_t y) { return y >= 0; }));
-    extras[0] = loss.item<double>();
-    extras[1] = static_cast<double>(logits.argmax(1).eq(t.y).logical_and(mask).sum().item<std::int64_t>());
+    torch::NoGradGuard no_grad;
+    const torch::Tensor correct = logits.argmax(1).eq(t.y).logical_and(t.y.ge(0)).sum();
+    sums.add_(torch::stack({loss.detach().to(torch::kDouble), correct.to(torch::kDouble)}));
+    // Counted on the host, where the labels are.
+    r.local_examples = static_cast<double>(std::count_if(mb.labels.begin(), mb.labels.end(), [](std::int64_t y) { return y >= 0; }));
   }
-  StepResult r;
   r.compute_s = since(t0);
-  r.examples = allreducer.average(labelled, extras);
+  r.examples = allreducer.average(r.local_examples, extras);
   t0 = Clock::now();
   if (r.examples > 0) optimizer.step();
   r.compute_s += since(t0);
-  r.loss_sum = extras[0];
-  r.correct = extras[1];
-  r.stop = extras[2] > 0;
+  r.stop = extras[0] > 0;
   return r;
 }
 
@@ -377,7 +383,12 @@ EpochSums train_epoch(TrainerParts& s, int epoch, Progress& progress, OpRecorder
   s.comm.check_all(e.first_step < e.steps, s.checkpoint_path + ": resumes at step " + std::to_string(e.first_step + 1) + " of epoch " +
                                                std::to_string(epoch + 1) + ", which has " + std::to_string(e.steps) + " steps here (another partition or --batch?)");
   progress.start_epoch(epoch, c.epochs, e.steps);
-  Prefetcher pipe(*s.sampler, *s.features, epoch, e.steps, s.scfg.prefetch, e.first_step);
+  Prefetcher::Stage stage;
+  if (s.stager->copies()) stage = [&s](MiniBatch& mb) { s.stager->stage(mb); };
+  Prefetcher pipe(*s.sampler, *s.features, epoch, e.steps, s.scfg.prefetch, e.first_step, std::move(stage));
+  // This rank's loss sum and correct count over the epoch's steps, kept on the device.
+  torch::Tensor sums = torch::zeros({2}, torch::TensorOptions().dtype(torch::kDouble).device(s.device));
+  double local_examples = 0;
   const std::int64_t first_recorded = std::max<std::int64_t>(e.first_step + 1, (e.steps - c.profile_steps) / 2);
   for (std::int64_t step = e.first_step; step < e.steps; ++step) {
     const std::uint64_t step_seed = derive_seed(epoch_seed, static_cast<std::uint64_t>(step));
@@ -389,7 +400,7 @@ EpochSums train_epoch(TrainerParts& s, int epoch, Progress& progress, OpRecorder
     e.seeds += static_cast<std::int64_t>(mb->seeds().size());
     const bool record = recorder != nullptr && step >= first_recorded && step < first_recorded + c.profile_steps;
     if (record) recorder->start();
-    StepResult r = train_step(s.model, *s.optimizer, *s.allreducer, *mb, s.device, stop_signal() != 0);
+    StepResult r = train_step(s.model, *s.optimizer, *s.allreducer, *s.stager, *mb, sums, stop_signal() != 0);
     if (record) {
       recorder->stop();
       ++e.profiled_steps;
@@ -402,10 +413,10 @@ EpochSums train_epoch(TrainerParts& s, int epoch, Progress& progress, OpRecorder
       r.compute_s *= e.slowdown;
     }
     e.compute_s += r.compute_s;
-    e.loss_sum += r.loss_sum;
-    e.correct += r.correct;
     e.examples += r.examples;
-    progress.step(step + 1, r.examples > 0 ? r.loss_sum / r.examples : 0.0);
+    local_examples += r.local_examples;
+    // The mean loss of this rank's steps so far, read from the device only when the line is drawn.
+    progress.step(step + 1, [&] { return local_examples > 0 ? sums[0].item<double>() / local_examples : 0.0; });
     if (r.stop && step + 1 < e.steps) {
       e.stopped_after = step + 1;
       pipe.stop_early();
@@ -413,6 +424,12 @@ EpochSums train_epoch(TrainerParts& s, int epoch, Progress& progress, OpRecorder
     }
   }
   e.sample_work_s = pipe.work_seconds();
+  // Every rank's sums, read from the device once (every rank gets here after the same steps).
+  const torch::Tensor host = sums.to(torch::kCPU);
+  std::vector<double> total{host[0].item<double>(), host[1].item<double>()};
+  s.comm.allreduce_inplace(std::span<double>(total), comm::Op::kSum);
+  e.loss_sum += total[0];
+  e.correct += total[1];
   return e;
 }
 

@@ -84,8 +84,10 @@ class Trainer {
   // rank 0 uses and what decided it.
   std::string threads_text() const;
   // What runs the layers' matrix products: "oneDNN sgemm" (float32 on the CPU, where this libtorch
-  // exports it) or "torch".
+  // or the system exports it) or "torch".
   std::string gemm_backend() const;
+  // What sums the gradients: "NCCL" (GPUs, where built), "MPI" or, on one rank, "none".
+  std::string gradient_path() const;
   const TrainConfig& config() const noexcept;
 
  private:

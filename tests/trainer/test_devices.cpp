@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "trainer/torch_catch.hpp"  // torch, then Catch
 #include "comm/communicator.hpp"
@@ -16,6 +17,7 @@
 #include "test_paths.hpp"
 #include "trainer/cora_training.hpp"
 #include "trainer/models.hpp"
+#include "trainer/staging.hpp"
 #include "trainer/train.hpp"
 
 using namespace shardgnn;
@@ -50,7 +52,65 @@ Block block(std::int64_t num_src, std::int64_t num_dst, std::int64_t degree) {
   return b;
 }
 
+// A two-layer batch of 200 input nodes with 12 features, labels (two unlabelled) and degrees.
+MiniBatch batch() {
+  MiniBatch mb;
+  mb.blocks = {block(200, 60, 5), block(60, 16, 4)};
+  mb.layer_nodes = {std::vector<NodeId>(16), std::vector<NodeId>(60), std::vector<NodeId>(200)};
+  for (std::size_t h = 0; h < mb.layer_nodes.size(); ++h)
+    for (std::size_t i = 0; i < mb.layer_nodes[h].size(); ++i) mb.layer_nodes[h][i] = static_cast<NodeId>(i * 3);
+  mb.feature_dim = 12;
+  mb.features.resize(200 * 12);
+  for (std::size_t i = 0; i < mb.features.size(); ++i) mb.features[i] = static_cast<float>(i % 97) * 0.25f;
+  for (std::int64_t i = 0; i < 16; ++i) mb.labels.push_back(i == 3 || i == 9 ? -1 : i % 4);
+  for (std::int64_t i = 0; i < 200; ++i) mb.degrees.push_back(1 + i % 11);
+  return mb;
+}
+
+bool same(const torch::Tensor& a, const torch::Tensor& b) { return a.defined() == b.defined() && (!a.defined() || torch::equal(a, b.to(torch::kCPU))); }
+
+// Every tensor of `got` (on any device) equals the CPU's `want`.
+void check_same(const BatchTensors& want, const BatchTensors& got) {
+  CHECK(same(want.x, got.x));
+  CHECK(same(want.y, got.y));
+  REQUIRE(want.blocks.size() == got.blocks.size());
+  for (std::size_t l = 0; l < want.blocks.size(); ++l) {
+    INFO("block " << l);
+    const BlockTensors &a = want.blocks[l], &b = got.blocks[l];
+    CHECK(a.num_src == b.num_src);
+    CHECK(a.num_dst == b.num_dst);
+    CHECK(same(a.indptr, b.indptr));
+    CHECK(same(a.src, b.src));
+    CHECK(same(a.dst, b.dst));
+    CHECK(same(a.in_degree, b.in_degree));
+    CHECK(same(a.src_degree, b.src_degree));
+  }
+}
+
 }  // namespace
+
+TEST_CASE("a batch staged for the device by another thread arrives whole: the tensors the CPU makes of it", "[device][staging]") {
+  const torch::Device dev(device_name());
+  const MiniBatch mb = batch();
+  const BatchTensors want = to_tensors(mb, torch::kCPU);
+  INFO("on " << dev);
+  SECTION("packed into two tensors and unpacked") {
+    const PackedBatch packed = pack_batch(mb, dev, /*pinned=*/!dev.is_cpu());
+    CHECK(packed.ints.device() == dev);
+    check_same(want, unpack_batch(packed, mb));
+  }
+  SECTION("staged on the prefetch side, taken on this one") {
+    const BatchStager stager(dev);
+    CHECK(stager.copies() == !dev.is_cpu());
+    MiniBatch staged = batch();
+    std::thread producer([&] { stager.stage(staged); });
+    producer.join();
+    CHECK(static_cast<bool>(staged.staged) == stager.copies());
+    const BatchTensors got = stager.take(staged);
+    CHECK(got.x.device() == dev);
+    check_same(want, got);
+  }
+}
 
 TEST_CASE("every layer gives the CPU's logits and gradients on the device, within float tolerance", "[device][layers]") {
   const torch::Device dev(device_name());

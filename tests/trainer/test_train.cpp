@@ -389,7 +389,7 @@ TEST_CASE("the sample-weighted gradient average equals the gradient of the whole
   torch::nn::Linear local = make(), reference = make();
   const auto a = start[static_cast<std::size_t>(rank)], b = start[static_cast<std::size_t>(rank) + 1];
   F::cross_entropy(local(all_x.slice(0, a, b)), all_y.slice(0, a, b), F::CrossEntropyFuncOptions().reduction(torch::kSum)).backward();
-  GradientAllreducer reducer(*local, world, /*bucket_bytes=*/64);  // tiny buckets: several collectives
+  GradientAllreducer reducer(*local, world, /*nccl=*/nullptr, /*bucket_bytes=*/64);  // tiny buckets: several collectives
   std::vector<double> extras{1.0 * rank};
   const double total = reducer.average(static_cast<double>(b - a), extras);
   CHECK(total == static_cast<double>(start.back()));
