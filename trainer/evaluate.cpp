@@ -108,8 +108,34 @@ SplitMetrics evaluate_kept(Gnn& model, const std::vector<KeptBatch>& val_batches
   return finish(val, test, comm);
 }
 
+namespace {
+
+// The block of dst rows [a, b) of a table (owned rows, then halo rows), whose in-edges are entries
+// e0 .. e1 of the rows' CSR (`indptr`, and `nbr` for each entry's table row), and its src rows'
+// positions in the table: the dst rows themselves first (the dst prefix), then every other
+// neighbour once. Tensor ops on the device, with no loop over nodes on the host and no sort:
+// `slot` (one per table row, -1 outside a call) numbers the block's src rows while it is cut.
+std::pair<BlockTensors, torch::Tensor> cut_block(const torch::Tensor& indptr, const torch::Tensor& nbr, torch::Tensor& slot, NodeId a, NodeId b, EdgeId e0,
+                                                 EdgeId e1) {
+  const torch::Tensor p = nbr.slice(0, e0, e1);
+  const torch::Tensor dst_rows = torch::arange(a, b, p.options());
+  slot.slice(0, a, b).copy_(dst_rows - a);
+  const torch::Tensor others = p.masked_select(slot.index_select(0, p).lt(0));
+  // Each distinct neighbour once: of the entries that name it, the one whose write lands.
+  const torch::Tensor order = torch::arange(others.size(0), p.options());
+  slot.index_put_({others}, order);
+  const torch::Tensor fresh = others.masked_select(slot.index_select(0, others).eq(order));
+  slot.index_put_({fresh}, torch::arange(b - a, b - a + fresh.size(0), p.options()));
+  BlockTensors bt = block_tensors(b - a + fresh.size(0), b - a, indptr.slice(0, a, b + 1) - e0, slot.index_select(0, p));
+  slot.index_fill_(0, fresh, -1);
+  slot.slice(0, a, b).fill_(-1);
+  return {std::move(bt), torch::cat({dst_rows, fresh})};
+}
+
+}  // namespace
+
 torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk,
-                             std::int64_t src_bytes) {
+                             std::int64_t src_bytes, std::int64_t kept_bytes_limit) {
   EvalScope scope(*model);
   const PartitionBook& book = shard.book;
   const NodeId first = book.begin(shard.part);
@@ -209,12 +235,17 @@ torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communi
     }
   }
 
+  // The graph's rows and their neighbours' table rows on the device, where blocks are cut from them.
+  const torch::Tensor indptr_t = torch::from_blob(const_cast<EdgeId*>(g.indptr().data()), {n_own + 1}, torch::kLong).to(device);
+  const torch::Tensor nbr_t = torch::from_blob(nbr_pos.data(), {static_cast<std::int64_t>(nbr_pos.size())}, torch::kLong).to(device);
+  torch::Tensor slot = torch::full({n_own + n_halo}, -1, indptr_t.options());
   torch::Tensor h;
   if (shard.feature_dim > 0 && n_own > 0)
     h = torch::from_blob(const_cast<float*>(shard.features.data()), {n_own, shard.feature_dim}, torch::kFloat).to(device);
   else
     h = torch::zeros({n_own, shard.feature_dim}, torch::TensorOptions().device(device));
-  std::vector<std::int64_t> slot(static_cast<std::size_t>(n_own + n_halo), -1);
+  std::vector<std::pair<BlockTensors, torch::Tensor>> kept;
+  std::int64_t kept_bytes = 0;
   for (std::int64_t l = 0; l < L; ++l) {
     const bool projected = hoisted[static_cast<std::size_t>(l)];
     if (projected) h = model->project_layer(l, h);
@@ -229,32 +260,18 @@ torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communi
     torch::Tensor out = torch::empty({n_own, model->layer_out_dim(l)}, h.options());
     for (std::size_t k = 0; k + 1 < bounds.size(); ++k) {
       const NodeId a = bounds[k], b = bounds[k + 1];
-      Block blk;
-      std::vector<std::int64_t> src_pos;
-      for (NodeId u = a; u < b; ++u) {
-        slot[static_cast<std::size_t>(u)] = u - a;
-        src_pos.push_back(u);
-      }
-      blk.num_dst = b - a;
-      blk.indptr.push_back(0);
-      blk.indices.reserve(static_cast<std::size_t>(g.indptr()[b] - g.indptr()[a]));
-      for (NodeId u = a; u < b; ++u) {
-        for (EdgeId e = g.indptr()[u]; e < g.indptr()[u + 1]; ++e) {
-          const std::int64_t p = nbr_pos[static_cast<std::size_t>(e)];
-          auto& s = slot[static_cast<std::size_t>(p)];
-          if (s < 0) {
-            s = static_cast<std::int64_t>(src_pos.size());
-            src_pos.push_back(p);
-          }
-          blk.indices.push_back(s);
+      std::pair<BlockTensors, torch::Tensor> cut;
+      if (k >= kept.size()) {
+        cut = cut_block(indptr_t, nbr_t, slot, a, b, g.indptr()[a], g.indptr()[b]);
+        cut.first.src_degree = deg_t.index_select(0, cut.second);
+        // Every layer has the same blocks: the first layer's are kept for the others while they fit.
+        const std::int64_t bytes = 16 * cut.first.src.size(0) + 12 * cut.second.size(0) + 12 * (b - a);
+        if (l == 0 && l + 1 < L && kept.size() == k && kept_bytes + bytes <= kept_bytes_limit) {
+          kept_bytes += bytes;
+          kept.push_back(std::move(cut));
         }
-        blk.indptr.push_back(static_cast<std::int64_t>(blk.indices.size()));
       }
-      blk.num_src = static_cast<std::int64_t>(src_pos.size());
-      for (std::int64_t p : src_pos) slot[static_cast<std::size_t>(p)] = -1;
-      BlockTensors bt = to_tensors(blk, device);
-      const torch::Tensor pos_t = torch::from_blob(src_pos.data(), {blk.num_src}, torch::kLong).to(device);
-      bt.src_degree = deg_t.index_select(0, pos_t);
+      const auto& [bt, pos_t] = k < kept.size() ? kept[k] : cut;
       out.slice(0, a, b).copy_(model->forward_layer(l, bt, table.index_select(0, pos_t), projected));
     }
     h = out;

@@ -47,15 +47,18 @@ std::size_t batch_bytes(const KeptBatch& kb);
 inline constexpr std::int64_t kEvalBlockBytes = std::int64_t{64} << 20;
 // What one block's src rows, gathered from the layer's table, may take (at the widest layer input).
 inline constexpr std::int64_t kEvalSrcBytes = std::int64_t{1} << 30;
+// What the blocks cut for the first layer may take when kept for the later ones (index tensors,
+// src positions and degrees); blocks past it are cut again for every layer.
+inline constexpr std::int64_t kEvalKeptBlockBytes = std::int64_t{1} << 30;
 
 // Collective over `comm`. Returns the logits of every owned node, [n_own, classes], on `device`.
 // A layer whose linear map is cheaper before the sum (Gnn::projects_table) projects the owned
 // rows once, and the halo exchange and the blocks then move projected rows.
 // chunk: dst nodes per block, or 0 for blocks whose per-edge tensors take about kEvalBlockBytes
 // and whose src rows about `src_bytes` (bounds the memory of one layer step beyond the layer's
-// input and output tables).
+// input and output tables). The first layer's blocks are kept for the others up to `kept_bytes`.
 torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk,
-                             std::int64_t src_bytes = kEvalSrcBytes);
+                             std::int64_t src_bytes = kEvalSrcBytes, std::int64_t kept_bytes = kEvalKeptBlockBytes);
 
 // Collective over `comm`: full_inference, scored on the owned val and test nodes.
 SplitMetrics evaluate_full(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk);

@@ -430,12 +430,15 @@ TEST_CASE("full-neighbourhood inference equals the serial whole-graph computatio
       CHECK(model->projects_table(0, fx.ds.graph.num_edges(), n, n));
       CHECK(model->projects_table(1, fx.ds.graph.num_edges(), n, n) == (hidden == 16 || kind == ModelKind::kGat));
       // Blocks of 300 dst nodes; one block (chunk 0: Cora fits every budget); and blocks cut where
-      // their src rows would pass 4 KiB (a few dozen of the rows gathered).
+      // their src rows would pass 4 KiB (a few dozen of the rows gathered). Each with the first
+      // layer's blocks kept for the second, none kept, and only some.
       for (const auto& [chunk, src_bytes] : {std::pair<std::int64_t, std::int64_t>{300, kEvalSrcBytes}, {0, kEvalSrcBytes}, {0, std::int64_t{4} << 10}}) {
-        INFO("chunk " << chunk << ", src bytes " << src_bytes);
-        const torch::Tensor got = full_inference(model, fx.shard, fx.world, torch::kCPU, chunk, src_bytes);
-        CHECK(got.sizes() == want.sizes());
-        CHECK(torch::allclose(got, want, 1e-4, 1e-5));
+        for (const std::int64_t kept_bytes : {kEvalKeptBlockBytes, std::int64_t{0}, std::int64_t{32} << 10}) {
+          INFO("chunk " << chunk << ", src bytes " << src_bytes << ", kept block bytes " << kept_bytes);
+          const torch::Tensor got = full_inference(model, fx.shard, fx.world, torch::kCPU, chunk, src_bytes, kept_bytes);
+          CHECK(got.sizes() == want.sizes());
+          CHECK(torch::allclose(got, want, 1e-4, 1e-5));
+        }
       }
     }
   }
