@@ -6,7 +6,12 @@
 
 #include "datasets/random.hpp"
 #include "trainer/autocast.hpp"
+#include "trainer/dropout_hash.hpp"
 #include "trainer/gemm.hpp"
+
+#ifdef SHARDGNN_CUDA
+#include <c10/cuda/CUDAStream.h>
+#endif
 
 namespace shardgnn {
 
@@ -21,18 +26,11 @@ torch::Tensor view_int64(const std::vector<std::int64_t>& v, const torch::Device
   return t.to(device);
 }
 
-// One chunk of dropout_mask: lane i of `len` under the 32-bit key halves (k, k2).
+// One chunk of dropout_mask on the CPU: lane i of `len` under the 32-bit key halves (k, k2).
 template <bool kApply>
 inline void dropout_lanes(float* out, const float* in, std::uint32_t len, std::uint32_t k, std::uint32_t k2, std::uint32_t threshold, float keep) {
   for (std::uint32_t i = 0; i < len; ++i) {
-    std::uint32_t h = i ^ k;
-    h ^= h >> 16;
-    h *= 0x7feb352dU;
-    h ^= k2;  // all 64 key bits: masks of two calls are not re-indexings of one another
-    h ^= h >> 15;
-    h *= 0x846ca68bU;
-    h ^= h >> 16;
-    const float m = keep * static_cast<float>(h >= threshold);
+    const float m = keep * static_cast<float>(dropout_hash(i, k, k2) >= threshold);
     if constexpr (kApply) {
       out[i] = m * in[i];
     } else {
@@ -43,22 +41,28 @@ inline void dropout_lanes(float* out, const float* in, std::uint32_t len, std::u
 
 // Sets out[i] = keep * in[i] (in = null: keep) when a 32-bit hash of (key, i) is at least
 // `threshold`, else 0: the mask itself, or, for an input that needs no gradient, the input with
-// the mask applied in the same pass (no mask written and read again). A counter-based hash (after
-// lowbias32, by Chris Wellons, with the key's high half mixed in after the first multiply) of
-// 32-bit lanes and no branch, so the loop vectorises: compiled for AVX-512, AVX2 and baseline
-// x86-64, picked at load time. One 64-bit hash per element and a branch each (mispredicted half
-// the time) was a large part of a GraphSAGE step.
+// the mask applied in the same pass (no mask written and read again). A counter-based hash of
+// 32-bit lanes (dropout_hash) and no branch, so the CPU loop vectorises: compiled for AVX-512,
+// AVX2 and baseline x86-64, picked at load time. One 64-bit hash per element and a branch each
+// (mispredicted half the time) was a large part of a GraphSAGE step. `stream`: the CUDA stream
+// of a GPU's tensors, null for the CPU's.
 #if defined(__x86_64__) && defined(__GLIBC__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 #endif
-void dropout_mask(float* out, const float* in, std::uint64_t n, std::uint64_t key, std::uint32_t threshold, float keep) {
+void dropout_mask(float* out, const float* in, std::uint64_t n, std::uint64_t key, std::uint32_t threshold, float keep, [[maybe_unused]] void* stream) {
   constexpr std::uint64_t kChunk = 1ULL << 30;  // a fresh 32-bit key per chunk: lanes never repeat
   for (std::uint64_t base = 0; base < n; base += kChunk) {
     const std::uint64_t chunk_key = derive_seed(key, base / kChunk);
     const auto k = static_cast<std::uint32_t>(chunk_key), k2 = static_cast<std::uint32_t>(chunk_key >> 32);
     const auto len = static_cast<std::uint32_t>(std::min(n - base, kChunk));
+#ifdef SHARDGNN_CUDA
+    if (stream != nullptr) {
+      dropout_lanes_cuda(out + base, in != nullptr ? in + base : nullptr, len, k, k2, threshold, keep, stream);
+      continue;
+    }
+#endif
     if (in != nullptr)
       dropout_lanes<true>(out + base, in + base, len, k, k2, threshold, keep);
     else
@@ -335,7 +339,11 @@ torch::Tensor GnnImpl::dropout(const torch::Tensor& h) {
   const double p = options.dropout();
   if (!is_training() || p <= 0) return h;
   if (p >= 1) return torch::zeros_like(h);
-  if (!h.device().is_cpu() || h.scalar_type() != torch::kFloat || !h.is_contiguous()) return dropout_(h);
+  void* stream = nullptr;
+#ifdef SHARDGNN_CUDA
+  if (h.is_cuda()) stream = c10::cuda::getCurrentCUDAStream(h.device().index()).stream();
+#endif
+  if ((!h.device().is_cpu() && stream == nullptr) || h.scalar_type() != torch::kFloat || !h.is_contiguous()) return dropout_(h);
   const auto n = static_cast<std::uint64_t>(h.numel());
   const auto keep = static_cast<float>(1.0 / (1.0 - p));
   // P(drop) = p, to 2^-32.
@@ -344,7 +352,7 @@ torch::Tensor GnnImpl::dropout(const torch::Tensor& h) {
   // Without a gradient to carry (the input features) no mask is kept: the rows are dropped in one pass.
   const bool fused = !(torch::GradMode::is_enabled() && h.requires_grad());
   torch::Tensor out = torch::empty_like(h);
-  dropout_mask(out.data_ptr<float>(), fused ? h.data_ptr<float>() : nullptr, n, key, threshold, keep);
+  dropout_mask(out.data_ptr<float>(), fused ? h.data_ptr<float>() : nullptr, n, key, threshold, keep, stream);
   return fused ? out : h * out;
 }
 

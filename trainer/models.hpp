@@ -205,9 +205,10 @@ class GnnImpl : public torch::nn::Module {
     dropout_seed_ = seed;
     dropout_calls_ = 0;
   }
-  // Inverted dropout on layer inputs. On the CPU the mask comes from a keyed counter hash per
-  // element (dropout_mask in models.cpp: 32-bit lanes, vectorised): torch 1.13's CPU bernoulli
-  // draws every element through its generator one at a time. Elsewhere torch's dropout. The
+  // Inverted dropout on layer inputs. The mask comes from a keyed counter hash per element
+  // (dropout_hash.hpp), the same on the CPU (a vectorised loop; torch 1.13's CPU bernoulli draws
+  // every element through its generator one at a time) and on a CUDA GPU (a kernel, in a build
+  // with a CUDA libtorch), so a seed gives one mask on either. Elsewhere torch's dropout. The
   // stream: call c of a seed hashes element i under derive_seed(derive_seed(seed, c), i / 2^30).
   torch::Tensor dropout(const torch::Tensor& h);
   GnnOptions options;

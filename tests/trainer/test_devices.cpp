@@ -112,6 +112,25 @@ TEST_CASE("a batch staged for the device by another thread arrives whole: the te
   }
 }
 
+TEST_CASE("dropout draws the same mask on the device as on the CPU from the same seed", "[device][dropout]") {
+  const torch::Device dev(device_name());
+  Gnn cpu(GnnOptions(ModelKind::kSage, 12, 16, 4, 2).dropout(0.3));
+  Gnn other(GnnOptions(ModelKind::kSage, 12, 16, 4, 2).dropout(0.3));
+  other->to(dev);
+  torch::manual_seed(2);
+  const torch::Tensor x = torch::randn({3001, 7});
+  for (const bool grad : {false, true}) {  // the mask applied in one pass, and the mask kept for the gradient
+    INFO((grad ? "with" : "without") << " a gradient, on " << dev);
+    cpu->reseed_dropout(41);
+    other->reseed_dropout(41);
+    const torch::Tensor a = cpu->dropout(x.clone().requires_grad_(grad));
+    const torch::Tensor b = other->dropout(x.to(dev).requires_grad_(grad));
+    CHECK(torch::equal(a, b.to(torch::kCPU)));
+    const double kept = a.ne(0).to(torch::kDouble).mean().item<double>();
+    CHECK(kept == Approx(0.7).margin(0.02));
+  }
+}
+
 TEST_CASE("every layer gives the CPU's logits and gradients on the device, within float tolerance", "[device][layers]") {
   const torch::Device dev(device_name());
   const std::vector<Block> blocks{block(200, 60, 5), block(60, 16, 4)};
