@@ -59,7 +59,8 @@ namespace {
 struct TrainBenchOptions {
   std::vector<int> ranks;
   SbmOptions sbm;
-  std::string model, fanouts;
+  std::string model, fanouts, device;
+  PartitionMethod method = PartitionMethod::kMetis;
   int batch = 0, hidden = 0, epochs = 0, profile_ops = 0;
   std::optional<std::string> dgl_python, distdgl_python, json;
   fs::path work;
@@ -75,6 +76,8 @@ std::optional<TrainBenchOptions> parse_options(const std::vector<std::string>& a
       ("classes", po::value<int>()->default_value(10), "classes")
       ("train", po::value<double>()->default_value(0.1), "training fraction (sets the steps per epoch)")
       ("ranks", po::value<std::string>()->default_value("1,2"), "rank counts to run")
+      ("method", po::value<std::string>()->default_value("metis"), "partition method for more than one rank (see partition --help)")
+      ("device", po::value<std::string>()->default_value("cpu"), "our runs' device: cpu, or cuda (every rank of the node shares its GPUs; the peers run on the CPU)")
       ("model", po::value<std::string>()->default_value("sage"), "sage, gcn or gat (the DGL peer runs sage)")
       ("fanouts", po::value<std::string>()->default_value("15,10,5"), "from the seeds outward")
       ("batch", po::value<int>()->default_value(1024), "seeds per batch per rank")
@@ -99,6 +102,8 @@ std::optional<TrainBenchOptions> parse_options(const std::vector<std::string>& a
   opt.sbm.val_fraction = 0.01;
   opt.sbm.class_separation = 0.3;
   opt.model = vm["model"].as<std::string>();
+  opt.method = parse_method(vm["method"].as<std::string>());
+  opt.device = vm["device"].as<std::string>();
   opt.fanouts = vm["fanouts"].as<std::string>();
   opt.batch = vm["batch"].as<int>();
   opt.hidden = vm["hidden"].as<int>();
@@ -125,15 +130,17 @@ SbmGraph prepare_graph(const TrainBenchOptions& opt) {
   return g;
 }
 
-// The shards our p ranks train on: the graph itself for one rank, else its METIS partition
+// The shards our p ranks train on: the graph itself for one rank, else its partition (--method)
 // (written once, then reused).
 std::string partitions_for(const TrainBenchOptions& opt, const SbmGraph& g, int p) {
   if (p == 1) return g.dir;
-  const std::string parts = (opt.work / (g.tag + "-metis-" + std::to_string(p))).string();
+  const std::string method = method_name(opt.method);
+  const std::string parts = (opt.work / (g.tag + "-" + method + "-" + std::to_string(p))).string();
   if (!fs::exists(fs::path(parts) / "partition.json")) {
-    std::fprintf(stderr, "partitioning into %d (METIS, balance nodes,train) ...\n", p);
+    std::fprintf(stderr, "partitioning into %d (%s, balance nodes,train) ...\n", p, method.c_str());
     PartitionResult r;
     r.config.parts = p;
+    r.config.method = opt.method;
     r.config.balance = {BalanceKey::kNodes, BalanceKey::kTrain};
     r.assignment = make_partitioner(r.config.method)->partition(g.ds, r.config);
     write_partitioned(g.ds, g.dir, r, parts, {.overwrite = true});
@@ -150,7 +157,7 @@ struct Row {
 };
 
 // Our run's row from its metrics file: the fastest epoch and its split.
-Row read_our_run(int p, const ProcessResult& pr, const std::string& metrics) {
+Row read_our_run(int p, const std::string& device, const ProcessResult& pr, const std::string& metrics) {
   Row row;
   row.who = "shardgnn";
   row.ranks = p;
@@ -160,7 +167,7 @@ Row read_our_run(int p, const ProcessResult& pr, const std::string& metrics) {
   }
   row.epoch_s = 1e300;
   for (const RunEpoch& e : load_run_metrics(metrics).epochs) {
-    row.note = std::to_string(p) + " rank(s) of 1 thread" + (e.gemm.empty() ? "" : ", products on " + e.gemm) +
+    row.note = std::to_string(p) + " rank(s) of 1 thread" + (device == "cpu" ? "" : " on " + device) + (e.gemm.empty() ? "" : ", products on " + e.gemm) +
                (e.blas_core.empty() ? "" : ", OpenBLAS " + e.blas_core + " kernels");
     // Training time only: the epoch's evaluation (when it had one) is not part of it.
     const double train_s = e.epoch_s - e.eval_s;
@@ -182,10 +189,10 @@ Row run_ours(const TrainBenchOptions& opt, const std::string& exe, const std::st
   fs::remove(metrics);
   std::vector<std::string> argv = {"mpiexec", "-n", std::to_string(p), exe, "train", parts, "--model", opt.model, "--fanouts", opt.fanouts,
                                          "--batch", std::to_string(opt.batch), "--hidden", std::to_string(opt.hidden), "--epochs", std::to_string(opt.epochs),
-                                         "--eval-every", std::to_string(opt.epochs), "--no-full-eval", "--threads", "1", "--metrics", metrics};
+                                         "--eval-every", std::to_string(opt.epochs), "--no-full-eval", "--threads", "1", "--metrics", metrics, "--device", opt.device};
   if (opt.profile_ops > 0) argv.insert(argv.end(), {"--profile-ops", std::to_string(opt.profile_ops)});
   std::fprintf(stderr, "training on %d rank(s) ...\n", p);
-  return read_our_run(p, run_process(argv), metrics);
+  return read_our_run(p, opt.device, run_process(argv), metrics);
 }
 
 // A peer's row from its JSON output ({epoch_s, test_acc, dgl_version}); `note` describes the run.

@@ -8,6 +8,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <nccl.h>
+#include <torch/cuda.h>
 #endif
 
 namespace shardgnn {
@@ -34,8 +35,8 @@ void NcclDeleter::operator()(NcclComm* c) const noexcept {
 
 bool nccl_built() noexcept { return true; }
 
-NcclHandle nccl_connect(const comm::Communicator& comm, const torch::Device& device) {
-  const bool here = device.is_cuda() && comm.size() > 1;
+NcclHandle nccl_connect(const comm::Communicator& comm, const torch::Device& device, int ranks_on_node) {
+  const bool here = device.is_cuda() && comm.size() > 1 && ranks_on_node <= static_cast<int>(torch::cuda::device_count());
   if (comm.allreduce<std::int32_t>(here ? 1 : 0, comm::Op::kMin) == 0) return nullptr;
   // Rank 0's id, or its error, to every rank in one broadcast.
   struct {
@@ -71,7 +72,7 @@ void NcclDeleter::operator()(NcclComm* c) const noexcept { delete c; }
 
 bool nccl_built() noexcept { return false; }
 
-NcclHandle nccl_connect(const comm::Communicator& comm, const torch::Device&) {
+NcclHandle nccl_connect(const comm::Communicator& comm, const torch::Device&, int) {
   // Every rank of a job runs the same build: nothing to agree on.
   static_cast<void>(comm);
   return nullptr;

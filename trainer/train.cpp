@@ -233,7 +233,7 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
   s.model->to(s.device);
   broadcast_parameters(*s.model, s.comm);
   s.optimizer = make_optimizer(s.cfg, s.model->parameters());
-  s.nccl = nccl_connect(s.comm, s.device);
+  s.nccl = nccl_connect(s.comm, s.device, s.cores.ranks_on_node);
   s.allreducer = std::make_unique<GradientAllreducer>(*s.model, s.comm, s.nccl.get());
   s.stager = std::make_unique<BatchStager>(s.device);
   if (s.resume_from_file) comm::agree(s.comm, [&] { load_checkpoint(s.checkpoint_path, s.identity(), *s.model, *s.optimizer, s.state, s.device); });

@@ -232,6 +232,14 @@ for stage in generate partition train; do
   grep -qE "^$stage +[0-9.]+ +[0-9]+ +[0-9]+ +[0-9]+ *$" "$work/out.txt" || fail "bench scale: no $stage row: $(cat "$work/out.txt")"
 done
 [ "$(grep -cE '"status": *0,' "$work/scale.json")" -eq 3 ] || fail "bench scale JSON: $(cat "$work/scale.json")"
+# bench train: one rank on the graph, two on its partition by the method asked for, a row each.
+timeout 180 "$SHARDGNN" bench train --nodes 3000 --avg-degree 10 --feature-dim 8 --ranks 1,2 --method metis-ml --fanouts 5,5 --batch 64 --hidden 16 \
+  --epochs 1 --workdir "$work/btrain" --json "$work/btrain.json" > "$work/out.txt" 2>&1 || fail "bench train failed: $(cat "$work/out.txt")"
+for p in 1 2; do
+  grep -qE "^shardgnn +$p +[0-9.]+ .* $p rank\(s\) of 1 thread, products on " "$work/out.txt" || fail "bench train: no row for $p rank(s): $(cat "$work/out.txt")"
+done
+[ -f "$work/btrain/sbm-3000-10-8-100-v2-metis-ml-2/partition.json" ] || fail "bench train: no metis-ml partition: $(ls "$work/btrain")"
+[ "$(grep -cE '"who": *"shardgnn"' "$work/btrain.json")" -eq 2 ] || fail "bench train JSON: $(cat "$work/btrain.json")"
 # A checkpoint that cannot be written (a full disk: a 3 MiB tmpfs, filled) fails the run on every
 # rank with one line, leaves the previous checkpoint as it was and no temporary file. Needs root
 # for the mount; skipped without.
