@@ -38,7 +38,8 @@ class GradientAllreducer {
   // the gradients are left at 0.
   double average(double examples, std::vector<double>& extras);
 
-  double seconds() const noexcept { return seconds_; }  // time spent in this call, cumulative
+  // Time spent in average(), cumulative; with NCCL, queueing the sums, which run on the device's stream.
+  double seconds() const noexcept { return seconds_; }
   // "NCCL", "MPI" or, on one rank, "none".
   const char* path() const noexcept { return comm_.size() == 1 ? "none" : nccl_ != nullptr ? "NCCL" : "MPI"; }
 

@@ -10,7 +10,10 @@
 #include "trainer/gemm.hpp"
 
 #ifdef SHARDGNN_CUDA
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+
+#include <optional>
 #endif
 
 namespace shardgnn {
@@ -341,7 +344,12 @@ torch::Tensor GnnImpl::dropout(const torch::Tensor& h) {
   if (p >= 1) return torch::zeros_like(h);
   void* stream = nullptr;
 #ifdef SHARDGNN_CUDA
-  if (h.is_cuda()) stream = c10::cuda::getCurrentCUDAStream(h.device().index()).stream();
+  // The kernel launches on the current device: h's.
+  std::optional<c10::cuda::CUDAGuard> on_device;
+  if (h.is_cuda()) {
+    on_device.emplace(h.device().index());
+    stream = c10::cuda::getCurrentCUDAStream(h.device().index()).stream();
+  }
 #endif
   if ((!h.device().is_cpu() && stream == nullptr) || h.scalar_type() != torch::kFloat || !h.is_contiguous()) return dropout_(h);
   const auto n = static_cast<std::uint64_t>(h.numel());

@@ -8,7 +8,6 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <nccl.h>
-#include <torch/cuda.h>
 #endif
 
 namespace shardgnn {
@@ -29,14 +28,17 @@ void check(ncclResult_t r, const char* what) {
 }  // namespace
 
 void NcclDeleter::operator()(NcclComm* c) const noexcept {
-  if (c->comm != nullptr) ncclCommDestroy(c->comm);
+  // Abort, not destroy: ncclCommDestroy waits for the other ranks, and a rank unwinding from an
+  // error of its own would wait for ranks that are waiting for it in MPI. Training has read its
+  // results back from the device by the time a communicator goes, so nothing is in flight.
+  if (c->comm != nullptr) ncclCommAbort(c->comm);
   delete c;
 }
 
 bool nccl_built() noexcept { return true; }
 
-NcclHandle nccl_connect(const comm::Communicator& comm, const torch::Device& device, int ranks_on_node) {
-  const bool here = device.is_cuda() && comm.size() > 1 && ranks_on_node <= static_cast<int>(torch::cuda::device_count());
+NcclHandle nccl_connect(const comm::Communicator& comm, const torch::Device& device, bool own_gpu) {
+  const bool here = device.is_cuda() && comm.size() > 1 && own_gpu;
   if (comm.allreduce<std::int32_t>(here ? 1 : 0, comm::Op::kMin) == 0) return nullptr;
   // Rank 0's id, or its error, to every rank in one broadcast.
   struct {
@@ -72,7 +74,7 @@ void NcclDeleter::operator()(NcclComm* c) const noexcept { delete c; }
 
 bool nccl_built() noexcept { return false; }
 
-NcclHandle nccl_connect(const comm::Communicator& comm, const torch::Device&, int) {
+NcclHandle nccl_connect(const comm::Communicator& comm, const torch::Device&, bool) {
   // Every rank of a job runs the same build: nothing to agree on.
   static_cast<void>(comm);
   return nullptr;

@@ -24,10 +24,10 @@ using NcclHandle = std::unique_ptr<NcclComm, NcclDeleter>;
 bool nccl_built() noexcept;
 
 // Collective over `comm`: a NCCL communicator between the ranks' `device`s when every rank trains
-// on a CUDA device of its own (NCCL takes one rank per GPU: no node runs more ranks,
-// `ranks_on_node`, than it has GPUs) and this build has NCCL, else null on every rank. A failure
-// on any rank fails every rank.
-NcclHandle nccl_connect(const comm::Communicator& comm, const torch::Device& device, int ranks_on_node);
+// on a CUDA device of its own (`own_gpu`: NCCL takes one rank per GPU) and this build has NCCL,
+// else null on every rank. A failure on any rank fails every rank; one inside NCCL's own set-up
+// (ncclCommInitRank, collective) may leave the others waiting there.
+NcclHandle nccl_connect(const comm::Communicator& comm, const torch::Device& device, bool own_gpu);
 
 // Sums a contiguous float32 CUDA tensor over the ranks, in place, on the current stream.
 void nccl_sum(NcclComm& nccl, torch::Tensor& flat);

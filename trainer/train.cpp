@@ -233,7 +233,9 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
   s.model->to(s.device);
   broadcast_parameters(*s.model, s.comm);
   s.optimizer = make_optimizer(s.cfg, s.model->parameters());
-  s.nccl = nccl_connect(s.comm, s.device, s.cores.ranks_on_node);
+  // A GPU of its own: devices picked by node-local rank (a bare "cuda"), no more ranks than GPUs.
+  const bool own_gpu = s.cfg.device == "cuda" && s.cores.ranks_on_node <= static_cast<int>(torch::cuda::device_count());
+  s.nccl = nccl_connect(s.comm, s.device, own_gpu);
   s.allreducer = std::make_unique<GradientAllreducer>(*s.model, s.comm, s.nccl.get());
   s.stager = std::make_unique<BatchStager>(s.device);
   if (s.resume_from_file) comm::agree(s.comm, [&] { load_checkpoint(s.checkpoint_path, s.identity(), *s.model, *s.optimizer, s.state, s.device); });
