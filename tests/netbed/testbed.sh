@@ -25,10 +25,11 @@ _netbed_log() { echo "[netbed] $*" >&2; }
 # Node i's address.
 netbed_addr() { echo "10.213.0.$(($1 + 1))"; }
 
-# Whether this host can make a testbed (root, network namespaces, veth, tbf).
+# Whether this host can make a testbed (root, network and UTS namespaces, veth, tbf).
 netbed_possible() {
   [ "$(id -u)" = 0 ] || return 1
   command -v ip >/dev/null && command -v tc >/dev/null && command -v unshare >/dev/null || return 1
+  unshare --uts true 2>/dev/null || return 1
   local probe="sgnbprobe$$"
   ip netns add "$probe" 2>/dev/null || return 1
   local ok=0
