@@ -6,7 +6,10 @@
 #   scripts/netbed_bench.sh PARTITIONED_DIR [RANKS_PER_NODE] [RATES] [-- TRAIN OPTIONS...]
 #     e.g. scripts/netbed_bench.sh /tmp/shardgnn-bench-train/sbm-200000-50-100-100-v2-metis-2 1 "100gbit 25gbit 10gbit"
 #
-# The partition's parts are spread over 2 nodes (RANKS_PER_NODE each, default 1). As root. UCX runs
+# The partition's parts are spread over 2 nodes (RANKS_PER_NODE each, default 1). With
+# DISTDGL_PYTHON (a python with DGL: scripts/peers.sh) and DISTDGL_DATASET (the dataset folder the
+# partition was made from), DistDGL runs the same model beside each row: its servers and trainers
+# on the same nodes (tools/peers/distdgl_train.py --netbed), as many trainers as our ranks. As root. UCX runs
 # on TCP over the shaped links; UCX 1.13's TCP transport can hang in MPI_Finalize after the run has
 # written its metrics (openucx/ucx#8738), so each run is ended after its last epoch is logged.
 set -euo pipefail
@@ -62,16 +65,28 @@ print(f'{train_s(best):8.2f} {best["time_s"]["sample_wait"]:8.2f} {best["time_s"
 PY
 }
 
-printf '%-14s %8s %8s %8s %10s\n' "where" "epoch s" "wait s" "allred s" "MB/rank"
 n=$((2 * per))
+# DistDGL's fastest epoch, on this host or (with a testbed up) across its nodes.
+distdgl() {
+  [ -n "${DISTDGL_PYTHON:-}" ] || return 0
+  local out
+  out=$("$DISTDGL_PYTHON" tools/peers/distdgl_train.py "$DISTDGL_DATASET" --trainers "$n" --parts 2 --fanouts 5,10,15 --batch 1024 --hidden 256 \
+        --epochs 2 --threads 1 --workdir "${TMPDIR:-/tmp}/shardgnn-netbed-distdgl" "$@" 2>/dev/null | tail -1) || true
+  python3 -c 'import json, sys; print("%8.2f  (DistDGL)" % json.loads(sys.argv[1])["epoch_s"])' "$out" 2>/dev/null || echo "  DistDGL failed"
+}
+
+printf '%-14s %8s %8s %8s %10s\n' "where" "epoch s" "wait s" "allred s" "MB/rank"
 mpiexec -n "$n" "$bin" "${train[@]}" --metrics "$work/one.jsonl" > "$work/one.out" 2>&1 || { cat "$work/one.out"; exit 1; }
 printf '%-14s %s\n' "one node" "$(summary "$work/one.jsonl")"
+[ -z "${DISTDGL_PYTHON:-}" ] || printf '%-14s %s\n' "one node" "$(distdgl)"
 mpiexec -n "$n" "$bin" "${train[@]}" --node-local off --metrics "$work/one-mpi.jsonl" > "$work/one-mpi.out" 2>&1 || { cat "$work/one-mpi.out"; exit 1; }
 printf '%-14s %s\n' "one node, MPI" "$(summary "$work/one-mpi.jsonl")"
 for rate in $rates; do
-  NETBED_PREFIX=sgnb$$-$rate netbed_up 2 "$rate" 2>/dev/null
+  export NETBED_PREFIX=sgnb$$-$rate
+  netbed_up 2 "$rate" 2>/dev/null
   run_until_logged "$work/$rate.jsonl" 5 bash -c "source tests/netbed/testbed.sh; netbed_mpiexec 2 $per '$bin' ${train[*]} --metrics '$work/$rate.jsonl'"
   printf '%-14s %s\n' "2 nodes $rate" "$(summary "$work/$rate.jsonl")"
+  [ -z "${DISTDGL_PYTHON:-}" ] || printf '%-14s %s\n' "2 nodes $rate" "$(distdgl --netbed "$NETBED_PREFIX")"
   netbed_down
 done
 rm -rf "$work"

@@ -222,9 +222,12 @@ def launch(a):
 
     run_dir = tempfile.mkdtemp(prefix="run-", dir=workdir)
     ip_config = os.path.join(run_dir, "ip_config.txt")
+    # One "machine" per partition, one server on each: this host, or testbed node m
+    # (tests/netbed/testbed.sh: its address, and its network namespace for the processes).
+    address = (lambda m: f"10.213.0.{m + 1}") if a.netbed else (lambda m: "127.0.0.1")
     with open(ip_config, "w") as f:
-        for _ in range(parts):  # one "machine" per partition, one server on each
-            f.write(f"127.0.0.1 {_free_port()}\n")
+        for m in range(parts):
+            f.write(f"{address(m)} {_free_port()}\n")
     prefix = f"sgdd{os.getpid()}"
     for path in glob.glob("/dev/shm/sgdd*m*"):  # left by an earlier launcher that was killed
         pid = os.path.basename(path)[4:].split("m", 1)[0]
@@ -240,10 +243,15 @@ def launch(a):
     script = os.path.abspath(__file__)
     procs = []  # (name, Popen, log path)
 
-    def start(name, env, argv):
+    def start(name, env, argv, machine):
         log = os.path.join(run_dir, name + ".log")
         out = None if a.verbose else open(log, "w")
-        p = subprocess.Popen([sys.executable, script] + argv, env=env, stdout=out or sys.stderr, stderr=out or sys.stderr,
+        # On the testbed, inside the machine's network namespace (ip execs the python: the death
+        # signal set below stays with it).
+        where = ["ip", "netns", "exec", f"{a.netbed}-n{machine}"] if a.netbed else []
+        if a.netbed:
+            env = dict(env, GLOO_SOCKET_IFNAME="eth0", TP_SOCKET_IFNAME="eth0")
+        p = subprocess.Popen(where + [sys.executable, script] + argv, env=env, stdout=out or sys.stderr, stderr=out or sys.stderr,
                              stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
         if out:
             out.close()
@@ -286,7 +294,7 @@ def launch(a):
         for m in range(parts):
             env = dict(common, DGL_ROLE="server", DGL_SERVER_ID=str(m), OMP_NUM_THREADS=str(a.server_threads),
                        DISTDGL_MACHINE_ID=str(m), DISTDGL_SHM_PREFIX=f"{prefix}m{m}_")
-            servers.append(start(f"server-{m}", env, ["--role", "server", a.dataset]))
+            servers.append(start(f"server-{m}", env, ["--role", "server", a.dataset], m))
         trainers = []
         master_port = _free_port()
         targs = ["--role", "trainer", a.dataset, "--fanouts", a.fanouts, "--batch", str(a.batch), "--hidden", str(a.hidden),
@@ -295,9 +303,9 @@ def launch(a):
         for r in range(a.trainers):
             m = r // per_machine
             env = dict(common, DGL_ROLE="client", DGL_DIST_MODE="distributed", DGL_GROUP_ID="0", OMP_NUM_THREADS=str(a.threads),
-                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(master_port), RANK=str(r), WORLD_SIZE=str(a.trainers),
+                       MASTER_ADDR=address(0), MASTER_PORT=str(master_port), RANK=str(r), WORLD_SIZE=str(a.trainers),
                        LOCAL_RANK=str(r % per_machine), DISTDGL_MACHINE_ID=str(m), DISTDGL_SHM_PREFIX=f"{prefix}m{m}_")
-            trainers.append(start(f"trainer-{r}", env, targs))
+            trainers.append(start(f"trainer-{r}", env, targs, m))
         deadline = time.time() + a.timeout
         failed = None
         while failed is None and any(p.poll() is None for p in trainers):
@@ -357,6 +365,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=3600, help="seconds for the whole run, then everything is killed")
     ap.add_argument("--verbose", action="store_true", help="children's output to stderr instead of log files")
     ap.add_argument("--keep-logs", action="store_true")
+    ap.add_argument("--netbed", default=None, help="a testbed's NETBED_PREFIX (tests/netbed/testbed.sh): partition m's server and "
+                    "trainers run on its node m, as root")
     ap.add_argument("--role", choices=["launch", "server", "trainer"], default="launch", help=argparse.SUPPRESS)
     ap.add_argument("--classes", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--result", default=None, help=argparse.SUPPRESS)
