@@ -30,18 +30,13 @@ inline int run_mpi_program(int argc, char** argv, const std::string& command, bo
   comm::Environment env(argc, argv, threads);
   const auto world = comm::Communicator::world();
   if (keep_heap) keep_freed_memory_in_heap();
-  const int status = comm::run_guarded(g_command, world, [&] {
+  return comm::run_guarded(g_command, world, [&] {
     try {
       return body(args, world);
     } catch (const UsageError& e) {
       throw comm::CollectiveError(e.what());
     }
   });
-  // Every rank is here (a rank's own failure aborted the job): all keep driving MPI until the last
-  // message has landed, so that MPI_Finalize closes idle connections. Over UCX's TCP transport a
-  // rank still flushing one in MPI_Finalize waited for a peer that had moved on, and the job hung.
-  world.barrier();
-  return status;
 }
 
 }  // namespace shardgnn::cli

@@ -51,35 +51,39 @@ GradientAllreducer::GradientAllreducer(const torch::nn::Module& model, const com
   if (buckets_.empty()) buckets_.emplace_back();  // the counts still travel
 }
 
-double GradientAllreducer::average(double examples, std::vector<double>& extras) {
-  const auto t0 = std::chrono::steady_clock::now();
-  torch::NoGradGuard no_grad;
-  // Undefined gradients count as 0.
-  for (torch::Tensor& p : params_)
-    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
-  double total = examples;
-  if (nccl_ != nullptr) {
-    std::vector<double> counts{examples};
-    counts.insert(counts.end(), extras.begin(), extras.end());
-    comm_.allreduce_inplace(std::span<double>(counts), comm::Op::kSum);
-    total = counts[0];
-    std::copy(counts.begin() + 1, counts.end(), extras.begin());
-    for (const auto& bucket : buckets_) {
-      std::vector<torch::Tensor> grads;
-      for (std::size_t i : bucket) grads.push_back(params_[i].grad().reshape({-1}));
-      if (grads.empty()) continue;
-      torch::Tensor flat = torch::cat(grads);
-      nccl_sum(*nccl_, flat);
-      std::int64_t off = 0;
-      for (std::size_t i : bucket) {
-        torch::Tensor& p = params_[i];
-        p.mutable_grad().copy_(flat.slice(0, off, off + p.numel()).view(p.sizes()));
-        off += p.numel();
-      }
-    }
+namespace {
+
+// Copies a bucket's flattened gradients (a 1-D float tensor, parameters in bucket order) back.
+void unflatten(const std::vector<torch::Tensor>& params, const std::vector<std::size_t>& bucket, const torch::Tensor& flat) {
+  std::int64_t off = 0;
+  for (std::size_t i : bucket) {
+    torch::Tensor p = params[i];
+    p.mutable_grad().copy_(flat.slice(0, off, off + p.numel()).view(p.sizes()));
+    off += p.numel();
   }
-  // One rank has nothing to sum: its gradients stay where they are (on a GPU, no trip through the host).
-  for (std::size_t bi = 0; nccl_ == nullptr && comm_.size() > 1 && bi < buckets_.size(); ++bi) {
+}
+
+}  // namespace
+
+double GradientAllreducer::sum_on_devices(double examples, std::vector<double>& extras) {
+  std::vector<double> counts{examples};
+  counts.insert(counts.end(), extras.begin(), extras.end());
+  comm_.allreduce_inplace(std::span<double>(counts), comm::Op::kSum);
+  std::copy(counts.begin() + 1, counts.end(), extras.begin());
+  for (const auto& bucket : buckets_) {
+    if (bucket.empty()) continue;
+    std::vector<torch::Tensor> grads;
+    for (std::size_t i : bucket) grads.push_back(params_[i].grad().reshape({-1}));
+    torch::Tensor flat = torch::cat(grads);
+    nccl_sum(*nccl_, flat);
+    unflatten(params_, bucket, flat);
+  }
+  return counts[0];
+}
+
+double GradientAllreducer::sum_through_host(double examples, std::vector<double>& extras) {
+  double total = examples;
+  for (std::size_t bi = 0; bi < buckets_.size(); ++bi) {
     const bool last = bi + 1 == buckets_.size();
     std::size_t elems = 0;
     for (std::size_t i : buckets_[bi]) elems += static_cast<std::size_t>(params_[i].numel());
@@ -95,17 +99,23 @@ double GradientAllreducer::average(double examples, std::vector<double>& extras)
       for (std::size_t k = 0; k < extras.size(); ++k) buffer_[off + 1 + k] = static_cast<float>(extras[k]);
     }
     comm_.allreduce_inplace(std::span<float>(buffer_), comm::Op::kSum);
-    off = 0;
-    for (std::size_t i : buckets_[bi]) {
-      torch::Tensor& p = params_[i];
-      p.mutable_grad().copy_(torch::from_blob(buffer_.data() + off, p.sizes(), torch::kFloat));
-      off += static_cast<std::size_t>(p.numel());
-    }
+    unflatten(params_, buckets_[bi], torch::from_blob(buffer_.data(), {static_cast<std::int64_t>(elems)}, torch::kFloat));
     if (last) {
-      total = buffer_[off];
-      for (std::size_t k = 0; k < extras.size(); ++k) extras[k] = buffer_[off + 1 + k];
+      total = buffer_[elems];
+      for (std::size_t k = 0; k < extras.size(); ++k) extras[k] = buffer_[elems + 1 + k];
     }
   }
+  return total;
+}
+
+double GradientAllreducer::average(double examples, std::vector<double>& extras) {
+  const auto t0 = std::chrono::steady_clock::now();
+  torch::NoGradGuard no_grad;
+  // Undefined gradients count as 0.
+  for (torch::Tensor& p : params_)
+    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+  // One rank has nothing to sum: its gradients stay where they are (on a GPU, no trip through the host).
+  const double total = comm_.size() == 1 ? examples : nccl_ != nullptr ? sum_on_devices(examples, extras) : sum_through_host(examples, extras);
   if (total > 0)
     for (torch::Tensor& p : params_) p.mutable_grad().div_(total);
   seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -44,6 +44,9 @@ class GradientAllreducer {
   const char* path() const noexcept { return comm_.size() == 1 ? "none" : nccl_ != nullptr ? "NCCL" : "MPI"; }
 
  private:
+  double sum_on_devices(double examples, std::vector<double>& extras);    // NCCL; the counts over MPI
+  double sum_through_host(double examples, std::vector<double>& extras);  // MPI, buckets staged in buffer_
+
   std::vector<torch::Tensor> params_;
   std::vector<std::vector<std::size_t>> buckets_;  // parameter indices per bucket
   const comm::Communicator& comm_;
