@@ -30,6 +30,7 @@ MPI_Datatype datatype(Kind k) {
   switch (k) {
     case Kind::kInt32: return MPI_INT32_T;
     case Kind::kInt64: return MPI_INT64_T;
+    case Kind::kUInt16: return MPI_UINT16_T;
     case Kind::kUInt64: return MPI_UINT64_T;
     case Kind::kFloat32: return MPI_FLOAT;
     case Kind::kFloat64: return MPI_DOUBLE;

@@ -36,10 +36,11 @@ class CollectiveError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Kind { kInt32, kInt64, kUInt64, kFloat32, kFloat64, kByte };
+enum class Kind { kInt32, kInt64, kUInt16, kUInt64, kFloat32, kFloat64, kByte };
 template <class T> constexpr Kind kind_of();
 template <> constexpr Kind kind_of<std::int32_t>() { return Kind::kInt32; }
 template <> constexpr Kind kind_of<std::int64_t>() { return Kind::kInt64; }
+template <> constexpr Kind kind_of<std::uint16_t>() { return Kind::kUInt16; }
 template <> constexpr Kind kind_of<std::uint64_t>() { return Kind::kUInt64; }
 template <> constexpr Kind kind_of<float>() { return Kind::kFloat32; }
 template <> constexpr Kind kind_of<double>() { return Kind::kFloat64; }

@@ -10,6 +10,11 @@
 
 namespace shardgnn {
 
+// How rows travel between ranks: as stored, or rounded to bfloat16 (half the bytes; the same
+// 8-bit exponent, 8 of float32's 24 significand bits). Cached rows are rounded alike, so a row's
+// value does not depend on whether the cache or the exchange served it.
+enum class WireDtype { kFloat32, kBFloat16 };
+
 enum class CachePolicy {
   kNone,
   kDegree,     // cache the halo rows of highest degree (sampling reaches a node along any of its edges)
@@ -28,6 +33,11 @@ struct SamplerConfig {
   CachePolicy cache_policy = CachePolicy::kDegree;
   double cache_fraction = 0.2;  // cache this fraction of the rows owned on other nodes (all other ranks' with node_local off; 0 = use cache_mb)
   double cache_mb = 0;          // alternatively: a cache size limit in MB (10^6 bytes) of feature rows
+  // A cache sized by cache_fraction is capped so that the caches of a node's ranks together take
+  // at most this share of the node's usable memory (a fifth of a large graph's remote rows may not
+  // fit at all). A size given by cache_mb is taken as asked.
+  double cache_memory_share = 0.25;
+  WireDtype wire_dtype = WireDtype::kFloat32;  // feature rows on the wire (node-local and own rows are read as stored)
   int presample_batches = 64; // batches presampled by the kPresample policy
   bool with_degrees = false;  // also fetch every input node's full-graph degree (MiniBatch::degrees)
   bool remote_seeds = false;  // seeds may be owned by other ranks (runtime rebalancing, class-balanced
@@ -48,6 +58,8 @@ struct SamplerConfig {
 // cost model takes the same --fanouts, and partition sits below the sampler.
 CachePolicy parse_cache_policy(const std::string& name);  // none, degree, presample
 std::string cache_policy_name(CachePolicy p);
+WireDtype parse_wire_dtype(const std::string& name);  // float32, bf16
+std::string wire_dtype_name(WireDtype d);
 // Throws InputError for a configuration no run can use (batch size < 1, no fanouts, ...).
 void validate(const SamplerConfig& c);
 

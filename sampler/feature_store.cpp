@@ -1,6 +1,7 @@
 #include "sampler/feature_store.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstring>
 #include <limits>
@@ -26,17 +27,21 @@ void prefetch_row(const void* row, std::size_t bytes) {
 // 100 floats), since a fixed small count of rows left too few misses in flight for short rows.
 std::size_t rows_ahead(std::size_t row_bytes) { return std::clamp<std::size_t>(8192 / std::max<std::size_t>(row_bytes, 1), 4, 32); }
 
-// Copies `count` rows of `row_bytes` bytes, row k from source(k) to target(k). The sources are
-// random reads: the one a few copies ahead is prefetched (all its cache lines), so its misses
-// overlap the current copy instead of stalling it.
-template <class Source, class Target>
-void copy_rows(std::size_t count, std::size_t row_bytes, Source source, Target target) {
+// Copies `count` rows of `row_bytes` bytes, row k from source(k) to target(k) (by `copy`, memcpy
+// unless given). The sources are random reads: the one a few copies ahead is prefetched (all its
+// cache lines), so its misses overlap the current copy instead of stalling it.
+template <class Source, class Target, class Copy>
+void copy_rows(std::size_t count, std::size_t row_bytes, Source source, Target target, Copy copy) {
   const std::size_t lead = rows_ahead(row_bytes);
   for (std::size_t k = 0; k < std::min(lead, count); ++k) prefetch_row(source(k), row_bytes);
   for (std::size_t k = 0; k < count; ++k) {
     if (k + lead < count) prefetch_row(source(k + lead), row_bytes);
-    std::memcpy(target(k), source(k), row_bytes);
+    copy(target(k), source(k));
   }
+}
+template <class Source, class Target>
+void copy_rows(std::size_t count, std::size_t row_bytes, Source source, Target target) {
+  copy_rows(count, row_bytes, source, target, [row_bytes](void* to, const void* from) { std::memcpy(to, from, row_bytes); });
 }
 
 // Groups the remote nodes by owner with a counting sort (each owner's keep their order): the ids
@@ -54,6 +59,14 @@ void group_by_owner(std::span<const NodeId> nodes, std::span<const FeatureStore:
     slot_of[at] = static_cast<std::int64_t>(x.pos);
   }
 }
+
+// bfloat16 is float32's upper half: same exponent, 8 significand bits.
+std::uint16_t to_bfloat16(float x) {
+  const auto bits = std::bit_cast<std::uint32_t>(x);
+  if ((bits & 0x7fffffffU) > 0x7f800000U) return static_cast<std::uint16_t>((bits >> 16) | 0x40U);  // NaN stays a (quiet) NaN
+  return static_cast<std::uint16_t>((bits + 0x7fffU + ((bits >> 16) & 1U)) >> 16);  // round to nearest, ties to even
+}
+float from_bfloat16(std::uint16_t x) { return std::bit_cast<float>(static_cast<std::uint32_t>(x) << 16); }
 }  // namespace
 
 FeatureStore::FeatureStore(const ShardView& shards, const comm::Communicator& comm)
@@ -69,10 +82,6 @@ void FeatureStore::fetch_remote(std::span<const NodeId> remote, std::span<const 
   const double ids_s = since(t0);
   counters_.id_exchange_s += ids_s;
   counters_.exchange_s += ids_s;
-  // Staging buffers are kept between fetches: fresh ones cost a page fault and a zero-fill per
-  // 4 KiB every batch, more than the copy itself.
-  send_rows_.resize(asked.data.size() * F);
-  recv_rows_.resize(remote.size() * F);
   const std::size_t row_bytes = F * sizeof(float);
   // The reply's float counts each way, known here already (F floats per row asked): no count
   // exchange for the rows.
@@ -83,24 +92,50 @@ void FeatureStore::fetch_remote(std::span<const NodeId> remote, std::span<const 
   counters_.bytes_sent += static_cast<std::int64_t>(remote.size() * sizeof(NodeId));
   counters_.bytes_received += static_cast<std::int64_t>(asked.data.size() * sizeof(NodeId));
   if (F == 0) return;  // no feature columns (every rank alike): no rows to move
-  // The owner's gather of the rows asked of it, the row exchange, and the asker's placing of
-  // the received rows in the batch; the rest of the span is the transfer and the wait for it.
+  // The owner's gather of the rows asked of it (rounded to the wire's type), the row exchange,
+  // and the asker's placing of the received rows in the batch.
   t0 = Clock::now();
   const float* features = shard_.features.data();
-  copy_rows(asked.data.size(), row_bytes, [&](std::size_t i) { return features + (asked.data[i] - first_id) * dim_; },
-            [&](std::size_t i) { return send_rows_.data() + i * F; });
-  const double gather_s = since(t0);
-  const auto t1 = Clock::now();
-  comm_.alltoallv_into<float>(send_rows_, row_counts, expect, recv_rows_);
-  const double rows_s = since(t1);
-  const auto t2 = Clock::now();
-  for (std::size_t k = 0; k < remote.size(); ++k) std::memcpy(dst + static_cast<std::size_t>(dst_rows[k]) * F, recv_rows_.data() + k * F, row_bytes);
-  counters_.gather_s += gather_s;
-  counters_.scatter_s += since(t2);
+  const auto source = [&](std::size_t i) { return features + (asked.data[i] - first_id) * dim_; };
+  double rows_s = 0;
+  std::size_t wire_bytes = 0;
+  if (wire_ == WireDtype::kBFloat16) {
+    rows_s = exchange_rows<std::uint16_t>(
+        asked.data.size(), row_bytes, source,
+        [&](void* to, const void* from) { std::transform(static_cast<const float*>(from), static_cast<const float*>(from) + F, static_cast<std::uint16_t*>(to), to_bfloat16); },
+        row_counts, expect, dst, dst_rows, [&](float* to, const std::uint16_t* from) { std::transform(from, from + F, to, from_bfloat16); }, send_half_, recv_half_);
+    wire_bytes = sizeof(std::uint16_t);
+  } else {
+    rows_s = exchange_rows<float>(
+        asked.data.size(), row_bytes, source, [&](void* to, const void* from) { std::memcpy(to, from, row_bytes); }, row_counts, expect, dst, dst_rows,
+        [&](float* to, const float* from) { std::memcpy(to, from, row_bytes); }, send_rows_, recv_rows_);
+    wire_bytes = sizeof(float);
+  }
   counters_.row_exchange_s += rows_s;
   counters_.exchange_s += rows_s;
-  counters_.bytes_sent += static_cast<std::int64_t>(send_rows_.size() * sizeof(float));
-  counters_.bytes_received += static_cast<std::int64_t>(recv_rows_.size() * sizeof(float));
+  counters_.bytes_sent += static_cast<std::int64_t>(asked.data.size() * F * wire_bytes);
+  counters_.bytes_received += static_cast<std::int64_t>(remote.size() * F * wire_bytes);
+}
+
+template <class Wire, class Source, class Pack, class Unpack>
+double FeatureStore::exchange_rows(std::size_t asked, std::size_t row_bytes, Source source, Pack pack, std::span<const std::int64_t> send_counts,
+                                   std::span<const std::int64_t> recv_counts, float* dst, std::span<const std::int64_t> dst_rows, Unpack unpack,
+                                   std::vector<Wire>& send, std::vector<Wire>& recv) {
+  const auto F = static_cast<std::size_t>(dim_);
+  // Staging buffers are kept between fetches: fresh ones cost a page fault and a zero-fill per
+  // 4 KiB every batch, more than the copy itself.
+  send.resize(asked * F);
+  recv.resize(dst_rows.size() * F);
+  auto t = Clock::now();
+  copy_rows(asked, row_bytes, source, [&](std::size_t i) { return send.data() + i * F; }, pack);
+  counters_.gather_s += since(t);
+  t = Clock::now();
+  comm_.alltoallv_into<Wire>(send, send_counts, recv_counts, recv);
+  const double rows_s = since(t);
+  t = Clock::now();
+  for (std::size_t k = 0; k < dst_rows.size(); ++k) unpack(dst + static_cast<std::size_t>(dst_rows[k]) * F, recv.data() + k * F);
+  counters_.scatter_s += since(t);
+  return rows_s;
 }
 
 void FeatureStore::fetch(std::span<const NodeId> nodes, FeatureRows& out) {
@@ -279,6 +314,8 @@ void FeatureStore::fill_cache(std::vector<NodeId> chosen, std::uint64_t dense_in
   // The staging buffers held a whole cache's rows: give them back rather than keep a copy.
   std::vector<float>().swap(send_rows_);
   std::vector<float>().swap(recv_rows_);
+  std::vector<std::uint16_t>().swap(send_half_);
+  std::vector<std::uint16_t>().swap(recv_half_);
   // Cache rows by global id: a dense table over all nodes when it fits dense_index_bytes (a hash
   // lookup per remote input node was a cache miss the prefetcher cannot see), else a hash map.
   slot_.clear();
@@ -297,6 +334,7 @@ void FeatureStore::fill_cache(std::vector<NodeId> chosen, std::uint64_t dense_in
 }
 
 void FeatureStore::build_cache(const SamplerConfig& config, DistSampler* sampler) {
+  wire_ = config.wire_dtype;
   populate_rows();
   std::vector<NodeId> chosen;
   const bool on = config.cache_policy != CachePolicy::kNone && dim_ > 0;
@@ -308,6 +346,16 @@ void FeatureStore::build_cache(const SamplerConfig& config, DistSampler* sampler
   std::size_t capacity = !on ? 0
                          : config.cache_fraction > 0 ? static_cast<std::size_t>(config.cache_fraction * static_cast<double>(remote_rows))
                                                      : static_cast<std::size_t>(config.cache_mb * 1e6 / static_cast<double>(row_bytes));
+  capped_ = false;
+  if (on && config.cache_fraction > 0) {
+    const std::vector<int>& node = shards_.node_of_rank();
+    const auto here = static_cast<std::size_t>(comm_.rank());
+    const auto node_ranks = here < node.size() ? std::count(node.begin(), node.end(), node[here]) : 1;
+    const double budget = config.cache_memory_share * static_cast<double>(usable_memory_bytes()) / static_cast<double>(std::max<std::ptrdiff_t>(node_ranks, 1));
+    const auto most = static_cast<std::size_t>(budget / static_cast<double>(row_bytes));
+    capped_ = capacity > most;
+    capacity = std::min(capacity, most);
+  }
   // Score candidates, then keep the `capacity` best (ties: smaller id, for determinism).
   boost::unordered_flat_map<NodeId, std::int64_t> score;
   if (config.cache_policy == CachePolicy::kDegree) {

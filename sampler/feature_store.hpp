@@ -45,7 +45,7 @@ class FeatureStore {
   // when no rank needs it).
   FeatureStore(const ShardView& shards, const comm::Communicator& comm);
 
-  // Collective: the setup before the first fetch.
+  // Collective: the setup before the first fetch. Also takes config.wire_dtype for every later fetch.
   // - Maps the pages of the feature rows read here in up front, where memory allows, so that no
   //   batch takes page faults (populate_rows).
   // - Fills the cache per `config` (policy and size) with rows owned on other nodes; kPresample
@@ -54,7 +54,8 @@ class FeatureStore {
   void build_cache(const SamplerConfig& config, DistSampler* sampler);
 
   // Collective: every rank calls it once per step. Writes the rows of `nodes` (global ids),
-  // row-major, into `out` (resized to nodes.size() x feature_dim).
+  // row-major, into `out` (resized to nodes.size() x feature_dim). Rows that came over the wire
+  // (from the exchange or the cache) are rounded to the wire's type.
   void fetch(std::span<const NodeId> nodes, FeatureRows& out);
 
   // Collective likewise: the full-graph degree of each of `nodes` (those of shards read here read
@@ -66,6 +67,8 @@ class FeatureStore {
 
   std::int64_t feature_dim() const noexcept { return dim_; }
   std::int64_t cached_rows() const noexcept { return cached_; }
+  // Whether SamplerConfig::cache_memory_share held the cache below the size cache_fraction asked.
+  bool cache_capped() const noexcept { return capped_; }
   const FeatureCounters& counters() const noexcept { return counters_; }
   FeatureCounters& counters() noexcept { return counters_; }
   // Hooks a benchmark installs (none by default), called on every rank alike.
@@ -90,6 +93,12 @@ class FeatureStore {
   // Collective: the rows of `remote` (global ids owned elsewhere, grouped by owner, counts[r] of
   // them owned by rank r) from their owners, row k written to row dst_rows[k] of `dst`.
   void fetch_remote(std::span<const NodeId> remote, std::span<const std::int64_t> counts, float* dst, std::span<const std::int64_t> dst_rows);
+  // fetch_remote's row exchange with rows as `Wire` on the wire: `pack` writes a source row as
+  // such, `unpack` a received one back as floats to its row of `dst`. Returns the exchange's time.
+  template <class Wire, class Source, class Pack, class Unpack>
+  double exchange_rows(std::size_t asked, std::size_t row_bytes, Source source, Pack pack, std::span<const std::int64_t> send_counts,
+                       std::span<const std::int64_t> recv_counts, float* dst, std::span<const std::int64_t> dst_rows, Unpack unpack,
+                       std::vector<Wire>& send, std::vector<Wire>& recv);
   void fill_cache(std::vector<NodeId> chosen, std::uint64_t dense_index_bytes);
   // The steps of fetch(): the owned rows' gather (returns their count); the sorting of the others
   // into cache hits (copied), node-local rows and misses; the node-local rows' gather.
@@ -113,8 +122,11 @@ class FeatureStore {
   std::vector<std::int32_t> dense_slot_;
   boost::unordered_flat_map<NodeId, std::int64_t> slot_;
   std::int64_t cached_ = 0;
+  bool capped_ = false;
   std::vector<float> cache_;
+  WireDtype wire_ = WireDtype::kFloat32;      // set by build_cache
   std::vector<float> send_rows_, recv_rows_;  // staging for remote rows, kept between fetches
+  std::vector<std::uint16_t> send_half_, recv_half_;  // the same for bfloat16 rows
   // A fetch's positions, kept between fetches: owned and other rows, cache hits (with their cache
   // row), node-local rows and misses (with per_owner_ counting the misses by owner).
   std::vector<std::uint32_t> local_at_, other_at_;

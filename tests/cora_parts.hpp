@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,15 +26,18 @@ struct CoraParts {
   Shard shard;
   std::vector<NodeId> old_of_new;  // global id -> Cora id
 
-  // parts 0: one per rank; else that many, each rank loading its parts_of_rank merged.
-  explicit CoraParts(int parts = 0) {
+  // parts 0: one per rank; else that many, each rank loading its parts_of_rank merged. `edit`
+  // changes the dataset before it is partitioned.
+  explicit CoraParts(int parts = 0, const std::function<void(Dataset&)>& edit = {}) {
     namespace fs = std::filesystem;
     std::string dir;
     if (world.rank() == 0) {
       dir = (fs::temp_directory_path() / ("shardgnn-mpi-" + std::to_string(::getpid()))).string();
       fs::remove_all(dir);
       fs::create_directories(dir);
-      save_dataset(read_dataset(sample("cora.npz"), {}), dir + "/cora");
+      Dataset raw = read_dataset(sample("cora.npz"), {});
+      if (edit) edit(raw);
+      save_dataset(raw, dir + "/cora");
       Dataset d = load_dataset(dir + "/cora");
       PartitionResult r;
       r.config.parts = parts > 0 ? parts : world.size();

@@ -19,6 +19,7 @@
 #include "datasets/names.hpp"
 #include "partition/shards.hpp"
 #include "sampler/config.hpp"
+#include "sampler/feature_store.hpp"
 #include "tools/cli.hpp"
 #include "tools/blas_kernels.hpp"
 #include "tools/mpi_program.hpp"
@@ -86,16 +87,18 @@ std::string utc_now() {
 // the ranks run and with how many threads, how big the shards are, where the run's files go; and
 // which process each rank is, since a rank killed outright takes its peers down before they can
 // say anything, and the launcher names the lost process by PID and host (Hydra) or task (srun).
-void print_run_lines(const comm::Communicator& world, const Shard& shard, const Trainer& trainer, const TrainConfig& tc) {
+void print_run_lines(const comm::Communicator& world, const Shard& shard, const Trainer& trainer, const TrainConfig& tc, const SamplerConfig& sc) {
   struct RankFacts {
     char host[64];
-    std::int64_t pid, nodes, entries;
+    std::int64_t pid, nodes, entries, cached_rows, capped;
   };
   RankFacts me{};
   ::gethostname(me.host, sizeof me.host - 1);
   me.pid = ::getpid();
   me.nodes = shard.graph.num_nodes();
   me.entries = shard.graph.num_edges();
+  me.cached_rows = trainer.features().cached_rows();
+  me.capped = trainer.features().cache_capped();
   const auto all = world.allgather<RankFacts>(me);
   const std::vector<int> node_of = world.node_ids();
   if (world.rank() != 0 || !tc.progress) return;
@@ -115,6 +118,13 @@ void print_run_lines(const comm::Communicator& world, const Shard& shard, const 
               static_cast<long long>(least->entries), static_cast<long long>(most_entries->entries),
               tc.checkpoint_dir.empty() ? "" : (", checkpoints in " + tc.checkpoint_dir).c_str());
   if (world.size() > 1) {
+    const auto [few_rows, most_rows] = std::minmax_element(all.begin(), all.end(), [](const RankFacts& a, const RankFacts& b) { return a.cached_rows < b.cached_rows; });
+    const bool capped = std::any_of(all.begin(), all.end(), [](const RankFacts& f) { return f.capped != 0; });
+    const double row_mb = static_cast<double>(shard.feature_dim) * sizeof(float) / 1e6;
+    std::printf("feature cache: %lld-%lld rows per rank (%.0f-%.0f MB)%s, rows on the wire as %s\n", static_cast<long long>(few_rows->cached_rows),
+                static_cast<long long>(most_rows->cached_rows), static_cast<double>(few_rows->cached_rows) * row_mb,
+                static_cast<double>(most_rows->cached_rows) * row_mb, capped ? ", held to its share of the node's memory" : "",
+                wire_dtype_name(sc.wire_dtype).c_str());
     std::string line = "ranks (host:pid):";
     for (std::size_t r = 0; r < all.size(); ++r) line += (r ? ", " : " ") + std::to_string(r) + " " + all[r].host + ":" + std::to_string(all[r].pid);
     std::printf("%s\n", line.c_str());
@@ -233,7 +243,7 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
                 precision_name(tc.precision).c_str(), gemm.c_str(), blas.empty() ? "" : ", BLAS ", blas.c_str(),
                 world.size() == 1 ? "" : ", gradients over ", world.size() == 1 ? "" : trainer.gradient_path().c_str(),
                 static_cast<long long>(trainer.num_parameters()), fanouts_text(sc.fanouts).c_str(), sc.batch_size);
-  print_run_lines(world, in.shard, trainer, tc);
+  print_run_lines(world, in.shard, trainer, tc, sc);
   const TrainResult r = trainer.fit();
   print_peak_memory(world);
   if (r.stop_signal != 0) {

@@ -269,6 +269,7 @@ std::string Trainer::threads_text() const {
   return std::to_string(n) + " torch thread" + (n == 1 ? "" : "s") + " per rank (" + s_->threads_from + ")";
 }
 std::string Trainer::gradient_path() const { return s_->allreducer->path(); }
+const FeatureStore& Trainer::features() const noexcept { return *s_->features; }
 std::string Trainer::gemm_backend() const { return s_->device.is_cpu() && s_->cfg.precision == Precision::kFloat32 ? cpu_gemm_backend() : "torch"; }
 
 std::string blas_core() { return openblas_get_corename ? openblas_get_corename() : ""; }

@@ -25,6 +25,8 @@
 
 namespace shardgnn {
 
+class FeatureStore;
+
 namespace detail {
 struct TrainerParts;  // the model, optimiser, sampler and the rest (train.cpp)
 }
@@ -89,6 +91,8 @@ class Trainer {
   // What sums the gradients: "NCCL" (GPUs, where built), "MPI" or, on one rank, "none".
   std::string gradient_path() const;
   const TrainConfig& config() const noexcept;
+  // The feature store: its cache as built, and its counters.
+  const FeatureStore& features() const noexcept;
 
  private:
   std::unique_ptr<detail::TrainerParts> s_;

@@ -183,12 +183,21 @@ scores() { grep "test accuracy" "$1" | sed -E 's/, [0-9.]+ s\)$/)/'; }  # withou
 grep -q '"node_local_rows":[1-9]' "$work/nl-on.jsonl" || fail "--node-local on read no row from the node-local rank's shard"
 grep -q '^{"epoch":[0-9]*,.*"bytes_received":0E0,"train_s"' "$work/nl-on.jsonl" || fail "--node-local on moved bytes over MPI"
 grep -q '"bytes_received":[1-9]' "$work/nl-off.jsonl" || fail "--node-local off moved nothing over MPI"
+grep -q "^feature cache: [0-9]*-[0-9]* rows per rank .*rows on the wire as float32" "$work/nl-off.txt" || fail "no feature cache line: $(cat "$work/nl-off.txt")"
+# bf16 rows on the wire: the same batches with rounded rows, fewer bytes.
+timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${quick[@]}" --epochs 2 --node-local off --wire-dtype bf16 --metrics "$work/bf16.jsonl" \
+  > "$work/bf16.txt" 2>&1 || fail "--wire-dtype bf16 run failed: $(cat "$work/bf16.txt")"
+grep -q "rows on the wire as bf16" "$work/bf16.txt" || fail "bf16 not reported: $(cat "$work/bf16.txt")"
+received() { grep -oE '"bytes_received":[^,]*' "$1" | head -1 | cut -d: -f2; }
+awk -v a="$(received "$work/bf16.jsonl")" -v b="$(received "$work/nl-off.jsonl")" 'BEGIN { exit !(a > 0 && a < 0.75 * b) }' \
+  || fail "bf16 received $(received "$work/bf16.jsonl") bytes against float32's $(received "$work/nl-off.jsonl")"
 
 # shellcheck source=expect_error.sh
 source "$(dirname "$0")/expect_error.sh"
 expect_cmd=(train)
 expect_error 1 "unknown --model 'gin'" "$work/cora" --model gin
 expect_error 1 "hidden must be at least 1" "$work/cora" --hidden 0
+expect_error 1 "unknown --wire-dtype 'fp8'" "$work/cora" --wire-dtype fp8
 expect_error 2 "lr must be > 0, got 0" "$work/p2" --lr 0
 expect_error 2 "lr must be > 0, got -1" "$work/p2" --lr -1
 expect_error 1 "device cuda: no CUDA device available" "$work/cora" --device cuda

@@ -2,12 +2,14 @@
 // mpiexec at each count) against the full graph and the serial reference. Only CHECK (never
 // REQUIRE) after the first collective: a failing rank must keep entering the collectives.
 #include <catch2/catch.hpp>
+#include <bit>
 #include <cmath>
 #include <filesystem>
 #include <map>
 
 #include "comm/communicator.hpp"
 #include "datasets/error.hpp"
+#include "datasets/memory_limit.hpp"
 #include "datasets/readers.hpp"
 #include "partition/partitioner.hpp"
 #include "partition/shards.hpp"
@@ -150,6 +152,98 @@ TEST_CASE("fetched features equal the full graph's rows, with and without a cach
     CHECK((c.remote_rows > 0) == far_rows);
     if (policy == CachePolicy::kNone) CHECK(c.cache_hits == 0);
     if (policy != CachePolicy::kNone && far_rows) CHECK(c.hit_rate() > 0.2);
+  }
+}
+
+namespace {
+// The bfloat16 nearest to x (ties to even), found by comparing the two candidates around it.
+float nearest_bfloat16(float x) {
+  const auto bits = std::bit_cast<std::uint32_t>(x);
+  const float down = std::bit_cast<float>(bits & 0xffff0000U), up = std::bit_cast<float>((bits & 0xffff0000U) + 0x10000U);
+  const double to_down = std::abs(static_cast<double>(x) - down), to_up = std::abs(static_cast<double>(up) - x);
+  if (to_down != to_up) return to_down < to_up ? down : up;
+  return (bits >> 16) & 1U ? up : down;
+}
+}  // namespace
+
+TEST_CASE("bf16 on the wire: rows over the wire (exchange or cache) are the owner's rounded to bfloat16, rows read here exact", "[sampler][mpi]") {
+  // Cora's features are 0/1, which bfloat16 holds exactly: give them significand bits to lose.
+  Fixture fx(0, [](Dataset& d) {
+    std::vector<float> f(d.features.span().begin(), d.features.span().end());
+    for (std::size_t i = 0; i < f.size(); ++i) f[i] = f[i] / 3.0f + static_cast<float>(i % 1009) * 1e-3f;
+    d.features = Array<float>(std::move(f));
+  });
+  const int P = fx.world.size();
+  const auto F = static_cast<std::size_t>(fx.ds.feature_dim);
+  std::vector<int> pairs(static_cast<std::size_t>(P));
+  for (int r = 0; r < P; ++r) pairs[static_cast<std::size_t>(r)] = r / 2;
+  for (bool node_pairs : {false, true})
+  for (CachePolicy policy : {CachePolicy::kNone, CachePolicy::kDegree}) {
+    std::int64_t received[2] = {0, 0}, remote_rows = 0;
+    for (WireDtype wire : {WireDtype::kFloat32, WireDtype::kBFloat16}) {
+      SamplerConfig cfg;
+      cfg.node_local = false;
+      cfg.fanouts = {4, 4};
+      cfg.batch_size = 128;
+      cfg.cache_policy = policy;
+      cfg.wire_dtype = wire;
+      auto comm = fx.world.dup();
+      const ShardView shards = node_pairs ? ShardView(fx.shard, comm, pairs) : ShardView(fx.shard, comm, false);
+      DistSampler sampler(shards, comm, cfg);
+      FeatureStore store(shards, comm);
+      store.build_cache(cfg, &sampler);
+      std::int64_t wrong = 0, rounded = 0;
+      Prefetcher pipe(sampler, store, 1, sampler.steps_in_epoch(1), /*depth=*/0);
+      while (auto mb = pipe.next()) {
+        const auto& in = mb->input_nodes();
+        for (std::size_t i = 0; i < in.size(); ++i) {
+          const bool read_here = shards.readable(fx.info.book.owner(in[i])) != nullptr;
+          const float* want = fx.ds.features.data() + fx.old_of_new[in[i]] * fx.ds.feature_dim;
+          for (std::size_t j = 0; j < F; ++j) {
+            const float got = mb->features[i * F + j];
+            const float expect = read_here || wire == WireDtype::kFloat32 ? want[j] : nearest_bfloat16(want[j]);
+            wrong += got != expect;
+            rounded += got != want[j];
+          }
+        }
+      }
+      INFO((node_pairs ? "pairs of ranks as nodes" : "every rank a node") << ", policy " << cache_policy_name(policy) << ", wire " << wire_dtype_name(wire));
+      CHECK(wrong == 0);
+      const bool far_rows = P > 1 && shards.exchange();
+      CHECK((rounded > 0) == (far_rows && wire == WireDtype::kBFloat16));
+      received[wire == WireDtype::kBFloat16] = store.counters().bytes_received;
+      remote_rows = store.counters().remote_rows - store.counters().cache_hits;
+    }
+    // The same batches both times: the rows' bytes halve, the ids' stay.
+    CHECK(received[0] - received[1] == remote_rows * static_cast<std::int64_t>(F) * 2);
+  }
+}
+
+TEST_CASE("a cache sized by fraction is capped by its share of the node's memory, one sized in MB is not", "[sampler][mpi]") {
+  Fixture fx;
+  const int P = fx.world.size();
+  const std::vector<int> nodes = fx.world.node_ids();
+  const auto node_ranks = static_cast<double>(std::count(nodes.begin(), nodes.end(), nodes[static_cast<std::size_t>(fx.world.rank())]));
+  const double row_bytes = static_cast<double>(fx.ds.feature_dim) * sizeof(float);
+  // A share that leaves room for 10.5 rows per rank, and the whole memory.
+  const double ten_rows = 10.5 * row_bytes * node_ranks / static_cast<double>(usable_memory_bytes());
+  for (double share : {ten_rows, 1.0})
+  for (bool by_mb : {false, true}) {
+    SamplerConfig cfg;
+    cfg.node_local = false;
+    cfg.fanouts = {2};
+    cfg.cache_fraction = by_mb ? 0 : 0.5;
+    cfg.cache_mb = 0.5 * static_cast<double>(fx.ds.num_nodes()) * row_bytes / 1e6;
+    cfg.cache_memory_share = share;
+    auto comm = fx.world.dup();
+    const ShardView shards(fx.shard, comm, false);
+    FeatureStore store(shards, comm);
+    store.build_cache(cfg, nullptr);
+    INFO("share " << share << (by_mb ? ", by MB" : ", by fraction"));
+    const bool capped = P > 1 && share < 1 && !by_mb;
+    CHECK(store.cache_capped() == capped);
+    if (capped) CHECK(store.cached_rows() == 10);
+    if (P > 1 && !capped) CHECK(store.cached_rows() > 10);
   }
 }
 
