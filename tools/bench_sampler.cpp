@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <stdexcept>
@@ -216,21 +217,25 @@ struct RawReplay {
 // bytes, same peers; no request round, no count exchange, no gather, no skew between ranks).
 // Rows read from node-local shards are replayed likewise, as if they had been exchanged: each
 // owner learns first (untimed) how many floats every rank read from it.
-RawReplay replay_raw_alltoallv(const comm::Communicator& world, const comm::Communicator& comm, std::vector<ReplyCounts>& replies) {
+// Remote replies' values are `wire_bytes` each (the rows' type on the wire), node-local ones float32.
+RawReplay replay_raw_alltoallv(const comm::Communicator& world, const comm::Communicator& comm, std::vector<ReplyCounts>& replies, std::size_t wire_bytes) {
   const std::vector<std::int64_t> one_each(static_cast<std::size_t>(world.size()), 1);
   for (auto& counts : replies)
     if (counts.node_local) counts.sent = comm.alltoallv<std::int64_t>(counts.received, one_each).data;
   world.barrier();
   RawReplay raw;
-  std::vector<float> buf, got;
+  std::vector<std::byte> buf, got;
+  std::vector<std::int64_t> sent, received;
   for (const auto& counts : replies) {
-    std::int64_t total = 0, incoming = 0;
-    for (auto c : counts.sent) total += c;
-    for (auto c : counts.received) incoming += c;
-    buf.resize(static_cast<std::size_t>(total));
-    got.resize(static_cast<std::size_t>(incoming));
+    const auto bytes = static_cast<std::int64_t>(counts.node_local ? sizeof(float) : wire_bytes);
+    sent.clear();
+    received.clear();
+    for (auto c : counts.sent) sent.push_back(c * bytes);
+    for (auto c : counts.received) received.push_back(c * bytes);
+    buf.resize(static_cast<std::size_t>(std::accumulate(sent.begin(), sent.end(), std::int64_t{0})));
+    got.resize(static_cast<std::size_t>(std::accumulate(received.begin(), received.end(), std::int64_t{0})));
     const auto t0 = Clock::now();
-    comm.alltoallv_into<float>(buf, counts.sent, counts.received, got);
+    comm.alltoallv_into<std::byte>(buf, sent, received, got);
     (counts.node_local ? raw.node_local_s : raw.remote_s) += since(t0);
   }
   return raw;
@@ -252,7 +257,7 @@ struct RankMeasures {
   EpochsRun run;
   RawReplay raw;
   double memcpy_gbs = 0;
-  std::size_t row_bytes = 0;
+  std::size_t row_bytes = 0, wire_row_bytes = 0;  // a feature row as stored, and on the wire
   int node_local_peers = 0;
 };
 
@@ -260,7 +265,7 @@ Row rank_row(const RankMeasures& m) {
   const SamplerCounters& sc = m.sampler;
   const FeatureCounters& fc = m.features;
   const double local_gbs = fc.local_gather_s > 0 ? static_cast<double>(fc.local_rows) * static_cast<double>(m.row_bytes) / fc.local_gather_s / 1e9 : 0;
-  const double remote_bytes = static_cast<double>(fc.remote_rows - fc.cache_hits) * static_cast<double>(m.row_bytes);
+  const double remote_bytes = static_cast<double>(fc.remote_rows - fc.cache_hits) * static_cast<double>(m.wire_row_bytes);
   return Row{static_cast<double>(sc.sampled_edges), sc.sample_s, sc.exchange_s, fc.local_gather_s, fc.cache_s, fc.remote_s, fc.exchange_s, m.log.fetch_skew_s, remote_bytes,
              static_cast<double>(fc.remote_rows), static_cast<double>(fc.cache_hits), static_cast<double>(m.run.input_nodes), static_cast<double>(m.run.steps),
              m.raw.remote_s, local_gbs, m.memcpy_gbs, m.run.wall_s,
@@ -310,9 +315,10 @@ struct RunSetting {
 void print_sampling(const RunSetting& run, const std::vector<Row>& all, const Summary& s) {
   const Row& sum = s.sum;
   std::printf("%s\n", machine_description().c_str());
-  std::printf("dataset %s, %d ranks, fanouts %s, batch %d, %s, cache %s (%.0f%% of remote rows), %.0f steps per rank\n", run.info.dataset_name.c_str(), run.ranks,
-              fanouts_text(run.cfg.fanouts).c_str(), run.cfg.batch_size, run.cfg.replace ? "with replacement" : "without replacement",
-              cache_policy_name(run.cfg.cache_policy).c_str(), 100 * run.cfg.cache_fraction, sum.steps / s.ranks);
+  std::printf("dataset %s, %d ranks, fanouts %s, batch %d, %s, cache %s (%.0f%% of remote rows), rows on the wire as %s, %.0f steps per rank\n",
+              run.info.dataset_name.c_str(), run.ranks, fanouts_text(run.cfg.fanouts).c_str(), run.cfg.batch_size,
+              run.cfg.replace ? "with replacement" : "without replacement", cache_policy_name(run.cfg.cache_policy).c_str(), 100 * run.cfg.cache_fraction,
+              wire_dtype_name(run.cfg.wire_dtype).c_str(), sum.steps / s.ranks);
   std::printf("sampled edges / s / core   %.3g   (%.0f edges per batch)\n", s.edges_per_core_s, sum.sampled_edges / sum.steps);
   std::printf("input nodes per batch      %.0f\n", sum.input_nodes / sum.steps);
   if (all.size() > 1) {
@@ -371,7 +377,7 @@ void print_fetch(const RunSetting& run, const Summary& s) {
 boost::json::object report_json(const RunSetting& run, const Summary& s) {
   const Row& sum = s.sum;
   const SamplerConfig& cfg = run.cfg;
-  return {{"ranks", run.ranks}, {"fanouts", fanouts_text(cfg.fanouts)}, {"batch", cfg.batch_size},
+  return {{"ranks", run.ranks}, {"fanouts", fanouts_text(cfg.fanouts)}, {"batch", cfg.batch_size}, {"wire_dtype", wire_dtype_name(cfg.wire_dtype)},
           {"sampled_edges_per_s_per_core", s.edges_per_core_s}, {"input_nodes_per_batch", sum.input_nodes / sum.steps},
           {"remote_bytes_per_batch", sum.remote_bytes / sum.steps}, {"cache_hit_rate", sum.remote_rows > 0 ? boost::json::value(s.hit) : boost::json::value(nullptr)},
           {"rows_sampled_by_owners_per_batch", sum.rows_by_owners / sum.steps}, {"sampling_bytes_per_batch", sum.sampling_bytes / sum.steps},
@@ -500,8 +506,10 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   m.sampler = sampler.counters();
   m.features = store.counters();
   m.memcpy_gbs = baseline.gbs();
-  m.raw = replay_raw_alltoallv(world, comm, m.log.replies);
+  const std::size_t wire_bytes = cfg.wire_dtype == WireDtype::kBFloat16 ? sizeof(std::uint16_t) : sizeof(float);
+  m.raw = replay_raw_alltoallv(world, comm, m.log.replies, wire_bytes);
   m.row_bytes = setting.row_bytes;
+  m.wire_row_bytes = static_cast<std::size_t>(shard.feature_dim) * wire_bytes;
   m.node_local_peers = shards.node_local_peers();
   const auto all = world.allgather(rank_row(m));
 
