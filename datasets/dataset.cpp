@@ -2,6 +2,8 @@
 // checks only what is O(1) (sizes, dtypes, shapes); validate_dataset reads everything.
 #include "datasets/dataset.hpp"
 
+#include <boost/pending/disjoint_sets.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -82,6 +84,74 @@ void normalize_feature_rows(Dataset& ds) {
       for (std::size_t j = 0; j < F; ++j) f[r * F + j] = static_cast<float>(f[r * F + j] / sum);
   }
   ds.features = Array<float>(std::move(f));
+}
+
+namespace {
+// The rows of `a` (row_len values each) whose node is kept, in order.
+template <class T>
+Array<T> kept_rows(const Array<T>& a, std::span<const NodeId> kept, std::size_t row_len) {
+  if (a.empty()) return {};
+  std::vector<T> out;
+  out.reserve(kept.size() * row_len);
+  for (const NodeId v : kept) out.insert(out.end(), a.begin() + static_cast<std::ptrdiff_t>(v) * static_cast<std::ptrdiff_t>(row_len),
+                                         a.begin() + (static_cast<std::ptrdiff_t>(v) + 1) * static_cast<std::ptrdiff_t>(row_len));
+  return Array<T>(std::move(out));
+}
+}  // namespace
+
+std::int64_t keep_largest_component(Dataset& ds) {
+  const NodeId n = ds.num_nodes();
+  if (n == 0) return 0;
+  std::vector<NodeId> rank(static_cast<std::size_t>(n)), parent(static_cast<std::size_t>(n));
+  boost::disjoint_sets<NodeId*, NodeId*> sets(rank.data(), parent.data());
+  for (NodeId u = 0; u < n; ++u) sets.make_set(u);
+  for (NodeId u = 0; u < n; ++u)
+    for (const NodeId v : ds.graph.neighbors(u)) sets.union_set(u, v);
+  std::vector<NodeId> size(static_cast<std::size_t>(n), 0);
+  std::int64_t components = 0;
+  NodeId best = -1;
+  for (NodeId u = 0; u < n; ++u) {
+    const NodeId root = sets.find_set(u);
+    components += size[static_cast<std::size_t>(root)]++ == 0;
+  }
+  for (NodeId u = 0; u < n; ++u) {  // the first node of the largest component names it
+    const NodeId root = sets.find_set(u);
+    if (best < 0 || size[static_cast<std::size_t>(root)] > size[static_cast<std::size_t>(best)]) best = root;
+  }
+  std::vector<NodeId> kept, new_id(static_cast<std::size_t>(n), -1);
+  for (NodeId u = 0; u < n; ++u)
+    if (sets.find_set(u) == best) {
+      new_id[static_cast<std::size_t>(u)] = static_cast<NodeId>(kept.size());
+      kept.push_back(u);
+    }
+  if (static_cast<NodeId>(kept.size()) == n) return components;
+  // Every edge of a kept node stays inside the component, so its rows carry over whole.
+  std::vector<EdgeId> indptr = {0};
+  std::vector<NodeId> indices;
+  for (const NodeId u : kept) {
+    for (const NodeId v : ds.graph.neighbors(u)) indices.push_back(new_id[static_cast<std::size_t>(v)]);
+    indptr.push_back(static_cast<EdgeId>(indices.size()));
+  }
+  if (!ds.edge_weights.empty()) {
+    std::vector<std::int64_t> w;
+    for (const NodeId u : kept)
+      w.insert(w.end(), ds.edge_weights.begin() + ds.graph.indptr()[u], ds.edge_weights.begin() + ds.graph.indptr()[u + 1]);
+    ds.edge_weights = Array<std::int64_t>(std::move(w));
+  }
+  ds.features = kept_rows(ds.features, kept, static_cast<std::size_t>(ds.feature_dim));
+  ds.labels = kept_rows(ds.labels, kept, 1);
+  ds.node_weights = kept_rows(ds.node_weights, kept, static_cast<std::size_t>(ds.node_weight_dim));
+  std::vector<std::int64_t> ids;
+  for (const NodeId u : kept) ids.push_back(ds.node_ids.empty() ? u : ds.node_ids[static_cast<std::size_t>(u)]);
+  ds.node_ids = Array<std::int64_t>(std::move(ids));
+  for (Array<NodeId>* split : {&ds.train_idx, &ds.val_idx, &ds.test_idx}) {
+    std::vector<NodeId> stay;
+    for (const NodeId v : *split)
+      if (new_id[static_cast<std::size_t>(v)] >= 0) stay.push_back(new_id[static_cast<std::size_t>(v)]);
+    *split = Array<NodeId>(std::move(stay));
+  }
+  ds.graph = CsrGraph(Array<EdgeId>(std::move(indptr)), Array<NodeId>(std::move(indices)));
+  return components;
 }
 
 void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite) {

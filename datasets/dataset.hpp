@@ -38,6 +38,12 @@ struct Dataset {
 // Welling's GCN on the Planetoid citation graphs. Needs owned (not mapped) features.
 void normalize_feature_rows(Dataset& ds);
 
+// Keeps the largest weakly connected component (ties: the one holding the smallest id), as Shchur
+// et al. evaluate their benchmark graphs: nodes renumbered in their old order, features, labels,
+// weights and splits kept for the nodes that stay, node_ids mapping to the input's ids. Returns
+// the number of components the graph had.
+std::int64_t keep_largest_component(Dataset& ds);
+
 // Writes `ds` as a dataset directory, atomically (nothing is left at `dir` on failure).
 // An existing non-empty `dir` is an error unless `overwrite` is set.
 void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite = false);

@@ -132,6 +132,7 @@ int convert(const std::vector<std::string>& args) {
       ("ogb-split", po::value<std::string>()->default_value(""), "OGB: split folder under split/ (default: the only one)")
       ("split", po::value<std::string>(), "draw a split: random:TRAIN,VAL (fractions) or per-class:TRAIN,VAL (counts per class)")
       ("seed", po::value<std::uint64_t>()->default_value(0), "seed for --split")
+      ("largest-component", "keep only the largest connected component (ignoring edge direction), as Shchur et al. evaluate Amazon and Coauthor graphs")
       ("normalize-features", po::value<std::string>()->default_value("none"), "none, or row: scale each feature row to sum 1 (Kipf & Welling's preprocessing)")
       ("memory-limit", po::value<std::string>(), kMemoryLimitHelp)
       ("force", "replace an existing output folder that holds a shardgnn dataset or partitioned dataset");
@@ -171,9 +172,17 @@ int convert(const std::vector<std::string>& args) {
   } else {
     ds = read_dataset(input, ro);
   }
+  std::string kept;
+  if (vm.count("largest-component")) {
+    const NodeId before = ds.num_nodes();
+    const std::int64_t components = keep_largest_component(ds);
+    kept = "  --largest-component  kept " + std::to_string(ds.num_nodes()) + " of " + std::to_string(before) + " nodes (the largest of " +
+           std::to_string(components) + " components)\n";
+  }
   if (norm == "row") normalize_feature_rows(ds);
   maybe_split(ds, vm);
   save_and_report(ds, out, force, ro.clean, seconds_since(t0));
+  std::printf("%s", kept.c_str());
   return 0;
 }
 

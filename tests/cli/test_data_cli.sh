@@ -88,6 +88,18 @@ expect_json isolated_nodes 0
 expect_json self_loops 0
 expect_json symmetric true
 
+# Cora's largest component (Shchur et al.'s protocol): 2485 nodes, 5069 undirected edges.
+run data convert "$SAMPLES/cora.npz" --largest-component --out "$T/work/cora-lcc"
+expect_rc 0 "convert --largest-component"
+grep -qF "kept 2485 of 2708 nodes (the largest of 78 components)" "$OUT" || fail "convert --largest-component: no report line"
+run data info --json "$T/work/cora-lcc"
+expect_json nodes 2485
+expect_json undirected_edges 5069
+expect_json isolated_nodes 0
+run data validate "$T/work/cora-lcc"
+expect_rc 0 "validate cora-lcc"
+rm -rf "$T/work/cora-lcc"
+
 run data info "$T/work/cora"
 expect_rc 0 "info cora"
 grep -qE "^nodes +2708$" "$OUT" || fail "info cora: nodes line"

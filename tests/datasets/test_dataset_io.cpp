@@ -188,3 +188,54 @@ TEST_CASE("files named in meta.json must be plain names of regular files inside 
   write_text(meta_path, meta);
   CHECK(validate_dataset(dir / "ds").ok());
 }
+
+namespace {
+template <class T>
+std::vector<T> values(const Array<T>& a) { return {a.begin(), a.end()}; }
+}  // namespace
+
+TEST_CASE("keep_largest_component keeps the largest component with everything that belongs to its nodes", "[dataset-io]") {
+  //  0 - 1    2 - 3 - 4    5 -> 6    7
+  //  (edges as drawn, both ways, except 5 -> 6: components ignore direction)
+  const std::vector<std::vector<NodeId>> adj = {{1}, {0}, {3}, {2, 4}, {3}, {6}, {}, {}};
+  Dataset ds;
+  std::vector<EdgeId> indptr = {0};
+  std::vector<NodeId> indices;
+  for (const auto& nb : adj) {
+    indices.insert(indices.end(), nb.begin(), nb.end());
+    indptr.push_back(static_cast<EdgeId>(indices.size()));
+  }
+  ds.graph = CsrGraph(Array<EdgeId>(indptr), Array<NodeId>(indices));
+  ds.feature_dim = 2;
+  std::vector<float> f;
+  for (int v = 0; v < 8; ++v) f.insert(f.end(), {static_cast<float>(v), static_cast<float>(10 * v)});
+  ds.features = Array<float>(f);
+  ds.num_classes = 3;
+  ds.labels = Array<std::int64_t>(std::vector<std::int64_t>{0, 1, 2, 0, 1, 2, 0, 1});
+  ds.train_idx = Array<NodeId>(std::vector<NodeId>{0, 3});
+  ds.val_idx = Array<NodeId>(std::vector<NodeId>{4, 7});
+  ds.test_idx = Array<NodeId>(std::vector<NodeId>{2, 5});
+  ds.edge_weights = Array<std::int64_t>(std::vector<std::int64_t>{1, 1, 2, 3, 4, 5, 6, 7});
+  CHECK(keep_largest_component(ds) == 4);
+  CHECK(values(ds.graph.indptr()) == std::vector<EdgeId>{0, 1, 3, 4});
+  CHECK(values(ds.graph.indices()) == std::vector<NodeId>{1, 0, 2, 1});
+  CHECK(values(ds.edge_weights) == std::vector<std::int64_t>{2, 3, 4, 5});
+  CHECK(values(ds.features) == std::vector<float>{2, 20, 3, 30, 4, 40});
+  CHECK(values(ds.labels) == std::vector<std::int64_t>{2, 0, 1});
+  CHECK(values(ds.node_ids) == std::vector<std::int64_t>{2, 3, 4});
+  CHECK(values(ds.train_idx) == std::vector<NodeId>{1});
+  CHECK(values(ds.val_idx) == std::vector<NodeId>{2});
+  CHECK(values(ds.test_idx) == std::vector<NodeId>{0});
+  // Again on the result: one component, nothing changes; ids map through to the first input.
+  CHECK(keep_largest_component(ds) == 1);
+  CHECK(values(ds.node_ids) == std::vector<std::int64_t>{2, 3, 4});
+
+  // Ties go to the component holding the smallest id; a one-way edge still joins.
+  Dataset tie;
+  tie.graph = CsrGraph(Array<EdgeId>(std::vector<EdgeId>{0, 1, 1, 2, 3}), Array<NodeId>(std::vector<NodeId>{1, 3, 2}));  // 0 -> 1   2 - 3
+  tie.node_ids = Array<std::int64_t>(std::vector<std::int64_t>{100, 101, 102, 103});
+  CHECK(keep_largest_component(tie) == 2);
+  CHECK(values(tie.node_ids) == std::vector<std::int64_t>{100, 101});
+  CHECK(values(tie.graph.indptr()) == std::vector<EdgeId>{0, 1, 1});
+  CHECK(values(tie.graph.indices()) == std::vector<NodeId>{1});
+}
