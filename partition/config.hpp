@@ -8,7 +8,10 @@
 
 namespace shardgnn {
 
-enum class PartitionMethod { kMetis, kMetisMl, kRandom, kLdg, kFennel };
+// kLabels: nodes in order of their label cut into equal runs, so each shard holds one or two
+// classes: the label-skewed partitions of Entropy-Aware Training's benchmarks, not a partitioner
+// for speed.
+enum class PartitionMethod { kMetis, kMetisMl, kRandom, kLdg, kFennel, kLabels };
 
 // What each shard should get its fair share of. Each key becomes one balance constraint (a METIS
 // vertex-weight component; a capacity for the streaming methods).
@@ -58,7 +61,7 @@ struct PartitionConfig {
 };
 
 std::string method_name(PartitionMethod m);
-PartitionMethod parse_method(const std::string& name);           // metis, metis-ml, random, ldg, fennel
+PartitionMethod parse_method(const std::string& name);           // metis, metis-ml, random, ldg, fennel, labels
 std::vector<BalanceKey> parse_balance(const std::string& list);  // "nodes,train,val,test,edges,labels,cost"
 std::string balance_name(BalanceKey k);
 PartitionObjective parse_objective(const std::string& name);     // cut, vol

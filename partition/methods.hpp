@@ -33,4 +33,9 @@ class FennelPartitioner final : public Partitioner {
   std::vector<PartId> run(const Dataset& ds, const PartitionConfig& cfg) const override;
 };
 
+// Label-skewed parts (label_skew.cpp): nodes ordered by label, then id, cut into equal runs.
+class LabelPartitioner final : public Partitioner {
+  std::vector<PartId> run(const Dataset& ds, const PartitionConfig& cfg) const override;
+};
+
 }  // namespace shardgnn

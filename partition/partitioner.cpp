@@ -13,7 +13,8 @@ namespace shardgnn {
 
 namespace {
 constexpr EnumName<PartitionMethod> kMethods[] = {
-    {PartitionMethod::kMetis, "metis"}, {PartitionMethod::kMetisMl, "metis-ml"}, {PartitionMethod::kRandom, "random"}, {PartitionMethod::kLdg, "ldg"}, {PartitionMethod::kFennel, "fennel"}};
+    {PartitionMethod::kMetis, "metis"}, {PartitionMethod::kMetisMl, "metis-ml"}, {PartitionMethod::kRandom, "random"}, {PartitionMethod::kLdg, "ldg"}, {PartitionMethod::kFennel, "fennel"},
+    {PartitionMethod::kLabels, "labels"}};
 constexpr EnumName<BalanceKey> kBalanceKeys[] = {{BalanceKey::kNodes, "nodes"}, {BalanceKey::kTrain, "train"}, {BalanceKey::kVal, "val"},
                                                  {BalanceKey::kTest, "test"},   {BalanceKey::kEdges, "edges"}, {BalanceKey::kLabels, "labels"},
                                                  {BalanceKey::kCost, "cost"}};
@@ -81,6 +82,7 @@ void check_config(const Dataset& ds, const PartitionConfig& cfg) {
     if (k == BalanceKey::kVal) need(ds.val_idx, "validation");
     if (k == BalanceKey::kTest) need(ds.test_idx, "test");
     if (k == BalanceKey::kLabels && ds.num_classes == 0) throw InputError("--balance labels: dataset '" + ds.name + "' has no labels");
+  if (cfg.method == PartitionMethod::kLabels && ds.num_classes == 0) throw InputError("--method labels: dataset '" + ds.name + "' has no labels");
   }
   validate_cost_model(cfg.cost_fanouts, cfg.cost_remote_weight);
   if (cfg.method == PartitionMethod::kFennel && (!(cfg.fennel_gamma >= 1.0) || !std::isfinite(cfg.fennel_gamma)))
@@ -135,6 +137,7 @@ std::unique_ptr<Partitioner> make_partitioner(PartitionMethod m) {
     case PartitionMethod::kRandom: return std::make_unique<RandomPartitioner>();
     case PartitionMethod::kLdg: return std::make_unique<LdgPartitioner>();
     case PartitionMethod::kFennel: return std::make_unique<FennelPartitioner>();
+    case PartitionMethod::kLabels: return std::make_unique<LabelPartitioner>();
   }
   throw std::logic_error("unknown partitioning method");
 }

@@ -124,7 +124,7 @@ int partition_main(const std::vector<std::string>& args, const PartitionCollecti
   po::variables_map vm;
   const bool first = comm.rank() == 0;
   if (!parse(args,
-             "[mpiexec -n P] shardgnn partition <dataset-dir> --parts K --method metis|metis-ml|random|ldg|fennel --out <dir> [options]\n"
+             "[mpiexec -n P] shardgnn partition <dataset-dir> --parts K --method metis|metis-ml|random|ldg|fennel|labels --out <dir> [options]\n"
              "       shardgnn partition report <partitioned-dir>\n"
              "       shardgnn partition verify <partitioned-dir>\n\n"
              "Cuts a dataset into K shards, relabels nodes so part k owns a contiguous id range, and writes\n"

@@ -570,3 +570,24 @@ TEST_CASE("real graphs: partition, write and verify (4elt, copter2, Cora, Slashd
     }
   }
 }
+
+TEST_CASE("label-skewed parts are equal runs of the nodes in label order, unlabelled nodes last", "[partition]") {
+  //  labels by node:  1  0  -  1  0  2  0  2   ("-": unlabelled), no edges needed
+  Dataset ds;
+  ds.graph = CsrGraph(Array<EdgeId>(std::vector<EdgeId>(9, 0)), Array<NodeId>(std::vector<NodeId>{}));
+  ds.num_classes = 3;
+  ds.labels = Array<std::int64_t>(std::vector<std::int64_t>{1, 0, -1, 1, 0, 2, 0, 2});
+  // Order (label, id): 1 4 6 0 3 5 7 2, cut into four runs of two: 1 4 | 6 0 | 3 5 | 7 2.
+  CHECK(make_partitioner(PartitionMethod::kLabels)->partition(ds, config(PartitionMethod::kLabels, 4)) == std::vector<PartId>{1, 0, 3, 2, 0, 2, 1, 3});
+  Dataset unlabelled;
+  unlabelled.graph = CsrGraph(Array<EdgeId>(std::vector<EdgeId>(9, 0)), Array<NodeId>(std::vector<NodeId>{}));
+  CHECK_THROWS_WITH(make_partitioner(PartitionMethod::kLabels)->partition(unlabelled, config(PartitionMethod::kLabels, 2)), Catch::Contains("has no labels"));
+
+  // On Cora (7 classes) at K = 8 every shard is nearly one class: far below the global entropy.
+  Dataset cora = read_dataset(test::sample("cora.npz"), {});
+  const auto m = compute_metrics(cora, make_partitioner(PartitionMethod::kLabels)->partition(cora, config(PartitionMethod::kLabels, 8)), 8);
+  INFO("mean shard entropy " << m.mean_label_entropy << " bits, global " << m.global_label_entropy);
+  CHECK(m.nodes.ratio() < 1.01);
+  CHECK(m.mean_label_entropy < m.global_label_entropy / 3);
+  CHECK(m.max_label_kl > 1);
+}
