@@ -8,7 +8,7 @@
 
 namespace shardgnn {
 
-// kLabels: nodes in order of their label cut into equal runs, so each shard holds one or two
+// kLabels: nodes in order of their label (then a seeded hash) cut into equal runs, so each shard holds one or two
 // classes: the label-skewed partitions of Entropy-Aware Training's benchmarks, not a partitioner
 // for speed.
 enum class PartitionMethod { kMetis, kMetisMl, kRandom, kLdg, kFennel, kLabels };

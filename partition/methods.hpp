@@ -33,7 +33,7 @@ class FennelPartitioner final : public Partitioner {
   std::vector<PartId> run(const Dataset& ds, const PartitionConfig& cfg) const override;
 };
 
-// Label-skewed parts (label_skew.cpp): nodes ordered by label, then id, cut into equal runs.
+// Label-skewed parts (label_skew.cpp): nodes ordered by label, then a seeded hash, cut into equal runs.
 class LabelPartitioner final : public Partitioner {
   std::vector<PartId> run(const Dataset& ds, const PartitionConfig& cfg) const override;
 };

@@ -118,6 +118,7 @@ int bench_partition_main(const std::vector<std::string>& args);
 int bench_partition_one_main(const std::vector<std::string>& args);
 int bench_train_main(const std::vector<std::string>& args);
 int bench_balance_main(const std::vector<std::string>& args);
+int bench_strategies_main(const std::vector<std::string>& args);
 int bench_scale_main(const std::vector<std::string>& args);
 
 // The training benchmarks' generated graph: the block-model options --nodes, --avg-degree,

@@ -32,6 +32,7 @@ constexpr const char* kUsage =
     "  bench sampler   benchmark the distributed sampler and feature fetch (under mpiexec)\n"
     "  bench train     benchmark data-parallel training (epoch time and split), beside DGL\n"
     "  bench balance   benchmark rebalancing on heterogeneous shards and ranks\n"
+    "  bench strategies  which partitioning trains best: accuracy and epoch time per strategy\n"
     "  train           train a GNN (GraphSAGE, GCN, GAT) on a dataset or, under mpiexec, its shards\n"
     "  report          per-rank time, traffic and imbalance of a training run (its metrics file)\n"
     "  version         print the version\n"

@@ -198,6 +198,9 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
       ("rebalance", bound(tc.rebalance, parse_rebalance_policy, rebalance_policy_name),
        "between epochs, reassign training seeds across ranks: none, seeds (equal counts) or cost (by measured cost per seed)")
       ("remote-seed-factor", bound(tc.remote_seed_factor), "rebalancing: cost of a seed trained away from its owner, relative to an own seed")
+      ("personalize", bound(tc.personalize_epochs),
+       "after the shared model is scored, each rank fine-tunes its own copy on its own shard for N epochs and scores its own test nodes with it "
+       "(Entropy-Aware Training's personalisation; the saved weights stay the shared model's)")
       ("seed-sampling", bound(tc.class_balanced, kSeedSamplings, "--seed-sampling"),
        "shard (each rank its own training nodes) or class-balanced (from all ranks', inversely to class frequency)")
       ("scratch", po::value(&scratch),
@@ -263,6 +266,10 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
     if (r.has_full)
       std::printf("test accuracy %s, macro-F1 %s (full neighbourhoods, %.2f s)\n", fixed4(r.full.test.accuracy).c_str(), fixed4(r.full.test.macro_f1).c_str(),
                   r.full_s);
+    if (r.personalized)
+      std::printf("test accuracy %s, macro-F1 %s (personalized: %d epochs per rank on its own shard, each rank's test nodes scored by its copy, %s neighbourhoods)\n",
+                  fixed4(r.personalized->test.accuracy).c_str(), fixed4(r.personalized->test.macro_f1).c_str(), tc.personalize_epochs,
+                  r.personalized_full ? "full" : "sampled");
     if (r.op_profile) std::printf("%s", format_op_profile(*r.op_profile).c_str());
     else if (tc.profile_steps > 0) std::printf("no op profile: the first epoch had no step past its first to record\n");
     std::fflush(stdout);

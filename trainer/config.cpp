@@ -58,6 +58,8 @@ void validate(const TrainConfig& c) {
   if (!(c.weight_decay >= 0) || !std::isfinite(c.weight_decay)) throw InputError("--weight-decay must be >= 0, got " + num(c.weight_decay));
   if (!(c.momentum >= 0 && c.momentum < 1)) throw InputError("--momentum must be in [0, 1), got " + num(c.momentum));
   if (c.lr_step_epochs < 0) throw InputError("--lr-step must be >= 0");
+  if (c.personalize_epochs < 0) throw InputError("--personalize must be >= 0, got " + std::to_string(c.personalize_epochs));
+  if (c.personalize_epochs > 0 && !c.final_test) throw InputError("--personalize scores the test set, which --no-test leaves out");
   if (!(c.lr_gamma > 0 && c.lr_gamma <= 1)) throw InputError("--lr-gamma must be in (0, 1], got " + num(c.lr_gamma));
   if (c.epochs < 1) throw InputError("--epochs must be at least 1, got " + std::to_string(c.epochs));
   if (c.eval_every < 1) throw InputError("--eval-every must be at least 1, got " + std::to_string(c.eval_every));

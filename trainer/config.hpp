@@ -49,6 +49,10 @@ struct TrainConfig {
   EvalMode eval_mode = EvalMode::kSampled;
   bool final_full_eval = true; // at the end, also evaluate the best model with full neighbourhoods
   bool final_test = true;      // at the end, score the best model on the test set at all (false: validation only)
+  // Entropy-Aware Training's personalisation phase: after the shared model is scored, each rank
+  // fine-tunes its own copy on its own shard's training nodes for this many epochs (no gradient
+  // averaging) and scores its own test nodes with it (0 = none).
+  int personalize_epochs = 0;
   std::int64_t eval_chunk = 0;  // dst nodes per block in full-neighbourhood inference (0: by the memory of a block's per-edge tensors, see kEvalBlockBytes)
   std::uint64_t seed = 0;      // weights, dropout and (through SamplerConfig::seed) sampling
   std::string device = "cpu";  // cpu, cuda or cuda:N ("cuda" = the node-local rank's GPU)

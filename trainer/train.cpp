@@ -579,6 +579,42 @@ void finish(TrainerParts& s, TrainResult& result) {
     });
 }
 
+// Entropy-Aware Training's personalisation phase (Deshmukh et al. 2023): each rank fine-tunes its
+// own copy of the model on its own shard's training nodes, without gradient averaging, then scores
+// its own test nodes with it. The model is this rank's copy from here on (the shared weights were
+// saved by finish). Sampling stays collective, so every rank runs the same steps.
+void personalize(TrainerParts& s, TrainResult& result) {
+  namespace F = torch::nn::functional;
+  const TrainConfig& c = s.cfg;
+  const auto rank = static_cast<std::uint64_t>(s.comm.rank());
+  auto optimizer = make_optimizer(c, s.model->parameters());
+  Prefetcher::Stage stage;
+  if (s.stager->copies()) stage = [&s](MiniBatch& mb) { s.stager->stage(mb); };
+  for (int i = 0; i < c.personalize_epochs; ++i) {
+    // Epochs past the shared ones are never scheduled: the sampler draws this rank's own seeds.
+    const std::int64_t epoch = c.epochs + i;
+    const std::uint64_t epoch_seed = epoch_stream_seed(c.seed, epoch, 0x7a1e0000ULL + rank);
+    s.model->train();
+    const std::int64_t steps = s.sampler->steps_in_epoch(epoch);
+    Prefetcher pipe(*s.sampler, *s.features, epoch, steps, s.scfg.prefetch, 0, stage);
+    for (std::int64_t step = 0; step < steps; ++step) {
+      const std::uint64_t step_seed = derive_seed(epoch_seed, static_cast<std::uint64_t>(step));
+      torch::manual_seed(step_seed);
+      s.model->reseed_dropout(step_seed);
+      const std::optional<MiniBatch> mb = pipe.next();
+      if (std::none_of(mb->labels.begin(), mb->labels.end(), [](std::int64_t y) { return y >= 0; })) continue;
+      optimizer->zero_grad();
+      const BatchTensors t = s.stager->take(*mb);
+      const torch::Tensor loss = F::cross_entropy(s.model->forward(t.blocks, t.x), t.y, F::CrossEntropyFuncOptions().ignore_index(-1));
+      loss.backward();
+      optimizer->step();
+    }
+  }
+  result.personalized_full = s.all_neighbours != nullptr;
+  DistSampler& sampler = result.personalized_full ? *s.all_neighbours : *s.sampler;
+  result.personalized = evaluate_sampled(s.model, sampler, *s.features, s.device, {}, s.shard.test_idx.span());
+}
+
 }  // namespace
 
 SplitMetrics Trainer::evaluate_sampled() { return evaluate(*s_, EvalMode::kSampled, /*with_test=*/true); }
@@ -663,6 +699,7 @@ TrainResult Trainer::fit() {
     });
   }
   finish(s, result);
+  if (c.personalize_epochs > 0) personalize(s, result);
   return result;
 }
 

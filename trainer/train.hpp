@@ -46,6 +46,10 @@ struct TrainResult {
   bool tested = false;               // the test set was scored (TrainConfig::final_test)
   SplitMetrics full;                 // the best model, full neighbourhoods (TrainConfig::final_full_eval)
   double sampled_s = 0, full_s = 0;  // wall time of those two evaluations
+  // After TrainConfig::personalize_epochs of per-rank fine-tuning: the test nodes, each scored by
+  // its owner's copy (full neighbourhoods with --eval full, else the training fanouts).
+  std::optional<SplitMetrics> personalized;
+  bool personalized_full = false;
   double train_s = 0;                // wall time of the epochs
   std::optional<OpProfile> op_profile;  // this rank's profiled steps (TrainConfig::profile_steps)
 };

@@ -577,8 +577,23 @@ TEST_CASE("label-skewed parts are equal runs of the nodes in label order, unlabe
   ds.graph = CsrGraph(Array<EdgeId>(std::vector<EdgeId>(9, 0)), Array<NodeId>(std::vector<NodeId>{}));
   ds.num_classes = 3;
   ds.labels = Array<std::int64_t>(std::vector<std::int64_t>{1, 0, -1, 1, 0, 2, 0, 2});
-  // Order (label, id): 1 4 6 0 3 5 7 2, cut into four runs of two: 1 4 | 6 0 | 3 5 | 7 2.
-  CHECK(make_partitioner(PartitionMethod::kLabels)->partition(ds, config(PartitionMethod::kLabels, 4)) == std::vector<PartId>{1, 0, 3, 2, 0, 2, 1, 3});
+  // Classes in order, unlabelled last: {1 4 6} {0 3} {5 7} {2}, each class in a seeded order, cut
+  // into four runs of two. Whatever the order inside class 0, one of its nodes shares part 1 with
+  // one of class 1's; classes 2 and unlabelled fill parts 2 and 3.
+  for (std::uint64_t seed : {0, 1, 2}) {
+    PartitionConfig cfg = config(PartitionMethod::kLabels, 4);
+    cfg.seed = seed;
+    const std::vector<PartId> p = make_partitioner(PartitionMethod::kLabels)->partition(ds, cfg);
+    INFO("seed " << seed);
+    CHECK(std::count(p.begin(), p.end(), 0) == 2);
+    CHECK(std::count(p.begin(), p.end(), 1) == 2);
+    CHECK((p[1] == 0) + (p[4] == 0) + (p[6] == 0) == 2);
+    CHECK((p[1] == 1) + (p[4] == 1) + (p[6] == 1) == 1);
+    CHECK((p[0] == 1) + (p[3] == 1) == 1);
+    CHECK((p[0] == 2) + (p[3] == 2) == 1);
+    CHECK((p[5] == 2) + (p[7] == 2) == 1);
+    CHECK(p[2] == 3);
+  }
   Dataset unlabelled;
   unlabelled.graph = CsrGraph(Array<EdgeId>(std::vector<EdgeId>(9, 0)), Array<NodeId>(std::vector<NodeId>{}));
   CHECK_THROWS_WITH(make_partitioner(PartitionMethod::kLabels)->partition(unlabelled, config(PartitionMethod::kLabels, 2)), Catch::Contains("has no labels"));
