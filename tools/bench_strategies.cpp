@@ -50,7 +50,9 @@ struct StrategyOptions {
   std::vector<int> parts;
   std::vector<std::string> methods, samplings;
   int seeds = 3;
+  int batch = 32;  // over all ranks
   std::vector<std::string> train_args;  // the model and budget, the same for every row
+  std::vector<std::string> parallel_args;  // added for the partitioned runs
   std::string personalize;  // "" or the epochs of --personalize, run as a second result per trial
   fs::path work;
   std::optional<std::string> json, svg;
@@ -77,12 +79,14 @@ std::optional<StrategyOptions> parse_options(const std::vector<std::string>& arg
       ("seeds", po::value<int>()->default_value(3), "training seeds per row (mean ± std over them)")
       ("model", po::value<std::string>()->default_value("sage"), "sage, gcn or gat")
       ("fanouts", po::value<std::string>()->default_value("10,10"), "from the seeds outward")
-      ("batch", po::value<int>()->default_value(32), "seeds per batch per rank")
+      ("batch", po::value<int>()->default_value(32), "seeds per step over all ranks (each of K ranks takes a K-th): every row takes as many steps per epoch")
       ("hidden", po::value<int>()->default_value(64), "hidden width")
       ("epochs", po::value<int>()->default_value(50), "epochs per run")
       ("lr", po::value<double>()->default_value(0.01), "learning rate")
       ("dropout", po::value<double>()->default_value(0.5), "dropout")
       ("weight-decay", po::value<double>()->default_value(5e-4), "weight decay")
+      ("node-local", po::value<std::string>()->default_value("off"),
+       "off: every rank is its own machine, rows of other ranks come over MPI and are counted in MB/rank; on: ranks of this node read each other's shards")
       ("personalize", po::value<int>()->default_value(0), "also score each run after N epochs of per-rank fine-tuning (train --personalize)")
       ("workdir", po::value<std::string>()->default_value((fs::temp_directory_path() / "shardgnn-bench-strategies").string()), "scratch folder")
       ("json", po::value<std::string>(), "also write the rows as JSON here")
@@ -105,10 +109,15 @@ std::optional<StrategyOptions> parse_options(const std::vector<std::string>& arg
   if (opt.seeds < 1) throw UsageError("--seeds must be at least 1");
   if (vm["personalize"].as<int>() < 0) throw UsageError("--personalize must be >= 0");
   if (vm["personalize"].as<int>() > 0) opt.personalize = std::to_string(vm["personalize"].as<int>());
-  opt.train_args = {"--model", vm["model"].as<std::string>(), "--fanouts", vm["fanouts"].as<std::string>(), "--batch", std::to_string(vm["batch"].as<int>()),
+  opt.batch = vm["batch"].as<int>();
+  if (opt.batch < 1) throw UsageError("--batch must be at least 1");
+  opt.train_args = {"--model", vm["model"].as<std::string>(), "--fanouts", vm["fanouts"].as<std::string>(),
                     "--hidden", std::to_string(vm["hidden"].as<int>()), "--epochs", std::to_string(vm["epochs"].as<int>()),
                     "--lr", std::to_string(vm["lr"].as<double>()), "--dropout", std::to_string(vm["dropout"].as<double>()),
                     "--weight-decay", std::to_string(vm["weight-decay"].as<double>()), "--eval", "full", "--threads", "1"};
+  const std::string node_local = vm["node-local"].as<std::string>();
+  parse_on_off(node_local, "--node-local");
+  opt.parallel_args = {"--node-local", node_local};
   opt.work = vm["workdir"].as<std::string>();
   if (vm.count("json")) opt.json = vm["json"].as<std::string>();
   if (vm.count("svg")) opt.svg = vm["svg"].as<std::string>();
@@ -158,8 +167,11 @@ Trial train_once(const StrategyOptions& opt, const std::string& data, int ranks,
   fs::remove(metrics);
   std::vector<std::string> argv;
   if (ranks > 1) argv = {"mpiexec", "-n", std::to_string(ranks)};
-  argv.insert(argv.end(), {self_exe(), "train", data, "--seed", std::to_string(seed), "--seed-sampling", sampling, "--metrics", metrics});
+  const int per_rank = (opt.batch + ranks - 1) / ranks;
+  argv.insert(argv.end(), {self_exe(), "train", data, "--seed", std::to_string(seed), "--seed-sampling", sampling, "--metrics", metrics, "--batch",
+                           std::to_string(per_rank)});
   argv.insert(argv.end(), opt.train_args.begin(), opt.train_args.end());
+  if (ranks > 1) argv.insert(argv.end(), opt.parallel_args.begin(), opt.parallel_args.end());
   if (!opt.personalize.empty()) argv.insert(argv.end(), {"--personalize", opt.personalize});
   const ProcessResult pr = run_process(argv);
   if (pr.status != 0) throw std::runtime_error("train exited with status " + std::to_string(pr.status));
@@ -221,8 +233,9 @@ void print_table(const std::vector<Row>& rows, int cores, bool personal) {
       continue;
     }
     const bool over = r.parts > cores;
-    std::printf("%16s %16s ", mean_std(r.trials, &Trial::micro_f1).c_str(), mean_std(r.trials, &Trial::macro_f1).c_str());
-    if (personal) std::printf("%17s ", mean_std(r.trials, &Trial::personal_micro).c_str());
+    // One more than the columns: "±" is two bytes, which printf counts.
+    std::printf("%17s %17s ", mean_std(r.trials, &Trial::micro_f1).c_str(), mean_std(r.trials, &Trial::macro_f1).c_str());
+    if (personal) std::printf("%18s ", mean_std(r.trials, &Trial::personal_micro).c_str());
     std::printf("%7.3f%s %7.3f %7.3f %7.3f %8.2f", stat(r.trials, &Trial::epoch_s).mean, over ? "*" : " ", stat(r.trials, &Trial::wait_s).mean,
                 stat(r.trials, &Trial::compute_s).mean, stat(r.trials, &Trial::allreduce_s).mean, stat(r.trials, &Trial::mb_per_rank).mean);
     if (r.partition)

@@ -267,9 +267,9 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
       std::printf("test accuracy %s, macro-F1 %s (full neighbourhoods, %.2f s)\n", fixed4(r.full.test.accuracy).c_str(), fixed4(r.full.test.macro_f1).c_str(),
                   r.full_s);
     if (r.personalized)
-      std::printf("test accuracy %s, macro-F1 %s (personalized: %d epochs per rank on its own shard, each rank's test nodes scored by its copy, %s neighbourhoods)\n",
+      std::printf("test accuracy %s, macro-F1 %s (personalized: %d epoch%s per rank on its own shard, each rank's test nodes scored by its copy, %s neighbourhoods)\n",
                   fixed4(r.personalized->test.accuracy).c_str(), fixed4(r.personalized->test.macro_f1).c_str(), tc.personalize_epochs,
-                  r.personalized_full ? "full" : "sampled");
+                  tc.personalize_epochs == 1 ? "" : "s", r.personalized_full ? "full" : "sampled");
     if (r.op_profile) std::printf("%s", format_op_profile(*r.op_profile).c_str());
     else if (tc.profile_steps > 0) std::printf("no op profile: the first epoch had no step past its first to record\n");
     std::fflush(stdout);

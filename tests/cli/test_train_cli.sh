@@ -214,6 +214,8 @@ expect_error 2 "the factor must be >= 1, got -3" "$work/p2" --simulate-slowdown 
 expect_error 2 "expected RANK:FACTOR" "$work/p2" --simulate-slowdown 1
 expect_error 2 "unknown --rebalance policy 'fastest'" "$work/p2" --rebalance fastest
 expect_error 2 "unknown --seed-sampling 'labels'" "$work/p2" --seed-sampling labels
+expect_error 1 "--personalize must be >= 0, got -1" "$work/cora" --personalize -1
+expect_error 1 "--personalize scores the test set, which --no-test leaves out" "$work/cora" --personalize 2 --no-test
 
 # Rebalancing on 2 ranks with rank 1 slowed 3x: per-rank records in the metrics, the slow rank
 # ends with fewer seeds, and `shardgnn report` reads the run.
@@ -249,6 +251,26 @@ for p in 1 2; do
 done
 [ -f "$work/btrain/sbm-3000-10-8-100-v2-metis-ml-2/partition.json" ] || fail "bench train: no metis-ml partition: $(ls "$work/btrain")"
 [ "$(grep -cE '"who": *"shardgnn"' "$work/btrain.json")" -eq 2 ] || fail "bench train JSON: $(cat "$work/btrain.json")"
+
+# train --personalize: after the shared model's scores, each rank's copy fine-tuned and scored on its own test nodes.
+timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${quick[@]}" --epochs 2 --eval full --personalize 1 > "$work/out.txt" 2>&1 ||
+  fail "--personalize run failed: $(cat "$work/out.txt")"
+grep -q "(full neighbourhoods, " "$work/out.txt" || fail "--personalize: no shared scores: $(cat "$work/out.txt")"
+grep -qE "^test accuracy 0\.[0-9]+, macro-F1 0\.[0-9]+ \(personalized: 1 epoch per rank on its own shard, .* full neighbourhoods\)$" "$work/out.txt" ||
+  fail "--personalize: no personalized scores: $(cat "$work/out.txt")"
+
+# bench strategies: the single-process reference and a row per strategy, partition metrics beside
+# the scores, a personalized score per row; the same rows as JSON and as points of the SVG.
+timeout 300 "$SHARDGNN" bench strategies "$work/cora" --parts 2 --methods metis,labels --seed-sampling shard --seeds 1 --epochs 2 --personalize 1 \
+  --workdir "$work/bstrat" --json "$work/bstrat.json" --svg "$work/bstrat.svg" > "$work/out.txt" 2>&1 || fail "bench strategies failed: $(cat "$work/out.txt")"
+grep -qE "^ +1 single process +shard +[0-9.]+ ± [0-9.]+ " "$work/out.txt" || fail "bench strategies: no reference row: $(cat "$work/out.txt")"
+for m in metis labels; do
+  grep -qE "^ +2 $m +shard +[0-9.]+ ± [0-9.]+ +[0-9.]+ ± [0-9.]+ +[0-9.]+ ± [0-9.]+ +[0-9.]+\*? .* [0-9]+ +[0-9.]+$" "$work/out.txt" ||
+    fail "bench strategies: no full row for $m: $(cat "$work/out.txt")"
+done
+[ "$(grep -c '"strategy"' "$work/bstrat.json")" = 3 ] && grep -q '"personalized_micro_f1"' "$work/bstrat.json" && grep -q '"max_label_kl"' "$work/bstrat.json" ||
+  fail "bench strategies JSON: $(cat "$work/bstrat.json")"
+[ "$(grep -c "<circle cx=.* r='4' fill=.* stroke=" "$work/bstrat.svg")" = 3 ] || fail "bench strategies SVG: not a point per row"
 # A checkpoint that cannot be written (a full disk: a 3 MiB tmpfs, filled) fails the run on every
 # rank with one line, leaves the previous checkpoint as it was and no temporary file. Needs root
 # for the mount; skipped without.
