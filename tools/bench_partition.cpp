@@ -40,14 +40,6 @@ double peak_rss_mb_self() {
   return static_cast<double>(ru.ru_maxrss) / 1024.0;  // Linux reports KiB
 }
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 }  // namespace
 
 // Hidden worker: one partitioning run, results as one JSON object on stdout.
@@ -153,11 +145,9 @@ std::optional<PartitionBenchOptions> parse_options(const std::vector<std::string
   if (!parse(args, "shardgnn bench partition <dataset-dir> [--parts 2,4,8] [--methods metis,random,ldg,fennel] [options]", o, {"dataset"}, vm)) return std::nullopt;
   PartitionBenchOptions opt;
   opt.dataset = fs::absolute(vm["dataset"].as<std::string>()).string();
-  opt.methods = split_list(vm["methods"].as<std::string>());
-  opt.ks = split_list(vm["parts"].as<std::string>());
+  opt.methods = split_list(vm["methods"].as<std::string>(), "--methods");
+  for (const int k : split_int_list(vm["parts"].as<std::string>(), "--parts", 1)) opt.ks.push_back(std::to_string(k));
   for (const auto& m : opt.methods) try { parse_method(m); } catch (const InputError& e) { throw UsageError(e.what()); }
-  for (const auto& k : opt.ks)
-    if (k.find_first_not_of("0123456789") != std::string::npos || std::stoll(k) < 1) throw UsageError("--parts must list positive integers, got '" + k + "'");
   opt.balance = vm["balance"].as<std::string>();
   opt.objective = vm["objective"].as<std::string>();
   opt.edge_weights = vm["edge-weights"].as<std::string>();

@@ -58,17 +58,6 @@ struct StrategyOptions {
   std::optional<std::string> json, svg;
 };
 
-std::vector<std::string> split_list(const std::string& text, const char* option) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (item.empty()) throw UsageError(std::string(option) + ": empty item in '" + text + "'");
-    out.push_back(item);
-  }
-  if (out.empty()) throw UsageError(std::string(option) + " needs at least one item");
-  return out;
-}
-
 std::optional<StrategyOptions> parse_options(const std::vector<std::string>& args) {
   po::options_description o("options");
   o.add_options()
@@ -95,10 +84,7 @@ std::optional<StrategyOptions> parse_options(const std::vector<std::string>& arg
   if (!parse(args, "shardgnn bench strategies <dataset-dir> [options]", o, {"dataset"}, vm)) return std::nullopt;
   StrategyOptions opt;
   opt.dataset = vm["dataset"].as<std::string>();
-  for (const std::string& k : split_list(vm["parts"].as<std::string>(), "--parts")) {
-    if (k.find_first_not_of("0123456789") != std::string::npos || std::stoi(k) < 2) throw UsageError("--parts must list integers >= 2, got '" + k + "'");
-    opt.parts.push_back(std::stoi(k));
-  }
+  opt.parts = split_int_list(vm["parts"].as<std::string>(), "--parts", 2);
   opt.methods = split_list(vm["methods"].as<std::string>(), "--methods");
   for (const std::string& m : opt.methods)
     if (!strategy_args().count(m)) throw UsageError("unknown strategy '" + m + "' in --methods");
@@ -354,6 +340,7 @@ std::string rows_svg(const std::vector<Row>& rows, int cores) {
 }  // namespace
 
 int bench_strategies_main(const std::vector<std::string>& args) {
+  g_command = "shardgnn bench strategies";
   const std::optional<StrategyOptions> parsed = parse_options(args);
   if (!parsed) return 0;
   const StrategyOptions& opt = *parsed;

@@ -91,12 +91,7 @@ std::optional<TrainBenchOptions> parse_options(const std::vector<std::string>& a
   po::variables_map vm;
   if (!parse(args, "shardgnn bench train [options]", o, {}, vm)) return std::nullopt;
   TrainBenchOptions opt;
-  std::stringstream ss(vm["ranks"].as<std::string>());
-  for (std::string item; std::getline(ss, item, ',');) {
-    if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos || std::stoi(item) < 1)
-      throw UsageError("--ranks must list positive integers, got '" + item + "'");
-    opt.ranks.push_back(std::stoi(item));
-  }
+  opt.ranks = split_int_list(vm["ranks"].as<std::string>(), "--ranks", 1);
   opt.sbm = sbm_options(vm);
   opt.sbm.train_fraction = vm["train"].as<double>();
   opt.sbm.val_fraction = 0.01;

@@ -63,6 +63,27 @@ std::string machine_description() {
   return out.str();
 }
 
+std::vector<std::string> split_list(const std::string& text, const std::string& option) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (item.empty()) throw UsageError(option + ": an empty item in '" + text + "'");
+    out.push_back(item);
+  }
+  if (out.empty()) throw UsageError(option + " needs at least one item");
+  return out;
+}
+
+std::vector<int> split_int_list(const std::string& text, const std::string& option, int least) {
+  std::vector<int> out;
+  for (const std::string& item : split_list(text, option)) {
+    if (item.size() > 9 || item.find_first_not_of("0123456789") != std::string::npos || std::stoi(item) < least)
+      throw UsageError(option + " must list integers >= " + std::to_string(least) + ", got '" + item + "'");
+    out.push_back(std::stoi(item));
+  }
+  return out;
+}
+
 std::uint64_t parse_byte_size(const std::string& text, const std::string& option) {
   std::size_t end = 0;
   double value = -1;

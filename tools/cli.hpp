@@ -107,6 +107,11 @@ inline int launcher_ranks() {
   return 1;
 }
 
+// "a,b,c" -> {"a", "b", "c"}; an empty list or item is a UsageError naming `option`.
+std::vector<std::string> split_list(const std::string& text, const std::string& option);
+// The same for a list of integers of at least `least` each.
+std::vector<int> split_int_list(const std::string& text, const std::string& option, int least);
+
 // "4G", "512M", "100k" (powers of 1024) or a plain byte count; a UsageError naming `option` else.
 std::uint64_t parse_byte_size(const std::string& text, const std::string& option);
 
