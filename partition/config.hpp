@@ -8,8 +8,8 @@
 
 namespace shardgnn {
 
-// kLabels: nodes in order of their label (then a seeded hash) cut into equal runs, so each shard holds one or two
-// classes: the label-skewed partitions of Entropy-Aware Training's benchmarks, not a partitioner
+// kLabels: nodes in order of their label (then a seeded hash) cut into equal runs, so each shard holds
+// about max(1, classes / K) classes: the label-skewed partitions of Entropy-Aware Training's benchmarks, not a partitioner
 // for speed.
 enum class PartitionMethod { kMetis, kMetisMl, kRandom, kLdg, kFennel, kLabels };
 

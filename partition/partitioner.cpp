@@ -82,8 +82,8 @@ void check_config(const Dataset& ds, const PartitionConfig& cfg) {
     if (k == BalanceKey::kVal) need(ds.val_idx, "validation");
     if (k == BalanceKey::kTest) need(ds.test_idx, "test");
     if (k == BalanceKey::kLabels && ds.num_classes == 0) throw InputError("--balance labels: dataset '" + ds.name + "' has no labels");
-  if (cfg.method == PartitionMethod::kLabels && ds.num_classes == 0) throw InputError("--method labels: dataset '" + ds.name + "' has no labels");
   }
+  if (cfg.method == PartitionMethod::kLabels && ds.num_classes == 0) throw InputError("--method labels: dataset '" + ds.name + "' has no labels");
   validate_cost_model(cfg.cost_fanouts, cfg.cost_remote_weight);
   if (cfg.method == PartitionMethod::kFennel && (!(cfg.fennel_gamma >= 1.0) || !std::isfinite(cfg.fennel_gamma)))
     throw InputError("--fennel-gamma must be a finite number >= 1, got " + std::to_string(cfg.fennel_gamma));

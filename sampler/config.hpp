@@ -35,7 +35,8 @@ struct SamplerConfig {
   double cache_mb = 0;          // alternatively: a cache size limit in MB (10^6 bytes) of feature rows
   // A cache sized by cache_fraction is capped so that the caches of a node's ranks together take
   // at most this share of the node's usable memory (a fifth of a large graph's remote rows may not
-  // fit at all). A size given by cache_mb is taken as asked.
+  // fit at all). A size given by cache_mb is taken as asked. Filling the cache stages its rows once
+  // more, so the peak during setup is about twice the share.
   double cache_memory_share = 0.25;
   WireDtype wire_dtype = WireDtype::kFloat32;  // feature rows on the wire (node-local and own rows are read as stored)
   int presample_batches = 64; // batches presampled by the kPresample policy

@@ -347,11 +347,11 @@ void FeatureStore::build_cache(const SamplerConfig& config, DistSampler* sampler
                          : config.cache_fraction > 0 ? static_cast<std::size_t>(config.cache_fraction * static_cast<double>(remote_rows))
                                                      : static_cast<std::size_t>(config.cache_mb * 1e6 / static_cast<double>(row_bytes));
   capped_ = false;
-  if (on && config.cache_fraction > 0) {
+  if (const std::uint64_t usable = usable_memory_bytes(); on && config.cache_fraction > 0 && usable > 0) {  // 0: memory unknown, no cap
     const std::vector<int>& node = shards_.node_of_rank();
     const auto here = static_cast<std::size_t>(comm_.rank());
     const auto node_ranks = here < node.size() ? std::count(node.begin(), node.end(), node[here]) : 1;
-    const double budget = config.cache_memory_share * static_cast<double>(usable_memory_bytes()) / static_cast<double>(std::max<std::ptrdiff_t>(node_ranks, 1));
+    const double budget = config.cache_memory_share * static_cast<double>(usable) / static_cast<double>(std::max<std::ptrdiff_t>(node_ranks, 1));
     const auto most = static_cast<std::size_t>(budget / static_cast<double>(row_bytes));
     capped_ = capacity > most;
     capacity = std::min(capacity, most);

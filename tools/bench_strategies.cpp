@@ -97,10 +97,16 @@ std::optional<StrategyOptions> parse_options(const std::vector<std::string>& arg
   if (vm["personalize"].as<int>() > 0) opt.personalize = std::to_string(vm["personalize"].as<int>());
   opt.batch = vm["batch"].as<int>();
   if (opt.batch < 1) throw UsageError("--batch must be at least 1");
+  // Every digit of a real option: std::to_string keeps six decimals, so 1e-7 would become 0.
+  const auto exact = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.17g", v);
+    return std::string(text);
+  };
   opt.train_args = {"--model", vm["model"].as<std::string>(), "--fanouts", vm["fanouts"].as<std::string>(),
                     "--hidden", std::to_string(vm["hidden"].as<int>()), "--epochs", std::to_string(vm["epochs"].as<int>()),
-                    "--lr", std::to_string(vm["lr"].as<double>()), "--dropout", std::to_string(vm["dropout"].as<double>()),
-                    "--weight-decay", std::to_string(vm["weight-decay"].as<double>()), "--eval", "full", "--threads", "1"};
+                    "--lr", exact(vm["lr"].as<double>()), "--dropout", exact(vm["dropout"].as<double>()),
+                    "--weight-decay", exact(vm["weight-decay"].as<double>()), "--eval", "full", "--threads", "1"};
   const std::string node_local = vm["node-local"].as<std::string>();
   parse_on_off(node_local, "--node-local");
   opt.parallel_args = {"--node-local", node_local};
@@ -230,7 +236,7 @@ void print_table(const std::vector<Row>& rows, int cores, bool personal) {
     else
       std::printf(" %8s %7s %7s %6s\n", "-", "-", "-", "-");
   }
-  std::printf("(micro-F1 = test accuracy with full neighbourhoods, mean ± std over seeds; epoch s: median epoch's training time, evaluation excluded;\n"
+  std::printf("(micro-F1 = test accuracy with full neighbourhoods, mean ± std (population) over seeds; epoch s: median epoch's training time, evaluation excluded;\n"
               " wait/compute/allred: its split, mean over epochs and ranks; MB/rank: bytes received per rank per epoch; entropy: mean shard label\n"
               " entropy in bits; max KL: largest shard's KL divergence from the global label mix; cut: edge cut; bal: largest shard / mean;\n"
               " * the run had more ranks than this machine's %d cores: its times are oversubscribed, compare accuracy only)\n",
@@ -379,7 +385,9 @@ int bench_strategies_main(const std::vector<std::string>& args) {
   print_table(rows, cores, personal);
   if (opt.json) write_json_file(*opt.json, rows_json(rows, cores, personal));
   if (opt.svg) {
-    std::ofstream(*opt.svg) << rows_svg(rows, cores);
+    std::ofstream out(*opt.svg);
+    out << rows_svg(rows, cores);
+    if (!out.flush()) throw std::runtime_error(*opt.svg + ": could not write the figure");
   }
   return std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.trials.empty(); }) ? 1 : 0;
 }

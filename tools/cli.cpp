@@ -66,6 +66,7 @@ std::string machine_description() {
 std::vector<std::string> split_list(const std::string& text, const std::string& option) {
   std::vector<std::string> out;
   std::stringstream in(text);
+  if (!text.empty() && text.back() == ',') throw UsageError(option + ": an empty item in '" + text + "'");  // getline yields no empty last item
   for (std::string item; std::getline(in, item, ',');) {
     if (item.empty()) throw UsageError(option + ": an empty item in '" + text + "'");
     out.push_back(item);

@@ -21,7 +21,7 @@ inline void add_sampler_options(po::options_description& o, SamplerConfig& c) {
        "cache this fraction of the rows owned on other nodes (with --node-local off: of all the rows the rank does not own)")
       ("cache-mb", bound(c.cache_mb), "or: a cache of this many MB (used when --cache-fraction is 0)")
       ("wire-dtype", bound(c.wire_dtype, parse_wire_dtype, wire_dtype_name),
-       "feature rows between ranks (and in the cache): float32, or bf16 (half the bytes, rounded to 8 significand bits)")
+       "feature rows between ranks: float32, or bf16 (half the bytes, rounded to 8 significand bits; cached rows are rounded alike, kept as float32)")
       ("node-local", bound(c.node_local, [](const std::string& v) { return parse_on_off(v, "--node-local"); }, [](bool on) { return std::string(on ? "on" : "off"); }),
        "on: read the rows of shards owned by ranks on the same node from their files (the page cache), off: over MPI like any remote row");
 }

@@ -200,7 +200,7 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
       ("remote-seed-factor", bound(tc.remote_seed_factor), "rebalancing: cost of a seed trained away from its owner, relative to an own seed")
       ("personalize", bound(tc.personalize_epochs),
        "after the shared model is scored, each rank fine-tunes its own copy on its own shard for N epochs and scores its own test nodes with it "
-       "(Entropy-Aware Training's personalisation; the saved weights stay the shared model's)")
+       "(Entropy-Aware Training's personalisation, at --lr with a fresh optimiser; the saved weights stay the shared model's)")
       ("seed-sampling", bound(tc.class_balanced, kSeedSamplings, "--seed-sampling"),
        "shard (each rank its own training nodes) or class-balanced (from all ranks', inversely to class frequency)")
       ("scratch", po::value(&scratch),

@@ -602,6 +602,13 @@ void personalize(TrainerParts& s, TrainResult& result) {
       torch::manual_seed(step_seed);
       s.model->reseed_dropout(step_seed);
       const std::optional<MiniBatch> mb = pipe.next();
+      // No gradient all-reduce carries a stop request here: every rank is asked each step.
+      if (const int signal = s.comm.allreduce<std::int32_t>(stop_signal(), comm::Op::kMax); signal != 0) {
+        pipe.stop_early();
+        result.stop_signal = signal;
+        result.stop_message = "stopped during --personalize, after the shared model had finished training";
+        return;
+      }
       if (std::none_of(mb->labels.begin(), mb->labels.end(), [](std::int64_t y) { return y >= 0; })) continue;
       optimizer->zero_grad();
       const BatchTensors t = s.stager->take(*mb);

@@ -215,7 +215,7 @@ TEST_CASE("keep_largest_component keeps the largest component with everything th
   ds.train_idx = Array<NodeId>(std::vector<NodeId>{0, 3});
   ds.val_idx = Array<NodeId>(std::vector<NodeId>{4, 7});
   ds.test_idx = Array<NodeId>(std::vector<NodeId>{2, 5});
-  ds.edge_weights = Array<std::int64_t>(std::vector<std::int64_t>{1, 1, 2, 3, 4, 5, 6, 7});
+  ds.edge_weights = Array<std::int64_t>(std::vector<std::int64_t>{1, 1, 2, 3, 4, 5, 6});  // one per entry
   CHECK(keep_largest_component(ds) == 4);
   CHECK(values(ds.graph.indptr()) == std::vector<EdgeId>{0, 1, 3, 4});
   CHECK(values(ds.graph.indices()) == std::vector<NodeId>{1, 0, 2, 1});

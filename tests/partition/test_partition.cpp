@@ -578,8 +578,9 @@ TEST_CASE("label-skewed parts are equal runs of the nodes in label order, unlabe
   ds.num_classes = 3;
   ds.labels = Array<std::int64_t>(std::vector<std::int64_t>{1, 0, -1, 1, 0, 2, 0, 2});
   // Classes in order, unlabelled last: {1 4 6} {0 3} {5 7} {2}, each class in a seeded order, cut
-  // into four runs of two. Whatever the order inside class 0, one of its nodes shares part 1 with
-  // one of class 1's; classes 2 and unlabelled fill parts 2 and 3.
+  // into four runs of two. Whatever the order inside a class: two of class 0 in part 0, its third
+  // with one of class 1 in part 1, class 1's other with one of class 2 in part 2, class 2's other
+  // with the unlabelled node in part 3.
   for (std::uint64_t seed : {0, 1, 2}) {
     PartitionConfig cfg = config(PartitionMethod::kLabels, 4);
     cfg.seed = seed;
