@@ -107,20 +107,18 @@ std::int64_t keep_largest_component(Dataset& ds) {
   for (NodeId u = 0; u < n; ++u) sets.make_set(u);
   for (NodeId u = 0; u < n; ++u)
     for (const NodeId v : ds.graph.neighbors(u)) sets.union_set(u, v);
-  std::vector<NodeId> size(static_cast<std::size_t>(n), 0);
+  std::vector<NodeId> root(static_cast<std::size_t>(n)), size(static_cast<std::size_t>(n), 0);
   std::int64_t components = 0;
-  NodeId best = -1;
   for (NodeId u = 0; u < n; ++u) {
-    const NodeId root = sets.find_set(u);
-    components += size[static_cast<std::size_t>(root)]++ == 0;
+    root[static_cast<std::size_t>(u)] = sets.find_set(u);
+    components += size[static_cast<std::size_t>(root[static_cast<std::size_t>(u)])]++ == 0;
   }
-  for (NodeId u = 0; u < n; ++u) {  // the first node of the largest component names it
-    const NodeId root = sets.find_set(u);
-    if (best < 0 || size[static_cast<std::size_t>(root)] > size[static_cast<std::size_t>(best)]) best = root;
-  }
+  NodeId best = -1;
+  for (const NodeId r : root)  // the first node of the largest component names it
+    if (best < 0 || size[static_cast<std::size_t>(r)] > size[static_cast<std::size_t>(best)]) best = r;
   std::vector<NodeId> kept, new_id(static_cast<std::size_t>(n), -1);
   for (NodeId u = 0; u < n; ++u)
-    if (sets.find_set(u) == best) {
+    if (root[static_cast<std::size_t>(u)] == best) {
       new_id[static_cast<std::size_t>(u)] = static_cast<NodeId>(kept.size());
       kept.push_back(u);
     }

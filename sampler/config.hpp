@@ -2,6 +2,7 @@
 // defaults, filled by the CLI.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -61,6 +62,7 @@ CachePolicy parse_cache_policy(const std::string& name);  // none, degree, presa
 std::string cache_policy_name(CachePolicy p);
 WireDtype parse_wire_dtype(const std::string& name);  // float32, bf16
 std::string wire_dtype_name(WireDtype d);
+inline std::size_t wire_value_bytes(WireDtype d) { return d == WireDtype::kBFloat16 ? 2 : 4; }  // one feature value on the wire
 // Throws InputError for a configuration no run can use (batch size < 1, no fanouts, ...).
 void validate(const SamplerConfig& c);
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <stdexcept>
 
 #include <unistd.h>
@@ -74,7 +75,6 @@ FeatureStore::FeatureStore(const ShardView& shards, const comm::Communicator& co
 
 void FeatureStore::fetch_remote(std::span<const NodeId> remote, std::span<const std::int64_t> counts, float* dst, std::span<const std::int64_t> dst_rows) {
   const int P = comm_.size();
-  const NodeId first_id = shard_.book.begin(shard_.part);
   const auto F = static_cast<std::size_t>(dim_);
   // `remote` arrives grouped by owner from the caller, so it is already the send buffer.
   auto t0 = Clock::now();
@@ -82,7 +82,6 @@ void FeatureStore::fetch_remote(std::span<const NodeId> remote, std::span<const 
   const double ids_s = since(t0);
   counters_.id_exchange_s += ids_s;
   counters_.exchange_s += ids_s;
-  const std::size_t row_bytes = F * sizeof(float);
   // The reply's float counts each way, known here already (F floats per row asked): no count
   // exchange for the rows.
   std::vector<std::int64_t> row_counts(asked.counts.size()), expect(static_cast<std::size_t>(P));
@@ -92,42 +91,35 @@ void FeatureStore::fetch_remote(std::span<const NodeId> remote, std::span<const 
   counters_.bytes_sent += static_cast<std::int64_t>(remote.size() * sizeof(NodeId));
   counters_.bytes_received += static_cast<std::int64_t>(asked.data.size() * sizeof(NodeId));
   if (F == 0) return;  // no feature columns (every rank alike): no rows to move
-  // The owner's gather of the rows asked of it (rounded to the wire's type), the row exchange,
-  // and the asker's placing of the received rows in the batch.
-  t0 = Clock::now();
-  const float* features = shard_.features.data();
-  const auto source = [&](std::size_t i) { return features + (asked.data[i] - first_id) * dim_; };
-  double rows_s = 0;
-  std::size_t wire_bytes = 0;
-  if (wire_ == WireDtype::kBFloat16) {
-    rows_s = exchange_rows<std::uint16_t>(
-        asked.data.size(), row_bytes, source,
-        [&](void* to, const void* from) { std::transform(static_cast<const float*>(from), static_cast<const float*>(from) + F, static_cast<std::uint16_t*>(to), to_bfloat16); },
-        row_counts, expect, dst, dst_rows, [&](float* to, const std::uint16_t* from) { std::transform(from, from + F, to, from_bfloat16); }, send_half_, recv_half_);
-    wire_bytes = sizeof(std::uint16_t);
-  } else {
-    rows_s = exchange_rows<float>(
-        asked.data.size(), row_bytes, source, [&](void* to, const void* from) { std::memcpy(to, from, row_bytes); }, row_counts, expect, dst, dst_rows,
-        [&](float* to, const float* from) { std::memcpy(to, from, row_bytes); }, send_rows_, recv_rows_);
-    wire_bytes = sizeof(float);
-  }
-  counters_.row_exchange_s += rows_s;
-  counters_.exchange_s += rows_s;
-  counters_.bytes_sent += static_cast<std::int64_t>(asked.data.size() * F * wire_bytes);
-  counters_.bytes_received += static_cast<std::int64_t>(remote.size() * F * wire_bytes);
+  if (wire_ == WireDtype::kBFloat16) exchange_rows(asked.data, row_counts, expect, dst, dst_rows, send_half_, recv_half_);
+  else exchange_rows(asked.data, row_counts, expect, dst, dst_rows, send_rows_, recv_rows_);
 }
 
-template <class Wire, class Source, class Pack, class Unpack>
-double FeatureStore::exchange_rows(std::size_t asked, std::size_t row_bytes, Source source, Pack pack, std::span<const std::int64_t> send_counts,
-                                   std::span<const std::int64_t> recv_counts, float* dst, std::span<const std::int64_t> dst_rows, Unpack unpack,
-                                   std::vector<Wire>& send, std::vector<Wire>& recv) {
+template <class Wire>
+void FeatureStore::exchange_rows(std::span<const NodeId> asked, std::span<const std::int64_t> send_counts, std::span<const std::int64_t> recv_counts,
+                                 float* dst, std::span<const std::int64_t> dst_rows, std::vector<Wire>& send, std::vector<Wire>& recv) {
   const auto F = static_cast<std::size_t>(dim_);
+  const std::size_t row_bytes = F * sizeof(float);
+  const NodeId first_id = shard_.book.begin(shard_.part);
+  const float* features = shard_.features.data();
+  // A row as it travels, and back: float32 as it is, bfloat16 rounded.
+  const auto pack = [&](void* to, const void* from) {
+    if constexpr (std::is_same_v<Wire, float>) std::memcpy(to, from, row_bytes);
+    else std::transform(static_cast<const float*>(from), static_cast<const float*>(from) + F, static_cast<Wire*>(to), to_bfloat16);
+  };
+  const auto unpack = [&](float* to, const Wire* from) {
+    if constexpr (std::is_same_v<Wire, float>) std::memcpy(to, from, row_bytes);
+    else std::transform(from, from + F, to, from_bfloat16);
+  };
   // Staging buffers are kept between fetches: fresh ones cost a page fault and a zero-fill per
   // 4 KiB every batch, more than the copy itself.
-  send.resize(asked * F);
+  send.resize(asked.size() * F);
   recv.resize(dst_rows.size() * F);
+  // The owner's gather of the rows asked of it, the row exchange, and the asker's placing of the
+  // received rows in the batch.
   auto t = Clock::now();
-  copy_rows(asked, row_bytes, source, [&](std::size_t i) { return send.data() + i * F; }, pack);
+  copy_rows(asked.size(), row_bytes, [&](std::size_t i) { return features + (asked[i] - first_id) * dim_; },
+            [&](std::size_t i) { return send.data() + i * F; }, pack);
   counters_.gather_s += since(t);
   t = Clock::now();
   comm_.alltoallv_into<Wire>(send, send_counts, recv_counts, recv);
@@ -135,7 +127,10 @@ double FeatureStore::exchange_rows(std::size_t asked, std::size_t row_bytes, Sou
   t = Clock::now();
   for (std::size_t k = 0; k < dst_rows.size(); ++k) unpack(dst + static_cast<std::size_t>(dst_rows[k]) * F, recv.data() + k * F);
   counters_.scatter_s += since(t);
-  return rows_s;
+  counters_.row_exchange_s += rows_s;
+  counters_.exchange_s += rows_s;
+  counters_.bytes_sent += static_cast<std::int64_t>(send.size() * sizeof(Wire));
+  counters_.bytes_received += static_cast<std::int64_t>(recv.size() * sizeof(Wire));
 }
 
 void FeatureStore::fetch(std::span<const NodeId> nodes, FeatureRows& out) {

@@ -93,12 +93,11 @@ class FeatureStore {
   // Collective: the rows of `remote` (global ids owned elsewhere, grouped by owner, counts[r] of
   // them owned by rank r) from their owners, row k written to row dst_rows[k] of `dst`.
   void fetch_remote(std::span<const NodeId> remote, std::span<const std::int64_t> counts, float* dst, std::span<const std::int64_t> dst_rows);
-  // fetch_remote's row exchange with rows as `Wire` on the wire: `pack` writes a source row as
-  // such, `unpack` a received one back as floats to its row of `dst`. Returns the exchange's time.
-  template <class Wire, class Source, class Pack, class Unpack>
-  double exchange_rows(std::size_t asked, std::size_t row_bytes, Source source, Pack pack, std::span<const std::int64_t> send_counts,
-                       std::span<const std::int64_t> recv_counts, float* dst, std::span<const std::int64_t> dst_rows, Unpack unpack,
-                       std::vector<Wire>& send, std::vector<Wire>& recv);
+  // fetch_remote's row exchange, rows travelling as `Wire` (float, or bfloat16 bits): the rows of
+  // `asked` (owned here) go out, the received ones land as floats in rows dst_rows of `dst`.
+  template <class Wire>
+  void exchange_rows(std::span<const NodeId> asked, std::span<const std::int64_t> send_counts, std::span<const std::int64_t> recv_counts, float* dst,
+                     std::span<const std::int64_t> dst_rows, std::vector<Wire>& send, std::vector<Wire>& recv);
   void fill_cache(std::vector<NodeId> chosen, std::uint64_t dense_index_bytes);
   // The steps of fetch(): the owned rows' gather (returns their count); the sorting of the others
   // into cache hits (copied), node-local rows and misses; the node-local rows' gather.

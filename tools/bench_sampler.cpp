@@ -506,7 +506,7 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   m.sampler = sampler.counters();
   m.features = store.counters();
   m.memcpy_gbs = baseline.gbs();
-  const std::size_t wire_bytes = cfg.wire_dtype == WireDtype::kBFloat16 ? sizeof(std::uint16_t) : sizeof(float);
+  const std::size_t wire_bytes = wire_value_bytes(cfg.wire_dtype);
   m.raw = replay_raw_alltoallv(world, comm, m.log.replies, wire_bytes);
   m.row_bytes = setting.row_bytes;
   m.wire_row_bytes = static_cast<std::size_t>(shard.feature_dim) * wire_bytes;

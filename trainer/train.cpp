@@ -359,6 +359,22 @@ struct EpochSums {
   std::int64_t stopped_after = 0;  // > 0: stopped on a signal after this many steps (the sums are theirs)
 };
 
+// The pipeline of one epoch's training batches, staged for the device on the producer's side.
+Prefetcher training_batches(TrainerParts& s, std::int64_t epoch, std::int64_t steps, std::int64_t first_step) {
+  Prefetcher::Stage stage;
+  if (s.stager->copies()) stage = [&s](MiniBatch& mb) { s.stager->stage(mb); };
+  return Prefetcher(*s.sampler, *s.features, epoch, steps, s.scfg.prefetch, first_step, std::move(stage));
+}
+
+// Dropout draws from torch's generator and the model's own keyed stream: reseeding both per
+// (epoch, step, rank) makes a run resumed at any step draw what an uninterrupted one would.
+void seed_dropout(TrainerParts& s, std::int64_t epoch, std::int64_t step) {
+  const std::uint64_t epoch_seed = epoch_stream_seed(s.cfg.seed, epoch, 0x7a1e0000ULL + static_cast<std::uint64_t>(s.comm.rank()));
+  const std::uint64_t step_seed = derive_seed(epoch_seed, static_cast<std::uint64_t>(step));
+  torch::manual_seed(step_seed);
+  s.model->reseed_dropout(step_seed);
+}
+
 // Trains one epoch over the seeds the scheduler installed, batches sampled and fetched by the
 // prefetch pipeline (collective: every rank runs the same number of steps).
 // With `recorder`, TrainConfig::profile_steps steps from the middle of the epoch are recorded op
@@ -368,9 +384,6 @@ struct EpochSums {
 EpochSums train_epoch(TrainerParts& s, int epoch, Progress& progress, OpRecorder* recorder) {
   const TrainConfig& c = s.cfg;
   const int rank = s.comm.rank();
-  // Dropout draws from torch's generator and the model's own keyed stream: reseeding both per
-  // (epoch, step, rank) makes a run resumed at any step draw what an uninterrupted one would.
-  const std::uint64_t epoch_seed = epoch_stream_seed(c.seed, epoch, 0x7a1e0000ULL + static_cast<std::uint64_t>(rank));
   EpochSums e;
   if (s.state.next_epoch == epoch && s.state.next_step > 0) {
     e.first_step = s.state.next_step;
@@ -386,17 +399,13 @@ EpochSums train_epoch(TrainerParts& s, int epoch, Progress& progress, OpRecorder
   s.comm.check_all(e.first_step < e.steps, s.checkpoint_path + ": resumes at step " + std::to_string(e.first_step + 1) + " of epoch " +
                                                std::to_string(epoch + 1) + ", which has " + std::to_string(e.steps) + " steps here (another partition or --batch?)");
   progress.start_epoch(epoch, c.epochs, e.steps);
-  Prefetcher::Stage stage;
-  if (s.stager->copies()) stage = [&s](MiniBatch& mb) { s.stager->stage(mb); };
-  Prefetcher pipe(*s.sampler, *s.features, epoch, e.steps, s.scfg.prefetch, e.first_step, std::move(stage));
+  Prefetcher pipe = training_batches(s, epoch, e.steps, e.first_step);
   // This rank's loss sum and correct count over the epoch's steps, kept on the device.
   torch::Tensor sums = torch::zeros({2}, torch::TensorOptions().dtype(torch::kDouble).device(s.device));
   double local_examples = 0;
   const std::int64_t first_recorded = std::max<std::int64_t>(e.first_step + 1, (e.steps - c.profile_steps) / 2);
   for (std::int64_t step = e.first_step; step < e.steps; ++step) {
-    const std::uint64_t step_seed = derive_seed(epoch_seed, static_cast<std::uint64_t>(step));
-    torch::manual_seed(step_seed);
-    s.model->reseed_dropout(step_seed);
+    seed_dropout(s, epoch, step);
     const auto t0 = Clock::now();
     std::optional<MiniBatch> mb = pipe.next();
     e.wait_s += since(t0);
@@ -586,21 +595,15 @@ void finish(TrainerParts& s, TrainResult& result) {
 void personalize(TrainerParts& s, TrainResult& result) {
   namespace F = torch::nn::functional;
   const TrainConfig& c = s.cfg;
-  const auto rank = static_cast<std::uint64_t>(s.comm.rank());
   auto optimizer = make_optimizer(c, s.model->parameters());
-  Prefetcher::Stage stage;
-  if (s.stager->copies()) stage = [&s](MiniBatch& mb) { s.stager->stage(mb); };
   for (int i = 0; i < c.personalize_epochs; ++i) {
     // Epochs past the shared ones are never scheduled: the sampler draws this rank's own seeds.
     const std::int64_t epoch = c.epochs + i;
-    const std::uint64_t epoch_seed = epoch_stream_seed(c.seed, epoch, 0x7a1e0000ULL + rank);
     s.model->train();
     const std::int64_t steps = s.sampler->steps_in_epoch(epoch);
-    Prefetcher pipe(*s.sampler, *s.features, epoch, steps, s.scfg.prefetch, 0, stage);
+    Prefetcher pipe = training_batches(s, epoch, steps, 0);
     for (std::int64_t step = 0; step < steps; ++step) {
-      const std::uint64_t step_seed = derive_seed(epoch_seed, static_cast<std::uint64_t>(step));
-      torch::manual_seed(step_seed);
-      s.model->reseed_dropout(step_seed);
+      seed_dropout(s, epoch, step);
       const std::optional<MiniBatch> mb = pipe.next();
       // No gradient all-reduce carries a stop request here: every rank is asked each step.
       if (const int signal = s.comm.allreduce<std::int32_t>(stop_signal(), comm::Op::kMax); signal != 0) {
