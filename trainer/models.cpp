@@ -252,22 +252,33 @@ GraphConvImpl::GraphConvImpl(const GraphConvOptions& o) : options(o) {
 
 GraphConvImpl::Norms GraphConvImpl::norms(const BlockTensors& b) const {
   const float loop = options.self_loop() ? 1.0f : 0.0f;
-  torch::Tensor out_deg;
+  Norms n;
   if (b.src_degree.defined()) {
-    out_deg = b.src_degree + loop;
-  } else {
-    out_deg = torch::bincount(b.src, /*weights=*/{}, /*minlength=*/b.num_src).to(torch::kFloat);
-    if (options.self_loop()) out_deg.slice(0, 0, b.num_dst).add_(1);
+    // Full-graph degrees: A + I's normalisation, and each dst's sampled sum scaled up by its
+    // degree over its sampled in-edges, the sum over all its neighbours in expectation (1 when
+    // every neighbour is there). The block's own counts would give a batch that sampled k of a
+    // node's d neighbours about sqrt(d / k) times the scale full-graph inference gives it.
+    n.src = (b.src_degree + loop).clamp_min(1).rsqrt().unsqueeze(1);
+    const torch::Tensor dst_degree = b.src_degree.slice(0, 0, b.num_dst);  // the dst-prefix
+    n.dst = (dst_degree + loop).clamp_min(1).rsqrt().unsqueeze(1);
+    n.neigh = (dst_degree / b.in_degree.clamp_min(1)).unsqueeze(1);
+    return n;
   }
-  return {out_deg.clamp_min(1).rsqrt().unsqueeze(1), (b.in_degree + loop).clamp_min(1).rsqrt().unsqueeze(1)};
+  torch::Tensor out_deg = torch::bincount(b.src, /*weights=*/{}, /*minlength=*/b.num_src).to(torch::kFloat);
+  if (options.self_loop()) out_deg.slice(0, 0, b.num_dst).add_(1);
+  n.src = out_deg.clamp_min(1).rsqrt().unsqueeze(1);
+  n.dst = (b.in_degree + loop).clamp_min(1).rsqrt().unsqueeze(1);
+  return n;
 }
 
 torch::Tensor GraphConvImpl::project(const torch::Tensor& h) { return linear_map(fc, h); }
 
 torch::Tensor GraphConvImpl::aggregate(const BlockTensors& b, const torch::Tensor& h) {
   const Norms n = norms(b);
-  // The src normalisation rides on the sum as per-edge weights: no scaled copy of the wide rows.
-  torch::Tensor agg = aggregate_sum(b, h, n.src.squeeze(1).index_select(0, b.src));
+  // The normalisations ride on the sum as per-edge weights: no scaled copy of the wide rows.
+  torch::Tensor w = n.src.squeeze(1).index_select(0, b.src);
+  if (n.neigh.defined()) w = w * n.neigh.squeeze(1).index_select(0, b.dst);
+  torch::Tensor agg = aggregate_sum(b, h, w);
   if (options.self_loop()) agg = agg + h.slice(0, 0, b.num_dst) * n.src.slice(0, 0, b.num_dst);
   return agg * n.dst;
 }
@@ -283,6 +294,7 @@ torch::Tensor GraphConvImpl::forward(const BlockTensors& b, const torch::Tensor&
   const Norms n = norms(b);
   const torch::Tensor x = (projected ? h : linear_map(fc, h)) * n.src;
   torch::Tensor agg = aggregate_sum(b, x);
+  if (n.neigh.defined()) agg = agg * n.neigh;
   if (options.self_loop()) agg = agg + x.slice(0, 0, b.num_dst);
   agg = agg * n.dst;
   return bias.defined() ? agg + bias : agg;

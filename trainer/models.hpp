@@ -9,8 +9,11 @@
 //              sum_{u->v} h_u / sqrt(d_out(u) d_in(v)), then W and bias. With self_loop (the
 //              default) every dst v also receives from itself (src v, by the dst-prefix), and the
 //              self-loop counts in both degrees: A + I of the paper, without touching the graph.
-//              Degrees are counted within the block (as DGL does on sampled blocks), unless the
-//              block carries full-graph degrees (layer-wise inference).
+//              With full-graph degrees on the block (what training and inference give it) the
+//              normalisation is the whole graph's, and a dst that sampled k of its d in-edges
+//              scales their sum by d / k: over the draws of k neighbours its expected sum is
+//              the full one (node-wise sampling's unbiased estimate). Without them, degrees
+//              are counted within the block, as DGL GraphConv does on sampled blocks.
 //   GATConv    GAT (Velickovic et al. 2018), as DGL GATConv: per head, e_uv = LeakyReLU_0.2(
 //              a_l.Wh_u + a_r.Wh_v), softmax over each dst's in-edges (segment max for range,
 //              index_add for the sums), sum of attention * Wh_u. With self_loop (the default)
@@ -40,9 +43,9 @@ struct BlockTensors {
   torch::Tensor src;        // int64 [E]: src position of each edge (Block::indices)
   torch::Tensor dst;        // int64 [E]: dst row of each edge
   torch::Tensor in_degree;  // float [num_dst]: sampled in-edges per dst
-  // Optional float [num_src]: the src nodes' out-degrees in the whole graph, without self-loops
-  // (full-neighbourhood inference on chunks, where the block sees only part of a src's edges).
-  // Undefined: GraphConv counts out-degrees within the block.
+  // Optional float [num_src]: the src nodes' degrees in the whole graph, without self-loops (a
+  // block sees only the batch's edges of a src, and only the sampled ones of a dst; the graph is
+  // taken as symmetric). Undefined: GraphConv counts degrees within the block.
   torch::Tensor src_degree;
 };
 
@@ -132,6 +135,7 @@ class GraphConvImpl : public torch::nn::Module {
  private:
   struct Norms {
     torch::Tensor src, dst;  // [num_src, 1] and [num_dst, 1]
+    torch::Tensor neigh;     // [num_dst, 1]: full degree / sampled in-edges; undefined without full-graph degrees
   };
   Norms norms(const BlockTensors& b) const;
 };

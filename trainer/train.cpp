@@ -122,9 +122,9 @@ struct detail::TrainerParts {
 
   TrainerParts(const Shard& s, std::string ds, const comm::Communicator& world, TrainConfig c, SamplerConfig sc)
       : shard(s), dataset(std::move(ds)), cfg(std::move(c)), scfg(std::move(sc)), comm(world.dup()), sampler_comm(world.dup()) {
-    // Over full neighbourhoods GCN can be exact: its src normalisation then needs each node's
-    // degree in the whole graph, which a block (seeing only the batch's edges) does not know.
-    scfg.with_degrees = cfg.model == ModelKind::kGcn && every_neighbour(scfg.fanouts);
+    // GCN normalises by each node's degree in the whole graph, which a block (seeing only the
+    // batch's sampled edges) does not know: exact over full neighbourhoods, unbiased over sampled ones.
+    scfg.with_degrees = cfg.model == ModelKind::kGcn;
     // The prefetch thread communicates while this thread all-reduces: that needs an MPI that
     // granted MPI_THREAD_MULTIPLE. Without it, sample on this thread (every rank sees the same).
     if (!comm::thread_multiple()) scfg.prefetch = 0;
@@ -249,7 +249,6 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     // layer-wise inference over every node: a sampler that takes every neighbour gives exactly those.
     SamplerConfig all = s.scfg;
     all.fanouts.assign(all.fanouts.size(), -1);
-    all.with_degrees = s.cfg.model == ModelKind::kGcn;  // GCN's normalisation by full-graph degrees, as in full inference
     all.prefetch = 0;
     s.all_neighbours = std::make_unique<DistSampler>(*s.shards, s.sampler_comm, all);
   }

@@ -1,7 +1,9 @@
 // The GNN layers on a tiny drawn block against hand-computed values, the classification metrics,
 // and the configuration checks. No communication: these run on every rank alike.
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "trainer/torch_catch.hpp"  // torch, then Catch
 #include "datasets/error.hpp"
@@ -121,8 +123,62 @@ TEST_CASE("GraphConv: symmetric normalisation with self-loops from the dst-prefi
     t.src_degree = torch::full({4}, 5.0f);  // + the self-loop: 6 each
     const torch::Tensor out = make(true)(t, h);
     const double r6 = std::sqrt(6.0);
-    CHECK(out[0].item<double>() == Approx((1 + 2 + 3) / r6 / r3));
-    CHECK(out[1].item<double>() == Approx((2 + 1 + 3 + 4) / r6 / 2));
+    // dst 0 sampled 2 of its 5 in-edges and dst 1 3 of them: their sums scale by 5/2 and 5/3.
+    CHECK(out[0].item<double>() == Approx((2.5 * (2 + 3) / r6 + 1 / r6) / r6));
+    CHECK(out[1].item<double>() == Approx((5.0 / 3 * (1 + 3 + 4) / r6 + 2 / r6) / r6));
+    CHECK(out[2].item<double>() == Approx(3 / r6 / r6));
+  }
+}
+
+TEST_CASE("GraphConv on sampled blocks with full-graph degrees: over every draw of k neighbours, the mean is the full layer", "[trainer][layers]") {
+  // dst 0 and 1 (src 0, 1) with in-neighbours src 2..5 and 3..5; degrees in the whole graph given.
+  const std::vector<std::vector<std::int64_t>> nbrs{{2, 3, 4, 5}, {3, 4, 5}};
+  const torch::Tensor degree = torch::tensor({4.0f, 3.0f, 2.0f, 6.0f, 1.0f, 3.0f});
+  auto block = [&](const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b) {
+    Block blk;
+    blk.num_src = 6;
+    blk.num_dst = 2;
+    blk.indptr = {0, static_cast<std::int64_t>(a.size()), static_cast<std::int64_t>(a.size() + b.size())};
+    blk.indices = a;
+    blk.indices.insert(blk.indices.end(), b.begin(), b.end());
+    return blk;
+  };
+  // Every k-subset of a neighbour list, each once (uniform sampling without replacement).
+  auto subsets = [](const std::vector<std::int64_t>& from, std::size_t k) {
+    std::vector<std::vector<std::int64_t>> out;
+    std::vector<bool> pick(from.size(), false);
+    std::fill(pick.begin(), pick.begin() + static_cast<std::ptrdiff_t>(k), true);
+    do {
+      std::vector<std::int64_t> s;
+      for (std::size_t i = 0; i < from.size(); ++i)
+        if (pick[i]) s.push_back(from[i]);
+      out.push_back(s);
+    } while (std::prev_permutation(pick.begin(), pick.end()));
+    return out;
+  };
+  torch::manual_seed(5);
+  const torch::Tensor h = torch::randn({6, 3});
+  // (3 -> 8) sums the inputs first, (3 -> 2) projects them first: both paths.
+  for (const std::int64_t out_dim : {std::int64_t{8}, std::int64_t{2}}) {
+    GraphConv conv(GraphConvOptions(3, out_dim));
+    const Block full_block = block(nbrs[0], nbrs[1]);
+    BlockTensors full = to_tensors(full_block, torch::kCPU);
+    full.src_degree = degree;
+    torch::NoGradGuard no_grad;
+    const torch::Tensor want = conv(full, h);
+    for (const std::size_t k : {std::size_t{1}, std::size_t{2}}) {
+      const auto draws0 = subsets(nbrs[0], k), draws1 = subsets(nbrs[1], k);
+      torch::Tensor sum = torch::zeros_like(want);
+      for (const auto& d0 : draws0)
+        for (const auto& d1 : draws1) {
+          const Block sampled = block(d0, d1);
+          BlockTensors t = to_tensors(sampled, torch::kCPU);
+          t.src_degree = degree;
+          sum += conv(t, h);
+        }
+      INFO("out " << out_dim << ", k " << k);
+      CHECK(torch::allclose(sum / static_cast<double>(draws0.size() * draws1.size()), want, 1e-5, 1e-5));
+    }
   }
 }
 
