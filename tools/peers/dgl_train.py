@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""DGL's sampler-based GraphSAGE training on a shardgnn dataset folder, one process: the peer of
-`shardgnn bench train` (DistDGL itself is not run; see the issue notes). Same model shape
-(mean-aggregator SAGEConv layers, hidden width, dropout), optimiser, fanouts and batch size.
-Prints one JSON object with the epoch time and the test accuracy. Benchmark-only."""
+"""DGL's sampler-based GraphSAGE (or GCN) training on a shardgnn dataset folder, one process: the
+peer of `shardgnn bench train` (DistDGL itself is not run; see the issue notes). Same model shape
+(mean-aggregator SAGEConv or GraphConv layers, hidden width, dropout), optimiser, fanouts and
+batch size. Prints one JSON object with the epoch time, the first epoch's mean loss and the test
+accuracy (on sampled neighbourhoods with the training fanouts, or with --eval full on every
+neighbour). Benchmark-only."""
 import argparse
 import json
 import os
@@ -12,7 +14,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sage_model import make_sage  # noqa: E402
+from peer_models import make_gcn, make_sage  # noqa: E402
 
 
 def main():
@@ -26,6 +28,10 @@ def main():
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--model", choices=["sage", "gcn"], default="sage",
+                    help="gcn: DGL GraphConv on the blocks, the graph given self-loops (a block has none of its own)")
+    ap.add_argument("--weight-decay", type=float, default=5e-4)
+    ap.add_argument("--eval", choices=["sampled", "full"], default="sampled")
     a = ap.parse_args()
 
     os.environ.setdefault("DGLBACKEND", "pytorch")
@@ -39,35 +45,43 @@ def main():
     indptr, indices = torch.from_numpy(load("indptr")), torch.from_numpy(load("indices"))
     n = indptr.numel() - 1
     g = dgl.graph(("csc", (indptr, indices, torch.empty(0, dtype=torch.int64))), num_nodes=n)
+    if a.model == "gcn":
+        g = dgl.add_self_loop(dgl.remove_self_loop(g))
     feats = torch.from_numpy(load("features"))
     labels = torch.from_numpy(load("labels"))
     train, test = torch.from_numpy(load("train_idx")), torch.from_numpy(load("test_idx"))
     classes = int(labels.max()) + 1
     fanouts = [int(x) for x in a.fanouts.split(",")]
 
-    model = make_sage(feats.shape[1], a.hidden, classes, len(fanouts), a.dropout)
-    opt = torch.optim.Adam(model.parameters(), lr=a.lr, weight_decay=5e-4)
+    model = (make_gcn if a.model == "gcn" else make_sage)(feats.shape[1], a.hidden, classes, len(fanouts), a.dropout)
+    opt = torch.optim.Adam(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
     sampler = dgl.dataloading.NeighborSampler(fanouts)
     loader = dgl.dataloading.DataLoader(g, train, sampler, batch_size=a.batch, shuffle=True, drop_last=False, num_workers=0)
-    epoch_times = []
+    epoch_times, first_loss = [], None
     for _ in range(a.epochs):
         model.train()
         t0 = time.perf_counter()
+        loss_sum, steps = 0.0, 0
         for input_nodes, output_nodes, blocks in loader:
             out = model(blocks, feats[input_nodes])
             loss = F.cross_entropy(out, labels[output_nodes])
             opt.zero_grad()
             loss.backward()
             opt.step()
+            loss_sum, steps = loss_sum + float(loss), steps + 1
         epoch_times.append(time.perf_counter() - t0)
+        if first_loss is None:
+            first_loss = loss_sum / max(steps, 1)
     model.eval()
     correct = 0
-    test_loader = dgl.dataloading.DataLoader(g, test, sampler, batch_size=4096, shuffle=False, num_workers=0)
+    scorer = dgl.dataloading.MultiLayerFullNeighborSampler(len(fanouts)) if a.eval == "full" else sampler
+    test_loader = dgl.dataloading.DataLoader(g, test, scorer, batch_size=4096, shuffle=False, num_workers=0)
     with torch.no_grad():
         for input_nodes, output_nodes, blocks in test_loader:
             correct += int((model(blocks, feats[input_nodes]).argmax(1) == labels[output_nodes]).sum())
     print(json.dumps({"dgl_version": dgl.__version__, "torch_version": torch.__version__, "threads": a.threads,
-                      "epoch_s": min(epoch_times), "epoch_times": epoch_times, "test_acc": correct / len(test)}))
+                      "model": a.model, "epoch_s": min(epoch_times), "epoch_times": epoch_times, "first_epoch_loss": first_loss,
+                      "test_acc": correct / len(test)}))
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sage_model import make_sage  # noqa: E402
+from peer_models import make_sage  # noqa: E402
 
 GRAPH_NAME = "shardgnn"
 

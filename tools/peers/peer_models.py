@@ -1,0 +1,37 @@
+"""The models the DGL peers train (`dgl_train.py`, `distdgl_train.py`): layers of width `hidden`,
+ReLU between them, dropout on every layer's input, as shardgnn's `--model sage` (mean-aggregator
+SAGEConv) and `--model gcn` (GraphConv, norm='both', which on a sampled block counts degrees
+within the block). Benchmark-only; imports torch and DGL when called."""
+
+
+def make_sage(in_dim, hidden, classes, layers, dropout):
+    from dgl.nn import SAGEConv
+
+    return _stack(lambda i, o: SAGEConv(i, o, "mean"), in_dim, hidden, classes, layers, dropout)
+
+
+def make_gcn(in_dim, hidden, classes, layers, dropout):
+    from dgl.nn import GraphConv
+
+    return _stack(lambda i, o: GraphConv(i, o, norm="both", allow_zero_in_degree=True), in_dim, hidden, classes, layers, dropout)
+
+
+def _stack(make_layer, in_dim, hidden, classes, layers, dropout):
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Stack(nn.Module):
+        def __init__(self):
+            super().__init__()
+            dims = [in_dim] + [hidden] * (layers - 1) + [classes]
+            self.layers = nn.ModuleList(make_layer(dims[i], dims[i + 1]) for i in range(layers))
+            self.drop = nn.Dropout(dropout)
+
+        def forward(self, blocks, x):
+            for i, (layer, block) in enumerate(zip(self.layers, blocks)):
+                x = layer(block, self.drop(x))
+                if i + 1 < len(self.layers):
+                    x = F.relu(x)
+            return x
+
+    return Stack()
