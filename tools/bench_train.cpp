@@ -78,7 +78,7 @@ std::optional<TrainBenchOptions> parse_options(const std::vector<std::string>& a
       ("ranks", po::value<std::string>()->default_value("1,2"), "rank counts to run")
       ("method", po::value<std::string>()->default_value("metis"), "partition method for more than one rank (see partition --help)")
       ("device", po::value<std::string>()->default_value("cpu"), "our runs' device: cpu, or cuda (every rank of the node shares its GPUs; the peers run on the CPU)")
-      ("model", po::value<std::string>()->default_value("sage"), "sage, gcn or gat (the DGL peer runs sage)")
+      ("model", po::value<std::string>()->default_value("sage"), "sage, gcn or gat (DGL runs the same model, sage for gat; DistDGL runs sage)")
       ("fanouts", po::value<std::string>()->default_value("15,10,5"), "from the seeds outward")
       ("batch", po::value<int>()->default_value(1024), "seeds per batch per rank")
       ("hidden", po::value<int>()->default_value(256), "hidden width")
@@ -210,11 +210,12 @@ Row peer_row(const char* who, int p, const ProcessResult& pr, const std::functio
 // DGL in one process with as many threads as our ranks, on our ranks' combined batch.
 Row run_dgl(const TrainBenchOptions& opt, const std::string& data_dir, const std::string& fan, int p) {
   std::fprintf(stderr, "DGL training, %d thread(s) ...\n", p);
-  const ProcessResult pr = run_process({*opt.dgl_python, std::string(SHARDGNN_SOURCE_DIR) + "/tools/peers/dgl_train.py", data_dir, "--fanouts", fan, "--batch",
-                                        std::to_string(opt.batch * p), "--hidden", std::to_string(opt.hidden), "--epochs", std::to_string(opt.epochs),
-                                        "--threads", std::to_string(p)});
+  const std::string model = opt.model == "gcn" ? "gcn" : "sage";  // the peer has no GAT
+  const ProcessResult pr = run_process({*opt.dgl_python, std::string(SHARDGNN_SOURCE_DIR) + "/tools/peers/dgl_train.py", data_dir, "--model", model, "--fanouts", fan,
+                                        "--batch", std::to_string(opt.batch * p), "--hidden", std::to_string(opt.hidden), "--epochs",
+                                        std::to_string(opt.epochs), "--threads", std::to_string(p)});
   return peer_row("dgl", p, pr, [&](const std::string& version) {
-    return "DGL " + version + ", 1 process, " + std::to_string(p) + " thread(s), batch " + std::to_string(opt.batch * p);
+    return "DGL " + version + " " + model + ", 1 process, " + std::to_string(p) + " thread(s), batch " + std::to_string(opt.batch * p);
   });
 }
 
