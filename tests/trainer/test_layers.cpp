@@ -317,9 +317,13 @@ TEST_CASE("dropout keeps 1 - p of the inputs scaled by 1 / (1 - p), keyed and re
 
 TEST_CASE("bf16 precision: the same model within bfloat16's rounding, float32 logits and gradients, products in bfloat16", "[trainer][layers]") {
   const std::vector<Block> blocks{spread_block(40, 20, 4, 7, 5)};  // 40 src nodes, the first 20 of them dst
-  const auto t = to_tensors(blocks, torch::kCPU);
-  for (ModelKind kind : {ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat}) {
-    INFO(model_name(kind));
+  auto t = to_tensors(blocks, torch::kCPU);
+  // GCN as training runs it: full-graph degrees, each dst's 4 sampled in-edges of 4 to 13.
+  auto with_degrees = t;
+  with_degrees[0].src_degree = torch::arange(40, torch::kFloat).remainder(10) + 4;
+  for (const auto& [kind, degrees] : {std::pair{ModelKind::kSage, false}, {ModelKind::kGcn, false}, {ModelKind::kGcn, true}, {ModelKind::kGat, false}}) {
+    INFO(model_name(kind) << (degrees ? " with full-graph degrees" : ""));
+    const auto& blocks_t = degrees ? with_degrees : t;
     torch::manual_seed(3);
     // 1 layer, 64 -> 4: GCN and SAGE project before aggregating.
     Gnn fp32(GnnOptions(kind, 64, 16, 4, 1).heads(2).dropout(0));
@@ -330,7 +334,7 @@ TEST_CASE("bf16 precision: the same model within bfloat16's rounding, float32 lo
       for (std::size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
     }
     const torch::Tensor x = torch::randn({40, 64});
-    const torch::Tensor ref = fp32->forward(t, x), out = bf16->forward(t, x);
+    const torch::Tensor ref = fp32->forward(blocks_t, x), out = bf16->forward(blocks_t, x);
     CHECK(out.scalar_type() == torch::kFloat);
     // bfloat16 keeps 8 significant bits: the tolerance is a few of its rounding steps.
     const double scale = ref.abs().max().item<double>();
