@@ -25,11 +25,12 @@ std::vector<PartId> LabelPartitioner::run(const Dataset& ds, const PartitionConf
   // nodes come first), and a class cut between two shards must leave each shard its share of
   // every split.
   const std::uint64_t salt = derive_seed(cfg.seed, kLabelOrderStream);
-  const auto key = [&](NodeId v) {
+  std::vector<std::pair<std::int64_t, std::uint64_t>> key(static_cast<std::size_t>(n));  // each node's hashed once, not per comparison
+  for (NodeId v = 0; v < n; ++v) {
     const std::int64_t l = ds.labels[static_cast<std::size_t>(v)];
-    return std::make_pair(l < 0 ? ds.num_classes : l, derive_seed(salt, static_cast<std::uint64_t>(v)));
-  };
-  std::sort(order.begin(), order.end(), [&](NodeId a, NodeId b) { return key(a) < key(b); });
+    key[static_cast<std::size_t>(v)] = {l < 0 ? ds.num_classes : l, derive_seed(salt, static_cast<std::uint64_t>(v))};
+  }
+  std::sort(order.begin(), order.end(), [&](NodeId a, NodeId b) { return key[static_cast<std::size_t>(a)] < key[static_cast<std::size_t>(b)]; });
   std::vector<PartId> part(static_cast<std::size_t>(n));
   for (NodeId i = 0; i < n; ++i) part[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = static_cast<PartId>(i * cfg.parts / n);
   return part;

@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -18,6 +17,7 @@
 #include <sched.h>
 
 #include "datasets/error.hpp"
+#include "datasets/fileio.hpp"
 #include "datasets/json_util.hpp"
 #include "partition/report.hpp"
 #include "partition/shards.hpp"
@@ -384,11 +384,7 @@ int bench_strategies_main(const std::vector<std::string>& args) {
     }
   print_table(rows, cores, personal);
   if (opt.json) write_json_file(*opt.json, rows_json(rows, cores, personal));
-  if (opt.svg) {
-    std::ofstream out(*opt.svg);
-    out << rows_svg(rows, cores);
-    if (!out.flush()) throw std::runtime_error(*opt.svg + ": could not write the figure");
-  }
+  if (opt.svg) write_text_file_atomic(*opt.svg, rows_svg(rows, cores));
   return std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.trials.empty(); }) ? 1 : 0;
 }
 
