@@ -49,6 +49,10 @@ MPI_Op mpi_op(Op op) {
 }
 
 std::atomic<WaitMode> g_wait_mode{WaitMode::kSpin};
+std::atomic<std::int64_t> g_eager{EagerSetting::kAuto};
+// The eager exchange's point-to-point tag (no other point-to-point traffic on our communicators).
+constexpr int kEagerTag = 0x5347;
+constexpr std::int64_t kMaxEagerBytes = 1 << 20;
 thread_local double t_collective_s = 0;
 
 // Adds the lifetime of the scope to the calling thread's time in collectives.
@@ -105,6 +109,29 @@ WaitMode parse_wait_mode(const std::string& name, int ranks_on_node, int cores) 
   throw std::invalid_argument("SHARDGNN_MPI_WAIT=" + name + ": expected spin, yield or auto");
 }
 
+void set_eager(EagerSetting setting) { g_eager.store(setting.inline_bytes, std::memory_order_relaxed); }
+
+EagerSetting eager_setting() { return {g_eager.load(std::memory_order_relaxed)}; }
+
+EagerSetting parse_eager(const std::string& text) {
+  if (text.empty() || text == "auto") return {EagerSetting::kAuto};
+  if (text == "off") return {EagerSetting::kOff};
+  const bool digits = text.size() <= 8 && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const std::int64_t bytes = digits ? std::stoll(text) : -1;
+  if (bytes < 0 || bytes > kMaxEagerBytes)
+    throw std::invalid_argument("SHARDGNN_EAGER_BYTES=" + text + ": expected auto, off or a byte count from 0 to " + std::to_string(kMaxEagerBytes));
+  return {static_cast<std::int64_t>(bytes)};
+}
+
+std::int64_t eager_inline_bytes(EagerSetting setting, int ranks) {
+  if (setting.inline_bytes == EagerSetting::kOff) return -1;
+  if (setting.inline_bytes != EagerSetting::kAuto) return setting.inline_bytes;
+  // A slot (count and payload) of 1 KiB per peer, smaller beyond 64 ranks so that a rank's slots
+  // stay 64 KiB, and never under 64 bytes.
+  const std::int64_t slot = std::clamp<std::int64_t>(std::int64_t{65536} / std::max(1, ranks), 64, 1024);
+  return slot - static_cast<std::int64_t>(sizeof(std::int64_t));
+}
+
 MpiError::MpiError(const std::string& call, int code) : std::runtime_error(call + " failed: " + mpi_error_string(code)), code_(code) {}
 
 Environment::Environment(int& argc, char**& argv, bool threads) {
@@ -135,6 +162,23 @@ Environment::Environment(int& argc, char**& argv, bool threads) {
   int yield = mine == WaitMode::kYield ? 1 : 0;
   check(MPI_Allreduce(MPI_IN_PLACE, &yield, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
   set_wait_mode(yield ? WaitMode::kYield : WaitMode::kSpin);
+  // The eager exchange needs the same slot on every rank: off unless all asked for the same.
+  EagerSetting eager;
+  const char* eager_env = std::getenv("SHARDGNN_EAGER_BYTES");
+  try {
+    eager = parse_eager(eager_env ? eager_env : "auto");
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "warning: %s; using auto\n", e.what());
+  }
+  std::int64_t range[2] = {eager.inline_bytes, -eager.inline_bytes};
+  check(MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+  if (range[0] != -range[1]) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) std::fprintf(stderr, "warning: SHARDGNN_EAGER_BYTES differs between ranks; using off\n");
+    eager.inline_bytes = EagerSetting::kOff;
+  }
+  set_eager(eager);
 }
 
 bool thread_multiple() {
@@ -150,6 +194,9 @@ Environment::~Environment() {
 
 struct Communicator::Handle {
   MPI_Comm comm = MPI_COMM_NULL;
+  // The eager exchange's slots and requests, kept between calls (one thread uses a communicator).
+  std::vector<std::byte> out_slots, in_slots;
+  std::vector<MPI_Request> requests;
   ~Handle() {
     int finalized = 0;
     MPI_Finalized(&finalized);
@@ -275,6 +322,90 @@ std::vector<std::int64_t> Communicator::exchange_counts(std::span<const std::int
     polite_wait(req, "MPI_Ialltoall");
   }
   return recv;
+}
+
+void Communicator::alltoallv_counted(const void* send, std::span<const std::int64_t> send_counts, std::size_t elem_bytes,
+                                     std::vector<std::int64_t>& recv_counts, const std::function<void*(std::int64_t)>& place) const {
+  if (static_cast<int>(send_counts.size()) != size_)
+    throw std::logic_error("alltoallv: " + std::to_string(send_counts.size()) + " send counts for " + std::to_string(size_) + " ranks");
+  if (const std::int64_t inline_bytes = eager_inline_bytes(eager_setting(), size_); inline_bytes >= 0)
+    return alltoallv_eager(send, send_counts, elem_bytes, inline_bytes, recv_counts, place);
+  recv_counts = exchange_counts(send_counts);
+  std::int64_t total = 0;
+  for (std::int64_t c : recv_counts) total += c;
+  alltoallv_raw(send, send_counts, place(total), recv_counts, elem_bytes);
+}
+
+void Communicator::alltoallv_eager(const void* send, std::span<const std::int64_t> send_counts, std::size_t elem_bytes, std::int64_t inline_bytes,
+                                   std::vector<std::int64_t>& recv_counts, const std::function<void*(std::int64_t)>& place) const {
+  const auto n = static_cast<std::size_t>(size_);
+  const auto eb = static_cast<std::int64_t>(elem_bytes);
+  const std::int64_t fit = inline_bytes / eb;  // elements a slot carries
+  const std::size_t slot = sizeof(std::int64_t) + static_cast<std::size_t>(fit * eb);
+  Handle& h = *handle_;
+  h.out_slots.resize(n * slot);
+  h.in_slots.resize(n * slot);
+  h.requests.clear();
+  const auto* from = static_cast<const std::byte*>(send);
+  CollectiveTimer timer;
+  // Each slot: the count, then the payload's first elements; the rest of a large payload goes
+  // point-to-point, posted before the slots travel so that it is under way sooner.
+  std::int64_t at = 0;
+  for (std::size_t r = 0; r < n; ++r) {
+    const std::int64_t count = send_counts[r];
+    std::byte* s = h.out_slots.data() + r * slot;
+    std::memcpy(s, &count, sizeof count);
+    const std::int64_t head = std::min(count, fit);
+    if (head > 0) std::memcpy(s + sizeof count, from + at * eb, static_cast<std::size_t>(head * eb));
+    if (count > fit && static_cast<int>(r) != rank_) {
+      MPI_Request req;
+      check(MPI_Isend_c(from + (at + fit) * eb, static_cast<MPI_Count>((count - fit) * eb), MPI_BYTE, static_cast<int>(r), kEagerTag, h.comm, &req), "MPI_Isend");
+      h.requests.push_back(req);
+    }
+    at += count;
+  }
+  if (!yielding()) {
+    check(MPI_Alltoall(h.out_slots.data(), static_cast<int>(slot), MPI_BYTE, h.in_slots.data(), static_cast<int>(slot), MPI_BYTE, h.comm), "MPI_Alltoall");
+  } else {
+    MPI_Request req;
+    check(MPI_Ialltoall(h.out_slots.data(), static_cast<int>(slot), MPI_BYTE, h.in_slots.data(), static_cast<int>(slot), MPI_BYTE, h.comm, &req), "MPI_Ialltoall");
+    polite_wait(req, "MPI_Ialltoall");
+  }
+  recv_counts.resize(n);
+  std::int64_t total = 0;
+  for (std::size_t r = 0; r < n; ++r) {
+    std::memcpy(&recv_counts[r], h.in_slots.data() + r * slot, sizeof(std::int64_t));
+    if (recv_counts[r] < 0) throw std::logic_error("alltoallv: rank " + std::to_string(r) + " sent a negative count");
+    total += recv_counts[r];
+  }
+  auto* to = static_cast<std::byte*>(place(total));
+  at = 0;
+  std::int64_t own_at = 0;  // where this rank's block to itself starts in `send`
+  for (std::size_t r = 0; r < static_cast<std::size_t>(rank_); ++r) own_at += send_counts[r];
+  for (std::size_t r = 0; r < n; ++r) {
+    const std::int64_t count = recv_counts[r];
+    const std::int64_t head = std::min(count, fit);
+    if (head > 0) std::memcpy(to + at * eb, h.in_slots.data() + r * slot + sizeof(std::int64_t), static_cast<std::size_t>(head * eb));
+    if (count > fit) {
+      const std::int64_t rest = (count - fit) * eb;
+      if (static_cast<int>(r) == rank_) {
+        std::memcpy(to + (at + fit) * eb, from + (own_at + fit) * eb, static_cast<std::size_t>(rest));
+      } else {
+        MPI_Request req;
+        check(MPI_Irecv_c(to + (at + fit) * eb, static_cast<MPI_Count>(rest), MPI_BYTE, static_cast<int>(r), kEagerTag, h.comm, &req), "MPI_Irecv");
+        h.requests.push_back(req);
+      }
+    }
+    at += count;
+  }
+  if (h.requests.empty()) return;
+  const int pending = static_cast<int>(h.requests.size());
+  if (!yielding()) return check(MPI_Waitall(pending, h.requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+  polite_until([&] {
+    int done = 0;
+    check(MPI_Testall(pending, h.requests.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
+    return done != 0;
+  });
 }
 
 void Communicator::alltoallv_raw(const void* send, std::span<const std::int64_t> send_counts, void* recv, std::span<const std::int64_t> recv_counts,

@@ -61,6 +61,26 @@ void set_wait_mode(WaitMode mode);
 // "spin", "yield" or "auto"/"" (decided from the node's rank and core counts); else invalid_argument.
 WaitMode parse_wait_mode(const std::string& name, int ranks_on_node, int cores);
 
+// How alltoallv (counts not known to the receiver) moves small payloads. Sent plainly, an exchange
+// is two rounds: the counts, then the data; a batch of the sampler makes a dozen such exchanges of
+// a few hundred bytes, each costing a network latency twice. Eager: one MPI_Alltoall of a fixed
+// slot per peer carries the count and up to `inline_bytes` of payload, and only a pair whose
+// payload is larger sends the rest point-to-point (both ends know it from the count), so a small
+// exchange is one round and no rank has to decide anything with the others.
+// SHARDGNN_EAGER_BYTES=auto|off|N picks it (default auto: 1 KiB per peer up to 64 ranks, then
+// shrinking with the rank count to 64 B, so the slots stay 64 KiB a rank); all ranks agree (off
+// unless every rank asked the same), since the two ways of exchanging never match each other.
+struct EagerSetting {
+  static constexpr std::int64_t kOff = -1, kAuto = -2;
+  std::int64_t inline_bytes = kAuto;  // payload bytes inline per peer, or kOff / kAuto
+};
+void set_eager(EagerSetting setting);
+EagerSetting eager_setting();
+// "auto"/"" , "off" or a byte count (0 up to 1 MiB); else invalid_argument.
+EagerSetting parse_eager(const std::string& text);
+// The payload bytes inline per peer for `ranks` ranks: -1 when off.
+std::int64_t eager_inline_bytes(EagerSetting setting, int ranks);
+
 // Seconds the calling thread has spent inside collectives of any Communicator (cumulative): the
 // part of a thread's time that is waiting for (and exchanging with) other ranks, not own work.
 double collective_seconds() noexcept;
@@ -140,10 +160,17 @@ class Communicator {
   // Sends send[displ_r .. displ_r + send_counts[r]) to rank r (displacements are the prefix sums
   // of send_counts) and returns what every rank sent here, with its counts. Counts may exceed
   // 2^31 elements (MPI-4 large-count calls).
+  // Small payloads travel eagerly (EagerSetting): one round instead of two.
   template <class T>
   AlltoallvResult<T> alltoallv(std::span<const T> send, std::span<const std::int64_t> send_counts) const {
-    const std::vector<std::int64_t> recv_counts = exchange_counts(send_counts);
-    return alltoallv_known(send, send_counts, std::span<const std::int64_t>(recv_counts));
+    AlltoallvResult<T> r;
+    alltoallv_counted(send.data(), send_counts, sizeof(T), r.counts, [&r](std::int64_t elements) {
+      r.data.resize(static_cast<std::size_t>(elements));
+      return static_cast<void*>(r.data.data());
+    });
+    r.displs.assign(r.counts.size(), 0);
+    for (std::size_t i = 1; i < r.counts.size(); ++i) r.displs[i] = r.displs[i - 1] + r.counts[i - 1];
+    return r;
   }
   // The same when the receiver already knows what each rank sends it (a reply to its own
   // request, say): no count exchange, one collective instead of two. recv_counts must match the
@@ -203,6 +230,12 @@ class Communicator {
   void broadcast_raw(void* data, std::int64_t bytes, int root) const;
   void allgather_raw(const void* in, void* out, std::size_t bytes) const;
   std::vector<std::int64_t> exchange_counts(std::span<const std::int64_t> send_counts) const;
+  // alltoallv when the receiver does not know the counts: fills recv_counts, asks `place` for a
+  // buffer of their sum (elements) and receives into it, rank r's block at the prefix sum.
+  void alltoallv_counted(const void* send, std::span<const std::int64_t> send_counts, std::size_t elem_bytes, std::vector<std::int64_t>& recv_counts,
+                         const std::function<void*(std::int64_t)>& place) const;
+  void alltoallv_eager(const void* send, std::span<const std::int64_t> send_counts, std::size_t elem_bytes, std::int64_t inline_bytes,
+                       std::vector<std::int64_t>& recv_counts, const std::function<void*(std::int64_t)>& place) const;
   void alltoallv_raw(const void* send, std::span<const std::int64_t> send_counts, void* recv, std::span<const std::int64_t> recv_counts,
                      std::size_t elem_bytes) const;
 
