@@ -319,6 +319,9 @@ void print_sampling(const RunSetting& run, const std::vector<Row>& all, const Su
               run.info.dataset_name.c_str(), run.ranks, fanouts_text(run.cfg.fanouts).c_str(), run.cfg.batch_size,
               run.cfg.replace ? "with replacement" : "without replacement", cache_policy_name(run.cfg.cache_policy).c_str(), 100 * run.cfg.cache_fraction,
               wire_dtype_name(run.cfg.wire_dtype).c_str(), sum.steps / s.ranks);
+  const std::int64_t eager = comm::eager_inline_bytes(comm::eager_setting(), run.ranks);
+  if (eager >= 0) std::printf("exchanges                  eager: counts and up to %lld bytes per peer in one round (SHARDGNN_EAGER_BYTES)\n", static_cast<long long>(eager));
+  else std::printf("exchanges                  counts, then data: two rounds (SHARDGNN_EAGER_BYTES=off)\n");
   std::printf("sampled edges / s / core   %.3g   (%.0f edges per batch)\n", s.edges_per_core_s, sum.sampled_edges / sum.steps);
   std::printf("input nodes per batch      %.0f\n", sum.input_nodes / sum.steps);
   if (all.size() > 1) {
@@ -377,7 +380,7 @@ void print_fetch(const RunSetting& run, const Summary& s) {
 boost::json::object report_json(const RunSetting& run, const Summary& s) {
   const Row& sum = s.sum;
   const SamplerConfig& cfg = run.cfg;
-  return {{"ranks", run.ranks}, {"fanouts", fanouts_text(cfg.fanouts)}, {"batch", cfg.batch_size}, {"wire_dtype", wire_dtype_name(cfg.wire_dtype)},
+  return {{"ranks", run.ranks}, {"eager_inline_bytes", comm::eager_inline_bytes(comm::eager_setting(), run.ranks)}, {"fanouts", fanouts_text(cfg.fanouts)}, {"batch", cfg.batch_size}, {"wire_dtype", wire_dtype_name(cfg.wire_dtype)},
           {"sampled_edges_per_s_per_core", s.edges_per_core_s}, {"input_nodes_per_batch", sum.input_nodes / sum.steps},
           {"remote_bytes_per_batch", sum.remote_bytes / sum.steps}, {"cache_hit_rate", sum.remote_rows > 0 ? boost::json::value(s.hit) : boost::json::value(nullptr)},
           {"rows_sampled_by_owners_per_batch", sum.rows_by_owners / sum.steps}, {"sampling_bytes_per_batch", sum.sampling_bytes / sum.steps},
