@@ -26,6 +26,9 @@ train=(train "$parts" --model sage --fanouts 15,10,5 --batch 1024 --hidden 256 -
        --threads 1 "${extra[@]}")
 source tests/netbed/testbed.sh
 trap netbed_down EXIT
+# A signal ends the script through exit, so the EXIT trap removes the testbed then too.
+trap 'exit 130' INT
+trap 'exit 143' TERM
 work=$(mktemp -d)
 lscpu | sed -n 's/^Model name: *//p'
 
