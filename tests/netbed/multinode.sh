@@ -11,6 +11,9 @@ source "$here/testbed.sh"
 netbed_possible || { echo "no testbed here (needs root and network namespaces): skipped"; exit 77; }
 work=$(mktemp -d)
 trap 'netbed_down; rm -rf "$work"' EXIT
+# A signal (Ctrl-C, a kill) ends the script through exit, so the EXIT trap still runs.
+trap 'exit 130' INT
+trap 'exit 143' TERM
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 "$SHARDGNN" data convert "$SAMPLES/cora.npz" --out "$work/cora" >/dev/null

@@ -9,6 +9,7 @@
 #
 #   source tests/netbed/testbed.sh
 #   trap netbed_down EXIT            # also on failure; safe to call twice
+#   trap 'exit 143' TERM             # (and INT): a signal would otherwise skip the EXIT trap
 #   netbed_up 2 25gbit               # nodes node0 and node1, links shaped to 25 Gbit/s ("" = unshaped)
 #   netbed_mpiexec 2 2 prog args...  # 2 ranks on each of the 2 nodes (mpiexec runs on node0)
 #   netbed_exec 1 cmd...             # a command on node1
