@@ -1,6 +1,7 @@
 #include "trainer/models.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -30,10 +31,14 @@ torch::Tensor view_int64(const std::vector<std::int64_t>& v, const torch::Device
 }
 
 // One chunk of dropout_mask on the CPU: lane i of `len` under the 32-bit key halves (k, k2).
+// The mask is `keep`'s bits ANDed with all ones or all zeros (the same floats keep * 1 and keep * 0
+// give): GCC turned the bool-to-float conversion into a branch, and the loop ran scalar.
 template <bool kApply>
 inline void dropout_lanes(float* out, const float* in, std::uint32_t len, std::uint32_t k, std::uint32_t k2, std::uint32_t threshold, float keep) {
+  const auto keep_bits = std::bit_cast<std::uint32_t>(keep);
   for (std::uint32_t i = 0; i < len; ++i) {
-    const float m = keep * static_cast<float>(dropout_hash(i, k, k2) >= threshold);
+    const std::uint32_t kept = 0U - static_cast<std::uint32_t>(dropout_hash(i, k, k2) >= threshold);
+    const float m = std::bit_cast<float>(keep_bits & kept);
     if constexpr (kApply) {
       out[i] = m * in[i];
     } else {
