@@ -102,6 +102,8 @@ double collective_seconds() noexcept { return t_collective_s; }
 
 void set_wait_mode(WaitMode mode) { g_wait_mode.store(mode, std::memory_order_relaxed); }
 
+WaitMode wait_mode() { return g_wait_mode.load(std::memory_order_relaxed); }
+
 WaitMode parse_wait_mode(const std::string& name, int ranks_on_node, int cores) {
   if (name == "spin") return WaitMode::kSpin;
   if (name == "yield") return WaitMode::kYield;
@@ -350,9 +352,10 @@ void Communicator::alltoallv_eager(const void* send, std::span<const std::int64_
   CollectiveTimer timer;
   // Each slot: the count, then the payload's first elements; the rest of a large payload goes
   // point-to-point, posted before the slots travel so that it is under way sooner.
-  std::int64_t at = 0;
+  std::int64_t at = 0, own_at = 0;  // own_at: where this rank's block to itself starts in `send`
   for (std::size_t r = 0; r < n; ++r) {
     const std::int64_t count = send_counts[r];
+    if (static_cast<int>(r) == rank_) own_at = at;
     std::byte* s = h.out_slots.data() + r * slot;
     std::memcpy(s, &count, sizeof count);
     const std::int64_t head = std::min(count, fit);
@@ -380,8 +383,6 @@ void Communicator::alltoallv_eager(const void* send, std::span<const std::int64_
   }
   auto* to = static_cast<std::byte*>(place(total));
   at = 0;
-  std::int64_t own_at = 0;  // where this rank's block to itself starts in `send`
-  for (std::size_t r = 0; r < static_cast<std::size_t>(rank_); ++r) own_at += send_counts[r];
   for (std::size_t r = 0; r < n; ++r) {
     const std::int64_t count = recv_counts[r];
     const std::int64_t head = std::min(count, fit);

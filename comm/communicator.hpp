@@ -58,6 +58,7 @@ enum class Op { kSum, kMax, kMin };
 // (yield if any rank asks for it), since blocking and nonblocking collectives never match.
 enum class WaitMode { kSpin, kYield };
 void set_wait_mode(WaitMode mode);
+WaitMode wait_mode();
 // "spin", "yield" or "auto"/"" (decided from the node's rank and core counts); else invalid_argument.
 WaitMode parse_wait_mode(const std::string& name, int ranks_on_node, int cores);
 
@@ -103,6 +104,13 @@ class Environment {
 
 // True when MPI is initialised with MPI_THREAD_MULTIPLE (several threads may communicate at once).
 bool thread_multiple();
+
+// Where each block starts when blocks of `counts` elements lie end to end.
+inline std::vector<std::int64_t> prefix_displs(std::span<const std::int64_t> counts) {
+  std::vector<std::int64_t> displs(counts.size(), 0);
+  for (std::size_t i = 1; i < counts.size(); ++i) displs[i] = displs[i - 1] + counts[i - 1];
+  return displs;
+}
 
 template <class T>
 struct AlltoallvResult {
@@ -168,8 +176,7 @@ class Communicator {
       r.data.resize(static_cast<std::size_t>(elements));
       return static_cast<void*>(r.data.data());
     });
-    r.displs.assign(r.counts.size(), 0);
-    for (std::size_t i = 1; i < r.counts.size(); ++i) r.displs[i] = r.displs[i - 1] + r.counts[i - 1];
+    r.displs = prefix_displs(r.counts);
     return r;
   }
   // The same when the receiver already knows what each rank sends it (a reply to its own
@@ -180,13 +187,8 @@ class Communicator {
                                      std::span<const std::int64_t> recv_counts) const {
     AlltoallvResult<T> r;
     r.counts.assign(recv_counts.begin(), recv_counts.end());
-    r.displs.assign(r.counts.size(), 0);
-    std::int64_t total = 0;
-    for (std::size_t i = 0; i < r.counts.size(); ++i) {
-      r.displs[i] = total;
-      total += r.counts[i];
-    }
-    r.data.resize(static_cast<std::size_t>(total));
+    r.displs = prefix_displs(r.counts);
+    r.data.resize(static_cast<std::size_t>(r.counts.empty() ? 0 : r.displs.back() + r.counts.back()));
     alltoallv_raw(send.data(), send_counts, r.data.data(), r.counts, sizeof(T));
     return r;
   }

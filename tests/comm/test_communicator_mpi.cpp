@@ -21,17 +21,18 @@ using shardgnn::comm::WaitMode;
 // Sets the exchange (and the wait mode) on every rank for one test, and puts both back after.
 class Setting {
  public:
-  Setting(EagerSetting eager, WaitMode wait) : eager_(shardgnn::comm::eager_setting()) {
+  Setting(EagerSetting eager, WaitMode wait) : eager_(shardgnn::comm::eager_setting()), wait_(shardgnn::comm::wait_mode()) {
     shardgnn::comm::set_eager(eager);
     shardgnn::comm::set_wait_mode(wait);
   }
   ~Setting() {
     shardgnn::comm::set_eager(eager_);
-    shardgnn::comm::set_wait_mode(WaitMode::kSpin);
+    shardgnn::comm::set_wait_mode(wait_);
   }
 
  private:
   EagerSetting eager_;
+  WaitMode wait_;
 };
 
 // Twelve bytes, so that neither the slot nor the payload is a multiple of 8.
