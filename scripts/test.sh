@@ -12,7 +12,9 @@ ninja -C build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
 echo "test: ASan + UBSan build and suite (build-asan/)"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHARDGNN_TESTS=ON \
+# -O1 and line tables, as the sanitizers advise: it builds in half the time of -O2 -g and their
+# reports keep file and line; assertions stay on.
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DSHARDGNN_TESTS=ON \
       -DSHARDGNN_SANITIZE=ON -DSHARDGNN_WITH_TORCH=OFF >/dev/null
 ninja -C build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
