@@ -82,8 +82,17 @@ struct DnnlLinear : torch::autograd::Function<DnnlLinear> {
       sgemm(false, false, g, w, gx);  // g W
     }
     if (ctx->needs_input_grad(1)) {
-      gw = torch::empty({w.size(0), w.size(1)}, g.options());
-      sgemm(true, false, g, x, gw);  // g^T x
+      const std::int64_t out = w.size(0), in = w.size(1);
+      if (in % 8 != 0 && out % 8 == 0) {
+        // oneDNN's kernels run each result row in 8-wide vector pieces, so a ragged row (a
+        // 100-wide input layer's) slows the whole product; its transpose has whole rows.
+        torch::Tensor gwt = torch::empty({in, out}, g.options());
+        sgemm(true, false, x, g, gwt);  // x^T g
+        gw = gwt.t().contiguous();
+      } else {
+        gw = torch::empty({out, in}, g.options());
+        sgemm(true, false, g, x, gw);  // g^T x
+      }
     }
     return {gx, gw};
   }

@@ -441,30 +441,33 @@ TEST_CASE("linear maps through the CPU product path equal torch's, values and gr
   namespace F = torch::nn::functional;
   torch::manual_seed(6);
   const torch::Tensor wide = torch::randn({37, 2 * 19});
-  for (const bool bias : {true, false}) {
-    for (const bool x_grad : {true, false}) {
-      // A column slice (rows strided, as GraphSAGE's kept sums give them) and a plain matrix.
-      for (const bool slice : {true, false}) {
-        INFO("bias " << bias << ", x needs grad " << x_grad << ", column slice " << slice);
-        torch::Tensor x = slice ? wide.slice(1, 19, 38).detach() : torch::randn({37, 19});
-        x.set_requires_grad(x_grad);
-        const torch::Tensor w = torch::randn({11, 19}, torch::requires_grad());
-        const torch::Tensor b = bias ? torch::randn({11}, torch::requires_grad()) : torch::Tensor();
-        const torch::Tensor y = linear_map(x, w, b);
-        // Which path ran shows in the autograd node (of the product: a bias is added after it):
-        // oneDNN's exactly when it is available.
-        if (!bias) CHECK((cpu_gemm_backend() == "torch") == (y.grad_fn()->name().find("DnnlLinear") == std::string::npos));
-        const torch::Tensor up = torch::randn({37, 11});
-        (y * up).sum().backward();
-        const torch::Tensor x2 = x.detach().clone().set_requires_grad(x_grad), w2 = w.detach().clone().set_requires_grad(true);
-        const torch::Tensor b2 = bias ? b.detach().clone().set_requires_grad(true) : torch::Tensor();
-        const torch::Tensor y2 = F::linear(x2, w2, b2);
-        (y2 * up).sum().backward();
-        CHECK(torch::allclose(y, y2, 1e-4, 1e-5));
-        CHECK(torch::allclose(w.grad(), w2.grad(), 1e-4, 1e-5));
-        if (bias) CHECK(torch::allclose(b.grad(), b2.grad(), 1e-4, 1e-5));
-        CHECK(x.grad().defined() == x_grad);
-        if (x_grad) CHECK(torch::allclose(x.grad(), x2.grad(), 1e-4, 1e-5));
+  // 11 outputs: the weight gradient as g^T x; 16: as (x^T g)^T, whole 8-wide rows.
+  for (const std::int64_t outs : {11, 16}) {
+    for (const bool bias : {true, false}) {
+      for (const bool x_grad : {true, false}) {
+        // A column slice (rows strided, as GraphSAGE's kept sums give them) and a plain matrix.
+        for (const bool slice : {true, false}) {
+          INFO(outs << " outputs, bias " << bias << ", x needs grad " << x_grad << ", column slice " << slice);
+          torch::Tensor x = slice ? wide.slice(1, 19, 38).detach() : torch::randn({37, 19});
+          x.set_requires_grad(x_grad);
+          const torch::Tensor w = torch::randn({outs, 19}, torch::requires_grad());
+          const torch::Tensor b = bias ? torch::randn({outs}, torch::requires_grad()) : torch::Tensor();
+          const torch::Tensor y = linear_map(x, w, b);
+          // Which path ran shows in the autograd node (of the product: a bias is added after it):
+          // oneDNN's exactly when it is available.
+          if (!bias) CHECK((cpu_gemm_backend() == "torch") == (y.grad_fn()->name().find("DnnlLinear") == std::string::npos));
+          const torch::Tensor up = torch::randn({37, outs});
+          (y * up).sum().backward();
+          const torch::Tensor x2 = x.detach().clone().set_requires_grad(x_grad), w2 = w.detach().clone().set_requires_grad(true);
+          const torch::Tensor b2 = bias ? b.detach().clone().set_requires_grad(true) : torch::Tensor();
+          const torch::Tensor y2 = F::linear(x2, w2, b2);
+          (y2 * up).sum().backward();
+          CHECK(torch::allclose(y, y2, 1e-4, 1e-5));
+          CHECK(torch::allclose(w.grad(), w2.grad(), 1e-4, 1e-5));
+          if (bias) CHECK(torch::allclose(b.grad(), b2.grad(), 1e-4, 1e-5));
+          CHECK(x.grad().defined() == x_grad);
+          if (x_grad) CHECK(torch::allclose(x.grad(), x2.grad(), 1e-4, 1e-5));
+        }
       }
     }
   }
