@@ -1,2 +1,4 @@
-#define CATCH_CONFIG_MAIN
-#include <catch2/catch.hpp>
+// The main of the test binaries that run as one process.
+#include "catch_session.hpp"
+
+int main(int argc, char** argv) { return shardgnn::test::run_catch(argc, argv); }

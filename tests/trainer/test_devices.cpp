@@ -2,7 +2,6 @@
 // accuracy band, checkpoints written on one device and resumed on the other. Without a CUDA
 // device the program exits 77, which ctest reports as skipped; SHARDGNN_TEST_DEVICE=cpu runs
 // the same comparisons with the CPU standing in for the GPU (a rehearsal of the test itself).
-#define CATCH_CONFIG_RUNNER
 #include <torch/cuda.h>
 
 #include <cstdio>
@@ -12,6 +11,7 @@
 #include <thread>
 
 #include "trainer/torch_catch.hpp"  // torch, then Catch
+#include "catch_session.hpp"
 #include "comm/communicator.hpp"
 #include "partition/shards.hpp"
 #include "test_paths.hpp"
@@ -211,7 +211,5 @@ int main(int argc, char** argv) {
     std::printf("no CUDA device here: the device tests are skipped (SHARDGNN_TEST_DEVICE=cpu rehearses them on the CPU)\n");
     return 77;
   }
-  Catch::Session session;
-  if (const int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
-  return session.run();
+  return test::run_catch(argc, argv);
 }
