@@ -10,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 #include <thread>
+#include <type_traits>
 
 namespace shardgnn::comm {
 
@@ -85,16 +86,40 @@ void polite_until(Poll done) {
   }
 }
 
-// Completes a nonblocking collective without holding the core.
-void polite_wait(MPI_Request& req, const char* call) {
-  polite_until([&] {
-    int done = 0;
-    check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), call);
-    return done != 0;
-  });
-}
-
 bool yielding() { return g_wait_mode.load(std::memory_order_relaxed) == WaitMode::kYield; }
+
+// A wait's MPI calls as its errors name them: the blocking form (spin) and the nonblocking one (yield).
+struct Calls {
+  const char* blocking;
+  const char* nonblocking;
+};
+
+// The one place a rank waits for other ranks. Spin makes the blocking call, since MPICH busy-polls
+// inside it at its lowest latency when every rank has a core; yield starts the nonblocking form
+// (`start` posts one request, or is a span of requests already posted) and tests it between sleeps
+// so that a waiting rank leaves its core to the ranks it waits for.
+template <class Blocking, class Start>
+void complete(Calls what, Blocking&& blocking, Start&& start) {
+  // A per-wait deadline (issue 39, --collective-timeout: name `what` and the time waited, then end
+  // the job) belongs here, where every wait passes; spin mode would then need the nonblocking form.
+  if (!yielding()) return check(blocking(), what.blocking);
+  if constexpr (std::is_convertible_v<Start, std::span<MPI_Request>>) {
+    const std::span<MPI_Request> posted = start;
+    polite_until([&] {
+      int done = 0;
+      check(MPI_Testall(static_cast<int>(posted.size()), posted.data(), &done, MPI_STATUSES_IGNORE), what.nonblocking);
+      return done != 0;
+    });
+  } else {
+    MPI_Request req;
+    check(start(&req), what.nonblocking);
+    polite_until([&] {
+      int done = 0;
+      check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), what.nonblocking);
+      return done != 0;
+    });
+  }
+}
 
 }  // namespace
 
@@ -216,7 +241,12 @@ Communicator Communicator::world() {
   return c;
 }
 
+// A communicator without a handle is one_rank(): every collective below is then a copy, done
+// without MPI (which may never have started).
+Communicator Communicator::one_rank() { return Communicator(); }
+
 Communicator Communicator::dup() const {
+  if (!handle_) return one_rank();
   Communicator c;
   c.handle_ = std::make_unique<Handle>();
   check(MPI_Comm_dup(handle_->comm, &c.handle_->comm), "MPI_Comm_dup");
@@ -231,14 +261,14 @@ Communicator& Communicator::operator=(Communicator&&) noexcept = default;
 Communicator::~Communicator() = default;
 
 void Communicator::barrier() const {
+  if (!handle_) return;
   CollectiveTimer timer;
-  if (!yielding()) return check(MPI_Barrier(handle_->comm), "MPI_Barrier");
-  MPI_Request req;
-  check(MPI_Ibarrier(handle_->comm, &req), "MPI_Ibarrier");
-  polite_wait(req, "MPI_Ibarrier");
+  const MPI_Comm c = handle_->comm;
+  complete({"MPI_Barrier", "MPI_Ibarrier"}, [&] { return MPI_Barrier(c); }, [&](MPI_Request* req) { return MPI_Ibarrier(c, req); });
 }
 
 std::vector<int> Communicator::node_ids() const {
+  if (!handle_) return {0};
   int leader = rank_;
   {
     // Once at setup: the node communicator's blocking all-reduce, whatever the wait mode.
@@ -259,8 +289,8 @@ Communicator::CoreShare Communicator::core_share() const {
   if (sched_getaffinity(0, sizeof mine, &mine) == 0) share.cpus = std::max(1, CPU_COUNT(&mine));
   else CPU_ZERO(&mine);  // unknown: overlaps nobody, counts as one CPU
   if (const char* v = std::getenv("SLURM_CPUS_PER_TASK")) share.per_task = std::max(0, std::atoi(v));
-  std::vector<cpu_set_t> masks;
-  {
+  std::vector<cpu_set_t> masks{mine};
+  if (handle_) {
     CollectiveTimer timer;
     MPI_Comm node = MPI_COMM_NULL;
     check(MPI_Comm_split_type(handle_->comm, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
@@ -286,43 +316,43 @@ Communicator::CoreShare Communicator::core_share() const {
 }
 
 void Communicator::allreduce_raw(void* data, std::int64_t count, Kind kind, Op op) const {
+  if (!handle_) return;
   CollectiveTimer timer;
-  if (!yielding())
-    return check(MPI_Allreduce_c(MPI_IN_PLACE, data, static_cast<MPI_Count>(count), datatype(kind), mpi_op(op), handle_->comm), "MPI_Allreduce");
-  MPI_Request req;
-  check(MPI_Iallreduce_c(MPI_IN_PLACE, data, static_cast<MPI_Count>(count), datatype(kind), mpi_op(op), handle_->comm, &req), "MPI_Iallreduce");
-  polite_wait(req, "MPI_Iallreduce");
+  const auto n = static_cast<MPI_Count>(count);
+  const MPI_Datatype type = datatype(kind);
+  const MPI_Op reduce = mpi_op(op);
+  const MPI_Comm c = handle_->comm;
+  complete({"MPI_Allreduce", "MPI_Iallreduce"}, [&] { return MPI_Allreduce_c(MPI_IN_PLACE, data, n, type, reduce, c); },
+           [&](MPI_Request* req) { return MPI_Iallreduce_c(MPI_IN_PLACE, data, n, type, reduce, c, req); });
 }
 
 void Communicator::broadcast_raw(void* data, std::int64_t bytes, int root) const {
+  if (!handle_) return;
   CollectiveTimer timer;
-  if (!yielding()) return check(MPI_Bcast_c(data, static_cast<MPI_Count>(bytes), MPI_BYTE, root, handle_->comm), "MPI_Bcast");
-  MPI_Request req;
-  check(MPI_Ibcast_c(data, static_cast<MPI_Count>(bytes), MPI_BYTE, root, handle_->comm, &req), "MPI_Ibcast");
-  polite_wait(req, "MPI_Ibcast");
+  const auto n = static_cast<MPI_Count>(bytes);
+  const MPI_Comm c = handle_->comm;
+  complete({"MPI_Bcast", "MPI_Ibcast"}, [&] { return MPI_Bcast_c(data, n, MPI_BYTE, root, c); },
+           [&](MPI_Request* req) { return MPI_Ibcast_c(data, n, MPI_BYTE, root, c, req); });
 }
 
 void Communicator::allgather_raw(const void* in, void* out, std::size_t bytes) const {
+  if (!handle_) return static_cast<void>(bytes > 0 ? std::memcpy(out, in, bytes) : out);
   CollectiveTimer timer;
-  if (!yielding())
-    return check(MPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, handle_->comm), "MPI_Allgather");
-  MPI_Request req;
-  check(MPI_Iallgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, handle_->comm, &req), "MPI_Iallgather");
-  polite_wait(req, "MPI_Iallgather");
+  const int n = static_cast<int>(bytes);
+  const MPI_Comm c = handle_->comm;
+  complete({"MPI_Allgather", "MPI_Iallgather"}, [&] { return MPI_Allgather(in, n, MPI_BYTE, out, n, MPI_BYTE, c); },
+           [&](MPI_Request* req) { return MPI_Iallgather(in, n, MPI_BYTE, out, n, MPI_BYTE, c, req); });
 }
 
 std::vector<std::int64_t> Communicator::exchange_counts(std::span<const std::int64_t> send_counts) const {
   if (static_cast<int>(send_counts.size()) != size_)
     throw std::logic_error("alltoallv: " + std::to_string(send_counts.size()) + " send counts for " + std::to_string(size_) + " ranks");
+  if (!handle_) return {send_counts.begin(), send_counts.end()};
   std::vector<std::int64_t> recv(static_cast<std::size_t>(size_));
   CollectiveTimer timer;
-  if (!yielding()) {
-    check(MPI_Alltoall(send_counts.data(), 1, MPI_INT64_T, recv.data(), 1, MPI_INT64_T, handle_->comm), "MPI_Alltoall");
-  } else {
-    MPI_Request req;
-    check(MPI_Ialltoall(send_counts.data(), 1, MPI_INT64_T, recv.data(), 1, MPI_INT64_T, handle_->comm, &req), "MPI_Ialltoall");
-    polite_wait(req, "MPI_Ialltoall");
-  }
+  const MPI_Comm c = handle_->comm;
+  complete({"MPI_Alltoall", "MPI_Ialltoall"}, [&] { return MPI_Alltoall(send_counts.data(), 1, MPI_INT64_T, recv.data(), 1, MPI_INT64_T, c); },
+           [&](MPI_Request* req) { return MPI_Ialltoall(send_counts.data(), 1, MPI_INT64_T, recv.data(), 1, MPI_INT64_T, c, req); });
   return recv;
 }
 
@@ -330,7 +360,7 @@ void Communicator::alltoallv_counted(const void* send, std::span<const std::int6
                                      std::vector<std::int64_t>& recv_counts, const std::function<void*(std::int64_t)>& place) const {
   if (static_cast<int>(send_counts.size()) != size_)
     throw std::logic_error("alltoallv: " + std::to_string(send_counts.size()) + " send counts for " + std::to_string(size_) + " ranks");
-  if (const std::int64_t inline_bytes = eager_inline_bytes(eager_setting(), size_); inline_bytes >= 0)
+  if (const std::int64_t inline_bytes = eager_inline_bytes(eager_setting(), size_); inline_bytes >= 0 && handle_)
     return alltoallv_eager(send, send_counts, elem_bytes, inline_bytes, recv_counts, place);
   recv_counts = exchange_counts(send_counts);
   std::int64_t total = 0;
@@ -367,13 +397,10 @@ void Communicator::alltoallv_eager(const void* send, std::span<const std::int64_
     }
     at += count;
   }
-  if (!yielding()) {
-    check(MPI_Alltoall(h.out_slots.data(), static_cast<int>(slot), MPI_BYTE, h.in_slots.data(), static_cast<int>(slot), MPI_BYTE, h.comm), "MPI_Alltoall");
-  } else {
-    MPI_Request req;
-    check(MPI_Ialltoall(h.out_slots.data(), static_cast<int>(slot), MPI_BYTE, h.in_slots.data(), static_cast<int>(slot), MPI_BYTE, h.comm, &req), "MPI_Ialltoall");
-    polite_wait(req, "MPI_Ialltoall");
-  }
+  const int slot_bytes = static_cast<int>(slot);
+  complete({"MPI_Alltoall", "MPI_Ialltoall"},
+           [&] { return MPI_Alltoall(h.out_slots.data(), slot_bytes, MPI_BYTE, h.in_slots.data(), slot_bytes, MPI_BYTE, h.comm); },
+           [&](MPI_Request* req) { return MPI_Ialltoall(h.out_slots.data(), slot_bytes, MPI_BYTE, h.in_slots.data(), slot_bytes, MPI_BYTE, h.comm, req); });
   recv_counts.resize(n);
   std::int64_t total = 0;
   for (std::size_t r = 0; r < n; ++r) {
@@ -401,16 +428,16 @@ void Communicator::alltoallv_eager(const void* send, std::span<const std::int64_
   }
   if (h.requests.empty()) return;
   const int pending = static_cast<int>(h.requests.size());
-  if (!yielding()) return check(MPI_Waitall(pending, h.requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
-  polite_until([&] {
-    int done = 0;
-    check(MPI_Testall(pending, h.requests.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
-    return done != 0;
-  });
+  complete({"MPI_Waitall", "MPI_Testall"}, [&] { return MPI_Waitall(pending, h.requests.data(), MPI_STATUSES_IGNORE); }, std::span<MPI_Request>(h.requests));
 }
 
 void Communicator::alltoallv_raw(const void* send, std::span<const std::int64_t> send_counts, void* recv, std::span<const std::int64_t> recv_counts,
                                  std::size_t elem_bytes) const {
+  if (!handle_) {
+    if (send_counts[0] != recv_counts[0]) throw std::logic_error("alltoallv: sends " + std::to_string(send_counts[0]) + " to itself, receives " + std::to_string(recv_counts[0]));
+    if (send_counts[0] > 0) std::memcpy(recv, send, static_cast<std::size_t>(send_counts[0]) * elem_bytes);
+    return;
+  }
   // Byte counts and displacements in MPI_Count: large-count (MPI-4) so no 2^31 limit.
   const auto n = static_cast<std::size_t>(size_);
   std::vector<MPI_Count> sc(n), sd(n), rc(n), rd(n);
@@ -425,10 +452,9 @@ void Communicator::alltoallv_raw(const void* send, std::span<const std::int64_t>
   }
   std::vector<MPI_Aint> sda(sd.begin(), sd.end()), rda(rd.begin(), rd.end());
   CollectiveTimer timer;
-  if (!yielding()) return check(MPI_Alltoallv_c(send, sc.data(), sda.data(), MPI_BYTE, recv, rc.data(), rda.data(), MPI_BYTE, handle_->comm), "MPI_Alltoallv");
-  MPI_Request req;
-  check(MPI_Ialltoallv_c(send, sc.data(), sda.data(), MPI_BYTE, recv, rc.data(), rda.data(), MPI_BYTE, handle_->comm, &req), "MPI_Ialltoallv");
-  polite_wait(req, "MPI_Ialltoallv");
+  const MPI_Comm c = handle_->comm;
+  complete({"MPI_Alltoallv", "MPI_Ialltoallv"}, [&] { return MPI_Alltoallv_c(send, sc.data(), sda.data(), MPI_BYTE, recv, rc.data(), rda.data(), MPI_BYTE, c); },
+           [&](MPI_Request* req) { return MPI_Ialltoallv_c(send, sc.data(), sda.data(), MPI_BYTE, recv, rc.data(), rda.data(), MPI_BYTE, c, req); });
 }
 
 void Communicator::check_all(bool ok, const std::string& message_if_not) const {
@@ -446,7 +472,9 @@ void Communicator::check_all(bool ok, const std::string& message_if_not) const {
 void Communicator::abort(const std::string& message, int code) const {
   std::fprintf(stderr, "%s\n", message.c_str());
   std::fflush(stderr);
-  MPI_Abort(handle_ ? handle_->comm : MPI_COMM_WORLD, code);
+  int started = 0;
+  MPI_Initialized(&started);
+  if (started) MPI_Abort(handle_ ? handle_->comm : MPI_COMM_WORLD, code);
   std::_Exit(code);  // MPI_Abort does not return; this keeps [[noreturn]] honest
 }
 
@@ -458,6 +486,10 @@ int run_guarded(const std::string& prefix, const Communicator& comm, const std::
     std::fprintf(stderr, "%s: error: rank %d/%d: %s\n", prefix.c_str(), comm.rank(), comm.size(), e.what());
     return 1;
   } catch (const std::exception& e) {
+    if (comm.size() == 1) {  // no peer to end: the same line and status as a CollectiveError
+      std::fprintf(stderr, "%s: error: rank 0/1: %s\n", prefix.c_str(), e.what());
+      return 1;
+    }
     comm.abort(prefix + ": error: rank " + std::to_string(comm.rank()) + ": " + e.what() + " (aborting all ranks)");
   } catch (...) {
     comm.abort(prefix + ": error: rank " + std::to_string(comm.rank()) + ": unknown exception (aborting all ranks)");

@@ -125,6 +125,10 @@ class Communicator {
   // A duplicate of MPI_COMM_WORLD (never the world handle itself, so library traffic cannot
   // collide with anyone else's).
   static Communicator world();
+  // This process alone as a communicator of one rank, usable with MPI never started: one process
+  // (a command run without a launcher) takes the same code paths as a job, and its collectives
+  // are copies.
+  static Communicator one_rank();
   // A new communicator over the same ranks, for another thread's collectives.
   Communicator dup() const;
 
@@ -148,6 +152,14 @@ class Communicator {
   }
   template <class T>
   void broadcast(std::span<T> data, int root) const { broadcast_raw(data.data(), static_cast<std::int64_t>(data.size() * sizeof(T)), root); }
+  // `root`'s `data` on every rank, resized to it.
+  template <class T>
+  void broadcast_vector(std::vector<T>& data, int root) const {
+    std::int64_t count = static_cast<std::int64_t>(data.size());
+    broadcast_raw(&count, sizeof count, root);
+    data.resize(static_cast<std::size_t>(count));
+    broadcast_raw(data.data(), count * static_cast<std::int64_t>(sizeof(T)), root);
+  }
   // One value from every rank, in rank order.
   template <class T>
   std::vector<T> allgather(const T& value) const {
@@ -248,9 +260,11 @@ class Communicator {
 
 // Runs `local` (work of this rank alone, no collectives) and then every rank agrees on how it
 // went: when it threw on any rank, every rank throws CollectiveError with the message of the
-// lowest such rank (check_all). For checks that must not leave a rank behind in a collective.
+// lowest such rank (check_all). For checks that must not leave a rank behind in a collective. On
+// one rank nobody waits: the exception goes on as it was thrown (a usage error stays one).
 template <class F>
 void agree(const Communicator& comm, F&& local) {
+  if (comm.size() == 1) return static_cast<void>(local());
   std::string error;
   try {
     local();
@@ -264,7 +278,8 @@ void agree(const Communicator& comm, F&& local) {
 // Runs `body` on this rank. An exception on any rank ends the job without a hang: a
 // CollectiveError (raised on every rank by check_all) prints "<prefix>: error: rank R/N: ..." on
 // every rank and returns 1 on every rank for a clean exit; anything else prints
-// "<prefix>: error: rank R: ..." and calls MPI_Abort, which ends every rank.
+// "<prefix>: error: rank R: ..." and calls MPI_Abort, which ends every rank. On one rank, where no
+// peer can be left waiting, every exception is reported as a CollectiveError is.
 int run_guarded(const std::string& prefix, const Communicator& comm, const std::function<int()>& body);
 
 }  // namespace shardgnn::comm

@@ -17,5 +17,10 @@ std::string pretty_json(const boost::json::value& v);
 std::int64_t json_int(const boost::json::object& o, const char* key, const std::string& file);
 std::string json_string(const boost::json::object& o, const char* key, const std::string& file);
 const boost::json::object& json_object(const boost::json::object& o, const char* key, const std::string& file);
+// The same for Boost.JSON conversions (tag_invoke value_to), which know no file: the InputError
+// reads "key '<key>': ..." and the file's reader rethrows it as InputError(file, "", e.what()).
+std::int64_t json_int(const boost::json::object& o, const char* key);
+std::string json_string(const boost::json::object& o, const char* key);
+const boost::json::object& json_object(const boost::json::object& o, const char* key);
 
 }  // namespace shardgnn

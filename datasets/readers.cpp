@@ -28,7 +28,6 @@ constexpr EnumName<InputFormat> kInputFormats[] = {{InputFormat::kAuto, "auto"},
 }  // namespace
 
 InputFormat parse_input_format(const std::string& name) { return parse_enum(kInputFormats, name, "input format"); }
-std::string format_name(InputFormat f) { return enum_name(kInputFormats, f); }
 
 namespace {
 
@@ -414,7 +413,6 @@ RawEdges parse_edge_file(const std::string& path, std::int64_t id_limit) {
 
 }  // namespace
 
-RawEdges parse_edge_list_file(const std::string& path) { return parse_edge_file(path, std::numeric_limits<std::int64_t>::max()); }
 
 Dataset read_edge_list_dataset(const std::string& path, const ReadOptions& options) {
   if (options.num_nodes < 0) throw InputError("--num-nodes must be positive, got " + std::to_string(options.num_nodes));

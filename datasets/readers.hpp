@@ -15,7 +15,6 @@ namespace shardgnn {
 
 enum class InputFormat { kAuto, kNpz, kMetis, kEdgeList, kOgb };
 InputFormat parse_input_format(const std::string& name);   // "auto", "npz", "metis", "edgelist", "ogb"
-std::string format_name(InputFormat f);
 // Guesses from the path: a folder with raw/edge.csv.gz is OGB, *.npz, *.graph[.gz]/*.metis, else an edge list.
 InputFormat detect_format(const std::string& path);
 
@@ -43,15 +42,14 @@ Dataset read_ogb_dataset(const std::string& dir, const ReadOptions& options);
 // a quarter of `memory` (very sparse ids without --num-nodes) are an InputError saying what to do.
 Dataset read_edge_list_dataset_bounded(const std::string& path, const ReadOptions& options, const std::string& scratch, std::uint64_t memory);
 
-// Lower-level edge-list parsing (exposed for the benchmark): parses "u v" lines of a plain or
-// gzip text file; '#' and '%' start comment lines; blank lines are skipped; separators are spaces,
+// Lower-level edge-list parsing (exposed for the benchmark): "u v" lines of a plain or gzip text
+// file; '#' and '%' start comment lines; blank lines are skipped; separators are spaces,
 // tabs or commas; CRLF line ends are accepted; extra columns after the two ids are ignored.
 struct RawEdges {
   std::vector<std::int64_t> src, dst;
   std::uint64_t bytes = 0;   // uncompressed bytes parsed
   std::uint64_t lines = 0;
 };
-RawEdges parse_edge_list_file(const std::string& path);
 // Parses an in-memory text buffer (used by the file reader and the benchmark); ids must be below
 // `id_limit`, else the error names the line.
 void parse_edge_list_text(std::string_view text, const std::string& origin, std::uint64_t first_line, RawEdges& out,

@@ -22,6 +22,8 @@
 
 namespace shardgnn {
 
+using comm::Op;  // the parameters called `comm` hide the namespace in function bodies
+
 namespace {
 
 static_assert(sizeof(idx_t) * 8 == IDXTYPEWIDTH, "METIS idx_t width mismatch");
@@ -206,11 +208,11 @@ std::string metis_too_large(const Dataset& ds, const PartitionConfig& cfg) {
   return "";
 }
 
-std::vector<PartId> MetisPartitioner::run_spread(const Dataset& ds, const PartitionConfig& cfg, const PartitionCollective& comm) const {
+std::vector<PartId> MetisPartitioner::run_spread(const Dataset& ds, const PartitionConfig& cfg, const comm::Communicator& comm) const {
   // Rank 0 decides, so that ranks on nodes with different memory take one path.
   const std::string why = comm.rank() == 0 ? metis_too_large(ds, cfg) : "";
   std::int64_t whole = comm.rank() == 0 && why.empty() ? 1 : 0;
-  comm.max(std::span<std::int64_t>(&whole, 1));
+  comm.allreduce_inplace(std::span<std::int64_t>(&whole, 1), Op::kMax);
   if (whole == 1) return Partitioner::run_spread(ds, cfg, comm);
   if (comm.rank() == 0) std::fprintf(stderr, "metis: %s; partitioning it the multilevel way (--method metis-ml)\n", why.c_str());
   return metis_ml_partition(ds, cfg, comm);
@@ -221,7 +223,7 @@ std::vector<PartId> MetisPartitioner::run(const Dataset& ds, const PartitionConf
   // A graph beyond METIS's index range or the memory METIS would take goes the multilevel way.
   if (const std::string why = metis_too_large(ds, cfg); !why.empty()) {
     std::fprintf(stderr, "metis: %s; partitioning it the multilevel way (--method metis-ml)\n", why.c_str());
-    return metis_ml_partition(ds, cfg, SerialCollective{});
+    return metis_ml_partition(ds, cfg, comm::Communicator::one_rank());
   }
 
   // --balance cost: the subtree-only cost first (no assignment yet), computed before the mapped

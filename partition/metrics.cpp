@@ -172,8 +172,8 @@ namespace {
 
 boost::json::object imbalance_json(const Imbalance& im) { return {{"max", im.max}, {"mean", im.mean}, {"max_over_mean", im.ratio()}}; }
 
-Imbalance imbalance_from(const boost::json::object& o, const char* key, const std::string& file) {
-  const auto& x = json_object(o, key, file);
+Imbalance imbalance_from(const boost::json::object& o, const char* key) {
+  const auto& x = json_object(o, key);
   Imbalance im;
   im.max = x.at("max").to_number<double>();
   im.mean = x.at("mean").to_number<double>();
@@ -212,50 +212,54 @@ boost::json::object metrics_to_json(const PartitionMetrics& m) {
   return o;
 }
 
-PartitionMetrics metrics_from_json(const boost::json::object& o, const std::string& file) {
+void tag_invoke(boost::json::value_from_tag, boost::json::value& v, const PartitionMetrics& m) { v = metrics_to_json(m); }
+
+PartitionMetrics tag_invoke(boost::json::value_to_tag<PartitionMetrics>, const boost::json::value& v) {
+  if (!v.is_object()) throw InputError("key 'metrics': missing, expected an object");
+  const boost::json::object& o = v.get_object();
   PartitionMetrics m;
   try {
-    m.parts = static_cast<int>(json_int(o, "parts", file));
-    m.edge_cut = json_int(o, "edge_cut", file);
-    m.comm_volume = json_int(o, "comm_volume", file);
+    m.parts = static_cast<int>(json_int(o, "parts"));
+    m.edge_cut = json_int(o, "edge_cut");
+    m.comm_volume = json_int(o, "comm_volume");
     m.halo_factor = o.at("halo_factor").to_number<double>();
     m.global_label_entropy = o.at("global_label_entropy_bits").to_number<double>();
     m.mean_label_entropy = o.at("mean_label_entropy_bits").to_number<double>();
     m.max_label_kl = o.at("max_label_kl_bits").to_number<double>();
-    const auto& im = json_object(o, "imbalance", file);
-    m.nodes = imbalance_from(im, "nodes", file);
-    m.edges = imbalance_from(im, "edges", file);
-    m.train = imbalance_from(im, "train", file);
-    m.val = imbalance_from(im, "val", file);
-    m.test = imbalance_from(im, "test", file);
+    const auto& im = json_object(o, "imbalance");
+    m.nodes = imbalance_from(im, "nodes");
+    m.edges = imbalance_from(im, "edges");
+    m.train = imbalance_from(im, "train");
+    m.val = imbalance_from(im, "val");
+    m.test = imbalance_from(im, "test");
     // Absent from files written before the cost model: such files read back without cost.
     m.has_cost = im.contains("expected_cost");
     if (m.has_cost) {
-      m.cost = imbalance_from(im, "expected_cost", file);
-      const auto& cm = json_object(o, "cost_model", file);
+      m.cost = imbalance_from(im, "expected_cost");
+      const auto& cm = json_object(o, "cost_model");
       for (const auto& f : cm.at("fanouts").as_array()) m.cost_fanouts.push_back(static_cast<int>(f.to_number<std::int64_t>()));
       m.cost_remote_weight = cm.at("remote_weight").to_number<double>();
     }
-    for (const auto& v : o.at("shards").as_array()) {
-      const auto& so = v.as_object();
+    for (const auto& shard : o.at("shards").as_array()) {
+      const auto& so = shard.as_object();
       ShardMetrics s;
-      s.nodes = json_int(so, "nodes", file);
-      s.edges = json_int(so, "edges", file);
-      s.train = json_int(so, "train", file);
-      s.val = json_int(so, "val", file);
-      s.test = json_int(so, "test", file);
-      s.halo = json_int(so, "halo", file);
-      s.cut_entries = json_int(so, "cut_entries", file);
+      s.nodes = json_int(so, "nodes");
+      s.edges = json_int(so, "edges");
+      s.train = json_int(so, "train");
+      s.val = json_int(so, "val");
+      s.test = json_int(so, "test");
+      s.halo = json_int(so, "halo");
+      s.cut_entries = json_int(so, "cut_entries");
       for (const auto& c : so.at("label_counts").as_array()) s.label_counts.push_back(c.to_number<std::int64_t>());
       s.label_entropy = so.at("label_entropy_bits").to_number<double>();
       s.label_kl = so.at("label_kl_bits").to_number<double>();
-      if (m.has_cost) s.cost = json_int(so, "expected_cost", file);
+      if (m.has_cost) s.cost = json_int(so, "expected_cost");
       m.shards.push_back(std::move(s));
     }
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {
-    throw InputError(file, "key 'metrics'", std::string("malformed: ") + e.what());
+    throw InputError(std::string("key 'metrics': malformed: ") + e.what());
   }
   return m;
 }

@@ -143,8 +143,11 @@ PartitionMetrics compute_metrics(const Dataset& ds, std::span<const PartId> assi
 // The same with cfg.parts = parts and the default cost model.
 PartitionMetrics compute_metrics(const Dataset& ds, std::span<const PartId> assignment, int parts);
 
+// partition.json's "metrics" object. Reading throws InputError without the file ("key 'edge_cut':
+// ..."), for the file's reader to add it; files from before the cost model read back with has_cost false.
 boost::json::object metrics_to_json(const PartitionMetrics& m);
-PartitionMetrics metrics_from_json(const boost::json::object& o, const std::string& file);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& v, const PartitionMetrics& m);
+PartitionMetrics tag_invoke(boost::json::value_to_tag<PartitionMetrics>, const boost::json::value& v);
 
 // Entropy (bits) of a count vector, and KL(p || q) in bits (q smoothed so it is never zero).
 double entropy_bits(std::span<const std::int64_t> counts);

@@ -32,12 +32,14 @@
 #include "datasets/error.hpp"
 #include "datasets/fileio.hpp"
 #include "datasets/random.hpp"
-#include "partition/collective.hpp"
+#include "comm/communicator.hpp"
 #include "partition/cost.hpp"
 #include "partition/methods.hpp"
 #include "partition/metis_kway.hpp"
 
 namespace shardgnn {
+
+using comm::Op;  // the parameters called `comm` hide the namespace in function bodies
 
 namespace {
 
@@ -210,72 +212,72 @@ std::vector<std::int64_t> cluster(const View& g, std::span<const std::int64_t> l
 }
 
 // Every rank's first entry of a range split (sizes in rank order), and the total, last.
-std::vector<std::int64_t> range_offsets(const PartitionCollective& comm, std::int64_t mine) {
-  const std::vector<std::int64_t> each = comm.allgatherv<std::int64_t>(std::span<const std::int64_t>(&mine, 1));
+std::vector<std::int64_t> range_offsets(const comm::Communicator& comm, std::int64_t mine) {
+  const std::vector<std::int64_t> each = comm.allgatherv<std::int64_t>(std::span<const std::int64_t>(&mine, 1)).data;
   std::vector<std::int64_t> offsets(each.size() + 1, 0);
   std::partial_sum(each.begin(), each.end(), offsets.begin() + 1);
   return offsets;
 }
 
-// Each cluster as one node: summed node weights, edges between clusters merged (weights summed),
-// edges inside a cluster dropped. Coarse ids follow the ranks' ranges, and within a range the
-// clusters' first members in node order. `offsets` are the ranges of g's level; the coarse ids of
-// neighbours in other ranges come from their owners. The coarse edges go to spill files in
-// `scratch`.
-template <class View>
-Level contract(const View& g, std::vector<std::int64_t> label, std::span<const std::int64_t> offsets, const std::string& scratch,
-               const PartitionCollective& comm) {
-  const std::int64_t n = g.n(), global_n = offsets.back();
-  const auto nc = static_cast<std::size_t>(g.ncon);
-  const int ranks = comm.size();
-  Level c;
-  c.map.assign(static_cast<std::size_t>(n), -1);
+// Numbers this rank's clusters 0 .. m-1 in the order of their first members (node order), puts
+// each row's number in `map` and returns m.
+std::int64_t number_clusters(std::span<const std::int64_t> label, std::vector<std::int32_t>& map) {
+  const auto n = static_cast<std::int64_t>(label.size());
+  map.assign(static_cast<std::size_t>(n), -1);
   std::int64_t m = 0;
-  {
-    std::vector<std::int64_t> id(static_cast<std::size_t>(n), -1);
-    for (std::int64_t v = 0; v < n; ++v) {
-      auto& slot = id[static_cast<std::size_t>(label[static_cast<std::size_t>(v)])];
-      if (slot < 0) slot = m++;
-      c.map[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(std::min<std::int64_t>(slot, std::numeric_limits<std::int32_t>::max()));
-    }
+  std::vector<std::int64_t> id(static_cast<std::size_t>(n), -1);
+  for (std::int64_t v = 0; v < n; ++v) {
+    auto& slot = id[static_cast<std::size_t>(label[static_cast<std::size_t>(v)])];
+    if (slot < 0) slot = m++;
+    map[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(std::min<std::int64_t>(slot, std::numeric_limits<std::int32_t>::max()));
   }
-  label = {};
-  c.offsets = range_offsets(comm, m);
-  const std::int64_t coarse_n = c.global_n(), first = c.offsets[static_cast<std::size_t>(comm.rank())];
-  comm.agree([&] {
-    if (coarse_n > std::numeric_limits<std::int32_t>::max()) throw std::length_error("metis-ml: a coarse graph beyond 32-bit node ids");
-  });
-  // The coarse id of every node this rank's rows reach, by global id: its own rows', then those
-  // of other ranges, asked of their owners (sorted, so grouped by owner).
+  return m;
+}
+
+// The coarse id of every node this rank's rows reach, by global id: its own rows' (`map`, numbered
+// from `first`), then those of other ranges (`offsets`), asked of their owners (sorted, so grouped
+// by owner). Empty on one rank, where the map is the whole lookup.
+template <class View>
+std::vector<std::int32_t> reached_coarse_ids(const View& g, std::span<const std::int32_t> map, std::int64_t first, std::span<const std::int64_t> offsets,
+                                             const comm::Communicator& comm) {
+  const std::int64_t n = g.n(), global_n = offsets.back();
+  const int ranks = comm.size();
   std::vector<std::int32_t> coarse_of(ranks == 1 ? 0 : static_cast<std::size_t>(global_n), -1);
-  if (ranks > 1) {
-    for (std::int64_t v = 0; v < n; ++v) coarse_of[static_cast<std::size_t>(g.first + v)] = static_cast<std::int32_t>(first + c.map[static_cast<std::size_t>(v)]);
-    std::vector<std::uint64_t> reached(static_cast<std::size_t>(global_n + 63) / 64, 0);
-    for (std::int64_t e = g.indptr[0]; e < g.indptr[static_cast<std::size_t>(n)]; ++e) {
-      const std::int64_t u = g.indices[static_cast<std::size_t>(e)];
-      if (!g.owns(u)) reached[static_cast<std::size_t>(u) >> 6] |= std::uint64_t{1} << (u & 63);
-    }
-    std::vector<std::int64_t> ask, ask_counts(static_cast<std::size_t>(ranks), 0);
-    for (std::size_t w = 0; w < reached.size(); ++w)
-      for (std::uint64_t bits = reached[w]; bits != 0; bits &= bits - 1) {
-        const auto u = static_cast<std::int64_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits)));
-        ask.push_back(u);
-        const auto owner = std::upper_bound(offsets.begin(), offsets.end(), u) - offsets.begin() - 1;
-        ++ask_counts[static_cast<std::size_t>(owner)];
-      }
-    reached = {};
-    std::vector<std::int64_t> asked_counts;
-    const std::vector<std::int64_t> asked = comm.alltoallv<std::int64_t>(ask, ask_counts, &asked_counts);
-    std::vector<std::int32_t> answer(asked.size());
-    for (std::size_t i = 0; i < asked.size(); ++i) answer[i] = coarse_of[static_cast<std::size_t>(asked[i])];
-    const std::vector<std::int32_t> got = comm.alltoallv<std::int32_t>(answer, asked_counts);
-    for (std::size_t i = 0; i < ask.size(); ++i) coarse_of[static_cast<std::size_t>(ask[i])] = got[i];
+  if (ranks == 1) return coarse_of;
+  for (std::int64_t v = 0; v < n; ++v) coarse_of[static_cast<std::size_t>(g.first + v)] = static_cast<std::int32_t>(first + map[static_cast<std::size_t>(v)]);
+  std::vector<std::uint64_t> reached(static_cast<std::size_t>(global_n + 63) / 64, 0);
+  for (std::int64_t e = g.indptr[0]; e < g.indptr[static_cast<std::size_t>(n)]; ++e) {
+    const std::int64_t u = g.indices[static_cast<std::size_t>(e)];
+    if (!g.owns(u)) reached[static_cast<std::size_t>(u) >> 6] |= std::uint64_t{1} << (u & 63);
   }
-  for (auto& x : c.map) x = static_cast<std::int32_t>(first + x);
-  // One process: the map is the lookup (its range is the whole graph).
-  const auto coarse_id = [&](std::int64_t u) -> std::int64_t {
-    return ranks == 1 ? c.map[static_cast<std::size_t>(u)] : coarse_of[static_cast<std::size_t>(u)];
-  };
+  std::vector<std::int64_t> ask, ask_counts(static_cast<std::size_t>(ranks), 0);
+  for (std::size_t w = 0; w < reached.size(); ++w)
+    for (std::uint64_t bits = reached[w]; bits != 0; bits &= bits - 1) {
+      const auto u = static_cast<std::int64_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits)));
+      ask.push_back(u);
+      const auto owner = std::upper_bound(offsets.begin(), offsets.end(), u) - offsets.begin() - 1;
+      ++ask_counts[static_cast<std::size_t>(owner)];
+    }
+  reached = {};
+  std::vector<std::int64_t> asked_counts;
+  auto asked_by = comm.alltoallv<std::int64_t>(ask, ask_counts);
+  asked_counts = std::move(asked_by.counts);
+  const std::vector<std::int64_t> asked = std::move(asked_by.data);
+  std::vector<std::int32_t> answer(asked.size());
+  for (std::size_t i = 0; i < asked.size(); ++i) answer[i] = coarse_of[static_cast<std::size_t>(asked[i])];
+  const std::vector<std::int32_t> got = comm.alltoallv<std::int32_t>(answer, asked_counts).data;
+  for (std::size_t i = 0; i < ask.size(); ++i) coarse_of[static_cast<std::size_t>(ask[i])] = got[i];
+  return coarse_of;
+}
+
+// The coarse rows of this range (`m` coarse nodes from global id `first`, `c.map` holding each
+// fine row's): summed node weights into `c.node_w`, the merged edges into `c.indptr` and spill
+// files in `scratch`. `coarse_id` maps a neighbour's global id to its coarse id.
+template <class View, class CoarseId>
+void write_coarse_rows(const View& g, Level& c, std::int64_t m, std::int64_t first, CoarseId coarse_id, const std::string& scratch,
+                       const comm::Communicator& comm) {
+  const std::int64_t n = g.n();
+  const auto nc = static_cast<std::size_t>(g.ncon);
   // The members of each coarse node of this range, by counting sort.
   std::vector<std::int64_t> start(static_cast<std::size_t>(m) + 1, 0), members(static_cast<std::size_t>(n));
   for (const std::int32_t x : c.map) ++start[static_cast<std::size_t>(x - first) + 1];
@@ -286,12 +288,12 @@ Level contract(const View& g, std::vector<std::int64_t> label, std::span<const s
   }
   c.node_w.assign(static_cast<std::size_t>(m) * nc, 0);
   c.indptr.assign(static_cast<std::size_t>(m) + 1, 0);
-  std::vector<std::int64_t> acc(static_cast<std::size_t>(coarse_n), 0), touched;
+  std::vector<std::int64_t> acc(static_cast<std::size_t>(c.global_n()), 0), touched;
   std::vector<std::int32_t> row_y, row_w;
   constexpr std::int64_t kMaxWeight = std::numeric_limits<std::int32_t>::max();
   // One pass in coarse node order, each coarse row written out as it is complete; no collective
   // inside, so a rank's failure (a full disk) becomes every rank's at the end.
-  comm.agree([&] {
+  agree(comm, [&] {
     SpillFile ys(scratch), ws(scratch);
     for (std::int64_t x = 0; x < m; ++x) {
       for (std::int64_t i = start[static_cast<std::size_t>(x)]; i < start[static_cast<std::size_t>(x) + 1]; ++i) {
@@ -319,10 +321,126 @@ Level contract(const View& g, std::vector<std::int64_t> label, std::span<const s
     c.indices_file = ys.map();
     c.edge_w_file = ws.map();
   });
+}
+
+// Each cluster as one node: summed node weights, edges between clusters merged (weights summed),
+// edges inside a cluster dropped. Coarse ids follow the ranks' ranges, and within a range the
+// clusters' first members in node order. `offsets` are the ranges of g's level; the coarse ids of
+// neighbours in other ranges come from their owners. The coarse edges go to spill files in
+// `scratch`.
+template <class View>
+Level contract(const View& g, std::vector<std::int64_t> label, std::span<const std::int64_t> offsets, const std::string& scratch,
+               const comm::Communicator& comm) {
+  const int ranks = comm.size();
+  Level c;
+  const std::int64_t m = number_clusters(label, c.map);
+  label = {};
+  c.offsets = range_offsets(comm, m);
+  const std::int64_t coarse_n = c.global_n(), first = c.offsets[static_cast<std::size_t>(comm.rank())];
+  agree(comm, [&] {
+    if (coarse_n > std::numeric_limits<std::int32_t>::max()) throw std::length_error("metis-ml: a coarse graph beyond 32-bit node ids");
+  });
+  const std::vector<std::int32_t> coarse_of = reached_coarse_ids(g, c.map, first, offsets, comm);
+  for (auto& x : c.map) x = static_cast<std::int32_t>(first + x);
+  // One process: the map is the lookup (its range is the whole graph).
+  const auto coarse_id = [&](std::int64_t u) -> std::int64_t {
+    return ranks == 1 ? c.map[static_cast<std::size_t>(u)] : coarse_of[static_cast<std::size_t>(u)];
+  };
+  write_coarse_rows(g, c, m, first, coarse_id, scratch, comm);
   return c;
 }
 
 std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
+
+// The part weights refinement keeps to: every part's weight over all ranks (load) and on this rank
+// (mine), this pass's change here (delta), and how far this rank may go in a pass: its share of a
+// part's room (share), or, for a part over its limit, its share of the excess to shed, in
+// proportion to its own weight there. Tables are [parts x ncon].
+struct PartBudget {
+  std::span<const std::int64_t> limit;
+  std::size_t nc;
+  std::int64_t ranks;
+  std::vector<std::int64_t> mine, load, delta, share;
+
+  bool room(std::int64_t p, std::span<const std::int64_t> wv) const {
+    for (std::size_t c = 0; c < nc; ++c) {
+      const auto i = static_cast<std::size_t>(p) * nc + c;
+      if (wv[c] > 0 && delta[i] + wv[c] > share[i]) return false;
+    }
+    return true;
+  }
+  // Whether part p is over this rank's bound in a constraint that a node of weights wv counts in
+  // (moving a node that weighs nothing there would not help).
+  bool over(std::int64_t p, std::span<const std::int64_t> wv) const {
+    for (std::size_t c = 0; c < nc; ++c)
+      if (wv[c] > 0 && delta[static_cast<std::size_t>(p) * nc + c] > share[static_cast<std::size_t>(p) * nc + c]) return true;
+    return false;
+  }
+  // How much moving a node of weights wv from `from` to `to` changes the parts' summed excess over
+  // their bounds, each constraint relative to its limit: below zero, the move mends balance.
+  double excess_change(std::int64_t from, std::int64_t to, std::span<const std::int64_t> wv) const {
+    double change = 0;
+    for (std::size_t c = 0; c < nc; ++c) {
+      if (wv[c] == 0) continue;
+      const auto i = static_cast<std::size_t>(from) * nc + c, j = static_cast<std::size_t>(to) * nc + c;
+      const auto excess = [&](std::size_t at, std::int64_t add) { return std::max<std::int64_t>(0, delta[at] + add - share[at]); };
+      change += static_cast<double>(excess(i, -wv[c]) - excess(i, 0) + excess(j, wv[c]) - excess(j, 0)) / static_cast<double>(std::max<std::int64_t>(1, limit[c]));
+    }
+    return change;
+  }
+  void shares() {
+    for (std::size_t i = 0; i < load.size(); ++i) {
+      const std::int64_t excess = load[i] - limit[i % nc];
+      if (excess <= 0) share[i] = floor_div(-excess, ranks);
+      else share[i] = -static_cast<std::int64_t>(std::ceil(static_cast<double>(excess) * (static_cast<double>(mine[i]) / static_cast<double>(load[i]))));
+    }
+  }
+  // Whether part p would still weigh less than part `cur` in the first constraint after a node of
+  // weights wv moved from cur to p: a move that costs no cut then evens the parts out (and the
+  // reverse move cannot follow), which also walks refinement off plateaus of equal cut.
+  std::int64_t at(std::int64_t q) const { return load[static_cast<std::size_t>(q) * nc] + delta[static_cast<std::size_t>(q) * nc]; }
+  bool lighter(std::int64_t p, std::int64_t cur, std::span<const std::int64_t> wv) const { return at(p) + wv[0] < at(cur); }
+  bool balanced() const {
+    for (std::size_t i = 0; i < load.size(); ++i)
+      if (load[i] > limit[i % nc]) return false;
+    return true;
+  }
+};
+
+// The part node v of `g` (in part `cur`, of weights wv) moves to in this pass; `cur` where it
+// stays. `conn` (one per part, all 0) and `touched` are scratch, left clear.
+template <class View, class PartOf>
+std::int64_t best_part(const View& g, std::int64_t v, std::int64_t cur, std::span<const std::int64_t> wv, int k, const PartBudget& b, PartOf part_of,
+                       std::vector<std::int64_t>& conn, std::vector<std::int64_t>& touched) {
+  connections(g, v, part_of, conn, touched);
+  const bool must = b.over(cur, wv);
+  std::int64_t best = cur, best_conn = must ? std::numeric_limits<std::int64_t>::min() : conn[static_cast<std::size_t>(cur)];
+  for (const std::int64_t p : touched)
+    if (p != cur && (conn[static_cast<std::size_t>(p)] > best_conn || (!must && best == cur && conn[static_cast<std::size_t>(p)] == best_conn && b.lighter(p, cur, wv))) &&
+        b.room(p, wv)) {
+      best = p;
+      best_conn = conn[static_cast<std::size_t>(p)];
+    }
+  for (const std::int64_t p : touched) conn[static_cast<std::size_t>(p)] = 0;
+  touched.clear();
+  if (must && best == cur) {
+    std::int64_t lightest = -1;
+    for (std::int64_t p = 0; p < k; ++p)
+      if (p != cur && b.room(p, wv) && (lightest < 0 || b.at(p) < b.at(lightest))) lightest = p;
+    if (lightest >= 0) best = lightest;
+  }
+  if (must && best == cur) {
+    // No part has room for the node in every constraint (several constraints pulling
+    // different ways): the move that most lowers the excess, if any does.
+    double lowest = 0;
+    for (std::int64_t p = 0; p < k; ++p)
+      if (const double change = p != cur ? b.excess_change(cur, p, wv) : 0; change < lowest) {
+        lowest = change;
+        best = p;
+      }
+  }
+  return best;
+}
 
 // Label propagation over parts on this rank's rows; `part` holds every node's part (global ids),
 // kept current on every rank. A node moves to the adjacent part it is most connected to when that
@@ -333,111 +451,42 @@ std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a / b - (a % b !
 // to the limits.
 template <class View>
 void refine(const View& g, std::vector<std::int32_t>& part, int k, std::span<const std::int64_t> limit, std::uint64_t seed,
-            const PartitionCollective& comm) {
+            const comm::Communicator& comm) {
   const std::int64_t n = g.n();
   const auto nc = static_cast<std::size_t>(g.ncon);
   const std::int64_t ranks = comm.size();
-  // Every part's weight over all ranks (load) and on this rank (mine), this pass's change here
-  // (delta), and how far this rank may go in a pass: its share of a part's room (share), or, for a
-  // part over its limit, its share of the excess to shed, in proportion to its own weight there.
-  std::vector<std::int64_t> mine(static_cast<std::size_t>(k) * nc, 0), load, delta(mine.size()), share(mine.size()), conn(static_cast<std::size_t>(k), 0), touched;
+  PartBudget b{limit, nc, ranks, std::vector<std::int64_t>(static_cast<std::size_t>(k) * nc, 0), {}, {}, {}};
+  b.delta.resize(b.mine.size());
+  b.share.resize(b.mine.size());
+  std::vector<std::int64_t> conn(static_cast<std::size_t>(k), 0), touched;
   const auto part_of = [&](std::int64_t u) -> std::int64_t { return part[static_cast<std::size_t>(u)]; };
   for (std::int64_t v = 0; v < n; ++v)
-    for (std::size_t c = 0; c < nc; ++c) mine[static_cast<std::size_t>(part_of(g.first + v)) * nc + c] += g.node_w[static_cast<std::size_t>(v) * nc + c];
-  load = mine;
-  comm.sum(load);
-  auto room = [&](std::int64_t p, std::span<const std::int64_t> wv) {
-    for (std::size_t c = 0; c < nc; ++c) {
-      const auto i = static_cast<std::size_t>(p) * nc + c;
-      if (wv[c] > 0 && delta[i] + wv[c] > share[i]) return false;
-    }
-    return true;
-  };
-  // Whether part p is over this rank's bound in a constraint that a node of weights wv counts in
-  // (moving a node that weighs nothing there would not help).
-  auto over = [&](std::int64_t p, std::span<const std::int64_t> wv) {
-    for (std::size_t c = 0; c < nc; ++c)
-      if (wv[c] > 0 && delta[static_cast<std::size_t>(p) * nc + c] > share[static_cast<std::size_t>(p) * nc + c]) return true;
-    return false;
-  };
-  // How much moving a node of weights wv from `from` to `to` changes the parts' summed excess over
-  // their bounds, each constraint relative to its limit: below zero, the move mends balance.
-  auto excess_change = [&](std::int64_t from, std::int64_t to, std::span<const std::int64_t> wv) {
-    double change = 0;
-    for (std::size_t c = 0; c < nc; ++c) {
-      if (wv[c] == 0) continue;
-      const auto i = static_cast<std::size_t>(from) * nc + c, j = static_cast<std::size_t>(to) * nc + c;
-      const auto excess = [&](std::size_t at, std::int64_t add) { return std::max<std::int64_t>(0, delta[at] + add - share[at]); };
-      change += static_cast<double>(excess(i, -wv[c]) - excess(i, 0) + excess(j, wv[c]) - excess(j, 0)) / static_cast<double>(std::max<std::int64_t>(1, limit[c]));
-    }
-    return change;
-  };
-  auto shares = [&] {
-    for (std::size_t i = 0; i < load.size(); ++i) {
-      const std::int64_t excess = load[i] - limit[i % nc];
-      if (excess <= 0) share[i] = floor_div(-excess, ranks);
-      else share[i] = -static_cast<std::int64_t>(std::ceil(static_cast<double>(excess) * (static_cast<double>(mine[i]) / static_cast<double>(load[i]))));
-    }
-  };
-  // Whether part p would still weigh less than part `cur` in the first constraint after a node of
-  // weights wv moved from cur to p: a move that costs no cut then evens the parts out (and the
-  // reverse move cannot follow), which also walks refinement off plateaus of equal cut.
-  const auto at = [&](std::int64_t q) { return load[static_cast<std::size_t>(q) * nc] + delta[static_cast<std::size_t>(q) * nc]; };
-  auto lighter = [&](std::int64_t p, std::int64_t cur, std::span<const std::int64_t> wv) { return at(p) + wv[0] < at(cur); };
+    for (std::size_t c = 0; c < nc; ++c) b.mine[static_cast<std::size_t>(part_of(g.first + v)) * nc + c] += g.node_w[static_cast<std::size_t>(v) * nc + c];
+  b.load = b.mine;
+  comm.allreduce_inplace(std::span<std::int64_t>(b.load), Op::kSum);
   const std::vector<std::int64_t> order = visit_order(n, seed);
   std::vector<std::int64_t> moves;  // (node, new part) pairs of this pass
-  auto balanced = [&] {
-    for (std::size_t i = 0; i < load.size(); ++i)
-      if (load[i] > limit[i % nc]) return false;
-    return true;
-  };
-  for (int pass = 0; pass < kRefinePasses || (pass < kRefinePasses + kBalancePasses && !balanced()); ++pass) {
-    shares();
-    std::fill(delta.begin(), delta.end(), 0);
+  for (int pass = 0; pass < kRefinePasses || (pass < kRefinePasses + kBalancePasses && !b.balanced()); ++pass) {
+    b.shares();
+    std::fill(b.delta.begin(), b.delta.end(), 0);
     moves.clear();
     for (const std::int64_t v : order) {
       const auto vs = static_cast<std::size_t>(v);
       const std::int64_t cur = part_of(g.first + v);
-      connections(g, v, part_of, conn, touched);
       const std::span<const std::int64_t> wv = g.node_w.subspan(vs * nc, nc);
-      const bool must = over(cur, wv);
-      std::int64_t best = cur, best_conn = must ? std::numeric_limits<std::int64_t>::min() : conn[static_cast<std::size_t>(cur)];
-      for (const std::int64_t p : touched)
-        if (p != cur && (conn[static_cast<std::size_t>(p)] > best_conn || (!must && best == cur && conn[static_cast<std::size_t>(p)] == best_conn && lighter(p, cur, wv))) &&
-            room(p, wv)) {
-          best = p;
-          best_conn = conn[static_cast<std::size_t>(p)];
-        }
-      for (const std::int64_t p : touched) conn[static_cast<std::size_t>(p)] = 0;
-      touched.clear();
-      if (must && best == cur) {
-        std::int64_t lightest = -1;
-        for (std::int64_t p = 0; p < k; ++p)
-          if (p != cur && room(p, wv) && (lightest < 0 || at(p) < at(lightest))) lightest = p;
-        if (lightest >= 0) best = lightest;
-      }
-      if (must && best == cur) {
-        // No part has room for the node in every constraint (several constraints pulling
-        // different ways): the move that most lowers the excess, if any does.
-        double lowest = 0;
-        for (std::int64_t p = 0; p < k; ++p)
-          if (const double change = p != cur ? excess_change(cur, p, wv) : 0; change < lowest) {
-            lowest = change;
-            best = p;
-          }
-      }
+      const std::int64_t best = best_part(g, v, cur, wv, k, b, part_of, conn, touched);
       if (best == cur) continue;
-      move_weight(delta, wv, cur, best);
+      move_weight(b.delta, wv, cur, best);
       part[static_cast<std::size_t>(g.first + v)] = static_cast<std::int32_t>(best);
       moves.push_back(g.first + v);
       moves.push_back(best);
     }
     std::int64_t moved = static_cast<std::int64_t>(moves.size() / 2);
-    for (std::size_t i = 0; i < mine.size(); ++i) mine[i] += delta[i];
-    comm.sum(delta);
-    for (std::size_t i = 0; i < load.size(); ++i) load[i] += delta[i];
+    for (std::size_t i = 0; i < b.mine.size(); ++i) b.mine[i] += b.delta[i];
+    comm.allreduce_inplace(std::span<std::int64_t>(b.delta), Op::kSum);
+    for (std::size_t i = 0; i < b.load.size(); ++i) b.load[i] += b.delta[i];
     if (ranks > 1) {
-      const std::vector<std::int64_t> all = comm.allgatherv<std::int64_t>(moves);
+      const std::vector<std::int64_t> all = comm.allgatherv<std::int64_t>(moves).data;
       for (std::size_t i = 0; i < all.size(); i += 2) part[static_cast<std::size_t>(all[i])] = static_cast<std::int32_t>(all[i + 1]);
       moved = static_cast<std::int64_t>(all.size() / 2);
     }
@@ -446,9 +495,9 @@ void refine(const View& g, std::vector<std::int32_t>& part, int k, std::span<con
 }
 
 // This rank's rows' parts, then every node's, from every rank.
-std::vector<std::int32_t> gather_parts(std::vector<std::int32_t> mine, const PartitionCollective& comm) {
+std::vector<std::int32_t> gather_parts(std::vector<std::int32_t> mine, const comm::Communicator& comm) {
   if (comm.size() == 1) return mine;
-  return comm.allgatherv<std::int32_t>(mine);
+  return comm.allgatherv<std::int32_t>(mine).data;
 }
 
 // Contiguous node ranges of the dataset's graph, one per rank, each with about the same number of
@@ -471,55 +520,66 @@ std::vector<std::int64_t> fine_offsets(const CsrGraph& graph, int ranks) {
   return offsets;
 }
 
-}  // namespace
+// The dataset's graph as metis-ml partitions it: simple, with its edge weights, split into node
+// ranges, and the balance weights of this rank's range.
+struct FineInput {
+  std::optional<BuiltGraph> cleaned;  // a simple copy, where the dataset's graph is not simple
+  std::vector<std::int64_t> edge_w;   // empty: all 1
+  std::vector<std::int64_t> offsets;  // every rank's first node, and the total, last
+  std::vector<std::int64_t> node_w;   // ncon per node of this rank's range
+  int ncon = 1;
+  const CsrGraph& graph(const Dataset& ds) const { return cleaned ? cleaned->graph : ds.graph; }
+};
 
-std::vector<PartId> metis_ml_partition(const Dataset& ds, const PartitionConfig& cfg, const PartitionCollective& comm) {
-  const int k = cfg.parts, rank = comm.rank();
+FineInput fine_input(const Dataset& ds, const PartitionConfig& cfg, const comm::Communicator& comm) {
+  FineInput in;
   // Coarse graphs of a simple graph are simple: clean the input once if it is not.
-  std::vector<std::int64_t> edge_w;
-  if (cfg.edge_weights == EdgeWeighting::kEntropy) edge_w = entropy_edge_weights(ds);
-  else if (!ds.edge_weights.empty()) edge_w.assign(ds.edge_weights.begin(), ds.edge_weights.end());
-  std::optional<BuiltGraph> cleaned = simple_copy_if_needed(ds, edge_w);
-  const CsrGraph& graph = cleaned ? cleaned->graph : ds.graph;
-  if (cleaned) edge_w = std::move(cleaned->weights);
-  const std::vector<std::int64_t> offsets = fine_offsets(graph, comm.size());
-  const std::int64_t lo = offsets[static_cast<std::size_t>(rank)], hi = offsets[static_cast<std::size_t>(rank) + 1];
-
+  if (cfg.edge_weights == EdgeWeighting::kEntropy) in.edge_w = entropy_edge_weights(ds);
+  else if (!ds.edge_weights.empty()) in.edge_w.assign(ds.edge_weights.begin(), ds.edge_weights.end());
+  in.cleaned = simple_copy_if_needed(ds, in.edge_w);
+  if (in.cleaned) in.edge_w = std::move(in.cleaned->weights);
+  in.offsets = fine_offsets(in.graph(ds), comm.size());
+  const auto rank = static_cast<std::size_t>(comm.rank());
   // Balance weights of this rank's nodes, one row per node, as METIS's vertex weights (plain node
   // balance: all 1).
   const bool by_cost = std::find(cfg.balance.begin(), cfg.balance.end(), BalanceKey::kCost) != cfg.balance.end();
   std::vector<std::int64_t> cost;
   if (by_cost) cost = node_cost_weights(ds, cfg.cost_fanouts, cfg.cost_remote_weight);
-  int ncon = 1;
-  std::vector<std::int64_t> node_w = balance_weights(ds, cfg.balance, &ncon, cost, lo, hi);
-  cost = {};
+  in.node_w = balance_weights(ds, cfg.balance, &in.ncon, cost, in.offsets[rank], in.offsets[rank + 1]);
+  return in;
+}
 
+// A part's allowed weight per constraint, and a cluster's.
+struct WeightLimits {
+  std::vector<std::int64_t> part, cluster;
+};
+
+WeightLimits weight_limits(std::span<const std::int64_t> node_w, int ncon, const PartitionConfig& cfg, const comm::Communicator& comm) {
   const auto nc = static_cast<std::size_t>(ncon);
-  // A part's allowed weight per constraint, and a cluster's.
-  std::vector<std::int64_t> part_limit(nc), cluster_limit(nc);
-  {
-    std::vector<std::int64_t> total(nc, 0), heaviest(nc, 0);
-    for (std::size_t i = 0; i < node_w.size(); ++i) {
-      total[i % nc] += node_w[i];
-      heaviest[i % nc] = std::max(heaviest[i % nc], node_w[i]);
-    }
-    comm.sum(total);
-    comm.max(heaviest);
-    for (std::size_t c = 0; c < nc; ++c) {
-      const double allowed = (1.0 + cfg.imbalance) * static_cast<double>(total[c]) / k;
-      part_limit[c] = std::max(heaviest[c], static_cast<std::int64_t>(std::floor(allowed)));
-      cluster_limit[c] = std::max(heaviest[c], static_cast<std::int64_t>(allowed / kClusterShare));
-    }
+  WeightLimits limits{std::vector<std::int64_t>(nc), std::vector<std::int64_t>(nc)};
+  std::vector<std::int64_t> total(nc, 0), heaviest(nc, 0);
+  for (std::size_t i = 0; i < node_w.size(); ++i) {
+    total[i % nc] += node_w[i];
+    heaviest[i % nc] = std::max(heaviest[i % nc], node_w[i]);
   }
+  comm.allreduce_inplace(std::span<std::int64_t>(total), Op::kSum);
+  comm.allreduce_inplace(std::span<std::int64_t>(heaviest), Op::kMax);
+  for (std::size_t c = 0; c < nc; ++c) {
+    const double allowed = (1.0 + cfg.imbalance) * static_cast<double>(total[c]) / cfg.parts;
+    limits.part[c] = std::max(heaviest[c], static_cast<std::int64_t>(std::floor(allowed)));
+    limits.cluster[c] = std::max(heaviest[c], static_cast<std::int64_t>(allowed / kClusterShare));
+  }
+  return limits;
+}
 
-  const FineView finest{lo, graph.indptr().span().subspan(static_cast<std::size_t>(lo), static_cast<std::size_t>(hi - lo) + 1), graph.indices().span(),
-                        edge_w, node_w, ncon};
-  using Clock = std::chrono::steady_clock;
-  const auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
-  auto t0 = Clock::now();
+// The coarse levels above `finest` (whose ranges are `offsets`), finest first, until a graph is
+// small enough or a level would hardly shrink it.
+std::vector<Level> coarsen_levels(const FineView& finest, std::span<const std::int64_t> offsets, const CsrGraph& graph, std::span<const std::int64_t> cluster_limit,
+                                  const PartitionConfig& cfg, const comm::Communicator& comm) {
+  const int k = cfg.parts, rank = comm.rank();
   std::vector<Level> levels;
   std::string scratch = cfg.scratch_dir;
-  comm.agree([&] {
+  agree(comm, [&] {
     if (scratch.empty()) scratch = std::filesystem::temp_directory_path().string();
   });
   const std::int64_t target = std::max<std::int64_t>(cfg.coarse_nodes > 0 ? cfg.coarse_nodes : kCoarseNodesPerPart * k, 2 * k);
@@ -539,85 +599,110 @@ std::vector<PartId> metis_ml_partition(const Dataset& ds, const PartitionConfig&
     return true;
   };
   for (int l = 0; l < kMaxLevels; ++l) {
-    const bool more = levels.empty() ? coarsen(finest, offsets, l) : coarsen(levels.back().view(ncon, rank), levels.back().offsets, l);
+    const bool more = levels.empty() ? coarsen(finest, offsets, l) : coarsen(levels.back().view(finest.ncon, rank), levels.back().offsets, l);
     if (!more) break;
   }
-  // What the levels did, for the log: nodes and adjacency entries of each graph.
-  auto entries = [&](std::int64_t mine) {
-    comm.sum(std::span<std::int64_t>(&mine, 1));
-    return mine;
-  };
-  std::string sizes = std::to_string(offsets.back()) + " nodes / " + std::to_string(entries(finest.indptr.back() - finest.indptr.front()));
-  for (const Level& lv : levels) sizes += " -> " + std::to_string(lv.global_n()) + " / " + std::to_string(entries(static_cast<std::int64_t>(lv.indices().size())));
-  if (rank == 0)
+  return levels;
+}
+
+// `mine` summed over every rank.
+std::int64_t summed(std::int64_t mine, const comm::Communicator& comm) {
+  comm.allreduce_inplace(std::span<std::int64_t>(&mine, 1), Op::kSum);
+  return mine;
+}
+
+// What the levels did, for the log: nodes and adjacency entries of each graph.
+void log_levels(const FineView& finest, std::int64_t global_n, const std::vector<Level>& levels, const comm::Communicator& comm) {
+  std::string sizes = std::to_string(global_n) + " nodes / " + std::to_string(summed(finest.indptr.back() - finest.indptr.front(), comm));
+  for (const Level& lv : levels) sizes += " -> " + std::to_string(lv.global_n()) + " / " + std::to_string(summed(static_cast<std::int64_t>(lv.indices().size()), comm));
+  if (comm.rank() == 0)
     std::fprintf(stderr, "metis-ml: %s%s; METIS partitions the coarsest\n", sizes.c_str(),
                  comm.size() > 1 ? (" (over " + std::to_string(comm.size()) + " ranks)").c_str() : "");
+}
 
-  // The coarsest graph on every rank, in METIS's arrays; METIS with a seed per rank; the lowest
-  // cut within the limits (then the lowest rank) is every rank's.
+// The coarsest graph, whole on every rank, in METIS's arrays.
+struct MetisGraph {
+  std::vector<idx_t> xadj, adjncy, adjwgt;
+  std::vector<std::int64_t> weights;  // ncon per node
+};
+
+template <class View>
+MetisGraph gather_coarsest(const View& top, std::int64_t global_n, const std::string& dataset, const comm::Communicator& comm) {
   const auto idx_max = static_cast<std::int64_t>(std::numeric_limits<idx_t>::max());
-  auto metis_on = [&](const auto& top, std::int64_t global_n) {
-    std::vector<std::int64_t> degrees(static_cast<std::size_t>(top.n())), adj(static_cast<std::size_t>(top.indptr.back() - top.indptr.front())), wgt;
-    for (std::int64_t v = 0; v < top.n(); ++v) degrees[static_cast<std::size_t>(v)] = top.indptr[static_cast<std::size_t>(v) + 1] - top.indptr[static_cast<std::size_t>(v)];
-    for (std::size_t e = 0; e < adj.size(); ++e) adj[e] = top.indices[static_cast<std::size_t>(top.indptr.front()) + e];
-    // Weighted when any rank's rows are (a rank whose rows have no edges has no weights).
-    std::int64_t weighted = top.edge_w.empty() ? 0 : 1;
-    comm.max(std::span<std::int64_t>(&weighted, 1));
-    if (weighted == 1) {
-      wgt.resize(adj.size());
-      // Summed weights are capped within METIS's own sums' headroom: they are only cut costs.
-      for (std::size_t e = 0; e < wgt.size(); ++e) wgt[e] = std::min(top.weight(top.indptr.front() + static_cast<std::int64_t>(e)), idx_max / 64);
-    }
-    const std::int64_t total_entries = entries(static_cast<std::int64_t>(adj.size()));
-    comm.agree([&] {
-      if (global_n > idx_max || total_entries > idx_max)
-        throw InputError("dataset '" + ds.name + "': its coarsest graph (" + std::to_string(global_n) + " nodes, " + std::to_string(total_entries) +
-                         " adjacency entries) still exceeds METIS's index range; use --method fennel, ldg or random");
-    });
-    degrees = comm.allgatherv<std::int64_t>(degrees);
-    std::vector<idx_t> xadj(degrees.size() + 1, 0), adjncy, adjwgt;
-    for (std::size_t v = 0; v < degrees.size(); ++v) xadj[v + 1] = xadj[v] + static_cast<idx_t>(degrees[v]);
-    degrees = {};
-    adj = comm.allgatherv<std::int64_t>(adj);
-    adjncy.assign(adj.begin(), adj.end());
-    adj = {};
-    if (weighted == 1) {
-      wgt = comm.allgatherv<std::int64_t>(wgt);
-      adjwgt.assign(wgt.begin(), wgt.end());
-      wgt = {};
-    }
-    const std::vector<std::int64_t> weights = comm.allgatherv<std::int64_t>(top.node_w);
-    PartitionConfig mine = cfg;
-    mine.seed = cfg.seed + static_cast<std::uint64_t>(rank);
-    std::vector<idx_t> p;
-    comm.agree([&] { p = metis_kway(xadj, adjncy, adjwgt, weights, ncon, mine, ds.name); });
-    std::vector<std::int32_t> part(p.begin(), p.end());
-    if (comm.size() == 1) return part;
-    // This rank's cut and whether its parts keep to the limits, as one key to minimise.
-    std::int64_t cut = 0;
-    for (std::size_t v = 0; v + 1 < xadj.size(); ++v)
-      for (idx_t e = xadj[v]; e < xadj[v + 1]; ++e)
-        if (part[v] != part[static_cast<std::size_t>(adjncy[static_cast<std::size_t>(e)])]) cut += adjwgt.empty() ? 1 : adjwgt[static_cast<std::size_t>(e)];
-    std::vector<std::int64_t> load(static_cast<std::size_t>(k) * nc, 0);
-    for (std::size_t v = 0; v < part.size(); ++v)
-      for (std::size_t c = 0; c < nc; ++c) load[static_cast<std::size_t>(part[v]) * nc + c] += weights[v * nc + c];
-    bool within = true;
-    for (std::size_t i = 0; i < load.size(); ++i) within = within && load[i] <= part_limit[i % nc];
-    const std::int64_t ranks = comm.size();
-    const std::int64_t cap = (std::int64_t{1} << 58) / ranks;
-    std::int64_t key = -(((within ? 0 : cap + 1) + std::min(cut / 2, cap)) * ranks + rank);
-    comm.max(std::span<std::int64_t>(&key, 1));
-    const auto winner = static_cast<int>((-key) % ranks);
-    comm.broadcast(part, winner);
-    return part;
-  };
-  const double coarsen_s = since(t0);
-  t0 = Clock::now();
-  std::vector<std::int32_t> part = levels.empty() ? metis_on(finest, offsets.back()) : metis_on(levels.back().view(ncon, rank), levels.back().global_n());
-  const double metis_s = since(t0);
-  t0 = Clock::now();
+  std::vector<std::int64_t> degrees(static_cast<std::size_t>(top.n())), adj(static_cast<std::size_t>(top.indptr.back() - top.indptr.front())), wgt;
+  for (std::int64_t v = 0; v < top.n(); ++v) degrees[static_cast<std::size_t>(v)] = top.indptr[static_cast<std::size_t>(v) + 1] - top.indptr[static_cast<std::size_t>(v)];
+  for (std::size_t e = 0; e < adj.size(); ++e) adj[e] = top.indices[static_cast<std::size_t>(top.indptr.front()) + e];
+  // Weighted when any rank's rows are (a rank whose rows have no edges has no weights).
+  std::int64_t weighted = top.edge_w.empty() ? 0 : 1;
+  comm.allreduce_inplace(std::span<std::int64_t>(&weighted, 1), Op::kMax);
+  if (weighted == 1) {
+    wgt.resize(adj.size());
+    // Summed weights are capped within METIS's own sums' headroom: they are only cut costs.
+    for (std::size_t e = 0; e < wgt.size(); ++e) wgt[e] = std::min(top.weight(top.indptr.front() + static_cast<std::int64_t>(e)), idx_max / 64);
+  }
+  const std::int64_t total_entries = summed(static_cast<std::int64_t>(adj.size()), comm);
+  agree(comm, [&] {
+    if (global_n > idx_max || total_entries > idx_max)
+      throw InputError("dataset '" + dataset + "': its coarsest graph (" + std::to_string(global_n) + " nodes, " + std::to_string(total_entries) +
+                       " adjacency entries) still exceeds METIS's index range; use --method fennel, ldg or random");
+  });
+  MetisGraph mg;
+  degrees = comm.allgatherv<std::int64_t>(degrees).data;
+  mg.xadj.assign(degrees.size() + 1, 0);
+  for (std::size_t v = 0; v < degrees.size(); ++v) mg.xadj[v + 1] = mg.xadj[v] + static_cast<idx_t>(degrees[v]);
+  degrees = {};
+  adj = comm.allgatherv<std::int64_t>(adj).data;
+  mg.adjncy.assign(adj.begin(), adj.end());
+  adj = {};
+  if (weighted == 1) {
+    wgt = comm.allgatherv<std::int64_t>(wgt).data;
+    mg.adjwgt.assign(wgt.begin(), wgt.end());
+    wgt = {};
+  }
+  mg.weights = comm.allgatherv<std::int64_t>(top.node_w).data;
+  return mg;
+}
 
-  // Back down, refining each level.
+// This rank's cut and whether its parts keep to the limits, as one key to minimise (ties go to the
+// lowest rank).
+std::int64_t choice_key(const MetisGraph& mg, std::span<const std::int32_t> part, int k, int ncon, std::span<const std::int64_t> part_limit,
+                        const comm::Communicator& comm) {
+  const auto nc = static_cast<std::size_t>(ncon);
+  std::int64_t cut = 0;
+  for (std::size_t v = 0; v + 1 < mg.xadj.size(); ++v)
+    for (idx_t e = mg.xadj[v]; e < mg.xadj[v + 1]; ++e)
+      if (part[v] != part[static_cast<std::size_t>(mg.adjncy[static_cast<std::size_t>(e)])]) cut += mg.adjwgt.empty() ? 1 : mg.adjwgt[static_cast<std::size_t>(e)];
+  std::vector<std::int64_t> load(static_cast<std::size_t>(k) * nc, 0);
+  for (std::size_t v = 0; v < part.size(); ++v)
+    for (std::size_t c = 0; c < nc; ++c) load[static_cast<std::size_t>(part[v]) * nc + c] += mg.weights[v * nc + c];
+  bool within = true;
+  for (std::size_t i = 0; i < load.size(); ++i) within = within && load[i] <= part_limit[i % nc];
+  const std::int64_t ranks = comm.size();
+  const std::int64_t cap = (std::int64_t{1} << 58) / ranks;
+  return -(((within ? 0 : cap + 1) + std::min(cut / 2, cap)) * ranks + comm.rank());
+}
+
+// METIS with a seed per rank on the coarsest graph; the lowest cut within the limits (then the
+// lowest rank) is every rank's.
+std::vector<std::int32_t> metis_on_coarsest(MetisGraph mg, int ncon, std::span<const std::int64_t> part_limit, const PartitionConfig& cfg, const std::string& dataset,
+                                            const comm::Communicator& comm) {
+  PartitionConfig mine = cfg;
+  mine.seed = cfg.seed + static_cast<std::uint64_t>(comm.rank());
+  std::vector<idx_t> p;
+  agree(comm, [&] { p = metis_kway(mg.xadj, mg.adjncy, mg.adjwgt, mg.weights, ncon, mine, dataset); });
+  std::vector<std::int32_t> part(p.begin(), p.end());
+  if (comm.size() == 1) return part;
+  std::int64_t key = choice_key(mg, part, cfg.parts, ncon, part_limit, comm);
+  comm.allreduce_inplace(std::span<std::int64_t>(&key, 1), Op::kMax);
+  const auto winner = static_cast<int>((-key) % comm.size());
+  comm.broadcast_vector(part, winner);
+  return part;
+}
+
+// Back down from the coarsest level's parts `part`, refining each level; returns every node's part
+// of the finest graph.
+std::vector<std::int32_t> project_and_refine(std::vector<Level>& levels, std::vector<std::int32_t> part, const FineView& finest, std::span<const std::int64_t> part_limit,
+                                             const PartitionConfig& cfg, const comm::Communicator& comm) {
   for (std::size_t l = levels.size(); l-- > 0;) {
     std::vector<std::int32_t> finer(levels[l].map.size());
     for (std::size_t v = 0; v < finer.size(); ++v) finer[v] = part[static_cast<std::size_t>(levels[l].map[v])];
@@ -625,16 +710,43 @@ std::vector<PartId> metis_ml_partition(const Dataset& ds, const PartitionConfig&
     part = {};
     part = gather_parts(std::move(finer), comm);
     const std::uint64_t seed = derive_seed(cfg.seed, 0x7ef10e00ULL + l);
-    if (l == 0) refine(finest, part, k, part_limit, seed, comm);
-    else refine(levels[l - 1].view(ncon, rank), part, k, part_limit, seed, comm);
+    if (l == 0) refine(finest, part, cfg.parts, part_limit, seed, comm);
+    else refine(levels[l - 1].view(finest.ncon, comm.rank()), part, cfg.parts, part_limit, seed, comm);
   }
+  return part;
+}
+
+}  // namespace
+
+std::vector<PartId> metis_ml_partition(const Dataset& ds, const PartitionConfig& cfg, const comm::Communicator& comm) {
+  const int rank = comm.rank();
+  const FineInput in = fine_input(ds, cfg, comm);
+  const CsrGraph& graph = in.graph(ds);
+  const WeightLimits limits = weight_limits(in.node_w, in.ncon, cfg, comm);
+  const std::int64_t lo = in.offsets[static_cast<std::size_t>(rank)], hi = in.offsets[static_cast<std::size_t>(rank) + 1];
+  const FineView finest{lo, graph.indptr().span().subspan(static_cast<std::size_t>(lo), static_cast<std::size_t>(hi - lo) + 1), graph.indices().span(),
+                        in.edge_w, in.node_w, in.ncon};
+  using Clock = std::chrono::steady_clock;
+  const auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  auto t0 = Clock::now();
+  std::vector<Level> levels = coarsen_levels(finest, in.offsets, graph, limits.cluster, cfg, comm);
+  log_levels(finest, in.offsets.back(), levels, comm);
+  const double coarsen_s = since(t0);
+  t0 = Clock::now();
+  std::vector<std::int32_t> part =
+      metis_on_coarsest(levels.empty() ? gather_coarsest(finest, in.offsets.back(), ds.name, comm)
+                                       : gather_coarsest(levels.back().view(in.ncon, rank), levels.back().global_n(), ds.name, comm),
+                        in.ncon, limits.part, cfg, ds.name, comm);
+  const double metis_s = since(t0);
+  t0 = Clock::now();
+  part = project_and_refine(levels, std::move(part), finest, limits.part, cfg, comm);
   if (rank == 0) std::fprintf(stderr, "metis-ml: coarsening %.1f s, METIS %.1f s, projection and refinement %.1f s\n", coarsen_s, metis_s, since(t0));
   return std::vector<PartId>(part.begin(), part.end());
 }
 
-std::vector<PartId> MetisMlPartitioner::run(const Dataset& ds, const PartitionConfig& cfg) const { return metis_ml_partition(ds, cfg, SerialCollective{}); }
+std::vector<PartId> MetisMlPartitioner::run(const Dataset& ds, const PartitionConfig& cfg) const { return metis_ml_partition(ds, cfg, comm::Communicator::one_rank()); }
 
-std::vector<PartId> MetisMlPartitioner::run_spread(const Dataset& ds, const PartitionConfig& cfg, const PartitionCollective& comm) const {
+std::vector<PartId> MetisMlPartitioner::run_spread(const Dataset& ds, const PartitionConfig& cfg, const comm::Communicator& comm) const {
   return metis_ml_partition(ds, cfg, comm);
 }
 

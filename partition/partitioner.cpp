@@ -112,21 +112,21 @@ std::vector<PartId> Partitioner::partition(const Dataset& ds, const PartitionCon
   return parts;
 }
 
-std::vector<PartId> Partitioner::partition(const Dataset& ds, const PartitionConfig& cfg, const PartitionCollective& comm) const {
+std::vector<PartId> Partitioner::partition(const Dataset& ds, const PartitionConfig& cfg, const comm::Communicator& comm) const {
   if (comm.size() == 1) return partition(ds, cfg);
-  comm.agree([&] { check_config(ds, cfg); });
+  agree(comm, [&] { check_config(ds, cfg); });
   if (cfg.parts == 1) return std::vector<PartId>(static_cast<std::size_t>(ds.num_nodes()), 0);
   std::vector<PartId> parts = run_spread(ds, cfg, comm);
-  comm.agree([&] { check_assignment(ds, cfg, parts); });
+  agree(comm, [&] { check_assignment(ds, cfg, parts); });
   return parts;
 }
 
-std::vector<PartId> Partitioner::run_spread(const Dataset& ds, const PartitionConfig& cfg, const PartitionCollective& comm) const {
+std::vector<PartId> Partitioner::run_spread(const Dataset& ds, const PartitionConfig& cfg, const comm::Communicator& comm) const {
   std::vector<PartId> parts;
-  comm.agree([&] {
+  agree(comm, [&] {
     if (comm.rank() == 0) parts = run(ds, cfg);
   });
-  comm.broadcast(parts, 0);
+  comm.broadcast_vector(parts, 0);
   return parts;
 }
 

@@ -15,7 +15,7 @@
 
 #include "datasets/dataset.hpp"
 #include "partition/book.hpp"
-#include "partition/collective.hpp"
+#include "comm/communicator.hpp"
 #include "partition/config.hpp"
 
 namespace shardgnn {
@@ -31,11 +31,11 @@ class Partitioner {
   // The same over the ranks of `comm` (collective: every rank passes the same dataset and
   // configuration), every node's part on every rank. metis-ml, and metis where it takes the
   // multilevel path, spread the work over the ranks; the other methods run on rank 0.
-  std::vector<PartId> partition(const Dataset& ds, const PartitionConfig& cfg, const PartitionCollective& comm) const;
+  std::vector<PartId> partition(const Dataset& ds, const PartitionConfig& cfg, const comm::Communicator& comm) const;
 
  protected:
   // By default `run` on rank 0, its result sent to every rank.
-  virtual std::vector<PartId> run_spread(const Dataset& ds, const PartitionConfig& cfg, const PartitionCollective& comm) const;
+  virtual std::vector<PartId> run_spread(const Dataset& ds, const PartitionConfig& cfg, const comm::Communicator& comm) const;
 
  private:
   virtual std::vector<PartId> run(const Dataset& ds, const PartitionConfig& cfg) const = 0;

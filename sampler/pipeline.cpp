@@ -131,10 +131,8 @@ std::optional<MiniBatch> Prefetcher::next() {
     work_s_ += work;
     return mb;
   }
-  const auto t0 = std::chrono::steady_clock::now();
   std::unique_lock lock(mu_);
   cv_.wait(lock, [&] { return !queue_.empty() || error_; });
-  wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (queue_.empty() && error_) std::rethrow_exception(error_);
   MiniBatch mb = std::move(queue_.front());
   queue_.pop_front();

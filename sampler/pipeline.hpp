@@ -43,8 +43,6 @@ class Prefetcher {
   // which are dropped, and stops. Collective: every rank calls it after the same number of next()
   // calls, so every rank's thread leaves the same sampling collectives behind it.
   void stop_early();
-  // Time next() spent waiting for the producer (the part of sampling the pipeline did not hide).
-  double wait_seconds() const noexcept { return wait_s_; }
   // Time spent producing the batches handed out so far, less the producer's time inside
   // collectives (waiting for and exchanging with other ranks): this rank's own sampling work.
   double work_seconds();
@@ -65,7 +63,6 @@ class Prefetcher {
   std::int64_t limit_;  // the thread produces batches below this step
   bool stop_ = false, done_ = false;
   std::exception_ptr error_;
-  double wait_s_ = 0;
   double work_s_ = 0;  // guarded by mu_
   std::thread thread_;
 };

@@ -23,29 +23,23 @@ ShardView::ShardView(const Shard& own, const comm::Communicator& comm, std::vect
     : ShardView(own) {
   node_of_rank_ = std::move(node_of_rank);
   const auto P = static_cast<std::size_t>(comm.size());
-  reads_node_local_ = comm.all(node_local && !own.dir.empty() && own.merged_parts == 1 && own.book.parts() == comm.size() && own.part == comm.rank() &&
+  // The partition.json parsed when `own` was loaded lists the other parts' files.
+  reads_node_local_ = comm.all(node_local && own.info != nullptr && own.merged_parts == 1 && own.book.parts() == comm.size() && own.part == comm.rank() &&
                                node_of_rank_.size() == P);
   if (!reads_node_local_) return;
-  auto warn = [&](const std::string& what) {
-    std::cerr << "shardgnn: warning: rank " << comm.rank() << ": " << what << "; those rows go over MPI\n";
-  };
   node_local_.resize(P);
   const int my_node = node_of_rank_[static_cast<std::size_t>(comm.rank())];
-  try {
-    const PartitionInfo info = load_partition_info(own.dir);
-    for (std::size_t r = 0; r < P; ++r) {
-      if (static_cast<PartId>(r) == own.part || node_of_rank_[r] != my_node) continue;
-      try {
-        node_local_[r] = load(info, static_cast<PartId>(r));
-        advise_random_reads(node_local_[r]);
-        readable_[r] = &node_local_[r];
-        ++peers_;
-      } catch (const std::exception& e) {
-        warn("cannot map the shard of rank " + std::to_string(r) + " on this node (" + e.what() + ")");
-      }
+  for (std::size_t r = 0; r < P; ++r) {
+    if (static_cast<PartId>(r) == own.part || node_of_rank_[r] != my_node) continue;
+    try {
+      node_local_[r] = load(*own.info, static_cast<PartId>(r));
+      advise_random_reads(node_local_[r]);
+      readable_[r] = &node_local_[r];
+      ++peers_;
+    } catch (const std::exception& e) {
+      std::cerr << "shardgnn: warning: rank " << comm.rank() << ": cannot map the shard of rank " << r << " on this node (" << e.what()
+                << "); those rows go over MPI\n";
     }
-  } catch (const std::exception& e) {
-    warn(std::string("cannot read the shards of the ranks on this node (") + e.what() + ")");
   }
   exchange_ = !comm.all(peers_ == comm.size() - 1);
 }

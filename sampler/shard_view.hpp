@@ -24,10 +24,11 @@ class ShardView {
   ShardView(const Shard& own, const comm::Communicator& comm, bool node_local);
   // Collective on `comm`: the same for a given layout, node_of_rank[r] being rank r's node (tests
   // pass pairs of ranks, say). Mapping needs, on every rank, part `rank` of a partitioned dataset
-  // of comm.size() parts as written, not merged (parts and ranks are then the same numbers); else
-  // nothing is mapped. An
-  // optimisation only: a shard that cannot be mapped here (another view of the file system, say)
-  // is left to its owner, with a warning on stderr. Each owner checked its files at start-up.
+  // of comm.size() parts as written, not merged (parts and ranks are then the same numbers), and
+  // loaded with its PartitionInfo (Shard::info, through which the other parts are found); else
+  // nothing is mapped. An optimisation only: a shard that cannot be mapped here (another view of
+  // the file system, say) is left to its owner, with a warning on stderr. Each owner checked its
+  // files at start-up.
   ShardView(const Shard& own, const comm::Communicator& comm, std::vector<int> node_of_rank, bool node_local = true, const Load& load = load_shard_rows);
 
   // The sampler and the store keep references to it: neither copied nor moved.

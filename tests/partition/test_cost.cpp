@@ -243,19 +243,24 @@ TEST_CASE("partition.json carries the expected cost; files without it still load
   CHECK(info.metrics.cost.max == m.cost.max);
   CHECK(info.metrics.cost_fanouts == std::vector<int>{10, 5});
   CHECK(info.metrics.cost_remote_weight == 3);
-  CHECK(info.json.at("parameters").at("cost_fanouts").as_array().size() == 2);
+  CHECK(info.parameters.cost_fanouts == std::vector<int>{10, 5});
+  CHECK(info.parameters.cost_remote_weight == 3);
   const std::string table = render_report_table(info);
   CHECK_THAT(table, Contains("expected cost") && Contains("fanouts 10,5") && Contains(" cost\n"));
 
   // A partition.json from before the cost model: no expected_cost anywhere, no cost_model.
-  boost::json::object old = info.json;
+  boost::json::object old = read_json_file(info.json_path()).as_object();
   auto& metrics = old["metrics"].as_object();
   metrics.erase("cost_model");
   metrics["imbalance"].as_object().erase("expected_cost");
   for (auto& s : metrics["shards"].as_array()) s.as_object().erase("expected_cost");
+  old["parameters"].as_object().erase("cost_fanouts");
+  old["parameters"].as_object().erase("cost_remote_weight");
   write_json_file(dir / "p/partition.json", old);
   const PartitionInfo legacy = load_partition_info(dir / "p");
   CHECK_FALSE(legacy.metrics.has_cost);
+  CHECK(legacy.parameters.cost_fanouts == PartitionConfig{}.cost_fanouts);
+  CHECK(legacy.parameters.cost_remote_weight == PartitionConfig{}.cost_remote_weight);
   CHECK(legacy.metrics.edge_cut == m.edge_cut);
   const std::string legacy_table = render_report_table(legacy);
   CHECK_THAT(legacy_table, !Contains("expected cost"));

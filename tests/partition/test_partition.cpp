@@ -1,11 +1,17 @@
 #include <catch2/catch.hpp>
+
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <set>
 
 #include "datasets/builder.hpp"
 #include "datasets/error.hpp"
+#include "datasets/fileio.hpp"
 #include "datasets/generators.hpp"
+#include "datasets/json_util.hpp"
 #include "datasets/readers.hpp"
 #include "partition/partitioner.hpp"
 #include "partition/shards.hpp"
@@ -360,6 +366,98 @@ TEST_CASE("shards on disk pass the serial verifier, which catches tampering", "[
     REQUIRE_FALSE(v.ok());
     CHECK_THAT(v.errors[0], Contains("made from dataset 'cora'"));
   }
+}
+
+namespace {
+// Equal JSON, objects' keys in the same order, doubles within a relative 1e-15.
+bool json_close(const boost::json::value& a, const boost::json::value& b) {
+  if (a.is_double() || b.is_double()) {
+    if (!a.is_number() || !b.is_number()) return false;
+    const double x = a.to_number<double>(), y = b.to_number<double>();
+    return std::fabs(x - y) <= 1e-15 * std::max(std::fabs(x), std::fabs(y));
+  }
+  if (a.kind() != b.kind()) return false;
+  if (a.is_object()) {
+    const auto &x = a.get_object(), &y = b.get_object();
+    if (x.size() != y.size()) return false;
+    for (auto i = x.begin(), j = y.begin(); i != x.end(); ++i, ++j)
+      if (i->key() != j->key() || !json_close(i->value(), j->value())) return false;
+    return true;
+  }
+  if (a.is_array()) {
+    const auto &x = a.get_array(), &y = b.get_array();
+    if (x.size() != y.size()) return false;
+    for (std::size_t i = 0; i < x.size(); ++i)
+      if (!json_close(x[i], y[i])) return false;
+    return true;
+  }
+  return a == b;
+}
+}  // namespace
+
+TEST_CASE("partition.json is one PartitionInfo: written from it, read back into it, kept by the shards, bad keys named", "[partition][verify]") {
+  test::ScratchDir dir;
+  save_dataset(read_dataset(test::sample("cora.npz"), {}), dir / "cora");
+  const Dataset ds = load_dataset(dir / "cora");
+  PartitionResult r;
+  r.config = config(PartitionMethod::kRandom, 3);
+  r.assignment = make_partitioner(r.config.method)->partition(ds, r.config);
+  r.seconds = 0.25;  // a double that Boost 1.81 reads back exactly (see PartitionInfo::metrics_as_written)
+  write_partitioned(ds, dir / "cora", r, dir / "p", {});
+  const PartitionInfo info = load_partition_info(dir / "p");
+  const std::string path = info.json_path();
+  auto text_of = [](const std::string& file) {
+    std::ifstream in(file, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string text = text_of(path);
+  // Written again from what was read (the metrics as written): the keys, their order and every
+  // value survive the round trip, doubles to within Boost 1.81's reading (an ulp or two).
+  boost::json::value again = boost::json::value_from(info);
+  again.as_object()["metrics"] = info.metrics_as_written;
+  CHECK(json_close(again, boost::json::parse(text)));
+  CHECK(info.parameters.method == PartitionMethod::kRandom);
+  CHECK(info.parameters.seed == r.config.seed);
+  CHECK(info.partition_seconds == 0.25);
+  REQUIRE(info.parts.size() == 3);
+  CHECK(info.parts[1].path == (fs::path(dir / "p") / "part-1").string());
+  CHECK(info.parts[1].nodes == info.book.size(1));
+
+  // The loaded shards keep what was parsed (ShardView finds the other parts through it).
+  const Shard s = load_shard(info, 1);
+  REQUIRE(s.info != nullptr);
+  CHECK(s.info->parts.size() == 3);
+  CHECK(load_shard_for_rank(info, 0, 3).info != nullptr);
+  CHECK(load_shard_for_rank(info, 0, 2).info != nullptr);
+  CHECK(load_shard_rows(info, 1).info == nullptr);
+  CHECK(shard_from_dataset(ds).info == nullptr);
+
+  // One error per bad file, naming the file and the key.
+  auto error_of = [&](const std::function<void(boost::json::object&)>& edit) {
+    boost::json::object o = read_json_file(path).as_object();
+    edit(o);
+    write_json_file(path, o);
+    std::string what;
+    try {
+      load_partition_info(dir / "p");
+    } catch (const InputError& e) {
+      what = e.what();
+    }
+    write_text_file_atomic(path, text);
+    return what;
+  };
+  CHECK(error_of([](boost::json::object& o) { o["dataset"].as_object()["num_nodes"] = "many"; }) ==
+        path + ": key 'num_nodes': expected an integer, found \"many\"");
+  CHECK(error_of([](boost::json::object& o) { o["num_parts"] = 0; }) == path + ": key 'num_parts': 0, expected a positive number of parts");
+  CHECK(error_of([](boost::json::object& o) { o["parts"].as_array()[2].as_object().erase("halo"); }) == path + ": key 'halo': missing, expected an integer");
+  CHECK(error_of([](boost::json::object& o) { o["metrics"].as_object().erase("edge_cut"); }) == path + ": key 'edge_cut': missing, expected an integer");
+  CHECK(error_of([](boost::json::object& o) { o["parameters"].as_object()["method"] = "bogus"; }) ==
+        path + ": key 'parameters.method': unknown partitioning method 'bogus', expected one of: metis, metis-ml, random, ldg, fennel, labels");
+  CHECK(error_of([](boost::json::object& o) { o["parameters"].as_object()["seed"] = -1; }) ==
+        path + ": key 'parameters.seed': expected a non-negative integer, found -1");
+  CHECK(error_of([](boost::json::object& o) { o.erase("partition_seconds"); }) == path + ": key 'partition_seconds': missing, expected a number");
+  CHECK(text_of(path) == text);
+  CHECK_NOTHROW(load_partition_info(dir / "p"));
 }
 
 TEST_CASE("edge weights travel with their edges into the shards, rows sorted; the verifier checks them", "[partition][verify]") {

@@ -1,0 +1,235 @@
+#include "partition/shard_loader.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <vector>
+
+#include "datasets/array_dir.hpp"
+#include "datasets/checks.hpp"
+#include "datasets/error.hpp"
+#include "datasets/fileio.hpp"
+
+namespace fs = std::filesystem;
+
+namespace shardgnn {
+
+namespace {
+
+// Part k's entry in partition.json, or an InputError naming the parts there are.
+const PartEntry& part_entry(const PartitionInfo& info, PartId k) {
+  if (k < 0 || k >= info.book.parts())
+    throw InputError(info.json_path(), "", "part " + std::to_string(k) + " requested, the dataset has parts 0.." + std::to_string(info.book.parts() - 1));
+  return info.parts[static_cast<std::size_t>(k)];
+}
+
+// A part's CSR (n rows, m entries), its ends checked.
+CsrGraph load_part_csr(const std::string& pdir, const boost::json::object& arrays, const std::string& path, std::int64_t n, std::int64_t m) {
+  auto indptr = load_listed_array<EdgeId>(pdir, arrays, path, "indptr", {n + 1}, true);
+  auto indices = load_listed_array<NodeId>(pdir, arrays, path, "indices", {m}, true);
+  if (indptr[0] != 0 || indptr[static_cast<std::size_t>(n)] != m)
+    throw InputError(pdir + "/indptr.npy", "", "must start at 0 and end at the shard's " + std::to_string(m) + " edges");
+  return CsrGraph(std::move(indptr), std::move(indices));
+}
+
+// What every loaded shard has: its place in the book, its CSR, original ids, features and labels.
+Shard load_rows(const PartitionInfo& info, PartId k) {
+  const PartEntry& e = part_entry(info, k);
+  const std::string path = info.json_path();
+  const std::int64_t n = info.book.size(k);
+  Shard s;
+  s.dir = info.dir;
+  s.part = k;
+  s.book = info.book;
+  s.feature_dim = info.feature_dim;
+  s.num_classes = info.num_classes;
+  s.graph = load_part_csr(e.path, e.arrays, path, n, e.edges);
+  s.orig_ids = load_listed_array<NodeId>(e.path, e.arrays, path, "orig_ids", {n}, true);
+  if (info.feature_dim > 0) s.features = load_listed_array<float>(e.path, e.arrays, path, "features", {n, info.feature_dim}, true);
+  if (info.num_classes > 0) s.labels = load_listed_array<std::int64_t>(e.path, e.arrays, path, "labels", {n}, true);
+  return s;
+}
+
+// The rest of a shard's files, and the checks of what the sampler and trainer index with, made
+// once here rather than on every access (a node-local peer's rows, load_shard_rows, were checked
+// by the rank that owns them).
+void load_rest(const PartitionInfo& info, PartId k, Shard& s) {
+  const PartEntry& e = info.parts[static_cast<std::size_t>(k)];
+  const std::string path = info.json_path();
+  const std::string& pdir = e.path;
+  const auto& arrays = e.arrays;
+  s.train_idx = load_listed_array<NodeId>(pdir, arrays, path, "train_idx", {listed_length(arrays, path, "train_idx")}, true);
+  s.val_idx = load_listed_array<NodeId>(pdir, arrays, path, "val_idx", {listed_length(arrays, path, "val_idx")}, true);
+  s.test_idx = load_listed_array<NodeId>(pdir, arrays, path, "test_idx", {listed_length(arrays, path, "test_idx")}, true);
+  const std::int64_t h = listed_length(arrays, path, "halo_nodes");
+  s.halo_nodes = load_listed_array<NodeId>(pdir, arrays, path, "halo_nodes", {h}, true);
+  s.halo_owner = load_listed_array<PartId>(pdir, arrays, path, "halo_owner", {h}, true);
+  s.edge_weights = load_listed_array<std::int64_t>(pdir, arrays, path, "edge_weights", {s.graph.num_edges()}, false);
+  auto file = [&](const char* name) { return (fs::path(pdir) / (std::string(name) + ".npy")).string(); };
+  check_csr(s.graph, info.num_nodes, file("indptr"), file("indices"));
+  check_range(s.orig_ids.span(), 0, info.num_nodes, file("orig_ids"), "dataset node id");
+  if (info.num_classes > 0) check_range(s.labels.span(), -1, info.num_classes, file("labels"), "label");
+  for (auto [name, ids] : {std::pair{"train_idx", &s.train_idx}, {"val_idx", &s.val_idx}, {"test_idx", &s.test_idx}})
+    check_range(ids->span(), info.book.begin(k), info.book.end(k), file(name), "node id of this part's");
+  check_range(s.halo_nodes.span(), 0, info.num_nodes, file("halo_nodes"), "node id");
+  for (std::size_t i = 1; i < s.halo_nodes.size(); ++i)
+    if (s.halo_nodes[i] <= s.halo_nodes[i - 1])
+      throw InputError(file("halo_nodes"), "element " + std::to_string(i), "node " + std::to_string(s.halo_nodes[i]) + " after " +
+                                                                                std::to_string(s.halo_nodes[i - 1]) + ": the list must be strictly increasing");
+  for (std::size_t i = 0; i < s.halo_nodes.size(); ++i)
+    if (s.halo_owner[i] != info.book.owner(s.halo_nodes[i]))
+      throw InputError(file("halo_owner"), "element " + std::to_string(i),
+                       "part " + std::to_string(s.halo_owner[i]) + ", but the partition book puts node " + std::to_string(s.halo_nodes[i]) + " in part " +
+                           std::to_string(info.book.owner(s.halo_nodes[i])));
+  check_range(s.edge_weights.span(), 1, std::numeric_limits<std::int64_t>::max(), file("edge_weights"), "edge weight");
+}
+
+// One array of every shard of a group, end to end, in a spill file in `scratch`: page cache the
+// kernel can drop and read back, not this process's memory, as the parts' own files are.
+template <class T, class Member>
+Array<T> concatenated(const std::vector<Shard>& group, Member member, const std::string& scratch) {
+  std::size_t total = 0;
+  for (const Shard& s : group) total += std::invoke(member, s).size();
+  if (total == 0) return {};
+  SpillFile spill(scratch);
+  for (const Shard& s : group) {
+    const Array<T>& a = std::invoke(member, s);
+    spill.append(a.data(), a.size() * sizeof(T));
+    a.release_pages();
+  }
+  MappedFile f = spill.map();
+  return Array<T>(f.keeper, reinterpret_cast<const T*>(f.bytes.data()), total);
+}
+
+// The group's CSR end to end: row starts continue from the previous part's entries, written in
+// blocks rather than held whole.
+CsrGraph concatenated_graph(const std::vector<Shard>& group, const std::string& scratch) {
+  SpillFile spill(scratch);
+  std::vector<EdgeId> block;
+  EdgeId base = 0;
+  block.push_back(0);
+  for (const Shard& g : group) {
+    const auto indptr = g.graph.indptr().span();
+    for (std::size_t i = 1; i < indptr.size(); ++i) {
+      block.push_back(base + indptr[i]);
+      if (block.size() == std::size_t{1} << 20) {
+        spill.append(block.data(), block.size() * sizeof(EdgeId));
+        block.clear();
+      }
+    }
+    base += indptr.back();
+  }
+  spill.append(block.data(), block.size() * sizeof(EdgeId));
+  MappedFile f = spill.map();
+  Array<EdgeId> indptr(f.keeper, reinterpret_cast<const EdgeId*>(f.bytes.data()), f.bytes.size() / sizeof(EdgeId));
+  return CsrGraph(std::move(indptr), concatenated<NodeId>(group, [](const Shard& g) -> const Array<NodeId>& { return g.graph.indices(); }, scratch));
+}
+
+// The contiguous parts of `group` as one shard, part `rank` of `book`. Ids stay global and each
+// part's range follows the one before, so rows, ids and splits join end to end; only the halo is
+// recomputed (neighbours now owned here leave it).
+Shard merged(const std::vector<Shard>& group, int rank, PartitionBook book, const std::string& scratch) {
+  Shard s;
+  s.part = rank;
+  s.book = std::move(book);
+  s.graph = concatenated_graph(group, scratch);
+  s.features = concatenated<float>(group, &Shard::features, scratch);
+  s.labels = concatenated<std::int64_t>(group, &Shard::labels, scratch);
+  s.orig_ids = concatenated<NodeId>(group, &Shard::orig_ids, scratch);
+  s.train_idx = concatenated<NodeId>(group, &Shard::train_idx, scratch);
+  s.val_idx = concatenated<NodeId>(group, &Shard::val_idx, scratch);
+  s.test_idx = concatenated<NodeId>(group, &Shard::test_idx, scratch);
+  s.edge_weights = concatenated<std::int64_t>(group, &Shard::edge_weights, scratch);
+  const NodeId begin = s.book.begin(rank), end = s.book.end(rank);
+  std::vector<NodeId> halo;
+  for (const Shard& g : group)
+    for (const NodeId v : g.halo_nodes.span())
+      if (v < begin || v >= end) halo.push_back(v);
+  std::sort(halo.begin(), halo.end());
+  halo.erase(std::unique(halo.begin(), halo.end()), halo.end());
+  std::vector<PartId> owner(halo.size());
+  for (std::size_t i = 0; i < halo.size(); ++i) owner[i] = s.book.owner(halo[i]);
+  s.halo_nodes = Array<NodeId>(std::move(halo));
+  s.halo_owner = Array<PartId>(std::move(owner));
+  return s;
+}
+
+template <class T>
+Array<T> view_of(const Array<T>& a) { return Array<T>(nullptr, a.data(), a.size()); }
+
+}  // namespace
+
+Shard load_shard(std::shared_ptr<const PartitionInfo> info, PartId k) {
+  Shard s = load_rows(*info, k);
+  load_rest(*info, k, s);
+  s.info = std::move(info);
+  return s;
+}
+
+Shard load_shard(const PartitionInfo& info, PartId k) { return load_shard(std::make_shared<const PartitionInfo>(info), k); }
+
+Shard load_shard_rows(const PartitionInfo& info, PartId k) { return load_rows(info, k); }
+
+std::pair<PartId, PartId> parts_of_rank(int parts, int rank, int ranks) {
+  return {static_cast<PartId>(std::int64_t{parts} * rank / ranks), static_cast<PartId>(std::int64_t{parts} * (rank + 1) / ranks)};
+}
+
+Shard load_shard_for_rank(const PartitionInfo& info, int rank, int ranks, const std::string& scratch) {
+  const int parts = info.book.parts();
+  if (parts < ranks)
+    throw InputError(info.dir + ": " + std::to_string(parts) + " parts, but the job has " + std::to_string(ranks) +
+                     " ranks (run with mpiexec -n " + std::to_string(parts) + " or fewer: a rank serves one part or more, never less)");
+  auto shared = std::make_shared<const PartitionInfo>(info);
+  if (parts == ranks) {
+    verify_shard_checksums(info, rank);
+    return load_shard(std::move(shared), rank);
+  }
+  // Several parts per rank: the contiguous parts [first, last) become one shard of a book with a
+  // part per rank.
+  const auto [first, last] = parts_of_rank(parts, rank, ranks);
+  std::vector<Shard> group;
+  for (PartId k = first; k < last; ++k) {
+    verify_shard_checksums(info, k);
+    group.push_back(load_shard(shared, k));
+  }
+  std::vector<NodeId> offsets;
+  for (int r = 0; r <= ranks; ++r) offsets.push_back(info.book.begin(parts_of_rank(parts, r, ranks).first));
+  Shard s = merged(group, rank, PartitionBook(std::move(offsets)), scratch.empty() ? fs::temp_directory_path().string() : scratch);
+  s.dir = info.dir;
+  s.merged_parts = last - first;
+  s.feature_dim = info.feature_dim;
+  s.num_classes = info.num_classes;
+  s.info = std::move(shared);
+  return s;
+}
+
+Shard shard_from_dataset(const Dataset& ds) {
+  Shard s;
+  s.part = 0;
+  s.book = PartitionBook({0, ds.num_nodes()});
+  s.graph = CsrGraph(view_of(ds.graph.indptr()), view_of(ds.graph.indices()));
+  s.feature_dim = ds.feature_dim;
+  s.num_classes = ds.num_classes;
+  s.features = view_of(ds.features);
+  s.labels = view_of(ds.labels);
+  s.train_idx = view_of(ds.train_idx);
+  s.val_idx = view_of(ds.val_idx);
+  s.test_idx = view_of(ds.test_idx);
+  std::vector<NodeId> ids(static_cast<std::size_t>(ds.num_nodes()));
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<NodeId>(i);
+  s.orig_ids = Array<NodeId>(std::move(ids));
+  s.edge_weights = view_of(ds.edge_weights);
+  return s;
+}
+
+void verify_shard_checksums(const PartitionInfo& info, PartId k) {
+  const std::string path = info.json_path();
+  if (k < 0 || k >= info.book.parts()) throw InputError(path, "", "no part " + std::to_string(k));
+  const PartEntry& e = info.parts[static_cast<std::size_t>(k)];
+  std::vector<std::string> errors;
+  verify_listed_checksums(e.path, e.arrays, path, errors);
+  if (!errors.empty()) throw InputError(errors.front());
+}
+
+}  // namespace shardgnn

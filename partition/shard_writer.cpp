@@ -1,0 +1,469 @@
+#include "partition/shard_writer.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <filesystem>
+#include <numeric>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "datasets/array_dir.hpp"
+#include "datasets/fileio.hpp"
+#include "datasets/json_util.hpp"
+#include "partition/parallel.hpp"
+#include "partition/partition_info.hpp"
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+namespace shardgnn {
+
+namespace {
+
+std::string part_dir_name(PartId k) { return "part-" + std::to_string(k); }
+
+// Node ids of `split` owned by part k, as sorted new ids.
+std::vector<NodeId> split_of_part(const Array<NodeId>& split, const Relabelling& r, PartId k) {
+  std::vector<NodeId> out;
+  for (NodeId v : split.span()) {
+    const NodeId g = r.new_of_old[v];
+    if (g >= r.book.begin(k) && g < r.book.end(k)) out.push_back(g);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Relabels one dataset row into a shard's indices, sorted by new id. A dataset row is sorted
+// (by the format) and relabelling keeps each part's nodes in dataset order, so the relabelled
+// row is one sorted run per owner part, interleaved: placing the entries by owner with a
+// counting pass sorts it in O(degree + K). A per-row std::sort was the writer's largest cost.
+// A row found unsorted afterwards (a dataset breaking the format) is sorted the slow way.
+// `Id` is the type of the new-id table: 32-bit where the ids fit, which halves the cache the
+// random lookups need, a notable part of the writer's time.
+// With `id_bits` > 0 each table entry carries the node's part above its low id_bits bits (the new
+// id), so the counting pass reads a row's owners from the lookup it makes anyway instead of
+// searching the partition book per entry.
+template <class Id>
+class RowRelabeller {
+ public:
+  RowRelabeller(const Id* new_of_old, const PartitionBook& book, int id_bits)
+      : new_of_old_(new_of_old), book_(book), parts_(book.parts()), start_(static_cast<std::size_t>(parts_) + 1), id_bits_(id_bits),
+        id_mask_(id_bits > 0 ? static_cast<Id>((Id{1} << id_bits) - 1) : static_cast<Id>(~Id{0})) {}
+
+  // Writes the row of node `u`, `nb` (edge weights `w`, or null), relabelled and sorted into
+  // `out` (`w_out`), sets the bit of every new id it reaches in `reached`, and adds the row to
+  // the shard's metrics in `tally`.
+  void operator()(NodeId u, std::span<const NodeId> nb, const std::int64_t* w, NodeId* out, std::int64_t* w_out, std::uint64_t* reached,
+                  RowTally& tally) {
+    const std::size_t d = nb.size();
+    const Id* new_of_old = new_of_old_;
+    tally.begin_row(u);
+    if (d < kCountingFrom || d < static_cast<std::size_t>(parts_)) {
+      for (std::size_t j = 0; j < d; ++j) {
+        const Id t = new_of_old[nb[j]];
+        const NodeId g = static_cast<NodeId>(t & id_mask_);
+        out[j] = g;
+        reached[g >> 6] |= std::uint64_t{1} << (g & 63);
+        tally.entry(nb[j], owner_of(t, g));
+      }
+      tally.end_row();
+      if (w) std::copy_n(w, d, w_out);
+      sort_row(out, w_out, d);
+      return;
+    }
+    ids_.resize(d);
+    tags_.resize(d);
+    std::fill(start_.begin(), start_.end(), 0);
+    auto count = [&](auto per_entry) {
+      for (std::size_t j = 0; j < d; ++j) {
+        // 24 entries ahead: at 8 the lookups' loads were the writer's largest stall.
+        if (j + 24 < d) __builtin_prefetch(new_of_old + nb[j + 24]);
+        const Id t = new_of_old[nb[j]];
+        const NodeId g = static_cast<NodeId>(t & id_mask_);
+        const PartId p = owner_of(t, g);
+        ids_[j] = g;
+        tags_[j] = p;
+        ++start_[static_cast<std::size_t>(p) + 1];
+        reached[g >> 6] |= std::uint64_t{1} << (g & 63);
+        if constexpr (decltype(per_entry)::value) tally.entry(nb[j], p);
+      }
+    };
+    // The per-part counts this pass makes anyway are the row's metrics where pairs come from
+    // entries (a graph recorded symmetric without repeats): no work per entry for them.
+    if (tally.counts_rows()) {
+      count(std::false_type{});
+      tally.counted_row(std::span<const EdgeId>(start_.data() + 1, static_cast<std::size_t>(parts_)), d);
+    } else {
+      count(std::true_type{});
+      tally.end_row();
+    }
+    for (int p = 0; p < parts_; ++p) start_[p + 1] += start_[p];
+    for (std::size_t j = 0; j < d; ++j) {
+      const EdgeId at = start_[tags_[j]]++;
+      out[at] = ids_[j];
+      if (w) w_out[at] = w[j];
+    }
+    if (!std::is_sorted(out, out + d)) sort_row(out, w ? w_out : nullptr, d);
+  }
+
+  // Asks for the new ids of a row's first entries ahead of its turn: a short row has no time to
+  // prefetch its own lookups.
+  void prefetch(std::span<const NodeId> nb) const noexcept {
+    for (std::size_t j = 0, e = std::min<std::size_t>(nb.size(), kCountingFrom); j < e; ++j) __builtin_prefetch(new_of_old_ + nb[j]);
+  }
+
+ private:
+  PartId owner_of(Id entry, NodeId id) const noexcept {
+    return id_bits_ > 0 ? static_cast<PartId>(entry >> id_bits_) : book_.owner(id);
+  }
+
+  // Rows shorter than this go through std::sort (an insertion sort at that size).
+  static constexpr std::size_t kCountingFrom = 16;
+
+  // Sorts a row by id, carrying its weights along when there are any; repeated ids keep their
+  // order (as the counting pass does), so a row's bytes do not depend on its length.
+  void sort_row(NodeId* out, std::int64_t* w_out, std::size_t d) {
+    if (!w_out) {
+      std::sort(out, out + d);
+      return;
+    }
+    pairs_.clear();
+    for (std::size_t j = 0; j < d; ++j) pairs_.emplace_back(out[j], static_cast<std::int64_t>(j));
+    std::sort(pairs_.begin(), pairs_.end());  // by id, then by position
+    weights_.assign(w_out, w_out + d);
+    for (std::size_t j = 0; j < d; ++j) {
+      out[j] = pairs_[j].first;
+      w_out[j] = weights_[static_cast<std::size_t>(pairs_[j].second)];
+    }
+  }
+
+  const Id* new_of_old_;
+  const PartitionBook& book_;
+  int parts_;
+  std::vector<EdgeId> start_;
+  int id_bits_;
+  Id id_mask_;
+  std::vector<NodeId> ids_;
+  std::vector<PartId> tags_;
+  std::vector<std::pair<NodeId, std::int64_t>> pairs_;  // (id, position in the row)
+  std::vector<std::int64_t> weights_;
+};
+
+// Entries (ids, or feature values) per chunk of a streamed shard array: 512 KB of ids, within a
+// core's L2.
+constexpr std::int64_t kWriteChunkEntries = 64 * 1024;
+// How many rows ahead the writer asks for a row's new-id lookups.
+constexpr NodeId kPrefetchRows = 4;
+
+// What a writer worker keeps from one shard to the next.
+template <class Id>
+struct WriterScratch {
+  WriterScratch(const Id* new_of_old, const PartitionBook& book, NodeId num_nodes, int id_bits)
+      : relabel(new_of_old, book, id_bits), reached(static_cast<std::size_t>(num_nodes + 63) / 64) {}
+  RowRelabeller<Id> relabel;
+  std::vector<std::uint64_t> reached;  // a bit per node: reached by the shard's rows
+  std::vector<NodeId> ids;
+  std::vector<std::int64_t> weights;
+  std::vector<float> features;
+};
+
+// The table the rows' new-id lookups go through: a 32-bit copy of new_of_old where the ids fit,
+// with each node's part in the high bits where those fit too (see RowRelabeller). Empty (for a
+// non-empty graph): the 64-bit new_of_old itself.
+struct NarrowIds {
+  std::vector<std::uint32_t> table;
+  int id_bits = 0;  // > 0: the entries carry the part above this many id bits
+};
+
+NarrowIds narrow_ids(const Dataset& ds, std::span<const PartId> assignment, int K, const Relabelling& r, const WriteOptions& options) {
+  NarrowIds n;
+  if (ds.num_nodes() > (NodeId{1} << 32) || !options.narrow_ids) return n;
+  const int need_id = std::max(1, static_cast<int>(std::bit_width(static_cast<std::uint64_t>(std::max<NodeId>(ds.num_nodes(), 1) - 1))));
+  const int need_part = static_cast<int>(std::bit_width(static_cast<std::uint64_t>(std::max(K, 1) - 1)));
+  if (need_part > 0 && need_id + need_part <= 32 && options.pack_parts) n.id_bits = need_id;
+  n.table.resize(r.new_of_old.size());  // == ds.num_nodes() == assignment.size()
+  for (std::size_t v = 0; v < n.table.size(); ++v)
+    n.table[v] = static_cast<std::uint32_t>(r.new_of_old[v]) | (n.id_bits > 0 ? static_cast<std::uint32_t>(assignment[v]) << n.id_bits : 0u);
+  return n;
+}
+
+// One write_partitioned call, step by step: the relabelling and lookup table every part's
+// writing shares, and what each part's writing leaves for partition.json (its entry and tally).
+class ShardWriter {
+ public:
+  ShardWriter(const Dataset& ds, const std::string& dataset_dir, const PartitionResult& result, const WriteOptions& options)
+      : ds_(ds), dataset_dir_(dataset_dir), result_(result), K_(result.config.parts), r_(relabel(result.assignment, K_)),
+        narrow_(narrow_ids(ds, result.assignment, K_, r_, options)), tallies_(static_cast<std::size_t>(K_)), entries_(static_cast<std::size_t>(K_)) {
+    const std::string meta_path = (fs::path(dataset_dir) / "meta.json").string();
+    meta_crc_ = fs::exists(meta_path) ? hex32(crc32_of_file(meta_path)) : "";
+  }
+
+  int parts() const noexcept { return K_; }
+
+  // Writes the parts listed in `mine` under `tmp`, one worker per core, each taking the next part.
+  // Nothing may escape a worker (it would leave the temporary folder behind): a worker's failure
+  // is rethrown here.
+  void write_parts(const std::string& tmp, const std::vector<PartId>& mine) {
+    auto write_all = [&](const auto* new_of_old) {
+      using Id = std::remove_cv_t<std::remove_pointer_t<decltype(new_of_old)>>;
+      const int id_bits = std::is_same_v<Id, std::uint32_t> ? narrow_.id_bits : 0;
+      for_each_part_parallel(
+          static_cast<int>(mine.size()), [&] { return WriterScratch<Id>(new_of_old, r_.book, ds_.num_nodes(), id_bits); },
+          [&](int i, WriterScratch<Id>& scratch) {
+            const PartId k = mine[static_cast<std::size_t>(i)];
+            entries_[static_cast<std::size_t>(k)] = write_part(tmp, k, scratch);
+          });
+    };
+    if (!narrow_.table.empty() || ds_.num_nodes() == 0) write_all(narrow_.table.data());
+    else write_all(r_.new_of_old.data());
+  }
+
+  // partition.json under `tmp`, from every part's entry and tally; returns the metrics it holds.
+  PartitionMetrics write_root(const std::string& tmp) {
+    PartitionInfo info;
+    info.dataset_name = ds_.name;
+    info.dataset_dir = fs::absolute(dataset_dir_).lexically_normal().string();
+    info.meta_crc32 = meta_crc_;
+    info.num_nodes = ds_.num_nodes();
+    info.num_edges = ds_.graph.num_edges();
+    info.feature_dim = ds_.feature_dim;
+    info.num_classes = ds_.num_classes;
+    info.method = method_name(result_.config.method);
+    info.parameters = result_.config;
+    info.partition_seconds = result_.seconds;
+    info.book = r_.book;
+    info.metrics = metrics_from_tallies(ds_, result_.assignment, result_.config, tallies_);
+    info.parts = std::move(entries_);
+    write_json_file((fs::path(tmp) / "partition.json").string(), json::value_from(info));
+    return std::move(info.metrics);
+  }
+
+  // The entries of the parts in `mine` as lines of JSON (serialize escapes newlines), in order:
+  // what a rank sends rank 0 when the ranks share the parts.
+  std::string entry_lines(const std::vector<PartId>& mine) const {
+    std::string lines;
+    for (const PartId k : mine) lines += json::serialize(json::value_from(entries_[static_cast<std::size_t>(k)])) + "\n";
+    return lines;
+  }
+
+  // On rank 0, every rank's entry_lines and tallies, gathered rank after rank (each rank's
+  // tallies are all K, its own parts filled in).
+  void take_gathered(const std::vector<char>& all_lines, const std::vector<ShardTally>& all_tallies, int ranks) {
+    std::size_t at = 0;
+    for (int from = 0; from < ranks; ++from)
+      for (PartId k = from; k < K_; k += ranks) {
+        const auto end = static_cast<std::size_t>(std::find(all_lines.begin() + static_cast<std::ptrdiff_t>(at), all_lines.end(), '\n') - all_lines.begin());
+        entries_[static_cast<std::size_t>(k)] = json::value_to<PartEntry>(json::parse(std::string_view(all_lines.data() + at, end - at)));
+        at = end + 1;
+      }
+    for (PartId k = 0; k < K_; ++k)
+      tallies_[static_cast<std::size_t>(k)] = all_tallies[static_cast<std::size_t>(k % ranks) * static_cast<std::size_t>(K_) + static_cast<std::size_t>(k)];
+  }
+
+  const std::vector<ShardTally>& tallies() const noexcept { return tallies_; }
+
+ private:
+  template <class Id>
+  PartEntry write_part(const std::string& tmp, PartId k, WriterScratch<Id>& scratch);
+  template <class Id>
+  json::object write_rows(const std::string& pdir, PartId k, const std::vector<EdgeId>& indptr, WriterScratch<Id>& scratch, RowTally& tally,
+                          json::object& arrays) const;
+  std::vector<NodeId> take_halo(PartId k, std::vector<std::uint64_t>& reached) const;
+  template <class Id>
+  void write_features(const std::string& pdir, const std::vector<NodeId>& orig, WriterScratch<Id>& scratch, json::object& arrays) const;
+
+  const Dataset& ds_;
+  const std::string& dataset_dir_;
+  const PartitionResult& result_;
+  int K_;
+  Relabelling r_;
+  NarrowIds narrow_;
+  std::string meta_crc_;
+  // Each shard's share of the metrics, counted in the pass over its rows: a separate walk of the
+  // graph was a large share of the `partition` command.
+  std::vector<ShardTally> tallies_;
+  std::vector<PartEntry> entries_;
+};
+
+// One shard's arrays, written under `tmp` with a worker's scratch; returns its entry.
+template <class Id>
+PartEntry ShardWriter::write_part(const std::string& tmp, PartId k, WriterScratch<Id>& scratch) {
+  const std::string pdir = (fs::path(tmp) / part_dir_name(k)).string();
+  fs::create_directory(pdir);
+  const NodeId first = r_.book.begin(k), count = r_.book.size(k);
+  std::vector<EdgeId> indptr(static_cast<std::size_t>(count) + 1, 0);
+  for (NodeId i = 0; i < count; ++i) indptr[i + 1] = indptr[i] + ds_.graph.degree(r_.old_of_new[first + i]);
+  RowTally tally(ds_, k, K_);
+  json::object arrays;
+  json::object weights_entry = write_rows(pdir, k, indptr, scratch, tally, arrays);
+  const std::vector<NodeId> halo = take_halo(k, scratch.reached);
+  tally.tally.halo = static_cast<std::int64_t>(halo.size());
+  tallies_[static_cast<std::size_t>(k)] = tally.tally;
+  std::vector<PartId> halo_owner(halo.size());
+  for (std::size_t i = 0; i < halo.size(); ++i) halo_owner[i] = r_.book.owner(halo[i]);
+  const std::vector<NodeId> orig(r_.old_of_new.begin() + first, r_.old_of_new.begin() + first + count);
+
+  if (ds_.feature_dim > 0) write_features(pdir, orig, scratch, arrays);
+  if (ds_.num_classes > 0) {
+    std::vector<std::int64_t> labels(static_cast<std::size_t>(count));
+    for (NodeId i = 0; i < count; ++i) labels[i] = ds_.labels[orig[i]];
+    arrays["labels"] = write_listed_array(pdir, "labels", labels);
+  }
+  arrays["train_idx"] = write_listed_array(pdir, "train_idx", split_of_part(ds_.train_idx, r_, k));
+  arrays["val_idx"] = write_listed_array(pdir, "val_idx", split_of_part(ds_.val_idx, r_, k));
+  arrays["test_idx"] = write_listed_array(pdir, "test_idx", split_of_part(ds_.test_idx, r_, k));
+  arrays["halo_nodes"] = write_listed_array(pdir, "halo_nodes", halo);
+  arrays["halo_owner"] = write_listed_array(pdir, "halo_owner", halo_owner);
+  arrays["orig_ids"] = write_listed_array(pdir, "orig_ids", orig);
+  if (!ds_.edge_weights.empty()) arrays["edge_weights"] = std::move(weights_entry);
+  // The shard's big arrays sit in the page cache as written, in folios no larger than the
+  // writes. Dropped here (each file is fsynced), they are read back by the first job that maps
+  // them, in the 2 MiB folios it asks for (map_file), and mapped with 2 MiB pages: the sampler's
+  // random reads then miss the TLB less than in the writer's folios or in 4 KiB pages. (Larger
+  // writes instead, 2 MiB through stdio, now and then made the kernel's copy into the page
+  // cache much slower.)
+  for (const auto& entry : fs::directory_iterator(pdir))
+    if (entry.is_regular_file() && entry.file_size() >= (std::uintmax_t{2} << 20)) drop_page_cache(entry.path().string());
+  PartEntry e;
+  e.dir = part_dir_name(k);
+  e.nodes = count;
+  e.edges = indptr.back();
+  e.halo = static_cast<std::int64_t>(halo.size());
+  e.arrays = std::move(arrays);
+  return e;
+}
+
+// Writes part k's indptr and its rows relabelled (indices, and edge_weights when the dataset has
+// them), marking in scratch.reached every id the rows reach and tallying them; returns the
+// edge_weights entry, which the part's listing carries last.
+template <class Id>
+json::object ShardWriter::write_rows(const std::string& pdir, PartId k, const std::vector<EdgeId>& indptr, WriterScratch<Id>& scratch, RowTally& tally,
+                                     json::object& arrays) const {
+  const NodeId first = r_.book.begin(k), count = r_.book.size(k);
+  const bool weighted = !ds_.edge_weights.empty();
+  const EdgeId m = indptr.back();
+  // The relabelled rows go out in chunks that stay in cache (a run of rows, or one longer row):
+  // no shard-sized copy of the indices is built, faulted in and read again to be written.
+  auto relabel_rows = [&](const NpySink& ids_out, const NpySink* weights_out) {
+    for (NodeId i = 0; i < count;) {
+      const EdgeId e0 = indptr[i];
+      NodeId j = i + 1;
+      while (j < count && indptr[j + 1] - e0 <= kWriteChunkEntries) ++j;
+      const auto len = static_cast<std::size_t>(indptr[j] - e0);
+      if (scratch.ids.size() < len) scratch.ids.resize(len);
+      if (weighted && scratch.weights.size() < len) scratch.weights.resize(len);
+      for (NodeId row = i; row < j; ++row) {
+        if (row + kPrefetchRows < count) scratch.relabel.prefetch(ds_.graph.neighbors(r_.old_of_new[first + row + kPrefetchRows]));
+        const NodeId u = r_.old_of_new[first + row];
+        const std::size_t at = static_cast<std::size_t>(indptr[row] - e0);
+        scratch.relabel(u, ds_.graph.neighbors(u), weighted ? ds_.edge_weights.data() + ds_.graph.indptr()[u] : nullptr, scratch.ids.data() + at,
+                        weighted ? scratch.weights.data() + at : nullptr, scratch.reached.data(), tally);
+      }
+      ids_out(scratch.ids.data(), len * sizeof(NodeId));
+      if (weighted) (*weights_out)(scratch.weights.data(), len * sizeof(std::int64_t));
+      i = j;
+    }
+  };
+  json::object weights_entry;
+  arrays["indptr"] = write_listed_array(pdir, "indptr", indptr);
+  arrays["indices"] = write_listed_array_streamed(pdir, "indices", dtype_of<NodeId>(), {m}, [&](const NpySink& ids_out) {
+    if (!weighted) return relabel_rows(ids_out, nullptr);
+    weights_entry = write_listed_array_streamed(pdir, "edge_weights", dtype_of<std::int64_t>(), {m},
+                                                [&](const NpySink& weights_out) { relabel_rows(ids_out, &weights_out); });
+  });
+  return weights_entry;
+}
+
+// Part k's halo, sorted: the ids outside the part that its rows marked in `reached`, which is all
+// zeros again afterwards. The bitmap (a bit per node) stays in cache where a stamp per node did
+// not; a pass over n bits per part costs less than the part's rows unless K exceeds ~64x the mean
+// degree.
+std::vector<NodeId> ShardWriter::take_halo(PartId k, std::vector<std::uint64_t>& reached) const {
+  const NodeId first = r_.book.begin(k), end = r_.book.end(k);
+  std::vector<NodeId> halo;
+  for (std::size_t wi = 0; wi < reached.size(); ++wi) {
+    for (std::uint64_t bits = reached[wi]; bits != 0; bits &= bits - 1) {
+      const NodeId v = static_cast<NodeId>(wi * 64 + static_cast<std::size_t>(std::countr_zero(bits)));
+      if (v < first || v >= end) halo.push_back(v);
+    }
+    reached[wi] = 0;
+  }
+  return halo;
+}
+
+// The features of the part's nodes (`orig`, dataset ids), gathered into a cache-sized chunk at a
+// time like the indices.
+template <class Id>
+void ShardWriter::write_features(const std::string& pdir, const std::vector<NodeId>& orig, WriterScratch<Id>& scratch, json::object& arrays) const {
+  const std::int64_t F = ds_.feature_dim;
+  const auto count = static_cast<NodeId>(orig.size());
+  const NodeId rows_per_chunk = std::max<NodeId>(1, static_cast<NodeId>(kWriteChunkEntries) / F);
+  arrays["features"] = write_listed_array_streamed(pdir, "features", DType::kFloat32, {count, F}, [&](const NpySink& out) {
+    for (NodeId i = 0; i < count; i += rows_per_chunk) {
+      const NodeId rows = std::min(rows_per_chunk, count - i);
+      scratch.features.resize(static_cast<std::size_t>(rows * F));
+      for (NodeId j = 0; j < rows; ++j) std::copy_n(ds_.features.data() + orig[i + j] * F, F, scratch.features.data() + j * F);
+      out(scratch.features.data(), scratch.features.size() * sizeof(float));
+    }
+  });
+}
+
+// Over ranks: rank 0 makes the temporary folder (on a filesystem every rank sees), every rank
+// writes parts rank, rank + P, ..., rank 0 gathers their entries and tallies, writes
+// partition.json and puts the folder in place. Any rank's failure is every rank's, and the
+// temporary folder goes.
+PartitionMetrics write_spread(ShardWriter& writer, const comm::Communicator& comm, const std::string& out_dir, bool overwrite) {
+  const int rank = comm.rank(), ranks = comm.size();
+  PartitionMetrics metrics;
+  std::string tmp;
+  agree(comm, [&] {
+    if (rank == 0) tmp = begin_dir_atomic(out_dir, overwrite);
+  });
+  try {
+    {
+      std::vector<char> name(tmp.begin(), tmp.end());
+      comm.broadcast_vector(name, 0);
+      tmp.assign(name.begin(), name.end());
+    }
+    std::vector<PartId> mine;
+    for (PartId k = rank; k < writer.parts(); k += ranks) mine.push_back(k);
+    std::string lines;
+    agree(comm, [&] {
+      writer.write_parts(tmp, mine);
+      lines = writer.entry_lines(mine);
+    });
+    const std::vector<char> all_lines = comm.allgatherv<char>(lines).data;
+    const std::vector<ShardTally> all_tallies = comm.allgatherv<ShardTally>(writer.tallies()).data;
+    agree(comm, [&] {
+      if (rank != 0) return;
+      writer.take_gathered(all_lines, all_tallies, ranks);
+      metrics = writer.write_root(tmp);
+      commit_dir_atomic(tmp, out_dir, overwrite);
+    });
+  } catch (...) {
+    std::error_code ec;
+    if (rank == 0) fs::remove_all(tmp, ec);
+    throw;
+  }
+  return metrics;
+}
+
+}  // namespace
+
+PartitionMetrics write_partitioned(const Dataset& ds, const std::string& dataset_dir, const PartitionResult& result, const std::string& out_dir,
+                                   const WriteOptions& options) {
+  ShardWriter writer(ds, dataset_dir, result, options);
+  if (options.comm != nullptr && options.comm->size() > 1) return write_spread(writer, *options.comm, out_dir, options.overwrite);
+  std::vector<PartId> all(static_cast<std::size_t>(writer.parts()));
+  std::iota(all.begin(), all.end(), 0);
+  PartitionMetrics metrics;
+  write_dir_atomic(out_dir, options.overwrite, [&](const std::string& tmp) {
+    writer.write_parts(tmp, all);
+    metrics = writer.write_root(tmp);
+  });
+  return metrics;
+}
+
+}  // namespace shardgnn

@@ -1,0 +1,198 @@
+#include "partition/verify.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "datasets/array_dir.hpp"
+#include "datasets/error.hpp"
+#include "partition/shard_loader.hpp"
+
+namespace fs = std::filesystem;
+
+namespace shardgnn {
+
+namespace {
+
+// Whether shard row i carries the same (neighbour, weight) pairs as dataset node u's row. The
+// shard's weights are known to be present and of the shard's length; `got` and `want` are
+// scratch.
+using WeightedRow = std::vector<std::pair<NodeId, std::int64_t>>;
+bool same_weighted_row(const Shard& s, NodeId i, const std::vector<NodeId>& old_of_new, const Dataset& ds, NodeId u, WeightedRow& got,
+                       WeightedRow& want) {
+  const auto nb = s.graph.neighbors(i);
+  const EdgeId at = s.graph.indptr()[i], want_at = ds.graph.indptr()[u];
+  got.clear();
+  want.clear();
+  for (std::size_t j = 0; j < nb.size(); ++j) got.emplace_back(old_of_new[nb[j]], s.edge_weights[at + static_cast<EdgeId>(j)]);
+  const auto dn = ds.graph.neighbors(u);
+  for (std::size_t j = 0; j < dn.size(); ++j) want.emplace_back(dn[j], ds.edge_weights[want_at + static_cast<EdgeId>(j)]);
+  std::sort(got.begin(), got.end());
+  std::sort(want.begin(), want.end());
+  return got == want;
+}
+
+// The comparison of loaded shards with their dataset, step by step; problems go to `err`, at most
+// 20 of them about single shards so that a wholesale mismatch stays readable.
+class ShardComparison {
+ public:
+  ShardComparison(const Dataset& ds, const PartitionInfo& info, const std::vector<Shard>& shards, const std::string& partition_dir,
+                  std::vector<std::string>& err)
+      : ds_(ds), info_(info), shards_(shards), dir_(partition_dir), err_(err) {}
+
+  // orig_ids must be a permutation of the dataset's nodes; it defines new -> old. False if not.
+  bool map_ids() {
+    const std::int64_t n = ds_.num_nodes();
+    old_of_new_.assign(static_cast<std::size_t>(n), -1);
+    std::vector<std::uint8_t> seen(static_cast<std::size_t>(n), 0);
+    for (const Shard& s : shards_)
+      for (std::size_t i = 0; i < s.orig_ids.size(); ++i) {
+        const NodeId v = s.orig_ids[i];
+        if (v < 0 || v >= n || seen[v]) {
+          fail(s.part, "orig_ids.npy: element " + std::to_string(i) + ": node " + std::to_string(v) + (v < 0 || v >= n ? " out of range" : " owned twice"));
+          continue;
+        }
+        seen[v] = 1;
+        old_of_new_[info_.book.begin(s.part) + static_cast<NodeId>(i)] = v;
+      }
+    return err_.empty();
+  }
+
+  // Shard s's rows, weights, features and labels against the dataset's, and its halo against
+  // the remote nodes its rows reach.
+  void check_rows(const Shard& s) {
+    const PartId k = s.part;
+    const std::int64_t n = ds_.num_nodes();
+    std::vector<NodeId> halo;
+    // Edge weights: present in the shard exactly when the dataset has them (load_shard checked
+    // their length), then compared row by row.
+    const bool weighted = !ds_.edge_weights.empty();
+    const bool listed = info_.parts[static_cast<std::size_t>(k)].arrays.contains("edge_weights");  // a shard with no edges lists an empty one
+    if (weighted && !listed) fail(k, "edge_weights.npy: missing, the dataset has edge weights");
+    if (!weighted && listed) fail(k, "edge_weights.npy: present, the dataset has no edge weights");
+    const bool check_weights = weighted && listed;
+    for (NodeId i = 0; i < info_.book.size(k); ++i) {
+      const NodeId u = s.orig_ids[i];
+      const auto nb = s.graph.neighbors(i);
+      row_.clear();
+      bool in_range = true;
+      for (std::size_t j = 0; j < nb.size(); ++j) {
+        if (nb[j] < 0 || nb[j] >= n) { in_range = false; break; }
+        if (j > 0 && nb[j - 1] > nb[j]) fail(k, "indices.npy: row " + std::to_string(i) + " is not sorted");
+        row_.push_back(old_of_new_[nb[j]]);
+        if (info_.book.owner(nb[j]) != k) halo.push_back(nb[j]);
+      }
+      if (!in_range) { fail(k, "indices.npy: row " + std::to_string(i) + " has a node id out of range"); continue; }
+      std::sort(row_.begin(), row_.end());
+      const auto want = ds_.graph.neighbors(u);
+      if (!std::equal(row_.begin(), row_.end(), want.begin(), want.end()))
+        fail(k, "row " + std::to_string(i) + " (dataset node " + std::to_string(u) + ") has " + std::to_string(row_.size()) +
+                    " neighbours that differ from the dataset's " + std::to_string(want.size()));
+      else if (check_weights && !same_weighted_row(s, i, old_of_new_, ds_, u, got_, want_weighted_))
+        fail(k, "edge_weights.npy: row " + std::to_string(i) + " (dataset node " + std::to_string(u) + ") has weights that differ from the dataset's");
+      if (ds_.feature_dim > 0 && !std::equal(s.features.data() + i * ds_.feature_dim, s.features.data() + (i + 1) * ds_.feature_dim,
+                                             ds_.features.data() + u * ds_.feature_dim))
+        fail(k, "features.npy: row " + std::to_string(i) + " differs from dataset node " + std::to_string(u));
+      if (ds_.num_classes > 0 && s.labels[i] != ds_.labels[u])
+        fail(k, "labels.npy: element " + std::to_string(i) + " differs from dataset node " + std::to_string(u));
+    }
+    check_halo(s, std::move(halo));
+  }
+
+  // Splits: the union over shards, mapped back, equals the dataset's; each shard lists only its own nodes.
+  void check_splits() {
+    for (auto [name, member, source] : {std::tuple{"train_idx", &Shard::train_idx, &ds_.train_idx}, std::tuple{"val_idx", &Shard::val_idx, &ds_.val_idx},
+                                        std::tuple{"test_idx", &Shard::test_idx, &ds_.test_idx}}) {
+      std::vector<NodeId> all;
+      for (const Shard& s : shards_)
+        for (NodeId g : (s.*member).span()) {
+          if (g < info_.book.begin(s.part) || g >= info_.book.end(s.part)) {
+            fail(s.part, std::string(name) + ".npy: node " + std::to_string(g) + " is not owned by this part");
+            continue;
+          }
+          all.push_back(old_of_new_[g]);
+        }
+      std::sort(all.begin(), all.end());
+      std::vector<NodeId> want(source->begin(), source->end());
+      std::sort(want.begin(), want.end());
+      if (all != want)
+        err_.push_back(dir_ + ": the shards' " + name + " differ from the dataset's (" + std::to_string(all.size()) + " vs " + std::to_string(want.size()) + " nodes)");
+    }
+  }
+
+ private:
+  void fail(PartId k, const std::string& what) {
+    if (err_.size() < 20) err_.push_back(dir_ + "/part-" + std::to_string(k) + ": " + what);
+  }
+
+  // `reached`: the remote ids of shard s's rows, with repeats.
+  void check_halo(const Shard& s, std::vector<NodeId> reached) {
+    std::sort(reached.begin(), reached.end());
+    reached.erase(std::unique(reached.begin(), reached.end()), reached.end());
+    if (!std::equal(reached.begin(), reached.end(), s.halo_nodes.begin(), s.halo_nodes.end()))
+      fail(s.part, "halo_nodes.npy: " + std::to_string(s.halo_nodes.size()) + " nodes, the shard's edges reach " + std::to_string(reached.size()) + " remote nodes");
+    for (std::size_t i = 0; i < s.halo_owner.size() && i < s.halo_nodes.size(); ++i)
+      if (s.halo_owner[i] != info_.book.owner(s.halo_nodes[i])) {
+        fail(s.part, "halo_owner.npy: element " + std::to_string(i) + " names part " + std::to_string(s.halo_owner[i]) + ", the book says " +
+                         std::to_string(info_.book.owner(s.halo_nodes[i])));
+        break;
+      }
+  }
+
+  const Dataset& ds_;
+  const PartitionInfo& info_;
+  const std::vector<Shard>& shards_;
+  const std::string& dir_;
+  std::vector<std::string>& err_;
+  std::vector<NodeId> old_of_new_;
+  std::vector<NodeId> row_;  // scratch of check_rows
+  WeightedRow got_, want_weighted_;
+};
+
+// The dataset, partition.json and every shard, each part's files checked against their
+// checksums first; false (with the problems in `err`) when the rest cannot be compared.
+bool load_inputs(const std::string& dataset_dir, const std::string& partition_dir, Dataset& ds, std::shared_ptr<const PartitionInfo>& info,
+                 std::vector<Shard>& shards, std::vector<std::string>& err) {
+  try {
+    ds = load_dataset(dataset_dir);
+    info = std::make_shared<const PartitionInfo>(load_partition_info(partition_dir));
+  } catch (const InputError& e) {
+    err.push_back(e.what());
+    return false;
+  }
+  const std::string pj = (fs::path(partition_dir) / "partition.json").string();
+  const std::int64_t n = ds.num_nodes();
+  if (info->num_nodes != n || info->num_edges != ds.graph.num_edges() || info->dataset_name != ds.name) {
+    err.push_back(pj + ": made from dataset '" + info->dataset_name + "' (" + std::to_string(info->num_nodes) + " nodes, " +
+                  std::to_string(info->num_edges) + " edges), not from " + dataset_dir + " ('" + ds.name + "', " + std::to_string(n) + " nodes)");
+    return false;
+  }
+  for (const PartEntry& p : info->parts) verify_listed_checksums(p.path, p.arrays, pj, err);
+  if (!err.empty()) return false;
+  try {
+    for (PartId k = 0; k < info->book.parts(); ++k) shards.push_back(load_shard(info, k));
+  } catch (const InputError& e) {
+    err.push_back(e.what());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+ValidationResult verify_partition(const std::string& dataset_dir, const std::string& partition_dir) {
+  ValidationResult res;
+  Dataset ds;
+  std::shared_ptr<const PartitionInfo> info;
+  std::vector<Shard> shards;
+  if (!load_inputs(dataset_dir, partition_dir, ds, info, shards, res.errors)) return res;
+  ShardComparison compare(ds, *info, shards, partition_dir, res.errors);
+  if (!compare.map_ids()) return res;
+  for (const Shard& s : shards) compare.check_rows(s);
+  compare.check_splits();
+  return res;
+}
+
+}  // namespace shardgnn
