@@ -23,8 +23,9 @@
 #include "datasets/random.hpp"
 #include "partition/partitioner.hpp"
 #include "partition/shards.hpp"
+#include "bench/bench.hpp"
 #include "tools/cli.hpp"
-#include "tools/process.hpp"
+#include "bench/process.hpp"
 #include "tools/run_report.hpp"
 
 namespace fs = std::filesystem;
@@ -46,13 +47,14 @@ struct RunResult {
   double test_acc = -1;
 };
 
-// Reads a run's metrics file (and the test accuracy from its stdout). The limit, an estimate: an
+// Reads a run's metrics file (its epochs, and the test accuracy from its result line). The limit, an estimate: an
 // epoch takes about as long as its busiest rank's own work, and at least the CPU work of all ranks
 // spread over the machine's cores (a simulated slowdown sleeps, so its extra time uses no core).
 // Sampling on the prefetch thread can overlap compute, so a run may beat it slightly.
-void read_run(const std::string& metrics, const std::string& out, int cores, RunResult& r) {
+void read_run(const std::string& metrics, int cores, RunResult& r) {
   int n = 0;
-  for (const RunEpoch& e : load_run_metrics(metrics).epochs) {
+  const RunMetrics run = load_run_metrics(metrics);
+  for (const RunEpoch& e : run.epochs) {
     r.seeds.clear();
     double mx = 0, mean = 0, cpu = 0;
     const double steps = std::max(1.0, static_cast<double>(e.steps));
@@ -77,7 +79,8 @@ void read_run(const std::string& metrics, const std::string& out, int cores, Run
   r.step_max_s /= n;
   r.step_mean_s /= n;
   r.bound_s /= n;
-  r.test_acc = printed_test_accuracy(out);
+  const std::optional<ClassMetrics> test = run.result ? final_test(*run.result) : std::nullopt;
+  r.test_acc = test ? test->accuracy : -1;
   r.ok = true;
 }
 
@@ -247,7 +250,7 @@ RunResult run_training(const TrainSetup& s, const std::string& scenario, const s
   const ProcessResult pr = run_process(argv);
   try {
     if (pr.status != 0) throw std::runtime_error("exit " + std::to_string(pr.status));
-    read_run(run_dir + "/metrics.jsonl", pr.out, s.cores, res);
+    read_run(run_dir + "/metrics.jsonl", s.cores, res);
   } catch (const std::exception& e) {
     res.note = std::string("failed: ") + e.what();
   }
@@ -336,7 +339,7 @@ int bench_balance_main(const std::vector<std::string>& args) {
   if (!opt) return 0;
   const SbmGraph g = prepare_graph(*opt);
   const ScenarioParts parts = write_scenario_parts(*opt, g);
-  const TrainSetup setup{.exe = self_exe(), .work = opt->work, .fanouts = opt->fanouts, .hidden = opt->hidden, .seed = opt->seed,
+  const TrainSetup setup{.exe = shardgnn_exe(), .work = opt->work, .fanouts = opt->fanouts, .hidden = opt->hidden, .seed = opt->seed,
                          .cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()))};
   const Runs runs = run_scenarios(*opt, setup, parts, g.dir);
   print_table(runs.rows);

@@ -13,6 +13,7 @@
 #include "datasets/generators.hpp"
 #include "datasets/json_util.hpp"
 #include "datasets/readers.hpp"
+#include "bench/bench.hpp"
 #include "tools/cli.hpp"
 
 namespace fs = std::filesystem;
@@ -134,33 +135,6 @@ int bench_data_main(const std::vector<std::string>& args) {
   }
   if (!vm.count("keep")) fs::remove_all(work);
   return 0;
-}
-
-int bench_main(const std::vector<std::string>& args) {
-  const std::string usage =
-      "usage: shardgnn bench <data|partition|sampler|train|balance|strategies|scale> [<args>]\n"
-      "  data        edge-list parsing and dataset loading\n"
-      "  partition   partitioning methods x K: time, peak memory, cut, volume, halo, balance, label entropy\n"
-      "  sampler     the distributed sampler and feature fetch (under mpiexec)\n"
-      "  train       epoch time of data-parallel training on a generated graph, beside DGL\n"
-      "  balance     rebalancing on heterogeneous shards and ranks (4 ranks): without vs with\n"
-      "  strategies  partitioning strategies x K x seed sampling, trained end to end: micro/macro-F1, epoch time, label entropy\n"
-      "  scale       generate, partition and train an R-MAT graph: each stage's time, memory and disk\n";
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::cout << usage;
-    return args.empty() ? 2 : 0;
-  }
-  const std::vector<std::string> rest(args.begin() + 1, args.end());
-  const bool help = std::find_if(rest.begin(), rest.end(), [](const std::string& a) { return a == "--help" || a == "-h"; }) != rest.end();
-  if (args[0] != "partition-one" && !help) std::printf("%s\n", machine_description().c_str());  // the worker's stdout is its JSON
-  if (args[0] == "data") return bench_data_main(rest);
-  if (args[0] == "partition") return bench_partition_main(rest);
-  if (args[0] == "partition-one") return bench_partition_one_main(rest);
-  if (args[0] == "train") return bench_train_main(rest);
-  if (args[0] == "balance") return bench_balance_main(rest);
-  if (args[0] == "strategies") return bench_strategies_main(rest);
-  if (args[0] == "scale") return bench_scale_main(rest);
-  throw UsageError("unknown benchmark '" + args[0] + "'");
 }
 
 }  // namespace shardgnn::cli

@@ -23,8 +23,9 @@
 #include "partition/parallel.hpp"
 #include "partition/partitioner.hpp"
 #include "partition/shards.hpp"
+#include "bench/bench.hpp"
 #include "tools/cli.hpp"
-#include "tools/process.hpp"
+#include "bench/process.hpp"
 
 namespace fs = std::filesystem;
 
@@ -315,7 +316,7 @@ struct CaseResults {
 // Every method at every K, each in a process of its own. The shard writer is timed in a run of
 // its own: `write_method` at the largest K.
 CaseResults run_cases(const PartitionBenchOptions& opt, const GpmetisPlan& plan, const std::string& write_method) {
-  const std::string exe = self_exe();
+  const std::string exe = shardgnn_exe();
   CaseResults res;
   for (const auto& k : opt.ks) {
     ProcessResult gp_result;

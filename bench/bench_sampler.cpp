@@ -24,6 +24,7 @@
 #include "sampler/pipeline.hpp"
 #include "sampler/sampler.hpp"
 #include "sampler/shard_view.hpp"
+#include "bench/bench.hpp"
 #include "tools/cli.hpp"
 #include "tools/mpi_program.hpp"
 #include "tools/sampler_options.hpp"
@@ -412,7 +413,7 @@ struct DglRuns {
 // Runs `procs` DGL processes at once, one thread each like one of our ranks, their timed loops
 // started together.
 DglRuns run_dgl(const DglCommand& dgl, int procs) {
-  const fs::path script = fs::path(SHARDGNN_SOURCE_DIR) / "tools/peers/dgl_sampler.py";
+  const fs::path script = fs::path(SHARDGNN_SOURCE_DIR) / "bench/peers/dgl_sampler.py";
   std::string sync;
   if (procs > 1) {
     std::string tmpl = (fs::temp_directory_path() / "shardgnn-dgl-XXXXXX").string();
@@ -537,8 +538,3 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
 }
 
 }  // namespace shardgnn::cli
-
-// The benchmark times one batch at a time on the calling thread: no thread-safe MPI needed.
-int main(int argc, char** argv) {
-  return shardgnn::cli::run_mpi_program(argc, argv, "bench sampler", /*threads=*/false, shardgnn::cli::bench_sampler_main);
-}

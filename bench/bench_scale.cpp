@@ -10,8 +10,9 @@
 #include <optional>
 
 #include "datasets/json_util.hpp"
+#include "bench/bench.hpp"
 #include "tools/cli.hpp"
-#include "tools/process.hpp"
+#include "bench/process.hpp"
 
 namespace fs = std::filesystem;
 
@@ -90,7 +91,7 @@ int bench_scale_main(const std::vector<std::string>& args) {
   const std::optional<ScaleOptions> opt = parse_options(args);
   if (!opt) return 0;
   const ScaleOptions& s = *opt;
-  const std::string exe = self_exe();
+  const std::string exe = shardgnn_exe();
   fs::create_directories(s.work);
   const fs::path data = s.work / ("rmat-s" + std::to_string(s.scale) + "-e" + std::to_string(s.edge_factor));
   const fs::path parts = data.string() + "-" + s.method + "-" + std::to_string(s.parts);

@@ -21,8 +21,9 @@
 #include "datasets/json_util.hpp"
 #include "partition/report.hpp"
 #include "partition/shards.hpp"
+#include "bench/bench.hpp"
 #include "tools/cli.hpp"
-#include "tools/process.hpp"
+#include "bench/process.hpp"
 #include "tools/run_report.hpp"
 
 namespace fs = std::filesystem;
@@ -142,42 +143,30 @@ Stat stat(const std::vector<Trial>& trials, double Trial::*field) {
   return s;
 }
 
-// "test accuracy A, macro-F1 F (full neighbourhoods" from what train printed, after `marker` (the
-// line's tail naming which scoring); nullopt when absent.
-std::optional<std::pair<double, double>> printed_scores(const std::string& out, const std::string& marker) {
-  const auto end = out.rfind(marker);
-  if (end == std::string::npos) return std::nullopt;
-  const auto at = out.rfind("test accuracy ", end);
-  if (at == std::string::npos) return std::nullopt;
-  double acc = 0, f1 = 0;
-  if (std::sscanf(out.c_str() + at, "test accuracy %lf, macro-F1 %lf", &acc, &f1) != 2) return std::nullopt;
-  return std::make_pair(acc, f1);
-}
-
 Trial train_once(const StrategyOptions& opt, const std::string& data, int ranks, const std::string& sampling, int seed) {
   const std::string metrics = (opt.work / "metrics.jsonl").string();
   fs::remove(metrics);
   std::vector<std::string> argv;
   if (ranks > 1) argv = {"mpiexec", "-n", std::to_string(ranks)};
   const int per_rank = (opt.batch + ranks - 1) / ranks;
-  argv.insert(argv.end(), {self_exe(), "train", data, "--seed", std::to_string(seed), "--seed-sampling", sampling, "--metrics", metrics, "--batch",
+  argv.insert(argv.end(), {shardgnn_exe(), "train", data, "--seed", std::to_string(seed), "--seed-sampling", sampling, "--metrics", metrics, "--batch",
                            std::to_string(per_rank)});
   argv.insert(argv.end(), opt.train_args.begin(), opt.train_args.end());
   if (ranks > 1) argv.insert(argv.end(), opt.parallel_args.begin(), opt.parallel_args.end());
   if (!opt.personalize.empty()) argv.insert(argv.end(), {"--personalize", opt.personalize});
   const ProcessResult pr = run_process(argv);
   if (pr.status != 0) throw std::runtime_error("train exited with status " + std::to_string(pr.status));
-  const auto full = printed_scores(pr.out, "(full neighbourhoods");
-  if (!full) throw std::runtime_error("train printed no full-neighbourhood test scores");
+  const RunMetrics run = load_run_metrics(metrics);
+  if (!run.result || !run.result->full) throw std::runtime_error(metrics + ": no full-neighbourhood test scores in the run's result line");
   Trial t;
-  std::tie(t.micro_f1, t.macro_f1) = *full;
+  t.micro_f1 = run.result->full->accuracy;
+  t.macro_f1 = run.result->full->macro_f1;
   if (!opt.personalize.empty()) {
-    const auto own = printed_scores(pr.out, "(personalized");
-    if (!own) throw std::runtime_error("train printed no personalized test scores");
-    std::tie(t.personal_micro, t.personal_macro) = *own;
+    if (!run.result->personalized) throw std::runtime_error(metrics + ": no personalized test scores in the run's result line");
+    t.personal_micro = run.result->personalized->accuracy;
+    t.personal_macro = run.result->personalized->macro_f1;
   }
   // The median epoch's training time (evaluation excluded), and the mean split and bytes.
-  const RunMetrics run = load_run_metrics(metrics);
   std::vector<double> train_s;
   for (const RunEpoch& e : run.epochs) {
     train_s.push_back(e.train_s);
@@ -362,7 +351,7 @@ int bench_strategies_main(const std::vector<std::string>& args) {
   for (const int k : opt.parts)
     for (const std::string& method : opt.methods) {
       const std::string dir = (opt.work / (std::to_string(k) + "-" + method)).string();
-      std::vector<std::string> argv = {self_exe(), "partition", opt.dataset, "--parts", std::to_string(k), "--out", dir, "--force"};
+      std::vector<std::string> argv = {shardgnn_exe(), "partition", opt.dataset, "--parts", std::to_string(k), "--out", dir, "--force"};
       const auto& extra = strategy_args().at(method);
       argv.insert(argv.end(), extra.begin(), extra.end());
       std::fprintf(stderr, "partitioning K=%d %s ...\n", k, method.c_str());

@@ -16,8 +16,9 @@
 #include "datasets/json_util.hpp"
 #include "partition/partitioner.hpp"
 #include "partition/shards.hpp"
+#include "bench/bench.hpp"
 #include "tools/cli.hpp"
-#include "tools/process.hpp"
+#include "bench/process.hpp"
 #include "tools/run_report.hpp"
 
 namespace fs = std::filesystem;
@@ -47,11 +48,6 @@ SbmGraph sbm_graph(const std::string& work, const std::string& tag, const SbmOpt
   }
   g.ds = load_dataset(g.dir);
   return g;
-}
-
-double printed_test_accuracy(const std::string& out) {
-  const auto at = out.rfind("test accuracy ");
-  return at == std::string::npos ? -1 : std::stod(out.substr(at + 14));
 }
 
 namespace {
@@ -161,7 +157,8 @@ Row read_our_run(int p, const std::string& device, const ProcessResult& pr, cons
     return row;
   }
   row.epoch_s = 1e300;
-  for (const RunEpoch& e : load_run_metrics(metrics).epochs) {
+  const RunMetrics run = load_run_metrics(metrics);
+  for (const RunEpoch& e : run.epochs) {
     row.note = std::to_string(p) + " rank(s) of 1 thread" + (device == "cpu" ? "" : " on " + device) + (e.gemm.empty() ? "" : ", products on " + e.gemm) +
                (e.blas_core.empty() ? "" : ", OpenBLAS " + e.blas_core + " kernels");
     // Training time only: the epoch's evaluation (when it had one) is not part of it.
@@ -173,9 +170,11 @@ Row read_our_run(int p, const std::string& device, const ProcessResult& pr, cons
       row.allreduce = e.allreduce_s;
     }
   }
-  // The best model's test accuracy, from the run's own report (epochs are only validated).
-  if (const double acc = printed_test_accuracy(pr.out); acc >= 0) row.test_acc = acc;
-  if (const auto at = pr.out.find("op profile of "); at != std::string::npos) row.op_profile = pr.out.substr(at);
+  // The best model's test accuracy and op profile, from the run's result line (epochs are only validated).
+  if (run.result) {
+    if (const auto test = final_test(*run.result)) row.test_acc = test->accuracy;
+    row.op_profile = run.result->op_profile;
+  }
   return row;
 }
 
@@ -211,7 +210,7 @@ Row peer_row(const char* who, int p, const ProcessResult& pr, const std::functio
 Row run_dgl(const TrainBenchOptions& opt, const std::string& data_dir, const std::string& fan, int p) {
   std::fprintf(stderr, "DGL training, %d thread(s) ...\n", p);
   const std::string model = opt.model == "gcn" ? "gcn" : "sage";  // the peer has no GAT
-  const ProcessResult pr = run_process({*opt.dgl_python, std::string(SHARDGNN_SOURCE_DIR) + "/tools/peers/dgl_train.py", data_dir, "--model", model, "--fanouts", fan,
+  const ProcessResult pr = run_process({*opt.dgl_python, std::string(SHARDGNN_SOURCE_DIR) + "/bench/peers/dgl_train.py", data_dir, "--model", model, "--fanouts", fan,
                                         "--batch", std::to_string(opt.batch * p), "--hidden", std::to_string(opt.hidden), "--epochs",
                                         std::to_string(opt.epochs), "--threads", std::to_string(p)});
   return peer_row("dgl", p, pr, [&](const std::string& version) {
@@ -221,7 +220,7 @@ Row run_dgl(const TrainBenchOptions& opt, const std::string& data_dir, const std
 
 Row run_distdgl(const TrainBenchOptions& opt, const std::string& data_dir, const std::string& fan, int p) {
   std::fprintf(stderr, "DistDGL training, %d partition(s), %d server(s), %d trainer(s) ...\n", p, p, p);
-  const ProcessResult pr = run_process({*opt.distdgl_python, std::string(SHARDGNN_SOURCE_DIR) + "/tools/peers/distdgl_train.py", data_dir, "--trainers",
+  const ProcessResult pr = run_process({*opt.distdgl_python, std::string(SHARDGNN_SOURCE_DIR) + "/bench/peers/distdgl_train.py", data_dir, "--trainers",
                                         std::to_string(p), "--parts", std::to_string(p), "--fanouts", fan, "--batch", std::to_string(opt.batch), "--hidden",
                                         std::to_string(opt.hidden), "--epochs", std::to_string(opt.epochs), "--threads", "1", "--workdir", (opt.work / "distdgl").string()});
   return peer_row("distdgl", p, pr, [&](const std::string& version) {
@@ -233,7 +232,7 @@ Row run_distdgl(const TrainBenchOptions& opt, const std::string& data_dir, const
 // Ours and the peers at every rank count, in that order.
 std::vector<Row> run_all(const TrainBenchOptions& opt, const SbmGraph& g) {
   const std::string fan = input_first_fanouts(parse_fanouts(opt.fanouts));
-  const std::string exe = self_exe();
+  const std::string exe = shardgnn_exe();
   std::vector<Row> rows;
   for (int p : opt.ranks) {
     rows.push_back(run_ours(opt, exe, partitions_for(opt, g, p), p));

@@ -1,4 +1,4 @@
-#include "tools/process.hpp"
+#include "bench/process.hpp"
 
 #include <sys/resource.h>
 #include <fcntl.h>
@@ -99,6 +99,5 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
   return r;
 }
 
-std::string self_exe() { return fs::read_symlink("/proc/self/exe").string(); }
 
 }  // namespace shardgnn::cli

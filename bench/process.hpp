@@ -19,7 +19,5 @@ struct ProcessResult {
 // Runs argv (argv[0] looked up in PATH) in `cwd` (if given); stderr passes through.
 ProcessResult run_process(const std::vector<std::string>& argv, const std::string& cwd = "");
 
-// This executable's path.
-std::string self_exe();
 
 }  // namespace shardgnn::cli

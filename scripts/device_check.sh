@@ -25,10 +25,10 @@ kit=build-device
 
 prepare() {
   ./scripts/setup.sh --torch pip --no-quickstart
-  ninja -C build-torch shardgnn shardgnn-train shardgnn-partition shardgnn-bench-sampler device_tests trainer_tests
+  ninja -C build-torch shardgnn shardgnn-train shardgnn-bench device_tests trainer_tests
   rm -rf "$kit"
   mkdir -p "$kit/bin" "$kit/debs"
-  cp build-torch/tools/shardgnn build-torch/tools/shardgnn-train build-torch/tools/shardgnn-partition build-torch/tools/shardgnn-bench-sampler \
+  cp build-torch/tools/shardgnn build-torch/tools/shardgnn-train build-torch/tools/shardgnn-bench \
     build-torch/tests/device_tests build-torch/tests/trainer_tests "$kit/bin/"
   strip --strip-unneeded "$kit"/bin/*
   # The runtime packages of the programs' Debian libraries (and mpiexec, whose Hydra links

@@ -9,7 +9,7 @@
 # The partition's parts are spread over 2 nodes (RANKS_PER_NODE each, default 1). With
 # DISTDGL_PYTHON (a python with DGL: scripts/peers.sh) and DISTDGL_DATASET (the dataset folder the
 # partition was made from), DistDGL runs the same model beside each row: its servers and trainers
-# on the same nodes (tools/peers/distdgl_train.py --netbed), as many trainers as our ranks. As root. UCX runs
+# on the same nodes (bench/peers/distdgl_train.py --netbed), as many trainers as our ranks. As root. UCX runs
 # on TCP over the shaped links; UCX 1.13's TCP transport can hang in MPI_Finalize after the run has
 # written its metrics (openucx/ucx#8738), so each run is ended after its last epoch is logged.
 set -euo pipefail
@@ -59,7 +59,7 @@ run_until_logged() {
 summary() {
   python3 - "$1" <<'PY'
 import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+rows = [r for r in (json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")) if "epoch" in r]  # not the result line
 train_s = lambda r: r["epoch_s"] - r["time_s"].get("eval", 0)
 best = min(rows, key=train_s)
 ranks = best["ranks"]
@@ -73,7 +73,7 @@ n=$((2 * per))
 distdgl() {
   [ -n "${DISTDGL_PYTHON:-}" ] || return 0
   local out
-  out=$("$DISTDGL_PYTHON" tools/peers/distdgl_train.py "$DISTDGL_DATASET" --trainers "$n" --parts 2 --fanouts 5,10,15 --batch 1024 --hidden 256 \
+  out=$("$DISTDGL_PYTHON" bench/peers/distdgl_train.py "$DISTDGL_DATASET" --trainers "$n" --parts 2 --fanouts 5,10,15 --batch 1024 --hidden 256 \
         --epochs 2 --threads 1 --workdir "${TMPDIR:-/tmp}/shardgnn-netbed-distdgl" "$@" 2>/dev/null | tail -1) || true
   python3 -c 'import json, sys; print("%8.2f  (DistDGL)" % json.loads(sys.argv[1])["epoch_s"])' "$out" 2>/dev/null || echo "  DistDGL failed"
 }

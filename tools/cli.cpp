@@ -39,30 +39,6 @@ bool parse(const std::vector<std::string>& args, const std::string& usage, po::o
   return true;
 }
 
-std::string machine_description() {
-  std::string model = "unknown CPU", flags;
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  for (std::string line; std::getline(cpuinfo, line) && (model == "unknown CPU" || flags.empty());) {
-    const auto colon = line.find(':');
-    if (colon == std::string::npos || colon + 2 > line.size()) continue;
-    if (line.rfind("model name", 0) == 0) model = line.substr(colon + 2);
-    if (line.rfind("flags", 0) == 0) {
-      flags = line.substr(colon + 1);  // keeps the space after the colon, so every flag has one before it
-      flags += ' ';
-    }
-  }
-  std::string units;
-  for (const char* unit : {"avx2", "fma", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_bf16", "amx_tile", "amx_bf16"})
-    if (flags.find(std::string(" ") + unit + " ") != std::string::npos) {
-      if (!units.empty()) units += ' ';
-      units += unit;
-    }
-  std::ostringstream out;
-  out << "machine: " << model << ", " << std::thread::hardware_concurrency() << " cores, vector units " << (units.empty() ? "none of AVX2/AVX-512" : units);
-  if (const char* core = std::getenv("OPENBLAS_CORETYPE")) out << "; OPENBLAS_CORETYPE=" << core << " (set in the environment)";
-  return out.str();
-}
-
 std::vector<std::string> split_list(const std::string& text, const std::string& option) {
   std::vector<std::string> out;
   std::stringstream in(text);

@@ -13,7 +13,7 @@
 #include "datasets/error.hpp"
 #include "datasets/names.hpp"
 #include "datasets/generators.hpp"
-#include "partition/collective.hpp"
+#include "comm/communicator.hpp"
 #include "partition/config.hpp"
 #include <vector>
 
@@ -44,9 +44,6 @@ inline std::string fanouts_text(const std::vector<int>& fanouts) {
   }
   return out;
 }
-
-// Fanouts as the peers (DGL, DistDGL) list them, from the input layer inwards: ours reversed.
-inline std::string input_first_fanouts(const std::vector<int>& fanouts) { return fanouts_text({fanouts.rbegin(), fanouts.rend()}); }
 
 namespace po = boost::program_options;
 
@@ -89,16 +86,10 @@ struct UsageError : std::runtime_error {
 bool parse(const std::vector<std::string>& args, const std::string& usage, po::options_description& opts,
            const std::vector<std::string>& positional, po::variables_map& vm);
 
-// Where a benchmark ran, for its first line: the CPU model, cores, the vector units that decide
-// compute kernels, and OPENBLAS_CORETYPE when the environment forces OpenBLAS's kernels.
-std::string machine_description();
-
 // The command name for messages, e.g. "shardgnn data convert".
 extern std::string g_command;
 
 int data_main(const std::vector<std::string>& args);
-int bench_main(const std::vector<std::string>& args);
-int bench_data_main(const std::vector<std::string>& args);
 // How many ranks an MPI launcher started this process among (mpiexec: PMI_SIZE; srun:
 // SLURM_STEP_NUM_TASKS; Open MPI's), or 1.
 inline int launcher_ranks() {
@@ -115,32 +106,9 @@ std::vector<int> split_int_list(const std::string& text, const std::string& opti
 // "4G", "512M", "100k" (powers of 1024) or a plain byte count; a UsageError naming `option` else.
 std::uint64_t parse_byte_size(const std::string& text, const std::string& option);
 
-int partition_main(const std::vector<std::string>& args);
-// The same over the ranks of `comm` (the `partition` MPI program): every rank runs it.
-int partition_main(const std::vector<std::string>& args, const PartitionCollective& comm);
+// `partition` over the ranks of `comm` (every rank runs it; one process: one_rank()).
+int partition_main(const std::vector<std::string>& args, const comm::Communicator& comm);
 int report_main(const std::vector<std::string>& args);
-int bench_partition_main(const std::vector<std::string>& args);
-int bench_partition_one_main(const std::vector<std::string>& args);
-int bench_train_main(const std::vector<std::string>& args);
-int bench_balance_main(const std::vector<std::string>& args);
-int bench_strategies_main(const std::vector<std::string>& args);
-int bench_scale_main(const std::vector<std::string>& args);
-
-// The training benchmarks' generated graph: the block-model options --nodes, --avg-degree,
-// --feature-dim and --classes, and the dataset folder work/tag, generated on first use (and
-// reused), loaded. trim_test keeps only as many test nodes as validation nodes (when evaluation
-// is not measured).
-SbmOptions sbm_options(const po::variables_map& vm);
-struct SbmGraph {
-  std::string tag, dir;
-  Dataset ds;
-};
-SbmGraph sbm_graph(const std::string& work, const std::string& tag, const SbmOptions& sbm, bool trim_test);
-
-// The best model's test accuracy from what `shardgnn train` printed (its last "test accuracy"
-// line), or -1 when it printed none.
-double printed_test_accuracy(const std::string& out);
-
 // The partitioning options shared by `partition` and `bench partition`.
 // Bound into `c`; check_partition_config then checks what the options cannot alone (UsageError).
 void add_partition_options(po::options_description& o, PartitionConfig& c);

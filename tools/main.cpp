@@ -14,6 +14,7 @@
 
 #include "datasets/error.hpp"
 #include "tools/cli.hpp"
+#include "tools/mpi_program.hpp"
 #include "trainer/stop.hpp"
 
 namespace {
@@ -67,37 +68,35 @@ int main(int argc, char** argv) {
   const std::string cmd = args[0];
   args.erase(args.begin());
   cli::g_command = "shardgnn " + cmd;
-  // The distributed commands are programs of their own, so that no other command loads MPI or
-  // libtorch. A program that cannot be started is a broken installation, the same on every rank,
+  // Training and the benchmarks are programs of their own, so that no other command loads libtorch
+  // or the lab. A program that cannot be started is a broken installation, the same on every rank,
   // and fails before MPI starts.
-  const bool bench_sampler = cmd == "bench" && !args.empty() && args[0] == "sampler";
-  if (cmd == "partition" && cli::launcher_ranks() > 1 && !(!args.empty() && (args[0] == "report" || args[0] == "verify"))) {
-    std::string tried;
-    exec_program("shardgnn-partition", args, tried);
-    std::fprintf(stderr, "%s: error: cannot start its MPI program (%s)\n", cli::g_command.c_str(), tried.c_str());
-    return 1;
-  }
-  if (bench_sampler || cmd == "train") {
-    if (bench_sampler) {
-      cli::g_command = "shardgnn bench sampler";
-      args.erase(args.begin());
-    }
-    if (!bench_sampler) {
+  // Under a launcher with several ranks, partitioning is an MPI job: every rank runs it here (MPI
+  // starts only then), sharing the work and the writing.
+  if (cmd == "partition" && cli::launcher_ranks() > 1 && !(!args.empty() && (args[0] == "report" || args[0] == "verify")))
+    return cli::run_mpi_program(argc - 1, argv + 1, "partition", /*threads=*/false, [](const std::vector<std::string>& a, const comm::Communicator& world) {
+      cli::require_launch_joined(world);  // else each task would write the same output alone
+      return cli::partition_main(a, world);
+    }, /*keep_heap=*/false);
+  if (cmd == "train" || cmd == "bench") {
+    if (cmd == "bench" && !args.empty() && args[0] == "sampler") cli::g_command = "shardgnn bench sampler";
+    if (cmd == "train") {
       // Training takes its stop signals in a thread of its own, which needs them blocked in every
       // other thread; a mask survives exec, so threads its libraries start as they load inherit it.
       const sigset_t set = stop_signal_set();
       pthread_sigmask(SIG_BLOCK, &set, nullptr);
     }
+    // The benchmarks run this command (train, partition) as child processes: this build's.
+    setenv("SHARDGNN_EXE", std::filesystem::read_symlink("/proc/self/exe").c_str(), 1);
     std::string tried;
-    exec_program(bench_sampler ? "shardgnn-bench-sampler" : "shardgnn-train", args, tried);
+    exec_program(cmd == "train" ? "shardgnn-train" : "shardgnn-bench", args, tried);
     std::fprintf(stderr, "%s: error: cannot start its program (%s)%s\n", cli::g_command.c_str(), tried.c_str(),
-                 bench_sampler ? "" : "; this build may lack libtorch (-DSHARDGNN_WITH_TORCH=ON)");
+                 cmd == "train" ? "; this build may lack libtorch (-DSHARDGNN_WITH_TORCH=ON)" : "");
     return 1;
   }
   try {
     if (cmd == "data") return cli::data_main(args);
-    if (cmd == "bench") return cli::bench_main(args);
-    if (cmd == "partition") return cli::partition_main(args);
+    if (cmd == "partition") return cli::partition_main(args, comm::Communicator::one_rank());
     if (cmd == "report") return cli::report_main(args);
     if (cmd == "version" || cmd == "--version") {
       std::cout << "shardgnn 0.1.0\n";

@@ -21,54 +21,6 @@ namespace fs = std::filesystem;
 namespace shardgnn::cli {
 
 namespace {
-constexpr EnumName<bool> kStreamOrders[] = {{false, "natural"}, {true, "random"}};
-
-std::string balance_text(const std::vector<BalanceKey>& keys) {
-  std::string out;
-  for (BalanceKey k : keys) {
-    if (!out.empty()) out += ',';
-    out += balance_name(k);
-  }
-  return out;
-}
-}  // namespace
-
-void add_partition_options(po::options_description& o, PartitionConfig& c) {
-  o.add_options()
-      ("parts,k", bound(c.parts), "number of parts K (one per MPI rank)")
-      ("method,m", bound(c.method, parse_method, method_name), "metis, metis-ml (multilevel: label-propagation coarsening, METIS on the coarsest graph), random, ldg or fennel")
-      ("balance", bound(c.balance, parse_balance, balance_text),
-       "what every part gets its share of, comma-separated: nodes, train, val, test, edges, labels (one constraint per class), "
-       "cost (expected sampling cost of the training nodes, see --fanouts); by default nodes, and with ldg or fennel "
-       "nodes,edges on a graph whose degrees are skewed (coefficient of variation above 1)")
-      ("objective", bound(c.objective, parse_objective, objective_name),
-       "METIS objective: cut or vol (communication volume)")
-      ("edge-weights", bound(c.edge_weights, parse_edge_weighting, edge_weighting_name),
-       "none, or entropy (feature similarity and degree, Deshmukh et al. 2023)")
-      ("memory-limit", po::value<std::string>()->notifier([&c](const std::string& text) { c.memory_limit = parse_byte_size(text, "--memory-limit"); }),
-       "metis: the memory METIS may take on the whole graph, e.g. 8G (default: what this process may use); a graph needing more goes the "
-       "multilevel way (metis-ml)")
-      ("imbalance", bound(c.imbalance), "allowed imbalance per constraint (0.03: max part <= 1.03 x mean)")
-      ("seed", bound(c.seed), "random seed")
-      ("coarse-nodes", bound(c.coarse_nodes), "metis-ml: coarsen until at most N nodes, then METIS (0: 4096 per part)")
-      ("scratch", po::value<std::string>(&c.scratch_dir), "metis-ml: folder for the coarse graphs' spill files, unlinked as they are made (default: $TMPDIR or /tmp)")
-      ("stream-order", bound(c.stream_shuffle, kStreamOrders, "--stream-order"),
-       "LDG/Fennel node order: natural or random")
-      ("fanouts", bound(c.cost_fanouts, parse_fanouts, fanouts_text), "cost model: the sampler's fanouts by hop from the seeds outward (-1 = all neighbours)")
-      ("cost-remote-weight", bound(c.cost_remote_weight), "cost model: cost of one remote feature row relative to one sampled edge");
-}
-
-void check_partition_config(const PartitionConfig& c) {
-  try {
-    validate_cost_model(c.cost_fanouts, c.cost_remote_weight);
-  } catch (const InputError& e) {
-    throw UsageError(e.what());
-  }
-  if (c.parts < 1) throw UsageError("--parts must be at least 1, got " + std::to_string(c.parts));
-  if (c.coarse_nodes < 0) throw UsageError("--coarse-nodes must be 0 (the default) or positive, got " + std::to_string(c.coarse_nodes));
-}
-
-namespace {
 
 using Clock = std::chrono::steady_clock;
 
@@ -82,7 +34,7 @@ int report(const std::vector<std::string>& args) {
   if (!parse(args, "shardgnn partition report <partitioned-dir> [--svg FILE] [--json]", o, {"dir"}, vm)) return 0;
   const PartitionInfo info = load_partition_info(vm["dir"].as<std::string>());
   if (vm.count("json")) {
-    std::cout << pretty_json(info.json.at("metrics"));
+    std::cout << pretty_json(info.metrics_as_written);
     return 0;
   }
   std::cout << render_report_table(info);
@@ -112,7 +64,7 @@ int verify(const std::vector<std::string>& args) {
 
 }  // namespace
 
-int partition_main(const std::vector<std::string>& args, const PartitionCollective& comm) {
+int partition_main(const std::vector<std::string>& args, const comm::Communicator& comm) {
   if (!args.empty() && args[0] == "report") return report({args.begin() + 1, args.end()});
   if (!args.empty() && args[0] == "verify") return verify({args.begin() + 1, args.end()});
   g_command = "shardgnn partition";
@@ -139,7 +91,7 @@ int partition_main(const std::vector<std::string>& args, const PartitionCollecti
   const std::string dataset_dir = vm["dataset"].as<std::string>(), out = vm["out"].as<std::string>();
   const bool force = vm.count("force") > 0;
   std::optional<Dataset> ds;
-  comm.agree([&] {
+  agree(comm, [&] {
     // Refused before the work, not after it.
     if (first) check_output_dir(out, force);
     ds = load_dataset(dataset_dir);
@@ -163,7 +115,7 @@ int partition_main(const std::vector<std::string>& args, const PartitionCollecti
   write_partitioned(*ds, dataset_dir, result, out, {.overwrite = force, .comm = &comm});
   const double t_write = std::chrono::duration<double>(Clock::now() - t1).count();
   bool ok = true;
-  comm.agree([&] {
+  agree(comm, [&] {
     if (!first) return;
     const PartitionInfo info = load_partition_info(out);
     std::cout << render_report_table(info);
@@ -177,9 +129,7 @@ int partition_main(const std::vector<std::string>& args, const PartitionCollecti
     }
     std::fflush(stdout);
   });
-  return comm.all_true(ok) ? 0 : 1;
+  return comm.all(ok) ? 0 : 1;
 }
-
-int partition_main(const std::vector<std::string>& args) { return partition_main(args, SerialCollective{}); }
 
 }  // namespace shardgnn::cli

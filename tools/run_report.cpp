@@ -65,9 +65,15 @@ RunMetrics parse_run_metrics(const std::string& text, const std::string& file) {
     if (ec)
       throw InputError(file, at_line_col(static_cast<std::uint64_t>(line_no), used + 1),
                        "invalid JSON (" + ec.message() + "), expected one JSON object per line (one epoch)");
+    const json::value v = p.release();
     RunEpoch e;
     try {
-      static_cast<EpochRecord&>(e) = json::value_to<EpochRecord>(p.release());
+      // The run's outcome: a later one (a resumed run finishing again) replaces it.
+      if (const json::object* o = v.if_object(); o != nullptr && o->contains("result")) {
+        run.result = json::value_to<ResultRecord>(o->at("result"));
+        continue;
+      }
+      static_cast<EpochRecord&>(e) = json::value_to<EpochRecord>(v);
     } catch (const InputError& bad) {  // the record names the key; the line is known here
       throw InputError(file, at_line(static_cast<std::uint64_t>(line_no)), bad.what());
     }

@@ -31,6 +31,7 @@ struct RunMetrics {
   std::string dir;                // the run folder (the file's folder)
   std::vector<RunEpoch> epochs;   // in epoch order; a repeated epoch (a resumed run) keeps its last line
   std::int64_t superseded = 0;    // lines replaced by a later line of the same epoch
+  std::optional<ResultRecord> result;  // the run's outcome (its last "result" line), once it finished
 };
 
 // Reads `path`: a run folder holding metrics.jsonl, or a metrics file. Throws InputError

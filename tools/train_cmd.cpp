@@ -21,7 +21,6 @@
 #include "sampler/config.hpp"
 #include "sampler/feature_store.hpp"
 #include "tools/cli.hpp"
-#include "tools/blas_kernels.hpp"
 #include "tools/mpi_program.hpp"
 #include "tools/sampler_options.hpp"
 #include "trainer/stop.hpp"
@@ -101,7 +100,7 @@ void print_run_lines(const comm::Communicator& world, const Shard& shard, const 
   me.capped = trainer.features().cache_capped();
   const auto all = world.allgather<RankFacts>(me);
   const std::vector<int> node_of = world.node_ids();
-  if (world.rank() != 0 || !tc.progress) return;
+  if (world.rank() != 0 || !tc.files.progress) return;
   std::map<int, int> per_node;
   for (const int n : node_of) ++per_node[n];
   int most = 0;
@@ -116,7 +115,7 @@ void print_run_lines(const comm::Communicator& world, const Shard& shard, const 
               where.c_str(), world.size(), world.size() == 1 ? "" : "s", per_node.size(), per_node.size() == 1 ? "" : "s", most,
               trainer.threads_text().c_str(), static_cast<long long>(fewest->nodes), static_cast<long long>(most_nodes->nodes),
               static_cast<long long>(least->entries), static_cast<long long>(most_entries->entries),
-              tc.checkpoint_dir.empty() ? "" : (", checkpoints in " + tc.checkpoint_dir).c_str());
+              tc.files.checkpoint_dir.empty() ? "" : (", checkpoints in " + tc.files.checkpoint_dir).c_str());
   if (world.size() > 1) {
     const auto [few_rows, most_rows] = std::minmax_element(all.begin(), all.end(), [](const RankFacts& a, const RankFacts& b) { return a.cached_rows < b.cached_rows; });
     const bool capped = std::any_of(all.begin(), all.end(), [](const RankFacts& f) { return f.capped != 0; });
@@ -146,67 +145,169 @@ void print_peak_memory(const comm::Communicator& world) {
               mean / 1024, utc_now().c_str());
 }
 
+// The run's outcome as the metrics file's last line (rank 0; a failure fails every rank).
+void write_result(const comm::Communicator& world, const TrainConfig& tc, const TrainResult& r) {
+  comm::agree(world, [&] {
+    if (world.rank() != 0 || tc.files.metrics.empty()) return;
+    ResultRecord rec;
+    rec.best_epoch = r.best_epoch;
+    rec.best_val = r.best_val;
+    rec.stopped_early = r.stopped_early;
+    if (r.tested && !r.sampled_is_full) rec.sampled = r.sampled.test;
+    if (r.tested && r.has_full) rec.full = r.full.test;
+    if (r.tested) rec.rank_test = (r.has_full ? r.full : r.sampled).test_per_rank;
+    if (r.personalized) rec.personalized = r.personalized->test;
+    rec.personalized_full = r.personalized_full;
+    rec.train_s = r.train_s;
+    rec.sampled_s = r.sampled_s;
+    rec.full_s = r.full_s;
+    if (r.op_profile) rec.op_profile = format_op_profile(*r.op_profile);
+    MetricsLog(tc.files.metrics, /*append=*/true).write(rec);
+  });
+}
+
+// The command line, in groups by concern; the levers meant for benchmarks and tests sit in a
+// group of their own. What options cannot bind directly lands in `extra`.
+struct ExtraOptions {
+  std::string slowdown, run_dir, scratch;
+  bool no_full_eval = false, no_test = false, quiet = false;
+};
+po::options_description train_options(TrainConfig& tc, SamplerConfig& sc, ExtraOptions& x) {
+  po::options_description sampling("sampling and features");
+  add_sampler_options(sampling, sc);
+  sampling.add_options()("prefetch", bound(sc.prefetch), "batches sampled ahead by a thread (0 = none)");
+  po::options_description model("model");
+  model.add_options()
+      ("model", bound(tc.model.kind, parse_model, model_name), "sage, gcn or gat")
+      ("hidden", bound(tc.model.hidden), "hidden width (GAT: split between the heads)")
+      ("heads", bound(tc.model.heads), "GAT attention heads")
+      ("dropout", bound(tc.model.dropout), "dropout on every layer's input");
+  po::options_description optim("optimiser");
+  optim.add_options()
+      ("epochs", bound(tc.epochs), "epochs")
+      ("lr", bound(tc.optim.lr), "learning rate")
+      ("weight-decay", bound(tc.optim.weight_decay), "L2 weight decay")
+      ("optimizer", bound(tc.optim.kind, parse_optimizer, optimizer_name), "adam or sgd (momentum 0.9)")
+      ("momentum", bound(tc.optim.momentum), "SGD momentum")
+      ("lr-schedule", bound(tc.optim.schedule, parse_lr_schedule, lr_schedule_name), "none, step or cosine")
+      ("lr-step", bound(tc.optim.step_epochs), "step schedule: epochs between decays (0 = a third of --epochs)")
+      ("lr-gamma", bound(tc.optim.gamma), "step schedule: decay factor")
+      ("seed", bound(tc.seed), "seed of weights, dropout and sampling");
+  po::options_description eval("evaluation");
+  eval.add_options()
+      ("eval-every", bound(tc.eval.every), "validate every N epochs (and after the last); the test set is scored once, on the best model")
+      ("eval-sample", bound(tc.eval.sample), "validate on at most N validation nodes, the same ones each time (0 = all)")
+      ("eval", bound(tc.eval.mode, parse_eval_mode, eval_mode_name), "per-epoch validation: sampled (training fanouts) or full (all neighbours)")
+      ("patience", bound(tc.eval.patience), "stop after N validations without a better val accuracy (0 = never)")
+      ("no-full-eval", po::bool_switch(&x.no_full_eval), "skip the final full-neighbourhood evaluation")
+      ("no-test", po::bool_switch(&x.no_test), "score no test set at the end (validation only: sweeps, and benchmarks of training alone)")
+      ("eval-chunk", bound(tc.eval.chunk), "nodes per block in full-neighbourhood inference (0: blocks of about 4M edges)");
+  po::options_description files("run files");
+  files.add_options()
+      ("run-dir", po::value(&x.run_dir),
+       "the run's folder: DIR/metrics.jsonl (read by `shardgnn report DIR`), and DIR/checkpoint.pt and DIR/weights.pt unless --checkpoint-dir "
+       "is given (under SLURM, with none of --run-dir, --checkpoint-dir and --metrics: shardgnn-run-$SLURM_JOB_ID)")
+      ("checkpoint-dir", po::value(&tc.files.checkpoint_dir), "write DIR/checkpoint.pt after every epoch (and on a stop signal) and DIR/weights.pt at the end")
+      ("resume", po::value<std::string>()->implicit_value("auto")->notifier([&tc](const std::string& v) {
+         if (v != "auto") throw UsageError("--resume takes no value, or 'auto' (the same), got '" + v + "'");
+         tc.files.resume = true;
+       }),
+       "continue from the checkpoint when there is one, else start afresh: one command for a job's first run and every restart")
+      ("force", po::bool_switch(&tc.files.overwrite), "start over even though DIR/checkpoint.pt exists")
+      ("weights", po::value(&tc.files.weights), "write the best weights here (a tensor dict for Python's torch.load)")
+      ("metrics", po::value(&tc.files.metrics), "write one JSON line per epoch here, and the run's result as the last line")
+      ("scratch", po::value(&x.scratch),
+       "with more parts than ranks: folder for the spill files a rank merges its parts into, unlinked as they are made (default: $TMPDIR or /tmp)")
+      ("quiet,q", po::bool_switch(&x.quiet), "no progress output");
+  po::options_description device("device");
+  device.add_options()
+      ("device", bound(tc.device.name), "cpu, cuda (the node-local rank's GPU) or cuda:N")
+      ("precision", bound(tc.model.precision, parse_precision, precision_name),
+       "fp32, or bf16 (with --device cuda): matrix products in bfloat16, the rest in float32")
+      ("threads", bound(tc.device.threads), "torch threads per rank (0 = OMP_NUM_THREADS, else the cores shared among the node's ranks)");
+  po::options_description balance("load balance and the seed paper's methods (Deshmukh et al. 2023, for comparison)");
+  balance.add_options()
+      ("rebalance", bound(tc.balance.rebalance, parse_rebalance_policy, rebalance_policy_name),
+       "between epochs, reassign training seeds across ranks: none, seeds (equal counts) or cost (by measured cost per seed)")
+      ("remote-seed-factor", bound(tc.balance.remote_seed_factor), "rebalancing: cost of a seed trained away from its owner, relative to an own seed")
+      ("seed-sampling", bound(tc.balance.class_balanced, kSeedSamplings, "--seed-sampling"),
+       "shard (each rank its own training nodes) or class-balanced (from all ranks', inversely to class frequency)")
+      ("personalize", bound(tc.balance.personalize_epochs),
+       "after the shared model is scored, each rank fine-tunes its own copy on its own shard for N epochs and scores its own test nodes with it "
+       "(Entropy-Aware Training's personalisation, at --lr with a fresh optimiser; the saved weights stay the shared model's)");
+  po::options_description levers("for benchmarks and tests");
+  levers.add_options()
+      ("profile-ops", bound(tc.levers.profile_steps), "record N steps of the first epoch op by op and print each op's time against its FLOP or byte limit")
+      ("simulate-slowdown", po::value(&x.slowdown), "RANK:FACTOR: that rank computes FACTOR times slower (heterogeneous hardware)");
+  po::options_description o("options");
+  o.add(model).add(sampling).add(optim).add(eval).add(files).add(device).add(balance).add(levers);
+  return o;
+}
+
+// What the options leave to be decided: the switches, the run folder, the slowdown; then every
+// check (collective: a bad value fails every rank).
+void finish_config(const comm::Communicator& world, const po::variables_map& vm, ExtraOptions& x, TrainConfig& tc, SamplerConfig& sc) {
+  std::string& run_dir = x.run_dir;  // decided here under SLURM
+  comm::agree(world, [&] {
+    tc.eval.final_full = !x.no_full_eval;
+    tc.eval.final_test = !x.no_test;
+    tc.files.progress = !x.quiet;
+    // A batch job's run folder is keyed on its job id, which a requeued job keeps: the same
+    // command then finds the checkpoint its previous run left.
+    if (run_dir.empty() && !vm.count("metrics") && tc.files.checkpoint_dir.empty())
+      if (const char* job = std::getenv("SLURM_JOB_ID"); job != nullptr && *job != '\0') run_dir = std::string("shardgnn-run-") + job;
+    if (!run_dir.empty()) {
+      if (vm.count("metrics")) throw InputError("--run-dir and --metrics both name the metrics file: pass one");
+      tc.files.metrics = (fs::path(run_dir) / "metrics.jsonl").string();
+      if (tc.files.checkpoint_dir.empty()) tc.files.checkpoint_dir = run_dir;
+    }
+    if (vm.count("simulate-slowdown")) parse_slowdown(x.slowdown, tc.levers.slow_rank, tc.levers.slowdown);
+    validate(tc);
+    sc.seed = tc.seed;
+    validate(sc);
+  });
+}
+
+// Rank 0's first line: what trains on what, where its products and gradients run.
+void print_header(const comm::Communicator& world, const Input& in, const Trainer& trainer, const TrainConfig& tc, const SamplerConfig& sc) {
+  const std::string blas = blas_core().empty() ? "" : blas_core() + " kernels";
+  const std::string gemm = trainer.gemm_backend();
+  if (world.rank() != 0 || !tc.files.progress) return;
+  std::printf("training %s on '%s' (%s, %d rank%s, %s %s, products on %s%s%s%s%s): %lld parameters, fanouts %s, batch %d\n", model_name(tc.model.kind).c_str(),
+              in.name.c_str(), in.kind.c_str(), world.size(), world.size() == 1 ? "" : "s", trainer.device_name().c_str(),
+              precision_name(tc.model.precision).c_str(), gemm.c_str(), blas.empty() ? "" : ", BLAS ", blas.c_str(),
+              world.size() == 1 ? "" : ", gradients over ", world.size() == 1 ? "" : trainer.gradient_path().c_str(),
+              static_cast<long long>(trainer.num_parameters()), fanouts_text(sc.fanouts).c_str(), sc.batch_size);
+}
+
+// Rank 0's closing lines: the best model's scores, and the op profile when asked.
+void print_result(const comm::Communicator& world, const TrainConfig& tc, const TrainResult& r) {
+  if (world.rank() != 0) return;
+  std::printf("best validation accuracy %s at epoch %d%s\n", fixed4(r.best_val).c_str(), r.best_epoch + 1, r.stopped_early ? " (stopped early)" : "");
+  if (!r.tested) std::printf("test set not scored (--no-test)\n");
+  else if (!r.sampled_is_full)
+    std::printf("test accuracy %s, macro-F1 %s (sampled neighbourhoods, %.2f s)\n", fixed4(r.sampled.test.accuracy).c_str(),
+                fixed4(r.sampled.test.macro_f1).c_str(), r.sampled_s);
+  if (r.has_full)
+    std::printf("test accuracy %s, macro-F1 %s (full neighbourhoods, %.2f s)\n", fixed4(r.full.test.accuracy).c_str(), fixed4(r.full.test.macro_f1).c_str(),
+                r.full_s);
+  if (r.personalized)
+    std::printf("test accuracy %s, macro-F1 %s (personalized: %d epoch%s per rank on its own shard, each rank's test nodes scored by its copy, %s neighbourhoods)\n",
+                fixed4(r.personalized->test.accuracy).c_str(), fixed4(r.personalized->test.macro_f1).c_str(), tc.balance.personalize_epochs,
+                tc.balance.personalize_epochs == 1 ? "" : "s", r.personalized_full ? "full" : "sampled");
+  if (r.op_profile) std::printf("%s", format_op_profile(*r.op_profile).c_str());
+  else if (tc.levers.profile_steps > 0) std::printf("no op profile: the first epoch had no step past its first to record\n");
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int train_main(const std::vector<std::string>& args, const comm::Communicator& world) {
   require_launch_joined(world);  // else refused later for the symptom (parts != ranks), not the cause
   TrainConfig tc;
   SamplerConfig sc;
-  std::string slowdown, run_dir, scratch;
-  bool no_full_eval = false, no_test = false, quiet = false;
-  po::options_description o("options");
-  add_sampler_options(o, sc);
-  o.add_options()
-      ("model", bound(tc.model, parse_model, model_name), "sage, gcn or gat")
-      ("hidden", bound(tc.hidden), "hidden width (GAT: split between the heads)")
-      ("heads", bound(tc.heads), "GAT attention heads")
-      ("dropout", bound(tc.dropout), "dropout on every layer's input")
-      ("lr", bound(tc.lr), "learning rate")
-      ("weight-decay", bound(tc.weight_decay), "L2 weight decay")
-      ("optimizer", bound(tc.optimizer, parse_optimizer, optimizer_name), "adam or sgd (momentum 0.9)")
-      ("momentum", bound(tc.momentum), "SGD momentum")
-      ("lr-schedule", bound(tc.lr_schedule, parse_lr_schedule, lr_schedule_name), "none, step or cosine")
-      ("lr-step", bound(tc.lr_step_epochs), "step schedule: epochs between decays (0 = a third of --epochs)")
-      ("lr-gamma", bound(tc.lr_gamma), "step schedule: decay factor")
-      ("epochs", bound(tc.epochs), "epochs")
-      ("eval-every", bound(tc.eval_every), "validate every N epochs (and after the last); the test set is scored once, on the best model")
-      ("eval-sample", bound(tc.eval_sample), "validate on at most N validation nodes, the same ones each time (0 = all)")
-      ("eval", bound(tc.eval_mode, parse_eval_mode, eval_mode_name), "per-epoch validation: sampled (training fanouts) or full (all neighbours)")
-      ("no-full-eval", po::bool_switch(&no_full_eval), "skip the final full-neighbourhood evaluation")
-      ("no-test", po::bool_switch(&no_test), "score no test set at the end (validation only: sweeps, and benchmarks of training alone)")
-      ("eval-chunk", bound(tc.eval_chunk), "nodes per block in full-neighbourhood inference (0: blocks of about 4M edges)")
-      ("patience", bound(tc.patience), "stop after N validations without a better val accuracy (0 = never)")
-      ("seed", bound(tc.seed), "seed of weights, dropout and sampling")
-      ("device", bound(tc.device), "cpu, cuda (the node-local rank's GPU) or cuda:N")
-      ("precision", bound(tc.precision, parse_precision, precision_name),
-       "fp32, or bf16: matrix products in bfloat16 (CPUs with avx512_bf16 or AMX, recent GPUs), the rest in float32")
-      ("profile-ops", bound(tc.profile_steps), "record N steps of the first epoch op by op and print each op's time against its FLOP or byte limit")
-      ("threads", bound(tc.threads), "torch threads per rank (0 = OMP_NUM_THREADS, else the cores shared among the node's ranks)")
-      ("prefetch", bound(sc.prefetch), "batches sampled ahead by a thread (0 = none)")
-      ("checkpoint-dir", po::value(&tc.checkpoint_dir), "write DIR/checkpoint.pt after every epoch (and on a stop signal) and DIR/weights.pt at the end")
-      ("resume", po::value<std::string>()->implicit_value("auto")->notifier([&tc](const std::string& v) {
-         if (v != "auto") throw UsageError("--resume takes no value, or 'auto' (the same), got '" + v + "'");
-         tc.resume = true;
-       }),
-       "continue from the checkpoint when there is one, else start afresh: one command for a job's first run and every restart")
-      ("force", po::bool_switch(&tc.overwrite), "start over even though DIR/checkpoint.pt exists")
-      ("weights", po::value(&tc.weights_path), "write the best weights here (a tensor dict for Python's torch.load)")
-      ("metrics", po::value(&tc.metrics_path), "write one JSON line per epoch here")
-      ("run-dir", po::value(&run_dir),
-       "the run's folder: DIR/metrics.jsonl (read by `shardgnn report DIR`), and DIR/checkpoint.pt and DIR/weights.pt unless --checkpoint-dir "
-       "is given (under SLURM, with none of --run-dir, --checkpoint-dir and --metrics: shardgnn-run-$SLURM_JOB_ID)")
-      ("rebalance", bound(tc.rebalance, parse_rebalance_policy, rebalance_policy_name),
-       "between epochs, reassign training seeds across ranks: none, seeds (equal counts) or cost (by measured cost per seed)")
-      ("remote-seed-factor", bound(tc.remote_seed_factor), "rebalancing: cost of a seed trained away from its owner, relative to an own seed")
-      ("personalize", bound(tc.personalize_epochs),
-       "after the shared model is scored, each rank fine-tunes its own copy on its own shard for N epochs and scores its own test nodes with it "
-       "(Entropy-Aware Training's personalisation, at --lr with a fresh optimiser; the saved weights stay the shared model's)")
-      ("seed-sampling", bound(tc.class_balanced, kSeedSamplings, "--seed-sampling"),
-       "shard (each rank its own training nodes) or class-balanced (from all ranks', inversely to class frequency)")
-      ("scratch", po::value(&scratch),
-       "with more parts than ranks: folder for the spill files a rank merges its parts into, unlinked as they are made (default: $TMPDIR or /tmp)")
-      ("simulate-slowdown", po::value(&slowdown), "RANK:FACTOR: that rank computes FACTOR times slower (heterogeneous hardware, for tests and benchmarks)")
-      ("quiet,q", po::bool_switch(&quiet), "no progress output");
+  ExtraOptions extra;
+  po::options_description o = train_options(tc, sc, extra);
   po::variables_map vm;
   bool help = false;
   comm::agree(world, [&] {
@@ -214,38 +315,12 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
                   {"dir"}, vm);
   });
   if (help) return 0;
+  finish_config(world, vm, extra, tc, sc);
 
-  comm::agree(world, [&] {
-    tc.final_full_eval = !no_full_eval;
-    tc.final_test = !no_test;
-    tc.progress = !quiet;
-    // A batch job's run folder is keyed on its job id, which a requeued job keeps: the same
-    // command then finds the checkpoint its previous run left.
-    if (run_dir.empty() && !vm.count("metrics") && tc.checkpoint_dir.empty())
-      if (const char* job = std::getenv("SLURM_JOB_ID"); job != nullptr && *job != '\0') run_dir = std::string("shardgnn-run-") + job;
-    if (!run_dir.empty()) {
-      if (vm.count("metrics")) throw InputError("--run-dir and --metrics both name the metrics file: pass one");
-      tc.metrics_path = (fs::path(run_dir) / "metrics.jsonl").string();
-      if (tc.checkpoint_dir.empty()) tc.checkpoint_dir = run_dir;
-    }
-    if (vm.count("simulate-slowdown")) parse_slowdown(slowdown, tc.slow_rank, tc.slowdown);
-    validate(tc);
-    sc.seed = tc.seed;
-    validate(sc);
-  });
-
-  const std::string dir = vm["dir"].as<std::string>();
   Input in;
-  load_input(world, dir, scratch, in);
+  load_input(world, vm["dir"].as<std::string>(), extra.scratch, in);
   Trainer trainer(in.shard, in.name, world, tc, sc);
-  const std::string blas = blas_core_description(blas_core());
-  const std::string gemm = trainer.gemm_backend();
-  if (world.rank() == 0 && tc.progress)
-    std::printf("training %s on '%s' (%s, %d rank%s, %s %s, products on %s%s%s%s%s): %lld parameters, fanouts %s, batch %d\n", model_name(tc.model).c_str(),
-                in.name.c_str(), in.kind.c_str(), world.size(), world.size() == 1 ? "" : "s", trainer.device_name().c_str(),
-                precision_name(tc.precision).c_str(), gemm.c_str(), blas.empty() ? "" : ", BLAS ", blas.c_str(),
-                world.size() == 1 ? "" : ", gradients over ", world.size() == 1 ? "" : trainer.gradient_path().c_str(),
-                static_cast<long long>(trainer.num_parameters()), fanouts_text(sc.fanouts).c_str(), sc.batch_size);
+  print_header(world, in, trainer, tc, sc);
   print_run_lines(world, in.shard, trainer, tc, sc);
   const TrainResult r = trainer.fit();
   print_peak_memory(world);
@@ -257,23 +332,8 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
     }
     return status;
   }
-  if (world.rank() == 0) {
-    std::printf("best validation accuracy %s at epoch %d%s\n", fixed4(r.best_val).c_str(), r.best_epoch + 1, r.stopped_early ? " (stopped early)" : "");
-    if (!r.tested) std::printf("test set not scored (--no-test)\n");
-    else if (!r.sampled_is_full)
-      std::printf("test accuracy %s, macro-F1 %s (sampled neighbourhoods, %.2f s)\n", fixed4(r.sampled.test.accuracy).c_str(),
-                  fixed4(r.sampled.test.macro_f1).c_str(), r.sampled_s);
-    if (r.has_full)
-      std::printf("test accuracy %s, macro-F1 %s (full neighbourhoods, %.2f s)\n", fixed4(r.full.test.accuracy).c_str(), fixed4(r.full.test.macro_f1).c_str(),
-                  r.full_s);
-    if (r.personalized)
-      std::printf("test accuracy %s, macro-F1 %s (personalized: %d epoch%s per rank on its own shard, each rank's test nodes scored by its copy, %s neighbourhoods)\n",
-                  fixed4(r.personalized->test.accuracy).c_str(), fixed4(r.personalized->test.macro_f1).c_str(), tc.personalize_epochs,
-                  tc.personalize_epochs == 1 ? "" : "s", r.personalized_full ? "full" : "sampled");
-    if (r.op_profile) std::printf("%s", format_op_profile(*r.op_profile).c_str());
-    else if (tc.profile_steps > 0) std::printf("no op profile: the first epoch had no step past its first to record\n");
-    std::fflush(stdout);
-  }
+  write_result(world, tc, r);
+  print_result(world, tc, r);
   return 0;
 }
 
@@ -281,7 +341,6 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
 
 int main(int argc, char** argv) {
   shardgnn::take_stop_signals(argv);  // first: every later thread leaves the signals to ours
-  shardgnn::cli::use_strongest_blas_kernels(argv);
   const int status = shardgnn::cli::run_mpi_program(argc, argv, "train", /*threads=*/true, shardgnn::cli::train_main);
   if (status == shardgnn::kExitStoppedResumable) shardgnn::keep_exit_status_for_launcher();
   return status;

@@ -206,8 +206,38 @@ void save_checkpoint(const std::string& path, const CheckpointIdentity& id, cons
   }
 }
 
-void load_checkpoint(const std::string& path, const CheckpointIdentity& id, torch::nn::Module& model, torch::optim::Optimizer& optimizer, TrainState& state,
-                     const torch::Device& device) {
+namespace {
+
+// A checkpoint's root dictionary, read as torch unpickled it: every lookup fails as an InputError
+// naming the file.
+struct StoredCheckpoint {
+  const std::string& path;
+  c10::impl::GenericDict d;
+
+  c10::IValue read(const char* key) const {
+    const auto it = d.find(c10::IValue(std::string(key)));
+    if (it == d.end()) throw InputError(path, "", std::string("not a shardgnn checkpoint (no '") + key + "' entry)");
+    return it->value();
+  }
+  std::vector<torch::Tensor> tensors(const char* key, std::size_t count) const {
+    const c10::IValue v = read(key);
+    if (!v.isTensorList() && !v.isList()) throw InputError(path, "", std::string("damaged checkpoint: '") + key + "' is not a list of tensors");
+    std::vector<torch::Tensor> out;
+    for (const c10::IValue& t : v.toListRef()) out.push_back(t.toTensor());
+    if (out.size() != count)
+      throw InputError(path, "", std::string("damaged checkpoint: '") + key + "' holds " + std::to_string(out.size()) + " tensors, expected " + std::to_string(count));
+    return out;
+  }
+  // A stored tensor goes in place of `like` only with the same shape and dtype.
+  torch::Tensor restore(const torch::Tensor& from, const torch::Tensor& like, const std::string& what) const {
+    if (from.sizes() != like.sizes() || from.scalar_type() != like.scalar_type())
+      throw InputError(path, "", "damaged checkpoint: " + what + " has shape " + c10::str(from.sizes()) + ", expected " + c10::str(like.sizes()));
+    return from.to(like.device()).clone();
+  }
+};
+
+// The file's root dictionary, once its checksum holds and torch has unpickled it.
+c10::impl::GenericDict read_root(const std::string& path) {
   const std::vector<char> archive = unseal(path);
   c10::IValue root;
   try {
@@ -218,107 +248,146 @@ void load_checkpoint(const std::string& path, const CheckpointIdentity& id, torc
     throw InputError(path, "", "not a readable checkpoint: " + first_line(e.what()));
   }
   if (!root.isGenericDict()) throw InputError(path, "", "not a shardgnn checkpoint (not a dictionary)");
-  const c10::impl::GenericDict d = root.toGenericDict();
-  auto read = [&](const char* key) {
-    const auto it = d.find(c10::IValue(std::string(key)));
-    if (it == d.end()) throw InputError(path, "", std::string("not a shardgnn checkpoint (no '") + key + "' entry)");
-    return it->value();
-  };
-  auto tensors = [&](const char* key, std::size_t count) {
-    const c10::IValue v = read(key);
-    if (!v.isTensorList() && !v.isList()) throw InputError(path, "", std::string("damaged checkpoint: '") + key + "' is not a list of tensors");
-    std::vector<torch::Tensor> out;
-    for (const c10::IValue& t : v.toListRef()) out.push_back(t.toTensor());
-    if (out.size() != count)
-      throw InputError(path, "", std::string("damaged checkpoint: '") + key + "' holds " + std::to_string(out.size()) + " tensors, expected " + std::to_string(count));
-    return out;
-  };
-  // A stored tensor goes into `into` only with the same shape and dtype.
-  auto restore = [&](const torch::Tensor& from, const torch::Tensor& like, const std::string& what) {
-    if (from.sizes() != like.sizes() || from.scalar_type() != like.scalar_type())
-      throw InputError(path, "", "damaged checkpoint: " + what + " has shape " + c10::str(from.sizes()) + ", expected " + c10::str(like.sizes()));
-    return from.to(like.device()).clone();
-  };
-  try {
-    const c10::IValue format = read("format");
-    if (!format.isString() || format.toStringRef() != kFormat) throw InputError(path, "", "not a shardgnn checkpoint");
-    const std::int64_t version = read("version").toInt();
-    if (version != kVersion)
-      throw InputError(path, "", "checkpoint format version " + std::to_string(version) + ", this build reads version " + std::to_string(kVersion));
-    CheckpointIdentity got;
-    got.model = read("model_name").toStringRef();
-    got.optimizer = read("optimizer_name").toStringRef();
-    got.dataset = read("dataset").toStringRef();
-    got.hidden = read("hidden").toInt();
-    got.layers = read("layers").toInt();
-    got.heads = read("heads").toInt();
-    got.in = read("in_features").toInt();
-    got.classes = read("classes").toInt();
-    got.num_nodes = read("num_nodes").toInt();
-    got.seed = static_cast<std::uint64_t>(read("seed").toInt());
-    if (got.describe() != id.describe())
-      throw InputError(path, "", "the checkpoint is of " + got.describe() + ", this run trains " + id.describe() +
-                                     " (use another --checkpoint-dir, or --force to start over)");
-    TrainState s;
-    s.next_epoch = static_cast<int>(read("next_epoch").toInt());
-    s.best_val = read("best_val").toDouble();
-    s.best_epoch = static_cast<int>(read("best_epoch").toInt());
-    s.bad_evals = static_cast<int>(read("bad_evals").toInt());
-    s.next_step = read("next_step").toInt();
-    s.step_loss_sum = read("step_loss_sum").toDouble();
-    s.step_correct = read("step_correct").toDouble();
-    s.step_examples = read("step_examples").toDouble();
-    if (s.next_epoch < 0 || s.next_step < 0) throw InputError(path, "", "damaged checkpoint: epoch " + std::to_string(s.next_epoch) + ", step " + std::to_string(s.next_step));
+  return root.toGenericDict();
+}
 
-    // Everything is read and checked before the model or the optimiser is touched.
-    const c10::IValue weights_value = read("model");
-    if (!weights_value.isGenericDict()) throw InputError(path, "", "damaged checkpoint: 'model' is not a dictionary");
-    const c10::impl::GenericDict weights = weights_value.toGenericDict();
-    std::vector<std::pair<torch::Tensor, torch::Tensor>> model_copies;  // (destination, value)
-    auto take = [&](const std::string& name, const torch::Tensor& dest) {
-      const auto it = weights.find(c10::IValue(name));
-      if (it == weights.end()) throw InputError(path, "", "damaged checkpoint: no weights for '" + name + "'");
-      model_copies.emplace_back(dest, restore(it->value().toTensor(), dest, "'" + name + "'"));
-    };
-    for (const auto& item : model.named_parameters()) take(item.key(), item.value());
-    for (const auto& item : model.named_buffers()) take(item.key(), item.value());
-    const std::vector<torch::Tensor> params = optimizer_params(optimizer);
-    const c10::IValue steps_value = read("opt_steps");
-    if (!steps_value.isIntList() && !steps_value.isList()) throw InputError(path, "", "damaged checkpoint: 'opt_steps' is not a list");
-    std::vector<std::int64_t> steps;
-    for (const c10::IValue& v : steps_value.toListRef()) steps.push_back(v.toInt());
-    if (steps.size() != params.size()) throw InputError(path, "", "damaged checkpoint: optimiser state for " + std::to_string(steps.size()) + " parameters, expected " + std::to_string(params.size()));
-    const auto a = tensors("opt_a", params.size()), b = tensors("opt_b", params.size()), c = tensors("opt_c", params.size());
-    const auto best = read("best");
-    std::vector<torch::Tensor> best_stored;
-    for (const c10::IValue& t : best.toListRef()) best_stored.push_back(t.toTensor());
-    if (!best_stored.empty() && best_stored.size() != params.size())
-      throw InputError(path, "", "damaged checkpoint: best weights for " + std::to_string(best_stored.size()) + " parameters, expected " + std::to_string(params.size()));
-    for (std::size_t i = 0; i < best_stored.size(); ++i) s.best.push_back(restore(best_stored[i], params[i], "best weights " + std::to_string(i)).to(device));
-    const bool adam = dynamic_cast<torch::optim::Adam*>(&optimizer) != nullptr;
-    std::vector<std::unique_ptr<torch::optim::OptimizerParamState>> opt_states(params.size());
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      if (steps[i] == 0) continue;
-      const std::string what = "optimiser state " + std::to_string(i);
-      if (steps[i] < 0) throw InputError(path, "", "damaged checkpoint: optimiser step " + std::to_string(steps[i]));
-      if (adam) {
-        auto st = std::make_unique<torch::optim::AdamParamState>();
-        st->step(steps[i]);
-        st->exp_avg(restore(a[i], params[i], what));
-        st->exp_avg_sq(restore(b[i], params[i], what));
-        if (c[i].numel() > 0) st->max_exp_avg_sq(restore(c[i], params[i], what));
-        opt_states[i] = std::move(st);
-      } else if (a[i].numel() > 0) {  // SGD keeps state only as a momentum buffer
-        auto st = std::make_unique<torch::optim::SGDParamState>();
-        st->momentum_buffer(restore(a[i], params[i], what));
-        opt_states[i] = std::move(st);
-      }
+// A resumed run must train what the checkpoint holds: the same format, model, optimiser and data.
+void check_identity(const StoredCheckpoint& ck, const CheckpointIdentity& id) {
+  const c10::IValue format = ck.read("format");
+  if (!format.isString() || format.toStringRef() != kFormat) throw InputError(ck.path, "", "not a shardgnn checkpoint");
+  const std::int64_t version = ck.read("version").toInt();
+  if (version != kVersion)
+    throw InputError(ck.path, "", "checkpoint format version " + std::to_string(version) + ", this build reads version " + std::to_string(kVersion));
+  CheckpointIdentity got;
+  got.model = ck.read("model_name").toStringRef();
+  got.optimizer = ck.read("optimizer_name").toStringRef();
+  got.dataset = ck.read("dataset").toStringRef();
+  got.hidden = ck.read("hidden").toInt();
+  got.layers = ck.read("layers").toInt();
+  got.heads = ck.read("heads").toInt();
+  got.in = ck.read("in_features").toInt();
+  got.classes = ck.read("classes").toInt();
+  got.num_nodes = ck.read("num_nodes").toInt();
+  got.seed = static_cast<std::uint64_t>(ck.read("seed").toInt());
+  if (got.describe() != id.describe())
+    throw InputError(ck.path, "", "the checkpoint is of " + got.describe() + ", this run trains " + id.describe() +
+                                      " (use another --checkpoint-dir, or --force to start over)");
+}
+
+// The run's counters; the best weights come later, once the optimiser's parameters are known.
+TrainState read_train_state(const StoredCheckpoint& ck) {
+  TrainState s;
+  s.next_epoch = static_cast<int>(ck.read("next_epoch").toInt());
+  s.best_val = ck.read("best_val").toDouble();
+  s.best_epoch = static_cast<int>(ck.read("best_epoch").toInt());
+  s.bad_evals = static_cast<int>(ck.read("bad_evals").toInt());
+  s.next_step = ck.read("next_step").toInt();
+  s.step_loss_sum = ck.read("step_loss_sum").toDouble();
+  s.step_correct = ck.read("step_correct").toDouble();
+  s.step_examples = ck.read("step_examples").toDouble();
+  if (s.next_epoch < 0 || s.next_step < 0)
+    throw InputError(ck.path, "", "damaged checkpoint: epoch " + std::to_string(s.next_epoch) + ", step " + std::to_string(s.next_step));
+  return s;
+}
+
+using ModelCopies = std::vector<std::pair<torch::Tensor, torch::Tensor>>;  // (destination, value)
+
+// The stored value of every parameter and buffer of `model`, checked, not yet copied in.
+ModelCopies read_model(const StoredCheckpoint& ck, torch::nn::Module& model) {
+  const c10::IValue weights_value = ck.read("model");
+  if (!weights_value.isGenericDict()) throw InputError(ck.path, "", "damaged checkpoint: 'model' is not a dictionary");
+  const c10::impl::GenericDict weights = weights_value.toGenericDict();
+  ModelCopies model_copies;
+  auto take = [&](const std::string& name, const torch::Tensor& dest) {
+    const auto it = weights.find(c10::IValue(name));
+    if (it == weights.end()) throw InputError(ck.path, "", "damaged checkpoint: no weights for '" + name + "'");
+    model_copies.emplace_back(dest, ck.restore(it->value().toTensor(), dest, "'" + name + "'"));
+  };
+  for (const auto& item : model.named_parameters()) take(item.key(), item.value());
+  for (const auto& item : model.named_buffers()) take(item.key(), item.value());
+  return model_copies;
+}
+
+// The optimiser's state as save_checkpoint lists it: a step count and three tensors per parameter.
+struct StoredOptimizer {
+  std::vector<std::int64_t> steps;
+  std::vector<torch::Tensor> a, b, c;
+};
+
+StoredOptimizer read_optimizer(const StoredCheckpoint& ck, std::size_t params) {
+  const c10::IValue steps_value = ck.read("opt_steps");
+  if (!steps_value.isIntList() && !steps_value.isList()) throw InputError(ck.path, "", "damaged checkpoint: 'opt_steps' is not a list");
+  StoredOptimizer o;
+  for (const c10::IValue& v : steps_value.toListRef()) o.steps.push_back(v.toInt());
+  if (o.steps.size() != params)
+    throw InputError(ck.path, "", "damaged checkpoint: optimiser state for " + std::to_string(o.steps.size()) + " parameters, expected " + std::to_string(params));
+  o.a = ck.tensors("opt_a", params);
+  o.b = ck.tensors("opt_b", params);
+  o.c = ck.tensors("opt_c", params);
+  return o;
+}
+
+// The best epoch's parameters (none before the first validation), onto `device`.
+std::vector<torch::Tensor> read_best(const StoredCheckpoint& ck, const std::vector<torch::Tensor>& params, const torch::Device& device) {
+  const auto best = ck.read("best");
+  std::vector<torch::Tensor> best_stored;
+  for (const c10::IValue& t : best.toListRef()) best_stored.push_back(t.toTensor());
+  if (!best_stored.empty() && best_stored.size() != params.size())
+    throw InputError(ck.path, "", "damaged checkpoint: best weights for " + std::to_string(best_stored.size()) + " parameters, expected " + std::to_string(params.size()));
+  std::vector<torch::Tensor> out;
+  for (std::size_t i = 0; i < best_stored.size(); ++i) out.push_back(ck.restore(best_stored[i], params[i], "best weights " + std::to_string(i)).to(device));
+  return out;
+}
+
+using OptimizerStates = std::vector<std::unique_ptr<torch::optim::OptimizerParamState>>;
+
+// The optimiser's per-parameter state objects, built and checked; null where a parameter has none.
+OptimizerStates optimizer_states(const StoredCheckpoint& ck, const StoredOptimizer& o, const std::vector<torch::Tensor>& params, bool adam) {
+  OptimizerStates opt_states(params.size());
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    if (o.steps[i] == 0) continue;
+    const std::string what = "optimiser state " + std::to_string(i);
+    if (o.steps[i] < 0) throw InputError(ck.path, "", "damaged checkpoint: optimiser step " + std::to_string(o.steps[i]));
+    if (adam) {
+      auto st = std::make_unique<torch::optim::AdamParamState>();
+      st->step(o.steps[i]);
+      st->exp_avg(ck.restore(o.a[i], params[i], what));
+      st->exp_avg_sq(ck.restore(o.b[i], params[i], what));
+      if (o.c[i].numel() > 0) st->max_exp_avg_sq(ck.restore(o.c[i], params[i], what));
+      opt_states[i] = std::move(st);
+    } else if (o.a[i].numel() > 0) {  // SGD keeps state only as a momentum buffer
+      auto st = std::make_unique<torch::optim::SGDParamState>();
+      st->momentum_buffer(ck.restore(o.a[i], params[i], what));
+      opt_states[i] = std::move(st);
     }
-    torch::NoGradGuard no_grad;
-    for (auto& [dest, value] : model_copies) dest.copy_(value);
-    optimizer.state().clear();
-    for (std::size_t i = 0; i < params.size(); ++i)
-      if (opt_states[i]) optimizer.state()[state_key(optimizer.state(), params[i])] = std::move(opt_states[i]);
+  }
+  return opt_states;
+}
+
+// The one step that changes the model and the optimiser, after every check has passed.
+void install(ModelCopies& model_copies, torch::optim::Optimizer& optimizer, const std::vector<torch::Tensor>& params, OptimizerStates& opt_states) {
+  torch::NoGradGuard no_grad;
+  for (auto& [dest, value] : model_copies) dest.copy_(value);
+  optimizer.state().clear();
+  for (std::size_t i = 0; i < params.size(); ++i)
+    if (opt_states[i]) optimizer.state()[state_key(optimizer.state(), params[i])] = std::move(opt_states[i]);
+}
+
+}  // namespace
+
+void load_checkpoint(const std::string& path, const CheckpointIdentity& id, torch::nn::Module& model, torch::optim::Optimizer& optimizer, TrainState& state,
+                     const torch::Device& device) {
+  const StoredCheckpoint ck{path, read_root(path)};
+  try {
+    check_identity(ck, id);
+    TrainState s = read_train_state(ck);
+    // Everything is read and checked before the model or the optimiser is touched.
+    ModelCopies model_copies = read_model(ck, model);
+    const std::vector<torch::Tensor> params = optimizer_params(optimizer);
+    const StoredOptimizer stored = read_optimizer(ck, params.size());
+    s.best = read_best(ck, params, device);
+    OptimizerStates opt_states = optimizer_states(ck, stored, params, dynamic_cast<torch::optim::Adam*>(&optimizer) != nullptr);
+    install(model_copies, optimizer, params, opt_states);
     state = std::move(s);
   } catch (const c10::Error& e) {
     throw InputError(path, "", "damaged checkpoint: " + first_line(e.what_without_backtrace()));

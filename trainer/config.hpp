@@ -30,48 +30,81 @@ enum class Precision {
   kBFloat16,  // matrix products in bfloat16 (autocast), aggregation, loss and weights in float32
 };
 
-struct TrainConfig {
-  ModelKind model = ModelKind::kSage;
-  int hidden = 256;            // hidden width; for GAT the heads split it (hidden / heads each)
-  int heads = 4;               // GAT attention heads (hidden layers concatenate, the output averages)
-  double dropout = 0.5;        // on every layer's input (GAT: also on the attention weights)
-  OptimizerKind optimizer = OptimizerKind::kAdam;
+// The model's own choices (the layers' input, output and depth come from the data and the
+// fanouts); GnnOptions (models.hpp) is built from it.
+struct ModelConfig {
+  ModelKind kind = ModelKind::kSage;
+  int hidden = 256;       // hidden width; for GAT the heads split it (hidden / heads each)
+  int heads = 4;          // GAT attention heads (hidden layers concatenate, the output averages)
+  double dropout = 0.5;   // on every layer's input (GAT: also on the attention weights)
+  Precision precision = Precision::kFloat32;
+};
+
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::kAdam;
   double lr = 0.01;
   double weight_decay = 5e-4;  // L2, applied by the optimiser
   double momentum = 0.9;       // SGD only
-  LrSchedule lr_schedule = LrSchedule::kNone;
-  int lr_step_epochs = 0;      // kStep: decay period in epochs (0 = a third of `epochs`)
-  double lr_gamma = 0.1;       // kStep: decay factor
-  int epochs = 20;
-  int eval_every = 1;          // validate every this many epochs (and after the last); the test set only at the end
-  std::int64_t eval_sample = 0;  // validate on at most this many validation nodes, the same ones every time (0 = all)
-  int patience = 0;            // stop after this many validations without a better val accuracy (0 = never)
-  EvalMode eval_mode = EvalMode::kSampled;
-  bool final_full_eval = true; // at the end, also evaluate the best model with full neighbourhoods
+  LrSchedule schedule = LrSchedule::kNone;
+  int step_epochs = 0;         // kStep: decay period in epochs (0 = a third of `epochs`)
+  double gamma = 0.1;          // kStep: decay factor
+};
+
+struct EvalConfig {
+  int every = 1;               // validate every this many epochs (and after the last); the test set only at the end
+  std::int64_t sample = 0;     // validate on at most this many validation nodes, the same ones every time (0 = all)
+  int patience = 0;            // stop after this many validations without a better score (0 = never)
+  EvalMode mode = EvalMode::kSampled;
+  bool final_full = true;      // at the end, also evaluate the best model with full neighbourhoods
   bool final_test = true;      // at the end, score the best model on the test set at all (false: validation only)
+  std::int64_t chunk = 0;      // dst nodes per block in full-neighbourhood inference (0: by the memory of a block's per-edge tensors, see kEvalBlockBytes)
+};
+
+// Where the run's files go.
+struct RunFiles {
+  std::string checkpoint_dir;  // "" = no checkpoints; else DIR/checkpoint.pt after every epoch
+  bool resume = false;         // continue from DIR/checkpoint.pt when it exists
+  bool overwrite = false;      // start over even though DIR/checkpoint.pt exists
+  std::string weights;         // best weights as a Python-readable tensor dict ("" = DIR/weights.pt if DIR)
+  std::string metrics;         // JSON lines, one per epoch and the result ("" = none)
+  bool progress = true;        // rank 0 prints progress
+};
+
+// Load balance (see sampler/rebalance.hpp) and the seed paper's methods (Deshmukh et al. 2023).
+struct BalanceConfig {
+  // Between epochs the policy turns each rank's measured cost per seed (busy time / seeds,
+  // smoothed) into a new share of the training seeds.
+  RebalancePolicy rebalance = RebalancePolicy::kNone;
+  double remote_seed_factor = 1.2;  // cost of a received seed relative to an own one (its first hop and features are remote)
+  bool class_balanced = false;      // draw seeds from all ranks' training nodes, inversely to class frequency
   // Entropy-Aware Training's personalisation phase: after the shared model is scored, each rank
   // fine-tunes its own copy on its own shard's training nodes for this many epochs (no gradient
   // averaging) and scores its own test nodes with it (0 = none).
   int personalize_epochs = 0;
-  std::int64_t eval_chunk = 0;  // dst nodes per block in full-neighbourhood inference (0: by the memory of a block's per-edge tensors, see kEvalBlockBytes)
-  std::uint64_t seed = 0;      // weights, dropout and (through SamplerConfig::seed) sampling
-  std::string device = "cpu";  // cpu, cuda or cuda:N ("cuda" = the node-local rank's GPU)
-  Precision precision = Precision::kFloat32;
-  int profile_steps = 0;       // record this many steps from the middle of the first epoch op by op (0 = none)
-  int threads = 0;             // torch intra-op threads per rank (0 = OMP_NUM_THREADS, else the cores shared among the node's ranks)
-  std::string checkpoint_dir;  // "" = no checkpoints; else DIR/checkpoint.pt after every epoch
-  bool resume = false;         // continue from DIR/checkpoint.pt when it exists
-  bool overwrite = false;      // start over even though DIR/checkpoint.pt exists
-  std::string weights_path;    // best weights as a Python-readable tensor dict ("" = DIR/weights.pt if DIR)
-  std::string metrics_path;    // JSON lines, one per epoch ("" = none)
-  bool progress = true;        // rank 0 prints progress
-  // Load balance (see sampler/rebalance.hpp). Between epochs the policy turns each rank's
-  // measured cost per seed (busy time / seeds, smoothed) into a new share of the training seeds.
-  RebalancePolicy rebalance = RebalancePolicy::kNone;
-  double remote_seed_factor = 1.2;  // cost of a received seed relative to an own one (its first hop and features are remote)
-  bool class_balanced = false;      // draw seeds from all ranks' training nodes, inversely to class frequency
-  int slow_rank = -1;               // --simulate-slowdown RANK:FACTOR: this rank's compute takes FACTOR times as long
+};
+
+struct DeviceConfig {
+  std::string name = "cpu";  // cpu, cuda or cuda:N ("cuda" = the node-local rank's GPU)
+  int threads = 0;           // torch intra-op threads per rank (0 = OMP_NUM_THREADS, else the cores shared among the node's ranks)
+};
+
+// Levers for benchmarks and tests.
+struct LeverConfig {
+  int profile_steps = 0;  // record this many steps from the middle of the first epoch op by op (0 = none)
+  int slow_rank = -1;     // --simulate-slowdown RANK:FACTOR: this rank's compute takes FACTOR times as long
   double slowdown = 1.0;
+};
+
+struct TrainConfig {
+  ModelConfig model;
+  OptimizerConfig optim;
+  int epochs = 20;
+  std::uint64_t seed = 0;  // weights, dropout and (through SamplerConfig::seed) sampling
+  EvalConfig eval;
+  RunFiles files;
+  BalanceConfig balance;
+  DeviceConfig device;
+  LeverConfig levers;
 };
 
 // "RANK:FACTOR" -> (rank, factor). The rank must be >= 0 (checked against the job size by the

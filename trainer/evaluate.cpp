@@ -24,17 +24,11 @@ class EvalScope {
   torch::NoGradGuard no_grad_;
 };
 
-std::vector<std::int64_t> argmax_cpu(const torch::Tensor& logits) {
-  const torch::Tensor p = logits.argmax(/*dim=*/1).to(torch::kCPU).contiguous();
-  return {p.data_ptr<std::int64_t>(), p.data_ptr<std::int64_t>() + p.numel()};
-}
-
-// The model's predictions for a batch's seeds, each added to `val` while `pos` < n_val, else to
-// `test` (pos counts the seeds scored so far).
-void score_batch(Gnn& model, const KeptBatch& kb, const torch::Device& device, std::size_t& pos, std::size_t n_val, Confusion& val, Confusion& test) {
+// The model's output for a batch's seeds, added to `metrics` (which splits the schedule's entries
+// into validation and test).
+void score_batch(Gnn& model, const KeptBatch& kb, const torch::Device& device, TaskMetrics& metrics) {
   const BatchTensors t = to_tensors(kb.mb, device);
-  const auto pred = argmax_cpu(kb.aggregated.defined() ? model->forward_aggregated(t.blocks, kb.aggregated) : model->forward(t.blocks, t.x));
-  for (std::size_t i = 0; i < pred.size(); ++i, ++pos) (pos < n_val ? val : test).add(kb.mb.labels[i], pred[i]);
+  metrics.add_batch(kb.aggregated.defined() ? model->forward_aggregated(t.blocks, kb.aggregated) : model->forward(t.blocks, t.x), kb.mb);
 }
 
 // A batch to keep: for GraphSAGE and GCN its first layer's sums, its features released.
@@ -49,16 +43,6 @@ KeptBatch keepable(Gnn& model, MiniBatch mb, const torch::Device& device) {
   return kb;
 }
 
-SplitMetrics finish(Confusion& val, Confusion& test, const comm::Communicator& comm) {
-  // One collective for both matrices.
-  std::vector<std::int64_t> both(val.counts());
-  both.insert(both.end(), test.counts().begin(), test.counts().end());
-  comm.allreduce_inplace(std::span<std::int64_t>(both), comm::Op::kSum);
-  const auto half = static_cast<std::ptrdiff_t>(val.counts().size());
-  const Confusion v(val.classes(), {both.begin(), both.begin() + half}), t(val.classes(), {both.begin() + half, both.end()});
-  return {v.metrics(), t.metrics()};
-}
-
 }  // namespace
 
 std::size_t batch_bytes(const KeptBatch& kb) {
@@ -71,16 +55,15 @@ std::size_t batch_bytes(const KeptBatch& kb) {
   return n;
 }
 
-SplitMetrics evaluate_sampled(Gnn& model, DistSampler& sampler, FeatureStore& features, const torch::Device& device, std::span<const NodeId> val_nodes,
-                              std::span<const NodeId> test_nodes, std::vector<KeptBatch>* keep, std::size_t keep_bytes) {
+SplitMetrics evaluate_sampled(const Task& task, Gnn& model, DistSampler& sampler, FeatureStore& features, const torch::Device& device,
+                              std::span<const NodeId> val_nodes, std::span<const NodeId> test_nodes, std::vector<KeptBatch>* keep, std::size_t keep_bytes) {
   EvalScope scope(*model);
-  const std::int64_t C = sampler.shard().num_classes;
   std::vector<NodeId> seeds(val_nodes.begin(), val_nodes.end());
   const std::size_t n_val = seeds.size();
   seeds.insert(seeds.end(), test_nodes.begin(), test_nodes.end());
   const auto batches = sampler.eval_batches(seeds);
-  Confusion val(C), test(C);
-  std::size_t pos = 0, kept = 0;
+  const std::unique_ptr<TaskMetrics> metrics = task.make_metrics(n_val);
+  std::size_t kept = 0;
   if (keep) keep->clear();
   bool keeping = keep != nullptr;
   for (std::size_t step = 0; step < batches.size(); ++step) {
@@ -88,7 +71,7 @@ SplitMetrics evaluate_sampled(Gnn& model, DistSampler& sampler, FeatureStore& fe
     if (mb.seeds().empty()) continue;
     // A batch to keep is scored as it will be later, so that every validation gives the same.
     KeptBatch kb = keeping ? keepable(model, std::move(mb), device) : KeptBatch{std::move(mb), {}};
-    score_batch(model, kb, device, pos, n_val, val, test);
+    score_batch(model, kb, device, *metrics);
     if (keeping) {
       kept += batch_bytes(kb);
       keeping = kept <= keep_bytes;
@@ -96,16 +79,15 @@ SplitMetrics evaluate_sampled(Gnn& model, DistSampler& sampler, FeatureStore& fe
       else keep->clear();
     }
   }
-  return finish(val, test, sampler.comm());
+  return metrics->reduce(sampler.comm());
 }
 
-SplitMetrics evaluate_kept(Gnn& model, const std::vector<KeptBatch>& val_batches, const torch::Device& device, const comm::Communicator& comm) {
+SplitMetrics evaluate_kept(const Task& task, Gnn& model, const std::vector<KeptBatch>& val_batches, const torch::Device& device,
+                           const comm::Communicator& comm) {
   EvalScope scope(*model);
-  const std::int64_t C = model->options.out();
-  Confusion val(C), test(C);
-  std::size_t pos = 0;
-  for (const KeptBatch& kb : val_batches) score_batch(model, kb, device, pos, SIZE_MAX, val, test);
-  return finish(val, test, comm);
+  const std::unique_ptr<TaskMetrics> metrics = task.make_metrics(SIZE_MAX);  // kept batches are validation batches
+  for (const KeptBatch& kb : val_batches) score_batch(model, kb, device, *metrics);
+  return metrics->reduce(comm);
 }
 
 namespace {
@@ -132,41 +114,51 @@ std::pair<BlockTensors, torch::Tensor> cut_block(const torch::Tensor& indptr, co
   return {std::move(bt), torch::cat({dst_rows, fresh})};
 }
 
-}  // namespace
+// The halo exchange of a shard: what this rank asks of the others, and the owned rows it serves.
+struct HaloServe {
+  std::int64_t n_halo = 0;           // rows asked of other ranks (the halo list)
+  std::vector<std::int64_t> serve;   // owned rows (local ids) asked by other ranks, grouped by rank
+  std::vector<std::int64_t> counts;  // rows asked by each rank
+  torch::Tensor serve_t;             // `serve` on the device
+};
 
-torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk,
-                             std::int64_t src_bytes, std::int64_t kept_bytes_limit) {
-  EvalScope scope(*model);
-  const PartitionBook& book = shard.book;
-  const NodeId first = book.begin(shard.part);
-  const NodeId n_own = shard.graph.num_nodes();
-  const auto n_halo = static_cast<std::int64_t>(shard.halo_nodes.size());
-  const int P = comm.size();
-
-  // The halo list is sorted by global id, hence grouped by owner in rank order (range book):
-  // it is the request buffer as is, and the replies come back in its order.
-  std::vector<std::int64_t> ask_counts(static_cast<std::size_t>(P), 0);
+// The halo list is sorted by global id, hence grouped by owner in rank order (range book):
+// it is the request buffer as is, and the replies come back in its order.
+HaloServe ask_halo(const Shard& shard, const comm::Communicator& comm, const torch::Device& device) {
+  const NodeId first = shard.book.begin(shard.part);
+  std::vector<std::int64_t> ask_counts(static_cast<std::size_t>(comm.size()), 0);
   for (PartId o : shard.halo_owner.span()) ++ask_counts[static_cast<std::size_t>(o)];
   const auto asked = comm.alltoallv<NodeId>(shard.halo_nodes.span(), ask_counts);
-  std::vector<std::int64_t> serve(asked.data.size());
-  for (std::size_t i = 0; i < serve.size(); ++i) serve[i] = asked.data[i] - first;
+  HaloServe halo;
+  halo.n_halo = static_cast<std::int64_t>(shard.halo_nodes.size());
+  halo.serve.resize(asked.data.size());
+  for (std::size_t i = 0; i < halo.serve.size(); ++i) halo.serve[i] = asked.data[i] - first;
+  halo.counts = asked.counts;
+  halo.serve_t = torch::from_blob(halo.serve.data(), {static_cast<std::int64_t>(halo.serve.size())}, torch::kLong).to(device).clone();
+  return halo;
+}
 
-  // Full-graph degrees of owned and halo nodes, for GraphConv's normalisation. The graph is taken
-  // as symmetric (every dataset the tools build for training is): a node's out-degree is its row
-  // length.
+// Full-graph degrees of owned and halo nodes, for GraphConv's normalisation, one per table row on
+// `device`. The graph is taken as symmetric (every dataset the tools build for training is): a
+// node's out-degree is its row length.
+torch::Tensor table_degrees(const Shard& shard, const HaloServe& halo, const comm::Communicator& comm, const torch::Device& device) {
+  const NodeId n_own = shard.graph.num_nodes();
   std::vector<double> own_deg(static_cast<std::size_t>(n_own));
   for (NodeId u = 0; u < n_own; ++u) own_deg[static_cast<std::size_t>(u)] = static_cast<double>(shard.graph.degree(u));
-  std::vector<double> deg_reply(serve.size());
-  for (std::size_t i = 0; i < serve.size(); ++i) deg_reply[i] = own_deg[static_cast<std::size_t>(serve[i])];
-  auto halo_deg = comm.alltoallv<double>(deg_reply, asked.counts);
+  std::vector<double> deg_reply(halo.serve.size());
+  for (std::size_t i = 0; i < halo.serve.size(); ++i) deg_reply[i] = own_deg[static_cast<std::size_t>(halo.serve[i])];
+  auto halo_deg = comm.alltoallv<double>(deg_reply, halo.counts);
   std::vector<float> table_deg(own_deg.begin(), own_deg.end());
   table_deg.insert(table_deg.end(), halo_deg.data.begin(), halo_deg.data.end());
-  const torch::Tensor deg_t = torch::from_blob(table_deg.data(), {n_own + n_halo}, torch::kFloat).to(device).clone();
-  const torch::Tensor serve_t = torch::from_blob(serve.data(), {static_cast<std::int64_t>(serve.size())}, torch::kLong).to(device).clone();
+  return torch::from_blob(table_deg.data(), {n_own + halo.n_halo}, torch::kFloat).to(device).clone();
+}
 
-  // Each edge's neighbour as its row in a layer's table (owned rows, then halo rows): found once,
-  // for all layers.
+// Each edge's neighbour as its row in a layer's table (owned rows, then halo rows): found once,
+// for all layers.
+std::vector<std::int64_t> neighbour_rows(const Shard& shard) {
   const CsrGraph& g = shard.graph;
+  const NodeId first = shard.book.begin(shard.part);
+  const NodeId n_own = g.num_nodes();
   std::vector<std::int64_t> nbr_pos(static_cast<std::size_t>(g.num_edges()));
   for (std::size_t e = 0; e < nbr_pos.size(); ++e) {
     const NodeId v = g.indices()[e];
@@ -181,112 +173,186 @@ torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communi
                        "its halo_nodes.npy lacks node " + std::to_string(v) + ", a neighbour in its edges (run `shardgnn partition verify`)");
     nbr_pos[e] = n_own + (at - shard.halo_nodes.begin());
   }
-  // Which layers project their table before the sums, decided on the whole graph's sizes so that
-  // every rank sends and expects rows of the same width.
+  return nbr_pos;
+}
+
+// Which layers project their table before the sums, and the widest rows a block gathers.
+struct LayerPlan {
+  std::vector<bool> hoisted;
+  std::int64_t widest = 1;
+};
+
+// Decided on the whole graph's sizes so that every rank sends and expects rows of the same width.
+LayerPlan plan_layers(Gnn& model, const Shard& shard, std::int64_t n_halo, const comm::Communicator& comm) {
+  const CsrGraph& g = shard.graph;
+  const NodeId n_own = g.num_nodes();
   const std::int64_t L = model->options.layers();
   std::vector<std::int64_t> sizes{g.num_edges(), n_own + n_halo, n_own};
   comm.allreduce_inplace(std::span<std::int64_t>(sizes), comm::Op::kSum);
-  std::vector<bool> hoisted(static_cast<std::size_t>(L));
-  std::int64_t widest = 1;  // the widest rows a block gathers
+  LayerPlan plan;
+  plan.hoisted.resize(static_cast<std::size_t>(L));
   for (std::int64_t l = 0; l < L; ++l) {
-    hoisted[static_cast<std::size_t>(l)] = model->projects_table(l, sizes[0], sizes[1], sizes[2]);
-    widest = std::max(widest, hoisted[static_cast<std::size_t>(l)] ? model->projected_width(l) : l == 0 ? shard.feature_dim : model->options.hidden());
+    plan.hoisted[static_cast<std::size_t>(l)] = model->projects_table(l, sizes[0], sizes[1], sizes[2]);
+    plan.widest = std::max(plan.widest, plan.hoisted[static_cast<std::size_t>(l)] ? model->projected_width(l) : l == 0 ? shard.feature_dim : model->options.hidden());
   }
-  // Blocks of `chunk` dst nodes, or (chunk 0) as large as kEvalBlockBytes allows for their per-edge
-  // tensors (two int64 indices, and GAT's messages) and `src_bytes` for their src rows (gathered
-  // from the layer's table at the widest a block gathers): a large block's src rows approach the
-  // table's, so each row is gathered about once per layer, where many small blocks would repeat
-  // that for every block a row is a neighbour in.
+  return plan;
+}
+
+// The end of the block that starts at dst row `a` and keeps within `block_edges` in-edges and
+// `block_src` src rows (one dst row at least); `seen` and `marked` are scratch, left clear.
+NodeId sized_block_end(const CsrGraph& g, std::span<const std::int64_t> nbr_pos, NodeId a, std::int64_t block_edges, std::int64_t block_src,
+                       std::vector<char>& seen, std::vector<std::int64_t>& marked) {
+  const NodeId n_own = g.num_nodes();
+  auto mark = [&](std::int64_t p) {
+    if (!seen[static_cast<std::size_t>(p)]) {
+      seen[static_cast<std::size_t>(p)] = 1;
+      marked.push_back(p);
+    }
+  };
+  NodeId b = a;
+  std::int64_t edges = 0;
+  while (b < n_own) {
+    // The dst node itself is a src row (the dst-prefix), then its new neighbours.
+    std::int64_t fresh = seen[static_cast<std::size_t>(b)] ? 0 : 1;
+    for (EdgeId e = g.indptr()[b]; e < g.indptr()[b + 1]; ++e) fresh += seen[static_cast<std::size_t>(nbr_pos[static_cast<std::size_t>(e)])] ? 0 : 1;
+    const std::int64_t deg = g.indptr()[b + 1] - g.indptr()[b];
+    if (b > a && (edges + deg > block_edges || static_cast<std::int64_t>(marked.size()) + fresh > block_src)) break;
+    mark(b);
+    for (EdgeId e = g.indptr()[b]; e < g.indptr()[b + 1]; ++e) mark(nbr_pos[static_cast<std::size_t>(e)]);
+    edges += deg;
+    ++b;
+  }
+  for (std::int64_t p : marked) seen[static_cast<std::size_t>(p)] = 0;
+  marked.clear();
+  return b;
+}
+
+// Blocks of `chunk` dst nodes, or (chunk 0) as large as kEvalBlockBytes allows for their per-edge
+// tensors (two int64 indices, and GAT's messages) and `src_bytes` for their src rows (gathered
+// from the layer's table at the widest a block gathers): a large block's src rows approach the
+// table's, so each row is gathered about once per layer, where many small blocks would repeat
+// that for every block a row is a neighbour in. Returns the blocks' first dst rows, then n_own.
+std::vector<NodeId> block_bounds(Gnn& model, const CsrGraph& g, std::span<const std::int64_t> nbr_pos, std::int64_t table_rows, std::int64_t chunk,
+                                 std::int64_t src_bytes, std::int64_t widest) {
+  const NodeId n_own = g.num_nodes();
   const std::int64_t edge_bytes = 16 + (model->options.kind() == ModelKind::kGat ? 4 * std::max(model->options.hidden(), model->options.out()) : 0);
   const std::int64_t block_edges = std::max<std::int64_t>(1, kEvalBlockBytes / edge_bytes);
   const std::int64_t block_src = std::max<std::int64_t>(1, src_bytes / (4 * widest));
   std::vector<NodeId> bounds{0};
-  {
-    std::vector<char> seen(static_cast<std::size_t>(n_own + n_halo), 0);
-    std::vector<std::int64_t> marked;
-    while (bounds.back() < n_own) {
-      const NodeId a = bounds.back();
-      NodeId b = a;
-      if (chunk > 0) {
-        b = std::min(n_own, a + chunk);
-      } else {
-        std::int64_t edges = 0;
-        while (b < n_own) {
-          // The dst node itself is a src row (the dst-prefix), then its new neighbours.
-          std::int64_t fresh = seen[static_cast<std::size_t>(b)] ? 0 : 1;
-          for (EdgeId e = g.indptr()[b]; e < g.indptr()[b + 1]; ++e) fresh += seen[static_cast<std::size_t>(nbr_pos[static_cast<std::size_t>(e)])] ? 0 : 1;
-          const std::int64_t deg = g.indptr()[b + 1] - g.indptr()[b];
-          if (b > a && (edges + deg > block_edges || static_cast<std::int64_t>(marked.size()) + fresh > block_src)) break;
-          auto mark = [&](std::int64_t p) {
-            if (!seen[static_cast<std::size_t>(p)]) {
-              seen[static_cast<std::size_t>(p)] = 1;
-              marked.push_back(p);
-            }
-          };
-          mark(b);
-          for (EdgeId e = g.indptr()[b]; e < g.indptr()[b + 1]; ++e) mark(nbr_pos[static_cast<std::size_t>(e)]);
-          edges += deg;
-          ++b;
-        }
-        for (std::int64_t p : marked) seen[static_cast<std::size_t>(p)] = 0;
-        marked.clear();
+  std::vector<char> seen(static_cast<std::size_t>(table_rows), 0);
+  std::vector<std::int64_t> marked;
+  while (bounds.back() < n_own) {
+    const NodeId a = bounds.back();
+    bounds.push_back(chunk > 0 ? std::min(n_own, a + chunk) : sized_block_end(g, nbr_pos, a, block_edges, block_src, seen, marked));
+  }
+  return bounds;
+}
+
+// The blocks of every layer step, cut on the device from the graph's rows and their neighbours'
+// table rows. Every layer has the same blocks: the first layer's are kept for the others while
+// they fit in `kept_bytes_limit`. On the CPU the tensors alias `g` and `nbr_pos`, which must
+// outlive this.
+class LayerBlocks {
+ public:
+  LayerBlocks(const CsrGraph& g, std::span<const std::int64_t> nbr_pos, torch::Tensor deg_t, std::vector<NodeId> bounds, std::int64_t layers,
+              std::int64_t kept_bytes_limit, const torch::Device& device)
+      : g_(g),
+        indptr_t_(torch::from_blob(const_cast<EdgeId*>(g.indptr().data()), {g.num_nodes() + 1}, torch::kLong).to(device)),
+        nbr_t_(torch::from_blob(const_cast<std::int64_t*>(nbr_pos.data()), {static_cast<std::int64_t>(nbr_pos.size())}, torch::kLong).to(device)),
+        slot_(torch::full({deg_t.size(0)}, -1, indptr_t_.options())),
+        deg_t_(std::move(deg_t)),
+        bounds_(std::move(bounds)),
+        layers_(layers),
+        kept_bytes_limit_(kept_bytes_limit) {}
+
+  std::size_t size() const { return bounds_.size() - 1; }
+  NodeId begin(std::size_t k) const { return bounds_[k]; }
+  NodeId end(std::size_t k) const { return bounds_[k + 1]; }
+
+  // Block k of layer l: a kept one, or one cut into `cut`.
+  const std::pair<BlockTensors, torch::Tensor>& get(std::size_t k, std::int64_t l, std::pair<BlockTensors, torch::Tensor>& cut) {
+    if (k >= kept_.size()) {
+      const NodeId a = begin(k), b = end(k);
+      cut = cut_block(indptr_t_, nbr_t_, slot_, a, b, g_.indptr()[a], g_.indptr()[b]);
+      cut.first.src_degree = deg_t_.index_select(0, cut.second);
+      const std::int64_t bytes = 16 * cut.first.src.size(0) + 12 * cut.second.size(0) + 12 * (b - a);
+      if (l == 0 && l + 1 < layers_ && kept_.size() == k && kept_bytes_ + bytes <= kept_bytes_limit_) {
+        kept_bytes_ += bytes;
+        kept_.push_back(std::move(cut));
       }
-      bounds.push_back(b);
     }
+    return k < kept_.size() ? kept_[k] : cut;
   }
 
-  // The graph's rows and their neighbours' table rows on the device, where blocks are cut from them.
-  const torch::Tensor indptr_t = torch::from_blob(const_cast<EdgeId*>(g.indptr().data()), {n_own + 1}, torch::kLong).to(device);
-  const torch::Tensor nbr_t = torch::from_blob(nbr_pos.data(), {static_cast<std::int64_t>(nbr_pos.size())}, torch::kLong).to(device);
-  torch::Tensor slot = torch::full({n_own + n_halo}, -1, indptr_t.options());
-  torch::Tensor h;
+ private:
+  const CsrGraph& g_;
+  torch::Tensor indptr_t_, nbr_t_;
+  torch::Tensor slot_;  // cut_block's scratch, one per table row
+  torch::Tensor deg_t_;
+  std::vector<NodeId> bounds_;
+  std::int64_t layers_, kept_bytes_limit_, kept_bytes_ = 0;
+  std::vector<std::pair<BlockTensors, torch::Tensor>> kept_;
+};
+
+// The owned rows' input features on `device`.
+torch::Tensor input_rows(const Shard& shard, const torch::Device& device) {
+  const NodeId n_own = shard.graph.num_nodes();
   if (shard.feature_dim > 0 && n_own > 0)
-    h = torch::from_blob(const_cast<float*>(shard.features.data()), {n_own, shard.feature_dim}, torch::kFloat).to(device);
-  else
-    h = torch::zeros({n_own, shard.feature_dim}, torch::TensorOptions().device(device));
-  std::vector<std::pair<BlockTensors, torch::Tensor>> kept;
-  std::int64_t kept_bytes = 0;
-  for (std::int64_t l = 0; l < L; ++l) {
-    const bool projected = hoisted[static_cast<std::size_t>(l)];
-    if (projected) h = model->project_layer(l, h);
-    const std::int64_t d = h.size(1);
-    const torch::Tensor rows = h.index_select(0, serve_t).to(torch::kCPU).contiguous();
-    std::vector<std::int64_t> row_counts(asked.counts.begin(), asked.counts.end());
-    for (auto& c : row_counts) c *= d;
-    const auto got = comm.alltoallv<float>(std::span<const float>(rows.data_ptr<float>(), static_cast<std::size_t>(rows.numel())), row_counts);
-    torch::Tensor table = h;
-    if (n_halo > 0)
-      table = torch::cat({h, torch::from_blob(const_cast<float*>(got.data.data()), {n_halo, d}, torch::kFloat).to(device)});
-    torch::Tensor out = torch::empty({n_own, model->layer_out_dim(l)}, h.options());
-    for (std::size_t k = 0; k + 1 < bounds.size(); ++k) {
-      const NodeId a = bounds[k], b = bounds[k + 1];
-      std::pair<BlockTensors, torch::Tensor> cut;
-      if (k >= kept.size()) {
-        cut = cut_block(indptr_t, nbr_t, slot, a, b, g.indptr()[a], g.indptr()[b]);
-        cut.first.src_degree = deg_t.index_select(0, cut.second);
-        // Every layer has the same blocks: the first layer's are kept for the others while they fit.
-        const std::int64_t bytes = 16 * cut.first.src.size(0) + 12 * cut.second.size(0) + 12 * (b - a);
-        if (l == 0 && l + 1 < L && kept.size() == k && kept_bytes + bytes <= kept_bytes_limit) {
-          kept_bytes += bytes;
-          kept.push_back(std::move(cut));
-        }
-      }
-      const auto& [bt, pos_t] = k < kept.size() ? kept[k] : cut;
-      out.slice(0, a, b).copy_(model->forward_layer(l, bt, table.index_select(0, pos_t), projected));
-    }
-    h = out;
+    return torch::from_blob(const_cast<float*>(shard.features.data()), {n_own, shard.feature_dim}, torch::kFloat).to(device);
+  return torch::zeros({n_own, shard.feature_dim}, torch::TensorOptions().device(device));
+}
+
+// A layer's table: this rank's rows `h`, then the halo rows, fetched from their owners.
+torch::Tensor exchange_halo(const torch::Tensor& h, const HaloServe& halo, const comm::Communicator& comm, const torch::Device& device) {
+  const std::int64_t d = h.size(1);
+  const torch::Tensor rows = h.index_select(0, halo.serve_t).to(torch::kCPU).contiguous();
+  std::vector<std::int64_t> row_counts(halo.counts.begin(), halo.counts.end());
+  for (auto& c : row_counts) c *= d;
+  const auto got = comm.alltoallv<float>(std::span<const float>(rows.data_ptr<float>(), static_cast<std::size_t>(rows.numel())), row_counts);
+  if (halo.n_halo == 0) return h;
+  return torch::cat({h, torch::from_blob(const_cast<float*>(got.data.data()), {halo.n_halo, d}, torch::kFloat).to(device)});
+}
+
+// Layer l for every owned row, from the previous layer's rows `h` (projected first when hoisted),
+// block by block.
+torch::Tensor layer_step(Gnn& model, std::int64_t l, bool projected, torch::Tensor h, const HaloServe& halo, LayerBlocks& blocks,
+                         const comm::Communicator& comm, const torch::Device& device) {
+  if (projected) h = model->project_layer(l, h);
+  const torch::Tensor table = exchange_halo(h, halo, comm, device);
+  torch::Tensor out = torch::empty({h.size(0), model->layer_out_dim(l)}, h.options());
+  for (std::size_t k = 0; k < blocks.size(); ++k) {
+    std::pair<BlockTensors, torch::Tensor> cut;
+    const auto& [bt, pos_t] = blocks.get(k, l, cut);
+    out.slice(0, blocks.begin(k), blocks.end(k)).copy_(model->forward_layer(l, bt, table.index_select(0, pos_t), projected));
   }
+  return out;
+}
+
+}  // namespace
+
+torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk,
+                             std::int64_t src_bytes, std::int64_t kept_bytes_limit) {
+  EvalScope scope(*model);
+  // The collectives, in this order on every rank: the halo requests, the halo degrees, the graph's
+  // sizes, then one row exchange per layer.
+  const HaloServe halo = ask_halo(shard, comm, device);
+  const torch::Tensor deg_t = table_degrees(shard, halo, comm, device);
+  const std::vector<std::int64_t> nbr_pos = neighbour_rows(shard);
+  const LayerPlan plan = plan_layers(model, shard, halo.n_halo, comm);
+  const std::int64_t L = model->options.layers();
+  LayerBlocks blocks(shard.graph, nbr_pos, deg_t,
+                     block_bounds(model, shard.graph, nbr_pos, shard.graph.num_nodes() + halo.n_halo, chunk, src_bytes, plan.widest), L, kept_bytes_limit,
+                     device);
+  torch::Tensor h = input_rows(shard, device);
+  for (std::int64_t l = 0; l < L; ++l) h = layer_step(model, l, plan.hoisted[static_cast<std::size_t>(l)], h, halo, blocks, comm, device);
   return h;
 }
 
-SplitMetrics evaluate_full(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk) {
-  const torch::Tensor logits = full_inference(model, shard, comm, device, chunk);
-  const auto pred = argmax_cpu(logits);
-  const NodeId first = shard.book.begin(shard.part);
-  Confusion val(shard.num_classes), test(shard.num_classes);
-  for (NodeId v : shard.val_idx.span()) val.add(shard.labels[static_cast<std::size_t>(v - first)], pred[static_cast<std::size_t>(v - first)]);
-  for (NodeId v : shard.test_idx.span()) test.add(shard.labels[static_cast<std::size_t>(v - first)], pred[static_cast<std::size_t>(v - first)]);
-  return finish(val, test, comm);
+SplitMetrics evaluate_full(const Task& task, Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk) {
+  const torch::Tensor output = full_inference(model, shard, comm, device, chunk);
+  const std::unique_ptr<TaskMetrics> metrics = task.make_metrics(shard.val_idx.size());
+  metrics->add_full(output, shard);
+  return metrics->reduce(comm);
 }
 
 }  // namespace shardgnn

@@ -1,8 +1,8 @@
 // Evaluation on the validation and test sets of every rank: (a) through the sampler, with the
 // training fanouts, and (b) with full neighbourhoods by layer-wise inference: each layer is
 // computed for all owned nodes before the next, and the rows of the halo nodes (the remote
-// neighbours of the shard's edges) are exchanged with their owners between layers. Predictions
-// become a confusion matrix summed across ranks.
+// neighbours of the shard's edges) are exchanged with their owners between layers. The task
+// (trainer/task.hpp) turns the outputs into metrics, reduced across ranks.
 #pragma once
 
 #include <torch/nn.h>
@@ -12,6 +12,7 @@
 #include "sampler/sampler.hpp"
 #include "trainer/metrics.hpp"
 #include "trainer/models.hpp"
+#include "trainer/task.hpp"
 
 namespace shardgnn {
 
@@ -32,12 +33,13 @@ struct KeptBatch {
 // (count 0) is one no rank asked for.
 // With `keep`, the batches are also moved there while they take at most `keep_bytes` in all;
 // past that `keep` is left empty.
-SplitMetrics evaluate_sampled(Gnn& model, DistSampler& sampler, FeatureStore& features, const torch::Device& device, std::span<const NodeId> val,
-                              std::span<const NodeId> test, std::vector<KeptBatch>* keep = nullptr, std::size_t keep_bytes = 0);
+SplitMetrics evaluate_sampled(const Task& task, Gnn& model, DistSampler& sampler, FeatureStore& features, const torch::Device& device,
+                              std::span<const NodeId> val, std::span<const NodeId> test, std::vector<KeptBatch>* keep = nullptr, std::size_t keep_bytes = 0);
 
 // Collective over `comm` (one all-reduce): validation batches kept by evaluate_sampled, scored
 // again.
-SplitMetrics evaluate_kept(Gnn& model, const std::vector<KeptBatch>& val_batches, const torch::Device& device, const comm::Communicator& comm);
+SplitMetrics evaluate_kept(const Task& task, Gnn& model, const std::vector<KeptBatch>& val_batches, const torch::Device& device,
+                           const comm::Communicator& comm);
 
 // Memory a kept batch takes (blocks, features or their aggregate, labels).
 std::size_t batch_bytes(const KeptBatch& kb);
@@ -51,7 +53,7 @@ inline constexpr std::int64_t kEvalSrcBytes = std::int64_t{1} << 30;
 // src positions and degrees); blocks past it are cut again for every layer.
 inline constexpr std::int64_t kEvalKeptBlockBytes = std::int64_t{1} << 30;
 
-// Collective over `comm`. Returns the logits of every owned node, [n_own, classes], on `device`.
+// Collective over `comm`. Returns the output rows of every owned node, [n_own, out], on `device`.
 // A layer whose linear map is cheaper before the sum (Gnn::projects_table) projects the owned
 // rows once, and the halo exchange and the blocks then move projected rows.
 // chunk: dst nodes per block, or 0 for blocks whose per-edge tensors take about kEvalBlockBytes
@@ -61,6 +63,6 @@ torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communi
                              std::int64_t src_bytes = kEvalSrcBytes, std::int64_t kept_bytes = kEvalKeptBlockBytes);
 
 // Collective over `comm`: full_inference, scored on the owned val and test nodes.
-SplitMetrics evaluate_full(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk);
+SplitMetrics evaluate_full(const Task& task, Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk);
 
 }  // namespace shardgnn

@@ -3,7 +3,7 @@
 // libdnnl.so.2 beside a libtorch that does not (PyTorch's wheels): oneDNN picks its
 // kernels from the CPU's feature flags itself, so neither a CPU model masked by a hypervisor nor
 // an OPENBLAS_CORETYPE leaves them on older vector units, and on the CPUs measured it outruns
-// OpenBLAS's best kernels for the tall, narrow products of GNN layers (README, "Training speed").
+// OpenBLAS's best kernels for the tall, narrow products of GNN layers (docs/design.md, "Training").
 // Elsewhere (a GPU, bfloat16 autocast, a libtorch without the symbol) they are torch's own.
 #pragma once
 

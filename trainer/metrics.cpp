@@ -49,9 +49,12 @@ MetricsLog::~MetricsLog() {
   if (f_) std::fclose(f_);
 }
 
-void MetricsLog::write(const EpochRecord& r) {
+void MetricsLog::write(const EpochRecord& r) { write_line(boost::json::value_from(r)); }
+void MetricsLog::write(const ResultRecord& r) { write_line(boost::json::object{{"result", boost::json::value_from(r)}}); }
+
+void MetricsLog::write_line(const boost::json::value& v) {
   if (!f_) return;
-  const std::string line = boost::json::serialize(boost::json::value_from(r)) + "\n";
+  const std::string line = boost::json::serialize(v) + "\n";
   if (std::fwrite(line.data(), 1, line.size(), f_) != line.size() || std::fflush(f_) != 0)
     throw std::runtime_error(path_ + ": cannot write the metrics file: " + std::strerror(errno));
 }

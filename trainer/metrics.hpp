@@ -17,6 +17,7 @@ namespace shardgnn {
 
 struct SplitMetrics {
   ClassMetrics val, test;
+  std::vector<ClassMetrics> test_per_rank;  // each rank's own test nodes, in rank order (when scored)
 };
 
 // counts[truth * C + pred]
@@ -49,8 +50,11 @@ class MetricsLog {
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
   void write(const EpochRecord& r);
+  // The run's outcome, as the file's last line.
+  void write(const ResultRecord& r);
 
  private:
+  void write_line(const boost::json::value& v);
   std::string path_;
   std::FILE* f_ = nullptr;
 };

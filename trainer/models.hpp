@@ -72,7 +72,7 @@ torch::Tensor aggregate_sum(const BlockTensors& b, const torch::Tensor& h, const
 
 // What one byte of a random-row gather costs in sgemm FLOPs, for choosing where a layer's
 // linear map goes: the ratio of the two rates `train --profile-ops` measures on a CPU core
-// (README, "Training speed").
+// (docs/design.md, "Training").
 inline constexpr double kGemmFlopsPerGatheredByte = 12;
 
 // Whether a layer mapping in -> out features over this block should apply its linear map to every
@@ -166,19 +166,25 @@ class GATConvImpl : public torch::nn::Module {
 TORCH_MODULE(GATConv);
 
 struct GnnOptions {
+  // The model's choices (config.hpp), and the widths and depth the data and the fanouts give.
+  GnnOptions(const ModelConfig& model, std::int64_t in, std::int64_t out, std::int64_t layers) : model_(model), in_(in), out_(out), layers_(layers) {}
   GnnOptions(ModelKind kind, std::int64_t in, std::int64_t hidden, std::int64_t out, std::int64_t layers)
-      : kind_(kind), in_(in), hidden_(hidden), out_(out), layers_(layers) {}
-  TORCH_ARG(ModelKind, kind);
+      : GnnOptions(ModelConfig{.kind = kind, .hidden = static_cast<int>(hidden)}, in, out, layers) {}
+  // The model's fields, as the layers read and the tests set them. kBFloat16: each convolution
+  // runs under torch's autocast (matrix products in bfloat16), and its output returns to float32,
+  // so activations, dropout, aggregation sums, the loss, the weights and their gradients stay float32.
+  ModelKind kind() const noexcept { return model_.kind; }
+  std::int64_t hidden() const noexcept { return model_.hidden; }  // GAT: heads x hidden/heads, concatenated
+  std::int64_t heads() const noexcept { return model_.heads; }
+  double dropout() const noexcept { return model_.dropout; }
+  Precision precision() const noexcept { return model_.precision; }
+  GnnOptions& heads(std::int64_t h) { return model_.heads = static_cast<int>(h), *this; }
+  GnnOptions& dropout(double p) { return model_.dropout = p, *this; }
+  GnnOptions& precision(Precision p) { return model_.precision = p, *this; }
+  TORCH_ARG(ModelConfig, model);
   TORCH_ARG(std::int64_t, in);      // feature width
-  TORCH_ARG(std::int64_t, hidden);  // hidden width (GAT: heads x hidden/heads, concatenated)
-  TORCH_ARG(std::int64_t, out);     // classes
+  TORCH_ARG(std::int64_t, out);     // output width (the task's head: classes)
   TORCH_ARG(std::int64_t, layers);  // = number of fanouts
-  TORCH_ARG(std::int64_t, heads) = 4;
-  TORCH_ARG(double, dropout) = 0.5;
-  // kBFloat16: each convolution runs under torch's autocast (matrix products in bfloat16), and
-  // its output returns to float32, so activations, dropout, aggregation sums, the loss, the
-  // weights and their gradients stay float32.
-  TORCH_ARG(Precision, precision) = Precision::kFloat32;
 };
 
 // `layers` convolutions; between them ReLU (GAT: ELU, as in the paper); dropout on every layer's

@@ -66,6 +66,22 @@ void tag_invoke(json::value_from_tag, json::value& v, const EpochRecord& r) {
   v = std::move(o);
 }
 
+void tag_invoke(json::value_from_tag, json::value& v, const ResultRecord& r) {
+  json::object o{{"best_epoch", r.best_epoch}, {"best_val", r.best_val}, {"score", r.score}, {"stopped_early", r.stopped_early}};
+  if (r.sampled) o["sampled"] = json::value_from(*r.sampled);
+  if (r.full) o["full"] = json::value_from(*r.full);
+  if (!r.rank_test.empty()) o["rank_test"] = json::value_from(r.rank_test);
+  if (r.personalized) {
+    o["personalized"] = json::value_from(*r.personalized);
+    o["personalized_full"] = r.personalized_full;
+  }
+  o["time_s"] = json::object{{"train", r.train_s}, {"sampled", r.sampled_s}, {"full", r.full_s}};
+  if (!r.op_profile.empty()) o["op_profile"] = r.op_profile;
+  v = std::move(o);
+}
+
+std::optional<ClassMetrics> final_test(const ResultRecord& r) { return r.full ? r.full : r.sampled; }
+
 // ---------------------------------------------------------------------------------------------
 // Reading: every value checked, errors naming the key path ("ranks[1].time_s.compute").
 
@@ -197,7 +213,69 @@ void read_split(const json::object& o, const char* split, double accuracy, Class
   }
 }
 
+// A ClassMetrics object ("acc", "macro_f1", "count"); `p` prefixes its keys in errors.
+ClassMetrics read_metrics(const json::object& m, const std::string& p) {
+  ClassMetrics c;
+  c.accuracy = number(m, "acc", p);
+  c.macro_f1 = number(m, "macro_f1", p, 0.0);
+  c.count = count(m, "count", p, 0.0);
+  return c;
+}
+
+// The same under `key` of `o`, or nullopt when absent.
+std::optional<ClassMetrics> read_metrics(const json::object& o, const char* key, const std::string& prefix) {
+  const json::object* m = object(o, key, prefix, false);
+  if (!m) return std::nullopt;
+  return read_metrics(*m, prefix + key + ".");
+}
+
+bool flag(const json::object& o, const char* key) {
+  const json::value* v = o.if_contains(key);
+  if (!v || v->is_null()) return false;
+  if (!v->is_bool()) fail(key_name("result.", key) + ": expected true or false, found " + found(*v));
+  return v->get_bool();
+}
+
 }  // namespace
+
+ResultRecord tag_invoke(json::value_to_tag<ResultRecord>, const json::value& v) {
+  if (!v.is_object()) fail("key 'result': expected an object, found " + found(v));
+  const json::object& o = v.get_object();
+  ResultRecord r;
+  const json::value* best = o.if_contains("best_epoch");
+  if (!best || !best->is_int64() || best->get_int64() < -1 || best->get_int64() > INT32_MAX)
+    fail("key 'result.best_epoch': expected an integer >= -1" + (best ? ", found " + found(*best) : std::string(", missing")));
+  r.best_epoch = static_cast<int>(best->get_int64());
+  r.best_val = number(o, "best_val", "result.", 0.0);
+  if (const json::value* score = o.if_contains("score")) {
+    if (!score->is_string()) fail("key 'result.score': expected a string, found " + found(*score));
+    r.score = std::string(score->get_string());
+  }
+  r.stopped_early = flag(o, "stopped_early");
+  r.sampled = read_metrics(o, "sampled", "result.");
+  r.full = read_metrics(o, "full", "result.");
+  if (const json::value* ranks = o.if_contains("rank_test")) {
+    if (!ranks->is_array()) fail("key 'result.rank_test': expected an array of per-rank scores, found " + found(*ranks));
+    for (std::size_t i = 0; i < ranks->get_array().size(); ++i) {
+      const json::value& k = ranks->get_array()[i];
+      const std::string where = "result.rank_test[" + std::to_string(i) + "]";
+      if (!k.is_object()) fail("key '" + where + "': expected an object, found " + found(k));
+      r.rank_test.push_back(read_metrics(k.get_object(), where + "."));
+    }
+  }
+  r.personalized = read_metrics(o, "personalized", "result.");
+  r.personalized_full = flag(o, "personalized_full");
+  if (const json::object* t = object(o, "time_s", "result.", false)) {
+    r.train_s = number(*t, "train", "result.time_s.", 0.0);
+    r.sampled_s = number(*t, "sampled", "result.time_s.", 0.0);
+    r.full_s = number(*t, "full", "result.time_s.", 0.0);
+  }
+  if (const json::value* table = o.if_contains("op_profile")) {
+    if (!table->is_string()) fail("key 'result.op_profile': expected a string, found " + found(*table));
+    r.op_profile = std::string(table->get_string());
+  }
+  return r;
+}
 
 EpochRecord tag_invoke(json::value_to_tag<EpochRecord>, const json::value& v) {
   if (!v.is_object()) fail("expected a JSON object (one epoch per line), found " + found(v));

@@ -7,6 +7,7 @@
 #include <boost/json/conversion.hpp>
 #include <boost/json/value.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,26 @@ struct EpochRecord {
   std::string gemm;         // what ran the layers' float32 CPU products ("oneDNN sgemm", "torch"; "" = unknown)
 };
 
+// A run's outcome, written by rank 0 as the metrics file's last line ({"result": {...}}) once the
+// best model is scored: benchmarks and scripts read the result here, never from the console.
+struct ResultRecord {
+  int best_epoch = -1;           // 0-based; -1: never validated
+  double best_val = 0;           // its validation score, the one that selected it
+  std::string score = "accuracy";  // what best_val is (the task's selection score)
+  bool stopped_early = false;    // --patience ended training
+  std::optional<ClassMetrics> sampled;  // the best model's test scores through the sampler (training fanouts)
+  std::optional<ClassMetrics> full;     // the same with full neighbourhoods
+  std::vector<ClassMetrics> rank_test;  // each rank's own test nodes, in rank order (the final full, else sampled, scoring)
+  std::optional<ClassMetrics> personalized;  // --personalize: each rank's test nodes scored by its own fine-tuned copy
+  bool personalized_full = false;  // ... over full neighbourhoods (else the training fanouts)
+  double train_s = 0, sampled_s = 0, full_s = 0;  // wall time of the epochs and of the two final scorings
+  std::string op_profile;          // --profile-ops: rank 0's table, as train prints it
+};
+
+// The score a benchmark reports for a finished run: full neighbourhoods when scored, else sampled;
+// nullopt when the test set was not scored (--no-test).
+std::optional<ClassMetrics> final_test(const ResultRecord& r);
+
 // The JSON forms. Reading checks what it reads and throws InputError (without a file: the reader
 // of a file adds it) naming the key, e.g. "key 'ranks[1].busy_s': missing, expected a number".
 // Fields that older trainers did not write default as in the structs; epoch and epoch_s are
@@ -68,5 +89,8 @@ void tag_invoke(boost::json::value_from_tag, boost::json::value& v, const ClassM
 void tag_invoke(boost::json::value_from_tag, boost::json::value& v, const RankEpoch& r);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& v, const EpochRecord& r);
 EpochRecord tag_invoke(boost::json::value_to_tag<EpochRecord>, const boost::json::value& v);
+// The result line's inner object (the value of its "result" key); only best_epoch is required.
+void tag_invoke(boost::json::value_from_tag, boost::json::value& v, const ResultRecord& r);
+ResultRecord tag_invoke(boost::json::value_to_tag<ResultRecord>, const boost::json::value& v);
 
 }  // namespace shardgnn

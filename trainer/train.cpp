@@ -30,6 +30,7 @@
 #include "trainer/op_profile.hpp"
 #include "trainer/staging.hpp"
 #include "trainer/stop.hpp"
+#include "trainer/task.hpp"
 
 namespace fs = std::filesystem;
 
@@ -71,9 +72,9 @@ torch::Device resolve_device(const std::string& name, int local_rank) {
 }
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c, std::vector<torch::Tensor> params) {
-  if (c.optimizer == OptimizerKind::kSgd)
-    return std::make_unique<torch::optim::SGD>(std::move(params), torch::optim::SGDOptions(c.lr).momentum(c.momentum).weight_decay(c.weight_decay));
-  return std::make_unique<torch::optim::Adam>(std::move(params), torch::optim::AdamOptions(c.lr).weight_decay(c.weight_decay));
+  if (c.optim.kind == OptimizerKind::kSgd)
+    return std::make_unique<torch::optim::SGD>(std::move(params), torch::optim::SGDOptions(c.optim.lr).momentum(c.optim.momentum).weight_decay(c.optim.weight_decay));
+  return std::make_unique<torch::optim::Adam>(std::move(params), torch::optim::AdamOptions(c.optim.lr).weight_decay(c.optim.weight_decay));
 }
 
 std::vector<torch::Tensor> clone_parameters(const torch::nn::Module& m) {
@@ -103,6 +104,7 @@ struct detail::TrainerParts {
   bool resume_from_file = false;
   comm::Communicator::CoreShare cores;
   std::string threads_from;  // what decided the torch threads, for the start-of-run line
+  std::unique_ptr<Task> task;  // what is learnt: the head's width, the loss, the metrics, the best model's score
   Gnn model{nullptr};
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   NcclHandle nccl;  // GPUs: the gradients' sums, when every rank has one and the build NCCL
@@ -124,24 +126,24 @@ struct detail::TrainerParts {
       : shard(s), dataset(std::move(ds)), cfg(std::move(c)), scfg(std::move(sc)), comm(world.dup()), sampler_comm(world.dup()) {
     // GCN normalises by each node's degree in the whole graph, which a block (seeing only the
     // batch's sampled edges) does not know: exact over full neighbourhoods, unbiased over sampled ones.
-    scfg.with_degrees = cfg.model == ModelKind::kGcn;
+    scfg.with_degrees = cfg.model.kind == ModelKind::kGcn;
     // The prefetch thread communicates while this thread all-reduces: that needs an MPI that
     // granted MPI_THREAD_MULTIPLE. Without it, sample on this thread (every rank sees the same).
     if (!comm::thread_multiple()) scfg.prefetch = 0;
     // Rebalanced or class-balanced seeds may belong to other ranks: their labels come from owners.
-    scfg.remote_seeds = cfg.rebalance != RebalancePolicy::kNone || cfg.class_balanced;
+    scfg.remote_seeds = cfg.balance.rebalance != RebalancePolicy::kNone || cfg.balance.class_balanced;
   }
 
   CheckpointIdentity identity() const {
     CheckpointIdentity id;
-    id.model = model_name(cfg.model);
-    id.optimizer = optimizer_name(cfg.optimizer);
+    id.model = model_name(cfg.model.kind);
+    id.optimizer = optimizer_name(cfg.optim.kind);
     id.dataset = dataset;
-    id.hidden = cfg.hidden;
+    id.hidden = cfg.model.hidden;
     id.layers = static_cast<std::int64_t>(scfg.fanouts.size());
-    id.heads = cfg.model == ModelKind::kGat ? cfg.heads : 0;
+    id.heads = cfg.model.kind == ModelKind::kGat ? cfg.model.heads : 0;
     id.in = shard.feature_dim;
-    id.classes = shard.num_classes;
+    id.classes = task->output_width();
     id.num_nodes = shard.book.num_nodes();
     id.seed = cfg.seed;
     return id;
@@ -185,28 +187,26 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
   comm::agree(s.comm, [&] {
     validate(s.cfg);
     validate(s.scfg);
-    if (shard.num_classes < 1) throw InputError("dataset '" + dataset + "' has no labels: nothing to train on");
-    s.device = resolve_device(s.cfg.device, s.cores.local_rank);
+    s.task = make_task(s.cfg, shard);
+    s.task->check(shard, dataset);
+    s.device = resolve_device(s.cfg.device.name, s.cores.local_rank);
     // The limits are CPU rates for float32 work, and on a GPU the profiler sees only launches.
-    if (s.cfg.profile_steps > 0 && (!s.device.is_cpu() || s.cfg.precision != Precision::kFloat32))
+    if (s.cfg.levers.profile_steps > 0 && (!s.device.is_cpu() || s.cfg.model.precision != Precision::kFloat32))
       throw InputError("--profile-ops profiles float32 training on the CPU (--device cpu --precision fp32)");
-    // Without bfloat16 instructions oneDNN emulates them, slower than float32.
-    if (s.cfg.precision == Precision::kBFloat16 && s.device.is_cpu() && !__builtin_cpu_supports("avx512bf16"))
-      throw InputError("--precision bf16: this CPU has no bfloat16 instructions (avx512_bf16), so it would run slower than fp32; use --precision fp32");
-    if (s.cfg.slow_rank >= s.comm.size())
-      throw InputError("--simulate-slowdown " + std::to_string(s.cfg.slow_rank) + ":" + std::to_string(s.cfg.slowdown) + ": there is no rank " +
-                       std::to_string(s.cfg.slow_rank) + " (the job has " + std::to_string(s.comm.size()) + " rank" + (s.comm.size() == 1 ? "" : "s") +
+    if (s.cfg.levers.slow_rank >= s.comm.size())
+      throw InputError("--simulate-slowdown " + std::to_string(s.cfg.levers.slow_rank) + ":" + std::to_string(s.cfg.levers.slowdown) + ": there is no rank " +
+                       std::to_string(s.cfg.levers.slow_rank) + " (the job has " + std::to_string(s.comm.size()) + " rank" + (s.comm.size() == 1 ? "" : "s") +
                        ", 0 to " + std::to_string(s.comm.size() - 1) + ")");
-    if (!s.cfg.checkpoint_dir.empty()) {
-      s.checkpoint_path = (fs::path(s.cfg.checkpoint_dir) / "checkpoint.pt").string();
-      if (fs::exists(s.checkpoint_path) && !s.cfg.resume && !s.cfg.overwrite)
+    if (!s.cfg.files.checkpoint_dir.empty()) {
+      s.checkpoint_path = (fs::path(s.cfg.files.checkpoint_dir) / "checkpoint.pt").string();
+      if (fs::exists(s.checkpoint_path) && !s.cfg.files.resume && !s.cfg.files.overwrite)
         throw InputError(s.checkpoint_path, "", "a checkpoint exists: pass --resume to continue it or --force to start over");
     }
   });
   const auto train_total = s.comm.allreduce<std::int64_t>(static_cast<std::int64_t>(shard.train_idx.size()), comm::Op::kSum);
   s.comm.check_all(train_total > 0, "dataset '" + dataset + "' has no training nodes");
-  s.val_nodes = validation_nodes(shard, s.comm, s.cfg.eval_sample, s.cfg.seed);
-  if (!s.checkpoint_path.empty() && s.cfg.resume) {
+  s.val_nodes = validation_nodes(shard, s.comm, s.cfg.eval.sample, s.cfg.seed);
+  if (!s.checkpoint_path.empty() && s.cfg.files.resume) {
     const bool here = fs::exists(s.checkpoint_path);
     const auto seen = s.comm.allreduce<std::int32_t>(here ? 1 : 0, comm::Op::kSum);
     s.comm.check_all(seen == 0 || seen == s.comm.size(), s.checkpoint_path + ": visible on some ranks only (the checkpoint folder must be shared)");
@@ -215,8 +215,8 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
 
   // Threads from the binding: the rank's share of the cores its mask allows, never more than
   // torch's default (the physical cores it counts), which a rank alone on its cores keeps.
-  if (s.cfg.threads > 0) {
-    limit_threads(s.cfg.threads);
+  if (s.cfg.device.threads > 0) {
+    limit_threads(s.cfg.device.threads);
     s.threads_from = "--threads";
   } else if (const char* omp = std::getenv("OMP_NUM_THREADS"); omp != nullptr && *omp != '\0') {
     s.threads_from = "OMP_NUM_THREADS";
@@ -227,14 +227,13 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
                      (s.cores.per_task > 0 ? ", SLURM_CPUS_PER_TASK " + std::to_string(s.cores.per_task) : "");
   }
   torch::manual_seed(s.cfg.seed);
-  GnnOptions mo(s.cfg.model, shard.feature_dim, s.cfg.hidden, shard.num_classes, static_cast<std::int64_t>(s.scfg.fanouts.size()));
-  mo.heads(s.cfg.heads).dropout(s.cfg.dropout).precision(s.cfg.precision);
+  const GnnOptions mo(s.cfg.model, shard.feature_dim, s.task->output_width(), static_cast<std::int64_t>(s.scfg.fanouts.size()));
   s.model = Gnn(mo);
   s.model->to(s.device);
   broadcast_parameters(*s.model, s.comm);
   s.optimizer = make_optimizer(s.cfg, s.model->parameters());
   // A GPU of its own: devices picked by node-local rank (a bare "cuda"), no more ranks than GPUs.
-  const bool own_gpu = s.cfg.device == "cuda" && s.cores.ranks_on_node <= static_cast<int>(torch::cuda::device_count());
+  const bool own_gpu = s.cfg.device.name == "cuda" && s.cores.ranks_on_node <= static_cast<int>(torch::cuda::device_count());
   s.nccl = nccl_connect(s.comm, s.device, own_gpu);
   s.allreducer = std::make_unique<GradientAllreducer>(*s.model, s.comm, s.nccl.get());
   s.stager = std::make_unique<BatchStager>(s.device);
@@ -244,7 +243,7 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
   s.sampler = std::make_unique<DistSampler>(*s.shards, s.sampler_comm, s.scfg);
   s.features = std::make_unique<FeatureStore>(*s.shards, s.sampler_comm);
   s.features->build_cache(s.scfg, s.sampler.get());
-  if (s.cfg.eval_mode == EvalMode::kFull) {
+  if (s.cfg.eval.mode == EvalMode::kFull) {
     // Full-neighbourhood validation needs only the validation nodes' L-hop neighbourhoods, not
     // layer-wise inference over every node: a sampler that takes every neighbour gives exactly those.
     SamplerConfig all = s.scfg;
@@ -252,8 +251,8 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     all.prefetch = 0;
     s.all_neighbours = std::make_unique<DistSampler>(*s.shards, s.sampler_comm, all);
   }
-  s.scheduler = std::make_unique<SeedScheduler>(*s.sampler, SeedScheduler::Options{s.cfg.rebalance, s.cfg.class_balanced, s.cfg.remote_seed_factor, s.cfg.seed});
-  s.comm.check_all(!s.cfg.class_balanced || s.scheduler->class_balanced_pool_size() > 0,
+  s.scheduler = std::make_unique<SeedScheduler>(*s.sampler, SeedScheduler::Options{s.cfg.balance.rebalance, s.cfg.balance.class_balanced, s.cfg.balance.remote_seed_factor, s.cfg.seed});
+  s.comm.check_all(!s.cfg.balance.class_balanced || s.scheduler->class_balanced_pool_size() > 0,
                    "--seed-sampling class-balanced: dataset '" + dataset + "' has no labelled training nodes");
 }
 
@@ -269,7 +268,7 @@ std::string Trainer::threads_text() const {
 }
 std::string Trainer::gradient_path() const { return s_->allreducer->path(); }
 const FeatureStore& Trainer::features() const noexcept { return *s_->features; }
-std::string Trainer::gemm_backend() const { return s_->device.is_cpu() && s_->cfg.precision == Precision::kFloat32 ? cpu_gemm_backend() : "torch"; }
+std::string Trainer::gemm_backend() const { return s_->device.is_cpu() && s_->cfg.model.precision == Precision::kFloat32 ? cpu_gemm_backend() : "torch"; }
 
 std::string blas_core() { return openblas_get_corename ? openblas_get_corename() : ""; }
 std::int64_t Trainer::num_parameters() const {
@@ -285,12 +284,12 @@ namespace {
 SplitMetrics evaluate(TrainerParts& s, EvalMode mode, bool with_test) {
   if (!with_test) {
     using C = TrainerParts::ValCache;
-    if (s.val_cache == C::kKept) return evaluate_kept(s.model, s.val_batches, s.device, s.comm);
+    if (s.val_cache == C::kKept) return evaluate_kept(*s.task, s.model, s.val_batches, s.device, s.comm);
     DistSampler& sampler = mode == EvalMode::kFull ? *s.all_neighbours : *s.sampler;
-    if (s.val_cache == C::kOff) return evaluate_sampled(s.model, sampler, *s.features, s.device, s.val_nodes, {});
+    if (s.val_cache == C::kOff) return evaluate_sampled(*s.task, s.model, sampler, *s.features, s.device, s.val_nodes, {});
     // An eighth of the node's usable memory, shared by its ranks.
     const std::size_t budget = usable_memory_bytes() / 8 / static_cast<std::size_t>(s.cores.ranks_on_node);
-    const SplitMetrics m = evaluate_sampled(s.model, sampler, *s.features, s.device, s.val_nodes, {}, &s.val_batches, budget);
+    const SplitMetrics m = evaluate_sampled(*s.task, s.model, sampler, *s.features, s.device, s.val_nodes, {}, &s.val_batches, budget);
     // Every rank must take the same path next time (sampling is collective).
     const bool all = s.comm.allreduce<std::int32_t>(s.val_batches.empty() && !s.val_nodes.empty() ? 0 : 1, comm::Op::kMin) == 1;
     s.val_cache = all ? C::kKept : C::kOff;
@@ -298,11 +297,11 @@ SplitMetrics evaluate(TrainerParts& s, EvalMode mode, bool with_test) {
     return m;
   }
   if (mode == EvalMode::kSampled)
-    return evaluate_sampled(s.model, *s.sampler, *s.features, s.device, s.shard.val_idx.span(), s.shard.test_idx.span());
+    return evaluate_sampled(*s.task, s.model, *s.sampler, *s.features, s.device, s.shard.val_idx.span(), s.shard.test_idx.span());
   // Full-neighbourhood inference allocates layer by layer through torch: the training batches'
   // idle feature buffers go back to the system first (mapped again by the next epoch).
   huge_buffer_pool_trim();
-  return evaluate_full(s.model, s.shard, s.comm, s.device, s.cfg.eval_chunk);
+  return evaluate_full(*s.task, s.model, s.shard, s.comm, s.device, s.cfg.eval.chunk);
 }
 
 // What one step adds to its epoch's sums.
@@ -314,27 +313,26 @@ struct StepResult {
 };
 
 // One step of data-parallel training: forward and backward on this rank's batch, the gradients
-// averaged over all ranks' labelled examples, an optimiser step (skipped when no rank had any).
-// This rank's loss sum and correct count are added to `sums` (float64 [2]) on the device, which
-// the host reads once an epoch: no step waits for the device to report them. `stop_here` travels
-// with the gradients, so the ranks agree on stopping without a collective.
-StepResult train_step(Gnn& model, torch::optim::Optimizer& optimizer, GradientAllreducer& allreducer, const BatchStager& stager, const MiniBatch& mb,
-                      torch::Tensor& sums, bool stop_here) {
-  namespace F = torch::nn::functional;
+// averaged over all ranks' examples, an optimiser step (skipped when no rank had any). This
+// rank's loss sum and training statistic (Task::train_stat_sum) are added to `sums` (float64 [2])
+// on the device, which the host reads once an epoch: no step waits for the device to report them.
+// `stop_here` travels with the gradients, so the ranks agree on stopping without a collective.
+StepResult train_step(const Task& task, Gnn& model, torch::optim::Optimizer& optimizer, GradientAllreducer& allreducer, const BatchStager& stager,
+                      const MiniBatch& mb, torch::Tensor& sums, bool stop_here) {
   auto t0 = Clock::now();
   optimizer.zero_grad();
   StepResult r;
   std::vector<double> extras{stop_here ? 1.0 : 0.0};  // ranks asked to stop
   if (!mb.seeds().empty()) {
     const BatchTensors t = stager.take(mb);
-    const torch::Tensor logits = model->forward(t.blocks, t.x);
-    const torch::Tensor loss = F::cross_entropy(logits, t.y, F::CrossEntropyFuncOptions().reduction(torch::kSum).ignore_index(-1));
+    const torch::Tensor output = model->forward(t.blocks, t.x);
+    const torch::Tensor loss = task.loss_sum(output, t);
     loss.backward();
     torch::NoGradGuard no_grad;
-    const torch::Tensor correct = logits.argmax(1).eq(t.y).logical_and(t.y.ge(0)).sum();
-    sums.add_(torch::stack({loss.detach().to(torch::kDouble), correct.to(torch::kDouble)}));
-    // Counted on the host, where the labels are.
-    r.local_examples = static_cast<double>(std::count_if(mb.labels.begin(), mb.labels.end(), [](std::int64_t y) { return y >= 0; }));
+    const torch::Tensor stat = task.train_stat_sum(output, t);
+    sums.add_(torch::stack({loss.detach().to(torch::kDouble), stat.to(torch::kDouble)}));
+    // Counted on the host, where the targets are.
+    r.local_examples = static_cast<double>(task.examples(mb));
   }
   r.compute_s = since(t0);
   r.examples = allreducer.average(r.local_examples, extras);
@@ -350,7 +348,7 @@ struct EpochSums {
   double lr = 0;
   std::int64_t steps = 0, seeds = 0;
   double wait_s = 0, compute_s = 0, sample_work_s = 0;  // waiting for batches, compute, the producer's own work
-  double loss_sum = 0, correct = 0, examples = 0;
+  double loss_sum = 0, train_stat = 0, examples = 0;  // train_stat: Task::train_stat_sum's
   double slowdown = 1;  // the simulated slowdown applied to compute
   std::int64_t profiled_steps = 0;
   double profiled_s = 0;  // their compute
@@ -387,31 +385,31 @@ EpochSums train_epoch(TrainerParts& s, int epoch, Progress& progress, OpRecorder
   if (s.state.next_epoch == epoch && s.state.next_step > 0) {
     e.first_step = s.state.next_step;
     e.loss_sum = s.state.step_loss_sum;
-    e.correct = s.state.step_correct;
+    e.train_stat = s.state.step_correct;
     e.examples = s.state.step_examples;
   }
   e.lr = lr_at(c, epoch);
   for (auto& group : s.optimizer->param_groups()) group.options().set_lr(e.lr);
   s.model->train();
-  e.slowdown = rank == c.slow_rank && c.slowdown > 1 ? c.slowdown : 1.0;
+  e.slowdown = rank == c.levers.slow_rank && c.levers.slowdown > 1 ? c.levers.slowdown : 1.0;
   e.steps = s.sampler->steps_in_epoch(epoch);
   s.comm.check_all(e.first_step < e.steps, s.checkpoint_path + ": resumes at step " + std::to_string(e.first_step + 1) + " of epoch " +
                                                std::to_string(epoch + 1) + ", which has " + std::to_string(e.steps) + " steps here (another partition or --batch?)");
   progress.start_epoch(epoch, c.epochs, e.steps);
   Prefetcher pipe = training_batches(s, epoch, e.steps, e.first_step);
-  // This rank's loss sum and correct count over the epoch's steps, kept on the device.
+  // This rank's loss sum and training statistic over the epoch's steps, kept on the device.
   torch::Tensor sums = torch::zeros({2}, torch::TensorOptions().dtype(torch::kDouble).device(s.device));
   double local_examples = 0;
-  const std::int64_t first_recorded = std::max<std::int64_t>(e.first_step + 1, (e.steps - c.profile_steps) / 2);
+  const std::int64_t first_recorded = std::max<std::int64_t>(e.first_step + 1, (e.steps - c.levers.profile_steps) / 2);
   for (std::int64_t step = e.first_step; step < e.steps; ++step) {
     seed_dropout(s, epoch, step);
     const auto t0 = Clock::now();
     std::optional<MiniBatch> mb = pipe.next();
     e.wait_s += since(t0);
     e.seeds += static_cast<std::int64_t>(mb->seeds().size());
-    const bool record = recorder != nullptr && step >= first_recorded && step < first_recorded + c.profile_steps;
+    const bool record = recorder != nullptr && step >= first_recorded && step < first_recorded + c.levers.profile_steps;
     if (record) recorder->start();
-    StepResult r = train_step(s.model, *s.optimizer, *s.allreducer, *s.stager, *mb, sums, stop_signal() != 0);
+    StepResult r = train_step(*s.task, s.model, *s.optimizer, *s.allreducer, *s.stager, *mb, sums, stop_signal() != 0);
     if (record) {
       recorder->stop();
       ++e.profiled_steps;
@@ -440,7 +438,7 @@ EpochSums train_epoch(TrainerParts& s, int epoch, Progress& progress, OpRecorder
   std::vector<double> total{host[0].item<double>(), host[1].item<double>()};
   s.comm.allreduce_inplace(std::span<double>(total), comm::Op::kSum);
   e.loss_sum += total[0];
-  e.correct += total[1];
+  e.train_stat += total[1];
   return e;
 }
 
@@ -480,13 +478,13 @@ RankEpoch rank_share(const TrainerParts& s, const EpochSums& e, const Counters& 
   return me;
 }
 
-// The epoch's record from this rank's sums (loss and accuracy are already summed over ranks by
-// the all-reduce) and every rank's share: means and totals over ranks, and the imbalance.
+// The epoch's record from this rank's sums (loss and training statistic are already summed over
+// ranks by the all-reduce) and every rank's share: means and totals over ranks, and the imbalance.
 void summarize(EpochRecord& r, const EpochSums& e) {
   r.lr = e.lr;
   r.steps = e.steps;
   r.loss = e.examples > 0 ? e.loss_sum / e.examples : 0;
-  r.train_acc = e.examples > 0 ? e.correct / e.examples : 0;
+  r.train_acc = e.examples > 0 ? e.train_stat / e.examples : 0;
   const auto P = static_cast<double>(r.ranks.size());
   double max_busy = 0, mean_busy = 0;
   for (const RankEpoch& k : r.ranks) {
@@ -503,11 +501,11 @@ void summarize(EpochRecord& r, const EpochSums& e) {
   r.imbalance = mean_busy > 0 ? max_busy / mean_busy : 1.0;
 }
 
-// Keeps the parameters of the best validation accuracy so far; true when the last `patience`
-// validations brought no improvement (0: never).
-bool keep_best(TrainState& state, const torch::nn::Module& model, int epoch, const ClassMetrics& val, int patience) {
-  if (val.accuracy > state.best_val) {
-    state.best_val = val.accuracy;
+// Keeps the parameters of the best validation score (Task::selection_score) so far; true when the
+// last `patience` validations brought no improvement (0: never).
+bool keep_best(TrainState& state, const torch::nn::Module& model, int epoch, double score, int patience) {
+  if (score > state.best_val) {
+    state.best_val = score;
     state.best_epoch = epoch;
     state.best = clone_parameters(model);
     state.bad_evals = 0;
@@ -522,9 +520,9 @@ void open_log(const TrainerParts& s, std::optional<MetricsLog>& log) {
   const TrainConfig& c = s.cfg;
   comm::agree(s.comm, [&] {
     if (s.comm.rank() != 0) return;
-    if (!c.metrics_path.empty() && fs::path(c.metrics_path).has_parent_path()) fs::create_directories(fs::path(c.metrics_path).parent_path());
-    log.emplace(c.metrics_path, s.resume_from_file);
-    if (!c.checkpoint_dir.empty()) fs::create_directories(c.checkpoint_dir);
+    if (!c.files.metrics.empty() && fs::path(c.files.metrics).has_parent_path()) fs::create_directories(fs::path(c.files.metrics).parent_path());
+    log.emplace(c.files.metrics, s.resume_from_file);
+    if (!c.files.checkpoint_dir.empty()) fs::create_directories(c.files.checkpoint_dir);
   });
 }
 
@@ -562,9 +560,9 @@ void finish(TrainerParts& s, TrainResult& result) {
   if (!s.state.best.empty()) assign_parameters(*s.model, s.state.best);
   result.best_epoch = s.state.best_epoch;
   result.best_val = s.state.best_val;
-  result.tested = c.final_test;
+  result.tested = c.eval.final_test;
   auto t0 = Clock::now();
-  if (c.final_test && c.final_full_eval) {
+  if (c.eval.final_test && c.eval.final_full) {
     result.full = evaluate(s, EvalMode::kFull, /*with_test=*/true);
     result.full_s = since(t0);
     result.has_full = true;
@@ -573,13 +571,13 @@ void finish(TrainerParts& s, TrainResult& result) {
   result.sampled_is_full = result.has_full && every_neighbour(s.scfg.fanouts);
   if (result.sampled_is_full) {
     result.sampled = result.full;
-  } else if (c.final_test) {
+  } else if (c.eval.final_test) {
     t0 = Clock::now();
     result.sampled = evaluate(s, EvalMode::kSampled, /*with_test=*/true);
     result.sampled_s = since(t0);
   }
-  const std::string weights = !c.weights_path.empty() ? c.weights_path
-                              : !c.checkpoint_dir.empty() ? (fs::path(c.checkpoint_dir) / "weights.pt").string()
+  const std::string weights = !c.files.weights.empty() ? c.files.weights
+                              : !c.files.checkpoint_dir.empty() ? (fs::path(c.files.checkpoint_dir) / "weights.pt").string()
                                                           : std::string();
   if (!weights.empty())
     comm::agree(s.comm, [&] {
@@ -592,10 +590,9 @@ void finish(TrainerParts& s, TrainResult& result) {
 // its own test nodes with it. The model is this rank's copy from here on (the shared weights were
 // saved by finish). Sampling stays collective, so every rank runs the same steps.
 void personalize(TrainerParts& s, TrainResult& result) {
-  namespace F = torch::nn::functional;
   const TrainConfig& c = s.cfg;
   auto optimizer = make_optimizer(c, s.model->parameters());
-  for (int i = 0; i < c.personalize_epochs; ++i) {
+  for (int i = 0; i < c.balance.personalize_epochs; ++i) {
     // Epochs past the shared ones are never scheduled: the sampler draws this rank's own seeds.
     const std::int64_t epoch = c.epochs + i;
     s.model->train();
@@ -611,17 +608,17 @@ void personalize(TrainerParts& s, TrainResult& result) {
         result.stop_message = "stopped during --personalize, after the shared model had finished training";
         return;
       }
-      if (std::none_of(mb->labels.begin(), mb->labels.end(), [](std::int64_t y) { return y >= 0; })) continue;
+      if (s.task->examples(*mb) == 0) continue;
       optimizer->zero_grad();
       const BatchTensors t = s.stager->take(*mb);
-      const torch::Tensor loss = F::cross_entropy(s.model->forward(t.blocks, t.x), t.y, F::CrossEntropyFuncOptions().ignore_index(-1));
+      const torch::Tensor loss = s.task->loss_mean(s.model->forward(t.blocks, t.x), t);
       loss.backward();
       optimizer->step();
     }
   }
   result.personalized_full = s.all_neighbours != nullptr;
   DistSampler& sampler = result.personalized_full ? *s.all_neighbours : *s.sampler;
-  result.personalized = evaluate_sampled(s.model, sampler, *s.features, s.device, {}, s.shard.test_idx.span());
+  result.personalized = evaluate_sampled(*s.task, s.model, sampler, *s.features, s.device, {}, s.shard.test_idx.span());
 }
 
 }  // namespace
@@ -634,18 +631,18 @@ TrainResult Trainer::fit() {
   const TrainConfig& c = s.cfg;
   TrainResult result;
   result.start_epoch = s.state.next_epoch;
-  Progress progress(c.progress && s.comm.rank() == 0);
+  Progress progress(c.files.progress && s.comm.rank() == 0);
   if (s.resume_from_file)
     progress.message("resuming " + s.checkpoint_path + " at epoch " + std::to_string(s.state.next_epoch + 1) + " of " + std::to_string(c.epochs));
   std::optional<MetricsLog> log;
   open_log(s, log);
   std::optional<OpRecorder> recorder;
-  if (c.profile_steps > 0) recorder.emplace();
+  if (c.levers.profile_steps > 0) recorder.emplace();
   std::int64_t profiled_steps = 0;
   double profiled_s = 0;
   const auto t_train = Clock::now();
   // A checkpoint of a run that stopped early has nothing left to train.
-  result.stopped_early = c.patience > 0 && s.state.bad_evals >= c.patience;
+  result.stopped_early = c.eval.patience > 0 && s.state.bad_evals >= c.eval.patience;
   for (int epoch = s.state.next_epoch; epoch < c.epochs && !result.stopped_early; ++epoch) {
     const auto t_epoch = Clock::now();
     EpochRecord r;
@@ -664,17 +661,17 @@ TrainResult Trainer::fit() {
       s.state.next_epoch = epoch;
       s.state.next_step = sums.stopped_after;
       s.state.step_loss_sum = sums.loss_sum;
-      s.state.step_correct = sums.correct;
+      s.state.step_correct = sums.train_stat;
       s.state.step_examples = sums.examples;
       stop(s, result, progress, epoch, sums.stopped_after, sums.steps, /*save=*/true);
       return result;
     }
     const double train_s = since(t_epoch);
     const auto t_eval = Clock::now();
-    if ((epoch + 1) % c.eval_every == 0 || epoch + 1 == c.epochs) {
-      r.val = evaluate(s, c.eval_mode, /*with_test=*/false).val;
+    if ((epoch + 1) % c.eval.every == 0 || epoch + 1 == c.epochs) {
+      r.val = evaluate(s, c.eval.mode, /*with_test=*/false).val;
       r.evaluated = true;
-      result.stopped_early = keep_best(s.state, *s.model, epoch, r.val, c.patience);
+      result.stopped_early = keep_best(s.state, *s.model, epoch, s.task->selection_score(r.val), c.eval.patience);
     }
     r.ranks = s.comm.allgather(rank_share(s, sums, before, train_s, since(t_eval)));
     summarize(r, sums);
@@ -695,8 +692,8 @@ TrainResult Trainer::fit() {
       return result;
     }
     if (result.stopped_early)
-      progress.message("early stop: no better validation accuracy in " + std::to_string(c.patience) + " validations (best " +
-                       std::to_string(s.state.best_val) + " at epoch " + std::to_string(s.state.best_epoch + 1) + ")");
+      progress.message("early stop: no better validation " + std::string(s.task->selection_name()) + " in " + std::to_string(c.eval.patience) +
+                       " validations (best " + std::to_string(s.state.best_val) + " at epoch " + std::to_string(s.state.best_epoch + 1) + ")");
   }
   result.train_s = since(t_train);
   if (profiled_steps > 0) {
@@ -708,7 +705,7 @@ TrainResult Trainer::fit() {
     });
   }
   finish(s, result);
-  if (c.personalize_epochs > 0) personalize(s, result);
+  if (c.balance.personalize_epochs > 0) personalize(s, result);
   return result;
 }
 

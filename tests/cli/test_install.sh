@@ -11,7 +11,7 @@ export OMP_NUM_THREADS=1
 cmake --install "$BUILD_DIR" --prefix "$work/prefix" > "$work/install.txt" || fail "install failed: $(cat "$work/install.txt")"
 bin="$work/prefix/bin/shardgnn"
 [ -x "$bin" ] || fail "no bin/shardgnn in the install tree"
-[ -x "$work/prefix/libexec/shardgnn/shardgnn-bench-sampler" ] || fail "no libexec/shardgnn/shardgnn-bench-sampler"
+[ -x "$work/prefix/libexec/shardgnn/shardgnn-bench" ] || fail "no libexec/shardgnn/shardgnn-bench"
 # Nothing of the build tree is reachable from the installed binaries.
 cd "$work"
 "$bin" data convert "$SAMPLES/cora.npz" --out "$work/cora" > /dev/null

@@ -18,10 +18,10 @@ grep -q "remote fetch *none" "$work/out.txt" || fail "rows went over MPI with --
 timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" bench sampler "$work/p2" --fanouts 10,5 --batch 64 --node-local off > "$work/out.txt" 2>&1 || fail "--node-local off run failed: $(cat "$work/out.txt")"
 grep -q "remote fetch .*raw MPI alltoallv" "$work/out.txt" || fail "no MPI remote fetch with --node-local off: $(cat "$work/out.txt")"
 grep -q "^same-node rows" "$work/out.txt" && fail "same-node rows with --node-local off"
-# Only the distributed commands' programs load MPI, not the dispatcher every command starts.
-if ldd "$SHARDGNN" | grep -q "libmpi"; then fail "$SHARDGNN links MPI: $(ldd "$SHARDGNN" | grep libmpi)"; fi
-ldd "$(dirname "$SHARDGNN")/shardgnn-bench-sampler" | grep -q "libmpi" || fail "shardgnn-bench-sampler does not link MPI"
-if ldd "$(dirname "$SHARDGNN")/shardgnn-bench-sampler" | grep -q "libtorch"; then fail "shardgnn-bench-sampler links libtorch"; fi
+# Only training's program loads libtorch, not the dispatcher every command starts, nor the benchmarks'.
+if ldd "$SHARDGNN" | grep -q "libtorch"; then fail "$SHARDGNN links libtorch: $(ldd "$SHARDGNN" | grep libtorch)"; fi
+ldd "$(dirname "$SHARDGNN")/shardgnn-bench" | grep -q "libmpi" || fail "shardgnn-bench does not link MPI"
+if ldd "$(dirname "$SHARDGNN")/shardgnn-bench" | grep -q "libtorch"; then fail "shardgnn-bench links libtorch"; fi
 # The binary without its programs beside it: one clear line and exit 1, before any MPI start-up.
 mkdir "$work/alone" && cp "$SHARDGNN" "$work/alone/shardgnn"
 set +e
@@ -29,7 +29,7 @@ set +e
 rc=$?
 set -e
 [ "$rc" = 1 ] || fail "without its program: exit $rc, expected 1"
-grep -q "^shardgnn bench sampler: error: cannot start its program (.*shardgnn-bench-sampler: No such file" "$work/err.txt" || fail "without its program: $(cat "$work/err.txt")"
+grep -q "^shardgnn bench sampler: error: cannot start its program (.*shardgnn-bench: No such file" "$work/err.txt" || fail "without its program: $(cat "$work/err.txt")"
 [ "$(wc -l < "$work/err.txt")" = 1 ] || fail "without its program: more than one line: $(cat "$work/err.txt")"
 
 # shellcheck source=expect_error.sh

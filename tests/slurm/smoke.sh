@@ -109,13 +109,13 @@ check_pmi_env() {
 }
 
 check_mpi_partition() {
-    if [[ ! -x "$BIN_DIR/shardgnn" || ! -x "$BIN_DIR/shardgnn-partition" || ! -f "$SAMPLES/cora.npz" ]]; then
-        echo "skipped: no $BIN_DIR/shardgnn{,-partition} or $SAMPLES/cora.npz"
+    if [[ ! -x "$BIN_DIR/shardgnn" || ! -f "$SAMPLES/cora.npz" ]]; then
+        echo "skipped: no $BIN_DIR/shardgnn or $SAMPLES/cora.npz"
         return 0
     fi
     # a private copy: the build folder may be rewritten while we run
     mkdir -p "$W/bin"
-    cp "$BIN_DIR/shardgnn" "$BIN_DIR/shardgnn-partition" "$W/bin/"
+    cp "$BIN_DIR/shardgnn" "$W/bin/"
     "$W/bin/shardgnn" data convert "$SAMPLES/cora.npz" --out "$W/cora" >"$W/convert.log" 2>&1 ||
         { tail -5 "$W/convert.log"; die "data convert failed"; }
     srun --mpi=pmi2 -n 2 --overcommit -J smoke-b2 \

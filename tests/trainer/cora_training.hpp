@@ -15,11 +15,11 @@ inline const Dataset& cora() {
 
 inline TrainConfig quick_config(ModelKind model) {
   TrainConfig c;
-  c.model = model;
-  c.hidden = 64;
+  c.model.kind = model;
+  c.model.hidden = 64;
   c.epochs = 12;
-  c.progress = false;
-  c.final_full_eval = true;
+  c.files.progress = false;
+  c.eval.final_full = true;
   return c;
 }
 

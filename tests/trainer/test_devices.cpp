@@ -33,7 +33,7 @@ using test::cora;
 TrainConfig quick(const std::string& device) {
   TrainConfig c = test::quick_config(ModelKind::kSage);
   c.epochs = 8;
-  c.device = device;
+  c.device.name = device;
   return c;
 }
 
@@ -190,12 +190,12 @@ TEST_CASE("a checkpoint written on one device resumes on the other", "[device][c
     const fs::path ck = dir / ("run-" + std::to_string(run++));
     TrainConfig c = quick(first);
     c.epochs = 3;
-    c.checkpoint_dir = ck;
+    c.files.checkpoint_dir = ck;
     Trainer(shard, "cora", world, c, sampler()).fit();
     REQUIRE(fs::exists(ck / "checkpoint.pt"));
-    c.device = second;
+    c.device.name = second;
     c.epochs = 6;
-    c.resume = true;
+    c.files.resume = true;
     Trainer t(shard, "cora", world, c, sampler());
     const TrainResult r = t.fit();
     CHECK(r.start_epoch == 3);

@@ -262,26 +262,26 @@ TEST_CASE("bad training options are clear errors", "[trainer][bad-input]") {
     return c;
   };
   CHECK_NOTHROW(validate(TrainConfig{}));
-  CHECK_THROWS_AS(validate(bad([](TrainConfig& c) { c.hidden = 0; })), InputError);
-  CHECK_THROWS_WITH(validate(bad([](TrainConfig& c) { c.hidden = 0; })), Contains("--hidden must be at least 1"));
-  CHECK_THROWS_WITH(validate(bad([](TrainConfig& c) { c.lr = 0; })), Contains("--lr must be > 0"));
-  CHECK_THROWS_WITH(validate(bad([](TrainConfig& c) { c.lr = -1; })), Contains("--lr must be > 0"));
-  CHECK_THROWS_WITH(validate(bad([](TrainConfig& c) { c.dropout = 1; })), Contains("--dropout"));
+  CHECK_THROWS_AS(validate(bad([](TrainConfig& c) { c.model.hidden = 0; })), InputError);
+  CHECK_THROWS_WITH(validate(bad([](TrainConfig& c) { c.model.hidden = 0; })), Contains("--hidden must be at least 1"));
+  CHECK_THROWS_WITH(validate(bad([](TrainConfig& c) { c.optim.lr = 0; })), Contains("--lr must be > 0"));
+  CHECK_THROWS_WITH(validate(bad([](TrainConfig& c) { c.optim.lr = -1; })), Contains("--lr must be > 0"));
+  CHECK_THROWS_WITH(validate(bad([](TrainConfig& c) { c.model.dropout = 1; })), Contains("--dropout"));
   CHECK_THROWS_WITH(validate(bad([](TrainConfig& c) {
-                      c.model = ModelKind::kGat;
-                      c.hidden = 10;
-                      c.heads = 4;
+                      c.model.kind = ModelKind::kGat;
+                      c.model.hidden = 10;
+                      c.model.heads = 4;
                     })),
                     Contains("not divisible by --heads"));
-  CHECK_THROWS_WITH(validate(bad([](TrainConfig& c) { c.device = "tpu"; })), Contains("unknown --device 'tpu'"));
-  CHECK_THROWS_WITH(validate(bad([](TrainConfig& c) { c.resume = true; })), Contains("--resume needs --checkpoint-dir"));
+  CHECK_THROWS_WITH(validate(bad([](TrainConfig& c) { c.device.name = "tpu"; })), Contains("unknown --device 'tpu'"));
+  CHECK_THROWS_WITH(validate(bad([](TrainConfig& c) { c.files.resume = true; })), Contains("--resume needs --checkpoint-dir"));
   TrainConfig step;
-  step.lr_schedule = LrSchedule::kStep;
+  step.optim.schedule = LrSchedule::kStep;
   step.epochs = 9;
   CHECK(lr_at(step, 2) == Approx(0.01));
   CHECK(lr_at(step, 3) == Approx(0.001));
   TrainConfig cosine;
-  cosine.lr_schedule = LrSchedule::kCosine;
+  cosine.optim.schedule = LrSchedule::kCosine;
   CHECK(lr_at(cosine, 0) == Approx(0.01));
   CHECK(lr_at(cosine, 10) == Approx(0.005));
 }

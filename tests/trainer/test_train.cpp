@@ -79,10 +79,10 @@ TEST_CASE("early stopping keeps the best model", "[trainer][cora]") {
   if (world.size() != 1) return;
   const Shard shard = shard_from_dataset(cora());
   TrainConfig c = quick_config(ModelKind::kGcn);
-  c.hidden = 16;
+  c.model.hidden = 16;
   c.epochs = 40;
-  c.patience = 2;
-  c.final_full_eval = false;
+  c.eval.patience = 2;
+  c.eval.final_full = false;
   // Batches of 100: the 500 validation nodes fill whole batches in the final evaluation too (which
   // follows them with the test nodes), so both sample the same neighbourhoods.
   SamplerConfig s = quick_sampler();
@@ -90,7 +90,7 @@ TEST_CASE("early stopping keeps the best model", "[trainer][cora]") {
   Trainer t(shard, "cora", world, c, s);
   const TrainResult r = t.fit();
   CHECK(r.stopped_early);
-  CHECK(r.history.size() == static_cast<std::size_t>(r.best_epoch + 1 + c.patience));
+  CHECK(r.history.size() == static_cast<std::size_t>(r.best_epoch + 1 + c.eval.patience));
   for (const EpochRecord& e : r.history) CHECK(e.val.accuracy <= r.best_val);
   // The best model is restored: the same sampled neighbourhoods give the same val accuracy.
   CHECK(r.sampled.val.accuracy == r.best_val);
@@ -102,17 +102,17 @@ TEST_CASE("a resumed run ends exactly where an uninterrupted one does", "[traine
   const Shard shard = shard_from_dataset(cora());
   test::ScratchDir dir;
   TrainConfig c = quick_config(ModelKind::kGcn);
-  c.hidden = 32;
+  c.model.hidden = 32;
   c.epochs = 4;
-  c.final_full_eval = false;
+  c.eval.final_full = false;
 
   TrainConfig whole = c;
-  whole.checkpoint_dir = dir / "whole";
+  whole.files.checkpoint_dir = dir / "whole";
   Trainer a(shard, "cora", world, whole, quick_sampler());
   const TrainResult ra = a.fit();
 
   TrainConfig first = c;
-  first.checkpoint_dir = dir / "split";
+  first.files.checkpoint_dir = dir / "split";
   first.epochs = 2;
   {
     Trainer b(shard, "cora", world, first, quick_sampler());
@@ -120,8 +120,8 @@ TEST_CASE("a resumed run ends exactly where an uninterrupted one does", "[traine
   }
   REQUIRE(fs::exists(dir / "split/checkpoint.pt"));
   TrainConfig rest = c;
-  rest.checkpoint_dir = dir / "split";
-  rest.resume = true;
+  rest.files.checkpoint_dir = dir / "split";
+  rest.files.resume = true;
   Trainer b(shard, "cora", world, rest, quick_sampler());
   const TrainResult rb = b.fit();
   CHECK(rb.start_epoch == 2);
@@ -151,10 +151,10 @@ TEST_CASE("bad devices and foreign, damaged or existing checkpoints are clear er
   const Shard shard = shard_from_dataset(cora());
   test::ScratchDir dir;
   TrainConfig c = quick_config(ModelKind::kGcn);
-  c.hidden = 16;
+  c.model.hidden = 16;
   c.epochs = 1;
-  c.final_full_eval = false;
-  c.checkpoint_dir = dir.str();
+  c.eval.final_full = false;
+  c.files.checkpoint_dir = dir.str();
   Trainer(shard, "cora", world, c, quick_sampler()).fit();
   const std::string path = dir / "checkpoint.pt";
   const std::string original = slurp(path);
@@ -162,22 +162,22 @@ TEST_CASE("bad devices and foreign, damaged or existing checkpoints are clear er
 
   CHECK_THAT(trainer_error(shard, world, c, quick_sampler()), Contains("a checkpoint exists: pass --resume"));
   TrainConfig other = c;
-  other.resume = true;
-  other.model = ModelKind::kSage;
+  other.files.resume = true;
+  other.model.kind = ModelKind::kSage;
   CHECK_THAT(trainer_error(shard, world, other, quick_sampler()), Contains("the checkpoint is of gcn (hidden 16, 2 layers"));
   other = c;
-  other.resume = true;
-  other.hidden = 32;
+  other.files.resume = true;
+  other.model.hidden = 32;
   CHECK_THAT(trainer_error(shard, world, other, quick_sampler()), Contains("this run trains gcn (hidden 32"));
   other = c;
-  other.resume = true;
+  other.files.resume = true;
   CHECK_THAT(trainer_error(shard, world, other, SamplerConfig{}), Contains("3 layers"));  // three fanouts
   CHECK(slurp(path) == original);
 
   // A damaged checkpoint is refused by its checksum before torch parses it (a flipped byte in a
   // member's header made torch's loader corrupt the heap), and is left as it is.
   other = c;
-  other.resume = true;
+  other.files.resume = true;
   for (std::size_t at : {std::size_t{40}, original.size() / 2, original.size() - 40}) {
     std::string flipped = original;
     flipped[at] = static_cast<char>(flipped[at] ^ 0x10);
@@ -198,11 +198,11 @@ TEST_CASE("bad devices and foreign, damaged or existing checkpoints are clear er
 
   if (!torch::cuda::is_available()) {
     TrainConfig gpu = quick_config(ModelKind::kGcn);
-    gpu.device = "cuda";
+    gpu.device.name = "cuda";
     CHECK_THAT(trainer_error(shard, world, gpu, quick_sampler()), Contains("--device cuda: no CUDA device available"));
   }
   TrainConfig zero = quick_config(ModelKind::kGcn);
-  zero.hidden = 0;
+  zero.model.hidden = 0;
   CHECK_THAT(trainer_error(shard, world, zero, quick_sampler()), Contains("--hidden must be at least 1"));
 }
 
@@ -216,9 +216,9 @@ TEST_CASE("replicas stay identical across ranks through training", "[trainer][mp
   PartFixture fx;
   for (OptimizerKind opt : {OptimizerKind::kAdam, OptimizerKind::kSgd}) {
     TrainConfig c = quick_config(ModelKind::kSage);
-    c.optimizer = opt;
+    c.optim.kind = opt;
     c.epochs = 2;
-    c.final_full_eval = true;
+    c.eval.final_full = true;
     SamplerConfig s = quick_sampler();
     s.batch_size = 16;  // several steps per epoch
     s.cache_policy = CachePolicy::kDegree;
@@ -243,20 +243,20 @@ TEST_CASE("a run stopped by a signal after any step resumes exactly where an uni
   const std::string root = fx.root;  // a folder every rank sees
   TrainConfig c = quick_config(ModelKind::kSage);
   c.epochs = 3;
-  c.final_full_eval = false;
-  c.dropout = 0.5;  // so that a resumed step must draw the same masks
+  c.eval.final_full = false;
+  c.model.dropout = 0.5;  // so that a resumed step must draw the same masks
   SamplerConfig s = quick_sampler();
   s.batch_size = 16;  // several steps per epoch: stops inside epochs and at their ends
   TrainConfig whole = c;
-  whole.checkpoint_dir = root + "/whole";
+  whole.files.checkpoint_dir = root + "/whole";
   Trainer a(fx.shard, "cora", fx.world, whole, s);
   const TrainResult ra = a.fit();
 
   // Rank 0 alone is asked to stop before every step: every rank stops after that step, and the
   // next run resumes there, until the epochs are done.
   TrainConfig part = c;
-  part.checkpoint_dir = root + "/stopped";
-  part.resume = true;
+  part.files.checkpoint_dir = root + "/stopped";
+  part.files.resume = true;
   int runs = 0;
   std::vector<double> losses;
   for (;; ++runs) {
@@ -326,11 +326,11 @@ TEST_CASE("rebalanced and class-balanced training: every seed once, identical re
   for (const Variant v : {Variant{RebalancePolicy::kSeeds, false, -1}, Variant{RebalancePolicy::kCost, false, 0}, Variant{RebalancePolicy::kNone, true, -1}}) {
     TrainConfig c = quick_config(ModelKind::kSage);
     c.epochs = 3;
-    c.final_full_eval = false;
-    c.rebalance = v.policy;
-    c.class_balanced = v.class_balanced;
-    c.slow_rank = v.slow_rank;
-    c.slowdown = v.slow_rank >= 0 ? 4.0 : 1.0;
+    c.eval.final_full = false;
+    c.balance.rebalance = v.policy;
+    c.balance.class_balanced = v.class_balanced;
+    c.levers.slow_rank = v.slow_rank;
+    c.levers.slowdown = v.slow_rank >= 0 ? 4.0 : 1.0;
     SamplerConfig s = quick_sampler();
     s.batch_size = 16;
     auto run = [&] {
@@ -448,8 +448,8 @@ TEST_CASE("epochs are validated on a fixed sample of the validation set, the tes
   PartFixture fx;
   TrainConfig c = quick_config(ModelKind::kGcn);
   c.epochs = 3;
-  c.eval_sample = 101;  // of Cora's 500 validation nodes, split across the ranks
-  c.final_full_eval = false;
+  c.eval.sample = 101;  // of Cora's 500 validation nodes, split across the ranks
+  c.eval.final_full = false;
   Trainer t(fx.shard, "cora", fx.world, c, quick_sampler());
   const TrainResult r = t.fit();
   REQUIRE(r.history.size() == 3);
@@ -463,12 +463,12 @@ TEST_CASE("epochs are validated on a fixed sample of the validation set, the tes
   CHECK(r.sampled.val.count == 500);
   CHECK(r.sampled.test.count == 1000);
   TrainConfig bad = c;
-  bad.eval_sample = -1;
+  bad.eval.sample = -1;
   CHECK_THAT(trainer_error(fx.shard, fx.world, bad, quick_sampler()), Contains("--eval-sample"));
   TrainConfig profiled_bf16 = c;
-  profiled_bf16.profile_steps = 2;
-  profiled_bf16.precision = Precision::kBFloat16;
-  CHECK_THAT(trainer_error(fx.shard, fx.world, profiled_bf16, quick_sampler()), Contains("--profile-ops profiles float32 training on the CPU"));
+  profiled_bf16.levers.profile_steps = 2;
+  profiled_bf16.model.precision = Precision::kBFloat16;
+  CHECK_THAT(trainer_error(fx.shard, fx.world, profiled_bf16, quick_sampler()), Contains("--precision bf16 runs with --device cuda only"));
 }
 
 TEST_CASE("full-neighbourhood validation through the sampler scores as layer-wise full inference", "[trainer][mpi][eval]") {
@@ -477,8 +477,8 @@ TEST_CASE("full-neighbourhood validation through the sampler scores as layer-wis
     INFO(model_name(kind));
     TrainConfig c = quick_config(kind);
     c.epochs = 3;
-    c.eval_mode = EvalMode::kFull;
-    c.final_full_eval = true;
+    c.eval.mode = EvalMode::kFull;
+    c.eval.final_full = true;
     Trainer t(fx.shard, "cora", fx.world, c, quick_sampler());
     const TrainResult r = t.fit();
     REQUIRE(r.best_epoch >= 0);
@@ -498,9 +498,9 @@ TEST_CASE("validation batches kept after the first validation score as freshly s
     INFO(eval_mode_name(mode) << ", " << model_name(kind));
     TrainConfig c = quick_config(kind);
     c.epochs = 3;
-    c.lr = 1e-12;  // the weights stay put, so every validation must score alike
-    c.eval_mode = mode;
-    c.final_full_eval = false;
+    c.optim.lr = 1e-12;  // the weights stay put, so every validation must score alike
+    c.eval.mode = mode;
+    c.eval.final_full = false;
     Trainer t(fx.shard, "cora", fx.world, c, quick_sampler());
     CHECK_FALSE(t.validation_batches_kept());
     const TrainResult r = t.fit();

@@ -1,0 +1,142 @@
+// What the trainer learns, behind one interface: the width of the model's output rows (the head),
+// the loss of a batch, the statistic training reports per step, the count of a batch's examples,
+// the evaluation metrics and the validation score that picks the best model. The loop (train.cpp)
+// and evaluation (evaluate.cpp) call only this; none of them knows which task runs. Interfaces
+// are a public non-virtual method over a private virtual one, implementations `final`, as in
+// mt-KaHyPar.
+//
+// NodeClassification (single-label, today's only task): one label per seed node (-1 =
+// unlabelled), softmax cross-entropy over the labelled seeds, correct predictions as the training
+// statistic, a confusion matrix per split giving accuracy and macro-F1, and validation accuracy
+// selecting the best model.
+//
+// How the tasks still to come plug in, with no case of their own in the loop:
+// - Seeds. A batch's seeds are the nodes the sampler expands (today the SeedScheduler's training
+//   nodes, or the evaluation nodes); its examples and their targets travel with the batch
+//   (MiniBatch::labels, and BatchTensors::y on the device) and are read by the task alone, which is
+//   why loss_sum, train_stat_sum, examples and the metrics receive the batch rather than a label
+//   vector.
+// - Link prediction: a batch's examples are edges. The seed source hands the sampler each batch's
+//   positive edges plus the negatives drawn for it (keyed by epoch and step, so a resumed run draws
+//   the same); their endpoints become the batch's seed nodes, and the pairs (positions among the
+//   seeds) with their 0/1 targets travel as the batch's targets. output_width is the embedding
+//   width; the loss scores each pair from its endpoints' rows (binary cross-entropy, summed);
+//   examples counts the pairs; the metrics rank each positive against its negatives (AUC, MRR),
+//   and add_full scores the shard's validation and test edges from full inference's rows.
+// - Multi-label node classification: the targets are a 0/1 row per seed (BatchTensors::y
+//   [seeds, labels]); output_width is the label count; the loss is sigmoid + binary cross-entropy
+//   summed over the known entries; the statistic counts the entries predicted right, and examples
+//   the known entries (both rates' denominator); the metrics sum per-label true and false
+//   positives and false negatives across ranks, and micro-F1 is the selection score.
+// A task whose metrics are not accuracy and macro-F1 adds its fields to ClassMetrics (the record
+// the metrics file writes, so the score that selects is also the score logged), and its
+// selection_score reads them: the loop sees one number and its name.
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "comm/communicator.hpp"
+#include "partition/shards.hpp"
+#include "sampler/minibatch.hpp"
+#include "trainer/config.hpp"
+#include "trainer/metrics.hpp"
+#include "trainer/models.hpp"
+
+namespace shardgnn {
+
+// A task's evaluation sums for the validation and test splits of one evaluation: batches (or full
+// inference) are added on each rank, then reduced across ranks once. Batches come in the order of
+// the evaluation schedule, whose first `val_entries` entries (Task::make_metrics) are validation
+// examples and the rest test examples; a batch may straddle the two, and the metrics count the
+// entries themselves because only the task knows what an entry is (a seed node here, an edge for
+// link prediction).
+class TaskMetrics {
+ public:
+  virtual ~TaskMetrics() = default;
+  TaskMetrics() = default;
+  TaskMetrics(const TaskMetrics&) = delete;
+  TaskMetrics& operator=(const TaskMetrics&) = delete;
+
+  // `output`: the model's rows for the seeds of the schedule's next batch (any device).
+  void add_batch(const torch::Tensor& output, const MiniBatch& mb) { do_add_batch(output, mb); }
+  // `output`: the rows of every node the shard owns (full_inference), scored on the shard's
+  // validation and test sets.
+  void add_full(const torch::Tensor& output, const Shard& shard) { do_add_full(output, shard); }
+  // Collective over `comm` (every rank calls it once, whatever it added): one all-reduce for both
+  // splits' sums, then each split's metrics, and an all-gather of each rank's own test metrics.
+  SplitMetrics reduce(const comm::Communicator& comm) { return do_reduce(comm); }
+
+ private:
+  virtual void do_add_batch(const torch::Tensor& output, const MiniBatch& mb) = 0;
+  virtual void do_add_full(const torch::Tensor& output, const Shard& shard) = 0;
+  virtual SplitMetrics do_reduce(const comm::Communicator& comm) = 0;
+};
+
+class Task {
+ public:
+  virtual ~Task() = default;
+  Task() = default;
+  Task(const Task&) = delete;
+  Task& operator=(const Task&) = delete;
+
+  // Throws InputError when the shard lacks what the task trains on (checked on every rank before
+  // any collective work; `dataset` names it in the message).
+  void check(const Shard& shard, const std::string& dataset) const { do_check(shard, dataset); }
+  // Columns of the model's output rows (the head).
+  std::int64_t output_width() const { return do_output_width(); }
+  // The loss over the batch's examples, summed (the gradient all-reduce averages over all ranks'
+  // examples) or averaged (a rank training alone); a scalar with its autograd graph. `output`: the
+  // model's rows for the batch's seeds; `batch`: the batch's tensors, targets included.
+  torch::Tensor loss_sum(const torch::Tensor& output, const BatchTensors& batch) const { return do_loss(output, batch, /*mean=*/false); }
+  torch::Tensor loss_mean(const torch::Tensor& output, const BatchTensors& batch) const { return do_loss(output, batch, /*mean=*/true); }
+  // The per-step training statistic summed over the batch's examples, a scalar tensor on the
+  // output's device (EpochRecord::train_acc is its sum over the examples' count); call it without
+  // gradients.
+  torch::Tensor train_stat_sum(const torch::Tensor& output, const BatchTensors& batch) const { return do_train_stat_sum(output, batch); }
+  // The batch's examples that count in the loss and the statistic, on the host (no device wait).
+  std::int64_t examples(const MiniBatch& mb) const { return do_examples(mb); }
+  // Empty sums for one evaluation whose schedule starts with `val_entries` validation entries.
+  std::unique_ptr<TaskMetrics> make_metrics(std::size_t val_entries) const { return do_make_metrics(val_entries); }
+  // The validation score that selects the best model (higher is better) and its name for messages.
+  double selection_score(const ClassMetrics& val) const { return do_selection_score(val); }
+  std::string_view selection_name() const { return do_selection_name(); }
+
+ private:
+  virtual void do_check(const Shard& shard, const std::string& dataset) const = 0;
+  virtual std::int64_t do_output_width() const = 0;
+  virtual torch::Tensor do_loss(const torch::Tensor& output, const BatchTensors& batch, bool mean) const = 0;
+  virtual torch::Tensor do_train_stat_sum(const torch::Tensor& output, const BatchTensors& batch) const = 0;
+  virtual std::int64_t do_examples(const MiniBatch& mb) const = 0;
+  virtual std::unique_ptr<TaskMetrics> do_make_metrics(std::size_t val_entries) const = 0;
+  virtual double do_selection_score(const ClassMetrics& val) const = 0;
+  virtual std::string_view do_selection_name() const = 0;
+};
+
+// Single-label node classification over `classes` classes.
+class NodeClassification final : public Task {
+ public:
+  explicit NodeClassification(std::int64_t classes) : classes_(classes) {}
+
+ private:
+  void do_check(const Shard& shard, const std::string& dataset) const override;
+  std::int64_t do_output_width() const override { return classes_; }
+  torch::Tensor do_loss(const torch::Tensor& output, const BatchTensors& batch, bool mean) const override;
+  torch::Tensor do_train_stat_sum(const torch::Tensor& output, const BatchTensors& batch) const override;
+  std::int64_t do_examples(const MiniBatch& mb) const override;
+  std::unique_ptr<TaskMetrics> do_make_metrics(std::size_t val_entries) const override;
+  double do_selection_score(const ClassMetrics& val) const override { return val.accuracy; }
+  std::string_view do_selection_name() const override { return "accuracy"; }
+
+  std::int64_t classes_;
+};
+
+// The task a run trains (today always node classification over the shard's classes).
+std::unique_ptr<Task> make_task(const TrainConfig& config, const Shard& shard);
+
+}  // namespace shardgnn
