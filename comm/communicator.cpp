@@ -159,12 +159,11 @@ std::int64_t eager_inline_bytes(EagerSetting setting, int ranks) {
   return slot - static_cast<std::int64_t>(sizeof(std::int64_t));
 }
 
-MpiError::MpiError(const std::string& call, int code) : std::runtime_error(call + " failed: " + mpi_error_string(code)), code_(code) {}
+MpiError::MpiError(const std::string& call, int code) : std::runtime_error(call + " failed: " + mpi_error_string(code)) {}
 
 Environment::Environment(int& argc, char**& argv, bool threads) {
   int provided = 0;
   check(MPI_Init_thread(&argc, &argv, threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
-  thread_multiple_ = provided >= MPI_THREAD_MULTIPLE;
   // Errors come back as codes (turned into MpiError) instead of killing the job unexplained.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   // How to wait in collectives: MPICH busy-polls, which is right when every rank has its core and

@@ -23,10 +23,6 @@ namespace shardgnn::comm {
 class MpiError : public std::runtime_error {
  public:
   MpiError(const std::string& call, int code);
-  int code() const noexcept { return code_; }
-
- private:
-  int code_;
 };
 
 // A problem every rank detected identically (bad options, a rank count that does not fit the
@@ -96,10 +92,6 @@ class Environment {
   ~Environment();
   Environment(const Environment&) = delete;
   Environment& operator=(const Environment&) = delete;
-  bool thread_multiple() const noexcept { return thread_multiple_; }
-
- private:
-  bool thread_multiple_ = false;
 };
 
 // True when MPI is initialised with MPI_THREAD_MULTIPLE (several threads may communicate at once).

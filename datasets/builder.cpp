@@ -147,16 +147,6 @@ BuiltGraph build_csr(EdgeList&& edges, const CleanOptions& opt) {
   return out;
 }
 
-BuiltGraph rebuild_csr(const CsrGraph& g, const CleanOptions& options) {
-  EdgeList el;
-  el.num_nodes = g.num_nodes();
-  el.src.resize(static_cast<std::size_t>(g.num_edges()));
-  el.dst.assign(g.indices().begin(), g.indices().end());
-  for (NodeId u = 0; u < g.num_nodes(); ++u)
-    std::fill(el.src.begin() + g.indptr()[u], el.src.begin() + g.indptr()[u + 1], u);
-  return build_csr(std::move(el), options);
-}
-
 namespace {
 
 // A staged entry of the external build: its row and its key (neighbour << 1 | is_reverse).

@@ -74,7 +74,4 @@ CsrGraph map_csr(const ExternalCsr& built);
 ExternalCsr build_csr_external(std::int64_t num_nodes, std::int64_t expected_edges, const std::function<void(const EdgeSink&)>& produce,
                                const CleanOptions& options, const std::string& scratch, std::uint64_t memory_bytes);
 
-// Re-cleans an existing CSR (e.g. one read from an npz).
-BuiltGraph rebuild_csr(const CsrGraph& graph, const CleanOptions& options);
-
 }  // namespace shardgnn

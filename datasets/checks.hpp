@@ -18,6 +18,5 @@ void check_csr(const CsrGraph& g, std::int64_t targets, const std::string& indpt
 
 // Every value lies in [lo, hi); `what` names one ("node id", "label").
 void check_range(std::span<const std::int64_t> values, std::int64_t lo, std::int64_t hi, const std::string& file, const char* what);
-void check_range(std::span<const std::int32_t> values, std::int64_t lo, std::int64_t hi, const std::string& file, const char* what);
 
 }  // namespace shardgnn

@@ -29,8 +29,6 @@ class Confusion {
   void add(std::int64_t truth, std::int64_t pred) {
     if (truth >= 0 && truth < classes_ && pred >= 0 && pred < classes_) ++counts_[static_cast<std::size_t>(truth * classes_ + pred)];
   }
-  // Collective: sums the matrices of all ranks.
-  void allreduce(const comm::Communicator& comm) { comm.allreduce_inplace(std::span<std::int64_t>(counts_), comm::Op::kSum); }
   ClassMetrics metrics() const;
   std::int64_t classes() const noexcept { return classes_; }
   const std::vector<std::int64_t>& counts() const noexcept { return counts_; }

@@ -168,9 +168,7 @@ TORCH_MODULE(GATConv);
 struct GnnOptions {
   // The model's choices (config.hpp), and the widths and depth the data and the fanouts give.
   GnnOptions(const ModelConfig& model, std::int64_t in, std::int64_t out, std::int64_t layers) : model_(model), in_(in), out_(out), layers_(layers) {}
-  GnnOptions(ModelKind kind, std::int64_t in, std::int64_t hidden, std::int64_t out, std::int64_t layers)
-      : GnnOptions(ModelConfig{.kind = kind, .hidden = static_cast<int>(hidden)}, in, out, layers) {}
-  // The model's fields, as the layers read and the tests set them. kBFloat16: each convolution
+  // The model's fields, as the layers read them. kBFloat16: each convolution
   // runs under torch's autocast (matrix products in bfloat16), and its output returns to float32,
   // so activations, dropout, aggregation sums, the loss, the weights and their gradients stay float32.
   ModelKind kind() const noexcept { return model_.kind; }
@@ -178,9 +176,6 @@ struct GnnOptions {
   std::int64_t heads() const noexcept { return model_.heads; }
   double dropout() const noexcept { return model_.dropout; }
   Precision precision() const noexcept { return model_.precision; }
-  GnnOptions& heads(std::int64_t h) { return model_.heads = static_cast<int>(h), *this; }
-  GnnOptions& dropout(double p) { return model_.dropout = p, *this; }
-  GnnOptions& precision(Precision p) { return model_.precision = p, *this; }
   TORCH_ARG(ModelConfig, model);
   TORCH_ARG(std::int64_t, in);      // feature width
   TORCH_ARG(std::int64_t, out);     // output width (the task's head: classes)

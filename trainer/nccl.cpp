@@ -35,8 +35,6 @@ void NcclDeleter::operator()(NcclComm* c) const noexcept {
   delete c;
 }
 
-bool nccl_built() noexcept { return true; }
-
 NcclHandle nccl_connect(const comm::Communicator& comm, const torch::Device& device, bool own_gpu) {
   const bool here = device.is_cuda() && comm.size() > 1 && own_gpu;
   if (comm.allreduce<std::int32_t>(here ? 1 : 0, comm::Op::kMin) == 0) return nullptr;
@@ -71,8 +69,6 @@ void nccl_sum(NcclComm& nccl, torch::Tensor& flat) {
 class NcclComm {};
 
 void NcclDeleter::operator()(NcclComm* c) const noexcept { delete c; }
-
-bool nccl_built() noexcept { return false; }
 
 NcclHandle nccl_connect(const comm::Communicator& comm, const torch::Device&, bool) {
   // Every rank of a job runs the same build: nothing to agree on.

@@ -20,9 +20,6 @@ struct NcclDeleter {
 };
 using NcclHandle = std::unique_ptr<NcclComm, NcclDeleter>;
 
-// Whether this build has NCCL.
-bool nccl_built() noexcept;
-
 // Collective over `comm`: a NCCL communicator between the ranks' `device`s when every rank trains
 // on a CUDA device of its own (`own_gpu`: NCCL takes one rank per GPU) and this build has NCCL,
 // else null on every rank. A failure on any rank fails every rank; one inside NCCL's own set-up

@@ -258,7 +258,6 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
 
 Trainer::~Trainer() = default;
 
-const TrainConfig& Trainer::config() const noexcept { return s_->cfg; }
 std::uint64_t Trainer::weights_checksum() const { return parameters_checksum(*s_->model); }
 bool Trainer::validation_batches_kept() const noexcept { return s_->val_cache == TrainerParts::ValCache::kKept; }
 std::string Trainer::device_name() const { return s_->device.str(); }
@@ -624,7 +623,6 @@ void personalize(TrainerParts& s, TrainResult& result) {
 }  // namespace
 
 SplitMetrics Trainer::evaluate_sampled() { return evaluate(*s_, EvalMode::kSampled, /*with_test=*/true); }
-SplitMetrics Trainer::evaluate_full() { return evaluate(*s_, EvalMode::kFull, /*with_test=*/true); }
 
 TrainResult Trainer::fit() {
   TrainerParts& s = *s_;

@@ -76,7 +76,6 @@ class Trainer {
 
   // Collective. The current model on the val/test sets of all ranks.
   SplitMetrics evaluate_sampled();
-  SplitMetrics evaluate_full();
 
   // Whether the validation batches were kept after the first validation (and are scored again
   // without sampling): false before it, or when they did not fit the budget on some rank.
@@ -94,7 +93,6 @@ class Trainer {
   std::string gemm_backend() const;
   // What sums the gradients: "NCCL" (GPUs, where built), "MPI" or, on one rank, "none".
   std::string gradient_path() const;
-  const TrainConfig& config() const noexcept;
   // The feature store: its cache as built, and its counters.
   const FeatureStore& features() const noexcept;
 

@@ -371,8 +371,9 @@ TEST_CASE("shards on disk pass the serial verifier, which catches tampering", "[
 namespace {
 // Equal JSON, objects' keys in the same order, doubles within a relative 1e-15.
 bool json_close(const boost::json::value& a, const boost::json::value& b) {
-  if (a.is_double() || b.is_double()) {
+  if (a.is_number() || b.is_number()) {  // int64 and uint64 alike
     if (!a.is_number() || !b.is_number()) return false;
+    if (!a.is_double() && !b.is_double()) return boost::json::serialize(a) == boost::json::serialize(b);
     const double x = a.to_number<double>(), y = b.to_number<double>();
     return std::fabs(x - y) <= 1e-15 * std::max(std::fabs(x), std::fabs(y));
   }
@@ -381,7 +382,10 @@ bool json_close(const boost::json::value& a, const boost::json::value& b) {
     const auto &x = a.get_object(), &y = b.get_object();
     if (x.size() != y.size()) return false;
     for (auto i = x.begin(), j = y.begin(); i != x.end(); ++i, ++j)
-      if (i->key() != j->key() || !json_close(i->value(), j->value())) return false;
+      if (i->key() != j->key() || !json_close(i->value(), j->value())) {
+        UNSCOPED_INFO("differs at key '" << std::string(i->key()) << "'");
+        return false;
+      }
     return true;
   }
   if (a.is_array()) {

@@ -114,8 +114,8 @@ TEST_CASE("a batch staged for the device by another thread arrives whole: the te
 
 TEST_CASE("dropout draws the same mask on the device as on the CPU from the same seed", "[device][dropout]") {
   const torch::Device dev(device_name());
-  Gnn cpu(GnnOptions(ModelKind::kSage, 12, 16, 4, 2).dropout(0.3));
-  Gnn other(GnnOptions(ModelKind::kSage, 12, 16, 4, 2).dropout(0.3));
+  Gnn cpu(GnnOptions(ModelConfig{.kind = ModelKind::kSage, .hidden = 16, .dropout = 0.3}, 12, 4, 2));
+  Gnn other(GnnOptions(ModelConfig{.kind = ModelKind::kSage, .hidden = 16, .dropout = 0.3}, 12, 4, 2));
   other->to(dev);
   torch::manual_seed(2);
   const torch::Tensor x = torch::randn({3001, 7});
@@ -139,8 +139,8 @@ TEST_CASE("every layer gives the CPU's logits and gradients on the device, withi
   for (ModelKind kind : {ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat}) {
     INFO(model_name(kind) << " on " << dev);
     torch::manual_seed(5);
-    Gnn cpu(GnnOptions(kind, 12, 16, 4, 2).heads(2));
-    Gnn other(GnnOptions(kind, 12, 16, 4, 2).heads(2));
+    Gnn cpu(GnnOptions(ModelConfig{.kind = kind, .hidden = 16, .heads = 2}, 12, 4, 2));
+    Gnn other(GnnOptions(ModelConfig{.kind = kind, .hidden = 16, .heads = 2}, 12, 4, 2));
     {
       torch::NoGradGuard g;
       const auto from = cpu->parameters(), to = other->parameters();

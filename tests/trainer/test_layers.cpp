@@ -229,7 +229,7 @@ TEST_CASE("models run forward and backward on blocks, empty ones included", "[tr
   const std::vector<Block> two{b, top}, none{empty, empty};  // the tensors alias these
   for (ModelKind kind : {ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat}) {
     INFO(model_name(kind));
-    Gnn model(GnnOptions(kind, 5, 8, 3, 2).heads(2).dropout(0.5));
+    Gnn model(GnnOptions(ModelConfig{.kind = kind, .hidden = 8, .heads = 2, .dropout = 0.5}, 5, 3, 2));
     const auto blocks = to_tensors(two, torch::kCPU);
     const torch::Tensor logits = model->forward(blocks, torch::randn({4, 5}));
     CHECK(logits.sizes() == torch::IntArrayRef({2, 3}));
@@ -287,7 +287,7 @@ TEST_CASE("bad training options are clear errors", "[trainer][bad-input]") {
 }
 
 TEST_CASE("dropout keeps 1 - p of the inputs scaled by 1 / (1 - p), keyed and reseedable, none in eval mode", "[trainer][layers]") {
-  Gnn model(GnnOptions(ModelKind::kSage, 64, 8, 3, 2).dropout(0.3));
+  Gnn model(GnnOptions(ModelConfig{.kind = ModelKind::kSage, .hidden = 8, .dropout = 0.3}, 64, 3, 2));
   const torch::Tensor x = torch::ones({1000, 64});
   model->train();
   model->reseed_dropout(7);
@@ -326,8 +326,8 @@ TEST_CASE("bf16 precision: the same model within bfloat16's rounding, float32 lo
     const auto& blocks_t = degrees ? with_degrees : t;
     torch::manual_seed(3);
     // 1 layer, 64 -> 4: GCN and SAGE project before aggregating.
-    Gnn fp32(GnnOptions(kind, 64, 16, 4, 1).heads(2).dropout(0));
-    Gnn bf16(GnnOptions(kind, 64, 16, 4, 1).heads(2).dropout(0).precision(Precision::kBFloat16));
+    Gnn fp32(GnnOptions(ModelConfig{.kind = kind, .hidden = 16, .heads = 2, .dropout = 0}, 64, 4, 1));
+    Gnn bf16(GnnOptions(ModelConfig{.kind = kind, .hidden = 16, .heads = 2, .dropout = 0, .precision = Precision::kBFloat16}, 64, 4, 1));
     {
       torch::NoGradGuard g;
       auto src = fp32->parameters(), dst = bf16->parameters();
@@ -416,7 +416,7 @@ TEST_CASE("a model in eval mode gives the same logits from its first layer's kep
   for (ModelKind kind : {ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat}) {
     INFO(model_name(kind));
     torch::manual_seed(4);
-    Gnn model(GnnOptions(kind, 20, 8, 3, 2).heads(2));
+    Gnn model(GnnOptions(ModelConfig{.kind = kind, .hidden = 8, .heads = 2}, 20, 3, 2));
     model->eval();
     torch::NoGradGuard g;
     const torch::Tensor ref = model->forward(t, x);

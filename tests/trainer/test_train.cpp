@@ -419,7 +419,7 @@ TEST_CASE("full-neighbourhood inference equals the serial whole-graph computatio
   for (const std::int64_t hidden : {std::int64_t{16}, std::int64_t{4}}) {
     for (ModelKind kind : {ModelKind::kGcn, ModelKind::kSage, ModelKind::kGat}) {
       torch::manual_seed(5);  // the same weights on every rank
-      Gnn model(GnnOptions(kind, fx.ds.feature_dim, hidden, fx.ds.num_classes, 2).heads(2));
+      Gnn model(GnnOptions(ModelConfig{.kind = kind, .hidden = static_cast<int>(hidden), .heads = 2}, fx.ds.feature_dim, fx.ds.num_classes, 2));
       torch::Tensor want;
       {
         torch::NoGradGuard g;
