@@ -91,19 +91,5 @@ int bench_main(int argc, char** argv) {
 int main(int argc, char** argv) {
   using namespace shardgnn;
   cli::g_command = "shardgnn bench";
-  try {
-    return cli::bench_main(argc, argv);
-  } catch (const cli::UsageError& e) {
-    std::cerr << cli::g_command << ": error: " << e.what() << " (see '" << cli::g_command << " --help')\n";
-    return 2;
-  } catch (const InputError& e) {
-    std::cerr << cli::g_command << ": error: " << e.what() << "\n";
-    return 1;
-  } catch (const std::bad_alloc&) {
-    std::cerr << cli::g_command << ": error: out of memory\n";
-    return 1;
-  } catch (const std::exception& e) {
-    std::cerr << cli::g_command << ": error: " << e.what() << "\n";
-    return 1;
-  }
+  return cli::report_errors([&] { return cli::bench_main(argc, argv); });
 }

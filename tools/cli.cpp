@@ -4,12 +4,28 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <new>
 #include <sstream>
 #include <thread>
 
 namespace shardgnn::cli {
 
 std::string g_command = "shardgnn";
+
+int report_errors(const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const UsageError& e) {
+    std::cerr << g_command << ": error: " << e.what() << " (see '" << g_command << " --help')\n";
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << g_command << ": error: out of memory\n";
+    return 1;
+  } catch (const std::exception& e) {  // InputError and the rest: one line, exit 1
+    std::cerr << g_command << ": error: " << e.what() << "\n";
+    return 1;
+  }
+}
 
 bool parse(const std::vector<std::string>& args, const std::string& usage, po::options_description& opts,
            const std::vector<std::string>& positional, po::variables_map& vm) {

@@ -3,6 +3,7 @@
 
 #include <boost/program_options.hpp>
 #include <cstdlib>
+#include <functional>
 #include <sstream>
 #include <string>
 #if defined(__GLIBC__)
@@ -80,6 +81,10 @@ po::typed_value<std::string>* bound(E& target, const EnumName<E> (&table)[N], co
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// Runs a command's body; a failure is one line on stderr naming the command (g_command), and the
+// exit status 2 for a malformed command line, 1 for anything else.
+int report_errors(const std::function<int()>& body);
 
 // Parses `args` against `opts` and `positional` names (each taking one value, in order).
 // Returns false (after printing help) when --help was given.

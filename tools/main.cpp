@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
                  cmd == "train" ? "; this build may lack libtorch (-DSHARDGNN_WITH_TORCH=ON)" : "");
     return 1;
   }
-  try {
+  return cli::report_errors([&] {
     if (cmd == "data") return cli::data_main(args);
     if (cmd == "partition") return cli::partition_main(args, comm::Communicator::one_rank());
     if (cmd == "report") return cli::report_main(args);
@@ -104,17 +104,5 @@ int main(int argc, char** argv) {
     }
     std::cerr << "shardgnn: error: unknown command '" << cmd << "' (see 'shardgnn --help')\n";
     return 2;
-  } catch (const cli::UsageError& e) {
-    std::cerr << cli::g_command << ": error: " << e.what() << " (see '" << cli::g_command << " --help')\n";
-    return 2;
-  } catch (const InputError& e) {
-    std::cerr << cli::g_command << ": error: " << e.what() << "\n";
-    return 1;
-  } catch (const std::bad_alloc&) {
-    std::cerr << cli::g_command << ": error: out of memory\n";
-    return 1;
-  } catch (const std::exception& e) {
-    std::cerr << cli::g_command << ": error: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }

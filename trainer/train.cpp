@@ -364,11 +364,11 @@ Prefetcher training_batches(TrainerParts& s, std::int64_t epoch, std::int64_t st
 
 // Dropout draws from torch's generator and the model's own keyed stream: reseeding both per
 // (epoch, step, rank) makes a run resumed at any step draw what an uninterrupted one would.
-void seed_dropout(TrainerParts& s, std::int64_t epoch, std::int64_t step) {
-  const std::uint64_t epoch_seed = epoch_stream_seed(s.cfg.seed, epoch, 0x7a1e0000ULL + static_cast<std::uint64_t>(s.comm.rank()));
+void seed_dropout(Gnn& model, std::uint64_t seed, int rank, std::int64_t epoch, std::int64_t step) {
+  const std::uint64_t epoch_seed = epoch_stream_seed(seed, epoch, 0x7a1e0000ULL + static_cast<std::uint64_t>(rank));
   const std::uint64_t step_seed = derive_seed(epoch_seed, static_cast<std::uint64_t>(step));
   torch::manual_seed(step_seed);
-  s.model->reseed_dropout(step_seed);
+  model->reseed_dropout(step_seed);
 }
 
 // Trains one epoch over the seeds the scheduler installed, batches sampled and fetched by the
@@ -401,7 +401,7 @@ EpochSums train_epoch(TrainerParts& s, int epoch, Progress& progress, OpRecorder
   double local_examples = 0;
   const std::int64_t first_recorded = std::max<std::int64_t>(e.first_step + 1, (e.steps - c.levers.profile_steps) / 2);
   for (std::int64_t step = e.first_step; step < e.steps; ++step) {
-    seed_dropout(s, epoch, step);
+    seed_dropout(s.model, s.cfg.seed, s.comm.rank(), epoch, step);
     const auto t0 = Clock::now();
     std::optional<MiniBatch> mb = pipe.next();
     e.wait_s += since(t0);
@@ -447,14 +447,16 @@ struct Counters {
   FeatureCounters features;
   double allreduce_s = 0;
 };
-Counters counters(const TrainerParts& s) { return {s.sampler->counters(), s.features->counters(), s.allreducer->seconds()}; }
+Counters counters(const DistSampler& sampler, const FeatureStore& features, const GradientAllreducer& allreducer) {
+  return {sampler.counters(), features.counters(), allreducer.seconds()};
+}
 
-// This rank's share of the epoch: its sums and what its counters moved since `before`.
-RankEpoch rank_share(const TrainerParts& s, const EpochSums& e, const Counters& before, double train_s, double eval_s) {
-  const SamplerCounters sc = s.sampler->counters() - before.sampler;
-  const FeatureCounters fc = s.features->counters() - before.features;
+// Rank `rank`'s share of the epoch: its sums and what its counters moved from `before` to `now`.
+RankEpoch rank_share(int rank, const EpochSums& e, const Counters& before, const Counters& now, double train_s, double eval_s) {
+  const SamplerCounters sc = now.sampler - before.sampler;
+  const FeatureCounters fc = now.features - before.features;
   RankEpoch me;
-  me.rank = s.comm.rank();
+  me.rank = rank;
   me.seeds = e.seeds;
   me.steps = e.steps;
   me.sampled_edges = sc.sampled_edges;
@@ -469,7 +471,7 @@ RankEpoch rank_share(const TrainerParts& s, const EpochSums& e, const Counters& 
   me.fetch_s = fc.local_gather_s + fc.cache_s + fc.node_local_s + fc.remote_s;
   me.batch_wait_s = e.wait_s;
   me.compute_s = e.compute_s;
-  me.allreduce_s = s.allreducer->seconds() - before.allreduce_s;
+  me.allreduce_s = now.allreduce_s - before.allreduce_s;
   me.busy_s = e.compute_s + e.sample_work_s;
   me.slowdown = e.slowdown;
   me.eval_s = eval_s;
@@ -515,13 +517,12 @@ bool keep_best(TrainState& state, const torch::nn::Module& model, int epoch, dou
 }
 
 // Rank 0's metrics file (appended to when resuming) and the folders it and the checkpoint need.
-void open_log(const TrainerParts& s, std::optional<MetricsLog>& log) {
-  const TrainConfig& c = s.cfg;
-  comm::agree(s.comm, [&] {
-    if (s.comm.rank() != 0) return;
-    if (!c.files.metrics.empty() && fs::path(c.files.metrics).has_parent_path()) fs::create_directories(fs::path(c.files.metrics).parent_path());
-    log.emplace(c.files.metrics, s.resume_from_file);
-    if (!c.files.checkpoint_dir.empty()) fs::create_directories(c.files.checkpoint_dir);
+void open_log(const comm::Communicator& comm, const RunFiles& files, bool append, std::optional<MetricsLog>& log) {
+  comm::agree(comm, [&] {
+    if (comm.rank() != 0) return;
+    if (!files.metrics.empty() && fs::path(files.metrics).has_parent_path()) fs::create_directories(fs::path(files.metrics).parent_path());
+    log.emplace(files.metrics, append);
+    if (!files.checkpoint_dir.empty()) fs::create_directories(files.checkpoint_dir);
   });
 }
 
@@ -598,7 +599,7 @@ void personalize(TrainerParts& s, TrainResult& result) {
     const std::int64_t steps = s.sampler->steps_in_epoch(epoch);
     Prefetcher pipe = training_batches(s, epoch, steps, 0);
     for (std::int64_t step = 0; step < steps; ++step) {
-      seed_dropout(s, epoch, step);
+      seed_dropout(s.model, s.cfg.seed, s.comm.rank(), epoch, step);
       const std::optional<MiniBatch> mb = pipe.next();
       // No gradient all-reduce carries a stop request here: every rank is asked each step.
       if (const int signal = s.comm.allreduce<std::int32_t>(stop_signal(), comm::Op::kMax); signal != 0) {
@@ -633,7 +634,7 @@ TrainResult Trainer::fit() {
   if (s.resume_from_file)
     progress.message("resuming " + s.checkpoint_path + " at epoch " + std::to_string(s.state.next_epoch + 1) + " of " + std::to_string(c.epochs));
   std::optional<MetricsLog> log;
-  open_log(s, log);
+  open_log(s.comm, c.files, s.resume_from_file, log);
   std::optional<OpRecorder> recorder;
   if (c.levers.profile_steps > 0) recorder.emplace();
   std::int64_t profiled_steps = 0;
@@ -651,7 +652,7 @@ TrainResult Trainer::fit() {
     r.moved = plan.moved;
     r.blas_core = blas_core();
     r.gemm = gemm_backend();
-    const Counters before = counters(s);
+    const Counters before = counters(*s.sampler, *s.features, *s.allreducer);
     const EpochSums sums = train_epoch(s, epoch, progress, recorder && epoch == result.start_epoch ? &*recorder : nullptr);
     profiled_steps += sums.profiled_steps;
     profiled_s += sums.profiled_s;
@@ -671,7 +672,7 @@ TrainResult Trainer::fit() {
       r.evaluated = true;
       result.stopped_early = keep_best(s.state, *s.model, epoch, s.task->selection_score(r.val), c.eval.patience);
     }
-    r.ranks = s.comm.allgather(rank_share(s, sums, before, train_s, since(t_eval)));
+    r.ranks = s.comm.allgather(rank_share(s.comm.rank(), sums, before, counters(*s.sampler, *s.features, *s.allreducer), train_s, since(t_eval)));
     summarize(r, sums);
     std::vector<SeedScheduler::RankWork> work;
     for (const RankEpoch& k : r.ranks) work.push_back({k.seeds, k.busy_s});

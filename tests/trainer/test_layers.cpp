@@ -31,15 +31,6 @@ Block drawn_block() {
   return b;
 }
 
-torch::Tensor rows(std::initializer_list<std::initializer_list<float>> values) {
-  std::vector<float> flat;
-  std::int64_t cols = 0;
-  for (auto r : values) {
-    cols = static_cast<std::int64_t>(r.size());
-    flat.insert(flat.end(), r.begin(), r.end());
-  }
-  return torch::tensor(flat).view({static_cast<std::int64_t>(values.size()), cols});
-}
 
 // num_dst dst nodes among num_src src nodes, each with in-edges from src (v * a + k * b) % num_src
 // for k = 1..degree.

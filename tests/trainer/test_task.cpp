@@ -17,15 +17,6 @@ namespace F = torch::nn::functional;
 
 namespace {
 
-torch::Tensor rows(std::initializer_list<std::initializer_list<float>> values) {
-  std::vector<float> flat;
-  std::int64_t cols = 0;
-  for (auto r : values) {
-    cols = static_cast<std::int64_t>(r.size());
-    flat.insert(flat.end(), r.begin(), r.end());
-  }
-  return torch::tensor(flat).view({static_cast<std::int64_t>(values.size()), cols});
-}
 
 // Logits whose argmax is `pred` in each row (of `classes` columns).
 torch::Tensor predicting(const std::vector<std::int64_t>& pred, std::int64_t classes) {

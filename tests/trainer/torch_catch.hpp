@@ -6,3 +6,18 @@
 
 #undef CHECK
 #include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <initializer_list>
+#include <vector>
+
+// A float tensor written out row by row: rows({{1, 2}, {3, 4}}) is 2 x 2.
+inline torch::Tensor rows(std::initializer_list<std::initializer_list<float>> values) {
+  std::vector<float> flat;
+  std::int64_t cols = 0;
+  for (auto r : values) {
+    cols = static_cast<std::int64_t>(r.size());
+    flat.insert(flat.end(), r.begin(), r.end());
+  }
+  return torch::tensor(flat).view({static_cast<std::int64_t>(values.size()), cols});
+}
