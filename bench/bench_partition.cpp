@@ -43,13 +43,14 @@ double peak_rss_mb_self() {
 
 }  // namespace
 
-// Hidden worker: one partitioning run, results as one JSON object on stdout.
+// Hidden worker: one partitioning run, its results as one JSON object in the --result file.
 int bench_partition_one_main(const std::vector<std::string>& args) {
   g_command = "shardgnn bench partition-one";
   po::options_description o("options");
   PartitionConfig cfg;
   add_partition_options(o, cfg);
-  o.add_options()("write-to", po::value<std::string>(), "also time writing the shards here, against a plain write of the same bytes")
+  o.add_options()("result", po::value<std::string>()->required(), "write the results here (JSON)")
+      ("write-to", po::value<std::string>(), "also time writing the shards here, against a plain write of the same bytes")
       ("threads", po::value<unsigned>()->default_value(0), "threads for the per-shard work after partitioning (0: one per core)");
   po::variables_map vm;
   if (!parse(args, "shardgnn bench partition-one <dataset> [partition options]  (used by bench partition)", o, {"dataset"}, vm)) return 0;
@@ -109,7 +110,7 @@ int bench_partition_one_main(const std::vector<std::string>& args) {
     const double raw_s = std::min(raw_first, raw_write(bytes));
     result["write"] = {{"bytes", bytes}, {"shards_s", write_s}, {"raw_s", raw_s}};
   }
-  std::cout << boost::json::serialize(result) << "\n";
+  write_json_file(vm["result"].as<std::string>(), result);
   return 0;
 }
 
@@ -227,7 +228,7 @@ struct CaseRun {
 };
 
 std::vector<std::string> worker_argv(const PartitionBenchOptions& opt, const std::string& exe, const std::string& k, const std::string& m) {
-  return {exe, "bench", "partition-one", opt.dataset, "--parts", k, "--method", m,
+  return {exe, "bench", "partition-one", opt.dataset, "--result", (opt.work / "partition-one.json").string(), "--parts", k, "--method", m,
           "--balance", opt.balance, "--objective", opt.objective,
           "--edge-weights", opt.edge_weights,
           "--imbalance", std::to_string(opt.imbalance), "--seed", std::to_string(opt.seed)};
@@ -257,6 +258,7 @@ CaseRun run_case(const PartitionBenchOptions& opt, const std::string& exe, const
   } else {
     std::fprintf(stderr, "  %s K=%s ...\n", m.c_str(), k.c_str());
   }
+  fs::remove(opt.work / "partition-one.json");  // a failed run leaves none to be read
   const ProcessResult pr = run_process(argv);
   CaseRun c;
   if (gp_run.valid()) c.gpmetis = gp_run.get();  // both done before the next run starts
@@ -268,7 +270,7 @@ CaseRun run_case(const PartitionBenchOptions& opt, const std::string& exe, const
   if (pr.status != 0) {
     row.note = "failed (exit " + std::to_string(pr.status) + ")";
   } else {
-    auto v = boost::json::parse(pr.out).as_object();
+    auto v = read_json_file((opt.work / "partition-one.json").string()).as_object();
     row.seconds = v.at("partition_s").to_number<double>();
     row.cpu = v.at("partition_cpu_s").to_number<double>();
     row.metis_call = v.at("metis_call_cpu_s").to_number<double>();

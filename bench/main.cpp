@@ -73,7 +73,7 @@ int bench_main(int argc, char** argv) {
   // start no MPI and run `shardgnn` as child processes.
   if (args[0] == "sampler") return run_mpi_program(argc - 1, argv + 1, "bench sampler", /*threads=*/false, bench_sampler_main);
   const bool help = std::find_if(rest.begin(), rest.end(), [](const std::string& a) { return a == "--help" || a == "-h"; }) != rest.end();
-  if (args[0] != "partition-one" && !help) std::printf("%s\n", machine_description().c_str());  // the worker's stdout is its JSON
+  if (args[0] != "partition-one" && !help) std::printf("%s\n", machine_description().c_str());  // once, not per worker run
   if (args[0] == "data") return bench_data_main(rest);
   if (args[0] == "partition") return bench_partition_main(rest);
   if (args[0] == "partition-one") return bench_partition_one_main(rest);

@@ -356,10 +356,11 @@ struct EpochSums {
 };
 
 // The pipeline of one epoch's training batches, staged for the device on the producer's side.
-Prefetcher training_batches(TrainerParts& s, std::int64_t epoch, std::int64_t steps, std::int64_t first_step) {
+Prefetcher training_batches(DistSampler& sampler, FeatureStore& features, const BatchStager& stager, int depth, std::int64_t epoch, std::int64_t steps,
+                            std::int64_t first_step) {
   Prefetcher::Stage stage;
-  if (s.stager->copies()) stage = [&s](MiniBatch& mb) { s.stager->stage(mb); };
-  return Prefetcher(*s.sampler, *s.features, epoch, steps, s.scfg.prefetch, first_step, std::move(stage));
+  if (stager.copies()) stage = [&stager](MiniBatch& mb) { stager.stage(mb); };
+  return Prefetcher(sampler, features, epoch, steps, depth, first_step, std::move(stage));
 }
 
 // Dropout draws from torch's generator and the model's own keyed stream: reseeding both per
@@ -395,7 +396,7 @@ EpochSums train_epoch(TrainerParts& s, int epoch, Progress& progress, OpRecorder
   s.comm.check_all(e.first_step < e.steps, s.checkpoint_path + ": resumes at step " + std::to_string(e.first_step + 1) + " of epoch " +
                                                std::to_string(epoch + 1) + ", which has " + std::to_string(e.steps) + " steps here (another partition or --batch?)");
   progress.start_epoch(epoch, c.epochs, e.steps);
-  Prefetcher pipe = training_batches(s, epoch, e.steps, e.first_step);
+  Prefetcher pipe = training_batches(*s.sampler, *s.features, *s.stager, s.scfg.prefetch, epoch, e.steps, e.first_step);
   // This rank's loss sum and training statistic over the epoch's steps, kept on the device.
   torch::Tensor sums = torch::zeros({2}, torch::TensorOptions().dtype(torch::kDouble).device(s.device));
   double local_examples = 0;
@@ -597,7 +598,7 @@ void personalize(TrainerParts& s, TrainResult& result) {
     const std::int64_t epoch = c.epochs + i;
     s.model->train();
     const std::int64_t steps = s.sampler->steps_in_epoch(epoch);
-    Prefetcher pipe = training_batches(s, epoch, steps, 0);
+    Prefetcher pipe = training_batches(*s.sampler, *s.features, *s.stager, s.scfg.prefetch, epoch, steps, 0);
     for (std::int64_t step = 0; step < steps; ++step) {
       seed_dropout(s.model, s.cfg.seed, s.comm.rank(), epoch, step);
       const std::optional<MiniBatch> mb = pipe.next();
