@@ -319,6 +319,7 @@ struct CaseResults {
 // its own: `write_method` at the largest K.
 CaseResults run_cases(const PartitionBenchOptions& opt, const GpmetisPlan& plan, const std::string& write_method) {
   const std::string exe = shardgnn_exe();
+  fs::create_directories(opt.work);  // where each worker leaves its --result file
   CaseResults res;
   for (const auto& k : opt.ks) {
     ProcessResult gp_result;

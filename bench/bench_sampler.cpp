@@ -1,5 +1,5 @@
-// `mpiexec -n P shardgnn bench sampler <parts-dir> --fanouts 15,10,5 --batch 1024` (the program
-// shardgnn-bench-sampler, which the dispatcher execs): the distributed sampler and feature store, with the physical limits measured in the same run: a
+// `mpiexec -n P shardgnn bench sampler <parts-dir> --fanouts 15,10,5 --batch 1024` (in the program
+// shardgnn-bench, which the dispatcher execs): the distributed sampler and feature store, with the physical limits measured in the same run: a
 // plain memcpy random-row gather (the local-gather limit) and a raw MPI alltoallv replaying the
 // exact byte pattern of the feature exchanges (the remote-fetch limit); optionally DGL's CPU
 // neighbour sampler on the same graph, fanouts and batch size.

@@ -2,7 +2,7 @@
 // block-model graph (default ~1M nodes, ~25M edges, 100 features), at each rank count, with
 // DGL's sampler-based training of the same model on the same graph beside it (one process,
 // as many threads as our ranks) and, with --distdgl-python, DistDGL (one partition, server and
-// trainer per rank, launched locally by tools/peers/distdgl_train.py). Each of our ranks and each
+// trainer per rank, launched locally by bench/peers/distdgl_train.py). Each of our ranks and each
 // DistDGL trainer computes with one thread, so every row's "cores" is the threads it used.
 #include <boost/json.hpp>
 #include <cstdio>

@@ -68,6 +68,8 @@ int bench_main(int argc, char** argv) {
     return args.empty() ? 2 : 0;
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());
+  const std::vector<std::string> known = {"data", "partition", "partition-one", "sampler", "train", "balance", "strategies", "scale"};
+  if (std::find(known.begin(), known.end(), args[0]) == known.end()) throw UsageError("unknown benchmark '" + args[0] + "'");
   g_command = "shardgnn bench " + args[0];
   // The sampler's benchmark is an MPI program (under mpiexec, every rank runs it); the others
   // start no MPI and run `shardgnn` as child processes.

@@ -1,6 +1,6 @@
-// The main() of shardgnn's MPI programs (shardgnn-train, shardgnn-bench-sampler), which the
-// `shardgnn` dispatcher execs for `train` and `bench sampler`: MPI start-up, then the command
-// under run_guarded, so that every failure ends the job on every rank with a message, never a hang.
+// How shardgnn's MPI jobs start (shardgnn-train, `bench sampler` in shardgnn-bench, and a
+// `partition` of several ranks in the dispatcher itself): MPI start-up, then the command under
+// run_guarded, so that every failure ends the job on every rank with a message, never a hang.
 #pragma once
 
 #include <string>

@@ -74,6 +74,7 @@ RunMetrics parse_run_metrics(const std::string& text, const std::string& file) {
         continue;
       }
       static_cast<EpochRecord&>(e) = json::value_to<EpochRecord>(v);
+      run.result.reset();  // epochs after a result: a later run's, still going or stopped
     } catch (const InputError& bad) {  // the record names the key; the line is known here
       throw InputError(file, at_line(static_cast<std::uint64_t>(line_no)), bad.what());
     }

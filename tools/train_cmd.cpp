@@ -152,6 +152,7 @@ void write_result(const comm::Communicator& world, const TrainConfig& tc, const 
     ResultRecord rec;
     rec.best_epoch = r.best_epoch;
     rec.best_val = r.best_val;
+    rec.score = r.score;
     rec.stopped_early = r.stopped_early;
     if (r.tested && !r.sampled_is_full) rec.sampled = r.sampled.test;
     if (r.tested && r.has_full) rec.full = r.full.test;

@@ -246,7 +246,9 @@ ResultRecord tag_invoke(json::value_to_tag<ResultRecord>, const json::value& v) 
   if (!best || !best->is_int64() || best->get_int64() < -1 || best->get_int64() > INT32_MAX)
     fail("key 'result.best_epoch': expected an integer >= -1" + (best ? ", found " + found(*best) : std::string(", missing")));
   r.best_epoch = static_cast<int>(best->get_int64());
-  r.best_val = number(o, "best_val", "result.", 0.0);
+  // -1 when never validated (best_epoch -1), which number() would refuse as negative.
+  if (const json::value* b = o.if_contains("best_val"); b != nullptr && b->is_number() && b->to_number<double>() == -1) r.best_val = -1;
+  else r.best_val = number(o, "best_val", "result.", 0.0);
   if (const json::value* score = o.if_contains("score")) {
     if (!score->is_string()) fail("key 'result.score': expected a string, found " + found(*score));
     r.score = std::string(score->get_string());

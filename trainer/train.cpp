@@ -561,6 +561,7 @@ void finish(TrainerParts& s, TrainResult& result) {
   if (!s.state.best.empty()) assign_parameters(*s.model, s.state.best);
   result.best_epoch = s.state.best_epoch;
   result.best_val = s.state.best_val;
+  result.score = std::string(s.task->selection_name());
   result.tested = c.eval.final_test;
   auto t0 = Clock::now();
   if (c.eval.final_test && c.eval.final_full) {

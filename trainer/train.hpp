@@ -36,6 +36,7 @@ struct TrainResult {
   int start_epoch = 0;               // > 0 when resumed from a checkpoint
   int best_epoch = -1;
   double best_val = -1;
+  std::string score = "accuracy";    // what best_val is: the task's selection score (Task::selection_name)
   bool stopped_early = false;
   int stop_signal = 0;               // > 0: stopped by this signal (nothing evaluated after)
   bool checkpointed = false;         // when stopped: a checkpoint holds where it stood

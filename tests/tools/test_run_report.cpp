@@ -127,3 +127,28 @@ TEST_CASE("run report: errors name the file and the line", "[report]") {
   CHECK(message_of("{\"epoch\":0,\"epoch_s\":1,\"ranks\":[{\"rank\":0}]}") == "m.jsonl: line 1: key 'ranks[0].seeds': missing, expected a number");
   CHECK(message_of("{\"epoch\":0,\"epoch_s\":1,\"rebalance\":{\"moved\":3}}") == "m.jsonl: line 1: key 'rebalance.policy': expected a string");
 }
+
+TEST_CASE("a run's result line is read back, and one that later epochs follow is not the outcome", "[report]") {
+  const std::string epoch0 = "{\"epoch\":0,\"epoch_s\":1.5}\n";
+  const std::string result =
+      "{\"result\":{\"best_epoch\":0,\"best_val\":0.5,\"score\":\"accuracy\",\"stopped_early\":false,"
+      "\"full\":{\"acc\":0.75,\"macro_f1\":0.5,\"count\":4},\"rank_test\":[{\"acc\":1,\"count\":1},{\"acc\":0.5,\"count\":2}],"
+      "\"time_s\":{\"train\":1,\"sampled\":0,\"full\":0.25}}}\n";
+  const RunMetrics run = parse_run_metrics(epoch0 + result, "m.jsonl");
+  REQUIRE(run.epochs.size() == 1);
+  REQUIRE(run.result);
+  CHECK(run.result->best_epoch == 0);
+  REQUIRE(run.result->full);
+  CHECK(run.result->full->accuracy == 0.75);
+  CHECK(run.result->full->count == 4);
+  CHECK_FALSE(run.result->sampled);
+  REQUIRE(run.result->rank_test.size() == 2);
+  CHECK(run.result->rank_test[1].count == 2);
+  CHECK(final_test(*run.result)->accuracy == 0.75);
+  // A run resumed after it finished, with more epochs, has no outcome until it finishes again.
+  CHECK_FALSE(parse_run_metrics(epoch0 + result + "{\"epoch\":1,\"epoch_s\":1.5}\n", "m.jsonl").result);
+  // Never validated: best_val -1 as the trainer writes it.
+  CHECK(parse_run_metrics(epoch0 + "{\"result\":{\"best_epoch\":-1,\"best_val\":-1}}\n", "m.jsonl").result->best_val == -1);
+  CHECK_THROWS_WITH(parse_run_metrics(epoch0 + "{\"result\":{\"best_epoch\":\"x\"}}\n", "m.jsonl"),
+                    Catch::Contains("m.jsonl: line 2: key 'result.best_epoch': expected an integer >= -1"));
+}
