@@ -113,4 +113,12 @@ for cmd in verify report; do
     fail "partition $cmd of a part folder outside: exit $rc, $(cat "$work/err.txt")"
 done
 ls -A "$work" | grep -q tmp && fail "temporary files left behind: $(ls -A "$work")"
+# bench partition: each method in a worker of its own, its row from the worker's result file (a
+# workdir that does not exist yet, without gpmetis beside it).
+timeout 120 "$SHARDGNN" bench partition "$work/cora" --parts 2,3 --methods fennel,random --gpmetis off --workdir "$work/bench/new" \
+  --json "$work/bench.json" > "$work/out.txt" 2>&1 || fail "bench partition failed: $(cat "$work/out.txt")"
+for m in fennel random; do
+  grep -qE "^$m +2 +[0-9.]+ +[0-9.]+ " "$work/out.txt" || fail "bench partition: no $m row: $(cat "$work/out.txt")"
+done
+grep -q "failed (exit" "$work/out.txt" && fail "bench partition: a worker failed: $(cat "$work/out.txt")"
 echo "partition CLI: all checks passed"
