@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -68,22 +69,19 @@ int bench_main(int argc, char** argv) {
     return args.empty() ? 2 : 0;
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());
-  const std::vector<std::string> known = {"data", "partition", "partition-one", "sampler", "train", "balance", "strategies", "scale"};
-  if (std::find(known.begin(), known.end(), args[0]) == known.end()) throw UsageError("unknown benchmark '" + args[0] + "'");
-  g_command = "shardgnn bench " + args[0];
   // The sampler's benchmark is an MPI program (under mpiexec, every rank runs it); the others
   // start no MPI and run `shardgnn` as child processes.
   if (args[0] == "sampler") return run_mpi_program(argc - 1, argv + 1, "bench sampler", /*threads=*/false, bench_sampler_main);
+  using Main = int (*)(const std::vector<std::string>&);
+  const std::map<std::string, Main> benchmarks = {{"data", bench_data_main},         {"partition", bench_partition_main},   {"partition-one", bench_partition_one_main},
+                                                  {"train", bench_train_main},       {"balance", bench_balance_main},       {"strategies", bench_strategies_main},
+                                                  {"scale", bench_scale_main}};
+  const auto it = benchmarks.find(args[0]);
+  if (it == benchmarks.end()) throw UsageError("unknown benchmark '" + args[0] + "'");
+  g_command = "shardgnn bench " + args[0];
   const bool help = std::find_if(rest.begin(), rest.end(), [](const std::string& a) { return a == "--help" || a == "-h"; }) != rest.end();
   if (args[0] != "partition-one" && !help) std::printf("%s\n", machine_description().c_str());  // once, not per worker run
-  if (args[0] == "data") return bench_data_main(rest);
-  if (args[0] == "partition") return bench_partition_main(rest);
-  if (args[0] == "partition-one") return bench_partition_one_main(rest);
-  if (args[0] == "train") return bench_train_main(rest);
-  if (args[0] == "balance") return bench_balance_main(rest);
-  if (args[0] == "strategies") return bench_strategies_main(rest);
-  if (args[0] == "scale") return bench_scale_main(rest);
-  throw UsageError("unknown benchmark '" + args[0] + "'");
+  return it->second(rest);
 }
 
 }  // namespace

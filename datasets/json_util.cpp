@@ -54,55 +54,45 @@ std::string pretty_json(const boost::json::value& v) {
 
 void write_json_file(const std::string& path, const boost::json::value& v) { write_text_file_atomic(path, pretty_json(v)); }
 
-namespace {
-// What is wrong with a key's value (null: absent), or "": one message whether the file is known or not.
-std::string int_problem(const boost::json::value* v) {
-  if (!v) return "missing, expected an integer";
-  if (v->is_int64() || (v->is_uint64() && v->get_uint64() <= static_cast<std::uint64_t>(INT64_MAX))) return "";
-  return "expected an integer, found " + boost::json::serialize(*v);
-}
-std::string string_problem(const boost::json::value* v) {
-  if (!v) return "missing, expected a string";
-  return v->is_string() ? "" : "expected a string, found " + boost::json::serialize(*v);
-}
-std::int64_t as_int(const boost::json::value& v) { return v.is_int64() ? v.get_int64() : static_cast<std::int64_t>(v.get_uint64()); }
-std::string key_of(const char* key) { return std::string("key '") + key + "'"; }
-}  // namespace
-
-std::int64_t json_int(const boost::json::object& o, const char* key, const std::string& file) {
-  auto* v = o.if_contains(key);
-  if (const std::string p = int_problem(v); !p.empty()) throw InputError(file, key_of(key), p);
-  return as_int(*v);
-}
-
-std::string json_string(const boost::json::object& o, const char* key, const std::string& file) {
-  auto* v = o.if_contains(key);
-  if (const std::string p = string_problem(v); !p.empty()) throw InputError(file, key_of(key), p);
-  return std::string(v->get_string());
-}
-
-const boost::json::object& json_object(const boost::json::object& o, const char* key, const std::string& file) {
-  auto* v = o.if_contains(key);
-  if (!v || !v->is_object()) throw InputError(file, key_of(key), "missing, expected an object");
-  return v->get_object();
-}
-
 std::int64_t json_int(const boost::json::object& o, const char* key) {
-  auto* v = o.if_contains(key);
-  if (const std::string p = int_problem(v); !p.empty()) throw InputError(key_of(key) + ": " + p);
-  return as_int(*v);
+  const boost::json::value* v = o.if_contains(key);
+  const std::string name = std::string("key '") + key + "'";
+  if (!v) throw InputError(name + ": missing, expected an integer");
+  if (v->is_int64()) return v->get_int64();
+  if (v->is_uint64() && v->get_uint64() <= static_cast<std::uint64_t>(INT64_MAX)) return static_cast<std::int64_t>(v->get_uint64());
+  throw InputError(name + ": expected an integer, found " + boost::json::serialize(*v));
 }
 
 std::string json_string(const boost::json::object& o, const char* key) {
-  auto* v = o.if_contains(key);
-  if (const std::string p = string_problem(v); !p.empty()) throw InputError(key_of(key) + ": " + p);
+  const boost::json::value* v = o.if_contains(key);
+  const std::string name = std::string("key '") + key + "'";
+  if (!v) throw InputError(name + ": missing, expected a string");
+  if (!v->is_string()) throw InputError(name + ": expected a string, found " + boost::json::serialize(*v));
   return std::string(v->get_string());
 }
 
 const boost::json::object& json_object(const boost::json::object& o, const char* key) {
-  auto* v = o.if_contains(key);
-  if (!v || !v->is_object()) throw InputError(key_of(key) + ": missing, expected an object");
+  const boost::json::value* v = o.if_contains(key);
+  if (!v || !v->is_object()) throw InputError(std::string("key '") + key + "': missing, expected an object");
   return v->get_object();
+}
+
+namespace {
+// The file-less reader's error, with the file named in front ("<file>: key 'k': ...").
+template <class Read>
+decltype(auto) naming(const std::string& file, Read&& read) {
+  try {
+    return read();
+  } catch (const InputError& e) {
+    throw InputError(file, "", e.what());
+  }
+}
+}  // namespace
+
+std::int64_t json_int(const boost::json::object& o, const char* key, const std::string& file) { return naming(file, [&] { return json_int(o, key); }); }
+std::string json_string(const boost::json::object& o, const char* key, const std::string& file) { return naming(file, [&] { return json_string(o, key); }); }
+const boost::json::object& json_object(const boost::json::object& o, const char* key, const std::string& file) {
+  return naming(file, [&]() -> const boost::json::object& { return json_object(o, key); });
 }
 
 }  // namespace shardgnn

@@ -378,8 +378,8 @@ json::object ShardWriter::write_rows(const std::string& pdir, PartId k, const st
 
 // Part k's halo, sorted: the ids outside the part that its rows marked in `reached`, which is all
 // zeros again afterwards. The bitmap (a bit per node) stays in cache where a stamp per node did
-// not; a pass over n bits per part costs less than the part's rows unless K exceeds ~64x the mean
-// degree.
+// not; a pass over n bits per part costs less than the part's rows unless K is large against the
+// mean degree.
 std::vector<NodeId> ShardWriter::take_halo(PartId k, std::vector<std::uint64_t>& reached) const {
   const NodeId first = r_.book.begin(k), end = r_.book.end(k);
   std::vector<NodeId> halo;

@@ -67,7 +67,10 @@ void tag_invoke(json::value_from_tag, json::value& v, const EpochRecord& r) {
 }
 
 void tag_invoke(json::value_from_tag, json::value& v, const ResultRecord& r) {
-  json::object o{{"best_epoch", r.best_epoch}, {"best_val", r.best_val}, {"score", r.score}, {"stopped_early", r.stopped_early}};
+  json::object o{{"best_epoch", r.best_epoch}};
+  if (r.best_epoch >= 0) o["best_val"] = r.best_val;  // a model never validated has no score
+  o["score"] = r.score;
+  o["stopped_early"] = r.stopped_early;
   if (r.sampled) o["sampled"] = json::value_from(*r.sampled);
   if (r.full) o["full"] = json::value_from(*r.full);
   if (!r.rank_test.empty()) o["rank_test"] = json::value_from(r.rank_test);
@@ -246,9 +249,7 @@ ResultRecord tag_invoke(json::value_to_tag<ResultRecord>, const json::value& v) 
   if (!best || !best->is_int64() || best->get_int64() < -1 || best->get_int64() > INT32_MAX)
     fail("key 'result.best_epoch': expected an integer >= -1" + (best ? ", found " + found(*best) : std::string(", missing")));
   r.best_epoch = static_cast<int>(best->get_int64());
-  // -1 when never validated (best_epoch -1), which number() would refuse as negative.
-  if (const json::value* b = o.if_contains("best_val"); b != nullptr && b->is_number() && b->to_number<double>() == -1) r.best_val = -1;
-  else r.best_val = number(o, "best_val", "result.", 0.0);
+  if (r.best_epoch >= 0) r.best_val = number(o, "best_val", "result.");
   if (const json::value* score = o.if_contains("score")) {
     if (!score->is_string()) fail("key 'result.score': expected a string, found " + found(*score));
     r.score = std::string(score->get_string());

@@ -63,7 +63,7 @@ struct EpochRecord {
 // best model is scored: benchmarks and scripts read the result here, never from the console.
 struct ResultRecord {
   int best_epoch = -1;           // 0-based; -1: never validated
-  double best_val = 0;           // its validation score, the one that selected it
+  double best_val = -1;          // its validation score, the one that selected it (-1: none)
   std::string score = "accuracy";  // what best_val is (the task's selection score)
   bool stopped_early = false;    // --patience ended training
   std::optional<ClassMetrics> sampled;  // the best model's test scores through the sampler (training fanouts)

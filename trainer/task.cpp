@@ -43,8 +43,9 @@ class ConfusionMetrics final : public TaskMetrics {
     SplitMetrics m;
     m.val = Confusion(val_.classes(), {both.begin(), both.begin() + half}).metrics();
     m.test = Confusion(val_.classes(), {both.begin() + half, both.end()}).metrics();
-    // Each rank's own test nodes, for the run's result (three numbers a rank).
-    m.test_per_rank = comm.allgather(test_.metrics());
+    // Each rank's own test nodes, for the run's result (three numbers a rank); only when a test
+    // split was scored, which the summed count tells every rank alike, so validations pay nothing.
+    if (m.test.count > 0) m.test_per_rank = comm.allgather(test_.metrics());
     return m;
   }
 

@@ -69,7 +69,8 @@ class TaskMetrics {
   // validation and test sets.
   void add_full(const torch::Tensor& output, const Shard& shard) { do_add_full(output, shard); }
   // Collective over `comm` (every rank calls it once, whatever it added): one all-reduce for both
-  // splits' sums, then each split's metrics, and an all-gather of each rank's own test metrics.
+  // splits' sums, then each split's metrics, and (when a test split was scored) an all-gather of
+  // each rank's own test metrics.
   SplitMetrics reduce(const comm::Communicator& comm) { return do_reduce(comm); }
 
  private:

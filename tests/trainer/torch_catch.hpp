@@ -11,7 +11,7 @@
 #include <initializer_list>
 #include <vector>
 
-// A float tensor written out row by row: rows({{1, 2}, {3, 4}}) is 2 x 2.
+// A float tensor written out row by row, one initializer list a row.
 inline torch::Tensor rows(std::initializer_list<std::initializer_list<float>> values) {
   std::vector<float> flat;
   std::int64_t cols = 0;
