@@ -23,7 +23,7 @@ svg_ok() {
 }
 # A line of the table, with runs of spaces squeezed to one, must be present.
 expect_line() {  # expect_line FILE TEXT
-  tr -s ' ' < "$1" | grep -qF -- "$2" || fail "expected a line with '$2' in: $(cat "$1")"
+  grep -qF -- "$2" <<<"$(tr -s ' ' < "$1")" || fail "expected a line with '$2' in: $(cat "$1")"
   pass
 }
 
@@ -116,6 +116,6 @@ sed -e '2s/"rank":1,/"rank":0,/' "$work/run/metrics.jsonl" > "$work/bad/metrics.
 expect_error 1 "line 2: ranks[1].rank: rank 0 appears twice" "$work/bad"
 expect_error 1 "no-such.svg" "$work/run" --svg "$work/no-such-dir/no-such.svg"
 expect_error 2 "missing argument <run>"
-"$SHARDGNN" report --help | grep -q "per rank" || fail "report --help"
+grep -q "per rank" <<<"$("$SHARDGNN" report --help)" || fail "report --help"
 pass
 echo "report CLI: all $checks checks passed"

@@ -19,9 +19,12 @@ timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" bench sampler "$work/p2" --fanouts 10,5 
 grep -q "remote fetch .*raw MPI alltoallv" "$work/out.txt" || fail "no MPI remote fetch with --node-local off: $(cat "$work/out.txt")"
 grep -q "^same-node rows" "$work/out.txt" && fail "same-node rows with --node-local off"
 # Only training's program loads libtorch, not the dispatcher every command starts, nor the benchmarks'.
-if ldd "$SHARDGNN" | grep -q "libtorch"; then fail "$SHARDGNN links libtorch: $(ldd "$SHARDGNN" | grep libtorch)"; fi
-ldd "$(dirname "$SHARDGNN")/shardgnn-bench" | grep -q "libmpi" || fail "shardgnn-bench does not link MPI"
-if ldd "$(dirname "$SHARDGNN")/shardgnn-bench" | grep -q "libtorch"; then fail "shardgnn-bench links libtorch"; fi
+# ldd's output is read whole first: `ldd | grep -q` under pipefail fails when grep quits early.
+libs_main=$(ldd "$SHARDGNN")
+libs_bench=$(ldd "$(dirname "$SHARDGNN")/shardgnn-bench")
+if grep -q "libtorch" <<<"$libs_main"; then fail "$SHARDGNN links libtorch: $(grep libtorch <<<"$libs_main")"; fi
+grep -q "libmpi" <<<"$libs_bench" || fail "shardgnn-bench does not link MPI"
+if grep -q "libtorch" <<<"$libs_bench"; then fail "shardgnn-bench links libtorch"; fi
 # The binary without its programs beside it: one clear line and exit 1, before any MPI start-up.
 mkdir "$work/alone" && cp "$SHARDGNN" "$work/alone/shardgnn"
 set +e

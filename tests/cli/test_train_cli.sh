@@ -30,8 +30,9 @@ PY
 timeout 120 "$SHARDGNN" train "$work/cora" "${quick[@]}" --epochs 1 --no-test > "$work/out.txt" 2>&1 || fail "--no-test run failed: $(cat "$work/out.txt")"
 grep -q "^test set not scored (--no-test)$" "$work/out.txt" && ! grep -q "^test accuracy" "$work/out.txt" || fail "--no-test scored a test set: $(cat "$work/out.txt")"
 
-# With Debian's libtorch (OpenBLAS through libblas.so.3):
-if ldd "$(dirname "$SHARDGNN")/shardgnn-train" | grep -qE 'lib(open)?blas'; then
+# With Debian's libtorch (OpenBLAS through libblas.so.3). Outputs are read whole before grep: with
+# pipefail, `cmd | grep -q` takes the wrong branch when grep quits before cmd has written all.
+if grep -qE 'lib(open)?blas' <<<"$(ldd "$(dirname "$SHARDGNN")/shardgnn-train")"; then
   # The run's first line and the metrics name the BLAS kernels OpenBLAS computes with.
   OPENBLAS_CORETYPE=Prescott timeout 120 "$SHARDGNN" train "$work/cora" "${quick[@]}" --epochs 1 --metrics "$work/blas.jsonl" > "$work/out.txt" 2>&1 ||
     fail "Prescott run failed: $(cat "$work/out.txt")"
@@ -45,7 +46,7 @@ else
   timeout 120 "$SHARDGNN" train "$work/cora" "${quick[@]}" --epochs 1 > "$work/out.txt" 2>&1 || fail "1-epoch run failed: $(cat "$work/out.txt")"
   head -1 "$work/out.txt" | grep -qE "cpu fp32, products on [^,]+\)" || fail "the products' library is not named: $(head -1 "$work/out.txt")"
   # ... and takes the system's oneDNN for them when there is one.
-  if ldconfig -p | grep -q 'libdnnl\.so\.2 '; then
+  if grep -q 'libdnnl\.so\.2 ' <<<"$(ldconfig -p)"; then
     head -1 "$work/out.txt" | grep -qF "products on oneDNN sgemm (libdnnl.so.2)" || fail "the system's oneDNN is not used: $(head -1 "$work/out.txt")"
   fi
 fi
