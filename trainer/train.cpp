@@ -91,39 +91,95 @@ void assign_parameters(torch::nn::Module& m, const std::vector<torch::Tensor>& v
 
 }  // namespace
 
-// The trainer's parts, built once by the constructor and used by the loop's steps below.
-struct detail::TrainerParts {
-  const Shard& shard;
-  std::string dataset;
-  TrainConfig cfg;
-  SamplerConfig scfg;
-  comm::Communicator comm;          // gradients, metrics, full inference: this thread only
-  comm::Communicator sampler_comm;  // the sampler and feature store (and the prefetch thread)
+namespace {
+
+// What learns: the task, the model on its device, its optimiser and the gradients' all-reduce,
+// over the communicator of this thread (gradients, metrics, full inference).
+struct Learner {
+  comm::Communicator comm;
   torch::Device device = torch::kCPU;
-  std::string checkpoint_path;
-  bool resume_from_file = false;
-  comm::Communicator::CoreShare cores;
-  std::string threads_from;  // what decided the torch threads, for the start-of-run line
   std::unique_ptr<Task> task;  // what is learnt: the head's width, the loss, the metrics, the best model's score
   Gnn model{nullptr};
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   NcclHandle nccl;  // GPUs: the gradients' sums, when every rank has one and the build NCCL
   std::unique_ptr<GradientAllreducer> allreducer;
   std::unique_ptr<BatchStager> stager;  // batches onto the device, ahead of their steps
+  explicit Learner(comm::Communicator c) : comm(std::move(c)) {}
+};
+
+// What feeds it: the shards, the samplers, the feature store and the seed schedule, over a
+// communicator of their own (the prefetch thread's).
+struct Feeds {
+  comm::Communicator comm;
   std::unique_ptr<ShardView> shards;  // what the sampler and the feature store read directly
   std::unique_ptr<DistSampler> sampler;
   std::unique_ptr<DistSampler> all_neighbours;  // with --eval full: validation through every neighbour of the validation nodes
   std::unique_ptr<FeatureStore> features;
   std::unique_ptr<SeedScheduler> scheduler;  // which seeds each rank trains, epoch by epoch
-  std::vector<NodeId> val_nodes;             // this rank's validation nodes checked each epoch (TrainConfig::eval_sample)
-  // Their sampled batches, kept from the first validation on when they fit the budget on every
+  int prefetch = 0;                          // batches sampled ahead (SamplerConfig::prefetch)
+  bool full_fanouts = false;                 // every fanout -1: the sampler's neighbourhoods are the whole ones
+  explicit Feeds(comm::Communicator c) : comm(std::move(c)) {}
+};
+
+// What validation and the final scoring read beyond the learner and the feeds.
+struct Scoring {
+  const Shard& shard;
+  std::int64_t chunk = 0;  // EvalConfig::chunk
+  std::vector<NodeId> val_nodes;  // this rank's validation nodes checked each epoch (EvalConfig::sample)
+  // Their sampled batches, kept from the first validation on when they fit `budget` on every
   // rank: later validations then only compute.
   std::vector<KeptBatch> val_batches;
-  enum class ValCache { kUntried, kKept, kOff } val_cache = ValCache::kUntried;
+  enum class Cache { kUntried, kKept, kOff } cache = Cache::kUntried;
+  std::size_t budget = 0;  // bytes
+  explicit Scoring(const Shard& s) : shard(s) {}
+};
+
+// Where the run is saved, as what, and how far it got.
+struct Checkpoints {
+  std::string path;  // "" without --checkpoint-dir
+  bool resume_from_file = false;
+  CheckpointIdentity identity;
   TrainState state;
+};
+
+CheckpointIdentity checkpoint_identity(const TrainConfig& cfg, const SamplerConfig& scfg, const Shard& shard, const std::string& dataset, const Task& task) {
+  CheckpointIdentity id;
+  id.model = model_name(cfg.model.kind);
+  id.optimizer = optimizer_name(cfg.optim.kind);
+  id.dataset = dataset;
+  id.hidden = cfg.model.hidden;
+  id.layers = static_cast<std::int64_t>(scfg.fanouts.size());
+  id.heads = cfg.model.kind == ModelKind::kGat ? cfg.model.heads : 0;
+  id.in = shard.feature_dim;
+  id.classes = task.output_width();
+  id.num_nodes = shard.book.num_nodes();
+  id.seed = cfg.seed;
+  return id;
+}
+
+// Rank 0's part of a checkpoint write (nothing without a path); call inside comm::agree.
+void write_checkpoint(const Learner& l, const Checkpoints& k) {
+  if (l.comm.rank() == 0 && !k.path.empty()) save_checkpoint(k.path, k.identity, *l.model, *l.optimizer, k.state);
+}
+
+}  // namespace
+
+// The trainer's parts, built once by the constructor and used by the loop's steps below. The
+// learner's communicator is dup()ed before the feeds' on every rank (declaration order).
+struct detail::TrainerParts {
+  const Shard& shard;
+  std::string dataset;
+  TrainConfig cfg;
+  SamplerConfig scfg;
+  comm::Communicator::CoreShare cores;
+  std::string threads_from;  // what decided the torch threads, for the start-of-run line
+  Learner learn;
+  Feeds feeds;
+  Scoring scoring;
+  Checkpoints ckpt;
 
   TrainerParts(const Shard& s, std::string ds, const comm::Communicator& world, TrainConfig c, SamplerConfig sc)
-      : shard(s), dataset(std::move(ds)), cfg(std::move(c)), scfg(std::move(sc)), comm(world.dup()), sampler_comm(world.dup()) {
+      : shard(s), dataset(std::move(ds)), cfg(std::move(c)), scfg(std::move(sc)), learn(world.dup()), feeds(world.dup()), scoring(s) {
     // GCN normalises by each node's degree in the whole graph, which a block (seeing only the
     // batch's sampled edges) does not know: exact over full neighbourhoods, unbiased over sampled ones.
     scfg.with_degrees = cfg.model.kind == ModelKind::kGcn;
@@ -132,21 +188,9 @@ struct detail::TrainerParts {
     if (!comm::thread_multiple()) scfg.prefetch = 0;
     // Rebalanced or class-balanced seeds may belong to other ranks: their labels come from owners.
     scfg.remote_seeds = cfg.balance.rebalance != RebalancePolicy::kNone || cfg.balance.class_balanced;
-  }
-
-  CheckpointIdentity identity() const {
-    CheckpointIdentity id;
-    id.model = model_name(cfg.model.kind);
-    id.optimizer = optimizer_name(cfg.optim.kind);
-    id.dataset = dataset;
-    id.hidden = cfg.model.hidden;
-    id.layers = static_cast<std::int64_t>(scfg.fanouts.size());
-    id.heads = cfg.model.kind == ModelKind::kGat ? cfg.model.heads : 0;
-    id.in = shard.feature_dim;
-    id.classes = task->output_width();
-    id.num_nodes = shard.book.num_nodes();
-    id.seed = cfg.seed;
-    return id;
+    feeds.prefetch = scfg.prefetch;
+    feeds.full_fanouts = every_neighbour(scfg.fanouts);
+    scoring.chunk = cfg.eval.chunk;
   }
 };
 
@@ -182,41 +226,48 @@ std::vector<NodeId> validation_nodes(const Shard& shard, const comm::Communicato
 Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Communicator& world, TrainConfig config, SamplerConfig sampler)
     : s_(std::make_unique<TrainerParts>(shard, dataset, world, std::move(config), std::move(sampler))) {
   TrainerParts& s = *s_;
-  s.cores = s.comm.core_share();
+  const TrainConfig& c = s.cfg;
+  Learner& l = s.learn;
+  Feeds& f = s.feeds;
+  Checkpoints& k = s.ckpt;
+  s.cores = l.comm.core_share();
   // Local checks first, agreed on by every rank before any collective work.
-  comm::agree(s.comm, [&] {
-    validate(s.cfg);
+  comm::agree(l.comm, [&] {
+    validate(c);
     validate(s.scfg);
-    s.task = make_task(s.cfg, shard);
-    s.task->check(shard, dataset);
-    s.device = resolve_device(s.cfg.device.name, s.cores.local_rank);
+    l.task = make_task(c, shard);
+    l.task->check(shard, dataset);
+    l.device = resolve_device(c.device.name, s.cores.local_rank);
     // The limits are CPU rates for float32 work, and on a GPU the profiler sees only launches.
-    if (s.cfg.levers.profile_steps > 0 && (!s.device.is_cpu() || s.cfg.model.precision != Precision::kFloat32))
+    if (c.levers.profile_steps > 0 && (!l.device.is_cpu() || c.model.precision != Precision::kFloat32))
       throw InputError("--profile-ops profiles float32 training on the CPU (--device cpu --precision fp32)");
-    if (s.cfg.levers.slow_rank >= s.comm.size())
-      throw InputError("--simulate-slowdown " + std::to_string(s.cfg.levers.slow_rank) + ":" + std::to_string(s.cfg.levers.slowdown) + ": there is no rank " +
-                       std::to_string(s.cfg.levers.slow_rank) + " (the job has " + std::to_string(s.comm.size()) + " rank" + (s.comm.size() == 1 ? "" : "s") +
-                       ", 0 to " + std::to_string(s.comm.size() - 1) + ")");
-    if (!s.cfg.files.checkpoint_dir.empty()) {
-      s.checkpoint_path = (fs::path(s.cfg.files.checkpoint_dir) / "checkpoint.pt").string();
-      if (fs::exists(s.checkpoint_path) && !s.cfg.files.resume && !s.cfg.files.overwrite)
-        throw InputError(s.checkpoint_path, "", "a checkpoint exists: pass --resume to continue it or --force to start over");
+    if (c.levers.slow_rank >= l.comm.size())
+      throw InputError("--simulate-slowdown " + std::to_string(c.levers.slow_rank) + ":" + std::to_string(c.levers.slowdown) + ": there is no rank " +
+                       std::to_string(c.levers.slow_rank) + " (the job has " + std::to_string(l.comm.size()) + " rank" + (l.comm.size() == 1 ? "" : "s") +
+                       ", 0 to " + std::to_string(l.comm.size() - 1) + ")");
+    if (!c.files.checkpoint_dir.empty()) {
+      k.path = (fs::path(c.files.checkpoint_dir) / "checkpoint.pt").string();
+      if (fs::exists(k.path) && !c.files.resume && !c.files.overwrite)
+        throw InputError(k.path, "", "a checkpoint exists: pass --resume to continue it or --force to start over");
     }
   });
-  const auto train_total = s.comm.allreduce<std::int64_t>(static_cast<std::int64_t>(shard.train_idx.size()), comm::Op::kSum);
-  s.comm.check_all(train_total > 0, "dataset '" + dataset + "' has no training nodes");
-  s.val_nodes = validation_nodes(shard, s.comm, s.cfg.eval.sample, s.cfg.seed);
-  if (!s.checkpoint_path.empty() && s.cfg.files.resume) {
-    const bool here = fs::exists(s.checkpoint_path);
-    const auto seen = s.comm.allreduce<std::int32_t>(here ? 1 : 0, comm::Op::kSum);
-    s.comm.check_all(seen == 0 || seen == s.comm.size(), s.checkpoint_path + ": visible on some ranks only (the checkpoint folder must be shared)");
-    s.resume_from_file = seen > 0;
+  k.identity = checkpoint_identity(c, s.scfg, shard, dataset, *l.task);
+  const auto train_total = l.comm.allreduce<std::int64_t>(static_cast<std::int64_t>(shard.train_idx.size()), comm::Op::kSum);
+  l.comm.check_all(train_total > 0, "dataset '" + dataset + "' has no training nodes");
+  s.scoring.val_nodes = validation_nodes(shard, l.comm, c.eval.sample, c.seed);
+  // An eighth of the node's usable memory, shared by its ranks.
+  s.scoring.budget = usable_memory_bytes() / 8 / static_cast<std::size_t>(s.cores.ranks_on_node);
+  if (!k.path.empty() && c.files.resume) {
+    const bool here = fs::exists(k.path);
+    const auto seen = l.comm.allreduce<std::int32_t>(here ? 1 : 0, comm::Op::kSum);
+    l.comm.check_all(seen == 0 || seen == l.comm.size(), k.path + ": visible on some ranks only (the checkpoint folder must be shared)");
+    k.resume_from_file = seen > 0;
   }
 
   // Threads from the binding: the rank's share of the cores its mask allows, never more than
   // torch's default (the physical cores it counts), which a rank alone on its cores keeps.
-  if (s.cfg.device.threads > 0) {
-    limit_threads(s.cfg.device.threads);
+  if (c.device.threads > 0) {
+    limit_threads(c.device.threads);
     s.threads_from = "--threads";
   } else if (const char* omp = std::getenv("OMP_NUM_THREADS"); omp != nullptr && *omp != '\0') {
     s.threads_from = "OMP_NUM_THREADS";
@@ -226,53 +277,53 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
                      " of the node's " + std::to_string(s.cores.ranks_on_node) + " rank" + (s.cores.ranks_on_node == 1 ? "" : "s") +
                      (s.cores.per_task > 0 ? ", SLURM_CPUS_PER_TASK " + std::to_string(s.cores.per_task) : "");
   }
-  torch::manual_seed(s.cfg.seed);
-  const GnnOptions mo(s.cfg.model, shard.feature_dim, s.task->output_width(), static_cast<std::int64_t>(s.scfg.fanouts.size()));
-  s.model = Gnn(mo);
-  s.model->to(s.device);
-  broadcast_parameters(*s.model, s.comm);
-  s.optimizer = make_optimizer(s.cfg, s.model->parameters());
+  torch::manual_seed(c.seed);
+  const GnnOptions mo(c.model, shard.feature_dim, l.task->output_width(), static_cast<std::int64_t>(s.scfg.fanouts.size()));
+  l.model = Gnn(mo);
+  l.model->to(l.device);
+  broadcast_parameters(*l.model, l.comm);
+  l.optimizer = make_optimizer(c, l.model->parameters());
   // A GPU of its own: devices picked by node-local rank (a bare "cuda"), no more ranks than GPUs.
-  const bool own_gpu = s.cfg.device.name == "cuda" && s.cores.ranks_on_node <= static_cast<int>(torch::cuda::device_count());
-  s.nccl = nccl_connect(s.comm, s.device, own_gpu);
-  s.allreducer = std::make_unique<GradientAllreducer>(*s.model, s.comm, s.nccl.get());
-  s.stager = std::make_unique<BatchStager>(s.device);
-  if (s.resume_from_file) comm::agree(s.comm, [&] { load_checkpoint(s.checkpoint_path, s.identity(), *s.model, *s.optimizer, s.state, s.device); });
+  const bool own_gpu = c.device.name == "cuda" && s.cores.ranks_on_node <= static_cast<int>(torch::cuda::device_count());
+  l.nccl = nccl_connect(l.comm, l.device, own_gpu);
+  l.allreducer = std::make_unique<GradientAllreducer>(*l.model, l.comm, l.nccl.get());
+  l.stager = std::make_unique<BatchStager>(l.device);
+  if (k.resume_from_file) comm::agree(l.comm, [&] { load_checkpoint(k.path, k.identity, *l.model, *l.optimizer, k.state, l.device); });
 
-  s.shards = std::make_unique<ShardView>(shard, s.sampler_comm, s.scfg.node_local);
-  s.sampler = std::make_unique<DistSampler>(*s.shards, s.sampler_comm, s.scfg);
-  s.features = std::make_unique<FeatureStore>(*s.shards, s.sampler_comm);
-  s.features->build_cache(s.scfg, s.sampler.get());
-  if (s.cfg.eval.mode == EvalMode::kFull) {
+  f.shards = std::make_unique<ShardView>(shard, f.comm, s.scfg.node_local);
+  f.sampler = std::make_unique<DistSampler>(*f.shards, f.comm, s.scfg);
+  f.features = std::make_unique<FeatureStore>(*f.shards, f.comm);
+  f.features->build_cache(s.scfg, f.sampler.get());
+  if (c.eval.mode == EvalMode::kFull) {
     // Full-neighbourhood validation needs only the validation nodes' L-hop neighbourhoods, not
     // layer-wise inference over every node: a sampler that takes every neighbour gives exactly those.
     SamplerConfig all = s.scfg;
     all.fanouts.assign(all.fanouts.size(), -1);
     all.prefetch = 0;
-    s.all_neighbours = std::make_unique<DistSampler>(*s.shards, s.sampler_comm, all);
+    f.all_neighbours = std::make_unique<DistSampler>(*f.shards, f.comm, all);
   }
-  s.scheduler = std::make_unique<SeedScheduler>(*s.sampler, SeedScheduler::Options{s.cfg.balance.rebalance, s.cfg.balance.class_balanced, s.cfg.balance.remote_seed_factor, s.cfg.seed});
-  s.comm.check_all(!s.cfg.balance.class_balanced || s.scheduler->class_balanced_pool_size() > 0,
+  f.scheduler = std::make_unique<SeedScheduler>(*f.sampler, SeedScheduler::Options{c.balance.rebalance, c.balance.class_balanced, c.balance.remote_seed_factor, c.seed});
+  l.comm.check_all(!c.balance.class_balanced || f.scheduler->class_balanced_pool_size() > 0,
                    "--seed-sampling class-balanced: dataset '" + dataset + "' has no labelled training nodes");
 }
 
 Trainer::~Trainer() = default;
 
-std::uint64_t Trainer::weights_checksum() const { return parameters_checksum(*s_->model); }
-bool Trainer::validation_batches_kept() const noexcept { return s_->val_cache == TrainerParts::ValCache::kKept; }
-std::string Trainer::device_name() const { return s_->device.str(); }
+std::uint64_t Trainer::weights_checksum() const { return parameters_checksum(*s_->learn.model); }
+bool Trainer::validation_batches_kept() const noexcept { return s_->scoring.cache == Scoring::Cache::kKept; }
+std::string Trainer::device_name() const { return s_->learn.device.str(); }
 std::string Trainer::threads_text() const {
   const int n = torch::get_num_threads();
   return std::to_string(n) + " torch thread" + (n == 1 ? "" : "s") + " per rank (" + s_->threads_from + ")";
 }
-std::string Trainer::gradient_path() const { return s_->allreducer->path(); }
-const FeatureStore& Trainer::features() const noexcept { return *s_->features; }
-std::string Trainer::gemm_backend() const { return s_->device.is_cpu() && s_->cfg.model.precision == Precision::kFloat32 ? cpu_gemm_backend() : "torch"; }
+std::string Trainer::gradient_path() const { return s_->learn.allreducer->path(); }
+const FeatureStore& Trainer::features() const noexcept { return *s_->feeds.features; }
+std::string Trainer::gemm_backend() const { return s_->learn.device.is_cpu() && s_->cfg.model.precision == Precision::kFloat32 ? cpu_gemm_backend() : "torch"; }
 
 std::string blas_core() { return openblas_get_corename ? openblas_get_corename() : ""; }
 std::int64_t Trainer::num_parameters() const {
   std::int64_t n = 0;
-  for (const auto& p : s_->model->parameters()) n += p.numel();
+  for (const auto& p : s_->learn.model->parameters()) n += p.numel();
   return n;
 }
 
@@ -280,27 +331,25 @@ namespace {
 
 // The model on this epoch's validation nodes (without `with_test`), or on the whole validation and
 // test sets.
-SplitMetrics evaluate(TrainerParts& s, EvalMode mode, bool with_test) {
+SplitMetrics evaluate(Learner& l, Feeds& f, Scoring& v, EvalMode mode, bool with_test) {
   if (!with_test) {
-    using C = TrainerParts::ValCache;
-    if (s.val_cache == C::kKept) return evaluate_kept(*s.task, s.model, s.val_batches, s.device, s.comm);
-    DistSampler& sampler = mode == EvalMode::kFull ? *s.all_neighbours : *s.sampler;
-    if (s.val_cache == C::kOff) return evaluate_sampled(*s.task, s.model, sampler, *s.features, s.device, s.val_nodes, {});
-    // An eighth of the node's usable memory, shared by its ranks.
-    const std::size_t budget = usable_memory_bytes() / 8 / static_cast<std::size_t>(s.cores.ranks_on_node);
-    const SplitMetrics m = evaluate_sampled(*s.task, s.model, sampler, *s.features, s.device, s.val_nodes, {}, &s.val_batches, budget);
+    using C = Scoring::Cache;
+    if (v.cache == C::kKept) return evaluate_kept(*l.task, l.model, v.val_batches, l.device, l.comm);
+    DistSampler& sampler = mode == EvalMode::kFull ? *f.all_neighbours : *f.sampler;
+    if (v.cache == C::kOff) return evaluate_sampled(*l.task, l.model, sampler, *f.features, l.device, v.val_nodes, {});
+    const SplitMetrics m = evaluate_sampled(*l.task, l.model, sampler, *f.features, l.device, v.val_nodes, {}, &v.val_batches, v.budget);
     // Every rank must take the same path next time (sampling is collective).
-    const bool all = s.comm.allreduce<std::int32_t>(s.val_batches.empty() && !s.val_nodes.empty() ? 0 : 1, comm::Op::kMin) == 1;
-    s.val_cache = all ? C::kKept : C::kOff;
-    if (!all) s.val_batches = {};
+    const bool all = l.comm.allreduce<std::int32_t>(v.val_batches.empty() && !v.val_nodes.empty() ? 0 : 1, comm::Op::kMin) == 1;
+    v.cache = all ? C::kKept : C::kOff;
+    if (!all) v.val_batches = {};
     return m;
   }
   if (mode == EvalMode::kSampled)
-    return evaluate_sampled(*s.task, s.model, *s.sampler, *s.features, s.device, s.shard.val_idx.span(), s.shard.test_idx.span());
+    return evaluate_sampled(*l.task, l.model, *f.sampler, *f.features, l.device, v.shard.val_idx.span(), v.shard.test_idx.span());
   // Full-neighbourhood inference allocates layer by layer through torch: the training batches'
   // idle feature buffers go back to the system first (mapped again by the next epoch).
   huge_buffer_pool_trim();
-  return evaluate_full(*s.task, s.model, s.shard, s.comm, s.device, s.cfg.eval.chunk);
+  return evaluate_full(*l.task, l.model, v.shard, l.comm, l.device, v.chunk);
 }
 
 // What one step adds to its epoch's sums.
@@ -378,38 +427,37 @@ void seed_dropout(Gnn& model, std::uint64_t seed, int rank, std::int64_t epoch, 
 // by op: past the first (which warms the allocator and caches up) and past the prefetch thread's
 // start, when it samples several batches ahead on the same cores.
 // A stop signal on any rank ends the epoch after the step in progress (stopped_after).
-EpochSums train_epoch(TrainerParts& s, int epoch, Progress& progress, OpRecorder* recorder) {
-  const TrainConfig& c = s.cfg;
-  const int rank = s.comm.rank();
+EpochSums train_epoch(Learner& l, Feeds& f, const Checkpoints& k, const TrainConfig& c, int epoch, Progress& progress, OpRecorder* recorder) {
+  const int rank = l.comm.rank();
   EpochSums e;
-  if (s.state.next_epoch == epoch && s.state.next_step > 0) {
-    e.first_step = s.state.next_step;
-    e.loss_sum = s.state.step_loss_sum;
-    e.train_stat = s.state.step_correct;
-    e.examples = s.state.step_examples;
+  if (k.state.next_epoch == epoch && k.state.next_step > 0) {
+    e.first_step = k.state.next_step;
+    e.loss_sum = k.state.step_loss_sum;
+    e.train_stat = k.state.step_correct;
+    e.examples = k.state.step_examples;
   }
   e.lr = lr_at(c, epoch);
-  for (auto& group : s.optimizer->param_groups()) group.options().set_lr(e.lr);
-  s.model->train();
+  for (auto& group : l.optimizer->param_groups()) group.options().set_lr(e.lr);
+  l.model->train();
   e.slowdown = rank == c.levers.slow_rank && c.levers.slowdown > 1 ? c.levers.slowdown : 1.0;
-  e.steps = s.sampler->steps_in_epoch(epoch);
-  s.comm.check_all(e.first_step < e.steps, s.checkpoint_path + ": resumes at step " + std::to_string(e.first_step + 1) + " of epoch " +
+  e.steps = f.sampler->steps_in_epoch(epoch);
+  l.comm.check_all(e.first_step < e.steps, k.path + ": resumes at step " + std::to_string(e.first_step + 1) + " of epoch " +
                                                std::to_string(epoch + 1) + ", which has " + std::to_string(e.steps) + " steps here (another partition or --batch?)");
   progress.start_epoch(epoch, c.epochs, e.steps);
-  Prefetcher pipe = training_batches(*s.sampler, *s.features, *s.stager, s.scfg.prefetch, epoch, e.steps, e.first_step);
+  Prefetcher pipe = training_batches(*f.sampler, *f.features, *l.stager, f.prefetch, epoch, e.steps, e.first_step);
   // This rank's loss sum and training statistic over the epoch's steps, kept on the device.
-  torch::Tensor sums = torch::zeros({2}, torch::TensorOptions().dtype(torch::kDouble).device(s.device));
+  torch::Tensor sums = torch::zeros({2}, torch::TensorOptions().dtype(torch::kDouble).device(l.device));
   double local_examples = 0;
   const std::int64_t first_recorded = std::max<std::int64_t>(e.first_step + 1, (e.steps - c.levers.profile_steps) / 2);
   for (std::int64_t step = e.first_step; step < e.steps; ++step) {
-    seed_dropout(s.model, s.cfg.seed, s.comm.rank(), epoch, step);
+    seed_dropout(l.model, c.seed, l.comm.rank(), epoch, step);
     const auto t0 = Clock::now();
     std::optional<MiniBatch> mb = pipe.next();
     e.wait_s += since(t0);
     e.seeds += static_cast<std::int64_t>(mb->seeds().size());
     const bool record = recorder != nullptr && step >= first_recorded && step < first_recorded + c.levers.profile_steps;
     if (record) recorder->start();
-    StepResult r = train_step(*s.task, s.model, *s.optimizer, *s.allreducer, *s.stager, *mb, sums, stop_signal() != 0);
+    StepResult r = train_step(*l.task, l.model, *l.optimizer, *l.allreducer, *l.stager, *mb, sums, stop_signal() != 0);
     if (record) {
       recorder->stop();
       ++e.profiled_steps;
@@ -436,7 +484,7 @@ EpochSums train_epoch(TrainerParts& s, int epoch, Progress& progress, OpRecorder
   // Every rank's sums, read from the device once (every rank gets here after the same steps).
   const torch::Tensor host = sums.to(torch::kCPU);
   std::vector<double> total{host[0].item<double>(), host[1].item<double>()};
-  s.comm.allreduce_inplace(std::span<double>(total), comm::Op::kSum);
+  l.comm.allreduce_inplace(std::span<double>(total), comm::Op::kSum);
   e.loss_sum += total[0];
   e.train_stat += total[1];
   return e;
@@ -528,62 +576,58 @@ void open_log(const comm::Communicator& comm, const RunFiles& files, bool append
 }
 
 // Rank 0 checkpoints the epoch and logs its record; a failure fails every rank.
-void save_epoch(const TrainerParts& s, const EpochRecord& r, std::optional<MetricsLog>& log) {
-  comm::agree(s.comm, [&] {
-    if (s.comm.rank() != 0) return;
-    if (!s.checkpoint_path.empty()) save_checkpoint(s.checkpoint_path, s.identity(), *s.model, *s.optimizer, s.state);
+void save_epoch(const Learner& l, const Checkpoints& k, const EpochRecord& r, std::optional<MetricsLog>& log) {
+  comm::agree(l.comm, [&] {
+    write_checkpoint(l, k);
     if (log) log->write(r);
   });
 }
 
 // Ends a run stopped by a signal: rank 0 checkpoints where it stands (when `save`: inside an epoch)
-// and says what happened and how to go on. `epoch` is the next epoch to run, `step` its next step
-// (0: an epoch boundary) of `steps`.
-void stop(TrainerParts& s, TrainResult& result, Progress& progress, int epoch, std::int64_t step, std::int64_t steps, bool save) {
-  result.stop_signal = s.comm.allreduce<std::int32_t>(stop_signal(), comm::Op::kMax);
-  result.checkpointed = !s.checkpoint_path.empty();
-  if (save)
-    comm::agree(s.comm, [&] {
-      if (s.comm.rank() == 0 && result.checkpointed) save_checkpoint(s.checkpoint_path, s.identity(), *s.model, *s.optimizer, s.state);
-    });
+// and says what happened and how to go on. `epoch` is the next epoch to run of `epochs`, `step`
+// its next step (0: an epoch boundary) of `steps`.
+void stop(const Learner& l, const Checkpoints& k, TrainResult& result, Progress& progress, int epoch, int epochs, std::int64_t step, std::int64_t steps,
+          bool save) {
+  result.stop_signal = l.comm.allreduce<std::int32_t>(stop_signal(), comm::Op::kMax);
+  result.checkpointed = !k.path.empty();
+  if (save) comm::agree(l.comm, [&] { write_checkpoint(l, k); });
   std::string where = step > 0 ? "after step " + std::to_string(step) + " of " + std::to_string(steps) + " of epoch " + std::to_string(epoch + 1)
                                : "after epoch " + std::to_string(epoch);
-  result.stop_message = std::string("stopped by ") + signal_name(result.stop_signal) + " " + where + " of " + std::to_string(s.cfg.epochs) +
-                        (result.checkpointed ? "; " + s.checkpoint_path + " holds it: run the same command with --resume to continue"
+  result.stop_message = std::string("stopped by ") + signal_name(result.stop_signal) + " " + where + " of " + std::to_string(epochs) +
+                        (result.checkpointed ? "; " + k.path + " holds it: run the same command with --resume to continue"
                                              : "; no --checkpoint-dir, so nothing to resume from");
   progress.clear_line();
 }
 
-// After the epochs: the best model restored and evaluated (through the sampler, and over full
-// neighbourhoods when asked), and its weights written by rank 0.
-void finish(TrainerParts& s, TrainResult& result) {
-  const TrainConfig& c = s.cfg;
-  if (!s.state.best.empty()) assign_parameters(*s.model, s.state.best);
-  result.best_epoch = s.state.best_epoch;
-  result.best_val = s.state.best_val;
-  result.score = std::string(s.task->selection_name());
-  result.tested = c.eval.final_test;
+// After the epochs: the best model of `state` restored and evaluated (through the sampler, and
+// over full neighbourhoods when asked), and its weights written by rank 0.
+void finish(Learner& l, Feeds& f, Scoring& v, const TrainState& state, const EvalConfig& eval, const RunFiles& files, TrainResult& result) {
+  if (!state.best.empty()) assign_parameters(*l.model, state.best);
+  result.best_epoch = state.best_epoch;
+  result.best_val = state.best_val;
+  result.score = std::string(l.task->selection_name());
+  result.tested = eval.final_test;
   auto t0 = Clock::now();
-  if (c.eval.final_test && c.eval.final_full) {
-    result.full = evaluate(s, EvalMode::kFull, /*with_test=*/true);
+  if (eval.final_test && eval.final_full) {
+    result.full = evaluate(l, f, v, EvalMode::kFull, /*with_test=*/true);
     result.full_s = since(t0);
     result.has_full = true;
   }
   // With every fanout -1 the sampler's neighbourhoods are the full ones: score them once.
-  result.sampled_is_full = result.has_full && every_neighbour(s.scfg.fanouts);
+  result.sampled_is_full = result.has_full && f.full_fanouts;
   if (result.sampled_is_full) {
     result.sampled = result.full;
-  } else if (c.eval.final_test) {
+  } else if (eval.final_test) {
     t0 = Clock::now();
-    result.sampled = evaluate(s, EvalMode::kSampled, /*with_test=*/true);
+    result.sampled = evaluate(l, f, v, EvalMode::kSampled, /*with_test=*/true);
     result.sampled_s = since(t0);
   }
-  const std::string weights = !c.files.weights.empty() ? c.files.weights
-                              : !c.files.checkpoint_dir.empty() ? (fs::path(c.files.checkpoint_dir) / "weights.pt").string()
-                                                          : std::string();
+  const std::string weights = !files.weights.empty()          ? files.weights
+                              : !files.checkpoint_dir.empty() ? (fs::path(files.checkpoint_dir) / "weights.pt").string()
+                                                              : std::string();
   if (!weights.empty())
-    comm::agree(s.comm, [&] {
-      if (s.comm.rank() == 0) save_weights(weights, *s.model);
+    comm::agree(l.comm, [&] {
+      if (l.comm.rank() == 0) save_weights(weights, *l.model);
     });
 }
 
@@ -591,122 +635,125 @@ void finish(TrainerParts& s, TrainResult& result) {
 // own copy of the model on its own shard's training nodes, without gradient averaging, then scores
 // its own test nodes with it. The model is this rank's copy from here on (the shared weights were
 // saved by finish). Sampling stays collective, so every rank runs the same steps.
-void personalize(TrainerParts& s, TrainResult& result) {
-  const TrainConfig& c = s.cfg;
-  auto optimizer = make_optimizer(c, s.model->parameters());
+void personalize(Learner& l, Feeds& f, const Shard& shard, const TrainConfig& c, TrainResult& result) {
+  auto optimizer = make_optimizer(c, l.model->parameters());
   for (int i = 0; i < c.balance.personalize_epochs; ++i) {
     // Epochs past the shared ones are never scheduled: the sampler draws this rank's own seeds.
     const std::int64_t epoch = c.epochs + i;
-    s.model->train();
-    const std::int64_t steps = s.sampler->steps_in_epoch(epoch);
-    Prefetcher pipe = training_batches(*s.sampler, *s.features, *s.stager, s.scfg.prefetch, epoch, steps, 0);
+    l.model->train();
+    const std::int64_t steps = f.sampler->steps_in_epoch(epoch);
+    Prefetcher pipe = training_batches(*f.sampler, *f.features, *l.stager, f.prefetch, epoch, steps, 0);
     for (std::int64_t step = 0; step < steps; ++step) {
-      seed_dropout(s.model, s.cfg.seed, s.comm.rank(), epoch, step);
+      seed_dropout(l.model, c.seed, l.comm.rank(), epoch, step);
       const std::optional<MiniBatch> mb = pipe.next();
       // No gradient all-reduce carries a stop request here: every rank is asked each step.
-      if (const int signal = s.comm.allreduce<std::int32_t>(stop_signal(), comm::Op::kMax); signal != 0) {
+      if (const int signal = l.comm.allreduce<std::int32_t>(stop_signal(), comm::Op::kMax); signal != 0) {
         pipe.stop_early();
         result.stop_signal = signal;
         result.stop_message = "stopped during --personalize, after the shared model had finished training";
         return;
       }
-      if (s.task->examples(*mb) == 0) continue;
+      if (l.task->examples(*mb) == 0) continue;
       optimizer->zero_grad();
-      const BatchTensors t = s.stager->take(*mb);
-      const torch::Tensor loss = s.task->loss_mean(s.model->forward(t.blocks, t.x), t);
+      const BatchTensors t = l.stager->take(*mb);
+      const torch::Tensor loss = l.task->loss_mean(l.model->forward(t.blocks, t.x), t);
       loss.backward();
       optimizer->step();
     }
   }
-  result.personalized_full = s.all_neighbours != nullptr;
-  DistSampler& sampler = result.personalized_full ? *s.all_neighbours : *s.sampler;
-  result.personalized = evaluate_sampled(*s.task, s.model, sampler, *s.features, s.device, {}, s.shard.test_idx.span());
+  result.personalized_full = f.all_neighbours != nullptr;
+  DistSampler& sampler = result.personalized_full ? *f.all_neighbours : *f.sampler;
+  result.personalized = evaluate_sampled(*l.task, l.model, sampler, *f.features, l.device, {}, shard.test_idx.span());
 }
 
 }  // namespace
 
-SplitMetrics Trainer::evaluate_sampled() { return evaluate(*s_, EvalMode::kSampled, /*with_test=*/true); }
+SplitMetrics Trainer::evaluate_sampled() { return evaluate(s_->learn, s_->feeds, s_->scoring, EvalMode::kSampled, /*with_test=*/true); }
 
 TrainResult Trainer::fit() {
   TrainerParts& s = *s_;
   const TrainConfig& c = s.cfg;
+  Learner& l = s.learn;
+  Feeds& f = s.feeds;
+  Checkpoints& k = s.ckpt;
+  TrainState& state = k.state;
   TrainResult result;
-  result.start_epoch = s.state.next_epoch;
-  Progress progress(c.files.progress && s.comm.rank() == 0);
-  if (s.resume_from_file)
-    progress.message("resuming " + s.checkpoint_path + " at epoch " + std::to_string(s.state.next_epoch + 1) + " of " + std::to_string(c.epochs));
+  result.start_epoch = state.next_epoch;
+  Progress progress(c.files.progress && l.comm.rank() == 0);
+  if (k.resume_from_file)
+    progress.message("resuming " + k.path + " at epoch " + std::to_string(state.next_epoch + 1) + " of " + std::to_string(c.epochs));
   std::optional<MetricsLog> log;
-  open_log(s.comm, c.files, s.resume_from_file, log);
+  open_log(l.comm, c.files, k.resume_from_file, log);
   std::optional<OpRecorder> recorder;
   if (c.levers.profile_steps > 0) recorder.emplace();
   std::int64_t profiled_steps = 0;
   double profiled_s = 0;
   const auto t_train = Clock::now();
   // A checkpoint of a run that stopped early has nothing left to train.
-  result.stopped_early = c.eval.patience > 0 && s.state.bad_evals >= c.eval.patience;
-  for (int epoch = s.state.next_epoch; epoch < c.epochs && !result.stopped_early; ++epoch) {
+  result.stopped_early = c.eval.patience > 0 && state.bad_evals >= c.eval.patience;
+  for (int epoch = state.next_epoch; epoch < c.epochs && !result.stopped_early; ++epoch) {
     const auto t_epoch = Clock::now();
     EpochRecord r;
     r.epoch = epoch;
-    SeedScheduler::Assignment plan = s.scheduler->assign(epoch);
+    SeedScheduler::Assignment plan = f.scheduler->assign(epoch);
     r.rebalance = std::move(plan.policy);
     r.plan_load = std::move(plan.load);
     r.moved = plan.moved;
     r.blas_core = blas_core();
     r.gemm = gemm_backend();
-    const Counters before = counters(*s.sampler, *s.features, *s.allreducer);
-    const EpochSums sums = train_epoch(s, epoch, progress, recorder && epoch == result.start_epoch ? &*recorder : nullptr);
+    const Counters before = counters(*f.sampler, *f.features, *l.allreducer);
+    const EpochSums sums = train_epoch(l, f, k, c, epoch, progress, recorder && epoch == result.start_epoch ? &*recorder : nullptr);
     profiled_steps += sums.profiled_steps;
     profiled_s += sums.profiled_s;
     if (sums.stopped_after > 0) {
-      s.state.next_epoch = epoch;
-      s.state.next_step = sums.stopped_after;
-      s.state.step_loss_sum = sums.loss_sum;
-      s.state.step_correct = sums.train_stat;
-      s.state.step_examples = sums.examples;
-      stop(s, result, progress, epoch, sums.stopped_after, sums.steps, /*save=*/true);
+      state.next_epoch = epoch;
+      state.next_step = sums.stopped_after;
+      state.step_loss_sum = sums.loss_sum;
+      state.step_correct = sums.train_stat;
+      state.step_examples = sums.examples;
+      stop(l, k, result, progress, epoch, c.epochs, sums.stopped_after, sums.steps, /*save=*/true);
       return result;
     }
     const double train_s = since(t_epoch);
     const auto t_eval = Clock::now();
     if ((epoch + 1) % c.eval.every == 0 || epoch + 1 == c.epochs) {
-      r.val = evaluate(s, c.eval.mode, /*with_test=*/false).val;
+      r.val = evaluate(l, f, s.scoring, c.eval.mode, /*with_test=*/false).val;
       r.evaluated = true;
-      result.stopped_early = keep_best(s.state, *s.model, epoch, s.task->selection_score(r.val), c.eval.patience);
+      result.stopped_early = keep_best(state, *l.model, epoch, l.task->selection_score(r.val), c.eval.patience);
     }
-    r.ranks = s.comm.allgather(rank_share(s.comm.rank(), sums, before, counters(*s.sampler, *s.features, *s.allreducer), train_s, since(t_eval)));
+    r.ranks = l.comm.allgather(rank_share(l.comm.rank(), sums, before, counters(*f.sampler, *f.features, *l.allreducer), train_s, since(t_eval)));
     summarize(r, sums);
     std::vector<SeedScheduler::RankWork> work;
     for (const RankEpoch& k : r.ranks) work.push_back({k.seeds, k.busy_s});
-    s.scheduler->update_costs(work, r.plan_load);
-    r.epoch_s = s.comm.allreduce(since(t_epoch), comm::Op::kMax);
-    s.state.next_epoch = epoch + 1;
-    s.state.next_step = 0;
-    s.state.step_loss_sum = s.state.step_correct = s.state.step_examples = 0;
-    save_epoch(s, r, log);
+    f.scheduler->update_costs(work, r.plan_load);
+    r.epoch_s = l.comm.allreduce(since(t_epoch), comm::Op::kMax);
+    state.next_epoch = epoch + 1;
+    state.next_step = 0;
+    state.step_loss_sum = state.step_correct = state.step_examples = 0;
+    save_epoch(l, k, r, log);
     progress.end_epoch(r);
     result.history.push_back(r);
     // A stop asked for during validation (or on the epoch's last step) takes effect here, with
     // the epoch's checkpoint just written.
-    if (s.comm.allreduce<std::int32_t>(stop_signal(), comm::Op::kMax) != 0) {
-      stop(s, result, progress, epoch + 1, 0, 0, /*save=*/false);
+    if (l.comm.allreduce<std::int32_t>(stop_signal(), comm::Op::kMax) != 0) {
+      stop(l, k, result, progress, epoch + 1, c.epochs, 0, 0, /*save=*/false);
       return result;
     }
     if (result.stopped_early)
-      progress.message("early stop: no better validation " + std::string(s.task->selection_name()) + " in " + std::to_string(c.eval.patience) +
-                       " validations (best " + std::to_string(s.state.best_val) + " at epoch " + std::to_string(s.state.best_epoch + 1) + ")");
+      progress.message("early stop: no better validation " + std::string(l.task->selection_name()) + " in " + std::to_string(c.eval.patience) +
+                       " validations (best " + std::to_string(state.best_val) + " at epoch " + std::to_string(state.best_epoch + 1) + ")");
   }
   result.train_s = since(t_train);
   if (profiled_steps > 0) {
     // Every rank measures the rates at once (memory bandwidth shared as in training); a failure
     // anywhere fails every rank before the collectives of finish().
-    comm::agree(s.comm, [&] {
+    comm::agree(l.comm, [&] {
       result.op_profile = recorder->profile(profiled_steps);
       result.op_profile->step_s = profiled_s;
     });
   }
-  finish(s, result);
-  if (c.balance.personalize_epochs > 0) personalize(s, result);
+  finish(l, f, s.scoring, state, c.eval, c.files, result);
+  if (c.balance.personalize_epochs > 0) personalize(l, f, s.shard, c, result);
   return result;
 }
 
