@@ -411,41 +411,37 @@ struct DglRuns {
 };
 
 // Runs `procs` DGL processes at once, one thread each like one of our ranks, their timed loops
-// started together.
+// started together; each writes its result file into a scratch folder, read once all have ended.
 DglRuns run_dgl(const DglCommand& dgl, int procs) {
   const fs::path script = fs::path(SHARDGNN_SOURCE_DIR) / "bench/peers/dgl_sampler.py";
-  std::string sync;
-  if (procs > 1) {
-    std::string tmpl = (fs::temp_directory_path() / "shardgnn-dgl-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("cannot make a folder to start the DGL processes together");
-    sync = tmpl;
-  }
+  std::string dir = (fs::temp_directory_path() / "shardgnn-dgl-XXXXXX").string();
+  if (!::mkdtemp(dir.data())) throw std::runtime_error("cannot make a folder for the DGL processes' results");
+  const auto result = [&](int i) { return (fs::path(dir) / ("result-" + std::to_string(i) + ".json")).string(); };
   std::vector<std::FILE*> pipes;
   for (int i = 0; i < procs; ++i) {
-    const std::string cmd = "OMP_NUM_THREADS=1 " + dgl.python + " " + script.string() + " " + dgl.dataset_dir +
+    const std::string cmd = "OMP_NUM_THREADS=1 " + dgl.python + " " + script.string() + " " + dgl.dataset_dir + " --result " + result(i) +
                             " --fanouts " + dgl.fanouts + " --batch " + std::to_string(dgl.batch) + (dgl.replace ? " --replace" : "") +
                             " --max-batches " + std::to_string(dgl.max_batches) + " --seed " + std::to_string(i) +
-                            (sync.empty() ? "" : " --sync-dir " + sync + " --procs " + std::to_string(procs)) + " 2>/dev/null";
+                            (procs > 1 ? " --sync-dir " + dir + " --procs " + std::to_string(procs) : "") + " 2>&1";
     pipes.push_back(popen(cmd.c_str(), "r"));
   }
   DglRuns out;
   std::string failure;
-  for (std::FILE* p : pipes) {
-    std::string text;
+  for (int i = 0; i < procs; ++i) {
+    std::FILE* p = pipes[static_cast<std::size_t>(i)];
+    std::string text;  // what it printed: shown when it fails
     char buf[4096];
     while (p && std::fgets(buf, sizeof buf, p)) text += buf;
     const int rc = p ? pclose(p) : -1;
     try {
-      if (rc != 0) throw std::runtime_error("exit " + std::to_string(rc));
-      out.runs.push_back(boost::json::parse(text));
+      if (rc != 0) throw std::runtime_error("exit " + std::to_string(rc) + ": " + text.substr(text.size() > 300 ? text.size() - 300 : 0));
+      out.runs.push_back(read_json_file(result(i)));
     } catch (const std::exception& e) {
-      if (failure.empty()) failure = std::string(e.what()) + ": " + text.substr(0, 300);
+      if (failure.empty()) failure = e.what();
     }
   }
-  if (!sync.empty()) {
-    std::error_code ec;
-    fs::remove_all(sync, ec);
-  }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
   if (!failure.empty()) throw std::runtime_error(failure);
   double rate = 0;
   for (const auto& r : out.runs) rate += r.at("sampled_edges_per_s").to_number<double>();

@@ -189,14 +189,15 @@ Row run_ours(const TrainBenchOptions& opt, const std::string& exe, const std::st
   return read_our_run(p, opt.device, run_process(argv), metrics);
 }
 
-// A peer's row from its JSON output ({epoch_s, test_acc, dgl_version}); `note` describes the run.
-Row peer_row(const char* who, int p, const ProcessResult& pr, const std::function<std::string(const std::string&)>& note) {
+// A peer's row from the result file it wrote ({epoch_s, test_acc, dgl_version}); `note`
+// describes the run.
+Row peer_row(const char* who, int p, const ProcessResult& pr, const fs::path& result, const std::function<std::string(const std::string&)>& note) {
   Row d;
   d.who = who;
   d.ranks = p;
   try {
     if (pr.status != 0) throw std::runtime_error("exit " + std::to_string(pr.status));
-    const auto v = boost::json::parse(pr.out).as_object();
+    const auto v = read_json_file(result.string()).as_object();
     d.epoch_s = v.at("epoch_s").to_number<double>();
     d.test_acc = v.at("test_acc").to_number<double>();
     d.note = note(std::string(v.at("dgl_version").as_string()));
@@ -206,24 +207,35 @@ Row peer_row(const char* who, int p, const ProcessResult& pr, const std::functio
   return d;
 }
 
+// Where a peer run writes its result; none is left from an earlier run to be read instead.
+fs::path peer_result(const TrainBenchOptions& opt, const char* who, int p) {
+  fs::create_directories(opt.work);
+  fs::path f = opt.work / (std::string(who) + "-" + std::to_string(p) + ".json");
+  fs::remove(f);
+  return f;
+}
+
 // DGL in one process with as many threads as our ranks, on our ranks' combined batch.
 Row run_dgl(const TrainBenchOptions& opt, const std::string& data_dir, const std::string& fan, int p) {
   std::fprintf(stderr, "DGL training, %d thread(s) ...\n", p);
   const std::string model = opt.model == "gcn" ? "gcn" : "sage";  // the peer has no GAT
-  const ProcessResult pr = run_process({*opt.dgl_python, std::string(SHARDGNN_SOURCE_DIR) + "/bench/peers/dgl_train.py", data_dir, "--model", model, "--fanouts", fan,
-                                        "--batch", std::to_string(opt.batch * p), "--hidden", std::to_string(opt.hidden), "--epochs",
-                                        std::to_string(opt.epochs), "--threads", std::to_string(p)});
-  return peer_row("dgl", p, pr, [&](const std::string& version) {
+  const fs::path result = peer_result(opt, "dgl", p);
+  const ProcessResult pr = run_process({*opt.dgl_python, std::string(SHARDGNN_SOURCE_DIR) + "/bench/peers/dgl_train.py", data_dir, "--result", result.string(),
+                                        "--model", model, "--fanouts", fan, "--batch", std::to_string(opt.batch * p), "--hidden", std::to_string(opt.hidden),
+                                        "--epochs", std::to_string(opt.epochs), "--threads", std::to_string(p)});
+  return peer_row("dgl", p, pr, result, [&](const std::string& version) {
     return "DGL " + version + " " + model + ", 1 process, " + std::to_string(p) + " thread(s), batch " + std::to_string(opt.batch * p);
   });
 }
 
 Row run_distdgl(const TrainBenchOptions& opt, const std::string& data_dir, const std::string& fan, int p) {
   std::fprintf(stderr, "DistDGL training, %d partition(s), %d server(s), %d trainer(s) ...\n", p, p, p);
-  const ProcessResult pr = run_process({*opt.distdgl_python, std::string(SHARDGNN_SOURCE_DIR) + "/bench/peers/distdgl_train.py", data_dir, "--trainers",
-                                        std::to_string(p), "--parts", std::to_string(p), "--fanouts", fan, "--batch", std::to_string(opt.batch), "--hidden",
-                                        std::to_string(opt.hidden), "--epochs", std::to_string(opt.epochs), "--threads", "1", "--workdir", (opt.work / "distdgl").string()});
-  return peer_row("distdgl", p, pr, [&](const std::string& version) {
+  const fs::path result = peer_result(opt, "distdgl", p);
+  const ProcessResult pr = run_process({*opt.distdgl_python, std::string(SHARDGNN_SOURCE_DIR) + "/bench/peers/distdgl_train.py", data_dir, "--result",
+                                        result.string(), "--trainers", std::to_string(p), "--parts", std::to_string(p), "--fanouts", fan, "--batch",
+                                        std::to_string(opt.batch), "--hidden", std::to_string(opt.hidden), "--epochs", std::to_string(opt.epochs), "--threads",
+                                        "1", "--workdir", (opt.work / "distdgl").string()});
+  return peer_row("distdgl", p, pr, result, [&](const std::string& version) {
     return "DistDGL " + version + ", " + std::to_string(p) + " trainer(s) + " + std::to_string(p) + " server(s), " + std::to_string(p) +
            (p > 1 ? " METIS partitions" : " partition") + ", batch " + std::to_string(opt.batch) + " per trainer";
   });

@@ -72,10 +72,11 @@ n=$((2 * per))
 # DistDGL's fastest epoch, on this host or (with a testbed up) across its nodes.
 distdgl() {
   [ -n "${DISTDGL_PYTHON:-}" ] || return 0
-  local out
-  out=$("$DISTDGL_PYTHON" bench/peers/distdgl_train.py "$DISTDGL_DATASET" --trainers "$n" --parts 2 --fanouts 5,10,15 --batch 1024 --hidden 256 \
-        --epochs 2 --threads 1 --workdir "${TMPDIR:-/tmp}/shardgnn-netbed-distdgl" "$@" 2>/dev/null | tail -1) || true
-  python3 -c 'import json, sys; print("%8.2f  (DistDGL)" % json.loads(sys.argv[1])["epoch_s"])' "$out" 2>/dev/null || echo "  DistDGL failed"
+  rm -f "$work/distdgl.json"
+  "$DISTDGL_PYTHON" bench/peers/distdgl_train.py "$DISTDGL_DATASET" --result "$work/distdgl.json" --trainers "$n" --parts 2 --fanouts 5,10,15 \
+    --batch 1024 --hidden 256 --epochs 2 --threads 1 --workdir "${TMPDIR:-/tmp}/shardgnn-netbed-distdgl" "$@" > "$work/distdgl.out" 2>&1 || true
+  python3 -c 'import json, sys; print("%8.2f  (DistDGL)" % json.load(open(sys.argv[1]))["epoch_s"])' "$work/distdgl.json" 2>/dev/null ||
+    echo "  DistDGL failed: $(tail -3 "$work/distdgl.out")"
 }
 
 printf '%-14s %8s %8s %8s %10s\n' "where" "epoch s" "wait s" "allred s" "MB/rank"

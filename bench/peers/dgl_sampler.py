@@ -2,21 +2,24 @@
 """DGL's CPU neighbour sampler on a shardgnn dataset folder: the peer of `shardgnn bench sampler`.
 
 Reads indptr/indices/train_idx (.npy) of the unpartitioned dataset, samples blocks for shuffled
-batches of training nodes with dgl.dataloading.NeighborSampler on one thread, and prints one JSON
-object with the sampled edges per second. Benchmark-only: never imported by shardgnn.
+batches of training nodes with dgl.dataloading.NeighborSampler on one thread, and writes one JSON
+object with the sampled edges per second to --result. Benchmark-only: never imported by shardgnn.
 """
 import argparse
-import json
 import os
 import sys
 import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from result import write_result  # noqa: E402
+
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dataset")
+    ap.add_argument("--result", required=True, help="write the result (one JSON object) here")
     ap.add_argument("--fanouts", default="5,10,15", help="DGL order: input layer first")
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--replace", action="store_true")
@@ -64,8 +67,8 @@ def main():
         _, _, blocks = sampler.sample(g, b)
         edges += sum(int(blk.num_edges()) for blk in blocks)
     dt = time.perf_counter() - t0
-    print(json.dumps({"dgl_version": dgl.__version__, "torch_version": torch.__version__, "batches": len(batches),
-                      "sampled_edges": edges, "seconds": dt, "sampled_edges_per_s": edges / dt}))
+    write_result(a.result, {"dgl_version": dgl.__version__, "torch_version": torch.__version__, "batches": len(batches),
+                            "sampled_edges": edges, "seconds": dt, "sampled_edges_per_s": edges / dt})
 
 
 if __name__ == "__main__":

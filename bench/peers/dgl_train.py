@@ -2,11 +2,10 @@
 """DGL's sampler-based GraphSAGE (or GCN) training on a shardgnn dataset folder, one process: the
 peer of `shardgnn bench train` (DistDGL itself is not run; see the issue notes). Same model shape
 (mean-aggregator SAGEConv or GraphConv layers, hidden width, dropout), optimiser, fanouts and
-batch size. Prints one JSON object with the epoch time, the first epoch's mean loss and the test
+batch size. Writes one JSON object to --result with the epoch time, the first epoch's mean loss and the test
 accuracy (on sampled neighbourhoods with the training fanouts, or with --eval full on every
 neighbour). Benchmark-only."""
 import argparse
-import json
 import os
 import sys
 import time
@@ -15,11 +14,13 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peer_models import make_gcn, make_sage  # noqa: E402
+from result import write_result  # noqa: E402
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dataset")
+    ap.add_argument("--result", required=True, help="write the result (one JSON object) here")
     ap.add_argument("--fanouts", default="5,10,15", help="DGL order: input layer first")
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--hidden", type=int, default=256)
@@ -79,9 +80,9 @@ def main():
     with torch.no_grad():
         for input_nodes, output_nodes, blocks in test_loader:
             correct += int((model(blocks, feats[input_nodes]).argmax(1) == labels[output_nodes]).sum())
-    print(json.dumps({"dgl_version": dgl.__version__, "torch_version": torch.__version__, "threads": a.threads,
-                      "model": a.model, "epoch_s": min(epoch_times), "epoch_times": epoch_times, "first_epoch_loss": first_loss,
-                      "test_acc": correct / len(test)}))
+    write_result(a.result, {"dgl_version": dgl.__version__, "torch_version": torch.__version__, "threads": a.threads,
+                            "model": a.model, "epoch_s": min(epoch_times), "epoch_times": epoch_times, "first_epoch_loss": first_loss,
+                            "test_acc": correct / len(test)})
 
 
 if __name__ == "__main__":

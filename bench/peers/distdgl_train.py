@@ -10,7 +10,7 @@ variables set by hand: one graph server per partition (DGL_ROLE=server, DGL_SERV
 MASTER_ADDR/PORT, RANK, WORLD_SIZE for gloo). The trainers train GraphSAGE (mean) exactly like
 dgl_train.py -- same layers, hidden width, dropout, Adam, fanouts in DGL's order (input layer
 first), batch per trainer -- with DistNodeDataLoader over a DistGraph and DistributedDataParallel,
-then test on sampled neighbourhoods. One JSON line on stdout:
+then test on sampled neighbourhoods. One JSON object in the --result file:
   {"epoch_s": fastest epoch (each epoch's time is the slowest trainer's), "test_acc", "dgl_version",
    "trainers", "servers", "partitions", ...}
 
@@ -45,6 +45,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peer_models import make_sage  # noqa: E402
+from result import write_result  # noqa: E402
 
 GRAPH_NAME = "shardgnn"
 
@@ -145,10 +146,9 @@ def run_trainer(a):
     torch.distributed.all_gather(times, torch.tensor(epoch_times, dtype=torch.float64))
     per_epoch = torch.stack(times).max(0).values.tolist()  # an epoch ends when its slowest trainer does
     if rank == 0:
-        with open(a.result, "w") as f:
-            json.dump({"epoch_s": min(per_epoch), "epoch_times": per_epoch,
-                       "test_acc": int(correct[0]) / max(1, int(correct[1])), "dgl_version": dgl.__version__,
-                       "torch_version": torch.__version__, "train_nodes_rank0": len(train_nid), "steps_rank0": steps}, f)
+        write_result(a.result, {"epoch_s": min(per_epoch), "epoch_times": per_epoch,
+                                "test_acc": int(correct[0]) / max(1, int(correct[1])), "dgl_version": dgl.__version__,
+                                "torch_version": torch.__version__, "train_nodes_rank0": len(train_nid), "steps_rank0": steps})
     torch.distributed.barrier()
     torch.distributed.destroy_process_group()
     return 0  # dgl's atexit hook: barrier with the other clients, then trainer 0 stops the servers
@@ -188,17 +188,9 @@ def partition(a, parts, out_dir):
         mask[torch.from_numpy(load(split + "_idx"))] = True
         g.ndata[split + "_mask"] = mask
     print(f"distdgl: partitioning {n} nodes, {g.num_edges()} edges into {parts} ({stamp['method']}) ...", file=sys.stderr)
-    sys.stdout.flush()
-    saved = os.dup(1)
-    os.dup2(2, 1)  # DGL prints its progress; this process's stdout carries only the result
-    try:
-        dgl.distributed.partition_graph(g, GRAPH_NAME, parts, out_dir, part_method=stamp["method"],
-                                        balance_ntypes=g.ndata["train_mask"] if parts > 1 else None,
-                                        balance_edges=parts > 1, num_hops=1)
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
+    dgl.distributed.partition_graph(g, GRAPH_NAME, parts, out_dir, part_method=stamp["method"],
+                                    balance_ntypes=g.ndata["train_mask"] if parts > 1 else None,
+                                    balance_edges=parts > 1, num_hops=1)
     with open(stamp_file, "w") as f:
         json.dump(stamp, f)
     print(f"distdgl: partitioned in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
@@ -336,7 +328,7 @@ def launch(a):
         res.update({"trainers": a.trainers, "servers": parts, "partitions": parts, "trainers_per_partition": per_machine,
                     "threads_per_trainer": a.threads, "batch_per_trainer": a.batch, "fanouts": a.fanouts,
                     "partition_method": "metis" if parts > 1 else "random", "wall_s": time.perf_counter() - t_start})
-        print(json.dumps(res))
+        write_result(a.result, res)
         ok = True
         return 0
     finally:
@@ -369,8 +361,10 @@ def main():
                     "trainers run on its node m, as root")
     ap.add_argument("--role", choices=["launch", "server", "trainer"], default="launch", help=argparse.SUPPRESS)
     ap.add_argument("--classes", type=int, default=0, help=argparse.SUPPRESS)
-    ap.add_argument("--result", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--result", default=None, help="write the result (one JSON object) here")
     a = ap.parse_args()
+    if a.role != "server" and not a.result:
+        ap.error("--result FILE is required (the run's result is written there)")
     os.environ.setdefault("DGLBACKEND", "pytorch")
     if a.role == "server":
         return run_server()
