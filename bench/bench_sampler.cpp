@@ -54,6 +54,7 @@ std::optional<BenchOptions> parse_options(const std::vector<std::string>& args, 
   cfg.prefetch = 0;  // one batch at a time, so each phase's time is its own
   po::options_description o("options");
   add_sampler_options(o, cfg);
+  add_collective_timeout_option(o);
   o.add_options()
       ("epochs", bound(opts.epochs), "epochs to time")
       ("max-steps", bound(opts.max_steps), "stop each epoch after this many steps (0 = whole epoch)")

@@ -2,13 +2,17 @@
 
 #include <mpi.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <mutex>
 #include <thread>
 #include <type_traits>
 
@@ -70,6 +74,168 @@ class CollectiveTimer {
   timespec start_;
 };
 
+std::int64_t now_ns() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<std::int64_t>(t.tv_sec) * 1000000000LL + t.tv_nsec;
+}
+
+// ---- The watchdog of the waits (see set_collective_timeout).
+
+std::atomic<double> g_timeout_s{kDefaultCollectiveTimeout};
+std::atomic<double> g_long_factor{1};
+std::atomic<const char*> g_phase{"start-up"};
+std::atomic<std::int64_t> g_epoch{-1}, g_step{-1}, g_steps{-1};
+std::atomic<int> g_rank{-1}, g_size{0};  // MPI_COMM_WORLD's, once MPI has started
+char g_host[256] = "?";
+char g_program[128] = "shardgnn";
+
+// What one thread is waiting for. A wait of kind kExit (MPI_Finalize, MPI_Abort) is bounded by
+// kFinalizeBound and then left behind, the process exiting with the slot's status.
+enum WaitKind : int { kCollective = 0, kExit = 1 };
+struct WaitSlot {
+  std::atomic<bool> owned{false};
+  std::atomic<std::int64_t> since_ns{0};  // 0: not waiting
+  std::atomic<const char*> what{nullptr};
+  std::atomic<int> kind{kCollective};
+  std::atomic<int> exit_status{0};
+};
+// Threads that wait at once: the trainer, the prefetch thread, a few more; a thread's slot is
+// freed when it ends (the prefetch threads come and go epoch by epoch).
+constexpr int kWaitSlots = 64;
+WaitSlot g_slots[kWaitSlots];
+
+struct SlotHolder {
+  WaitSlot* slot = nullptr;
+  SlotHolder() {
+    for (WaitSlot& s : g_slots) {
+      bool expected = false;
+      if (s.owned.compare_exchange_strong(expected, true)) {
+        slot = &s;
+        return;
+      }
+    }
+  }
+  ~SlotHolder() {
+    if (slot) {
+      slot->since_ns.store(0);
+      slot->owned.store(false);
+    }
+  }
+};
+thread_local SlotHolder t_slot;
+
+// Marks the calling thread as waiting in `what` for its scope (not nested: leaf MPI calls only).
+class Watched {
+ public:
+  explicit Watched(const char* what, WaitKind kind = kCollective, int exit_status = 0) : slot_(t_slot.slot) {
+    if (!slot_) return;  // more waiting threads than slots: unwatched
+    slot_->what.store(what, std::memory_order_relaxed);
+    slot_->kind.store(kind, std::memory_order_relaxed);
+    slot_->exit_status.store(exit_status, std::memory_order_relaxed);
+    slot_->since_ns.store(now_ns(), std::memory_order_release);
+  }
+  ~Watched() {
+    if (slot_) slot_->since_ns.store(0, std::memory_order_release);
+  }
+  Watched(const Watched&) = delete;
+  Watched& operator=(const Watched&) = delete;
+
+ private:
+  WaitSlot* slot_;
+};
+
+// Writes `text` to stderr without stdio's lock (another thread may hold it while it waits).
+void write_stderr(const char* text) {
+  for (std::size_t n = std::strlen(text); n > 0;) {
+    const ssize_t w = ::write(2, text, n);
+    if (w <= 0) return;
+    text += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+// "rank 1/2 on node1 (pid 4242)", or "rank ?" before MPI has said.
+std::string whoami() {
+  const int rank = g_rank.load();
+  return (rank < 0 ? std::string("rank ?") : "rank " + std::to_string(rank) + "/" + std::to_string(g_size.load())) + " on " + g_host + " (pid " +
+         std::to_string(::getpid()) + ")";
+}
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, s == std::floor(s) ? "%.0f" : "%.3g", s);
+  return buf;
+}
+
+[[noreturn]] void end_waiting(const WaitSlot& slot, double waited_s, double limit_s) {
+  std::string line;
+  int status = kExitLostPeer;
+  const char* what = slot.what.load();
+  if (slot.kind.load() == kExit) {
+    status = slot.exit_status.load();
+    line = std::string(g_program) + ": note: " + whoami() + ": " + what + " has not returned in " + seconds_text(limit_s) + " s; exiting without it (status " +
+           std::to_string(status) + ")\n";
+  } else {
+    std::string where = g_phase.load();
+    if (const auto e = g_epoch.load(); e >= 0) where += ", epoch " + std::to_string(e + 1);
+    if (const auto st = g_step.load(); st >= 0) where += ", step " + std::to_string(st + 1) + (g_steps.load() > 0 ? " of " + std::to_string(g_steps.load()) : "");
+    const double factor = g_long_factor.load();
+    line = std::string(g_program) + ": error: " + whoami() + ": " + what + " has waited " + seconds_text(std::round(waited_s)) + " s for the other ranks (" +
+           where + "; --collective-timeout " + seconds_text(g_timeout_s.load()) + (factor > 1 ? " x" + seconds_text(factor) + " in this phase" : "") +
+           "): a rank or its network link is lost or stalled; ending the job (status " + std::to_string(status) + ")\n";
+  }
+  write_stderr(line.c_str());
+  // What progress stdout holds, unless another thread holds its lock.
+  if (ftrylockfile(stdout) == 0) {
+    fflush_unlocked(stdout);
+    funlockfile(stdout);
+  }
+  std::_Exit(status);
+}
+
+// The thread that ends a rank whose wait has outlived its deadline. It never calls MPI.
+class Watchdog {
+ public:
+  Watchdog() : thread_([this] { run(); }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> lock(m_);
+    while (!stop_) {
+      // A twentieth of the shortest deadline between looks, within 10 ms and 1 s.
+      const double timeout = g_timeout_s.load();
+      const double shortest = timeout > 0 ? std::min(timeout, kFinalizeBound) : kFinalizeBound;
+      cv_.wait_for(lock, std::chrono::duration<double>(std::clamp(shortest / 20, 0.01, 1.0)));
+      if (stop_) return;
+      look();
+    }
+  }
+  static void look() {
+    const std::int64_t now = now_ns();
+    for (const WaitSlot& s : g_slots) {
+      const std::int64_t since = s.since_ns.load(std::memory_order_acquire);
+      if (since == 0) continue;
+      const double waited = 1e-9 * static_cast<double>(now - since);
+      const double limit = s.kind.load() == kExit ? kFinalizeBound : g_timeout_s.load() * g_long_factor.load();
+      if (limit > 0 && waited > limit) end_waiting(s, waited, limit);
+    }
+  }
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+std::unique_ptr<Watchdog> g_watchdog;
+
 // Polls `done` (which calls MPI_Test or the like: MPI progresses inside it) until it returns
 // true, without holding the core: a short spin (latency when the others are ready), then polls
 // between sleeps growing from 1 to 100 us.
@@ -94,14 +260,13 @@ struct Calls {
   const char* nonblocking;
 };
 
-// The one place a rank waits for other ranks. Spin makes the blocking call, since MPICH busy-polls
+// The one place a rank waits for other ranks (the watchdog bounds it). Spin makes the blocking call, since MPICH busy-polls
 // inside it at its lowest latency when every rank has a core; yield starts the nonblocking form
 // (`start` posts one request, or is a span of requests already posted) and tests it between sleeps
 // so that a waiting rank leaves its core to the ranks it waits for.
 template <class Blocking, class Start>
 void complete(Calls what, Blocking&& blocking, Start&& start) {
-  // A per-wait deadline (issue 39, --collective-timeout: name `what` and the time waited, then end
-  // the job) belongs here, where every wait passes; spin mode would then need the nonblocking form.
+  const Watched watched(what.blocking);  // the deadline, in both modes
   if (!yielding()) return check(blocking(), what.blocking);
   if constexpr (std::is_convertible_v<Start, std::span<MPI_Request>>) {
     const std::span<MPI_Request> posted = start;
@@ -124,6 +289,32 @@ void complete(Calls what, Blocking&& blocking, Start&& start) {
 }  // namespace
 
 double collective_seconds() noexcept { return t_collective_s; }
+
+void set_collective_timeout(double seconds) { g_timeout_s.store(seconds > 0 ? seconds : 0); }
+double collective_timeout() { return g_timeout_s.load(); }
+
+double parse_collective_timeout(const std::string& text) {
+  std::size_t used = 0;
+  double v = -1;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || !std::isfinite(v) || v < 0)
+    throw std::invalid_argument("--collective-timeout " + text + ": expected seconds (a number >= 0; 0 turns the deadline off)");
+  return v;
+}
+
+LongWaits::LongWaits(double factor) : previous_(g_long_factor.load()) { g_long_factor.store(std::max(previous_, factor)); }
+LongWaits::~LongWaits() { g_long_factor.store(previous_); }
+
+void set_position(const char* phase, std::int64_t epoch, std::int64_t step, std::int64_t steps) {
+  g_phase.store(phase, std::memory_order_relaxed);
+  g_epoch.store(epoch, std::memory_order_relaxed);
+  g_step.store(step, std::memory_order_relaxed);
+  g_steps.store(steps, std::memory_order_relaxed);
+}
 
 void set_wait_mode(WaitMode mode) { g_wait_mode.store(mode, std::memory_order_relaxed); }
 
@@ -161,15 +352,28 @@ std::int64_t eager_inline_bytes(EagerSetting setting, int ranks) {
 
 MpiError::MpiError(const std::string& call, int code) : std::runtime_error(call + " failed: " + mpi_error_string(code)) {}
 
-Environment::Environment(int& argc, char**& argv, bool threads) {
+Environment::Environment(int& argc, char**& argv, bool threads, const std::string& program) {
+  std::snprintf(g_program, sizeof g_program, "%s", program.c_str());
+  if (::gethostname(g_host, sizeof g_host - 1) != 0) std::snprintf(g_host, sizeof g_host, "?");
+  // Watching from before MPI starts: a start-up that cannot reach a node is bounded too.
+  g_watchdog = std::make_unique<Watchdog>();
   int provided = 0;
-  check(MPI_Init_thread(&argc, &argv, threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  {
+    const Watched watched("MPI_Init_thread");
+    check(MPI_Init_thread(&argc, &argv, threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  }
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  g_size.store(size);
+  g_rank.store(rank);
   // Errors come back as codes (turned into MpiError) instead of killing the job unexplained.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   // How to wait in collectives: MPICH busy-polls, which is right when every rank has its core and
   // ruinous when ranks share cores (a waiting rank steals the core of the rank it waits for).
   MPI_Comm node = MPI_COMM_NULL;
   int on_node = 1;
+  const Watched watched("MPI_Comm_split_type and MPI_Allreduce (start-up)");
   if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
     MPI_Comm_size(node, &on_node);
     MPI_Comm_free(&node);
@@ -199,8 +403,6 @@ Environment::Environment(int& argc, char**& argv, bool threads) {
   std::int64_t range[2] = {eager.inline_bytes, -eager.inline_bytes};
   check(MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
   if (range[0] != -range[1]) {
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (rank == 0) std::fprintf(stderr, "warning: SHARDGNN_EAGER_BYTES differs between ranks; using off\n");
     eager.inline_bytes = EagerSetting::kOff;
   }
@@ -215,7 +417,17 @@ bool thread_multiple() {
 Environment::~Environment() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (!finalized) {
+    {
+      // Every rank has written its outputs: past this barrier, no rank needs another.
+      const Watched watched("MPI_Barrier (the last)");
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
+    set_position("MPI_Finalize");
+    const Watched watched("MPI_Finalize", kExit, status_);
+    MPI_Finalize();
+  }
+  g_watchdog.reset();
 }
 
 struct Communicator::Handle {
@@ -233,6 +445,7 @@ struct Communicator::Handle {
 Communicator Communicator::world() {
   Communicator c;
   c.handle_ = std::make_unique<Handle>();
+  const Watched watched("MPI_Comm_dup");
   check(MPI_Comm_dup(MPI_COMM_WORLD, &c.handle_->comm), "MPI_Comm_dup");
   MPI_Comm_set_errhandler(c.handle_->comm, MPI_ERRORS_RETURN);
   check(MPI_Comm_rank(c.handle_->comm, &c.rank_), "MPI_Comm_rank");
@@ -248,6 +461,7 @@ Communicator Communicator::dup() const {
   if (!handle_) return one_rank();
   Communicator c;
   c.handle_ = std::make_unique<Handle>();
+  const Watched watched("MPI_Comm_dup");
   check(MPI_Comm_dup(handle_->comm, &c.handle_->comm), "MPI_Comm_dup");
   MPI_Comm_set_errhandler(c.handle_->comm, MPI_ERRORS_RETURN);
   c.rank_ = rank_;
@@ -272,6 +486,7 @@ std::vector<int> Communicator::node_ids() const {
   {
     // Once at setup: the node communicator's blocking all-reduce, whatever the wait mode.
     CollectiveTimer timer;
+    const Watched watched("MPI_Comm_split_type and MPI_Allreduce (node ids)");
     MPI_Comm node = MPI_COMM_NULL;
     check(MPI_Comm_split_type(handle_->comm, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
     const int rc = MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node);
@@ -291,6 +506,7 @@ Communicator::CoreShare Communicator::core_share() const {
   std::vector<cpu_set_t> masks{mine};
   if (handle_) {
     CollectiveTimer timer;
+    const Watched watched("MPI_Comm_split_type and MPI_Allgather (core share)");
     MPI_Comm node = MPI_COMM_NULL;
     check(MPI_Comm_split_type(handle_->comm, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
     int on_node = 1;
@@ -473,7 +689,10 @@ void Communicator::abort(const std::string& message, int code) const {
   std::fflush(stderr);
   int started = 0;
   MPI_Initialized(&started);
-  if (started) MPI_Abort(handle_ ? handle_->comm : MPI_COMM_WORLD, code);
+  if (started) {
+    const Watched watched("MPI_Abort", kExit, code);
+    MPI_Abort(handle_ ? handle_->comm : MPI_COMM_WORLD, code);
+  }
   std::_Exit(code);  // MPI_Abort does not return; this keeps [[noreturn]] honest
 }
 

@@ -82,16 +82,60 @@ std::int64_t eager_inline_bytes(EagerSetting setting, int ranks);
 // part of a thread's time that is waiting for (and exchanging with) other ranks, not own work.
 double collective_seconds() noexcept;
 
-// MPI_Init_thread / MPI_Finalize for the process. Construct exactly one, first thing in main.
-// `threads`: true when several threads will call MPI at once (MPI_THREAD_MULTIPLE, e.g. the
-// prefetch pipeline beside the trainer's all-reduce); false asks only for MPI_THREAD_FUNNELED,
-// which spares MPICH the locking of its progress loop.
+// Deadlines. Every wait for other ranks (each collective, the eager exchange's point-to-point
+// messages, communicator set-up) is watched by a thread of the Environment: a wait that has not
+// completed within the collective timeout means a rank or its link is lost (or stalled), and the
+// rank prints one line (itself, its host, the MPI call, where the run stood and how long it
+// waited) and ends with kExitLostPeer, never holding the job until the batch system's time limit.
+// PyTorch's process groups do the same (a watchdog, 10 minutes by default for NCCL).
+constexpr double kDefaultCollectiveTimeout = 600;  // seconds
+constexpr int kExitLostPeer = 76;  // a peer was lost: distinct from 75 (stopped, resumable) and from a crash
+// Seconds a wait may take (0: no deadline). Every rank should set the same.
+void set_collective_timeout(double seconds);
+double collective_timeout();
+// "600", "90.5", "0" (off); else invalid_argument naming the option.
+double parse_collective_timeout(const std::string& text);
+
+// Within its scope, waits may take `factor` times the timeout, on every thread of the process: the
+// phases whose ranks wait on one rank's long own work (rank 0 writing a checkpoint, the final
+// full-neighbourhood evaluation, the partitioner's serial steps). Scopes nest (the largest wins).
+class LongWaits {
+ public:
+  explicit LongWaits(double factor);
+  ~LongWaits();
+  LongWaits(const LongWaits&) = delete;
+  LongWaits& operator=(const LongWaits&) = delete;
+
+ private:
+  double previous_;
+};
+constexpr double kLongWaitFactor = 6;
+
+// Where the run stands, for the timeout's line: `phase` (a string literal, e.g. "training"), and
+// the epoch and step (each < 0: not shown; 0-based, printed 1-based) of `steps`.
+void set_position(const char* phase, std::int64_t epoch = -1, std::int64_t step = -1, std::int64_t steps = -1);
+
+// MPI_Init_thread / MPI_Finalize for the process, and the watchdog of the waits. Construct exactly
+// one, first thing in main. `threads`: true when several threads will call MPI at once
+// (MPI_THREAD_MULTIPLE, e.g. the prefetch pipeline beside the trainer's all-reduce); false asks
+// only for MPI_THREAD_FUNNELED, which spares MPICH the locking of its progress loop. `program`
+// begins the watchdog's lines ("shardgnn train").
+// At the end every rank passes a barrier (under the timeout) and then MPI_Finalize, which gets
+// kFinalizeBound seconds: a finalize that does not return by then (UCX over TCP was seen to hang
+// in it, openucx/ucx#8738) is left behind with a note, the process exiting with `exit_status`,
+// since the run's outputs are written and every rank got that far.
+constexpr double kFinalizeBound = 20;  // seconds
 class Environment {
  public:
-  Environment(int& argc, char**& argv, bool threads = true);
+  Environment(int& argc, char**& argv, bool threads = true, const std::string& program = "shardgnn");
   ~Environment();
   Environment(const Environment&) = delete;
   Environment& operator=(const Environment&) = delete;
+  // The status the process ends with, should MPI_Finalize outlast its bound.
+  void exit_status(int status) noexcept { status_ = status; }
+
+ private:
+  int status_ = 0;
 };
 
 // True when MPI is initialised with MPI_THREAD_MULTIPLE (several threads may communicate at once).

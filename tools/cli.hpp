@@ -82,6 +82,21 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// --collective-timeout SECONDS for the commands that run as MPI jobs (train, partition, bench
+// sampler): how long a wait for the other ranks may take before the rank ends the job
+// (comm::set_collective_timeout, exit status comm::kExitLostPeer).
+inline void add_collective_timeout_option(po::options_description& o) {
+  o.add_options()("collective-timeout", po::value<std::string>()->default_value("600")->notifier([](const std::string& v) {
+    try {
+      comm::set_collective_timeout(comm::parse_collective_timeout(v));
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+  }),
+                  "seconds a wait for the other ranks may take before this rank ends the job with status 76, naming the call and where the run "
+                  "stood (a lost node or link; 0 = wait forever); the long phases get 6x: start-up, checkpoints, the final evaluation, partitioning");
+}
+
 // Runs a command's body; a failure is one line on stderr naming the command (g_command), and the
 // exit status 2 for a malformed command line, 1 for anything else.
 int report_errors(const std::function<int()>& body);

@@ -27,16 +27,18 @@ inline void require_launch_joined(const comm::Communicator& world) {
 inline int run_mpi_program(int argc, char** argv, const std::string& command, bool threads, MpiCommand body, bool keep_heap = true) {
   g_command = "shardgnn " + command;
   const std::vector<std::string> args(argv + 1, argv + argc);
-  comm::Environment env(argc, argv, threads);
+  comm::Environment env(argc, argv, threads, g_command);
   const auto world = comm::Communicator::world();
   if (keep_heap) keep_freed_memory_in_heap();
-  return comm::run_guarded(g_command, world, [&] {
+  const int status = comm::run_guarded(g_command, world, [&] {
     try {
       return body(args, world);
     } catch (const UsageError& e) {
       throw comm::CollectiveError(e.what());
     }
   });
+  env.exit_status(status);  // should MPI_Finalize outlast its bound
+  return status;
 }
 
 }  // namespace shardgnn::cli

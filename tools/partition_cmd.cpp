@@ -73,6 +73,7 @@ int partition_main(const std::vector<std::string>& args, const comm::Communicato
       "verify", "check the result against the dataset afterwards (serial verifier)");
   PartitionConfig cfg;
   add_partition_options(o, cfg);
+  add_collective_timeout_option(o);
   po::variables_map vm;
   const bool first = comm.rank() == 0;
   if (!parse(args,
@@ -88,6 +89,10 @@ int partition_main(const std::vector<std::string>& args, const comm::Communicato
              o, {"dataset"}, vm))
     return 0;
   check_partition_config(cfg);
+  // The ranks wait on one another's uneven shares of the work, and on rank 0's serial steps
+  // (METIS on the coarsest graph, the book): the long deadline throughout.
+  const comm::LongWaits partitioning(comm::kLongWaitFactor);
+  comm::set_position("partitioning");
   const std::string dataset_dir = vm["dataset"].as<std::string>(), out = vm["out"].as<std::string>();
   const bool force = vm.count("force") > 0;
   std::optional<Dataset> ds;

@@ -236,12 +236,14 @@ po::options_description train_options(TrainConfig& tc, SamplerConfig& sc, ExtraO
       ("personalize", bound(tc.balance.personalize_epochs),
        "after the shared model is scored, each rank fine-tunes its own copy on its own shard for N epochs and scores its own test nodes with it "
        "(Entropy-Aware Training's personalisation, at --lr with a fresh optimiser; the saved weights stay the shared model's)");
+  po::options_description job("the job");
+  add_collective_timeout_option(job);
   po::options_description levers("for benchmarks and tests");
   levers.add_options()
       ("profile-ops", bound(tc.levers.profile_steps), "record N steps of the first epoch op by op and print each op's time against its FLOP or byte limit")
       ("simulate-slowdown", po::value(&x.slowdown), "RANK:FACTOR: that rank computes FACTOR times slower (heterogeneous hardware)");
   po::options_description o("options");
-  o.add(model).add(sampling).add(optim).add(eval).add(files).add(device).add(balance).add(levers);
+  o.add(model).add(sampling).add(optim).add(eval).add(files).add(device).add(balance).add(job).add(levers);
   return o;
 }
 
@@ -319,8 +321,14 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
   finish_config(world, vm, extra, tc, sc);
 
   Input in;
-  load_input(world, vm["dir"].as<std::string>(), extra.scratch, in);
-  Trainer trainer(in.shard, in.name, world, tc, sc);
+  std::optional<Trainer> trainer_slot;
+  {
+    // Ranks load and merge shards of unequal sizes, and build their caches, before they meet.
+    const comm::LongWaits start_up(comm::kLongWaitFactor);
+    load_input(world, vm["dir"].as<std::string>(), extra.scratch, in);
+    trainer_slot.emplace(in.shard, in.name, world, tc, sc);
+  }
+  Trainer& trainer = *trainer_slot;
   print_header(world, in, trainer, tc, sc);
   print_run_lines(world, in.shard, trainer, tc, sc);
   const TrainResult r = trainer.fit();

@@ -450,6 +450,7 @@ EpochSums train_epoch(Learner& l, Feeds& f, const Checkpoints& k, const TrainCon
   double local_examples = 0;
   const std::int64_t first_recorded = std::max<std::int64_t>(e.first_step + 1, (e.steps - c.levers.profile_steps) / 2);
   for (std::int64_t step = e.first_step; step < e.steps; ++step) {
+    comm::set_position("training", epoch, step, e.steps);
     seed_dropout(l.model, c.seed, l.comm.rank(), epoch, step);
     const auto t0 = Clock::now();
     std::optional<MiniBatch> mb = pipe.next();
@@ -577,6 +578,8 @@ void open_log(const comm::Communicator& comm, const RunFiles& files, bool append
 
 // Rank 0 checkpoints the epoch and logs its record; a failure fails every rank.
 void save_epoch(const Learner& l, const Checkpoints& k, const EpochRecord& r, std::optional<MetricsLog>& log) {
+  comm::set_position("checkpoint", r.epoch);
+  const comm::LongWaits writing(comm::kLongWaitFactor);  // the other ranks wait for rank 0's write
   comm::agree(l.comm, [&] {
     write_checkpoint(l, k);
     if (log) log->write(r);
@@ -590,7 +593,11 @@ void stop(const Learner& l, const Checkpoints& k, TrainResult& result, Progress&
           bool save) {
   result.stop_signal = l.comm.allreduce<std::int32_t>(stop_signal(), comm::Op::kMax);
   result.checkpointed = !k.path.empty();
-  if (save) comm::agree(l.comm, [&] { write_checkpoint(l, k); });
+  if (save) {
+    comm::set_position("checkpoint", epoch, step, steps);
+    const comm::LongWaits writing(comm::kLongWaitFactor);
+    comm::agree(l.comm, [&] { write_checkpoint(l, k); });
+  }
   std::string where = step > 0 ? "after step " + std::to_string(step) + " of " + std::to_string(steps) + " of epoch " + std::to_string(epoch + 1)
                                : "after epoch " + std::to_string(epoch);
   result.stop_message = std::string("stopped by ") + signal_name(result.stop_signal) + " " + where + " of " + std::to_string(epochs) +
@@ -602,6 +609,8 @@ void stop(const Learner& l, const Checkpoints& k, TrainResult& result, Progress&
 // After the epochs: the best model of `state` restored and evaluated (through the sampler, and
 // over full neighbourhoods when asked), and its weights written by rank 0.
 void finish(Learner& l, Feeds& f, Scoring& v, const TrainState& state, const EvalConfig& eval, const RunFiles& files, TrainResult& result) {
+  comm::set_position("final evaluation");
+  const comm::LongWaits scoring(comm::kLongWaitFactor);  // whole neighbourhoods, unequal per rank
   if (!state.best.empty()) assign_parameters(*l.model, state.best);
   result.best_epoch = state.best_epoch;
   result.best_val = state.best_val;
@@ -644,6 +653,7 @@ void personalize(Learner& l, Feeds& f, const Shard& shard, const TrainConfig& c,
     const std::int64_t steps = f.sampler->steps_in_epoch(epoch);
     Prefetcher pipe = training_batches(*f.sampler, *f.features, *l.stager, f.prefetch, epoch, steps, 0);
     for (std::int64_t step = 0; step < steps; ++step) {
+      comm::set_position("personalization", epoch, step, steps);
       seed_dropout(l.model, c.seed, l.comm.rank(), epoch, step);
       const std::optional<MiniBatch> mb = pipe.next();
       // No gradient all-reduce carries a stop request here: every rank is asked each step.
@@ -717,6 +727,7 @@ TrainResult Trainer::fit() {
     const double train_s = since(t_epoch);
     const auto t_eval = Clock::now();
     if ((epoch + 1) % c.eval.every == 0 || epoch + 1 == c.epochs) {
+      comm::set_position("validation", epoch);
       r.val = evaluate(l, f, s.scoring, c.eval.mode, /*with_test=*/false).val;
       r.evaluated = true;
       result.stopped_early = keep_best(state, *l.model, epoch, l.task->selection_score(r.val), c.eval.patience);

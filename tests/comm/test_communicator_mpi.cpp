@@ -153,3 +153,15 @@ TEST_CASE("SHARDGNN_EAGER_BYTES: auto, off or a byte count; auto's slot shrinks 
   CHECK(eager_inline_bytes(EagerSetting{EagerSetting::kAuto}, 1024) == 56);
   CHECK(eager_inline_bytes(EagerSetting{EagerSetting::kAuto}, 100000) == 56);
 }
+
+TEST_CASE("--collective-timeout: seconds >= 0 (0: no deadline); anything else names the option", "[comm]") {
+  using shardgnn::comm::parse_collective_timeout;
+  CHECK(parse_collective_timeout("600") == 600);
+  CHECK(parse_collective_timeout("0.5") == 0.5);
+  CHECK(parse_collective_timeout("0") == 0);
+  for (const char* bad : {"-1", "x", "", "1s", "nan", "inf", "5 "}) CHECK_THROWS_WITH(parse_collective_timeout(bad), Catch::Contains("--collective-timeout"));
+  const double before = shardgnn::comm::collective_timeout();
+  shardgnn::comm::set_collective_timeout(-3);  // below zero: off, as 0
+  CHECK(shardgnn::comm::collective_timeout() == 0);
+  shardgnn::comm::set_collective_timeout(before);
+}
