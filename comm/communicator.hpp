@@ -124,7 +124,7 @@ void set_position(const char* phase, std::int64_t epoch = -1, std::int64_t step 
 // kFinalizeBound seconds: a finalize that does not return by then (UCX over TCP was seen to hang
 // in it, openucx/ucx#8738) is left behind with a note, the process exiting with `exit_status`,
 // since the run's outputs are written and every rank got that far.
-constexpr double kFinalizeBound = 20;  // seconds
+constexpr double kFinalizeBound = 10;  // seconds
 class Environment {
  public:
   Environment(int& argc, char**& argv, bool threads = true, const std::string& program = "shardgnn");

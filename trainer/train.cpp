@@ -742,6 +742,7 @@ TrainResult Trainer::fit() {
     state.next_step = 0;
     state.step_loss_sum = state.step_correct = state.step_examples = 0;
     save_epoch(l, k, r, log);
+    comm::set_position("end of epoch", epoch);
     progress.end_epoch(r);
     result.history.push_back(r);
     // A stop asked for during validation (or on the epoch's last step) takes effect here, with

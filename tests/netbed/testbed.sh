@@ -115,8 +115,10 @@ netbed_mpiexec() {
   shift 2
   local hosts="" i
   for ((i = 0; i < nodes; i++)); do hosts+="${hosts:+,}$(netbed_addr "$i"):$per"; done
-  # UCX's TCP puts off: with them MPI_Finalize's endpoint flush waited for a put's acknowledgement
-  # from a peer already in the PMI barrier, and the job hung (openucx/ucx#8738, UCX 1.13).
+  # NETBED_UCX_TCP_PUT (default unset: UCX's own default) sets UCX_TCP_PUT_ENABLE; UCX 1.13's TCP
+  # puts were seen to hang MPI_Finalize (openucx/ucx#8738), which shardgnn now bounds itself.
+  local put=()
+  [ -z "${NETBED_UCX_TCP_PUT:-}" ] || put=(-genv UCX_TCP_PUT_ENABLE "$NETBED_UCX_TCP_PUT")
   netbed_exec 0 mpiexec -launcher rsh -launcher-exec "$(netbed_dir)/launch" -iface eth0 -hosts "$hosts" -n $((nodes * per)) \
-    -genv UCX_TLS "${NETBED_UCX_TLS:-tcp,self}" -genv UCX_NET_DEVICES eth0 -genv UCX_TCP_PUT_ENABLE n -genv NETBED_PREFIX "$NETBED_PREFIX" "$@"
+    -genv UCX_TLS "${NETBED_UCX_TLS:-tcp,self}" -genv UCX_NET_DEVICES eth0 "${put[@]}" -genv NETBED_PREFIX "$NETBED_PREFIX" "$@"
 }
