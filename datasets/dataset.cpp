@@ -255,6 +255,7 @@ void check_contents(const Dataset& ds, const std::string& dir) {
 
 Dataset load_dataset(const std::string& dir, Contents contents) {
   const Meta meta = read_meta(dir);
+  hold_folder(dir);  // a `--force` rewrite of it waits until this process has ended
   Dataset ds;
   ds.name = json_string(meta.root, "name", meta.path);
   ds.source = meta.root.contains("source") ? json_string(meta.root, "source", meta.path) : "";

@@ -7,13 +7,19 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <sys/file.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
 #include <random>
+#include <sstream>
 
 #include "datasets/error.hpp"
 #include "datasets/json_util.hpp"
@@ -76,6 +82,91 @@ void fsync_path(const std::string& path, bool directory) {
   }
 }
 
+// ---- Mapped files, for the SIGBUS handler: slots claimed with a sentinel begin (1) while filled.
+struct MappedRange {
+  std::atomic<std::uintptr_t> begin{0};  // 0: free, 1: being filled or emptied
+  std::atomic<std::uintptr_t> end{0};
+  char path[496];
+};
+constexpr int kMappedRanges = 4096;
+MappedRange g_mapped[kMappedRanges];
+
+MappedRange* record_mapping(const void* addr, std::size_t size, const std::string& path) {
+  for (MappedRange& r : g_mapped) {
+    std::uintptr_t free = 0;
+    if (!r.begin.compare_exchange_strong(free, 1)) continue;
+    std::snprintf(r.path, sizeof r.path, "%s", path.c_str());
+    r.end.store(reinterpret_cast<std::uintptr_t>(addr) + size);
+    r.begin.store(reinterpret_cast<std::uintptr_t>(addr), std::memory_order_release);
+    return &r;
+  }
+  return nullptr;  // more mappings than slots: that one's fault stays a plain SIGBUS
+}
+
+void forget_mapping(MappedRange* r) {
+  if (!r) return;
+  r->begin.store(1);
+  r->end.store(0);
+  r->begin.store(0, std::memory_order_release);
+}
+
+// Async-signal-safe pieces of the handler's line.
+void put(char*& at, const char* end, const char* text) {
+  while (*text && at < end) *at++ = *text++;
+}
+void put_number(char*& at, const char* end, unsigned long long v) {
+  char digits[24];
+  int n = 0;
+  do digits[n++] = static_cast<char>('0' + v % 10);
+  while ((v /= 10) != 0);
+  while (n > 0 && at < end) *at++ = digits[--n];
+}
+
+void on_sigbus(int sig, siginfo_t* info, void*) {
+  const auto addr = reinterpret_cast<std::uintptr_t>(info->si_addr);
+  for (const MappedRange& r : g_mapped) {
+    const std::uintptr_t begin = r.begin.load(std::memory_order_acquire);
+    if (begin <= 1 || addr < begin || addr >= r.end.load()) continue;
+    char line[1024];
+    char* at = line;
+    const char* end = line + sizeof line - 1;
+    put(at, end, "shardgnn: error: ");
+    put(at, end, r.path);
+    put(at, end, " changed under the running job: byte ");
+    put_number(at, end, addr - begin);
+    put(at, end, " of the ");
+    put_number(at, end, r.end.load() - begin);
+    put(at, end, " mapped is gone; the file ");
+    struct stat st {};
+    if (::stat(r.path, &st) == 0) {
+      put(at, end, "is ");
+      put_number(at, end, static_cast<unsigned long long>(st.st_size));
+      put(at, end, " bytes now (truncated or rewritten in place)");
+    } else {
+      put(at, end, "is no longer there");
+    }
+    put(at, end, "; ending the job (status ");
+    put_number(at, end, kExitFileChanged);
+    put(at, end, ")\n");
+    [[maybe_unused]] const ssize_t w = ::write(2, line, static_cast<std::size_t>(at - line));
+    ::_exit(kExitFileChanged);
+  }
+  // Not a mapping of ours: the default action, at once.
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+// Ours, in front of whatever a library set since (UCX sets its own at MPI start-up).
+void guard_mapped_files() {
+  struct sigaction now {};
+  if (::sigaction(SIGBUS, nullptr, &now) == 0 && (now.sa_flags & SA_SIGINFO) && now.sa_sigaction == on_sigbus) return;
+  struct sigaction sa {};
+  sa.sa_sigaction = on_sigbus;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGBUS, &sa, nullptr);
+}
+
 // A read-only shared mapping of the first `size` bytes of `fd` (which the caller closes: the
 // mapping keeps its own reference to the file), unmapped by its keeper; empty for size 0, which
 // mmap refuses.
@@ -86,7 +177,14 @@ MappedFile map_open_file(int fd, std::size_t size, const std::string& path) {
   void* addr = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
   if (addr == MAP_FAILED) throw InputError(path, "", "cannot map file: " + errno_text());
   out.bytes = {static_cast<const std::byte*>(addr), size};
-  out.keeper = std::shared_ptr<const void>(addr, [size](const void* p) { ::munmap(const_cast<void*>(p), size); });
+  std::error_code ec;
+  const fs::path absolute = fs::absolute(path, ec);
+  MappedRange* range = record_mapping(addr, size, ec ? path : absolute.string());
+  guard_mapped_files();
+  out.keeper = std::shared_ptr<const void>(addr, [size, range](const void* p) {
+    forget_mapping(range);
+    ::munmap(const_cast<void*>(p), size);
+  });
   return out;
 }
 
@@ -247,6 +345,7 @@ void check_output_dir(const std::string& dir, bool replace) {
     if (!replace) throw InputError(dir, "", "output folder exists and is not empty (pass --force to replace it)");
     if (!holds_shardgnn_output(target))
       throw InputError(dir, "", "exists and holds no shardgnn dataset or partitioned dataset (no meta.json or partition.json of ours): --force replaces only those; remove it yourself or choose another folder");
+    claim_folder(target.string(), /*hold=*/false);  // refused now, not after the work, while a job reads it
   }
 }
 
@@ -316,21 +415,31 @@ void commit_dir_atomic(const std::string& tmp, const std::string& dir, bool repl
     throw;
   }
   if (fs::exists(target, ec)) {
+    // No job of this host may start reading the old folder while it is swapped out.
+    try {
+      claim_folder(target.string(), /*hold=*/true);
+    } catch (...) {
+      fs::remove_all(tmp, ec);
+      throw;
+    }
     // Swap the old folder out, put the new one in, then remove the old one: a crash in between
     // leaves either the old or the new folder complete, never a mix.
     const fs::path old = target.string() + unique_suffix() + ".old";
     fs::rename(target, old, ec);
     if (ec) {
+      release_folder(target.string());
       fs::remove_all(tmp, ec);
       throw InputError(dir, "", "cannot move the existing folder aside");
     }
     fs::rename(tmp, target, ec);
     if (ec) {
       fs::rename(old, target, ec);
+      release_folder(target.string());
       fs::remove_all(tmp, ec);
       throw InputError(dir, "", "cannot rename the new folder into place");
     }
     fs::remove_all(old, ec);
+    release_folder(target.string());
   } else {
     fs::rename(tmp, target, ec);
     if (ec) {
@@ -445,5 +554,98 @@ void advise_dontneed(const void* data, std::size_t bytes) noexcept {
 }
 
 void advise_random(const void* data, std::size_t bytes) noexcept { advise_inner_pages(data, bytes, MADV_RANDOM); }
+
+namespace {
+
+std::mutex g_folders_mutex;
+std::map<std::pair<dev_t, ino_t>, int> g_held;  // this process's shared holds: folder -> fd
+std::map<std::string, int> g_claimed;           // exclusive claims by path, until release_folder
+
+// "process 4242 (shardgnn-train /data/p4 ...)" for each other process of this host holding a
+// flock on the file with `st`'s inode, from /proc/locks.
+std::string lock_holders(const struct stat& st) {
+  std::ifstream locks("/proc/locks");
+  std::string line, out;
+  const std::string inode = ":" + std::to_string(st.st_ino);
+  while (std::getline(locks, line)) {
+    if (line.find("FLOCK") == std::string::npos || line.find("->") != std::string::npos) continue;
+    std::istringstream in(line);
+    std::string id, kind, advisory, mode, dev;
+    long pid = 0;
+    if (!(in >> id >> kind >> advisory >> mode >> pid >> dev)) continue;
+    if (dev.size() < inode.size() || dev.compare(dev.size() - inode.size(), inode.size(), inode) != 0 || pid == ::getpid()) continue;
+    std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string args((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+    std::replace(args.begin(), args.end(), '\0', ' ');
+    while (!args.empty() && args.back() == ' ') args.pop_back();
+    if (args.size() > 120) args = args.substr(0, 117) + "...";
+    if (out.find("process " + std::to_string(pid) + " ") != std::string::npos) continue;
+    out += (out.empty() ? "" : ", ") + std::string("process ") + std::to_string(pid) + (args.empty() ? "" : " (" + args + ")");
+  }
+  return out.empty() ? "another process" : out;
+}
+
+int open_folder(const std::string& dir, struct stat& st) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0 && ::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
+void hold_folder(const std::string& dir) {
+  struct stat st {};
+  const int fd = open_folder(dir, st);
+  if (fd < 0) return;  // the loader names what is missing
+  std::lock_guard<std::mutex> lock(g_folders_mutex);
+  const auto key = std::make_pair(st.st_dev, st.st_ino);
+  if (g_held.count(key)) {
+    ::close(fd);
+    return;
+  }
+  if (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
+    const std::string who = errno == EWOULDBLOCK ? lock_holders(st) : std::string();
+    ::close(fd);
+    if (!who.empty()) throw InputError(dir, "", "is being replaced (--force) by " + who + ": wait for it to finish");
+    return;  // a filesystem without flock: nothing to hold
+  }
+  g_held.emplace(key, fd);
+}
+
+void claim_folder(const std::string& dir, bool hold) {
+  struct stat st {};
+  const int fd = open_folder(dir, st);
+  if (fd < 0) return;
+  std::lock_guard<std::mutex> lock(g_folders_mutex);
+  // This process's own hold (it read what it replaces) goes: its mappings keep the old files.
+  if (const auto it = g_held.find({st.st_dev, st.st_ino}); it != g_held.end()) {
+    ::close(it->second);
+    g_held.erase(it);
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const bool busy = errno == EWOULDBLOCK;
+    const std::string who = busy ? lock_holders(st) : std::string();
+    ::close(fd);
+    if (busy) throw InputError(dir, "", "is in use on this host by " + who + "; --force replaces it once no job reads it");
+    return;
+  }
+  if (!hold) {
+    ::close(fd);
+    return;
+  }
+  if (const auto it = g_claimed.find(dir); it != g_claimed.end()) ::close(it->second);
+  g_claimed[dir] = fd;
+}
+
+void release_folder(const std::string& dir) {
+  std::lock_guard<std::mutex> lock(g_folders_mutex);
+  if (const auto it = g_claimed.find(dir); it != g_claimed.end()) {
+    ::close(it->second);
+    g_claimed.erase(it);
+  }
+}
 
 }  // namespace shardgnn

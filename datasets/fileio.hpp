@@ -21,6 +21,24 @@ struct MappedFile {
 };
 MappedFile map_file(const std::string& path);
 
+// A mapped file truncated (or rewritten in place) while a process reads it makes the next read of
+// a page past its new end a SIGBUS. map_file records every mapping, and a SIGBUS handler (set with
+// each mapping, after whatever MPI's libraries installed) turns such a fault into one line naming
+// the file, its size then and now, and exit status kExitFileChanged instead of a bare signal.
+constexpr int kExitFileChanged = 74;
+
+// Folders in use. A job's reader holds a shared lock (flock) on each dataset and partitioned
+// folder it loads, for the life of the process; replacing such a folder (`--force`) asks for it
+// exclusively and is refused while a process of this host holds it, naming that process. Locks
+// are per host: a job on another node sharing the filesystem is not seen.
+// Takes the shared lock on `dir` (an InputError when a writer is replacing it).
+void hold_folder(const std::string& dir);
+// An InputError naming the processes that hold `dir`, unless none does (this process's own hold
+// is let go: it is about to replace what it read). `hold`: keep the exclusive lock until
+// release_folder (during the swap) instead of only testing for it.
+void claim_folder(const std::string& dir, bool hold);
+void release_folder(const std::string& dir);
+
 // A file for data a process would rather not hold in memory: created in `dir` and unlinked at
 // once, so nothing stays behind however the process ends; appended to through a buffer, then
 // mapped read-only (its pages are then page cache, which the kernel can write back and drop,

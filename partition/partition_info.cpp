@@ -234,6 +234,7 @@ PartitionInfo load_partition_info(const std::string& dir) {
   if (!fs::is_directory(dir, ec)) throw InputError(dir, "", "no such partitioned-dataset folder");
   const std::string path = (fs::path(dir) / "partition.json").string();
   if (!fs::exists(path, ec)) throw InputError(path, "", "missing: not a partitioned dataset (make one with `shardgnn partition`)");
+  hold_folder(dir);  // a `--force` rewrite of it waits until this process has ended
   PartitionInfo info;
   try {
     info = json::value_to<PartitionInfo>(read_json_file(path));

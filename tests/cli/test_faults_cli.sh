@@ -48,4 +48,34 @@ stopped=""
 timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${quick[@]}" --resume > "$work/resumed.txt" 2>&1 || fail "resume failed: $(tail -5 "$work/resumed.txt")"
 grep -q "^resuming .*checkpoint.pt at epoch [0-9]* of 60" "$work/resumed.txt" || fail "not resumed: $(head -5 "$work/resumed.txt")"
 grep -qE "^test accuracy 0\.[6-9]" "$work/resumed.txt" || fail "resumed run scored no test set: $(tail -5 "$work/resumed.txt")"
+
+# A folder a running job reads: --force refuses to replace it, naming the job's processes; the
+# job's shard file truncated under it ends the job with one line naming the file (status 74).
+timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" --model gcn --fanouts 10,10 --hidden 32 --batch 64 --epochs 5000 --metrics "$work/long.jsonl" \
+  > "$work/long.txt" 2>&1 &
+job=$!
+until [ -f "$work/long.jsonl" ] && [ "$(wc -l < "$work/long.jsonl")" -ge 2 ]; do
+  kill -0 "$job" 2>/dev/null || fail "the long run ended early: $(cat "$work/long.txt")"
+  sleep 0.1
+done
+for cmd in "partition $work/cora --parts 2 --method metis --out $work/p2 --force" "data convert $SAMPLES/cora.npz --out $work/p2 --force"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$SHARDGNN" $cmd > "$work/force.txt" 2>&1
+  rc=$?
+  set -e
+  [ "$rc" = 1 ] || fail "$cmd onto a folder in use: exit $rc: $(cat "$work/force.txt")"
+  grep -qE "error: $work/p2: is in use on this host by process [0-9]+ \(.*shardgnn-train $work/p2 .*\), process [0-9]+ \(" "$work/force.txt" ||
+    fail "$cmd onto a folder in use: $(cat "$work/force.txt")"
+done
+[ -f "$work/p2/partition.json" ] || fail "the refused --force removed the folder"
+truncate -s 4096 "$work/p2/part-1/features.npy"
+set +e
+wait "$job"
+rc=$?
+set -e
+[ "$rc" = 74 ] || fail "a truncated shard: exit $rc, expected 74: $(tail -3 "$work/long.txt")"
+grep -qE "^shardgnn: error: $work/p2/part-1/features.npy changed under the running job: byte [0-9]+ of the [0-9]+ mapped is gone; the file is 4096 bytes now" "$work/long.txt" ||
+  fail "no line naming the truncated file: $(tail -3 "$work/long.txt")"
+if grep -q "Bus error\|BAD TERMINATION" "$work/long.txt"; then fail "a bare signal: $(tail -5 "$work/long.txt")"; fi
 echo "ok"
