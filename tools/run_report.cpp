@@ -48,7 +48,6 @@ RunMetrics parse_run_metrics(const std::string& text, const std::string& file) {
   run.dir = fs::path(file).parent_path().string();
   if (run.dir.empty()) run.dir = ".";
   std::map<std::int64_t, RunEpoch> by_epoch;
-  std::optional<std::pair<std::size_t, std::int64_t>> ranks_seen;  // K and the line it came from
   std::int64_t line_no = 0;
   std::size_t pos = 0;
   while (pos < text.size()) {
@@ -79,13 +78,6 @@ RunMetrics parse_run_metrics(const std::string& text, const std::string& file) {
       throw InputError(file, at_line(static_cast<std::uint64_t>(line_no)), bad.what());
     }
     e.line = line_no;
-    if (!e.ranks.empty()) {
-      if (ranks_seen && ranks_seen->first != e.ranks.size())
-        throw InputError(file, at_line(static_cast<std::uint64_t>(line_no)),
-                         "key 'ranks': " + std::to_string(e.ranks.size()) + " ranks, expected " + std::to_string(ranks_seen->first) + " as on line " +
-                             std::to_string(ranks_seen->second));
-      if (!ranks_seen) ranks_seen.emplace(e.ranks.size(), line_no);
-    }
     auto [it, inserted] = by_epoch.try_emplace(e.epoch);
     if (!inserted) ++run.superseded;  // a resumed run re-logs the epochs after its checkpoint
     it->second = std::move(e);
@@ -139,6 +131,7 @@ RunSummary summarize_run(const RunMetrics& run) {
   s.dir = run.dir;
   s.epochs = static_cast<std::int64_t>(run.epochs.size());
   s.superseded = run.superseded;
+  // A run resumed on another rank count: the per-rank view is of the last count's epochs.
   for (const RunEpoch& e : run.epochs)
     if (!e.ranks.empty()) s.ranks = static_cast<int>(e.ranks.size());
   s.per_rank.resize(static_cast<std::size_t>(s.ranks));
@@ -157,7 +150,7 @@ RunSummary summarize_run(const RunMetrics& run) {
     if (e.evaluated) im.val_acc = e.val.accuracy;
     if (e.tested) im.test_acc = e.test.accuracy;
     if (!e.rebalance.empty()) im.rebalance = Rebalance{e.rebalance, {e.plan_load.begin(), e.plan_load.end()}, static_cast<double>(e.moved)};
-    if (!e.ranks.empty()) {
+    if (!e.ranks.empty() && static_cast<int>(e.ranks.size()) == s.ranks) {
       im.has_ranks = true;
       ++s.epochs_with_ranks;
       double sum = 0;
@@ -515,7 +508,7 @@ std::string render_run_svg(const RunSummary& sum, const RunMetrics& run) {
       std::vector<std::vector<double>> v(E);
       for (std::size_t i = 0; i < E; ++i)
         for (const RankEpoch& r : run.epochs[i].ranks)
-          if (r.rank == k) v[i] = {r.batch_wait_s, r.compute_s, r.allreduce_s};
+          if (r.rank == k && static_cast<int>(run.epochs[i].ranks.size()) == K) v[i] = {r.batch_wait_s, r.compute_s, r.allreduce_s};
       stacked_bars(s, a, v, parts, epochs);
     }
     // Max and mean busy per epoch, and their ratio.

@@ -170,7 +170,7 @@ void write_result(const comm::Communicator& world, const TrainConfig& tc, const 
 // The command line, in groups by concern; the levers meant for benchmarks and tests sit in a
 // group of their own. What options cannot bind directly lands in `extra`.
 struct ExtraOptions {
-  std::string slowdown, run_dir, scratch;
+  std::string slowdown, stop, run_dir, scratch;
   bool no_full_eval = false, no_test = false, quiet = false;
 };
 po::options_description train_options(TrainConfig& tc, SamplerConfig& sc, ExtraOptions& x) {
@@ -241,7 +241,8 @@ po::options_description train_options(TrainConfig& tc, SamplerConfig& sc, ExtraO
   po::options_description levers("for benchmarks and tests");
   levers.add_options()
       ("profile-ops", bound(tc.levers.profile_steps), "record N steps of the first epoch op by op and print each op's time against its FLOP or byte limit")
-      ("simulate-slowdown", po::value(&x.slowdown), "RANK:FACTOR: that rank computes FACTOR times slower (heterogeneous hardware)");
+      ("simulate-slowdown", po::value(&x.slowdown), "RANK:FACTOR: that rank computes FACTOR times slower (heterogeneous hardware)")
+      ("simulate-stop", po::value(&x.stop), "EPOCH:STEP: rank 0 asks to stop (as on SIGTERM) during that step of that epoch, both from 1");
   po::options_description o("options");
   o.add(model).add(sampling).add(optim).add(eval).add(files).add(device).add(balance).add(job).add(levers);
   return o;
@@ -265,6 +266,7 @@ void finish_config(const comm::Communicator& world, const po::variables_map& vm,
       if (tc.files.checkpoint_dir.empty()) tc.files.checkpoint_dir = run_dir;
     }
     if (vm.count("simulate-slowdown")) parse_slowdown(x.slowdown, tc.levers.slow_rank, tc.levers.slowdown);
+    if (vm.count("simulate-stop")) parse_simulated_stop(x.stop, tc.levers.stop_epoch, tc.levers.stop_step);
     validate(tc);
     sc.seed = tc.seed;
     validate(sc);

@@ -24,7 +24,7 @@ namespace {
 constexpr const char* kFormat = "shardgnn-checkpoint";
 // Version 3: a pickled dictionary of plain values and tensors (version 2 was a TorchScript
 // archive, whose code torch compiles on load: a damaged one crashed that compiler).
-constexpr std::int64_t kVersion = 3;
+constexpr std::int64_t kVersion = 4;
 
 // The whole file goes through stdio from memory: torch's zip writer finishes its archive in a
 // destructor, where a write error (a full disk) could only abort the process.
@@ -138,7 +138,7 @@ c10::impl::GenericList tensor_list(const std::vector<torch::Tensor>& v) {
 std::string CheckpointIdentity::describe() const {
   return model + " (hidden " + std::to_string(hidden) + ", " + std::to_string(layers) + " layers" + (model == "gat" ? ", " + std::to_string(heads) + " heads" : "") +
          ", " + optimizer + ", seed " + std::to_string(seed) + ") on '" + dataset + "' (" + std::to_string(num_nodes) + " nodes, " + std::to_string(in) +
-         " features, " + std::to_string(classes) + " classes)";
+         " features, " + std::to_string(classes) + " classes), partition " + partition;
 }
 
 void save_checkpoint(const std::string& path, const CheckpointIdentity& id, const torch::nn::Module& model, const torch::optim::Optimizer& optimizer,
@@ -156,6 +156,8 @@ void save_checkpoint(const std::string& path, const CheckpointIdentity& id, cons
   d.insert("classes", id.classes);
   d.insert("num_nodes", id.num_nodes);
   d.insert("seed", static_cast<std::int64_t>(id.seed));
+  d.insert("partition", id.partition);
+  d.insert("ranks", static_cast<std::int64_t>(state.ranks));
   d.insert("next_epoch", static_cast<std::int64_t>(state.next_epoch));
   d.insert("best_val", state.best_val);
   d.insert("best_epoch", static_cast<std::int64_t>(state.best_epoch));
@@ -256,8 +258,8 @@ void check_identity(const StoredCheckpoint& ck, const CheckpointIdentity& id) {
   const c10::IValue format = ck.read("format");
   if (!format.isString() || format.toStringRef() != kFormat) throw InputError(ck.path, "", "not a shardgnn checkpoint");
   const std::int64_t version = ck.read("version").toInt();
-  if (version != kVersion)
-    throw InputError(ck.path, "", "checkpoint format version " + std::to_string(version) + ", this build reads version " + std::to_string(kVersion));
+  if (version != kVersion && version != 3)
+    throw InputError(ck.path, "", "checkpoint format version " + std::to_string(version) + ", this build reads versions 3 and " + std::to_string(kVersion));
   CheckpointIdentity got;
   got.model = ck.read("model_name").toStringRef();
   got.optimizer = ck.read("optimizer_name").toStringRef();
@@ -269,6 +271,7 @@ void check_identity(const StoredCheckpoint& ck, const CheckpointIdentity& id) {
   got.classes = ck.read("classes").toInt();
   got.num_nodes = ck.read("num_nodes").toInt();
   got.seed = static_cast<std::uint64_t>(ck.read("seed").toInt());
+  got.partition = version >= 4 ? ck.read("partition").toStringRef() : id.partition;  // version 3 did not record it
   if (got.describe() != id.describe())
     throw InputError(ck.path, "", "the checkpoint is of " + got.describe() + ", this run trains " + id.describe() +
                                       " (use another --checkpoint-dir, or --force to start over)");
@@ -285,6 +288,7 @@ TrainState read_train_state(const StoredCheckpoint& ck) {
   s.step_loss_sum = ck.read("step_loss_sum").toDouble();
   s.step_correct = ck.read("step_correct").toDouble();
   s.step_examples = ck.read("step_examples").toDouble();
+  s.ranks = ck.read("version").toInt() >= 4 ? static_cast<int>(ck.read("ranks").toInt()) : 0;
   if (s.next_epoch < 0 || s.next_step < 0)
     throw InputError(ck.path, "", "damaged checkpoint: epoch " + std::to_string(s.next_epoch) + ", step " + std::to_string(s.next_step));
   return s;

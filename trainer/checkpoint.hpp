@@ -8,7 +8,9 @@
 // state: dropout and torch's generator are reseeded from (seed, epoch, step, rank) at every step
 // and the sampler's streams are keyed by (seed, epoch, step), so a resumed run draws exactly what
 // an uninterrupted one would, from an epoch boundary or from any step (the seed is part of the
-// identity). Format version 3; earlier versions (TorchScript archives) are refused.
+// identity). It records the partition and the rank count: a run may resume on another rank count
+// over the same partition (Trainer says how). Format version 4; version 3 (without the two) is
+// read as of this partition and rank count; earlier versions (TorchScript archives) are refused.
 #pragma once
 
 #include <torch/nn.h>
@@ -25,7 +27,10 @@ struct CheckpointIdentity {
   std::string model, optimizer, dataset;
   std::int64_t hidden = 0, layers = 0, heads = 0, in = 0, classes = 0, num_nodes = 0;
   std::uint64_t seed = 0;
-  std::string describe() const;  // "gcn (hidden 16, 2 layers, adam, seed 0) on 'cora' (2708 nodes)"
+  // The partition trained on: "metis, 4 parts, 1f2e3d4c5b6a7980" (method, parts, a hash of its
+  // book and every shard file's CRC-32), or "not partitioned" for a dataset folder.
+  std::string partition;
+  std::string describe() const;  // "gcn (hidden 16, 2 layers, adam, seed 0) on 'cora' (2708 nodes, ...), partition metis, 2 parts, ..."
 };
 
 // Where training stands: at an epoch boundary, or after a step inside epoch next_epoch when a
@@ -38,6 +43,7 @@ struct TrainState {
   double best_val = -1;   // best validation accuracy so far (-1: none yet)
   int best_epoch = -1;
   int bad_evals = 0;      // validations since the best one (for patience)
+  int ranks = 0;          // the rank count that wrote it (0: not recorded, format version 3)
   std::vector<torch::Tensor> best;  // parameters of the best epoch (empty: none yet)
 };
 

@@ -78,6 +78,18 @@ void validate(const TrainConfig& c) {
   if (!(c.levers.slowdown >= 1) || !std::isfinite(c.levers.slowdown)) throw InputError("--simulate-slowdown: the factor must be >= 1, got " + num(c.levers.slowdown));
 }
 
+void parse_simulated_stop(const std::string& text, int& epoch, std::int64_t& step) {
+  const auto colon = text.find(':');
+  const std::string what = "--simulate-stop " + quote_token(text) + ": expected EPOCH:STEP, both from 1, e.g. 3:2 (a stop asked for during step 2 of epoch 3)";
+  const auto number = [&](const std::string& t) {
+    if (t.empty() || t.size() > 9 || !std::all_of(t.begin(), t.end(), [](unsigned char ch) { return std::isdigit(ch); }) || std::stoll(t) < 1) throw InputError(what);
+    return std::stoll(t);
+  };
+  if (colon == std::string::npos) throw InputError(what);
+  epoch = static_cast<int>(number(text.substr(0, colon)) - 1);
+  step = number(text.substr(colon + 1)) - 1;
+}
+
 void parse_slowdown(const std::string& text, int& rank, double& factor) {
   const auto colon = text.find(':');
   const std::string what = "--simulate-slowdown " + quote_token(text) + ": expected RANK:FACTOR, e.g. 1:2 (rank 1 computes at half speed)";

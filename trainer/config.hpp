@@ -93,6 +93,8 @@ struct LeverConfig {
   int profile_steps = 0;  // record this many steps from the middle of the first epoch op by op (0 = none)
   int slow_rank = -1;     // --simulate-slowdown RANK:FACTOR: this rank's compute takes FACTOR times as long
   double slowdown = 1.0;
+  int stop_epoch = -1;         // --simulate-stop EPOCH:STEP (1-based there): rank 0 asks to stop during
+  std::int64_t stop_step = -1;  // this step of this epoch (0-based here), as a preemption would
 };
 
 struct TrainConfig {
@@ -110,6 +112,8 @@ struct TrainConfig {
 // "RANK:FACTOR" -> (rank, factor). The rank must be >= 0 (checked against the job size by the
 // trainer) and the factor >= 1 (it slows a rank down); anything else is an InputError.
 void parse_slowdown(const std::string& text, int& rank, double& factor);
+// "--simulate-stop 3:2" -> epoch 2, step 1 (0-based); else an InputError naming the option.
+void parse_simulated_stop(const std::string& text, int& epoch, std::int64_t& step);
 
 // Names <-> enums. Unknown names are InputErrors listing the valid ones.
 ModelKind parse_model(const std::string& name);

@@ -138,9 +138,50 @@ struct Scoring {
 struct Checkpoints {
   std::string path;  // "" without --checkpoint-dir
   bool resume_from_file = false;
+  std::string resumed_note;  // how a resume on another rank count goes on, for the log
   CheckpointIdentity identity;
   TrainState state;
 };
+
+// What names a partition: its method and parts, and a hash (FNV-1a) of its book and of every
+// shard file's CRC-32, so that a re-partition with the same sizes is another partition.
+std::string partition_fingerprint(const Shard& shard) {
+  if (!shard.info) return "not partitioned";
+  const PartitionInfo& info = *shard.info;
+  std::uint64_t h = 1469598103934665603ULL;
+  const auto mix = [&h](const void* data, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(data)[i]) * 1099511628211ULL;
+  };
+  for (PartId p = 0; p <= info.book.parts(); ++p) {
+    const NodeId at = p < info.book.parts() ? info.book.begin(p) : info.book.num_nodes();
+    mix(&at, sizeof at);
+  }
+  for (const PartEntry& e : info.parts)
+    for (const auto& [name, array] : e.arrays)
+      if (const auto* crc = array.is_object() ? array.as_object().if_contains("crc32") : nullptr; crc && crc->is_string()) mix(crc->as_string().data(), crc->as_string().size());
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return info.method + ", " + std::to_string(info.book.parts()) + " parts, " + hex;
+}
+
+// A checkpoint written by another rank count over the same partition: the weights, the optimiser
+// and the early-stopping state carry over exactly, and the following epochs draw as a run on
+// `ranks` ranks would. An epoch stopped inside goes on at the next epoch's start: its remaining
+// seeds were split over the old rank count and have no place on the new one.
+void resume_elsewhere(Checkpoints& k, int ranks) {
+  TrainState& st = k.state;
+  if (st.ranks == 0 || st.ranks == ranks) return;
+  k.resumed_note = " (the checkpoint was written by " + std::to_string(st.ranks) + " ranks; this run has " + std::to_string(ranks) + ", whose epochs draw as a " +
+                   std::to_string(ranks) + "-rank run's";
+  if (st.next_step > 0) {
+    k.resumed_note += "; epoch " + std::to_string(st.next_epoch + 1) + " stopped after its step " + std::to_string(st.next_step) +
+                      " and its other steps are skipped";
+    ++st.next_epoch;
+    st.next_step = 0;
+    st.step_loss_sum = st.step_correct = st.step_examples = 0;
+  }
+  k.resumed_note += ")";
+}
 
 CheckpointIdentity checkpoint_identity(const TrainConfig& cfg, const SamplerConfig& scfg, const Shard& shard, const std::string& dataset, const Task& task) {
   CheckpointIdentity id;
@@ -154,6 +195,7 @@ CheckpointIdentity checkpoint_identity(const TrainConfig& cfg, const SamplerConf
   id.classes = task.output_width();
   id.num_nodes = shard.book.num_nodes();
   id.seed = cfg.seed;
+  id.partition = partition_fingerprint(shard);
   return id;
 }
 
@@ -288,7 +330,11 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
   l.nccl = nccl_connect(l.comm, l.device, own_gpu);
   l.allreducer = std::make_unique<GradientAllreducer>(*l.model, l.comm, l.nccl.get());
   l.stager = std::make_unique<BatchStager>(l.device);
-  if (k.resume_from_file) comm::agree(l.comm, [&] { load_checkpoint(k.path, k.identity, *l.model, *l.optimizer, k.state, l.device); });
+  if (k.resume_from_file) {
+    comm::agree(l.comm, [&] { load_checkpoint(k.path, k.identity, *l.model, *l.optimizer, k.state, l.device); });
+    resume_elsewhere(k, l.comm.size());
+  }
+  k.state.ranks = l.comm.size();
 
   f.shards = std::make_unique<ShardView>(shard, f.comm, s.scfg.node_local);
   f.sampler = std::make_unique<DistSampler>(*f.shards, f.comm, s.scfg);
@@ -451,6 +497,7 @@ EpochSums train_epoch(Learner& l, Feeds& f, const Checkpoints& k, const TrainCon
   const std::int64_t first_recorded = std::max<std::int64_t>(e.first_step + 1, (e.steps - c.levers.profile_steps) / 2);
   for (std::int64_t step = e.first_step; step < e.steps; ++step) {
     comm::set_position("training", epoch, step, e.steps);
+    if (rank == 0 && epoch == c.levers.stop_epoch && step == c.levers.stop_step) request_stop(SIGTERM);
     seed_dropout(l.model, c.seed, l.comm.rank(), epoch, step);
     const auto t0 = Clock::now();
     std::optional<MiniBatch> mb = pipe.next();
@@ -691,7 +738,7 @@ TrainResult Trainer::fit() {
   result.start_epoch = state.next_epoch;
   Progress progress(c.files.progress && l.comm.rank() == 0);
   if (k.resume_from_file)
-    progress.message("resuming " + k.path + " at epoch " + std::to_string(state.next_epoch + 1) + " of " + std::to_string(c.epochs));
+    progress.message("resuming " + k.path + " at epoch " + std::to_string(state.next_epoch + 1) + " of " + std::to_string(c.epochs) + k.resumed_note);
   std::optional<MetricsLog> log;
   open_log(l.comm, c.files, k.resume_from_file, log);
   std::optional<OpRecorder> recorder;
