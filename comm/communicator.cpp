@@ -211,7 +211,7 @@ class Watchdog {
   void run() {
     std::unique_lock<std::mutex> lock(m_);
     while (!stop_) {
-      // A twentieth of the shortest deadline between looks, within 10 ms and 1 s.
+      // Looks often enough that a rank ends soon after its deadline, rarely enough to cost nothing.
       const double timeout = g_timeout_s.load();
       const double shortest = timeout > 0 ? std::min(timeout, kFinalizeBound) : kFinalizeBound;
       cv_.wait_for(lock, std::chrono::duration<double>(std::clamp(shortest / 20, 0.01, 1.0)));

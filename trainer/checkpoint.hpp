@@ -27,8 +27,8 @@ struct CheckpointIdentity {
   std::string model, optimizer, dataset;
   std::int64_t hidden = 0, layers = 0, heads = 0, in = 0, classes = 0, num_nodes = 0;
   std::uint64_t seed = 0;
-  // The partition trained on: "metis, 4 parts, 1f2e3d4c5b6a7980" (method, parts, a hash of its
-  // book and every shard file's CRC-32), or "not partitioned" for a dataset folder.
+  // The partition trained on: "metis, 4 parts, 1f2e3d4c5b6a7980" (method, parts, the CRC-32s of
+  // its book and of its shard files' CRC-32s), or "not partitioned" for a dataset folder.
   std::string partition;
   std::string describe() const;  // "gcn (hidden 16, 2 layers, adam, seed 0) on 'cora' (2708 nodes, ...), partition metis, 2 parts, ..."
 };

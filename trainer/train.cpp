@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "datasets/error.hpp"
+#include "datasets/fileio.hpp"
 #include "datasets/memory_limit.hpp"
 #include "datasets/random.hpp"
 #include "sampler/feature_store.hpp"
@@ -143,24 +144,20 @@ struct Checkpoints {
   TrainState state;
 };
 
-// What names a partition: its method and parts, and a hash (FNV-1a) of its book and of every
-// shard file's CRC-32, so that a re-partition with the same sizes is another partition.
+// What names a partition: its method and parts, the CRC-32 of its book and that of every shard
+// file's CRC-32, so that a re-partition with the same sizes is another partition.
 std::string partition_fingerprint(const Shard& shard) {
   if (!shard.info) return "not partitioned";
   const PartitionInfo& info = *shard.info;
-  std::uint64_t h = 1469598103934665603ULL;
-  const auto mix = [&h](const void* data, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(data)[i]) * 1099511628211ULL;
-  };
-  for (PartId p = 0; p <= info.book.parts(); ++p) {
-    const NodeId at = p < info.book.parts() ? info.book.begin(p) : info.book.num_nodes();
-    mix(&at, sizeof at);
-  }
+  std::vector<NodeId> offsets;
+  for (PartId p = 0; p < info.book.parts(); ++p) offsets.push_back(info.book.begin(p));
+  offsets.push_back(info.book.num_nodes());
+  std::string crcs;  // every shard file's CRC-32 as partition.json lists it
   for (const PartEntry& e : info.parts)
     for (const auto& [name, array] : e.arrays)
-      if (const auto* crc = array.is_object() ? array.as_object().if_contains("crc32") : nullptr; crc && crc->is_string()) mix(crc->as_string().data(), crc->as_string().size());
+      if (const auto* crc = array.is_object() ? array.as_object().if_contains("crc32") : nullptr; crc && crc->is_string()) crcs += crc->as_string();
   char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  std::snprintf(hex, sizeof hex, "%08x%08x", crc32_of(std::as_bytes(std::span<const NodeId>(offsets))), crc32_of(std::as_bytes(std::span<const char>(crcs))));
   return info.method + ", " + std::to_string(info.book.parts()) + " parts, " + hex;
 }
 
