@@ -302,6 +302,40 @@ void write_file_atomic(const std::string& path, const std::function<void(std::FI
   fsync_dir(fs::absolute(path).parent_path().string());
 }
 
+void create_filled_file(const std::string& path, std::span<const std::byte> head, std::uint64_t size) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw InputError(path, "", std::string("cannot create: ") + std::strerror(errno));
+  const auto fail = [&](const char* what) {
+    const std::string err = std::strerror(errno);
+    ::close(fd);
+    throw InputError(path, "", std::string(what) + ": " + err);
+  };
+  if (::ftruncate(fd, static_cast<off_t>(size)) != 0) fail("cannot size it");
+  for (std::size_t done = 0; done < head.size();) {
+    const ssize_t n = ::pwrite(fd, head.data() + done, head.size() - done, static_cast<off_t>(done));
+    if (n <= 0) fail("write failed (disk full?)");
+    done += static_cast<std::size_t>(n);
+  }
+  if (::close(fd) != 0) throw InputError(path, "", std::string("close failed: ") + std::strerror(errno));
+}
+
+void write_at(const std::string& path, std::uint64_t offset, std::span<const std::byte> bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) throw InputError(path, "", std::string("cannot open for writing: ") + std::strerror(errno));
+  const auto fail = [&](const char* what) {
+    const std::string err = std::strerror(errno);
+    ::close(fd);
+    throw InputError(path, "byte " + std::to_string(offset), std::string(what) + ": " + err);
+  };
+  for (std::size_t done = 0; done < bytes.size();) {
+    const ssize_t n = ::pwrite(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
+    if (n <= 0) fail("write failed (disk full?)");
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) fail("fsync failed");
+  if (::close(fd) != 0) throw InputError(path, "", std::string("close failed: ") + std::strerror(errno));
+}
+
 void write_text_file_atomic(const std::string& path, const std::string& text) {
   write_file_atomic(path, [&](std::FILE* f) {
     if (std::fwrite(text.data(), 1, text.size(), f) != text.size()) throw InputError(path, "", "write failed (disk full?)");
@@ -313,7 +347,7 @@ namespace {
 // Whether `folder` holds a shardgnn dataset or partitioned dataset: its metadata file names its
 // format, which is all --force may replace.
 bool holds_shardgnn_output(const fs::path& folder) {
-  for (const auto& [file, format] : {std::pair{"meta.json", "shardgnn-dataset"}, {"partition.json", "shardgnn-partition"}}) {
+  for (const auto& [file, format] : {std::pair{"meta.json", "shardgnn-dataset"}, {"partition.json", "shardgnn-partition"}, {"predictions.json", "shardgnn-predictions"}}) {
     std::error_code ec;
     const fs::path path = folder / file;
     if (!fs::is_regular_file(path, ec)) continue;
@@ -344,7 +378,7 @@ void check_output_dir(const std::string& dir, bool replace) {
     if (fs::is_empty(target)) return;
     if (!replace) throw InputError(dir, "", "output folder exists and is not empty (pass --force to replace it)");
     if (!holds_shardgnn_output(target))
-      throw InputError(dir, "", "exists and holds no shardgnn dataset or partitioned dataset (no meta.json or partition.json of ours): --force replaces only those; remove it yourself or choose another folder");
+      throw InputError(dir, "", "exists and holds no shardgnn dataset, partitioned dataset or predictions (no meta.json, partition.json or predictions.json of ours): --force replaces only those; remove it yourself or choose another folder");
     claim_folder(target.string(), /*hold=*/false);  // refused now, not after the work, while a job reads it
   }
 }
@@ -494,6 +528,10 @@ std::uint32_t crc32_of(std::span<const std::byte> bytes, std::uint32_t crc) {
     left -= n;
   }
   return static_cast<std::uint32_t>(c);
+}
+
+std::uint32_t crc32_concat(std::uint32_t first, std::uint32_t second, std::uint64_t second_bytes) {
+  return static_cast<std::uint32_t>(::crc32_combine(first, second, static_cast<z_off_t>(second_bytes)));
 }
 
 std::uint32_t crc32_of_file(const std::string& path) {

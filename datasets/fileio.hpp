@@ -66,6 +66,14 @@ void write_file_atomic(const std::string& path, const std::function<void(std::FI
 // write_file_atomic for a text already in memory.
 void write_text_file_atomic(const std::string& path, const std::string& text);
 
+// A file that several processes fill, each its own byte ranges: create_filled_file makes it (its
+// `head`, then zeros up to `size`, sparse); write_at writes a range of it in place and fsyncs
+// it. Ranges written by separate pwrites are safe on shared filesystems (NFS, Lustre) where two
+// nodes' writes into one page through shared mappings are not. Errors are InputErrors naming the
+// file.
+void create_filled_file(const std::string& path, std::span<const std::byte> head, std::uint64_t size);
+void write_at(const std::string& path, std::uint64_t offset, std::span<const std::byte> bytes);
+
 // Builds a folder atomically: `fill` populates a fresh temporary sibling folder, whose files are
 // fsynced before it is renamed to `dir`. If `dir` exists it must be empty, or `replace` must be
 // set and `dir` hold a shardgnn dataset or partitioned dataset (the old folder is then swapped out
@@ -99,6 +107,9 @@ std::vector<std::string> remove_stale_temporaries(const std::string& path);
 // CRC-32 (zlib's polynomial) of a byte range and of a whole file.
 std::uint32_t crc32_of(std::span<const std::byte> bytes, std::uint32_t crc = 0);
 std::uint32_t crc32_of_file(const std::string& path);
+// The CRC-32 of two byte ranges one after the other, from theirs and the second's length (zlib's
+// crc32_combine): pieces written by several processes give the whole file's.
+std::uint32_t crc32_concat(std::uint32_t first, std::uint32_t second, std::uint64_t second_bytes);
 
 // Asks the kernel to drop the page cache of a file written and fsynced here (a hint; pages
 // another process still maps stay). Its next reader then reads it back in the folio size that

@@ -319,15 +319,12 @@ Array<T> npy_view(const NpyBuffer& buf, int expected_ndim) {
   return Array<T>(buf.keeper, reinterpret_cast<const T*>(data.data()), static_cast<std::size_t>(h.count()));
 }
 
-std::uint32_t write_npy_streamed(const std::string& path, DType dtype, std::span<const std::int64_t> shape,
-                                 const std::function<void(const NpySink&)>& fill) {
+std::string npy_header(DType dtype, std::span<const std::int64_t> shape) {
   std::string dict = "{'descr': '" + dtype_descr(dtype) + "', 'fortran_order': False, 'shape': (";
-  std::int64_t count = 1;
   for (std::size_t i = 0; i < shape.size(); ++i) {
     dict += std::to_string(shape[i]);
     if (shape.size() == 1 || i + 1 < shape.size()) dict += ",";
     if (i + 1 < shape.size()) dict += " ";
-    count *= shape[i];
   }
   dict += "), }";
   // Pad with spaces and a newline so the data starts on a 64-byte boundary (numpy does the same).
@@ -348,6 +345,14 @@ std::uint32_t write_npy_streamed(const std::string& path, DType dtype, std::span
     pre += static_cast<char>((len >> 24) & 0xff);
   }
   pre += dict;
+  return pre;
+}
+
+std::uint32_t write_npy_streamed(const std::string& path, DType dtype, std::span<const std::int64_t> shape,
+                                 const std::function<void(const NpySink&)>& fill) {
+  const std::string pre = npy_header(dtype, shape);
+  std::int64_t count = 1;
+  for (const std::int64_t d : shape) count *= d;
   const std::size_t nbytes = static_cast<std::size_t>(count) * dtype_size(dtype);
   // The CRC is taken piece by piece as the data go out, while each piece is still in cache.
   std::uint32_t crc = crc32_of({reinterpret_cast<const std::byte*>(pre.data()), pre.size()});

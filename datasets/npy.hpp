@@ -72,6 +72,10 @@ std::vector<T> npy_to_vector(const NpyBuffer& buf, int expected_ndim = -1);
 template <class T>
 Array<T> npy_view(const NpyBuffer& buf, int expected_ndim);
 
+// The bytes of an .npy header (magic, version 1.0, or 2.0 when it needs it, and the padded dict)
+// for an array of this dtype and shape: its data start right after them, on a 64-byte boundary.
+std::string npy_header(DType dtype, std::span<const std::int64_t> shape);
+
 // Writes an array with the given shape as .npy version 1.0 (or 2.0 if the header needs it),
 // atomically: to a temporary name in the same folder, fsync, rename. Returns the CRC-32 of the
 // file's bytes, computed from memory while writing (no second read of the file).

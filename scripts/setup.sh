@@ -92,6 +92,8 @@ else
       echo "setup: installing torch==$version from PyPI into build-torch/venv"
       "$torch_python" -m pip install -q --disable-pip-version-check "torch==$version"
     fi
+    # numpy: the Python module's test (python/shardgnn_model.py reads dataset folders with it).
+    "$torch_python" -c 'import numpy' 2>/dev/null || "$torch_python" -m pip install -q --disable-pip-version-check numpy
   fi
   prefix=$("$torch_python" -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null) ||
     { echo "setup: $torch_python has no torch (import torch failed)" >&2; exit 1; }
@@ -101,8 +103,15 @@ else
     [ -x "$cuda_home/bin/nvcc" ] || { echo "setup: this torch was built with CUDA: its CMake files need a CUDA toolkit ($cuda_home/bin/nvcc not found; set CUDA_HOME)" >&2; exit 1; }
     cuda=(-DCMAKE_CUDA_COMPILER="$cuda_home/bin/nvcc" -DCUDAToolkit_ROOT="$cuda_home")
   fi
+  # The interpreter itself, not what its symbolic link resolves to (a venv's python is a link to
+  # the system's, which has no torch): for the Python module's test.
+  case $torch_python in
+    /*) torch_python_path=$torch_python ;;
+    */*) torch_python_path=$PWD/$torch_python ;;
+    *) torch_python_path=$(command -v "$torch_python") ;;
+  esac
   echo "setup: building shardgnn (Release) in build-torch/ against $("$torch_python" -c 'import torch; print("torch", torch.__version__)' 2>/dev/null)"
-  cmake -S . -B build-torch -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" "${cuda[@]}" >/dev/null
+  cmake -S . -B build-torch -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" -DSHARDGNN_TORCH_PYTHON="$torch_python_path" "${cuda[@]}" >/dev/null
   ninja -C build-torch -j"$(nproc)" shardgnn
 fi
 

@@ -35,6 +35,7 @@ constexpr const char* kUsage =
     "  bench balance   benchmark rebalancing on heterogeneous shards and ranks\n"
     "  bench strategies  which partitioning trains best: accuracy and epoch time per strategy\n"
     "  train           train a GNN (GraphSAGE, GCN, GAT) on a dataset or, under mpiexec, its shards\n"
+    "  predict         write every node's embedding and prediction with a trained model\n"
     "  report          per-rank time, traffic and imbalance of a training run (its metrics file)\n"
     "  version         print the version\n"
     "\n"
@@ -78,7 +79,7 @@ int main(int argc, char** argv) {
       cli::require_launch_joined(world);  // else each task would write the same output alone
       return cli::partition_main(a, world);
     }, /*keep_heap=*/false);
-  if (cmd == "train" || cmd == "bench") {
+  if (cmd == "train" || cmd == "bench" || cmd == "predict") {
     if (cmd == "bench" && !args.empty() && args[0] == "sampler") cli::g_command = "shardgnn bench sampler";
     if (cmd == "train") {
       // Training takes its stop signals in a thread of its own, which needs them blocked in every
@@ -89,9 +90,9 @@ int main(int argc, char** argv) {
     // The benchmarks run this command (train, partition) as child processes: this build's.
     setenv("SHARDGNN_EXE", std::filesystem::read_symlink("/proc/self/exe").c_str(), 1);
     std::string tried;
-    exec_program(cmd == "train" ? "shardgnn-train" : "shardgnn-bench", args, tried);
+    exec_program("shardgnn-" + cmd, args, tried);
     std::fprintf(stderr, "%s: error: cannot start its program (%s)%s\n", cli::g_command.c_str(), tried.c_str(),
-                 cmd == "train" ? "; this build may lack libtorch (-DSHARDGNN_WITH_TORCH=ON)" : "");
+                 cmd == "bench" ? "" : "; this build may lack libtorch (-DSHARDGNN_WITH_TORCH=ON)");
     return 1;
   }
   return cli::report_errors([&] {

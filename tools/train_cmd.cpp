@@ -22,6 +22,7 @@
 #include "sampler/feature_store.hpp"
 #include "tools/cli.hpp"
 #include "tools/mpi_program.hpp"
+#include "tools/run_input.hpp"
 #include "tools/sampler_options.hpp"
 #include "trainer/stop.hpp"
 #include "trainer/train.hpp"
@@ -32,53 +33,12 @@ namespace shardgnn::cli {
 
 namespace {
 
-// What a rank trains on; `dataset` backs the shard's arrays in the single-process case.
-struct Input {
-  Dataset dataset;
-  Shard shard;
-  std::string name;
-  std::string kind;  // "partitioned" or "dataset"
-};
-
-// Loads this rank's part of <dir>, turning any failure into an error every rank reports.
-void load_input(const comm::Communicator& world, const std::string& dir, const std::string& scratch, Input& in) {
-  comm::agree(world, [&] {
-    if (fs::exists(fs::path(dir) / "partition.json")) {
-      const PartitionInfo info = load_partition_info(dir);
-      in.shard = load_shard_for_rank(info, world.rank(), world.size(), scratch);
-      in.name = info.dataset_name;
-      in.kind = "partitioned";
-      if (const int parts = info.book.parts(), P = world.size(); parts > P)
-        in.kind += ", its " + std::to_string(parts) + " parts merged " + (parts % P == 0 ? "" : "up to ") + std::to_string((parts + P - 1) / P) + " per rank";
-    } else if (fs::exists(fs::path(dir) / "meta.json")) {
-      if (world.size() != 1)
-        throw InputError(dir + ": a dataset folder trains in one process; for " + std::to_string(world.size()) + " ranks partition it first (shardgnn partition " +
-                         dir + " --parts " + std::to_string(world.size()) + " --out DIR)");
-      in.dataset = load_dataset(dir);
-      in.shard = shard_from_dataset(in.dataset);
-      in.name = in.dataset.name;
-      in.kind = "dataset";
-    } else {
-      throw InputError(dir + ": neither a partitioned dataset (partition.json) nor a dataset folder (meta.json)");
-    }
-  });
-}
-
 // --seed-sampling: TrainConfig::class_balanced.
 constexpr EnumName<bool> kSeedSamplings[] = {{false, "shard"}, {true, "class-balanced"}};
 
 std::string fixed4(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4f", x);
-  return buf;
-}
-
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
 }
 
@@ -129,20 +89,6 @@ void print_run_lines(const comm::Communicator& world, const Shard& shard, const 
     std::printf("%s\n", line.c_str());
   }
   std::fflush(stdout);
-}
-
-// Every rank's peak resident memory (mapped shard pages it touched included), rank 0 prints the
-// largest and the mean (collective).
-void print_peak_memory(const comm::Communicator& world) {
-  rusage ru{};
-  ::getrusage(RUSAGE_SELF, &ru);
-  const auto peaks = world.allgather<std::int64_t>(static_cast<std::int64_t>(ru.ru_maxrss));  // KiB
-  if (world.rank() != 0) return;
-  const auto top = std::max_element(peaks.begin(), peaks.end());
-  double mean = 0;
-  for (const std::int64_t p : peaks) mean += static_cast<double>(p) / static_cast<double>(peaks.size());
-  std::printf("peak resident memory per rank: largest %.0f MiB (rank %td), mean %.0f MiB (%s)\n", static_cast<double>(*top) / 1024, top - peaks.begin(),
-              mean / 1024, utc_now().c_str());
 }
 
 // The run's outcome as the metrics file's last line (rank 0; a failure fails every rank).
@@ -327,7 +273,7 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
   {
     // Ranks load and merge shards of unequal sizes, and build their caches, before they meet.
     const comm::LongWaits start_up(comm::kLongWaitFactor);
-    load_input(world, vm["dir"].as<std::string>(), extra.scratch, in);
+    load_input(world, vm["dir"].as<std::string>(), extra.scratch, "trains", in);
     trainer_slot.emplace(in.shard, in.name, world, tc, sc);
   }
   Trainer& trainer = *trainer_slot;

@@ -409,4 +409,93 @@ void save_weights(const std::string& path, const torch::nn::Module& model) {
   write_bytes_atomic(path, pickle_archive(c10::IValue(dict)));
 }
 
+namespace {
+
+std::string shape_text(c10::IntArrayRef sizes) {
+  std::string t = "[";
+  for (std::size_t i = 0; i < sizes.size(); ++i) t += (i ? ", " : "") + std::to_string(sizes[i]);
+  return t + "]";
+}
+
+}  // namespace
+
+Gnn load_weights(const std::string& path, const torch::Device& device) {
+  std::vector<char> bytes;
+  {
+    const MappedFile m = map_file(path);
+    bytes.assign(reinterpret_cast<const char*>(m.bytes.data()), reinterpret_cast<const char*>(m.bytes.data()) + m.bytes.size());
+  }
+  c10::IValue root;
+  try {
+    root = torch::pickle_load(bytes);
+  } catch (const c10::Error& e) {
+    throw InputError(path, "", "not a weights file in torch.save's format: " + first_line(e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    throw InputError(path, "", "not a weights file in torch.save's format: " + first_line(e.what()));
+  }
+  if (!root.isGenericDict()) throw InputError(path, "", "not a weights file: expected a dictionary of tensors (shardgnn train's weights.pt)");
+  std::map<std::string, torch::Tensor> w;
+  for (const auto& entry : root.toGenericDict()) {
+    if (!entry.key().isString()) throw InputError(path, "", "not a weights file: a key is not a string");
+    const std::string key = entry.key().toStringRef();
+    if (!entry.value().isTensor()) throw InputError(path, "entry '" + key + "'", "expected a tensor");
+    w[key] = entry.value().toTensor();
+  }
+  const auto has = [&](const std::string& key) { return w.count(key) > 0; };
+  ModelConfig mc;
+  mc.dropout = 0;
+  std::string weight = "fc.weight";
+  if (has("conv0.fc_self.weight")) {
+    mc.kind = ModelKind::kSage;
+    weight = "fc_self.weight";
+  } else if (has("conv0.attn_l")) {
+    mc.kind = ModelKind::kGat;
+  } else if (has("conv0.fc.weight")) {
+    mc.kind = ModelKind::kGcn;
+  } else {
+    throw InputError(path, "", "no first layer: expected conv0.fc_self.weight (GraphSAGE), conv0.attn_l (GAT) or conv0.fc.weight (GCN)");
+  }
+  std::int64_t layers = 0;
+  while (has("conv" + std::to_string(layers) + "." + weight)) ++layers;
+  const auto entry = [&](std::int64_t l, const std::string& name, std::int64_t dims) -> const torch::Tensor& {
+    const std::string key = "conv" + std::to_string(l) + "." + name;
+    const auto it = w.find(key);
+    if (it == w.end()) throw InputError(path, "", "lacks entry '" + key + "' (" + model_name(mc.kind) + ", " + std::to_string(layers) + " layers)");
+    if (it->second.dim() != dims || !it->second.is_floating_point())
+      throw InputError(path, "entry '" + key + "'", "expected a " + std::to_string(dims) + "-d floating-point tensor, found " + shape_text(it->second.sizes()));
+    return it->second;
+  };
+  const std::int64_t in = entry(0, weight, 2).size(1);
+  std::int64_t out = 0, hidden = 1;
+  if (mc.kind == ModelKind::kGat) {
+    mc.heads = static_cast<int>(entry(0, "attn_l", 3).size(1));
+    out = entry(layers - 1, "attn_l", 3).size(2);
+    hidden = layers > 1 ? entry(0, weight, 2).size(0) : mc.heads;
+  } else {
+    out = entry(layers - 1, weight, 2).size(0);
+    if (layers > 1) hidden = entry(0, weight, 2).size(0);
+  }
+  mc.hidden = static_cast<int>(hidden);
+  Gnn model(GnnOptions(mc, in, out, layers));
+  // Every parameter the widths imply must be there with its shape, and nothing else may be.
+  torch::NoGradGuard no_grad;
+  std::size_t matched = 0;
+  for (auto& item : model->named_parameters()) {
+    const auto it = w.find(item.key());
+    if (it == w.end()) throw InputError(path, "", "lacks entry '" + item.key() + "' (" + model_name(mc.kind) + ", " + std::to_string(layers) + " layers)");
+    if (it->second.sizes() != item.value().sizes())
+      throw InputError(path, "entry '" + item.key() + "'", "has shape " + shape_text(it->second.sizes()) + ", the model its other entries describe needs " +
+                                                               shape_text(item.value().sizes()));
+    item.value().copy_(it->second);
+    ++matched;
+  }
+  if (matched != w.size())
+    for (const auto& [key, t] : w)
+      if (model->named_parameters().find(key) == nullptr)
+        throw InputError(path, "entry '" + key + "'", "is not a parameter of a " + model_name(mc.kind) + " of " + std::to_string(layers) + " layers");
+  model->to(device);
+  model->eval();
+  return model;
+}
+
 }  // namespace shardgnn

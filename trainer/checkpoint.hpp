@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "trainer/models.hpp"
+
 namespace shardgnn {
 
 // What a checkpoint must match to be resumed.
@@ -59,5 +61,12 @@ void load_checkpoint(const std::string& path, const CheckpointIdentity& id, torc
 // The model's parameters as {name: tensor} (CPU), pickled as torch.save does: Python reads it
 // with torch.load(path). Written atomically.
 void save_weights(const std::string& path, const torch::nn::Module& model);
+
+// The model a weights file holds (save_weights's dictionary, or one torch.save wrote with the same
+// names): its kind, depth, widths and heads read off the entries' names and shapes (GraphSAGE has
+// conv0.fc_self, GAT conv0.attn_l, GCN conv0.fc only), its values loaded, in eval mode on
+// `device`. A file that is not such a dictionary, lacks an entry the model needs, has one of
+// another shape or one the model has no place for is an InputError naming the file and the entry.
+Gnn load_weights(const std::string& path, const torch::Device& device);
 
 }  // namespace shardgnn

@@ -331,7 +331,7 @@ torch::Tensor layer_step(Gnn& model, std::int64_t l, bool projected, torch::Tens
 }  // namespace
 
 torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk,
-                             std::int64_t src_bytes, std::int64_t kept_bytes_limit) {
+                             std::int64_t src_bytes, std::int64_t kept_bytes_limit, std::int64_t keep_after, torch::Tensor* kept) {
   EvalScope scope(*model);
   // The collectives, in this order on every rank: the halo requests, the halo degrees, the graph's
   // sizes, then one row exchange per layer.
@@ -344,7 +344,11 @@ torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communi
                      block_bounds(model, shard.graph, nbr_pos, shard.graph.num_nodes() + halo.n_halo, chunk, src_bytes, plan.widest), L, kept_bytes_limit,
                      device);
   torch::Tensor h = input_rows(shard, device);
-  for (std::int64_t l = 0; l < L; ++l) h = layer_step(model, l, plan.hoisted[static_cast<std::size_t>(l)], h, halo, blocks, comm, device);
+  for (std::int64_t l = 0; l < L; ++l) {
+    if (kept != nullptr && l == keep_after) *kept = h;
+    h = layer_step(model, l, plan.hoisted[static_cast<std::size_t>(l)], h, halo, blocks, comm, device);
+  }
+  if (kept != nullptr && keep_after == L) *kept = h;
   return h;
 }
 

@@ -59,8 +59,11 @@ inline constexpr std::int64_t kEvalKeptBlockBytes = std::int64_t{1} << 30;
 // chunk: dst nodes per block, or 0 for blocks whose per-edge tensors take about kEvalBlockBytes
 // and whose src rows about `src_bytes` (bounds the memory of one layer step beyond the layer's
 // input and output tables). The first layer's blocks are kept for the others up to `kept_bytes`.
+// With `kept`, the rows after the first `keep_after` layers (0: the input rows, `layers`: the
+// output) are also returned there (shardgnn predict's embeddings), at the memory of one more table.
 torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk,
-                             std::int64_t src_bytes = kEvalSrcBytes, std::int64_t kept_bytes = kEvalKeptBlockBytes);
+                             std::int64_t src_bytes = kEvalSrcBytes, std::int64_t kept_bytes = kEvalKeptBlockBytes, std::int64_t keep_after = -1,
+                             torch::Tensor* kept = nullptr);
 
 // Collective over `comm`: full_inference, scored on the owned val and test nodes.
 SplitMetrics evaluate_full(const Task& task, Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk);

@@ -74,6 +74,8 @@ std::int64_t NodeClassification::do_examples(const MiniBatch& mb) const {
   return std::count_if(mb.labels.begin(), mb.labels.end(), [](std::int64_t y) { return y >= 0; });
 }
 
+torch::Tensor NodeClassification::do_predictions(const torch::Tensor& output) const { return output.argmax(1).to(torch::kCPU).to(torch::kLong).contiguous(); }
+
 std::unique_ptr<TaskMetrics> NodeClassification::do_make_metrics(std::size_t val_entries) const {
   return std::make_unique<ConfusionMetrics>(classes_, val_entries);
 }

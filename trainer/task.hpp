@@ -102,6 +102,9 @@ class Task {
   torch::Tensor train_stat_sum(const torch::Tensor& output, const BatchTensors& batch) const { return do_train_stat_sum(output, batch); }
   // The batch's examples that count in the loss and the statistic, on the host (no device wait).
   std::int64_t examples(const MiniBatch& mb) const { return do_examples(mb); }
+  // What `shardgnn predict` writes for the model's output rows: a tensor on the CPU, one row (or
+  // entry) per output row; NodeClassification: the argmax class, int64 [n].
+  torch::Tensor predictions(const torch::Tensor& output) const { return do_predictions(output); }
   // Empty sums for one evaluation whose schedule starts with `val_entries` validation entries.
   std::unique_ptr<TaskMetrics> make_metrics(std::size_t val_entries) const { return do_make_metrics(val_entries); }
   // The validation score that selects the best model (higher is better) and its name for messages.
@@ -114,6 +117,7 @@ class Task {
   virtual torch::Tensor do_loss(const torch::Tensor& output, const BatchTensors& batch, bool mean) const = 0;
   virtual torch::Tensor do_train_stat_sum(const torch::Tensor& output, const BatchTensors& batch) const = 0;
   virtual std::int64_t do_examples(const MiniBatch& mb) const = 0;
+  virtual torch::Tensor do_predictions(const torch::Tensor& output) const = 0;
   virtual std::unique_ptr<TaskMetrics> do_make_metrics(std::size_t val_entries) const = 0;
   virtual double do_selection_score(const ClassMetrics& val) const = 0;
   virtual std::string_view do_selection_name() const = 0;
@@ -130,6 +134,7 @@ class NodeClassification final : public Task {
   torch::Tensor do_loss(const torch::Tensor& output, const BatchTensors& batch, bool mean) const override;
   torch::Tensor do_train_stat_sum(const torch::Tensor& output, const BatchTensors& batch) const override;
   std::int64_t do_examples(const MiniBatch& mb) const override;
+  torch::Tensor do_predictions(const torch::Tensor& output) const override;
   std::unique_ptr<TaskMetrics> do_make_metrics(std::size_t val_entries) const override;
   double do_selection_score(const ClassMetrics& val) const override { return val.accuracy; }
   std::string_view do_selection_name() const override { return "accuracy"; }

@@ -24,6 +24,7 @@
 #include "sampler/sampler.hpp"
 #include "sampler/seed_scheduler.hpp"
 #include "trainer/checkpoint.hpp"
+#include "trainer/device.hpp"
 #include "trainer/data_parallel.hpp"
 #include "trainer/evaluate.hpp"
 #include "trainer/gemm.hpp"
@@ -35,10 +36,7 @@
 
 namespace fs = std::filesystem;
 
-// OpenBLAS (Debian's BLAS behind libtorch) keeps its own thread pool, sized from the environment
-// at load time and untouched by torch::set_num_threads; its spinning threads starve the other
-// ranks' MPI progress on a shared node. Weak: null with another BLAS.
-extern "C" void openblas_set_num_threads(int) __attribute__((weak));
+// The kernels OpenBLAS runs on (blas_core). Weak: null with another BLAS.
 extern "C" char* openblas_get_corename(void) __attribute__((weak));
 
 namespace shardgnn {
@@ -51,25 +49,6 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 // Every fanout -1: the sampler's neighbourhoods are the whole ones.
 bool every_neighbour(const std::vector<int>& fanouts) {
   return std::all_of(fanouts.begin(), fanouts.end(), [](int f) { return f < 0; });
-}
-
-void limit_threads(int n) {
-  torch::set_num_threads(n);
-  if (openblas_set_num_threads) openblas_set_num_threads(n);
-}
-
-// `local_rank`: this rank's place on its node, which picks its GPU.
-torch::Device resolve_device(const std::string& name, int local_rank) {
-  if (name == "cpu") return torch::kCPU;
-  if (!torch::cuda::is_available())
-    throw InputError("--device " + name + ": no CUDA device available (this libtorch was built without CUDA, or no GPU is visible); use --device cpu");
-  const auto count = static_cast<int>(torch::cuda::device_count());
-  torch::Device d = name == "cuda" ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank % count)) : torch::Device(name);
-  if (d.index() >= count) throw InputError("--device " + name + ": only " + std::to_string(count) + " CUDA devices are visible");
-  // Work issued without a device of its own (streams, library handles, a bare tensor on
-  // "cuda") goes to the current device, which is otherwise GPU 0 on every rank of the node.
-  c10::impl::getDeviceGuardImpl(d.type())->setDevice(d);
-  return d;
 }
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c, std::vector<torch::Tensor> params) {
@@ -305,17 +284,7 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
 
   // Threads from the binding: the rank's share of the cores its mask allows, never more than
   // torch's default (the physical cores it counts), which a rank alone on its cores keeps.
-  if (c.device.threads > 0) {
-    limit_threads(c.device.threads);
-    s.threads_from = "--threads";
-  } else if (const char* omp = std::getenv("OMP_NUM_THREADS"); omp != nullptr && *omp != '\0') {
-    s.threads_from = "OMP_NUM_THREADS";
-  } else {
-    limit_threads(std::min(s.cores.cores, torch::get_num_threads()));
-    s.threads_from = std::to_string(s.cores.cpus) + " CPU" + (s.cores.cpus == 1 ? "" : "s") + " in the binding, shared by " + std::to_string(s.cores.sharing) +
-                     " of the node's " + std::to_string(s.cores.ranks_on_node) + " rank" + (s.cores.ranks_on_node == 1 ? "" : "s") +
-                     (s.cores.per_task > 0 ? ", SLURM_CPUS_PER_TASK " + std::to_string(s.cores.per_task) : "");
-  }
+  s.threads_from = set_rank_threads(c.device.threads, s.cores);
   torch::manual_seed(c.seed);
   const GnnOptions mo(c.model, shard.feature_dim, l.task->output_width(), static_cast<std::int64_t>(s.scfg.fanouts.size()));
   l.model = Gnn(mo);
@@ -355,10 +324,7 @@ Trainer::~Trainer() = default;
 std::uint64_t Trainer::weights_checksum() const { return parameters_checksum(*s_->learn.model); }
 bool Trainer::validation_batches_kept() const noexcept { return s_->scoring.cache == Scoring::Cache::kKept; }
 std::string Trainer::device_name() const { return s_->learn.device.str(); }
-std::string Trainer::threads_text() const {
-  const int n = torch::get_num_threads();
-  return std::to_string(n) + " torch thread" + (n == 1 ? "" : "s") + " per rank (" + s_->threads_from + ")";
-}
+std::string Trainer::threads_text() const { return shardgnn::threads_text(s_->threads_from); }
 std::string Trainer::gradient_path() const { return s_->learn.allreducer->path(); }
 const FeatureStore& Trainer::features() const noexcept { return *s_->feeds.features; }
 std::string Trainer::gemm_backend() const { return s_->learn.device.is_cpu() && s_->cfg.model.precision == Precision::kFloat32 ? cpu_gemm_backend() : "torch"; }
