@@ -94,5 +94,6 @@ void verify_listed_checksums(const std::string& dir, const boost::json::object& 
 template Array<float> load_listed_array<float>(const std::string&, const boost::json::object&, const std::string&, const std::string&, const std::vector<std::int64_t>&, bool);
 template Array<std::int64_t> load_listed_array<std::int64_t>(const std::string&, const boost::json::object&, const std::string&, const std::string&, const std::vector<std::int64_t>&, bool);
 template Array<std::int32_t> load_listed_array<std::int32_t>(const std::string&, const boost::json::object&, const std::string&, const std::string&, const std::vector<std::int64_t>&, bool);
+template Array<std::uint8_t> load_listed_array<std::uint8_t>(const std::string&, const boost::json::object&, const std::string&, const std::string&, const std::vector<std::int64_t>&, bool);
 
 }  // namespace shardgnn

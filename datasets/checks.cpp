@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "datasets/dataset.hpp"
 #include "datasets/error.hpp"
 
 namespace shardgnn {
@@ -45,6 +46,16 @@ void check_csr(const CsrGraph& g, std::int64_t targets, const std::string& indpt
                      "offset " + std::to_string(indptr[i]) + " is below the one before it (" + std::to_string(indptr[i - 1]) + ")");
   }
   check_range(g.indices().span(), 0, targets, indices_file, "node id");
+}
+
+void check_label_bits(std::span<const std::uint8_t> bits, std::int64_t classes, const std::string& file) {
+  const std::int64_t row = label_row_bytes(classes);
+  if (classes % 8 == 0 || row == 0) return;
+  const auto pad = static_cast<std::uint8_t>(0xff << (classes % 8));
+  for (std::size_t at = static_cast<std::size_t>(row - 1); at < bits.size(); at += static_cast<std::size_t>(row))
+    if (bits[at] & pad)
+      throw InputError(file, "element " + std::to_string(at), "node " + std::to_string(static_cast<std::int64_t>(at) / row) + " has a label bit past its " +
+                                                               std::to_string(classes) + " labels set");
 }
 
 }  // namespace shardgnn

@@ -19,4 +19,8 @@ void check_csr(const CsrGraph& g, std::int64_t targets, const std::string& indpt
 // Every value lies in [lo, hi); `what` names one ("node id", "label").
 void check_range(std::span<const std::int64_t> values, std::int64_t lo, std::int64_t hi, const std::string& file, const char* what);
 
+// Rows of label_row_bytes(classes) bytes (a multi-label dataset's label_bits) set no bit past the
+// last label.
+void check_label_bits(std::span<const std::uint8_t> bits, std::int64_t classes, const std::string& file);
+
 }  // namespace shardgnn

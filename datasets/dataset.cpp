@@ -39,7 +39,8 @@ std::vector<ArraySpec> array_specs(const Dataset& ds) {
   v.push_back({"indptr", DType::kInt64, {n + 1}, ds.graph.indptr().data()});
   v.push_back({"indices", DType::kInt64, {ds.graph.num_edges()}, ds.graph.indices().data()});
   if (ds.feature_dim > 0) v.push_back({"features", DType::kFloat32, {n, ds.feature_dim}, ds.features.data()});
-  if (ds.num_classes > 0) v.push_back({"labels", DType::kInt64, {n}, ds.labels.data()});
+  if (ds.num_classes > 0 && !ds.multilabel) v.push_back({"labels", DType::kInt64, {n}, ds.labels.data()});
+  if (ds.num_classes > 0 && ds.multilabel) v.push_back({"label_bits", DType::kUInt8, {n, label_row_bytes(ds.num_classes)}, ds.label_bits.data()});
   v.push_back({"train_idx", DType::kInt64, {static_cast<std::int64_t>(ds.train_idx.size())}, ds.train_idx.data()});
   v.push_back({"val_idx", DType::kInt64, {static_cast<std::int64_t>(ds.val_idx.size())}, ds.val_idx.data()});
   v.push_back({"test_idx", DType::kInt64, {static_cast<std::int64_t>(ds.test_idx.size())}, ds.test_idx.data()});
@@ -54,7 +55,9 @@ void check_consistent(const Dataset& ds) {
   auto bad = [&](const std::string& what) { throw std::logic_error("save_dataset: inconsistent dataset '" + ds.name + "': " + what); };
   if (ds.graph.indptr().empty()) bad("no indptr");
   if (ds.feature_dim > 0 && static_cast<std::int64_t>(ds.features.size()) != n * ds.feature_dim) bad("features size");
-  if (ds.num_classes > 0 && static_cast<std::int64_t>(ds.labels.size()) != n) bad("labels size");
+  if (ds.num_classes > 0 && !ds.multilabel && static_cast<std::int64_t>(ds.labels.size()) != n) bad("labels size");
+  if (ds.num_classes > 0 && ds.multilabel && static_cast<std::int64_t>(ds.label_bits.size()) != n * label_row_bytes(ds.num_classes)) bad("label_bits size");
+  if (ds.multilabel && !ds.labels.empty()) bad("a multi-label dataset with a label vector");
   if (!ds.node_ids.empty() && static_cast<std::int64_t>(ds.node_ids.size()) != n) bad("node_ids size");
   if (ds.node_weight_dim > 0 && static_cast<std::int64_t>(ds.node_weights.size()) != n * ds.node_weight_dim) bad("node_weights size");
   if (!ds.edge_weights.empty() && static_cast<std::int64_t>(ds.edge_weights.size()) != ds.graph.num_edges()) bad("edge_weights size");
@@ -72,6 +75,19 @@ boost::json::object cleaning_json(const CleanReport& r) {
 }
 
 }  // namespace
+
+std::vector<std::uint8_t> pack_label_rows(std::span<const std::uint8_t> matrix, std::int64_t classes, const std::string& origin) {
+  const auto C = static_cast<std::size_t>(classes), row = static_cast<std::size_t>(label_row_bytes(classes));
+  const std::size_t n = C == 0 ? 0 : matrix.size() / C;
+  std::vector<std::uint8_t> bits(n * row, 0);
+  for (std::size_t v = 0; v < n; ++v)
+    for (std::size_t c = 0; c < C; ++c) {
+      const std::uint8_t x = matrix[v * C + c];
+      if (x > 1) throw InputError(origin, "element " + std::to_string(v * C + c), "label entry " + std::to_string(x) + " (node " + std::to_string(v) + ", label " + std::to_string(c) + "), expected 0 or 1");
+      bits[v * row + c / 8] |= static_cast<std::uint8_t>(x << (c % 8));
+    }
+  return bits;
+}
 
 void normalize_feature_rows(Dataset& ds) {
   if (ds.feature_dim == 0) return;
@@ -138,6 +154,7 @@ std::int64_t keep_largest_component(Dataset& ds) {
   }
   ds.features = kept_rows(ds.features, kept, static_cast<std::size_t>(ds.feature_dim));
   ds.labels = kept_rows(ds.labels, kept, 1);
+  ds.label_bits = kept_rows(ds.label_bits, kept, static_cast<std::size_t>(label_row_bytes(ds.num_classes)));
   ds.node_weights = kept_rows(ds.node_weights, kept, static_cast<std::size_t>(ds.node_weight_dim));
   std::vector<std::int64_t> ids;
   for (const NodeId u : kept) ids.push_back(ds.node_ids.empty() ? u : ds.node_ids[static_cast<std::size_t>(u)]);
@@ -166,6 +183,7 @@ void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite) {
     meta["num_edges"] = ds.graph.num_edges();
     meta["feature_dim"] = ds.feature_dim;
     meta["num_classes"] = ds.num_classes;
+    if (ds.multilabel) meta["multilabel"] = true;
     meta["node_weight_dim"] = ds.node_weight_dim;
     meta["cleaning"] = cleaning_json(ds.cleaning);
     meta["arrays"] = std::move(arrays);
@@ -179,6 +197,7 @@ struct Meta {
   std::string path;
   boost::json::object root;
   std::int64_t n = 0, m = 0, f = 0, c = 0, w = 0;
+  bool multilabel = false;
 };
 
 Meta read_meta(const std::string& dir) {
@@ -201,6 +220,10 @@ Meta read_meta(const std::string& dir) {
   meta.f = json_int(meta.root, "feature_dim", meta.path);
   meta.c = json_int(meta.root, "num_classes", meta.path);
   meta.w = meta.root.contains("node_weight_dim") ? json_int(meta.root, "node_weight_dim", meta.path) : 0;
+  if (const auto* ml = meta.root.if_contains("multilabel")) {
+    if (!ml->is_bool()) throw InputError(meta.path, "key 'multilabel'", "expected true or false");
+    meta.multilabel = ml->get_bool();
+  }
   for (auto [key, val] : {std::pair{"num_nodes", meta.n}, {"num_edges", meta.m}, {"feature_dim", meta.f}, {"num_classes", meta.c}, {"node_weight_dim", meta.w}})
     if (val < 0) throw InputError(meta.path, std::string("key '") + key + "'", "negative count " + std::to_string(val));
   // Per-class tables are sized by it, and no file bounds it as the arrays bound the other counts.
@@ -243,7 +266,8 @@ void check_contents(const Dataset& ds, const std::string& dir) {
   auto file = [&](const char* name) { return (fs::path(dir) / (std::string(name) + ".npy")).string(); };
   const std::int64_t n = ds.num_nodes();
   check_csr(ds.graph, n, file("indptr"), file("indices"));
-  if (ds.num_classes > 0) check_range(ds.labels.span(), -1, ds.num_classes, file("labels"), "label");
+  if (ds.num_classes > 0 && !ds.multilabel) check_range(ds.labels.span(), -1, ds.num_classes, file("labels"), "label");
+  if (ds.multilabel) check_label_bits(ds.label_bits.span(), ds.num_classes, file("label_bits"));
   check_range(ds.train_idx.span(), 0, n, file("train_idx"), "node id");
   check_range(ds.val_idx.span(), 0, n, file("val_idx"), "node id");
   check_range(ds.test_idx.span(), 0, n, file("test_idx"), "node id");
@@ -261,6 +285,7 @@ Dataset load_dataset(const std::string& dir, Contents contents) {
   ds.source = meta.root.contains("source") ? json_string(meta.root, "source", meta.path) : "";
   ds.feature_dim = meta.f;
   ds.num_classes = meta.c;
+  ds.multilabel = meta.multilabel;
   ds.node_weight_dim = meta.w;
   ds.cleaning = read_cleaning(meta);
   auto indptr = load_array<EdgeId>(meta, dir, "indptr", {meta.n + 1}, true);
@@ -270,7 +295,8 @@ Dataset load_dataset(const std::string& dir, Contents contents) {
     throw InputError((fs::path(dir) / "indptr.npy").string(), "", "indptr must start at 0 and end at num_edges = " + std::to_string(meta.m));
   ds.graph = CsrGraph(std::move(indptr), std::move(indices));
   if (meta.f > 0) ds.features = load_array<float>(meta, dir, "features", {meta.n, meta.f}, true);
-  if (meta.c > 0) ds.labels = load_array<std::int64_t>(meta, dir, "labels", {meta.n}, true);
+  if (meta.c > 0 && !meta.multilabel) ds.labels = load_array<std::int64_t>(meta, dir, "labels", {meta.n}, true);
+  if (meta.c > 0 && meta.multilabel) ds.label_bits = load_array<std::uint8_t>(meta, dir, "label_bits", {meta.n, label_row_bytes(meta.c)}, true);
   ds.train_idx = load_array<NodeId>(meta, dir, "train_idx", {split_len(meta, "train_idx")}, false);
   ds.val_idx = load_array<NodeId>(meta, dir, "val_idx", {split_len(meta, "val_idx")}, false);
   ds.test_idx = load_array<NodeId>(meta, dir, "test_idx", {split_len(meta, "test_idx")}, false);
@@ -333,6 +359,14 @@ ValidationResult validate_dataset(const std::string& dir) {
   for (std::size_t i = 0; i < ds.labels.size() && !p.full(); ++i)
     if (ds.labels[i] < -1 || ds.labels[i] >= ds.num_classes)
       p.error(d + "labels.npy", static_cast<std::int64_t>(i), "label " + std::to_string(ds.labels[i]) + " outside [-1, " + std::to_string(ds.num_classes) + ")");
+  if (ds.multilabel && !p.full()) {
+    // Bits past the last label are padding, and must be clear.
+    const std::int64_t row = label_row_bytes(ds.num_classes);
+    const auto pad = static_cast<std::uint8_t>(ds.num_classes % 8 == 0 ? 0 : 0xff << (ds.num_classes % 8));
+    for (std::int64_t v = 0; v < n && !p.full(); ++v)
+      if (ds.label_bits[static_cast<std::size_t>(v * row + row - 1)] & pad)
+        p.error(d + "label_bits.npy", v * row + row - 1, "node " + std::to_string(v) + " has a label bit past its " + std::to_string(ds.num_classes) + " labels set");
+  }
   std::vector<std::uint8_t> seen(static_cast<std::size_t>(n), 0);
   std::uint8_t bit = 1;
   for (auto [name, arr] : {std::pair<const char*, const Array<NodeId>*>{"train_idx", &ds.train_idx}, {"val_idx", &ds.val_idx}, {"test_idx", &ds.test_idx}}) {
@@ -343,7 +377,7 @@ ValidationResult validate_dataset(const std::string& dir) {
       if (seen[v] & bit) p.error(file, static_cast<std::int64_t>(i), "node " + std::to_string(v) + " listed twice");
       else if (seen[v]) p.error(file, static_cast<std::int64_t>(i), "node " + std::to_string(v) + " is also in another split");
       seen[v] |= bit;
-      if (ds.num_classes > 0 && ds.labels[v] < 0) res.warnings.push_back(file + ": node " + std::to_string(v) + " is unlabelled");
+      if (ds.num_classes > 0 && !ds.multilabel && ds.labels[v] < 0) res.warnings.push_back(file + ": node " + std::to_string(v) + " is unlabelled");
     }
     bit <<= 1;
   }

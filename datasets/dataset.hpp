@@ -1,8 +1,11 @@
-// A node-classification dataset: graph, dense float32 features, labels, train/val/test splits,
+// A node-classification dataset: graph, dense float32 features, labels (one class per node, or a
+// set of labels per node), train/val/test splits,
 // and the on-disk dataset directory (meta.json + one .npy per array), memory-mapped on load.
 #pragma once
 
+#include <bit>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -16,6 +19,11 @@ inline constexpr int kDatasetFormatVersion = 1;
 // More classes than nodes is refused, beyond this many (a corrupt count would size per-class tables).
 inline constexpr std::int64_t kMaxClassesAnyGraph = 1 << 16;
 
+// Bytes of one node's row of a multi-label dataset's label_bits.
+inline std::int64_t label_row_bytes(std::int64_t classes) { return (classes + 7) / 8; }
+// Whether label `c` is set in a label_bits row.
+inline bool has_label(const std::uint8_t* row, std::int64_t c) { return (row[c / 8] >> (c % 8)) & 1; }
+
 struct Dataset {
   std::string name;
   std::string source;              // where it came from (file and format), for provenance
@@ -23,7 +31,12 @@ struct Dataset {
   std::int64_t feature_dim = 0;    // 0: no features
   Array<float> features;           // num_nodes x feature_dim, row-major
   std::int64_t num_classes = 0;    // 0: no labels
-  Array<std::int64_t> labels;      // num_nodes entries, -1 = unlabelled; empty if num_classes == 0
+  Array<std::int64_t> labels;      // num_nodes entries, -1 = unlabelled; empty if num_classes == 0 or multilabel
+  // Multi-label datasets: any number of the num_classes labels per node, each node's set a row of
+  // label_row_bytes(num_classes) bytes whose bit c % 8 of byte c / 8 is label c (numpy:
+  // np.unpackbits(a, axis=1, count=C, bitorder='little')); `labels` is then empty.
+  bool multilabel = false;
+  Array<std::uint8_t> label_bits;
   Array<NodeId> train_idx, val_idx, test_idx;
   Array<std::int64_t> node_ids;    // original id of each node when the input was relabelled; else empty
   Array<std::int64_t> node_weights;  // num_nodes x node_weight_dim (METIS vertex weights); else empty
@@ -33,6 +46,26 @@ struct Dataset {
 
   NodeId num_nodes() const noexcept { return graph.num_nodes(); }
 };
+
+// Calls f(c) for each label of node v: its class (none when unlabelled), or each label of its set
+// in a multi-label dataset. What counts labels (the partition report's label entropy, the labels
+// balance constraint) counts each label a node has once.
+template <class F>
+void for_each_label(const Dataset& ds, NodeId v, F&& f) {
+  if (ds.num_classes == 0) return;
+  if (!ds.multilabel) {
+    if (const std::int64_t y = ds.labels[static_cast<std::size_t>(v)]; y >= 0) f(y);
+    return;
+  }
+  const std::int64_t row = label_row_bytes(ds.num_classes);
+  const std::uint8_t* bits = ds.label_bits.data() + v * row;
+  for (std::int64_t b = 0; b < row; ++b)
+    for (std::uint8_t x = bits[b]; x != 0; x &= static_cast<std::uint8_t>(x - 1)) f(b * 8 + std::countr_zero(x));
+}
+
+// A dense label matrix (rows of `classes` entries, each 0 or 1) packed into label_bits rows; any
+// other entry is an InputError naming `origin` and the element.
+std::vector<std::uint8_t> pack_label_rows(std::span<const std::uint8_t> matrix, std::int64_t classes, const std::string& origin);
 
 // Scales every feature row to sum 1 (rows of zeros stay zero): the preprocessing of Kipf &
 // Welling's GCN on the Planetoid citation graphs. Needs owned (not mapped) features.

@@ -24,7 +24,8 @@ namespace shardgnn {
 
 namespace {
 constexpr EnumName<InputFormat> kInputFormats[] = {{InputFormat::kAuto, "auto"},         {InputFormat::kNpz, "npz"}, {InputFormat::kMetis, "metis"},
-                                                   {InputFormat::kEdgeList, "edgelist"}, {InputFormat::kOgb, "ogb"}, {InputFormat::kEdgeList, "snap"}};
+                                                   {InputFormat::kEdgeList, "edgelist"}, {InputFormat::kOgb, "ogb"}, {InputFormat::kEdgeList, "snap"},
+                                                   {InputFormat::kGraphsaint, "graphsaint"}};
 }  // namespace
 
 InputFormat parse_input_format(const std::string& name) { return parse_enum(kInputFormats, name, "input format"); }
@@ -59,7 +60,8 @@ InputFormat detect_format(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
     if (!ogb_file(path, "raw/edge").empty()) return InputFormat::kOgb;
-    throw InputError(path, "", "is a folder without raw/edge.csv.gz; expected an OGB dataset folder or a file");
+    if (fs::exists(fs::path(path) / "adj_full.npz", ec)) return InputFormat::kGraphsaint;
+    throw InputError(path, "", "is a folder without raw/edge.csv.gz (OGB) or adj_full.npz (GraphSAINT); expected one of those or a file");
   }
   std::string p = path;
   if (ends_with(p, ".gz")) p.resize(p.size() - 3);
@@ -77,6 +79,7 @@ Dataset read_dataset(const std::string& path, const ReadOptions& options) {
     case InputFormat::kMetis: return read_metis_dataset(path, options);
     case InputFormat::kEdgeList: return read_edge_list_dataset(path, options);
     case InputFormat::kOgb: return read_ogb_dataset(path, options);
+    case InputFormat::kGraphsaint: return read_graphsaint_dataset(path, options);
     case InputFormat::kAuto: break;
   }
   throw InputError(path, "", "cannot tell the input format; pass --format");
@@ -194,9 +197,19 @@ Dataset read_npz_dataset(const std::string& path, const ReadOptions& options) {
 
   if (z.contains("labels")) {
     NpyBuffer buf = z.read("labels");
-    if (buf.header.shape.size() != 1 || buf.header.shape[0] != n)
-      throw InputError(path, "member 'labels.npy'", "expected one label per node (" + std::to_string(n) + "), as a 1-d array (one-hot labels are not supported)");
-    set_labels(ds, npy_to_vector<std::int64_t>(buf, 1), path, "member 'labels.npy', element ");
+    const auto& shape = buf.header.shape;
+    if (shape.size() == 2 && shape[0] == n && shape[1] > 0) {
+      // A label matrix: a set of labels per node (multi-label).
+      const auto matrix = npy_to_vector<std::uint8_t>(buf, 2);
+      ds.multilabel = true;
+      ds.num_classes = shape[1];
+      ds.label_bits = Array<std::uint8_t>(pack_label_rows(matrix, ds.num_classes, path + ": member 'labels.npy'"));
+    } else if (shape.size() == 1 && shape[0] == n) {
+      set_labels(ds, npy_to_vector<std::int64_t>(buf, 1), path, "member 'labels.npy', element ");
+    } else {
+      throw InputError(path, "member 'labels.npy'", "expected one label per node (" + std::to_string(n) + "), or an " + std::to_string(n) +
+                                                        " x C matrix of 0/1 entries (a set of labels per node)");
+    }
   }
   ds.train_idx = read_split(z, "idx_train", n);
   ds.val_idx = read_split(z, "idx_val", n);

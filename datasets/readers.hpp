@@ -1,5 +1,6 @@
 // Readers for the formats users bring: numpy .npz (Planetoid / gnn-benchmark layout), METIS graph
-// text, SNAP-style edge lists (plain or .gz), and the OGB node-property-prediction raw layout.
+// text, SNAP-style edge lists (plain or .gz), the OGB node-property-prediction raw layout and
+// GraphSAINT's folder.
 // Every reader throws InputError naming the file, the position and what was expected.
 #pragma once
 
@@ -13,9 +14,10 @@
 
 namespace shardgnn {
 
-enum class InputFormat { kAuto, kNpz, kMetis, kEdgeList, kOgb };
-InputFormat parse_input_format(const std::string& name);   // "auto", "npz", "metis", "edgelist", "ogb"
-// Guesses from the path: a folder with raw/edge.csv.gz is OGB, *.npz, *.graph[.gz]/*.metis, else an edge list.
+enum class InputFormat { kAuto, kNpz, kMetis, kEdgeList, kOgb, kGraphsaint };
+InputFormat parse_input_format(const std::string& name);   // "auto", "npz", "metis", "edgelist", "ogb", "graphsaint"
+// Guesses from the path: a folder with raw/edge.csv.gz is OGB, one with adj_full.npz GraphSAINT's,
+// *.npz, *.graph[.gz]/*.metis, else an edge list.
 InputFormat detect_format(const std::string& path);
 
 struct ReadOptions {
@@ -34,6 +36,9 @@ Dataset read_npz_dataset(const std::string& path, const ReadOptions& options);
 Dataset read_metis_dataset(const std::string& path, const ReadOptions& options);
 Dataset read_edge_list_dataset(const std::string& path, const ReadOptions& options);
 Dataset read_ogb_dataset(const std::string& dir, const ReadOptions& options);
+// GraphSAINT's folder: adj_full.npz, feats.npy, class_map.json (one class, or a 0/1 list per node:
+// multi-label), role.json (graphsaint.cpp).
+Dataset read_graphsaint_dataset(const std::string& dir, const ReadOptions& options);
 
 // read_edge_list_dataset for lists too big to hold: a first pass counts the edges and marks the ids
 // that appear (a bit per id up to the largest), a second streams the relabelled edges through

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <string_view>
 #include <system_error>
 #include <vector>
@@ -53,13 +54,33 @@ void check_fractions(double train, double val) {
     throw InputError("split: train and validation fractions must sum to at most 1, got " + fmt_double(train + val));
 }
 
-void store(Dataset& ds, std::vector<NodeId> train, std::vector<NodeId> val, std::vector<NodeId> test) {
-  std::sort(train.begin(), train.end());
-  std::sort(val.begin(), val.end());
-  std::sort(test.begin(), test.end());
-  ds.train_idx = Array<NodeId>(std::move(train));
-  ds.val_idx = Array<NodeId>(std::move(val));
-  ds.test_idx = Array<NodeId>(std::move(test));
+struct Split {
+  std::vector<NodeId> train, val, test;
+};
+
+void store(Dataset& ds, Split s) {
+  std::sort(s.train.begin(), s.train.end());
+  std::sort(s.val.begin(), s.val.end());
+  std::sort(s.test.begin(), s.test.end());
+  ds.train_idx = Array<NodeId>(std::move(s.train));
+  ds.val_idx = Array<NodeId>(std::move(s.val));
+  ds.test_idx = Array<NodeId>(std::move(s.test));
+}
+
+// `nodes` (in an order that depends on nothing but the data) shuffled by the spec's seed and cut
+// by its fractions.
+Split random_split(std::vector<NodeId> nodes, const SplitSpec& spec) {
+  check_fractions(spec.train_fraction, spec.val_fraction);
+  Rng rng(derive_seed(spec.seed, 0));
+  seeded_shuffle(std::span<NodeId>(nodes), rng);
+  const std::int64_t total = static_cast<std::int64_t>(nodes.size());
+  const std::int64_t n_train = std::min(total, static_cast<std::int64_t>(std::llround(spec.train_fraction * static_cast<double>(total))));
+  const std::int64_t n_val = std::min(total - n_train, static_cast<std::int64_t>(std::llround(spec.val_fraction * static_cast<double>(total))));
+  Split s;
+  s.train.assign(nodes.begin(), nodes.begin() + n_train);
+  s.val.assign(nodes.begin() + n_train, nodes.begin() + n_train + n_val);
+  s.test.assign(nodes.begin() + n_train + n_val, nodes.end());
+  return s;
 }
 
 }  // namespace
@@ -88,8 +109,17 @@ SplitSpec parse_split_spec(const std::string& text, std::uint64_t seed) {
 
 void assign_split(Dataset& ds, const SplitSpec& spec) {
   if (spec.kind == SplitSpec::Kind::kNone) throw InputError("split: no split kind given; " + std::string(kExpected));
-  if (ds.num_classes <= 0 || ds.labels.empty())
+  if (ds.num_classes <= 0 || (ds.labels.empty() && !ds.multilabel))
     throw InputError("split: dataset " + quote_token(ds.name) + " has no labels to split");
+  if (ds.multilabel) {
+    // Every node's label set is known (possibly empty): a random split of all nodes.
+    if (spec.kind != SplitSpec::Kind::kRandom)
+      throw InputError("split per-class: dataset " + quote_token(ds.name) + " is multi-label (a set of labels per node); use random:TRAIN,VAL");
+    std::vector<NodeId> all(static_cast<std::size_t>(ds.num_nodes()));
+    std::iota(all.begin(), all.end(), NodeId{0});
+    store(ds, random_split(std::move(all), spec));
+    return;
+  }
 
   const std::int64_t num_classes = ds.num_classes;
   // Labelled nodes grouped by class, ascending id within a class (a counting sort), so the draws
@@ -110,20 +140,15 @@ void assign_split(Dataset& ds, const SplitSpec& spec) {
       if (const std::int64_t y = ds.labels[i]; y >= 0) nodes[static_cast<std::size_t>(next[static_cast<std::size_t>(y)]++)] = static_cast<NodeId>(i);
   }
 
+  if (spec.kind == SplitSpec::Kind::kRandom) {
+    // Shuffled in ascending id order, not class order, so the split ignores the labels entirely.
+    std::sort(nodes.begin(), nodes.end());
+    store(ds, random_split(std::move(nodes), spec));
+    return;
+  }
   Rng rng(derive_seed(spec.seed, 0));
   std::vector<NodeId> train, val, test;
-  if (spec.kind == SplitSpec::Kind::kRandom) {
-    check_fractions(spec.train_fraction, spec.val_fraction);
-    // Shuffle in ascending id order, not class order, so the split ignores the labels entirely.
-    std::sort(nodes.begin(), nodes.end());
-    seeded_shuffle(std::span<NodeId>(nodes), rng);
-    const std::int64_t total = static_cast<std::int64_t>(nodes.size());
-    const std::int64_t n_train = std::min(total, static_cast<std::int64_t>(std::llround(spec.train_fraction * static_cast<double>(total))));
-    const std::int64_t n_val = std::min(total - n_train, static_cast<std::int64_t>(std::llround(spec.val_fraction * static_cast<double>(total))));
-    train.assign(nodes.begin(), nodes.begin() + n_train);
-    val.assign(nodes.begin() + n_train, nodes.begin() + n_train + n_val);
-    test.assign(nodes.begin() + n_train + n_val, nodes.end());
-  } else {
+  {
     if (spec.train_per_class < 0 || spec.val_per_class < 0)
       throw InputError("split: per-class counts must be >= 0, got train " + std::to_string(spec.train_per_class) +
                        ", validation " + std::to_string(spec.val_per_class));
@@ -150,7 +175,7 @@ void assign_split(Dataset& ds, const SplitSpec& spec) {
       test.insert(test.end(), first + need, last);
     }
   }
-  store(ds, std::move(train), std::move(val), std::move(test));
+  store(ds, {std::move(train), std::move(val), std::move(test)});
 }
 
 }  // namespace shardgnn

@@ -1,6 +1,7 @@
 #include "datasets/stats.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <vector>
 
 namespace shardgnn {
@@ -13,6 +14,16 @@ DatasetStats compute_stats(const Dataset& ds) {
   s.feature_dim = ds.feature_dim;
   s.num_classes = ds.num_classes;
   for (auto l : ds.labels.span()) s.labelled += l >= 0;
+  s.multilabel = ds.multilabel;
+  if (ds.multilabel && ds.num_classes > 0) {
+    const auto row = static_cast<std::size_t>(label_row_bytes(ds.num_classes));
+    for (std::size_t v = 0; v * row < ds.label_bits.size(); ++v) {
+      std::int64_t set = 0;
+      for (std::size_t b = 0; b < row; ++b) set += std::popcount(ds.label_bits[v * row + b]);
+      s.label_entries += set;
+      s.labelled += set > 0;
+    }
+  }
   s.train = static_cast<std::int64_t>(ds.train_idx.size());
   s.val = static_cast<std::int64_t>(ds.val_idx.size());
   s.test = static_cast<std::int64_t>(ds.test_idx.size());

@@ -14,7 +14,9 @@ struct DatasetStats {
   std::int64_t undirected_edges = 0;   // distinct unordered pairs {u, v} with u != v (self-loops counted apart)
   std::int64_t feature_dim = 0;
   std::int64_t num_classes = 0;
-  std::int64_t labelled = 0;
+  std::int64_t labelled = 0;           // nodes with a class (multi-label: with at least one label)
+  bool multilabel = false;
+  std::int64_t label_entries = 0;      // multi-label: labels set over all nodes
   std::int64_t train = 0, val = 0, test = 0;
   std::int64_t min_degree = 0, max_degree = 0;
   double mean_degree = 0, median_degree = 0;

@@ -27,8 +27,10 @@ std::vector<PartId> LabelPartitioner::run(const Dataset& ds, const PartitionConf
   const std::uint64_t salt = derive_seed(cfg.seed, kLabelOrderStream);
   std::vector<std::pair<std::int64_t, std::uint64_t>> key(static_cast<std::size_t>(n));  // each node's hashed once, not per comparison
   for (NodeId v = 0; v < n; ++v) {
-    const std::int64_t l = ds.labels[static_cast<std::size_t>(v)];
-    key[static_cast<std::size_t>(v)] = {l < 0 ? ds.num_classes : l, derive_seed(salt, static_cast<std::uint64_t>(v))};
+    // A multi-label node sorts by its lowest label.
+    std::int64_t l = ds.num_classes;
+    for_each_label(ds, v, [&](std::int64_t c) { l = std::min(l, c); });
+    key[static_cast<std::size_t>(v)] = {l, derive_seed(salt, static_cast<std::uint64_t>(v))};
   }
   std::sort(order.begin(), order.end(), [&](NodeId a, NodeId b) { return key[static_cast<std::size_t>(a)] < key[static_cast<std::size_t>(b)]; });
   std::vector<PartId> part(static_cast<std::size_t>(n));

@@ -117,10 +117,10 @@ PartitionMetrics metrics_from_tallies(const Dataset& ds, std::span<const PartId>
     ShardMetrics& s = m.shards[part[v]];
     s.nodes += 1;
     s.edges += ds.graph.degree(v);
-    if (ds.num_classes > 0 && ds.labels[v] >= 0) {
-      s.label_counts[ds.labels[v]] += 1;
-      global_labels[ds.labels[v]] += 1;
-    }
+    for_each_label(ds, v, [&](std::int64_t c) {
+      s.label_counts[static_cast<std::size_t>(c)] += 1;
+      global_labels[static_cast<std::size_t>(c)] += 1;
+    });
   }
   std::int64_t from_entries = 0;
   for (PartId k = 0; k < parts; ++k) {

@@ -158,6 +158,10 @@ void dataset_from_json(const json::object& d, PartitionInfo& info) {
   info.num_edges = json_int(d, "num_edges");
   info.feature_dim = json_int(d, "feature_dim");
   info.num_classes = json_int(d, "num_classes");
+  if (const auto* ml = d.if_contains("multilabel")) {
+    if (!ml->is_bool()) fail("dataset.multilabel", "expected true or false");
+    info.multilabel = ml->get_bool();
+  }
 }
 
 void check_dataset_sizes(const PartitionInfo& info) {
@@ -192,6 +196,7 @@ void tag_invoke(json::value_from_tag, json::value& v, const PartitionInfo& info)
   root["dataset"] = {{"name", info.dataset_name},         {"dir", info.dataset_dir},         {"meta_crc32", info.meta_crc32},
                      {"num_nodes", info.num_nodes},       {"num_edges", info.num_edges},     {"feature_dim", info.feature_dim},
                      {"num_classes", info.num_classes}};
+  if (info.multilabel) root["dataset"].as_object()["multilabel"] = true;
   root["method"] = info.method;
   root["parameters"] = parameters_to_json(info.parameters);
   root["partition_seconds"] = info.partition_seconds;

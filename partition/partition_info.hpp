@@ -32,6 +32,7 @@ struct PartitionInfo {
   // "dataset": the source, its meta.json's CRC-32 ("" when it had none) and its sizes.
   std::string dataset_name, dataset_dir, meta_crc32;
   std::int64_t num_nodes = 0, num_edges = 0, feature_dim = 0, num_classes = 0;
+  bool multilabel = false;  // the shards hold label_bits (a set of labels per node), not labels
   std::string method;
   PartitionConfig parameters;  // "parameters"; coarse_nodes, scratch_dir and memory_limit are not recorded
   double partition_seconds = 0;

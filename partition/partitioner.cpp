@@ -169,8 +169,8 @@ std::vector<std::int64_t> balance_weights(const Dataset& ds, const std::vector<B
       case BalanceKey::kVal: mark(ds.val_idx); break;
       case BalanceKey::kTest: mark(ds.test_idx); break;
       case BalanceKey::kLabels:
-        for (std::int64_t v = 0; v < n; ++v)
-          if (ds.labels[first + v] >= 0) w[v * ncon + col + ds.labels[first + v]] = 1;
+        // One constraint per label: a node weighs 1 in each of its labels' columns.
+        for (std::int64_t v = 0; v < n; ++v) for_each_label(ds, first + v, [&](std::int64_t c) { w[v * ncon + col + c] = 1; });
         break;
       case BalanceKey::kCost:
         if (static_cast<std::int64_t>(cost.size()) != ds.num_nodes()) throw std::logic_error("balance_weights: --balance cost without the nodes' cost weights");

@@ -47,7 +47,10 @@ Shard load_rows(const PartitionInfo& info, PartId k) {
   s.graph = load_part_csr(e.path, e.arrays, path, n, e.edges);
   s.orig_ids = load_listed_array<NodeId>(e.path, e.arrays, path, "orig_ids", {n}, true);
   if (info.feature_dim > 0) s.features = load_listed_array<float>(e.path, e.arrays, path, "features", {n, info.feature_dim}, true);
-  if (info.num_classes > 0) s.labels = load_listed_array<std::int64_t>(e.path, e.arrays, path, "labels", {n}, true);
+  s.multilabel = info.multilabel;
+  if (info.num_classes > 0 && !info.multilabel) s.labels = load_listed_array<std::int64_t>(e.path, e.arrays, path, "labels", {n}, true);
+  if (info.num_classes > 0 && info.multilabel)
+    s.label_bits = load_listed_array<std::uint8_t>(e.path, e.arrays, path, "label_bits", {n, label_row_bytes(info.num_classes)}, true);
   return s;
 }
 
@@ -69,7 +72,8 @@ void load_rest(const PartitionInfo& info, PartId k, Shard& s) {
   auto file = [&](const char* name) { return (fs::path(pdir) / (std::string(name) + ".npy")).string(); };
   check_csr(s.graph, info.num_nodes, file("indptr"), file("indices"));
   check_range(s.orig_ids.span(), 0, info.num_nodes, file("orig_ids"), "dataset node id");
-  if (info.num_classes > 0) check_range(s.labels.span(), -1, info.num_classes, file("labels"), "label");
+  if (info.num_classes > 0 && !info.multilabel) check_range(s.labels.span(), -1, info.num_classes, file("labels"), "label");
+  if (info.multilabel) check_label_bits(s.label_bits.span(), info.num_classes, file("label_bits"));
   for (auto [name, ids] : {std::pair{"train_idx", &s.train_idx}, {"val_idx", &s.val_idx}, {"test_idx", &s.test_idx}})
     check_range(ids->span(), info.book.begin(k), info.book.end(k), file(name), "node id of this part's");
   check_range(s.halo_nodes.span(), 0, info.num_nodes, file("halo_nodes"), "node id");
@@ -136,6 +140,7 @@ Shard merged(const std::vector<Shard>& group, int rank, PartitionBook book, cons
   s.graph = concatenated_graph(group, scratch);
   s.features = concatenated<float>(group, &Shard::features, scratch);
   s.labels = concatenated<std::int64_t>(group, &Shard::labels, scratch);
+  s.label_bits = concatenated<std::uint8_t>(group, &Shard::label_bits, scratch);
   s.orig_ids = concatenated<NodeId>(group, &Shard::orig_ids, scratch);
   s.train_idx = concatenated<NodeId>(group, &Shard::train_idx, scratch);
   s.val_idx = concatenated<NodeId>(group, &Shard::val_idx, scratch);
@@ -200,6 +205,7 @@ Shard load_shard_for_rank(const PartitionInfo& info, int rank, int ranks, const 
   s.merged_parts = last - first;
   s.feature_dim = info.feature_dim;
   s.num_classes = info.num_classes;
+  s.multilabel = info.multilabel;
   s.info = std::move(shared);
   return s;
 }
@@ -213,6 +219,8 @@ Shard shard_from_dataset(const Dataset& ds) {
   s.num_classes = ds.num_classes;
   s.features = view_of(ds.features);
   s.labels = view_of(ds.labels);
+  s.multilabel = ds.multilabel;
+  s.label_bits = view_of(ds.label_bits);
   s.train_idx = view_of(ds.train_idx);
   s.val_idx = view_of(ds.val_idx);
   s.test_idx = view_of(ds.test_idx);

@@ -22,6 +22,9 @@ struct Shard {
   std::int64_t feature_dim = 0, num_classes = 0;
   Array<float> features;
   Array<std::int64_t> labels;
+  // A multi-label partition's label sets (Dataset::label_bits' rows), `labels` then empty.
+  bool multilabel = false;
+  Array<std::uint8_t> label_bits;
   Array<NodeId> train_idx, val_idx, test_idx;
   Array<NodeId> halo_nodes;
   Array<PartId> halo_owner;

@@ -230,6 +230,7 @@ class ShardWriter {
     info.num_edges = ds_.graph.num_edges();
     info.feature_dim = ds_.feature_dim;
     info.num_classes = ds_.num_classes;
+    info.multilabel = ds_.multilabel;
     info.method = method_name(result_.config.method);
     info.parameters = result_.config;
     info.partition_seconds = result_.seconds;
@@ -306,7 +307,12 @@ PartEntry ShardWriter::write_part(const std::string& tmp, PartId k, WriterScratc
   const std::vector<NodeId> orig(r_.old_of_new.begin() + first, r_.old_of_new.begin() + first + count);
 
   if (ds_.feature_dim > 0) write_features(pdir, orig, scratch, arrays);
-  if (ds_.num_classes > 0) {
+  if (ds_.num_classes > 0 && ds_.multilabel) {
+    const auto row = static_cast<std::size_t>(label_row_bytes(ds_.num_classes));
+    std::vector<std::uint8_t> bits(static_cast<std::size_t>(count) * row);
+    for (NodeId i = 0; i < count; ++i) std::copy_n(ds_.label_bits.data() + static_cast<std::size_t>(orig[i]) * row, row, bits.data() + static_cast<std::size_t>(i) * row);
+    arrays["label_bits"] = write_listed_array(pdir, "label_bits", DType::kUInt8, bits.data(), {count, static_cast<std::int64_t>(row)});
+  } else if (ds_.num_classes > 0) {
     std::vector<std::int64_t> labels(static_cast<std::size_t>(count));
     for (NodeId i = 0; i < count; ++i) labels[i] = ds_.labels[orig[i]];
     arrays["labels"] = write_listed_array(pdir, "labels", labels);

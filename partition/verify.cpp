@@ -95,8 +95,11 @@ class ShardComparison {
       if (ds_.feature_dim > 0 && !std::equal(s.features.data() + i * ds_.feature_dim, s.features.data() + (i + 1) * ds_.feature_dim,
                                              ds_.features.data() + u * ds_.feature_dim))
         fail(k, "features.npy: row " + std::to_string(i) + " differs from dataset node " + std::to_string(u));
-      if (ds_.num_classes > 0 && s.labels[i] != ds_.labels[u])
+      if (ds_.num_classes > 0 && !ds_.multilabel && s.labels[i] != ds_.labels[u])
         fail(k, "labels.npy: element " + std::to_string(i) + " differs from dataset node " + std::to_string(u));
+      if (const std::int64_t row = label_row_bytes(ds_.num_classes); ds_.multilabel && row > 0 &&
+          !std::equal(s.label_bits.data() + i * row, s.label_bits.data() + (i + 1) * row, ds_.label_bits.data() + u * row))
+        fail(k, "label_bits.npy: row " + std::to_string(i) + " differs from dataset node " + std::to_string(u));
     }
     check_halo(s, std::move(halo));
   }

@@ -126,7 +126,7 @@ int convert(const std::vector<std::string>& args) {
   po::options_description o("options");
   o.add_options()
       ("out,o", po::value<std::string>()->required(), "output dataset folder")
-      ("format,f", po::value<std::string>()->default_value("auto"), "input format: auto, npz, metis, edgelist, ogb")
+      ("format,f", po::value<std::string>()->default_value("auto"), "input format: auto, npz, metis, edgelist, ogb, graphsaint")
       ("name", po::value<std::string>()->default_value(""), "dataset name (default: from the input path)")
       ("num-nodes", po::value<std::int64_t>()->default_value(0), "edge lists: ids are 0-based and below this count (no relabelling)")
       ("ogb-split", po::value<std::string>()->default_value(""), "OGB: split folder under split/ (default: the only one)")
@@ -294,6 +294,8 @@ boost::json::object stats_json(const Dataset& ds, const DatasetStats& s) {
           {"feature_dim", s.feature_dim},
           {"num_classes", s.num_classes},
           {"labelled_nodes", s.labelled},
+          {"multilabel", s.multilabel},
+          {"label_entries", s.label_entries},
           {"train", s.train},
           {"val", s.val},
           {"test", s.test},
@@ -324,7 +326,11 @@ int info(const std::vector<std::string>& args) {
   std::printf("nodes             %lld\n", ll(s.nodes));
   std::printf("edges             %lld undirected, %lld directed entries\n", ll(s.undirected_edges), ll(s.directed_edges));
   std::printf("features          %lld (float32)\n", ll(s.feature_dim));
-  std::printf("classes           %lld (%lld labelled nodes)\n", ll(s.num_classes), ll(s.labelled));
+  if (s.multilabel)
+    std::printf("labels            %lld, several per node (multi-label): %lld set, %.2f per node, %lld nodes with at least one\n", ll(s.num_classes),
+                ll(s.label_entries), s.nodes > 0 ? static_cast<double>(s.label_entries) / static_cast<double>(s.nodes) : 0.0, ll(s.labelled));
+  else
+    std::printf("classes           %lld (%lld labelled nodes)\n", ll(s.num_classes), ll(s.labelled));
   std::printf("split             train %lld, val %lld, test %lld\n", ll(s.train), ll(s.val), ll(s.test));
   std::printf("degree            min %lld, max %lld, mean %.2f, median %.1f\n", ll(s.min_degree), ll(s.max_degree), s.mean_degree, s.median_degree);
   std::printf("isolated nodes    %lld\n", ll(s.isolated_nodes));

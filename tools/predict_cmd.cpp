@@ -162,7 +162,7 @@ int predict_main(const std::vector<std::string>& args, const comm::Communicator&
   po_.dataset = in.name;
   const NodeClassification task(model->options.out());
   // Scored when the data's labels are the model's classes (the test accuracy training printed).
-  const bool score = world.all(in.shard.num_classes == model->options.out());
+  const bool score = world.all(in.shard.num_classes == model->options.out() && !in.shard.multilabel);
   const PredictResult r = predict(model, in.shard, task, score, world, device, po_);
   if (world.rank() == 0 && !quiet) {
     const GnnOptions& m = model->options;

@@ -57,6 +57,9 @@ class ConfusionMetrics final : public TaskMetrics {
 
 void NodeClassification::do_check(const Shard& shard, const std::string& dataset) const {
   if (shard.num_classes < 1) throw InputError("dataset '" + dataset + "' has no labels: nothing to train on");
+  if (shard.multilabel)
+    throw InputError("dataset '" + dataset + "' is multi-label (a set of " + std::to_string(shard.num_classes) +
+                     " labels per node); this build trains single-label node classification only");
 }
 
 torch::Tensor NodeClassification::do_loss(const torch::Tensor& output, const BatchTensors& batch, bool mean) const {

@@ -13,11 +13,11 @@ import struct, subprocess, sys, tempfile, time, zipfile, zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SEEDS = os.path.normpath(os.path.join(HERE, "..", "fixtures", "fuzz"))
-FORMATS = ["edgelist", "edgelist-gz", "metis", "npz", "dataset-npy", "dataset-meta",
+FORMATS = ["edgelist", "edgelist-gz", "metis", "npz", "graphsaint", "dataset-npy", "dataset-meta",
            "partition-npy", "partition-meta", "checkpoint"]
 # Mutated variants per round-robin cycle: cheap one-command formats get more, so that a 60 s run
 # still reaches every format several times while the slow train runs do not starve the rest.
-PER_CYCLE = {"edgelist": 6, "edgelist-gz": 6, "metis": 6, "npz": 6, "dataset-npy": 3,
+PER_CYCLE = {"edgelist": 6, "edgelist-gz": 6, "metis": 6, "npz": 6, "graphsaint": 4, "dataset-npy": 3,
              "dataset-meta": 3, "partition-npy": 3, "partition-meta": 3, "checkpoint": 1}
 TRAIN_P = 0.3  # probability that a dataset/partition variant also gets a train run (1-2 s each)
 TINY = ["--model", "sage", "--fanouts", "5,5", "--hidden", "8", "--batch", "16", "-q"]
@@ -289,6 +289,46 @@ def fix_crc(meta_bytes, relpath, new_bytes, partition):
     return json.dumps(meta, indent=2).encode()
 
 
+def npy_array(data):
+    """(dtype char, itemsize, shape, values) of a little-endian numeric .npy, read without numpy."""
+    header, offset, descr = npy_parse(data)
+    shape = tuple(int(x) for x in re.search(r"'shape':\s*\(([^)]*)\)", header).group(1).replace(" ", "").split(",") if x)
+    count = 1
+    for d in shape:
+        count *= d
+    fmt = {"<i8": "q", "<i4": "i", "<f4": "f", "<f8": "d", "|u1": "B", "|b1": "?"}[descr]
+    return fmt, shape, list(struct.unpack_from("<%d%s" % (count, fmt), data, offset))
+
+
+def graphsaint_seed(npz_path, dest):
+    """GraphSAINT's folder from the npz seed: its adjacency as scipy's CSR members, its features,
+    a multi-label class map (each node's class and the next one) and its split as role.json."""
+    z = zipfile.ZipFile(npz_path)
+    get = lambda m: npy_array(z.read(m + ".npy"))
+    _, shape, (n, _n) = get("adj_shape")
+    os.makedirs(dest)
+    with zipfile.ZipFile(os.path.join(dest, "adj_full.npz"), "w") as out:
+        out.writestr("indptr.npy", z.read("adj_indptr.npy"))
+        out.writestr("indices.npy", z.read("adj_indices.npy"))
+        out.writestr("shape.npy", npy_build("{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }", struct.pack("<2q", n, n)))
+        out.writestr("format.npy", npy_build("{'descr': '|S3', 'fortran_order': False, 'shape': (), }", b"csr"))
+    _, _, (rows, cols) = get("attr_shape")
+    fshape, feats = (rows, cols), [0.0] * (rows * cols)
+    ptr, idx, val = get("attr_indptr")[2], get("attr_indices")[2], get("attr_data")[2]
+    for r in range(rows):
+        for e in range(ptr[r], ptr[r + 1]):
+            feats[r * cols + idx[e]] += val[e]
+    with open(os.path.join(dest, "feats.npy"), "wb") as f:
+        f.write(npy_build("{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }" % fshape, struct.pack("<%df" % len(feats), *feats)))
+    labels = get("labels")[2]
+    classes = max(labels) + 2
+    rows = {str(v): [1 if c in (y, y + 1) else 0 for c in range(classes)] for v, y in enumerate(labels)}
+    json.dump(rows, open(os.path.join(dest, "class_map.json"), "w"))
+    split = lambda m: get(m)[2] if m + ".npy" in z.namelist() else []
+    json.dump({"tr": split("idx_train"), "va": split("idx_val"), "te": split("idx_test")}, open(os.path.join(dest, "role.json"), "w"))
+    return dest
+
+
 def make_variant(fmt, rng, base):
     """(base path, {relative path: new bytes}, description) of one mutated input of fmt."""
     if fmt in ("edgelist", "metis", "npz"):
@@ -299,6 +339,13 @@ def make_variant(fmt, rng, base):
         else:
             op, out = mutate_text(rng, data) if rng.random() < 0.6 else mutate_bytes(rng, data)
         return src, {"": out}, op
+    if fmt == "graphsaint":  # one of the folder's four files
+        src = base[fmt]
+        rel = rng.choice(["adj_full.npz", "feats.npy", "class_map.json", "class_map.json", "role.json"])
+        data = open(os.path.join(src, rel), "rb").read()
+        mutate = mutate_npz if rel.endswith(".npz") else mutate_npy if rel.endswith(".npy") else mutate_json
+        op, out = mutate(rng, data)
+        return src, {rel: out}, "%s: %s" % (rel, op)
     if fmt == "edgelist-gz":
         src = base[fmt]
         data = open(src, "rb").read()
@@ -309,7 +356,7 @@ def make_variant(fmt, rng, base):
         return src, {"": gzip.compress(text, mtime=0)}, "content " + op
     if fmt in ("dataset-npy", "partition-npy"):
         part = fmt == "partition-npy"
-        src = base["part"] if part else rng.choice([base["ds"], base["ds"], base["ds-metis"], base["ds-edgelist"]])
+        src = base["part"] if part else rng.choice([base["ds"], base["ds"], base["ds-metis"], base["ds-edgelist"], base["ds-ml"]])
         files = sorted(os.path.relpath(os.path.join(d, f), src) for d, _, fs in os.walk(src)
                        for f in fs if f.endswith(".npy"))
         rel = rng.choice(files)
@@ -322,7 +369,7 @@ def make_variant(fmt, rng, base):
         return src, changes, "%s%s: %s" % (where, rel, op)
     if fmt in ("dataset-meta", "partition-meta"):
         part = fmt == "partition-meta"
-        src = base["part"] if part else rng.choice([base["ds"], base["ds"], base["ds-metis"], base["ds-edgelist"]])
+        src = base["part"] if part else rng.choice([base["ds"], base["ds"], base["ds-metis"], base["ds-edgelist"], base["ds-ml"]])
         meta = "partition.json" if part else "meta.json"
         op, out = mutate_json(rng, open(os.path.join(src, meta), "rb").read())
         return src, {meta: out}, "%s%s: %s" % ("" if part else "[%s] " % os.path.basename(src), meta, op)
@@ -334,7 +381,7 @@ def make_variant(fmt, rng, base):
 def commands(fmt, name, rng, args, base):
     """(label, argv) of each run on a variant, whose copy is ./NAME in the run's folder."""
     b = args.shardgnn
-    if fmt in ("edgelist", "edgelist-gz", "metis", "npz"):
+    if fmt in ("edgelist", "edgelist-gz", "metis", "npz", "graphsaint"):
         cmds = [("data convert", [b, "data", "convert", name, "--out", "out"])]
         if fmt.startswith("edgelist"):  # the out-of-core path: bucket files beside the output
             cmds.append(("data convert --memory-limit 1K", [b, "data", "convert", name, "--out", "out2",
@@ -453,12 +500,14 @@ def derive(args, seeds, dest, need_run):
                       ("metis", "tiny.graph"), ("npz", "tiny.npz")]:
         base[fmt] = os.path.join(dest, seed)
         shutil.copy(os.path.join(seeds, seed), base[fmt])
+    base["graphsaint"] = graphsaint_seed(base["npz"], os.path.join(dest, "graphsaint"))
     for key, argv in [("ds", [b, "data", "convert", base["npz"], "--out", "ds"]),
                       ("ds-metis", [b, "data", "convert", base["metis"], "--out", "ds-metis"]),
                       ("ds-edgelist", [b, "data", "convert", base["edgelist"], "--out", "ds-edgelist",
                                        "--symmetrize"]),
                       ("part", [b, "partition", "ds", "--parts", "2", "--out", "part"]),
-                      ("run", [b, "train", "ds", "--epochs", "2", "--run-dir", "run"] + TINY)][:4 + need_run]:
+                      ("ds-ml", [b, "data", "convert", "graphsaint", "--out", "ds-ml"]),
+                      ("run", [b, "train", "ds", "--epochs", "2", "--run-dir", "run"] + TINY)][:5 + need_run]:
         rc, err = run(argv, dest, 120, args.mem_mb, os.path.join(dest, "derive.err"))
         if rc != 0:
             print("fuzz: deriving %s failed (rc %s): %s\n%s" % (key, rc, " ".join(argv), err), file=sys.stderr)

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Multi-label datasets: GraphSAINT's folder (adj_full.npz, feats.npy, class_map.json, role.json;
+# single- and multi-label class maps) and an npz whose labels are a 0/1 matrix convert into a
+# dataset whose label_bits.npy numpy unpacks to the input's matrix; data info and validate report
+# and check them; partition carries them to the shards (verified, and counted in the report's
+# label entropy); bad input is one line; training says it is single-label only.
+set -euo pipefail
+: "${SHARDGNN:?}"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+# Debian's Python, which setup.sh gives numpy (python3-numpy); a python3 earlier on PATH may lack it.
+py=${NUMPY_PYTHON:-/usr/bin/python3}
+
+# A small GraphSAINT folder in its layout: a ring of 40 nodes with chords, 5 labels per node row.
+"$py" - "$work/saint" <<'PY'
+import json, os, sys
+import numpy as np
+d = sys.argv[1]
+os.makedirs(d)
+n, C = 40, 5
+rows = [sorted({(v + 1) % n, (v - 1) % n, (v + 7) % n, (v - 7) % n}) for v in range(n)]
+indptr = np.cumsum([0] + [len(r) for r in rows]).astype(np.int32)
+indices = np.array([u for r in rows for u in r], dtype=np.int32)
+# What scipy.sparse.save_npz writes for a CSR matrix.
+np.savez(f"{d}/adj_full.npz", indices=indices, indptr=indptr, format=np.array(b"csr"), shape=np.array([n, n]), data=np.ones(len(indices), np.float32))
+rng = np.random.default_rng(0)
+np.save(f"{d}/feats.npy", rng.standard_normal((n, 6)))  # float64, as GraphSAINT's are
+labels = (rng.random((n, C)) < 0.4).astype(int)
+json.dump({str(v): labels[v].tolist() for v in range(n)}, open(f"{d}/class_map.json", "w"))
+json.dump({"tr": list(range(0, 24)), "va": list(range(24, 32)), "te": list(range(32, 40))}, open(f"{d}/role.json", "w"))
+np.save(f"{d}/expected.npy", labels.astype(np.uint8))
+PY
+"$SHARDGNN" data convert "$work/saint" --out "$work/ml" > "$work/out.txt" || fail "convert: $(cat "$work/out.txt")"
+grep -q "^wrote $work/ml: 40 nodes, 160 directed edges, 6 features, 5 classes, split 24/8/8$" "$work/out.txt" || fail "convert said: $(cat "$work/out.txt")"
+"$SHARDGNN" data validate "$work/ml" > "$work/out.txt" || fail "validate: $(cat "$work/out.txt")"
+"$SHARDGNN" data info "$work/ml" > "$work/info.txt"
+"$py" - "$work" <<'PY' || fail "label_bits.npy is not the class map, or info miscounts: $(cat "$work/info.txt")"
+import json, sys
+import numpy as np
+w = sys.argv[1]
+want = np.load(f"{w}/saint/expected.npy")
+bits = np.load(f"{w}/ml/label_bits.npy", mmap_mode="r")
+assert bits.dtype == np.uint8 and bits.shape == (40, 1), bits.shape
+got = np.unpackbits(np.asarray(bits), axis=1, count=5, bitorder="little")
+assert (got == want).all()
+meta = json.load(open(f"{w}/ml/meta.json"))
+assert meta["multilabel"] is True and meta["num_classes"] == 5 and "labels" not in meta["arrays"]
+line = [l for l in open(f"{w}/info.txt") if l.startswith("labels ")][0]
+assert f"5, several per node (multi-label): {int(want.sum())} set," in line, line
+assert f"{int((want.sum(1) > 0).sum())} nodes with at least one" in line, line
+PY
+
+# Into shards, verified against the dataset, and the report's label entropy counts label sets.
+"$SHARDGNN" partition "$work/ml" --parts 2 --method metis --balance nodes,labels --out "$work/ml-2" --verify > "$work/out.txt" 2>&1 ||
+  fail "partition: $(cat "$work/out.txt")"
+"$SHARDGNN" partition report "$work/ml-2" --json > "$work/report.json"
+"$py" - "$work" <<'PY' || fail "the shards' label sets or the report's counts are wrong"
+import json, sys
+import numpy as np
+w = sys.argv[1]
+want = np.load(f"{w}/saint/expected.npy")
+total = np.zeros(5, dtype=int)
+for k in (0, 1):
+    orig = np.load(f"{w}/ml-2/part-{k}/orig_ids.npy")
+    bits = np.load(f"{w}/ml-2/part-{k}/label_bits.npy")
+    assert (np.unpackbits(bits, axis=1, count=5, bitorder="little") == want[orig]).all(), k
+r = json.load(open(f"{w}/report.json"))
+shards = r["metrics"]["shards"] if "metrics" in r else r["shards"]
+for s in shards:
+    total += np.array(s["label_counts"])
+assert (total == want.sum(0)).all(), (total, want.sum(0))
+PY
+# A damaged label row: validate names the node; the shard loader refuses a padding bit.
+cp -r "$work/ml" "$work/bad"
+"$py" - "$work/bad" <<'PY'
+import sys
+import numpy as np
+p = f"{sys.argv[1]}/label_bits.npy"
+a = np.load(p)
+a[3, 0] |= 0x80  # bit 7: label 7 of a 5-label set
+np.save(p, a)
+PY
+set +e
+"$SHARDGNN" data validate "$work/bad" > "$work/out.txt" 2>&1
+rc=$?
+set -e
+[ "$rc" = 1 ] || fail "validate of a padding bit exited $rc"
+grep -q "label_bits.npy: element 3: node 3 has a label bit past its 5 labels set" "$work/out.txt" || fail "validate: $(cat "$work/out.txt")"
+
+# A single-label class map, and an npz with a 0/1 label matrix.
+"$py" - "$work" <<'PY'
+import json, shutil, sys
+import numpy as np
+w = sys.argv[1]
+shutil.copytree(f"{w}/saint", f"{w}/saint1")
+json.dump({str(v): v % 3 for v in range(40)}, open(f"{w}/saint1/class_map.json", "w"))
+cora = np.load(f"{w}/saint/expected.npy")
+rows = [sorted({(v + 1) % 40, (v - 1) % 40}) for v in range(40)]
+indptr = np.cumsum([0] + [len(r) for r in rows])
+np.savez(f"{w}/ml.npz", adj_data=np.ones(80, np.float32), adj_indices=np.array([u for r in rows for u in r]), adj_indptr=indptr,
+         adj_shape=np.array([40, 40]), attr_matrix=np.ones((40, 3), np.float32), labels=cora.astype(bool))
+PY
+"$SHARDGNN" data convert "$work/saint1" --out "$work/sl" > /dev/null
+"$py" -c "
+import json, numpy as np
+m = json.load(open('$work/sl/meta.json'))
+assert m['num_classes'] == 3 and not m.get('multilabel', False)
+assert (np.load('$work/sl/labels.npy') == np.arange(40) % 3).all()" || fail "a single-label class map"
+"$SHARDGNN" data convert "$work/ml.npz" --out "$work/npz" --split random:0.5,0.25 > /dev/null
+"$py" -c "
+import json, numpy as np
+m = json.load(open('$work/npz/meta.json'))
+assert m['multilabel'] and m['num_classes'] == 5
+bits = np.unpackbits(np.load('$work/npz/label_bits.npy'), axis=1, count=5, bitorder='little')
+assert (bits == np.load('$work/saint/expected.npy')).all()
+assert len(np.load('$work/npz/train_idx.npy')) == 20" || fail "an npz with a label matrix"
+
+expect_convert_error() {  # PATTERN ARGS...
+  local pattern=$1
+  shift
+  set +e
+  "$SHARDGNN" data convert "$@" > "$work/out.txt" 2>&1
+  local rc=$?
+  set -e
+  [ "$rc" = 1 ] || fail "convert $* exited $rc: $(cat "$work/out.txt")"
+  [ "$(wc -l < "$work/out.txt")" = 1 ] || fail "convert $*: more than one line: $(cat "$work/out.txt")"
+  grep -qF -- "$pattern" "$work/out.txt" || fail "convert $*: expected '$pattern': $(cat "$work/out.txt")"
+  [ ! -e "$work/x" ] || fail "convert $* left its output"
+}
+cp -r "$work/saint" "$work/s2"
+"$py" -c "
+import json; m = json.load(open('$work/s2/class_map.json')); m['5'] = [0, 1]; json.dump(m, open('$work/s2/class_map.json', 'w'))"
+expect_convert_error "class_map.json: node '5': has 2 labels, the first node 5" "$work/s2" --out "$work/x"
+"$py" -c "
+import json; m = json.load(open('$work/s2/class_map.json')); m['5'] = [0, 2, 0, 0, 1]; json.dump(m, open('$work/s2/class_map.json', 'w'))"
+expect_convert_error "class_map.json: node '5': label entry 2, expected 0 or 1" "$work/s2" --out "$work/x"
+cp "$work/saint/class_map.json" "$work/s2/"
+echo '{"tr": [0, 1], "va": [40], "te": []}' > "$work/s2/role.json"
+expect_convert_error "role.json: key 'va', element 0: expected a node id in [0, 40), found 40" "$work/s2" --out "$work/x"
+rm "$work/s2/role.json"
+expect_convert_error "lacks role.json (GraphSAINT's layout" "$work/s2" --out "$work/x"
+expect_convert_error "is multi-label (a set of labels per node); use random:TRAIN,VAL" "$work/saint" --out "$work/x" --split per-class:2,2
+
+# Training refuses label sets for now, in one line.
+if [ -x "$(dirname "$SHARDGNN")/shardgnn-train" ]; then
+  set +e
+  "$SHARDGNN" train "$work/ml" --epochs 1 > "$work/out.txt" 2>&1
+  rc=$?
+  set -e
+  [ "$rc" = 1 ] && grep -q "is multi-label (a set of 5 labels per node); this build trains single-label node classification only" "$work/out.txt" ||
+    fail "train on label sets: exit $rc: $(cat "$work/out.txt")"
+fi
+echo "multi-label CLI OK"
