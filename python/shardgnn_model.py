@@ -47,8 +47,9 @@ class Graph:
     """A graph's CSR (``indptr``, ``indices``) as edge lists, messages from ``src`` to ``dst``."""
 
     def __init__(self, indptr, indices):
-        indptr = torch.as_tensor(np.asarray(indptr), dtype=torch.long)
-        self.src = torch.as_tensor(np.asarray(indices), dtype=torch.long)
+        # Copies: a dataset's arrays are read-only memory maps, which torch will not wrap.
+        indptr = torch.from_numpy(np.array(indptr, dtype=np.int64))
+        self.src = torch.from_numpy(np.array(indices, dtype=np.int64))
         self.num_nodes = indptr.numel() - 1
         self.degree = (indptr[1:] - indptr[:-1]).to(torch.float32)
         self.dst = torch.repeat_interleave(torch.arange(self.num_nodes), indptr[1:] - indptr[:-1])
