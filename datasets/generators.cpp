@@ -34,7 +34,7 @@ namespace shardgnn {
 namespace {
 
 // Streams of one generator, each seeded on its own (see derive_seed).
-enum Stream : std::uint64_t { kRmatEdges, kRmatPermutation, kSbmClasses, kSbmEdges, kSbmMeans, kSbmFeatures, kSbmSplit };
+enum Stream : std::uint64_t { kRmatEdges, kRmatPermutation, kSbmClasses, kSbmEdges, kSbmMeans, kSbmFeatures, kSbmSplit, kSbmProfiles, kSbmLabelSets };
 // The SBM draws each undirected edge once, in either direction, and may draw it twice.
 constexpr CleanOptions kSbmClean{.symmetrize = true, .drop_self_loops = true, .drop_duplicates = true};
 
@@ -80,6 +80,9 @@ void check_sbm_options(const SbmOptions& o) {
   if (o.train_fraction + o.val_fraction > 1.0 + 1e-9)
     throw InputError("SBM: train and validation fractions must sum to at most 1, got " +
                      fmt_double(o.train_fraction + o.val_fraction));
+  if (o.multilabel < 0) throw InputError("SBM: --multilabel takes a label count >= 1, got " + std::to_string(o.multilabel));
+  if (o.multilabel > 0 && (o.labels_per_node < 1 || o.labels_per_node > o.multilabel))
+    throw InputError("SBM: --labels-per-node must be in [1, " + std::to_string(o.multilabel) + "], got " + std::to_string(o.labels_per_node));
   // Both directions of every draw are stored, with 64-bit offsets.
   const double draws = std::round(static_cast<double>(o.num_nodes) * o.avg_degree / 2.0);
   if (draws > 0x1p61)
@@ -230,6 +233,38 @@ namespace {
 using SbmBuild = std::function<std::pair<CsrGraph, CleanReport>(std::int64_t num_nodes, std::int64_t draws,
                                                                   const std::function<void(const EdgeSink&)>& produce)>;
 
+// The multi-label SBM: each block's profile of labels_per_node distinct labels; a node has each
+// label of its block's profile with probability kProfileKeep and any other with kStrayLabel. The
+// block is the node's single label until here, so the split (of all nodes) stays as drawn.
+void give_label_sets(Dataset& ds, const SbmOptions& o) {
+  constexpr double kProfileKeep = 0.9, kStrayLabel = 0.01;
+  const std::int64_t L = o.multilabel, row = label_row_bytes(L);
+  std::vector<std::vector<char>> in_profile(static_cast<std::size_t>(o.num_classes), std::vector<char>(static_cast<std::size_t>(L), 0));
+  {
+    Rng rng(derive_seed(o.seed, kSbmProfiles));
+    std::vector<std::int64_t> order(static_cast<std::size_t>(L));
+    for (auto& profile : in_profile) {
+      std::iota(order.begin(), order.end(), std::int64_t{0});
+      seeded_shuffle(std::span<std::int64_t>(order), rng);
+      for (int k = 0; k < o.labels_per_node; ++k) profile[static_cast<std::size_t>(order[static_cast<std::size_t>(k)])] = 1;
+    }
+  }
+  std::vector<std::uint8_t> bits(static_cast<std::size_t>(ds.num_nodes() * row), 0);
+  Rng rng(derive_seed(o.seed, kSbmLabelSets));
+  boost::random::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (NodeId v = 0; v < ds.num_nodes(); ++v) {
+    const auto& profile = in_profile[static_cast<std::size_t>(ds.labels[static_cast<std::size_t>(v)])];
+    for (std::int64_t c = 0; c < L; ++c)
+      if (unit(rng) < (profile[static_cast<std::size_t>(c)] ? kProfileKeep : kStrayLabel)) bits[static_cast<std::size_t>(v * row + c / 8)] |= static_cast<std::uint8_t>(1u << (c % 8));
+  }
+  ds.labels = {};
+  ds.multilabel = true;
+  ds.num_classes = L;
+  ds.label_bits = Array<std::uint8_t>(std::move(bits));
+  ds.name += "-ml" + std::to_string(L);
+  ds.source += " multilabel=" + std::to_string(L) + " labels_per_node=" + std::to_string(o.labels_per_node);
+}
+
 Dataset sbm_dataset(const SbmOptions& options, const SbmBuild& build) {
   check_sbm_options(options);
   const std::int64_t n = options.num_nodes;
@@ -330,6 +365,7 @@ Dataset sbm_dataset(const SbmOptions& options, const SbmBuild& build) {
   split.val_fraction = options.val_fraction;
   split.seed = derive_seed(options.seed, kSbmSplit);
   assign_split(ds, split);
+  if (options.multilabel > 0) give_label_sets(ds, options);
   return ds;
 }
 

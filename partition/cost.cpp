@@ -47,8 +47,8 @@ std::vector<double> recurse(const CsrGraph& g, std::span<const int> fanouts, Edg
 void validate_cost_model(std::span<const int> fanouts, double remote_weight) {
   if (fanouts.empty()) throw InputError("--fanouts is empty, expected comma-separated neighbour counts such as 15,10,5 (-1 = all)");
   for (std::size_t i = 0; i < fanouts.size(); ++i)
-    if (fanouts[i] == 0 || fanouts[i] < -1)
-      throw InputError("--fanouts item " + std::to_string(i + 1) + " is " + std::to_string(fanouts[i]) + ", expected an integer >= 1 or -1 (all)");
+    if (fanouts[i] < -1)
+      throw InputError("--fanouts item " + std::to_string(i + 1) + " is " + std::to_string(fanouts[i]) + ", expected an integer >= 0 or -1 (all)");
   if (!std::isfinite(remote_weight) || remote_weight < 0)
     throw InputError("--cost-remote-weight must be a finite number >= 0, got " + std::to_string(remote_weight));
 }

@@ -52,7 +52,7 @@ std::vector<double> expected_remote_fetches(const CsrGraph& g, std::span<const i
 std::vector<std::int64_t> node_cost_weights(const Dataset& ds, std::span<const int> fanouts, double remote_weight,
                                             std::span<const PartId> part = {});
 
-// Throws InputError unless fanouts is non-empty with every item >= 1 or -1, and remote_weight is
+// Throws InputError unless fanouts is non-empty with every item >= 0 or -1, and remote_weight is
 // finite and >= 0.
 void validate_cost_model(std::span<const int> fanouts, double remote_weight);
 

@@ -55,9 +55,9 @@ std::vector<int> parse_fanouts(const std::string& text) {
     int v = 0;
     auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
     if (item.empty() || ec != std::errc() || p != item.data() + item.size())
-      throw InputError("--fanouts item " + std::to_string(out.size() + 1) + " is " + quote_token(item) + ", expected an integer >= 1 or -1 (all)");
-    if (v == 0 || v < -1)
-      throw InputError("--fanouts item " + std::to_string(out.size() + 1) + " is " + std::to_string(v) + ", expected an integer >= 1 or -1 (all)");
+      throw InputError("--fanouts item " + std::to_string(out.size() + 1) + " is " + quote_token(item) + ", expected an integer >= 0 or -1 (all)");
+    if (v < -1)
+      throw InputError("--fanouts item " + std::to_string(out.size() + 1) + " is " + std::to_string(v) + ", expected an integer >= 0 or -1 (all)");
     out.push_back(v);
     start = end + 1;
   }

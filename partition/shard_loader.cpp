@@ -176,6 +176,13 @@ Shard load_shard(const PartitionInfo& info, PartId k) { return load_shard(std::m
 
 Shard load_shard_rows(const PartitionInfo& info, PartId k) { return load_rows(info, k); }
 
+Array<std::uint8_t> load_part_label_bits(const PartitionInfo& info, PartId k) {
+  const PartEntry& e = part_entry(info, k);
+  auto bits = load_listed_array<std::uint8_t>(e.path, e.arrays, info.json_path(), "label_bits", {info.book.size(k), label_row_bytes(info.num_classes)}, true);
+  check_label_bits(bits.span(), info.num_classes, (fs::path(e.path) / "label_bits.npy").string());
+  return bits;
+}
+
 std::pair<PartId, PartId> parts_of_rank(int parts, int rank, int ranks) {
   return {static_cast<PartId>(std::int64_t{parts} * rank / ranks), static_cast<PartId>(std::int64_t{parts} * (rank + 1) / ranks)};
 }

@@ -57,6 +57,9 @@ Shard load_shard_for_rank(const PartitionInfo& info, int rank, int ranks, const 
 // labels and degrees itself: its CSR, dataset ids, features and labels (each checked against
 // partition.json's listing and shape); its split indices, halo and edge weights stay unmapped.
 Shard load_shard_rows(const PartitionInfo& info, PartId part);
+// Part `part`'s label_bits.npy of a multi-label partition, mapped and checked (for LabelSets: every
+// rank reads every part's label sets).
+Array<std::uint8_t> load_part_label_bits(const PartitionInfo& info, PartId part);
 // Reads every file of one part and compares its CRC-32 with partition.json's; throws InputError
 // naming the first file that differs. O(shard size): what a rank runs once at start-up.
 void verify_shard_checksums(const PartitionInfo& info, PartId part);

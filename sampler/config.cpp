@@ -19,7 +19,7 @@ std::string cache_policy_name(CachePolicy p) { return enum_name(kCachePolicies, 
 void validate(const SamplerConfig& c) {
   if (c.fanouts.empty()) throw InputError("no fanouts given");
   for (int f : c.fanouts)
-    if (f == 0 || f < -1) throw InputError("fanout " + std::to_string(f) + ", expected >= 1 or -1 (all)");
+    if (f < -1) throw InputError("fanout " + std::to_string(f) + ", expected >= 0 (0: none, the node's own features only) or -1 (all)");
   if (c.batch_size < 1) throw InputError("--batch must be at least 1, got " + std::to_string(c.batch_size));
   if (c.prefetch < 0) throw InputError("--prefetch must be >= 0, got " + std::to_string(c.prefetch));
   if (c.cache_mb < 0) throw InputError("--cache-mb must be >= 0");

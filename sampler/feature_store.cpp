@@ -71,7 +71,7 @@ float from_bfloat16(std::uint16_t x) { return std::bit_cast<float>(static_cast<s
 }  // namespace
 
 FeatureStore::FeatureStore(const ShardView& shards, const comm::Communicator& comm)
-    : shards_(shards), shard_(shards.own()), comm_(comm), dim_(shard_.feature_dim) {}
+    : shards_(shards), shard_(shards.own()), comm_(comm), dim_(shard_.feature_dim), label_sets_(shard_.multilabel ? LabelSets(shard_) : LabelSets()) {}
 
 void FeatureStore::fetch_remote(std::span<const NodeId> remote, std::span<const std::int64_t> counts, float* dst, std::span<const std::int64_t> dst_rows) {
   const int P = comm_.size();

@@ -13,6 +13,7 @@
 #include "comm/communicator.hpp"
 #include "partition/shards.hpp"
 #include "sampler/config.hpp"
+#include "sampler/label_sets.hpp"
 #include "sampler/minibatch.hpp"
 #include "sampler/shard_view.hpp"
 
@@ -65,6 +66,11 @@ class FeatureStore {
   // seeds a rank trains but does not own (runtime rebalancing, class-balanced seed sampling).
   void fetch_labels(std::span<const NodeId> nodes, std::vector<std::int64_t>& out);
 
+  // A multi-label shard's targets: the label sets of `nodes` (any rank's), LabelSets::words()
+  // int64 words a node, read from the mapped shards (no exchange).
+  bool multilabel() const noexcept { return !label_sets_.empty(); }
+  void fetch_label_sets(std::span<const NodeId> nodes, std::vector<std::int64_t>& out) const { label_sets_.fetch(nodes, out); }
+
   std::int64_t feature_dim() const noexcept { return dim_; }
   std::int64_t cached_rows() const noexcept { return cached_; }
   // Whether SamplerConfig::cache_memory_share held the cache below the size cache_fraction asked.
@@ -116,6 +122,7 @@ class FeatureStore {
   const Shard& shard_;
   const comm::Communicator& comm_;
   std::int64_t dim_;
+  LabelSets label_sets_;
   // Cached global id -> row in cache_: dense_slot_ (-1: not cached) over all nodes when
   // SamplerConfig::dense_index_bytes allows, else slot_.
   std::vector<std::int32_t> dense_slot_;

@@ -33,7 +33,9 @@ struct MiniBatch {
   // layer_nodes[L].size() x feature_dim. A Boost vector so that it can be sized without the
   // zero-fill the gather would overwrite at once, a measurable part of a sampling rank's time.
   FeatureRows features;
-  std::vector<std::int64_t> labels;   // one per seed (-1 = unlabelled)
+  // One per seed (-1 = unlabelled); a multi-label batch: each seed's label set, LabelSets::words()
+  // int64 words a seed (label c is bit c % 64 of word c / 64).
+  std::vector<std::int64_t> labels;
   // Full-graph degree of each input node (SamplerConfig::with_degrees); empty otherwise. Exact
   // GCN normalisation needs it: a block sees only the sampled edges of its src nodes.
   std::vector<std::int64_t> degrees;

@@ -30,8 +30,9 @@ MiniBatch sample_with_features(DistSampler& sampler, FeatureStore& features, std
 MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::int64_t epoch, std::int64_t step) {
   const std::vector<NodeId> seeds = sampler.seeds_for(epoch, step);
   std::vector<std::int64_t> labels;
-  // A schedule carrying its seeds' labels (every rank's, or none's) needs no label fetch.
-  if (!sampler.schedule_labels(epoch, step, labels)) return produce_batch(sampler, features, seeds, epoch, step);
+  // A schedule carrying its seeds' labels (every rank's, or none's) needs no label fetch; label
+  // sets are read where they are needed.
+  if (features.multilabel() || !sampler.schedule_labels(epoch, step, labels)) return produce_batch(sampler, features, seeds, epoch, step);
   MiniBatch mb = sample_with_features(sampler, features, seeds, epoch, step);
   mb.labels = std::move(labels);
   return mb;
@@ -39,6 +40,11 @@ MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::int64
 
 MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::span<const NodeId> seeds, std::int64_t epoch, std::int64_t step) {
   MiniBatch mb = sample_with_features(sampler, features, seeds, epoch, step);
+  // Every rank alike (the partition is multi-label or not): no rank skips a collective another enters.
+  if (features.multilabel()) {
+    features.fetch_label_sets(seeds, mb.labels);
+    return mb;
+  }
   if (sampler.config().remote_seeds) {
     features.fetch_labels(seeds, mb.labels);
     return mb;

@@ -16,10 +16,24 @@ SeedScheduler::SeedScheduler(DistSampler& sampler, Options options) : sampler_(s
   own_seeds_ = comm.allgather(static_cast<std::int64_t>(shard.train_idx.size()));
   if (!options_.class_balanced) return;
   const NodeId first = shard.book.begin(shard.part);
+  std::vector<NodeId> nodes(shard.train_idx.begin(), shard.train_idx.end());
   std::vector<std::int64_t> labels(shard.train_idx.size(), -1);
-  if (!shard.labels.empty())
+  if (shard.multilabel) {
+    // A node with a set of labels joins the draw of each of them: a draw picks a label uniformly,
+    // then one of the training nodes that have it.
+    nodes.clear();
+    labels.clear();
+    const std::int64_t row = label_row_bytes(shard.num_classes);
+    for (const NodeId v : shard.train_idx.span())
+      for (std::int64_t c = 0; c < shard.num_classes; ++c)
+        if (has_label(shard.label_bits.data() + (v - first) * row, c)) {
+          nodes.push_back(v);
+          labels.push_back(c);
+        }
+  } else if (!shard.labels.empty()) {
     for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = shard.labels[static_cast<std::size_t>(shard.train_idx[i] - first)];
-  const auto ids = comm.allgatherv<NodeId>(std::span<const NodeId>(shard.train_idx.data(), shard.train_idx.size()));
+  }
+  const auto ids = comm.allgatherv<NodeId>(nodes);
   const auto all_labels = comm.allgatherv<std::int64_t>(labels);
   pool_ = std::make_unique<ClassBalancedPool>(ids.data, all_labels.data);
 }

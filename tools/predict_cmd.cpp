@@ -160,10 +160,11 @@ int predict_main(const std::vector<std::string>& args, const comm::Communicator&
   po_.nodes = nodes;
   po_.input = input;
   po_.dataset = in.name;
-  const NodeClassification task(model->options.out());
+  const std::unique_ptr<Task> task = in.shard.multilabel ? std::unique_ptr<Task>(std::make_unique<MultiLabelClassification>(model->options.out()))
+                                                         : std::make_unique<NodeClassification>(model->options.out());
   // Scored when the data's labels are the model's classes (the test accuracy training printed).
-  const bool score = world.all(in.shard.num_classes == model->options.out() && !in.shard.multilabel);
-  const PredictResult r = predict(model, in.shard, task, score, world, device, po_);
+  const bool score = world.all(in.shard.num_classes == model->options.out());
+  const PredictResult r = predict(model, in.shard, *task, score, world, device, po_);
   if (world.rank() == 0 && !quiet) {
     const GnnOptions& m = model->options;
     std::printf("predicted %lld nodes with %s (%lld layers, %lld -> %lld) from %s on '%s' (%s, %d rank%s, %s, %s): embeddings [%lld, %lld] after layer %lld\n",
@@ -172,7 +173,10 @@ int predict_main(const std::vector<std::string>& args, const comm::Communicator&
                 device.str().c_str(), threads_text(threads_from).c_str(), static_cast<long long>(r.rows), static_cast<long long>(r.width),
                 static_cast<long long>(r.layer));
     if (!note.empty()) std::printf("%s\n", note.c_str());
-    if (r.metrics)
+    if (r.metrics && in.shard.multilabel)
+      std::printf("validation micro-F1 %.4f (%lld nodes), test micro-F1 %.4f, macro-F1 %.4f (%lld nodes), full neighbourhoods\n", r.metrics->val.micro_f1,
+                  static_cast<long long>(r.metrics->val.count), r.metrics->test.micro_f1, r.metrics->test.macro_f1, static_cast<long long>(r.metrics->test.count));
+    else if (r.metrics)
       std::printf("validation accuracy %.4f (%lld nodes), test accuracy %.4f, macro-F1 %.4f (%lld nodes), full neighbourhoods\n", r.metrics->val.accuracy,
                   static_cast<long long>(r.metrics->val.count), r.metrics->test.accuracy, r.metrics->test.macro_f1, static_cast<long long>(r.metrics->test.count));
     std::printf("inference %.2f s, writing %.2f s: %s\n", r.inference_s, r.write_s, po_.out_dir.c_str());

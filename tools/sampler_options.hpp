@@ -13,7 +13,7 @@ namespace shardgnn::cli {
 
 inline void add_sampler_options(po::options_description& o, SamplerConfig& c) {
   o.add_options()
-      ("fanouts", bound(c.fanouts, parse_fanouts, fanouts_text), "neighbours per hop from the seeds outward (-1 = all); their count is the depth")
+      ("fanouts", bound(c.fanouts, parse_fanouts, fanouts_text), "neighbours per hop from the seeds outward (-1 = all, 0 = none: a features-only baseline); their count is the depth")
       ("batch", bound(c.batch_size), "seeds per batch per rank")
       ("replace", po::bool_switch(&c.replace), "sample with replacement")
       ("cache-policy", bound(c.cache_policy, parse_cache_policy, cache_policy_name), "remote feature cache: none, degree or presample")

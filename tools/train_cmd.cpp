@@ -231,21 +231,22 @@ void print_header(const comm::Communicator& world, const Input& in, const Traine
               static_cast<long long>(trainer.num_parameters()), fanouts_text(sc.fanouts).c_str(), sc.batch_size);
 }
 
+// "accuracy 0.7950, macro-F1 0.7806", or a multi-label model's "micro-F1 0.6123, macro-F1 0.4012".
+std::string scores(const ClassMetrics& m) {
+  return (m.micro_f1 >= 0 ? "micro-F1 " + fixed4(m.micro_f1) : "accuracy " + fixed4(m.accuracy)) + ", macro-F1 " + fixed4(m.macro_f1);
+}
+
 // Rank 0's closing lines: the best model's scores, and the op profile when asked.
 void print_result(const comm::Communicator& world, const TrainConfig& tc, const TrainResult& r) {
   if (world.rank() != 0) return;
-  std::printf("best validation accuracy %s at epoch %d%s\n", fixed4(r.best_val).c_str(), r.best_epoch + 1, r.stopped_early ? " (stopped early)" : "");
+  std::printf("best validation %s %s at epoch %d%s\n", r.score.c_str(), fixed4(r.best_val).c_str(), r.best_epoch + 1, r.stopped_early ? " (stopped early)" : "");
   if (!r.tested) std::printf("test set not scored (--no-test)\n");
-  else if (!r.sampled_is_full)
-    std::printf("test accuracy %s, macro-F1 %s (sampled neighbourhoods, %.2f s)\n", fixed4(r.sampled.test.accuracy).c_str(),
-                fixed4(r.sampled.test.macro_f1).c_str(), r.sampled_s);
-  if (r.has_full)
-    std::printf("test accuracy %s, macro-F1 %s (full neighbourhoods, %.2f s)\n", fixed4(r.full.test.accuracy).c_str(), fixed4(r.full.test.macro_f1).c_str(),
-                r.full_s);
+  else if (!r.sampled_is_full) std::printf("test %s (sampled neighbourhoods, %.2f s)\n", scores(r.sampled.test).c_str(), r.sampled_s);
+  if (r.has_full) std::printf("test %s (full neighbourhoods, %.2f s)\n", scores(r.full.test).c_str(), r.full_s);
   if (r.personalized)
-    std::printf("test accuracy %s, macro-F1 %s (personalized: %d epoch%s per rank on its own shard, each rank's test nodes scored by its copy, %s neighbourhoods)\n",
-                fixed4(r.personalized->test.accuracy).c_str(), fixed4(r.personalized->test.macro_f1).c_str(), tc.balance.personalize_epochs,
-                tc.balance.personalize_epochs == 1 ? "" : "s", r.personalized_full ? "full" : "sampled");
+    std::printf("test %s (personalized: %d epoch%s per rank on its own shard, each rank's test nodes scored by its copy, %s neighbourhoods)\n",
+                scores(r.personalized->test).c_str(), tc.balance.personalize_epochs, tc.balance.personalize_epochs == 1 ? "" : "s",
+                r.personalized_full ? "full" : "sampled");
   if (r.op_profile) std::printf("%s", format_op_profile(*r.op_profile).c_str());
   else if (tc.levers.profile_steps > 0) std::printf("no op profile: the first epoch had no step past its first to record\n");
   std::fflush(stdout);

@@ -16,7 +16,9 @@ namespace shardgnn {
 // Writing: the keys and their order are the metrics file's format.
 
 void tag_invoke(json::value_from_tag, json::value& v, const ClassMetrics& m) {
-  v = json::object{{"acc", m.accuracy}, {"macro_f1", m.macro_f1}, {"count", m.count}};
+  json::object o{{"acc", m.accuracy}, {"macro_f1", m.macro_f1}, {"count", m.count}};
+  if (m.micro_f1 >= 0) o["micro_f1"] = m.micro_f1;
+  v = std::move(o);
 }
 
 void tag_invoke(json::value_from_tag, json::value& v, const RankEpoch& k) {
@@ -212,6 +214,7 @@ void read_split(const json::object& o, const char* split, double accuracy, Class
   if (const json::object* s = object(o, split, "", false)) {
     const std::string p = std::string(split) + ".";
     m.macro_f1 = number(*s, "macro_f1", p, 0.0);
+    m.micro_f1 = number(*s, "micro_f1", p, -1.0);
     m.count = count(*s, "count", p, 0.0);
   }
 }
@@ -221,6 +224,7 @@ ClassMetrics read_metrics(const json::object& m, const std::string& p) {
   ClassMetrics c;
   c.accuracy = number(m, "acc", p);
   c.macro_f1 = number(m, "macro_f1", p, 0.0);
+  c.micro_f1 = number(m, "micro_f1", p, -1.0);
   c.count = count(m, "count", p, 0.0);
   return c;
 }

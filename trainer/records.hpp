@@ -17,6 +17,9 @@ struct ClassMetrics {
   std::int64_t count = 0;  // labelled examples evaluated
   double accuracy = 0;
   double macro_f1 = 0;  // mean F1 over the classes present in the truth or the predictions (as scikit-learn)
+  // Multi-label tasks: F1 over every (node, label) entry, the selection score (`accuracy` is
+  // then the entries right); -1 for single-label ones.
+  double micro_f1 = -1;
 };
 
 // One rank's share of an epoch's training (evaluation excluded): what the rebalancer measures.

@@ -3,6 +3,7 @@
 #include <torch/nn/functional/loss.h>
 
 #include <algorithm>
+#include <span>
 #include <vector>
 
 #include "datasets/error.hpp"
@@ -57,9 +58,6 @@ class ConfusionMetrics final : public TaskMetrics {
 
 void NodeClassification::do_check(const Shard& shard, const std::string& dataset) const {
   if (shard.num_classes < 1) throw InputError("dataset '" + dataset + "' has no labels: nothing to train on");
-  if (shard.multilabel)
-    throw InputError("dataset '" + dataset + "' is multi-label (a set of " + std::to_string(shard.num_classes) +
-                     " labels per node); this build trains single-label node classification only");
 }
 
 torch::Tensor NodeClassification::do_loss(const torch::Tensor& output, const BatchTensors& batch, bool mean) const {
@@ -83,6 +81,149 @@ std::unique_ptr<TaskMetrics> NodeClassification::do_make_metrics(std::size_t val
   return std::make_unique<ConfusionMetrics>(classes_, val_entries);
 }
 
-std::unique_ptr<Task> make_task(const TrainConfig& /*config*/, const Shard& shard) { return std::make_unique<NodeClassification>(shard.num_classes); }
+namespace {
+
+// A batch's label sets as 0/1 floats [seeds, labels], from its words (int64 [seeds * W]).
+torch::Tensor unpack_label_sets(const torch::Tensor& words, std::int64_t labels) {
+  const std::int64_t W = (labels + 63) / 64;
+  const torch::Tensor shifts = torch::arange(64, words.options());
+  // An arithmetic shift fills from the sign bit, which the mask drops.
+  return torch::bitwise_right_shift(words.view({-1, W, 1}), shifts).bitwise_and(1).view({-1, W * 64}).slice(1, 0, labels).to(torch::kFloat);
+}
+
+// Per label, true and false positives and false negatives, and the entries right, of one split.
+struct SetCounts {
+  explicit SetCounts(std::int64_t labels) : tp(static_cast<std::size_t>(labels)), fp(tp.size()), fn(tp.size()) {}
+  std::vector<std::int64_t> tp, fp, fn;
+  std::int64_t right = 0, nodes = 0;
+  void add(const std::uint8_t* pred, const std::uint8_t* truth) {
+    for (std::size_t c = 0; c < tp.size(); ++c) {
+      tp[c] += pred[c] & truth[c];
+      fp[c] += pred[c] & !truth[c];
+      fn[c] += !pred[c] & truth[c];
+      right += pred[c] == truth[c];
+    }
+    ++nodes;
+  }
+  std::vector<std::int64_t> flat() const {
+    std::vector<std::int64_t> v(tp);
+    v.insert(v.end(), fp.begin(), fp.end());
+    v.insert(v.end(), fn.begin(), fn.end());
+    v.push_back(right);
+    v.push_back(nodes);
+    return v;
+  }
+  static SetCounts from(std::span<const std::int64_t> v, std::int64_t labels) {
+    SetCounts s(labels);
+    const auto C = static_cast<std::size_t>(labels);
+    std::copy_n(v.begin(), C, s.tp.begin());
+    std::copy_n(v.begin() + static_cast<std::ptrdiff_t>(C), C, s.fp.begin());
+    std::copy_n(v.begin() + static_cast<std::ptrdiff_t>(2 * C), C, s.fn.begin());
+    s.right = v[3 * C];
+    s.nodes = v[3 * C + 1];
+    return s;
+  }
+  ClassMetrics metrics() const {
+    ClassMetrics m;
+    m.count = nodes;
+    std::int64_t TP = 0, FP = 0, FN = 0;
+    double f1_sum = 0;
+    for (std::size_t c = 0; c < tp.size(); ++c) {
+      TP += tp[c];
+      FP += fp[c];
+      FN += fn[c];
+      const std::int64_t d = 2 * tp[c] + fp[c] + fn[c];
+      f1_sum += d > 0 ? 2.0 * static_cast<double>(tp[c]) / static_cast<double>(d) : 0.0;
+    }
+    const std::int64_t D = 2 * TP + FP + FN;
+    m.micro_f1 = D > 0 ? 2.0 * static_cast<double>(TP) / static_cast<double>(D) : 0.0;
+    m.macro_f1 = tp.empty() ? 0.0 : f1_sum / static_cast<double>(tp.size());
+    const double entries = static_cast<double>(nodes) * static_cast<double>(tp.size());
+    m.accuracy = entries > 0 ? static_cast<double>(right) / entries : 0.0;
+    return m;
+  }
+};
+
+// Label sets scored per split: a batch's seeds (schedule order: validation entries first) or
+// full inference's rows of the shard's validation and test nodes.
+class SetMetrics final : public TaskMetrics {
+ public:
+  SetMetrics(std::int64_t labels, std::size_t val_entries) : labels_(labels), val_entries_(val_entries), val_(labels), test_(labels) {}
+
+ private:
+  void do_add_batch(const torch::Tensor& output, const MiniBatch& mb) override {
+    const torch::Tensor pred = output.gt(0).to(torch::kCPU).to(torch::kUInt8).contiguous();
+    const torch::Tensor words = torch::from_blob(const_cast<std::int64_t*>(mb.labels.data()), {static_cast<std::int64_t>(mb.labels.size())}, torch::kLong);
+    const torch::Tensor truth = unpack_label_sets(words, labels_).to(torch::kUInt8).contiguous();
+    const auto* p = pred.data_ptr<std::uint8_t>();
+    const auto* t = truth.data_ptr<std::uint8_t>();
+    for (std::int64_t i = 0; i < pred.size(0); ++i, ++pos_) (pos_ < val_entries_ ? val_ : test_).add(p + i * labels_, t + i * labels_);
+  }
+
+  void do_add_full(const torch::Tensor& output, const Shard& shard) override {
+    const torch::Tensor pred = output.gt(0).to(torch::kCPU).to(torch::kUInt8).contiguous();
+    const auto* p = pred.data_ptr<std::uint8_t>();
+    const NodeId first = shard.book.begin(shard.part);
+    const std::int64_t row = label_row_bytes(labels_);
+    std::vector<std::uint8_t> truth(static_cast<std::size_t>(labels_));
+    const auto add = [&](SetCounts& into, NodeId v) {
+      const std::uint8_t* bits = shard.label_bits.data() + (v - first) * row;
+      for (std::int64_t c = 0; c < labels_; ++c) truth[static_cast<std::size_t>(c)] = has_label(bits, c) ? 1 : 0;
+      into.add(p + (v - first) * labels_, truth.data());
+    };
+    for (const NodeId v : shard.val_idx.span()) add(val_, v);
+    for (const NodeId v : shard.test_idx.span()) add(test_, v);
+  }
+
+  SplitMetrics do_reduce(const comm::Communicator& comm) override {
+    // Both splits' sums in one buffer: one collective per evaluation.
+    std::vector<std::int64_t> both = val_.flat();
+    const std::vector<std::int64_t> t = test_.flat();
+    both.insert(both.end(), t.begin(), t.end());
+    comm.allreduce_inplace(std::span<std::int64_t>(both), comm::Op::kSum);
+    const std::size_t half = both.size() / 2;
+    SplitMetrics m;
+    m.val = SetCounts::from(std::span(both).first(half), labels_).metrics();
+    m.test = SetCounts::from(std::span(both).subspan(half), labels_).metrics();
+    if (m.test.count > 0) m.test_per_rank = comm.allgather(test_.metrics());
+    return m;
+  }
+
+  std::int64_t labels_;
+  std::size_t val_entries_, pos_ = 0;
+  SetCounts val_, test_;
+};
+
+}  // namespace
+
+void MultiLabelClassification::do_check(const Shard& shard, const std::string& dataset) const {
+  if (shard.num_classes < 1 || !shard.multilabel) throw InputError("dataset '" + dataset + "' has no label sets: nothing to train a multi-label model on");
+}
+
+torch::Tensor MultiLabelClassification::do_loss(const torch::Tensor& output, const BatchTensors& batch, bool mean) const {
+  namespace F = torch::nn::functional;
+  auto options = F::BinaryCrossEntropyWithLogitsFuncOptions();
+  if (!mean) options.reduction(torch::kSum);
+  return F::binary_cross_entropy_with_logits(output, unpack_label_sets(batch.y, labels_), options);
+}
+
+torch::Tensor MultiLabelClassification::do_train_stat_sum(const torch::Tensor& output, const BatchTensors& batch) const {
+  return output.gt(0).eq(unpack_label_sets(batch.y, labels_).gt(0.5f)).sum();
+}
+
+std::int64_t MultiLabelClassification::do_examples(const MiniBatch& mb) const {
+  return static_cast<std::int64_t>(mb.labels.size()) / ((labels_ + 63) / 64) * labels_;
+}
+
+torch::Tensor MultiLabelClassification::do_predictions(const torch::Tensor& output) const { return torch::sigmoid(output).to(torch::kCPU).to(torch::kFloat).contiguous(); }
+
+std::unique_ptr<TaskMetrics> MultiLabelClassification::do_make_metrics(std::size_t val_entries) const {
+  return std::make_unique<SetMetrics>(labels_, val_entries);
+}
+
+std::unique_ptr<Task> make_task(const TrainConfig& /*config*/, const Shard& shard) {
+  if (shard.multilabel) return std::make_unique<MultiLabelClassification>(shard.num_classes);
+  return std::make_unique<NodeClassification>(shard.num_classes);
+}
 
 }  // namespace shardgnn

@@ -5,12 +5,12 @@
 // are a public non-virtual method over a private virtual one, implementations `final`, as in
 // mt-KaHyPar.
 //
-// NodeClassification (single-label, today's only task): one label per seed node (-1 =
-// unlabelled), softmax cross-entropy over the labelled seeds, correct predictions as the training
-// statistic, a confusion matrix per split giving accuracy and macro-F1, and validation accuracy
-// selecting the best model.
+// NodeClassification (single-label): one label per seed node (-1 = unlabelled), softmax
+// cross-entropy over the labelled seeds, correct predictions as the training statistic, a
+// confusion matrix per split giving accuracy and macro-F1, and validation accuracy selecting the
+// best model. MultiLabelClassification (below) is the second.
 //
-// How the tasks still to come plug in, with no case of their own in the loop:
+// How the tasks plug in, with no case of their own in the loop:
 // - Seeds. A batch's seeds are the nodes the sampler expands (today the SeedScheduler's training
 //   nodes, or the evaluation nodes); its examples and their targets travel with the batch
 //   (MiniBatch::labels, and BatchTensors::y on the device) and are read by the task alone, which is
@@ -23,11 +23,12 @@
 //   width; the loss scores each pair from its endpoints' rows (binary cross-entropy, summed);
 //   examples counts the pairs; the metrics rank each positive against its negatives (AUC, MRR),
 //   and add_full scores the shard's validation and test edges from full inference's rows.
-// - Multi-label node classification: the targets are a 0/1 row per seed (BatchTensors::y
-//   [seeds, labels]); output_width is the label count; the loss is sigmoid + binary cross-entropy
-//   summed over the known entries; the statistic counts the entries predicted right, and examples
-//   the known entries (both rates' denominator); the metrics sum per-label true and false
-//   positives and false negatives across ranks, and micro-F1 is the selection score.
+// - Multi-label node classification: the targets are each seed's label set, packed 64 labels to an
+//   int64 word (BatchTensors::y [seeds * words], unpacked on the device); output_width is the
+//   label count; the loss is sigmoid + binary cross-entropy over every entry; the statistic counts
+//   the entries predicted right, and examples the entries (both rates' denominator); the metrics
+//   sum per-label true and false positives and false negatives across ranks, and micro-F1 is the
+//   selection score.
 // A task whose metrics are not accuracy and macro-F1 adds its fields to ClassMetrics (the record
 // the metrics file writes, so the score that selects is also the score logged), and its
 // selection_score reads them: the loop sees one number and its name.
@@ -103,7 +104,8 @@ class Task {
   // The batch's examples that count in the loss and the statistic, on the host (no device wait).
   std::int64_t examples(const MiniBatch& mb) const { return do_examples(mb); }
   // What `shardgnn predict` writes for the model's output rows: a tensor on the CPU, one row (or
-  // entry) per output row; NodeClassification: the argmax class, int64 [n].
+  // entry) per output row; NodeClassification: the argmax class, int64 [n]; multi-label: each
+  // label's sigmoid, float32 [n, labels].
   torch::Tensor predictions(const torch::Tensor& output) const { return do_predictions(output); }
   // Empty sums for one evaluation whose schedule starts with `val_entries` validation entries.
   std::unique_ptr<TaskMetrics> make_metrics(std::size_t val_entries) const { return do_make_metrics(val_entries); }
@@ -142,7 +144,33 @@ class NodeClassification final : public Task {
   std::int64_t classes_;
 };
 
-// The task a run trains (today always node classification over the shard's classes).
+// Multi-label node classification over `labels` labels: each seed's targets are its label set
+// (MiniBatch::labels, LabelSets::words() int64 words a seed), a sigmoid per label with binary
+// cross-entropy over every (seed, label) entry, the entries on the right side of 0.5 as the
+// training statistic, per-label true and false positives and false negatives per split giving
+// micro-F1 (over all entries) and macro-F1 (the mean of every label's F1, 0 for a label neither
+// present nor predicted, as scikit-learn's f1_score over an indicator matrix), and validation
+// micro-F1 selecting the best model.
+class MultiLabelClassification final : public Task {
+ public:
+  explicit MultiLabelClassification(std::int64_t labels) : labels_(labels) {}
+
+ private:
+  void do_check(const Shard& shard, const std::string& dataset) const override;
+  std::int64_t do_output_width() const override { return labels_; }
+  torch::Tensor do_loss(const torch::Tensor& output, const BatchTensors& batch, bool mean) const override;
+  torch::Tensor do_train_stat_sum(const torch::Tensor& output, const BatchTensors& batch) const override;
+  std::int64_t do_examples(const MiniBatch& mb) const override;
+  torch::Tensor do_predictions(const torch::Tensor& output) const override;
+  std::unique_ptr<TaskMetrics> do_make_metrics(std::size_t val_entries) const override;
+  double do_selection_score(const ClassMetrics& val) const override { return val.micro_f1; }
+  std::string_view do_selection_name() const override { return "micro-F1"; }
+
+  std::int64_t labels_;
+};
+
+// The task a run trains: node classification over the shard's classes, multi-label when its
+// labels are sets (Shard::multilabel).
 std::unique_ptr<Task> make_task(const TrainConfig& config, const Shard& shard);
 
 }  // namespace shardgnn

@@ -3,7 +3,8 @@
 # single- and multi-label class maps) and an npz whose labels are a 0/1 matrix convert into a
 # dataset whose label_bits.npy numpy unpacks to the input's matrix; data info and validate report
 # and check them; partition carries them to the shards (verified, and counted in the report's
-# label entropy); bad input is one line; training says it is single-label only.
+# label entropy); bad input is one line; with libtorch, training reports micro- and macro-F1 at 1 and
+# 2 ranks (class-balanced seeds over label sets) and predict writes the label scores behind them.
 set -euo pipefail
 : "${SHARDGNN:?}"
 work=$(mktemp -d)
@@ -142,13 +143,42 @@ rm "$work/s2/role.json"
 expect_convert_error "lacks role.json (GraphSAINT's layout" "$work/s2" --out "$work/x"
 expect_convert_error "is multi-label (a set of labels per node); use random:TRAIN,VAL" "$work/saint" --out "$work/x" --split per-class:2,2
 
-# Training refuses label sets for now, in one line.
-if [ -x "$(dirname "$SHARDGNN")/shardgnn-train" ]; then
-  set +e
-  "$SHARDGNN" train "$work/ml" --epochs 1 > "$work/out.txt" 2>&1
-  rc=$?
-  set -e
-  [ "$rc" = 1 ] && grep -q "is multi-label (a set of 5 labels per node); this build trains single-label node classification only" "$work/out.txt" ||
-    fail "train on label sets: exit $rc: $(cat "$work/out.txt")"
+# Training on label sets (sigmoid and binary cross-entropy, micro- and macro-F1) in one process and
+# on 2 ranks with class-balanced seeds drawn over label sets; predict writes each label's score.
+if [ -x "$(dirname "$SHARDGNN")/shardgnn-train" ] && [ -n "${MPIEXEC:-}" ]; then
+  export OMP_NUM_THREADS=1
+  q=(--model sage --fanouts 5,5 --hidden 16 --batch 8 --epochs 3)
+  timeout 120 "$SHARDGNN" train "$work/ml" "${q[@]}" --metrics "$work/m1.jsonl" > "$work/out.txt" 2>&1 || fail "train on label sets: $(cat "$work/out.txt")"
+  grep -qE "^best validation micro-F1 0\.[0-9]+ at epoch [1-3]$" "$work/out.txt" || fail "no validation micro-F1: $(cat "$work/out.txt")"
+  grep -qE "^test micro-F1 0\.[0-9]+, macro-F1 0\.[0-9]+ \(full neighbourhoods" "$work/out.txt" || fail "no test micro-F1: $(cat "$work/out.txt")"
+  "$py" -c "
+import json
+r = json.loads(open('$work/m1.jsonl').read().splitlines()[-1])['result']
+assert r['score'] == 'micro-F1' and 0 <= r['full']['micro_f1'] <= 1 and r['full']['count'] == 8, r" || fail "the result record lacks micro-F1: $(tail -1 "$work/m1.jsonl")"
+  timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/ml-2" "${q[@]}" --seed-sampling class-balanced --run-dir "$work/run2" > "$work/out.txt" 2>&1 ||
+    fail "2 ranks, class-balanced: $(cat "$work/out.txt")"
+  full=$(sed -n 's/^test micro-F1 \([0-9.]*\), .*(full neighbourhoods.*/\1/p' "$work/out.txt")
+  macro=$(sed -n 's/^test micro-F1 [0-9.]*, macro-F1 \([0-9.]*\) (full neighbourhoods.*/\1/p' "$work/out.txt")
+  [ -n "$full" ] || fail "2 ranks: no test micro-F1: $(cat "$work/out.txt")"
+  timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" predict "$work/run2" "$work/ml-2" --out "$work/pred" > "$work/out.txt" 2>&1 || fail "predict: $(cat "$work/out.txt")"
+  grep -qE "^validation micro-F1 0\.[0-9]+ \(8 nodes\), test micro-F1 $full, macro-F1 0\.[0-9]+ \(8 nodes\), full neighbourhoods$" "$work/out.txt" ||
+    fail "predict's test micro-F1 is not training's $full: $(cat "$work/out.txt")"
+  "$py" - "$work" "$full" "$macro" <<'PY' || fail "predictions.npy does not hold the label scores that give training's micro- and macro-F1"
+import sys
+import numpy as np
+w, full, macro = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+p = np.load(f"{w}/pred/predictions.npy", mmap_mode="r")
+assert p.dtype == np.float32 and p.shape == (40, 5) and (np.asarray(p) >= 0).all() and (np.asarray(p) <= 1).all(), (p.dtype, p.shape)
+truth = np.load(f"{w}/saint/expected.npy").astype(bool)
+t = np.load(f"{w}/ml/test_idx.npy")
+pred = np.asarray(p)[t] > 0.5
+tp, fp, fn = (pred & truth[t]).sum(), (pred & ~truth[t]).sum(), (~pred & truth[t]).sum()
+micro = 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0
+assert abs(micro - full) < 1e-4, (micro, full)
+# scikit-learn's macro-F1 over an indicator matrix: every label's F1, 0 where it is neither present nor predicted.
+f1 = [2 * (pred[:, c] & truth[t][:, c]).sum() / d if (d := 2 * (pred[:, c] & truth[t][:, c]).sum() + (pred[:, c] ^ truth[t][:, c]).sum()) else 0.0
+      for c in range(5)]
+assert abs(sum(f1) / 5 - macro) < 1e-4, (f1, macro)
+PY
 fi
 echo "multi-label CLI OK"

@@ -87,7 +87,7 @@ expect_error 1 "no such dataset folder" partition "$work/missing" --parts 2 --ou
 "$SHARDGNN" data convert "$SAMPLES/4elt.graph" --out "$work/4elt" >/dev/null
 expect_error 1 "no training split" partition "$work/4elt" --parts 2 --balance train --out "$work/bad"
 expect_error 1 "--balance cost: dataset '4elt' has no training split" partition "$work/4elt" --parts 2 --balance nodes,cost --out "$work/bad"
-expect_error 2 "--fanouts item 2 is 0" partition "$work/cora" --balance nodes,cost --fanouts 15,0 --out "$work/bad"
+expect_error 2 "--fanouts item 2 is -2" partition "$work/cora" --balance nodes,cost --fanouts 15,-2 --out "$work/bad"
 expect_error 2 "--fanouts item 1 is 'x'" partition "$work/cora" --balance cost --fanouts x,5 --out "$work/bad"
 expect_error 2 "--fanouts is empty" partition "$work/cora" --balance cost --fanouts "" --out "$work/bad"
 expect_error 2 "--cost-remote-weight must be a finite number >= 0" partition "$work/cora" --balance cost --cost-remote-weight -1 --out "$work/bad"

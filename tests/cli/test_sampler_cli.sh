@@ -39,7 +39,7 @@ grep -q "^shardgnn bench sampler: error: cannot start its program (.*shardgnn-be
 source "$(dirname "$0")/expect_error.sh"
 expect_cmd=(bench sampler)
 expect_error 2 "fanouts is empty" "$work/p2" --fanouts ""
-expect_error 2 "item 2 is 0" "$work/p2" --fanouts 10,0
+expect_error 2 "item 2 is -3" "$work/p2" --fanouts 10,-3
 expect_error 2 "item 1 is 'x'" "$work/p2" --fanouts x,5
 expect_error 2 "batch must be at least 1" "$work/p2" --batch 0
 expect_error 2 "node-local must be on or off, got 'maybe'" "$work/p2" --node-local maybe

@@ -200,8 +200,9 @@ TEST_CASE("cost-model requests that cannot work are clear errors", "[partition][
   CHECK_THROWS_WITH(parse_balance("cost,cost"), Contains("lists 'cost' twice"));
   CHECK(parse_fanouts("15,10,5") == std::vector<int>{15, 10, 5});
   CHECK(parse_fanouts("-1,3") == std::vector<int>{-1, 3});
-  CHECK_THROWS_WITH(parse_fanouts("15,0"), Contains("--fanouts item 2 is 0"));
-  CHECK_THROWS_WITH(parse_fanouts("15,x"), Contains("--fanouts item 2") && Contains("expected an integer >= 1 or -1"));
+  CHECK(parse_fanouts("15,0") == std::vector<int>{15, 0});  // 0: no neighbours (a features-only baseline)
+  CHECK_THROWS_WITH(parse_fanouts("15,-2"), Contains("--fanouts item 2 is -2"));
+  CHECK_THROWS_WITH(parse_fanouts("15,x"), Contains("--fanouts item 2") && Contains("expected an integer >= 0 or -1"));
   CHECK_THROWS_WITH(parse_fanouts(""), Contains("--fanouts is empty"));
 
   Dataset no_split = path4();
