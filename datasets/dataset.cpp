@@ -223,6 +223,7 @@ Meta read_meta(const std::string& dir) {
   if (const auto* ml = meta.root.if_contains("multilabel")) {
     if (!ml->is_bool()) throw InputError(meta.path, "key 'multilabel'", "expected true or false");
     meta.multilabel = ml->get_bool();
+    if (meta.multilabel && meta.c < 1) throw InputError(meta.path, "key 'multilabel'", "true with num_classes " + std::to_string(meta.c) + ": label sets need at least one label");
   }
   for (auto [key, val] : {std::pair{"num_nodes", meta.n}, {"num_edges", meta.m}, {"feature_dim", meta.f}, {"num_classes", meta.c}, {"node_weight_dim", meta.w}})
     if (val < 0) throw InputError(meta.path, std::string("key '") + key + "'", "negative count " + std::to_string(val));
@@ -359,7 +360,7 @@ ValidationResult validate_dataset(const std::string& dir) {
   for (std::size_t i = 0; i < ds.labels.size() && !p.full(); ++i)
     if (ds.labels[i] < -1 || ds.labels[i] >= ds.num_classes)
       p.error(d + "labels.npy", static_cast<std::int64_t>(i), "label " + std::to_string(ds.labels[i]) + " outside [-1, " + std::to_string(ds.num_classes) + ")");
-  if (ds.multilabel && !p.full()) {
+  if (ds.multilabel && ds.num_classes % 8 != 0 && !p.full()) {
     // Bits past the last label are padding, and must be clear.
     const std::int64_t row = label_row_bytes(ds.num_classes);
     const auto pad = static_cast<std::uint8_t>(ds.num_classes % 8 == 0 ? 0 : 0xff << (ds.num_classes % 8));

@@ -34,8 +34,8 @@ EdgeList read_adjacency(const std::string& path) {
     if (fmt != "csr") throw InputError(path, "member 'format.npy'", "sparse format '" + fmt + "', expected 'csr' (scipy.sparse.save_npz of a CSR matrix)");
   }
   const auto shape = npy_to_vector<std::int64_t>(z.read("shape"), 1);
-  if (shape.size() != 2 || shape[0] != shape[1] || shape[0] < 0)
-    throw InputError(path, "member 'shape.npy'", "expected a square matrix's (n, n)");
+  if (shape.size() != 2 || shape[0] != shape[1] || shape[0] < 0 || shape[0] >= (std::int64_t{1} << 40))
+    throw InputError(path, "member 'shape.npy'", "expected a square matrix's (n, n), n below 2^40");
   const std::int64_t n = shape[0];
   EdgeList el;
   el.num_nodes = n;
@@ -89,6 +89,7 @@ class ClassMapHandler {
   bool on_array_end(std::size_t n, boost::json::error_code& ec) {
     --depth_;
     if (classes < 0) {
+      if (n == 0) return refuse(ec, "an empty label list: expected one 0/1 entry per label");
       classes = static_cast<std::int64_t>(n);
       matrix.assign(static_cast<std::size_t>(n_ * classes), 0);
       for (std::size_t i = 0; i < row_.size(); ++i) matrix[static_cast<std::size_t>(node_ * classes) + i] = row_[i];
@@ -176,21 +177,28 @@ class ClassMapHandler {
   std::vector<std::uint8_t> row_;  // the first row, until its length is known
 };
 
-void read_class_map(const std::string& path, Dataset& ds) {
+void read_class_map(const std::string& path, Dataset& ds, std::vector<char>& seen) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "", "cannot open it (GraphSAINT's class_map.json)");
   boost::json::basic_parser<ClassMapHandler> p(boost::json::parse_options{}, ds.num_nodes());
   std::vector<char> buf(std::size_t{1} << 20);
   boost::json::error_code ec;
+  std::uint64_t at = 0;  // bytes the parser took: where an error stands
   while (in) {
     in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
     const auto got = static_cast<std::size_t>(in.gcount());
-    for (std::size_t off = 0; off < got && !ec;) off += p.write_some(true, buf.data() + off, got - off, ec);
+    for (std::size_t off = 0; off < got && !ec;) {
+      const std::size_t used = p.write_some(true, buf.data() + off, got - off, ec);
+      off += used;
+      at += used;
+    }
     if (ec) break;
   }
   if (!ec) p.write_some(false, nullptr, 0, ec);
   ClassMapHandler& h = p.handler();
-  if (ec) throw InputError(path, "", h.problem.empty() ? "malformed JSON: " + ec.message() : h.problem);
+  if (ec && h.problem.empty()) throw InputError(path, "byte " + std::to_string(at), "malformed JSON: " + ec.message());
+  if (ec) throw InputError(path, "", h.problem);
+  seen = std::move(h.seen);  // which nodes have an entry (the caller checks the splits' nodes)
   if (!h.decided) return;  // an empty map: no labels
   ds.num_classes = std::max<std::int64_t>(h.classes, 0);
   if (h.multi) {
@@ -250,8 +258,14 @@ Dataset read_graphsaint_dataset(const std::string& dir, const ReadOptions& optio
     if (!std::isfinite(f[i])) throw InputError(feats, "element " + std::to_string(i), "non-finite feature value, expected a finite number");
   ds.feature_dim = buf.header.shape[1];
   ds.features = Array<float>(std::move(f));
-  read_class_map(file("class_map.json"), ds);
+  std::vector<char> listed;
+  read_class_map(file("class_map.json"), ds, listed);
   read_roles(file("role.json"), ds);
+  if (ds.multilabel)
+    for (auto [key, split] : {std::pair{"tr", &ds.train_idx}, {"va", &ds.val_idx}, {"te", &ds.test_idx}})
+      for (const NodeId v : split->span())
+        if (listed.empty() || !listed[static_cast<std::size_t>(v)])
+          throw InputError(file("class_map.json"), "", "node " + std::to_string(v) + " of role.json's '" + key + "' has no label list");
   return ds;
 }
 

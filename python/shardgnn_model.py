@@ -153,6 +153,8 @@ class Gnn(nn.Module):
 
     def forward(self, g, x, layer=None):
         """The logits [n, out]; with ``layer``, also the rows after that many layers (0: ``x``)."""
+        if layer is not None and not 0 <= layer <= self.layers:
+            raise ValueError(f"layer {layer}: the model has {self.layers} layers (0 = the input features)")
         h, kept = x, (x if layer == 0 else None)
         for l in range(self.layers):
             h = getattr(self, f"conv{l}")(g, h)
@@ -183,7 +185,7 @@ def main(argv=None):
     model = Gnn.from_weights(a.weights)
     d = load_dataset(a.dataset)
     g = Graph(d["indptr"], d["indices"])
-    x = torch.from_numpy(np.array(d["features"], dtype=np.float32))
+    x = torch.from_numpy(np.array(d["features"], dtype=np.float32)) if "features" in d else torch.zeros(g.num_nodes, 0)
     with torch.no_grad():
         if a.layer is None:
             logits, rows = model(g, x), None

@@ -16,6 +16,7 @@
 #include "tools/cli.hpp"
 #include "tools/mpi_program.hpp"
 #include "tools/run_input.hpp"
+#include "tools/run_report.hpp"
 #include "trainer/checkpoint.hpp"
 #include "trainer/device.hpp"
 #include "trainer/predict.hpp"
@@ -69,8 +70,10 @@ std::vector<std::int64_t> dataset_ids(const std::string& path, std::vector<std::
     for (std::size_t d = 0; d < original.size(); ++d) by_original.emplace_back(original[d], static_cast<std::int64_t>(d));
     std::sort(by_original.begin(), by_original.end());
   }
+  if (ids.empty()) throw InputError(path, "", "lists no node ids");
   for (std::int64_t& v : ids) {
     const std::int64_t given = v;
+    if (v < 0) throw InputError(path, "entry " + std::to_string(&v - ids.data() + 1), "node " + std::to_string(v) + ", expected a non-negative id");
     if (original.empty()) {
       if (v >= nodes) throw InputError(path, "entry " + std::to_string(&v - ids.data() + 1), "node " + std::to_string(v) + " is not in the dataset (ids 0 to " + std::to_string(nodes - 1) + ")");
       continue;
@@ -80,10 +83,14 @@ std::vector<std::int64_t> dataset_ids(const std::string& path, std::vector<std::
       throw InputError(path, "entry " + std::to_string(&v - ids.data() + 1), "node " + std::to_string(given) + " is not among the dataset's node_ids.npy");
     v = at->second;
   }
-  std::vector<std::int64_t> sorted = ids;
+  std::vector<std::pair<std::int64_t, std::size_t>> sorted;  // (dataset id, entry)
+  for (std::size_t i = 0; i < ids.size(); ++i) sorted.emplace_back(ids[i], i);
   std::sort(sorted.begin(), sorted.end());
-  if (const auto dup = std::adjacent_find(sorted.begin(), sorted.end()); dup != sorted.end())
-    throw InputError(path, "", "lists node " + std::to_string(original.empty() ? *dup : original[static_cast<std::size_t>(*dup)]) + " more than once");
+  for (std::size_t i = 1; i < sorted.size(); ++i)
+    if (sorted[i].first == sorted[i - 1].first)
+      throw InputError(path, "entry " + std::to_string(sorted[i].second + 1),
+                       "node " + std::to_string(original.empty() ? sorted[i].first : original[static_cast<std::size_t>(sorted[i].first)]) + " again (entry " +
+                           std::to_string(sorted[i - 1].second + 1) + " lists it too)");
   return ids;
 }
 
@@ -103,12 +110,24 @@ Dataset source_dataset(const std::string& dir, std::string& note) {
   return load_dataset(info.dataset_dir, Contents::trust);
 }
 
+// Whether the model's outputs are label sets: --task, else the run folder's result line (the score
+// that selected it), else the input's labels.
+bool label_set_task(const std::string& task, const std::string& model, const Shard& shard) {
+  if (task == "classes") return false;
+  if (task == "label-sets") return true;
+  if (task != "auto") throw UsageError("--task " + task + ": expected auto, classes or label-sets");
+  const fs::path metrics = fs::path(model) / "metrics.jsonl";
+  if (fs::is_directory(model) && fs::exists(metrics))
+    if (const RunMetrics run = load_run_metrics(metrics.string()); run.result) return run.result->score == "micro-F1";
+  return shard.multilabel;
+}
+
 }  // namespace
 
 int predict_main(const std::vector<std::string>& args, const comm::Communicator& world) {
   require_launch_joined(world);
   PredictOptions po_;
-  std::string nodes_file, scratch, device_name = "cpu";
+  std::string nodes_file, scratch, device_name = "cpu", task_name = "auto";
   int threads = 0;
   bool quiet = false;
   po::options_description o("options");
@@ -117,6 +136,9 @@ int predict_main(const std::vector<std::string>& args, const comm::Communicator&
       ("force", po::bool_switch(&po_.overwrite), "replace DIR if it holds earlier predictions (or another shardgnn folder)")
       ("layer", bound(po_.layer), "embeddings after this many layers (0 = the input features, the model's depth = its outputs; -1 = the last hidden layer)")
       ("nodes", po::value(&nodes_file), "only these nodes, in this order: a 1-d integer .npy or a text file of one id per line (the input's ids, as node_ids.npy has them)")
+      ("task", po::value(&task_name)->default_value("auto"),
+       "what the outputs are: classes (argmax, int64) or label-sets (each label's sigmoid, float32); auto: the run folder's result, else the "
+       "input's labels, else classes")
       ("device", po::value(&device_name)->default_value("cpu"), "cpu, cuda (the node-local rank's GPU) or cuda:N")
       ("threads", bound(threads), "torch threads per rank (0 = OMP_NUM_THREADS, else the cores shared among the node's ranks)")
       ("chunk", bound(po_.chunk), "nodes per block of the layer-wise inference (0: blocks of about 4M edges)")
@@ -160,10 +182,14 @@ int predict_main(const std::vector<std::string>& args, const comm::Communicator&
   po_.nodes = nodes;
   po_.input = input;
   po_.dataset = in.name;
-  const std::unique_ptr<Task> task = in.shard.multilabel ? std::unique_ptr<Task>(std::make_unique<MultiLabelClassification>(model->options.out()))
-                                                         : std::make_unique<NodeClassification>(model->options.out());
+  po_.created = utc_now();
+  bool label_sets = false;
+  comm::agree(world, [&] { label_sets = label_set_task(task_name, vm["model"].as<std::string>(), in.shard); });
+  const std::unique_ptr<Task> task = label_sets ? std::unique_ptr<Task>(std::make_unique<MultiLabelClassification>(model->options.out()))
+                                                : std::make_unique<NodeClassification>(model->options.out());
   // Scored when the data's labels are the model's classes (the test accuracy training printed).
-  const bool score = world.all(in.shard.num_classes == model->options.out());
+  // Scored when the data's labels are what the model predicts (the test score training printed).
+  const bool score = world.all(in.shard.num_classes == model->options.out() && in.shard.multilabel == label_sets);
   const PredictResult r = predict(model, in.shard, *task, score, world, device, po_);
   if (world.rank() == 0 && !quiet) {
     const GnnOptions& m = model->options;
@@ -173,7 +199,7 @@ int predict_main(const std::vector<std::string>& args, const comm::Communicator&
                 device.str().c_str(), threads_text(threads_from).c_str(), static_cast<long long>(r.rows), static_cast<long long>(r.width),
                 static_cast<long long>(r.layer));
     if (!note.empty()) std::printf("%s\n", note.c_str());
-    if (r.metrics && in.shard.multilabel)
+    if (r.metrics && label_sets)
       std::printf("validation micro-F1 %.4f (%lld nodes), test micro-F1 %.4f, macro-F1 %.4f (%lld nodes), full neighbourhoods\n", r.metrics->val.micro_f1,
                   static_cast<long long>(r.metrics->val.count), r.metrics->test.micro_f1, r.metrics->test.macro_f1, static_cast<long long>(r.metrics->test.count));
     else if (r.metrics)

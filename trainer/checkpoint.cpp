@@ -5,9 +5,12 @@
 #include <torch/serialize.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <limits>
+#include <map>
 #include <span>
 #include <sstream>
 #include <type_traits>
@@ -468,12 +471,26 @@ Gnn load_weights(const std::string& path, const torch::Device& device) {
   const std::int64_t in = entry(0, weight, 2).size(1);
   std::int64_t out = 0, hidden = 1;
   if (mc.kind == ModelKind::kGat) {
-    mc.heads = static_cast<int>(entry(0, "attn_l", 3).size(1));
+    mc.heads = static_cast<int>(std::clamp<std::int64_t>(entry(0, "attn_l", 3).size(1), 0, std::numeric_limits<int>::max()));
     out = entry(layers - 1, "attn_l", 3).size(2);
     hidden = layers > 1 ? entry(0, weight, 2).size(0) : mc.heads;
   } else {
     out = entry(layers - 1, weight, 2).size(0);
     if (layers > 1) hidden = entry(0, weight, 2).size(0);
+  }
+  // The widths must make a model, and each layer's entries fit the chain of widths, before one is
+  // built: a crafted file must not size a model of gigabytes or divide by zero heads.
+  const auto width_ok = [](std::int64_t w) { return w >= 1 && w <= std::numeric_limits<int>::max(); };
+  if (!width_ok(in) || !width_ok(out) || !width_ok(hidden) || (mc.kind == ModelKind::kGat && (mc.heads < 1 || hidden % mc.heads != 0)))
+    throw InputError(path, "", "widths in " + std::to_string(in) + ", hidden " + std::to_string(hidden) + ", out " + std::to_string(out) +
+                                   (mc.kind == ModelKind::kGat ? ", heads " + std::to_string(mc.heads) : "") + " make no model");
+  for (std::int64_t l = 0; l < layers; ++l) {
+    const std::int64_t want_in = l == 0 ? in : hidden, want_out = l + 1 == layers ? out : hidden;
+    const torch::Tensor& wl = entry(l, weight, 2);
+    const std::int64_t rows = mc.kind == ModelKind::kGat ? (l + 1 == layers ? out * mc.heads : hidden) : want_out;
+    if (wl.size(0) != rows || wl.size(1) != want_in)
+      throw InputError(path, "entry 'conv" + std::to_string(l) + "." + weight + "'", "has shape " + shape_text(wl.sizes()) + ", the layers before and after it need [" +
+                                                                                     std::to_string(rows) + ", " + std::to_string(want_in) + "]");
   }
   mc.hidden = static_cast<int>(hidden);
   Gnn model(GnnOptions(mc, in, out, layers));

@@ -76,15 +76,6 @@ std::vector<std::int64_t> positions(const Shard& shard, std::span<const std::int
 // A tensor's bytes on the host, contiguous.
 torch::Tensor host_rows(const torch::Tensor& t) { return t.to(torch::kCPU).contiguous(); }
 
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 }  // namespace
 
 PredictResult predict(Gnn& model, const Shard& shard, const Task& task, bool score, const comm::Communicator& comm, const torch::Device& device,
@@ -160,33 +151,31 @@ PredictResult predict(Gnn& model, const Shard& shard, const Task& task, bool sco
   const std::int64_t mine0 = first[static_cast<std::size_t>(rank)], mine = first[static_cast<std::size_t>(rank) + 1] - mine0;
   std::vector<std::vector<std::uint8_t>> slices(files.size());
   for (std::size_t f = 0; f < files.size(); ++f) slices[f].resize(static_cast<std::size_t>(mine) * files[f].row_bytes);
-  std::vector<char> placed(static_cast<std::size_t>(mine), 0);
-  std::int64_t placed_count = 0;
-  for (std::size_t off = 0; off + record <= got.size(); off += record) {
-    std::int64_t p = 0;
-    std::memcpy(&p, got.data() + off, sizeof p);
-    const std::int64_t k = p - mine0;
-    if (k < 0 || k >= mine || placed[static_cast<std::size_t>(k)]) throw std::logic_error("predict: row " + std::to_string(p) + " sent wrongly or twice");
-    placed[static_cast<std::size_t>(k)] = 1;
-    ++placed_count;
-    std::memcpy(slices[0].data() + k * emb_bytes, got.data() + off + sizeof p, emb_bytes);
-    std::memcpy(slices[1].data() + k * pred_bytes, got.data() + off + sizeof p + emb_bytes, pred_bytes);
-  }
-  std::vector<std::uint8_t>().swap(got);
+  // Each row once: two shards listing one dataset node (a damaged partition) or none listing it
+  // is an error every rank reports.
+  const auto original = [&](std::int64_t p) {
+    const std::int64_t d = o.nodes.empty() ? p : o.nodes[static_cast<std::size_t>(p)];
+    return o.original_ids.empty() ? d : o.original_ids[static_cast<std::size_t>(d)];
+  };
   comm::agree(comm, [&] {
-    // Every requested node is owned by exactly one rank: a row missing here is a node none owns.
-    if (placed_count != mine) {
-      const auto hole = std::find(placed.begin(), placed.end(), 0) - placed.begin();
-      const std::int64_t p = mine0 + hole;
-      throw InputError("--nodes: entry " + std::to_string(p + 1) + " (node " + std::to_string(o.nodes.empty() ? p : o.nodes[static_cast<std::size_t>(p)]) +
-                       ") is owned by no shard");
+    std::vector<char> placed(static_cast<std::size_t>(mine), 0);
+    for (std::size_t off = 0; off + record <= got.size(); off += record) {
+      std::int64_t p = 0;
+      std::memcpy(&p, got.data() + off, sizeof p);
+      const std::int64_t k = p - mine0;
+      if (k < 0 || k >= mine) throw std::logic_error("predict: row " + std::to_string(p) + " sent to the wrong rank");
+      if (placed[static_cast<std::size_t>(k)])
+        throw InputError(shard.dir, "", "two shards' orig_ids.npy list node " + std::to_string(original(p)) + " (run `shardgnn partition verify`)");
+      placed[static_cast<std::size_t>(k)] = 1;
+      std::memcpy(slices[0].data() + k * emb_bytes, got.data() + off + sizeof p, emb_bytes);
+      std::memcpy(slices[1].data() + k * pred_bytes, got.data() + off + sizeof p + emb_bytes, pred_bytes);
     }
+    if (const auto hole = std::find(placed.begin(), placed.end(), 0) - placed.begin(); hole < mine)
+      throw InputError(shard.dir, "", "no shard's orig_ids.npy lists node " + std::to_string(original(mine0 + hole)) + " (run `shardgnn partition verify`)");
   });
+  std::vector<std::uint8_t>().swap(got);
   auto* ids = reinterpret_cast<std::int64_t*>(slices[2].data());
-  for (std::int64_t k = 0; k < mine; ++k) {
-    const std::int64_t d = o.nodes.empty() ? mine0 + k : o.nodes[static_cast<std::size_t>(mine0 + k)];
-    ids[k] = o.original_ids.empty() ? d : o.original_ids[static_cast<std::size_t>(d)];
-  }
+  for (std::int64_t k = 0; k < mine; ++k) ids[k] = original(mine0 + k);
 
   // Phase two: rank 0 makes the folder and the files at their full size; each rank writes its range.
   std::string tmp;
@@ -234,7 +223,7 @@ PredictResult predict(Gnn& model, const Shard& shard, const Task& task, bool sco
       const GnnOptions& m = model->options;
       boost::json::object meta{{"format", kFormat},
                                {"version", 1},
-                               {"created", utc_now()},
+                               {"created", o.created},
                                {"model",
                                 {{"kind", model_name(m.kind())}, {"layers", m.layers()}, {"in", m.in()}, {"hidden", m.hidden()}, {"heads", m.heads()}, {"out", m.out()}}},
                                {"weights", o.weights},

@@ -3,14 +3,16 @@
 // whatever the partition, as a folder of .npy files that numpy.load(..., mmap_mode='r') reads:
 //   embeddings.npy   float32 [N, H]  the rows after `layer` layers (default: the last hidden
 //                                    layer's, the representation before the output layer)
-//   predictions.npy  the task's prediction per node (Task::predictions: int64 [N] classes)
+//   predictions.npy  the task's prediction per node (Task::predictions: int64 [N] classes, or
+//                    float32 [N, labels] label scores)
 //   node_ids.npy     int64 [N]       each row's id in the input (the dataset's node_ids.npy when
 //                                    it was relabelled, else its dataset id)
 //   predictions.json format, model, weights, input, layer, and per array its dtype, shape, CRC-32
 // Writing is two-phase, as MPI-IO's collective writes are: the rows travel (one all-to-all) to the
-// rank that writes their range of rows, and each rank writes one contiguous range of each file
-// with pwrite, so no two ranks write one page and no rank seeks per row. The folder is built under
-// a temporary name and renamed into place once every rank has written and fsynced.
+// rank that writes their range of rows, and each rank writes one contiguous byte range of each
+// file with pwrite (disjoint ranges by pwrite are safe on NFS and Lustre; see write_at), so no rank
+// writes a row at a time. The folder is built under a temporary name and renamed into place once
+// every rank has written and fsynced.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +40,7 @@ struct PredictOptions {
   std::span<const std::int64_t> original_ids;
   // What predictions.json records of where the model and the input came from.
   std::string weights, input, dataset;
+  std::string created;  // predictions.json's timestamp
 };
 
 struct PredictResult {

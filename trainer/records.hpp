@@ -16,7 +16,9 @@ namespace shardgnn {
 struct ClassMetrics {
   std::int64_t count = 0;  // labelled examples evaluated
   double accuracy = 0;
-  double macro_f1 = 0;  // mean F1 over the classes present in the truth or the predictions (as scikit-learn)
+  // Mean F1 over the classes present in the truth or the predictions; for label sets over every
+  // label (0 for one neither present nor predicted), as scikit-learn's f1_score does for each.
+  double macro_f1 = 0;
   // Multi-label tasks: F1 over every (node, label) entry, the selection score (`accuracy` is
   // then the entries right); -1 for single-label ones.
   double micro_f1 = -1;

@@ -38,7 +38,7 @@ kill -STOP "$stopped"
 rc=0
 wait "$job" || rc=$?
 [ "$rc" = 76 ] || fail "a stalled rank: exit $rc, expected 76 (124: the job hung): $(tail -5 "$work/out.txt")"
-grep -qE "^shardgnn train: error: rank 0/2 on [^ ]+ \(pid [0-9]+\): MPI_[A-Za-z_]+ has waited [2-9] s for the other ranks \((training|validation|checkpoint), epoch [0-9]+.*; --collective-timeout 2(\)| x6)" "$work/out.txt" ||
+grep -qE "^shardgnn train: error: rank 0/2 on [^ ]+ \(pid [0-9]+\): MPI_[A-Za-z_]+ has waited [2-9] s for the other ranks \((training|validation|checkpoint|end of epoch), epoch [0-9]+.*; --collective-timeout 2(\)| x6)" "$work/out.txt" ||
   fail "no line naming the wait: $(tail -5 "$work/out.txt")"
 kill -KILL "$stopped" 2>/dev/null || true
 stopped=""

@@ -136,6 +136,14 @@ expect_convert_error "class_map.json: node '5': has 2 labels, the first node 5" 
 "$py" -c "
 import json; m = json.load(open('$work/s2/class_map.json')); m['5'] = [0, 2, 0, 0, 1]; json.dump(m, open('$work/s2/class_map.json', 'w'))"
 expect_convert_error "class_map.json: node '5': label entry 2, expected 0 or 1" "$work/s2" --out "$work/x"
+"$py" -c "
+import json; m = json.load(open('$work/s2/class_map.json')); m['0'] = []; json.dump(m, open('$work/s2/class_map.json', 'w'))"
+expect_convert_error "class_map.json: node '0': an empty label list" "$work/s2" --out "$work/x"
+"$py" -c "
+import json; m = json.load(open('$work/saint/class_map.json')); del m['3']; json.dump(m, open('$work/s2/class_map.json', 'w'))"
+expect_convert_error "class_map.json: node 3 of role.json's 'tr' has no label list" "$work/s2" --out "$work/x"
+printf '{"0": [1, 0' > "$work/s2/class_map.json"
+expect_convert_error "class_map.json: byte 11: malformed JSON" "$work/s2" --out "$work/x"
 cp "$work/saint/class_map.json" "$work/s2/"
 echo '{"tr": [0, 1], "va": [40], "te": []}' > "$work/s2/role.json"
 expect_convert_error "role.json: key 'va', element 0: expected a node id in [0, 40), found 40" "$work/s2" --out "$work/x"
@@ -163,6 +171,10 @@ assert r['score'] == 'micro-F1' and 0 <= r['full']['micro_f1'] <= 1 and r['full'
   timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" predict "$work/run2" "$work/ml-2" --out "$work/pred" > "$work/out.txt" 2>&1 || fail "predict: $(cat "$work/out.txt")"
   grep -qE "^validation micro-F1 0\.[0-9]+ \(8 nodes\), test micro-F1 $full, macro-F1 0\.[0-9]+ \(8 nodes\), full neighbourhoods$" "$work/out.txt" ||
     fail "predict's test micro-F1 is not training's $full: $(cat "$work/out.txt")"
+  # --task classes on label sets: the argmax, and nothing scored against label sets.
+  timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" predict "$work/run2" "$work/ml-2" --out "$work/pred-c" --task classes > "$work/out.txt" 2>&1 || fail "predict --task classes: $(cat "$work/out.txt")"
+  ! grep -q "micro-F1\|accuracy" "$work/out.txt" || fail "predict --task classes scored label sets: $(cat "$work/out.txt")"
+  "$py" -c "import numpy as np; p = np.load('$work/pred-c/predictions.npy'); assert p.dtype == np.int64 and p.shape == (40,)" || fail "--task classes did not write classes"
   "$py" - "$work" "$full" "$macro" <<'PY' || fail "predictions.npy does not hold the label scores that give training's micro- and macro-F1"
 import sys
 import numpy as np

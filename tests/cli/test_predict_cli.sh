@@ -94,7 +94,12 @@ expect_error 2 "bad.txt: line 2: expected one non-negative node id, found 'five'
 printf '5\n9999\n' > "$work/bad.txt"
 expect_error 2 "bad.txt: entry 2: node 9999 is not in the dataset (ids 0 to 2707)" "$work/p2" --out "$work/x" --nodes "$work/bad.txt"
 printf '5\n6\n5\n' > "$work/bad.txt"
-expect_error 2 "bad.txt: lists node 5 more than once" "$work/p2" --out "$work/x" --nodes "$work/bad.txt"
+expect_error 2 "bad.txt: entry 3: node 5 again (entry 1 lists it too)" "$work/p2" --out "$work/x" --nodes "$work/bad.txt"
+printf '# nothing\n' > "$work/bad.txt"
+expect_error 2 "bad.txt: lists no node ids" "$work/p2" --out "$work/x" --nodes "$work/bad.txt"
+"$py" -c "import numpy as np; np.save('$work/neg.npy', np.array([3, -2]))"
+expect_error 2 "neg.npy: entry 2: node -2, expected a non-negative id" "$work/p2" --out "$work/x" --nodes "$work/neg.npy"
+expect_error 2 "task sets: expected auto, classes or label-sets" "$work/p2" --out "$work/x" --task sets
 "$SHARDGNN" data convert "$SAMPLES/citeseer.npz" --out "$work/citeseer" >/dev/null
 expect_error 1 "nodes have 3703 features, the model in .*weights.pt takes 1433" "$work/citeseer" --out "$work/x"
 echo "not a model" > "$work/junk.pt"
