@@ -113,9 +113,8 @@ Dataset source_dataset(const std::string& dir, std::string& note) {
 // Whether the model's outputs are label sets: --task, else the run folder's result line (the score
 // that selected it), else the input's labels.
 bool label_set_task(const std::string& task, const std::string& model, const Shard& shard) {
-  if (task == "classes") return false;
-  if (task == "label-sets") return true;
-  if (task != "auto") throw UsageError("--task " + task + ": expected auto, classes or label-sets");
+  const TaskKind kind = parse_task(task);
+  if (kind != TaskKind::kAuto) return kind == TaskKind::kLabelSets;
   const fs::path metrics = fs::path(model) / "metrics.jsonl";
   if (fs::is_directory(model) && fs::exists(metrics))
     if (const RunMetrics run = load_run_metrics(metrics.string()); run.result) return run.result->score == "micro-F1";

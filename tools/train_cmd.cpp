@@ -125,6 +125,8 @@ po::options_description train_options(TrainConfig& tc, SamplerConfig& sc, ExtraO
   sampling.add_options()("prefetch", bound(sc.prefetch), "batches sampled ahead by a thread (0 = none)");
   po::options_description model("model");
   model.add_options()
+      ("task", bound(tc.task, parse_task, task_name),
+       "auto (from the labels: labels.npy one class per node, label_bits.npy a set), classes or label-sets (a dataset with the other kind is refused)")
       ("model", bound(tc.model.kind, parse_model, model_name), "sage, gcn or gat")
       ("hidden", bound(tc.model.hidden), "hidden width (GAT: split between the heads)")
       ("heads", bound(tc.model.heads), "GAT attention heads")

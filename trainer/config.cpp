@@ -17,6 +17,7 @@ constexpr EnumName<ModelKind> kModels[] = {{ModelKind::kSage, "sage"}, {ModelKin
 constexpr EnumName<OptimizerKind> kOptimizers[] = {{OptimizerKind::kAdam, "adam"}, {OptimizerKind::kSgd, "sgd"}};
 constexpr EnumName<LrSchedule> kLrSchedules[] = {{LrSchedule::kNone, "none"}, {LrSchedule::kStep, "step"}, {LrSchedule::kCosine, "cosine"}};
 constexpr EnumName<EvalMode> kEvalModes[] = {{EvalMode::kSampled, "sampled"}, {EvalMode::kFull, "full"}};
+constexpr EnumName<TaskKind> kTasks[] = {{TaskKind::kAuto, "auto"}, {TaskKind::kClasses, "classes"}, {TaskKind::kLabelSets, "label-sets"}};
 constexpr EnumName<Precision> kPrecisions[] = {{Precision::kFloat32, "fp32"}, {Precision::kBFloat16, "bf16"}};
 }  // namespace
 
@@ -26,6 +27,8 @@ OptimizerKind parse_optimizer(const std::string& name) { return parse_enum(kOpti
 std::string optimizer_name(OptimizerKind o) { return enum_name(kOptimizers, o); }
 LrSchedule parse_lr_schedule(const std::string& name) { return parse_enum(kLrSchedules, name, "--lr-schedule"); }
 std::string lr_schedule_name(LrSchedule s) { return enum_name(kLrSchedules, s); }
+TaskKind parse_task(const std::string& name) { return parse_enum(kTasks, name, "--task"); }
+std::string task_name(TaskKind t) { return enum_name(kTasks, t); }
 EvalMode parse_eval_mode(const std::string& name) { return parse_enum(kEvalModes, name, "--eval"); }
 std::string eval_mode_name(EvalMode m) { return enum_name(kEvalModes, m); }
 Precision parse_precision(const std::string& name) { return parse_enum(kPrecisions, name, "--precision"); }

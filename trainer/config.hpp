@@ -20,6 +20,10 @@ enum class LrSchedule {
   kStep,    // lr * lr_gamma every lr_step_epochs epochs
   kCosine,  // cosine from lr down to 0 over `epochs` epochs
 };
+// What the labels are read as: auto follows the data (label_bits.npy: label sets, labels.npy:
+// classes); the others say what the user expects, and a dataset that differs is refused.
+enum class TaskKind { kAuto, kClasses, kLabelSets };
+
 enum class EvalMode {
   kSampled,  // per-epoch validation through the sampler (same fanouts as training)
   kFull,     // per-epoch validation by full-neighbourhood layer-wise inference
@@ -98,6 +102,7 @@ struct LeverConfig {
 };
 
 struct TrainConfig {
+  TaskKind task = TaskKind::kAuto;
   ModelConfig model;
   OptimizerConfig optim;
   int epochs = 20;
@@ -122,6 +127,8 @@ OptimizerKind parse_optimizer(const std::string& name);
 std::string optimizer_name(OptimizerKind o);
 LrSchedule parse_lr_schedule(const std::string& name);
 std::string lr_schedule_name(LrSchedule s);
+TaskKind parse_task(const std::string& name);
+std::string task_name(TaskKind t);
 EvalMode parse_eval_mode(const std::string& name);
 std::string eval_mode_name(EvalMode m);
 Precision parse_precision(const std::string& name);

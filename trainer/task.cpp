@@ -221,7 +221,11 @@ std::unique_ptr<TaskMetrics> MultiLabelClassification::do_make_metrics(std::size
   return std::make_unique<SetMetrics>(labels_, val_entries);
 }
 
-std::unique_ptr<Task> make_task(const TrainConfig& /*config*/, const Shard& shard) {
+std::unique_ptr<Task> make_task(const TrainConfig& config, const Shard& shard) {
+  if (config.task == TaskKind::kClasses && shard.multilabel)
+    throw InputError("--task classes: the dataset's labels are sets (label_bits.npy); pass --task label-sets or auto");
+  if (config.task == TaskKind::kLabelSets && !shard.multilabel)
+    throw InputError("--task label-sets: the dataset has one class per node (labels.npy); pass --task classes or auto");
   if (shard.multilabel) return std::make_unique<MultiLabelClassification>(shard.num_classes);
   return std::make_unique<NodeClassification>(shard.num_classes);
 }

@@ -170,7 +170,7 @@ class MultiLabelClassification final : public Task {
 };
 
 // The task a run trains: node classification over the shard's classes, multi-label when its
-// labels are sets (Shard::multilabel).
+// labels are sets (Shard::multilabel). An InputError when TrainConfig::task says otherwise.
 std::unique_ptr<Task> make_task(const TrainConfig& config, const Shard& shard);
 
 }  // namespace shardgnn

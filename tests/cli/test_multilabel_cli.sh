@@ -156,7 +156,13 @@ expect_convert_error "is multi-label (a set of labels per node); use random:TRAI
 if [ -x "$(dirname "$SHARDGNN")/shardgnn-train" ] && [ -n "${MPIEXEC:-}" ]; then
   export OMP_NUM_THREADS=1
   q=(--model sage --fanouts 5,5 --hidden 16 --batch 8 --epochs 3)
-  timeout 120 "$SHARDGNN" train "$work/ml" "${q[@]}" --metrics "$work/m1.jsonl" > "$work/out.txt" 2>&1 || fail "train on label sets: $(cat "$work/out.txt")"
+  set +e
+  "$SHARDGNN" train "$work/ml" "${q[@]}" --task classes > "$work/out.txt" 2>&1
+  rc=$?
+  set -e
+  [ "$rc" = 1 ] && grep -q -- "--task classes: the dataset's labels are sets (label_bits.npy); pass --task label-sets or auto" "$work/out.txt" ||
+    fail "train --task classes on label sets: exit $rc: $(cat "$work/out.txt")"
+  timeout 120 "$SHARDGNN" train "$work/ml" "${q[@]}" --task label-sets --metrics "$work/m1.jsonl" > "$work/out.txt" 2>&1 || fail "train on label sets: $(cat "$work/out.txt")"
   grep -qE "^best validation micro-F1 0\.[0-9]+ at epoch [1-3]$" "$work/out.txt" || fail "no validation micro-F1: $(cat "$work/out.txt")"
   grep -qE "^test micro-F1 0\.[0-9]+, macro-F1 0\.[0-9]+ \(full neighbourhoods" "$work/out.txt" || fail "no test micro-F1: $(cat "$work/out.txt")"
   "$py" -c "

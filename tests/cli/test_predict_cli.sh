@@ -99,7 +99,7 @@ printf '# nothing\n' > "$work/bad.txt"
 expect_error 2 "bad.txt: lists no node ids" "$work/p2" --out "$work/x" --nodes "$work/bad.txt"
 "$py" -c "import numpy as np; np.save('$work/neg.npy', np.array([3, -2]))"
 expect_error 2 "neg.npy: entry 2: node -2, expected a non-negative id" "$work/p2" --out "$work/x" --nodes "$work/neg.npy"
-expect_error 2 "task sets: expected auto, classes or label-sets" "$work/p2" --out "$work/x" --task sets
+expect_error 2 "unknown --task 'sets', expected one of: auto, classes, label-sets" "$work/p2" --out "$work/x" --task sets
 "$SHARDGNN" data convert "$SAMPLES/citeseer.npz" --out "$work/citeseer" >/dev/null
 expect_error 1 "nodes have 3703 features, the model in .*weights.pt takes 1433" "$work/citeseer" --out "$work/x"
 echo "not a model" > "$work/junk.pt"
