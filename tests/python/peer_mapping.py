@@ -1,0 +1,106 @@
+"""docs/model.md's mapping of a shardgnn weights.pt onto DGL's and PyG's layers, executed: loads the
+weights into DGL's SAGEConv/GraphConv/GATConv and PyG's SAGEConv/GCNConv/GATConv as the table says,
+runs each on a dataset folder's whole graph, and prints the largest difference from the logits of
+`shardgnn predict --layer <depth>` (its embeddings.npy). Needs a Python with DGL and PyG (a peers
+venv: scripts/peers.sh, then pip install torch_geometric).
+
+    python peer_mapping.py MODEL(sage|gcn|gat) WEIGHTS DATASET_DIR PREDICT_DIR
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+def load(folder):
+    meta = json.load(open(os.path.join(folder, "meta.json")))
+    return {n: np.load(os.path.join(folder, a["file"])) for n, a in meta["arrays"].items()}
+
+
+def main(kind, weights, dataset, predicted):
+    w = torch.load(weights, map_location="cpu", weights_only=True)
+    d = load(dataset)
+    indptr, indices = torch.from_numpy(d["indptr"]), torch.from_numpy(d["indices"])
+    n = indptr.numel() - 1
+    dst = torch.repeat_interleave(torch.arange(n), indptr[1:] - indptr[:-1])
+    src = indices
+    x = torch.from_numpy(d["features"].astype(np.float32))
+    layers = len({k.split(".")[0] for k in w if k.startswith("conv")})
+    want = np.load(os.path.join(predicted, "embeddings.npy"))
+    out = {}
+
+    import dgl
+    import dgl.nn as dglnn
+    g = dgl.graph((src, dst), num_nodes=n)
+    gl = dgl.add_self_loop(g)
+    h = x
+    with torch.no_grad():
+        for l in range(layers):
+            p = f"conv{l}."
+            last = l + 1 == layers
+            if kind == "sage":
+                conv = dglnn.SAGEConv(h.shape[1], w[p + "fc_self.weight"].shape[0], "mean")
+                conv.fc_self.weight.copy_(w[p + "fc_self.weight"])
+                conv.fc_self.bias.copy_(w[p + "fc_self.bias"])
+                conv.fc_neigh.weight.copy_(w[p + "fc_neigh.weight"])
+                h = conv(g, h)
+                h = h if last else F.relu(h)
+            elif kind == "gcn":
+                conv = dglnn.GraphConv(h.shape[1], w[p + "fc.weight"].shape[0], norm="both")
+                conv.weight.copy_(w[p + "fc.weight"].T)
+                conv.bias.copy_(w[p + "bias"])
+                h = conv(gl, h)
+                h = h if last else F.relu(h)
+            else:
+                heads, dim = w[p + "attn_l"].shape[1], w[p + "attn_l"].shape[2]
+                conv = dglnn.GATConv(h.shape[1], dim, heads, allow_zero_in_degree=True)
+                conv.fc.weight.copy_(w[p + "fc.weight"])
+                conv.attn_l.copy_(w[p + "attn_l"])
+                conv.attn_r.copy_(w[p + "attn_r"])
+                conv.bias.copy_(w[p + "bias"].flatten())
+                h = conv(gl, h)
+                h = h.mean(1) if last else F.elu(h.flatten(1))
+    out["DGL"] = h.numpy()
+
+    import torch_geometric.nn as pyg
+    edge_index = torch.stack([src, dst])
+    h = x
+    with torch.no_grad():
+        for l in range(layers):
+            p = f"conv{l}."
+            last = l + 1 == layers
+            if kind == "sage":
+                conv = pyg.SAGEConv(h.shape[1], w[p + "fc_self.weight"].shape[0])
+                conv.lin_l.weight.copy_(w[p + "fc_neigh.weight"])
+                conv.lin_l.bias.copy_(w[p + "fc_self.bias"])
+                conv.lin_r.weight.copy_(w[p + "fc_self.weight"])
+                h = conv(h, edge_index)
+                h = h if last else F.relu(h)
+            elif kind == "gcn":
+                conv = pyg.GCNConv(h.shape[1], w[p + "fc.weight"].shape[0])
+                conv.lin.weight.copy_(w[p + "fc.weight"])
+                conv.bias.copy_(w[p + "bias"])
+                h = conv(h, edge_index)
+                h = h if last else F.relu(h)
+            else:
+                heads, dim = w[p + "attn_l"].shape[1], w[p + "attn_l"].shape[2]
+                conv = pyg.GATConv(h.shape[1], dim, heads, concat=not last)
+                lin = conv.lin if getattr(conv, "lin", None) is not None else conv.lin_src
+                lin.weight.copy_(w[p + "fc.weight"])
+                conv.att_src.copy_(w[p + "attn_l"])
+                conv.att_dst.copy_(w[p + "attn_r"])
+                conv.bias.copy_(w[p + "bias"].mean(0) if last else w[p + "bias"].flatten())
+                h = conv(h, edge_index)
+                h = h if last else F.elu(h)
+    out["PyG"] = h.numpy()
+
+    for lib, rows in out.items():
+        print(f"{kind} {lib}: max |difference| from shardgnn predict's logits {np.abs(rows - want).max():.2e} over {want.shape}, "
+              f"same classes {(rows.argmax(1) == want.argmax(1)).mean() * 100:.2f}%")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:5])
