@@ -302,37 +302,45 @@ void write_file_atomic(const std::string& path, const std::function<void(std::FI
   fsync_dir(fs::absolute(path).parent_path().string());
 }
 
+namespace {
+
+// Writes all of `bytes` at `offset` of the open `fd` (pwrite may write less than asked); an
+// InputError naming `path` when it cannot, the descriptor closed.
+void pwrite_all(int fd, const std::string& path, std::uint64_t offset, std::span<const std::byte> bytes) {
+  for (std::size_t done = 0; done < bytes.size();) {
+    const ssize_t n = ::pwrite(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
+    if (n <= 0) {
+      const std::string err = std::strerror(errno);
+      ::close(fd);
+      throw InputError(path, "byte " + std::to_string(offset + done), "write failed (disk full?): " + err);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+}  // namespace
+
 void create_filled_file(const std::string& path, std::span<const std::byte> head, std::uint64_t size) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw InputError(path, "", std::string("cannot create: ") + std::strerror(errno));
-  const auto fail = [&](const char* what) {
+  if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
     const std::string err = std::strerror(errno);
     ::close(fd);
-    throw InputError(path, "", std::string(what) + ": " + err);
-  };
-  if (::ftruncate(fd, static_cast<off_t>(size)) != 0) fail("cannot size it");
-  for (std::size_t done = 0; done < head.size();) {
-    const ssize_t n = ::pwrite(fd, head.data() + done, head.size() - done, static_cast<off_t>(done));
-    if (n <= 0) fail("write failed (disk full?)");
-    done += static_cast<std::size_t>(n);
+    throw InputError(path, "", "cannot size it: " + err);
   }
+  pwrite_all(fd, path, 0, head);
   if (::close(fd) != 0) throw InputError(path, "", std::string("close failed: ") + std::strerror(errno));
 }
 
 void write_at(const std::string& path, std::uint64_t offset, std::span<const std::byte> bytes) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) throw InputError(path, "", std::string("cannot open for writing: ") + std::strerror(errno));
-  const auto fail = [&](const char* what) {
+  pwrite_all(fd, path, offset, bytes);
+  if (::fsync(fd) != 0) {
     const std::string err = std::strerror(errno);
     ::close(fd);
-    throw InputError(path, "byte " + std::to_string(offset), std::string(what) + ": " + err);
-  };
-  for (std::size_t done = 0; done < bytes.size();) {
-    const ssize_t n = ::pwrite(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
-    if (n <= 0) fail("write failed (disk full?)");
-    done += static_cast<std::size_t>(n);
+    throw InputError(path, "", "fsync failed: " + err);
   }
-  if (::fsync(fd) != 0) fail("fsync failed");
   if (::close(fd) != 0) throw InputError(path, "", std::string("close failed: ") + std::strerror(errno));
 }
 

@@ -96,8 +96,7 @@ std::vector<std::int64_t> dataset_ids(const std::string& path, std::vector<std::
 
 // The source dataset's node_ids.npy for a partitioned input, when its folder is still there and
 // unchanged (the checksum of its meta.json that partition.json recorded); else none.
-Dataset source_dataset(const std::string& dir, std::string& note) {
-  const PartitionInfo info = load_partition_info(dir);
+Dataset source_dataset(const PartitionInfo& info, std::string& note) {
   const fs::path meta = fs::path(info.dataset_dir) / "meta.json";
   if (info.dataset_dir.empty() || !fs::exists(meta)) {
     note = "the source dataset " + info.dataset_dir + " is not here: node_ids.npy holds dataset ids";
@@ -172,8 +171,8 @@ int predict_main(const std::vector<std::string>& args, const comm::Communicator&
       if (in.shard.feature_dim != model->options.in())
         throw InputError(input + ": nodes have " + std::to_string(in.shard.feature_dim) + " features, the model in " + po_.weights + " takes " +
                          std::to_string(model->options.in()));
-      if (in.kind != "dataset") source = source_dataset(input, note);
-      const Dataset& ds = in.kind == "dataset" ? in.dataset : source;
+      if (in.shard.info) source = source_dataset(*in.shard.info, note);
+      const Dataset& ds = in.shard.info ? source : in.dataset;
       po_.original_ids = ds.node_ids.span();
       if (!nodes_file.empty()) nodes = dataset_ids(nodes_file, read_node_list(nodes_file), po_.original_ids, in.shard.book.num_nodes());
     });
@@ -186,7 +185,6 @@ int predict_main(const std::vector<std::string>& args, const comm::Communicator&
   comm::agree(world, [&] { label_sets = label_set_task(task_name, vm["model"].as<std::string>(), in.shard); });
   const std::unique_ptr<Task> task = label_sets ? std::unique_ptr<Task>(std::make_unique<MultiLabelClassification>(model->options.out()))
                                                 : std::make_unique<NodeClassification>(model->options.out());
-  // Scored when the data's labels are the model's classes (the test accuracy training printed).
   // Scored when the data's labels are what the model predicts (the test score training printed).
   const bool score = world.all(in.shard.num_classes == model->options.out() && in.shard.multilabel == label_sets);
   const PredictResult r = predict(model, in.shard, *task, score, world, device, po_);
@@ -198,12 +196,10 @@ int predict_main(const std::vector<std::string>& args, const comm::Communicator&
                 device.str().c_str(), threads_text(threads_from).c_str(), static_cast<long long>(r.rows), static_cast<long long>(r.width),
                 static_cast<long long>(r.layer));
     if (!note.empty()) std::printf("%s\n", note.c_str());
-    if (r.metrics && label_sets)
-      std::printf("validation micro-F1 %.4f (%lld nodes), test micro-F1 %.4f, macro-F1 %.4f (%lld nodes), full neighbourhoods\n", r.metrics->val.micro_f1,
-                  static_cast<long long>(r.metrics->val.count), r.metrics->test.micro_f1, r.metrics->test.macro_f1, static_cast<long long>(r.metrics->test.count));
-    else if (r.metrics)
-      std::printf("validation accuracy %.4f (%lld nodes), test accuracy %.4f, macro-F1 %.4f (%lld nodes), full neighbourhoods\n", r.metrics->val.accuracy,
-                  static_cast<long long>(r.metrics->val.count), r.metrics->test.accuracy, r.metrics->test.macro_f1, static_cast<long long>(r.metrics->test.count));
+    if (r.metrics)
+      std::printf("validation %s (%lld nodes), test %s, macro-F1 %.4f (%lld nodes), full neighbourhoods\n", headline_score(r.metrics->val).c_str(),
+                  static_cast<long long>(r.metrics->val.count), headline_score(r.metrics->test).c_str(), r.metrics->test.macro_f1,
+                  static_cast<long long>(r.metrics->test.count));
     std::printf("inference %.2f s, writing %.2f s: %s\n", r.inference_s, r.write_s, po_.out_dir.c_str());
     std::fflush(stdout);
   }

@@ -234,9 +234,7 @@ void print_header(const comm::Communicator& world, const Input& in, const Traine
 }
 
 // "accuracy 0.7950, macro-F1 0.7806", or a multi-label model's "micro-F1 0.6123, macro-F1 0.4012".
-std::string scores(const ClassMetrics& m) {
-  return (m.micro_f1 >= 0 ? "micro-F1 " + fixed4(m.micro_f1) : "accuracy " + fixed4(m.accuracy)) + ", macro-F1 " + fixed4(m.macro_f1);
-}
+std::string scores(const ClassMetrics& m) { return headline_score(m) + ", macro-F1 " + fixed4(m.macro_f1); }
 
 // Rank 0's closing lines: the best model's scores, and the op profile when asked.
 void print_result(const comm::Communicator& world, const TrainConfig& tc, const TrainResult& r) {

@@ -73,13 +73,32 @@ void seal(std::vector<char>& zip) {
   zip.insert(zip.end(), seal.begin(), seal.end());
 }
 
+// torch's messages carry a backtrace after the first line; one line is enough here.
+std::string first_line(const char* what) {
+  std::string s(what);
+  return s.substr(0, s.find('\n'));
+}
+
+// A whole file's bytes (torch's reader takes them from memory).
+std::vector<char> file_bytes(const std::string& path) {
+  const MappedFile m = map_file(path);
+  return {reinterpret_cast<const char*>(m.bytes.data()), reinterpret_cast<const char*>(m.bytes.data()) + m.bytes.size()};
+}
+
+// torch.save's archive unpickled; torch's refusal is an InputError naming `path`, after `what`.
+c10::IValue unpickle(const std::string& path, const std::vector<char>& archive, const std::string& what) {
+  try {
+    return torch::pickle_load(archive);
+  } catch (const c10::Error& e) {
+    throw InputError(path, "", what + first_line(e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    throw InputError(path, "", what + first_line(e.what()));
+  }
+}
+
 // The archive torch wrote, from a sealed file's bytes, once its checksum holds.
 std::vector<char> unseal(const std::string& path) {
-  std::vector<char> bytes;
-  {
-    const MappedFile m = map_file(path);
-    bytes.assign(reinterpret_cast<const char*>(m.bytes.data()), reinterpret_cast<const char*>(m.bytes.data()) + m.bytes.size());
-  }
+  std::vector<char> bytes = file_bytes(path);
   const std::size_t n = bytes.size();
   const bool sealed = n >= kEndRecordBytes + kSealBytes && std::string_view(bytes.data() + n - kSealBytes, sizeof kSealTag - 1) == kSealTag;
   if (!sealed) {
@@ -97,12 +116,6 @@ std::vector<char> unseal(const std::string& path) {
   const std::string have = hex32(crc32_of(std::as_bytes(std::span(bytes))));
   if (have != want) throw InputError(path, "", "damaged checkpoint: checksum " + have + " differs from the recorded " + want + " (file changed or corrupt)");
   return bytes;
-}
-
-// torch's messages carry a backtrace after the first line; one line is enough here.
-std::string first_line(const char* what) {
-  std::string s(what);
-  return s.substr(0, s.find('\n'));
 }
 
 // The optimiser keeps its per-parameter state under a key made from the parameter's TensorImpl:
@@ -243,15 +256,7 @@ struct StoredCheckpoint {
 
 // The file's root dictionary, once its checksum holds and torch has unpickled it.
 c10::impl::GenericDict read_root(const std::string& path) {
-  const std::vector<char> archive = unseal(path);
-  c10::IValue root;
-  try {
-    root = torch::pickle_load(archive);
-  } catch (const c10::Error& e) {
-    throw InputError(path, "", "not a readable checkpoint: " + first_line(e.what_without_backtrace()));
-  } catch (const std::exception& e) {
-    throw InputError(path, "", "not a readable checkpoint: " + first_line(e.what()));
-  }
+  const c10::IValue root = unpickle(path, unseal(path), "not a readable checkpoint: ");
   if (!root.isGenericDict()) throw InputError(path, "", "not a shardgnn checkpoint (not a dictionary)");
   return root.toGenericDict();
 }
@@ -420,22 +425,9 @@ std::string shape_text(c10::IntArrayRef sizes) {
   return t + "]";
 }
 
-}  // namespace
-
-Gnn load_weights(const std::string& path, const torch::Device& device) {
-  std::vector<char> bytes;
-  {
-    const MappedFile m = map_file(path);
-    bytes.assign(reinterpret_cast<const char*>(m.bytes.data()), reinterpret_cast<const char*>(m.bytes.data()) + m.bytes.size());
-  }
-  c10::IValue root;
-  try {
-    root = torch::pickle_load(bytes);
-  } catch (const c10::Error& e) {
-    throw InputError(path, "", "not a weights file in torch.save's format: " + first_line(e.what_without_backtrace()));
-  } catch (const std::exception& e) {
-    throw InputError(path, "", "not a weights file in torch.save's format: " + first_line(e.what()));
-  }
+// A weights file's {name: tensor} dictionary.
+std::map<std::string, torch::Tensor> read_tensor_dict(const std::string& path) {
+  const c10::IValue root = unpickle(path, file_bytes(path), "not a weights file in torch.save's format: ");
   if (!root.isGenericDict()) throw InputError(path, "", "not a weights file: expected a dictionary of tensors (shardgnn train's weights.pt)");
   std::map<std::string, torch::Tensor> w;
   for (const auto& entry : root.toGenericDict()) {
@@ -444,6 +436,13 @@ Gnn load_weights(const std::string& path, const torch::Device& device) {
     if (!entry.value().isTensor()) throw InputError(path, "entry '" + key + "'", "expected a tensor");
     w[key] = entry.value().toTensor();
   }
+  return w;
+}
+
+}  // namespace
+
+Gnn load_weights(const std::string& path, const torch::Device& device) {
+  const std::map<std::string, torch::Tensor> w = read_tensor_dict(path);
   const auto has = [&](const std::string& key) { return w.count(key) > 0; };
   ModelConfig mc;
   mc.dropout = 0;

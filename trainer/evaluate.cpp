@@ -352,11 +352,14 @@ torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communi
   return h;
 }
 
-SplitMetrics evaluate_full(const Task& task, Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk) {
-  const torch::Tensor output = full_inference(model, shard, comm, device, chunk);
+SplitMetrics score_full(const Task& task, const torch::Tensor& output, const Shard& shard, const comm::Communicator& comm) {
   const std::unique_ptr<TaskMetrics> metrics = task.make_metrics(shard.val_idx.size());
   metrics->add_full(output, shard);
   return metrics->reduce(comm);
+}
+
+SplitMetrics evaluate_full(const Task& task, Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk) {
+  return score_full(task, full_inference(model, shard, comm, device, chunk), shard, comm);
 }
 
 }  // namespace shardgnn

@@ -65,6 +65,9 @@ torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communi
                              std::int64_t src_bytes = kEvalSrcBytes, std::int64_t kept_bytes = kEvalKeptBlockBytes, std::int64_t keep_after = -1,
                              torch::Tensor* kept = nullptr);
 
+// Collective over `comm` (one all-reduce): full_inference's `output` rows scored on the owned val
+// and test nodes.
+SplitMetrics score_full(const Task& task, const torch::Tensor& output, const Shard& shard, const comm::Communicator& comm);
 // Collective over `comm`: full_inference, scored on the owned val and test nodes.
 SplitMetrics evaluate_full(const Task& task, Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t chunk);
 

@@ -85,6 +85,12 @@ void tag_invoke(json::value_from_tag, json::value& v, const ResultRecord& r) {
   v = std::move(o);
 }
 
+std::string headline_score(const ClassMetrics& m) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, m.micro_f1 >= 0 ? "micro-F1 %.4f" : "accuracy %.4f", m.micro_f1 >= 0 ? m.micro_f1 : m.accuracy);
+  return buf;
+}
+
 std::optional<ClassMetrics> final_test(const ResultRecord& r) { return r.full ? r.full : r.sampled; }
 
 // ---------------------------------------------------------------------------------------------

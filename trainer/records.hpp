@@ -84,6 +84,10 @@ struct ResultRecord {
 // nullopt when the test set was not scored (--no-test).
 std::optional<ClassMetrics> final_test(const ResultRecord& r);
 
+// The score that selects, as the commands print it: "accuracy 0.7950", or a label-set model's
+// "micro-F1 0.6123".
+std::string headline_score(const ClassMetrics& m);
+
 // The JSON forms. Reading checks what it reads and throws InputError (without a file: the reader
 // of a file adds it) naming the key, e.g. "key 'ranks[1].busy_s': missing, expected a number".
 // Fields that older trainers did not write default as in the structs; epoch and epoch_s are

@@ -98,10 +98,11 @@ struct SetCounts {
   std::int64_t right = 0, nodes = 0;
   void add(const std::uint8_t* pred, const std::uint8_t* truth) {
     for (std::size_t c = 0; c < tp.size(); ++c) {
-      tp[c] += pred[c] & truth[c];
-      fp[c] += pred[c] & !truth[c];
-      fn[c] += !pred[c] & truth[c];
-      right += pred[c] == truth[c];
+      const bool p = pred[c] != 0, t = truth[c] != 0;
+      tp[c] += p && t;
+      fp[c] += p && !t;
+      fn[c] += !p && t;
+      right += p == t;
     }
     ++nodes;
   }

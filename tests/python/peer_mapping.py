@@ -32,70 +32,74 @@ def main(kind, weights, dataset, predicted):
     want = np.load(os.path.join(predicted, "embeddings.npy"))
     out = {}
 
+    def stack(step):
+        """The layers one after the other: step(prefix, rows, last) is one layer with its activation."""
+        h = x
+        with torch.no_grad():
+            for l in range(layers):
+                h = step(f"conv{l}.", h, l + 1 == layers)
+        return h.numpy()
+
+    def act(h, last):
+        return h if last else F.relu(h)
+
+    def gat_shape(p):
+        return w[p + "attn_l"].shape[1], w[p + "attn_l"].shape[2]  # heads, width per head
+
     import dgl
     import dgl.nn as dglnn
     g = dgl.graph((src, dst), num_nodes=n)
     gl = dgl.add_self_loop(g)
-    h = x
-    with torch.no_grad():
-        for l in range(layers):
-            p = f"conv{l}."
-            last = l + 1 == layers
-            if kind == "sage":
-                conv = dglnn.SAGEConv(h.shape[1], w[p + "fc_self.weight"].shape[0], "mean")
-                conv.fc_self.weight.copy_(w[p + "fc_self.weight"])
-                conv.fc_self.bias.copy_(w[p + "fc_self.bias"])
-                conv.fc_neigh.weight.copy_(w[p + "fc_neigh.weight"])
-                h = conv(g, h)
-                h = h if last else F.relu(h)
-            elif kind == "gcn":
-                conv = dglnn.GraphConv(h.shape[1], w[p + "fc.weight"].shape[0], norm="both")
-                conv.weight.copy_(w[p + "fc.weight"].T)
-                conv.bias.copy_(w[p + "bias"])
-                h = conv(gl, h)
-                h = h if last else F.relu(h)
-            else:
-                heads, dim = w[p + "attn_l"].shape[1], w[p + "attn_l"].shape[2]
-                conv = dglnn.GATConv(h.shape[1], dim, heads, allow_zero_in_degree=True)
-                conv.fc.weight.copy_(w[p + "fc.weight"])
-                conv.attn_l.copy_(w[p + "attn_l"])
-                conv.attn_r.copy_(w[p + "attn_r"])
-                conv.bias.copy_(w[p + "bias"].flatten())
-                h = conv(gl, h)
-                h = h.mean(1) if last else F.elu(h.flatten(1))
-    out["DGL"] = h.numpy()
+
+    def dgl_step(p, h, last):
+        if kind == "sage":
+            conv = dglnn.SAGEConv(h.shape[1], w[p + "fc_self.weight"].shape[0], "mean")
+            conv.fc_self.weight.copy_(w[p + "fc_self.weight"])
+            conv.fc_self.bias.copy_(w[p + "fc_self.bias"])
+            conv.fc_neigh.weight.copy_(w[p + "fc_neigh.weight"])
+            return act(conv(g, h), last)
+        if kind == "gcn":
+            conv = dglnn.GraphConv(h.shape[1], w[p + "fc.weight"].shape[0], norm="both")
+            conv.weight.copy_(w[p + "fc.weight"].T)
+            conv.bias.copy_(w[p + "bias"])
+            return act(conv(gl, h), last)
+        heads, dim = gat_shape(p)
+        conv = dglnn.GATConv(h.shape[1], dim, heads, allow_zero_in_degree=True)
+        conv.fc.weight.copy_(w[p + "fc.weight"])
+        conv.attn_l.copy_(w[p + "attn_l"])
+        conv.attn_r.copy_(w[p + "attn_r"])
+        conv.bias.copy_(w[p + "bias"].flatten())
+        h = conv(gl, h)
+        return h.mean(1) if last else F.elu(h.flatten(1))
+
+    out["DGL"] = stack(dgl_step)
 
     import torch_geometric.nn as pyg
     edge_index = torch.stack([src, dst])
-    h = x
-    with torch.no_grad():
-        for l in range(layers):
-            p = f"conv{l}."
-            last = l + 1 == layers
-            if kind == "sage":
-                conv = pyg.SAGEConv(h.shape[1], w[p + "fc_self.weight"].shape[0])
-                conv.lin_l.weight.copy_(w[p + "fc_neigh.weight"])
-                conv.lin_l.bias.copy_(w[p + "fc_self.bias"])
-                conv.lin_r.weight.copy_(w[p + "fc_self.weight"])
-                h = conv(h, edge_index)
-                h = h if last else F.relu(h)
-            elif kind == "gcn":
-                conv = pyg.GCNConv(h.shape[1], w[p + "fc.weight"].shape[0])
-                conv.lin.weight.copy_(w[p + "fc.weight"])
-                conv.bias.copy_(w[p + "bias"])
-                h = conv(h, edge_index)
-                h = h if last else F.relu(h)
-            else:
-                heads, dim = w[p + "attn_l"].shape[1], w[p + "attn_l"].shape[2]
-                conv = pyg.GATConv(h.shape[1], dim, heads, concat=not last)
-                lin = conv.lin if getattr(conv, "lin", None) is not None else conv.lin_src
-                lin.weight.copy_(w[p + "fc.weight"])
-                conv.att_src.copy_(w[p + "attn_l"])
-                conv.att_dst.copy_(w[p + "attn_r"])
-                conv.bias.copy_(w[p + "bias"].mean(0) if last else w[p + "bias"].flatten())
-                h = conv(h, edge_index)
-                h = h if last else F.elu(h)
-    out["PyG"] = h.numpy()
+
+    def pyg_step(p, h, last):
+        if kind == "sage":
+            conv = pyg.SAGEConv(h.shape[1], w[p + "fc_self.weight"].shape[0])
+            conv.lin_l.weight.copy_(w[p + "fc_neigh.weight"])
+            conv.lin_l.bias.copy_(w[p + "fc_self.bias"])
+            conv.lin_r.weight.copy_(w[p + "fc_self.weight"])
+            return act(conv(h, edge_index), last)
+        if kind == "gcn":
+            conv = pyg.GCNConv(h.shape[1], w[p + "fc.weight"].shape[0])
+            conv.lin.weight.copy_(w[p + "fc.weight"])
+            conv.bias.copy_(w[p + "bias"])
+            return act(conv(h, edge_index), last)
+        heads, dim = gat_shape(p)
+        conv = pyg.GATConv(h.shape[1], dim, heads, concat=not last)
+        lin = conv.lin if getattr(conv, "lin", None) is not None else conv.lin_src
+        lin.weight.copy_(w[p + "fc.weight"])
+        conv.att_src.copy_(w[p + "attn_l"])
+        conv.att_dst.copy_(w[p + "attn_r"])
+        conv.bias.copy_(w[p + "bias"].mean(0) if last else w[p + "bias"].flatten())
+        h = conv(h, edge_index)
+        return h if last else F.elu(h)
+
+    out["PyG"] = stack(pyg_step)
 
     for lib, rows in out.items():
         print(f"{kind} {lib}: max |difference| from shardgnn predict's logits {np.abs(rows - want).max():.2e} over {want.shape}, "
