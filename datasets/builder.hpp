@@ -51,6 +51,10 @@ struct BuiltGraph {
 // [0, num_nodes) (readers check this and report the position). Rows come out sorted.
 BuiltGraph build_csr(EdgeList&& edges, const CleanOptions& options);
 
+// What build_csr takes for `edges` edges: the edges (16 bytes each) and their staged entries
+// (24 bytes each, two per edge when symmetrising).
+inline double in_memory_build_bytes(double edges, const CleanOptions& clean) { return 16 * edges + 24 * edges * (clean.symmetrize ? 2 : 1); }
+
 // True when every (u, v), u != v, has its (v, u). Rows must be sorted.
 bool is_symmetric(const CsrGraph& g);
 

@@ -76,19 +76,6 @@ boost::json::object cleaning_json(const CleanReport& r) {
 
 }  // namespace
 
-std::vector<std::uint8_t> pack_label_rows(std::span<const std::uint8_t> matrix, std::int64_t classes, const std::string& origin) {
-  const auto C = static_cast<std::size_t>(classes), row = static_cast<std::size_t>(label_row_bytes(classes));
-  const std::size_t n = C == 0 ? 0 : matrix.size() / C;
-  std::vector<std::uint8_t> bits(n * row, 0);
-  for (std::size_t v = 0; v < n; ++v)
-    for (std::size_t c = 0; c < C; ++c) {
-      const std::uint8_t x = matrix[v * C + c];
-      if (x > 1) throw InputError(origin, "element " + std::to_string(v * C + c), "label entry " + std::to_string(x) + " (node " + std::to_string(v) + ", label " + std::to_string(c) + "), expected 0 or 1");
-      bits[v * row + c / 8] |= static_cast<std::uint8_t>(x << (c % 8));
-    }
-  return bits;
-}
-
 void normalize_feature_rows(Dataset& ds) {
   if (ds.feature_dim == 0) return;
   std::vector<float> f(ds.features.begin(), ds.features.end());

@@ -23,6 +23,8 @@ inline constexpr std::int64_t kMaxClassesAnyGraph = 1 << 16;
 inline std::int64_t label_row_bytes(std::int64_t classes) { return (classes + 7) / 8; }
 // Whether label `c` is set in a label_bits row.
 inline bool has_label(const std::uint8_t* row, std::int64_t c) { return (row[c / 8] >> (c % 8)) & 1; }
+// Sets label `c` in a label_bits row.
+inline void set_label(std::uint8_t* row, std::int64_t c) { row[c / 8] |= static_cast<std::uint8_t>(1u << (c % 8)); }
 
 struct Dataset {
   std::string name;
@@ -62,10 +64,6 @@ void for_each_label(const Dataset& ds, NodeId v, F&& f) {
   for (std::int64_t b = 0; b < row; ++b)
     for (std::uint8_t x = bits[b]; x != 0; x &= static_cast<std::uint8_t>(x - 1)) f(b * 8 + std::countr_zero(x));
 }
-
-// A dense label matrix (rows of `classes` entries, each 0 or 1) packed into label_bits rows; any
-// other entry is an InputError naming `origin` and the element.
-std::vector<std::uint8_t> pack_label_rows(std::span<const std::uint8_t> matrix, std::int64_t classes, const std::string& origin);
 
 // Scales every feature row to sum 1 (rows of zeros stay zero): the preprocessing of Kipf &
 // Welling's GCN on the Planetoid citation graphs. Needs owned (not mapped) features.

@@ -255,7 +255,7 @@ void give_label_sets(Dataset& ds, const SbmOptions& o) {
   for (NodeId v = 0; v < ds.num_nodes(); ++v) {
     const auto& profile = in_profile[static_cast<std::size_t>(ds.labels[static_cast<std::size_t>(v)])];
     for (std::int64_t c = 0; c < L; ++c)
-      if (unit(rng) < (profile[static_cast<std::size_t>(c)] ? kProfileKeep : kStrayLabel)) bits[static_cast<std::size_t>(v * row + c / 8)] |= static_cast<std::uint8_t>(1u << (c % 8));
+      if (unit(rng) < (profile[static_cast<std::size_t>(c)] ? kProfileKeep : kStrayLabel)) set_label(bits.data() + v * row, c);
   }
   ds.labels = {};
   ds.multilabel = true;

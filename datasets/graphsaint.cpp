@@ -25,7 +25,7 @@ namespace shardgnn {
 namespace {
 
 // The whole graph's adjacency: a square CSR matrix in scipy's npz members.
-EdgeList read_adjacency(const std::string& path) {
+void read_adjacency(const std::string& path, Dataset& ds, const ReadOptions& options) {
   NpzArchive z(path);
   if (z.contains("format")) {
     const NpyBuffer f = z.read("format");
@@ -36,23 +36,7 @@ EdgeList read_adjacency(const std::string& path) {
   const auto shape = npy_to_vector<std::int64_t>(z.read("shape"), 1);
   if (shape.size() != 2 || shape[0] != shape[1] || shape[0] < 0 || shape[0] >= (std::int64_t{1} << 40))
     throw InputError(path, "member 'shape.npy'", "expected a square matrix's (n, n), n below 2^40");
-  const std::int64_t n = shape[0];
-  EdgeList el;
-  el.num_nodes = n;
-  const auto indptr = npy_to_vector<std::int64_t>(z.read("indptr"), 1);
-  el.dst = npy_to_vector<std::int64_t>(z.read("indices"), 1);
-  if (static_cast<std::int64_t>(indptr.size()) != n + 1 || indptr.front() != 0 || indptr.back() != static_cast<std::int64_t>(el.dst.size()))
-    throw InputError(path, "member 'indptr.npy'", "expected n + 1 = " + std::to_string(n + 1) + " offsets from 0 to the " + std::to_string(el.dst.size()) + " entries");
-  // Every offset is checked before any is used: with the last one in place, non-decreasing
-  // offsets stay within the entries.
-  for (std::int64_t u = 0; u < n; ++u)
-    if (indptr[u + 1] < indptr[u]) throw InputError(path, "member 'indptr.npy', element " + std::to_string(u + 1), "decreases: offsets must be non-decreasing");
-  el.src.resize(el.dst.size());
-  for (std::int64_t u = 0; u < n; ++u) std::fill(el.src.begin() + indptr[u], el.src.begin() + indptr[u + 1], u);
-  for (std::size_t e = 0; e < el.dst.size(); ++e)
-    if (el.dst[e] < 0 || el.dst[e] >= n)
-      throw InputError(path, "member 'indices.npy', element " + std::to_string(e), "column " + std::to_string(el.dst[e]) + " out of range [0, " + std::to_string(n) + ")");
-  return el;
+  read_npz_adjacency(ds, z, "indptr", "indices", shape[0], options);
 }
 
 // class_map.json's entries, as the parser meets them: one class per node, or one 0/1 row.
@@ -69,7 +53,7 @@ class ClassMapHandler {
   std::int64_t classes = -1;           // multi-label: the row length; single: the largest class + 1
   bool multi = false, decided = false;
   std::vector<std::int64_t> labels;    // single-label, -1 = not in the map
-  std::vector<std::uint8_t> matrix;    // multi-label, n x classes entries
+  std::vector<std::uint8_t> bits;      // multi-label, label_row_bytes(classes) a node, as label_bits.npy
   std::vector<char> seen;
 
   bool on_document_begin(boost::json::error_code&) { return true; }
@@ -91,8 +75,8 @@ class ClassMapHandler {
     if (classes < 0) {
       if (n == 0) return refuse(ec, "an empty label list: expected one 0/1 entry per label");
       classes = static_cast<std::int64_t>(n);
-      matrix.assign(static_cast<std::size_t>(n_ * classes), 0);
-      for (std::size_t i = 0; i < row_.size(); ++i) matrix[static_cast<std::size_t>(node_ * classes) + i] = row_[i];
+      bits.assign(static_cast<std::size_t>(n_ * label_row_bytes(classes)), 0);
+      for (std::size_t i = 0; i < row_.size(); ++i) set(static_cast<std::int64_t>(i), row_[i]);
     } else if (static_cast<std::int64_t>(n) != classes) {
       return refuse(ec, "has " + std::to_string(n) + " labels, the first node " + std::to_string(classes));
     }
@@ -142,6 +126,9 @@ class ClassMapHandler {
     ec = boost::json::error::syntax;  // our message is in `problem`
     return false;
   }
+  void set(std::int64_t column, std::uint8_t x) {
+    if (x) set_label(bits.data() + node_ * label_row_bytes(classes), column);
+  }
   bool decide(bool is_multi, boost::json::error_code& ec) {
     if (!decided) {
       decided = true;
@@ -157,7 +144,7 @@ class ClassMapHandler {
         row_.push_back(static_cast<std::uint8_t>(x));
       } else {
         if (column_ >= classes) return refuse(ec, "has more than " + std::to_string(classes) + " labels, as the first node");
-        matrix[static_cast<std::size_t>(node_ * classes + column_)] = static_cast<std::uint8_t>(x);
+        set(column_, static_cast<std::uint8_t>(x));
       }
       ++column_;
       return true;
@@ -203,7 +190,7 @@ void read_class_map(const std::string& path, Dataset& ds, std::vector<char>& see
   ds.num_classes = std::max<std::int64_t>(h.classes, 0);
   if (h.multi) {
     ds.multilabel = true;
-    ds.label_bits = Array<std::uint8_t>(pack_label_rows(h.matrix, ds.num_classes, path));
+    ds.label_bits = Array<std::uint8_t>(std::move(h.bits));
   } else {
     ds.labels = Array<std::int64_t>(std::move(h.labels));
   }
@@ -244,20 +231,10 @@ Dataset read_graphsaint_dataset(const std::string& dir, const ReadOptions& optio
   if (!name.has_filename()) name = name.parent_path();
   ds.name = options.name.empty() ? name.filename().string() : options.name;
   ds.source = dir + " (graphsaint)";
-  {
-    BuiltGraph built = build_csr(read_adjacency(file("adj_full.npz")), options.clean);
-    ds.graph = std::move(built.graph);
-    ds.cleaning = built.report;
-  }
+  read_adjacency(file("adj_full.npz"), ds, options);
   const std::string feats = file("feats.npy");
-  const NpyBuffer buf = map_npy(feats);
-  if (buf.header.shape.size() != 2 || buf.header.shape[0] != ds.num_nodes())
-    throw InputError(feats, "", "expected one feature row per node (" + std::to_string(ds.num_nodes()) + " x F)");
-  auto f = npy_to_vector<float>(buf, 2);
-  for (std::size_t i = 0; i < f.size(); ++i)
-    if (!std::isfinite(f[i])) throw InputError(feats, "element " + std::to_string(i), "non-finite feature value, expected a finite number");
-  ds.feature_dim = buf.header.shape[1];
-  ds.features = Array<float>(std::move(f));
+  const NpyBuffer mapped = map_npy(feats);
+  ds.feature_dim = read_feature_matrix(ds, npy_stream(mapped), &mapped, ds.num_nodes(), options, feats, "element ");
   std::vector<char> listed;
   read_class_map(file("class_map.json"), ds, listed);
   read_roles(file("role.json"), ds);

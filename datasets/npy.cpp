@@ -184,35 +184,67 @@ S load_elem(const std::byte* p, bool swap) {
   return v;
 }
 
+// Converts `n` elements of source type S at `data` (element `first` of the array) into `out`.
 template <class T, class S>
-void convert(const NpyBuffer& buf, std::vector<T>& out) {
-  const auto data = buf.data();
-  const bool swap = buf.header.big_endian;
-  const std::size_t n = out.size();
-  const std::uint64_t data_base = buf.base_offset + buf.header.data_offset;
+void convert(const std::byte* data, std::size_t n, const NpyHeader& h, const std::string& origin, std::uint64_t data_base, std::uint64_t first, T* out) {
+  const bool swap = h.big_endian;
   for (std::size_t i = 0; i < n; ++i) {
-    S v = load_elem<S>(data.data() + i * sizeof(S), swap);
+    S v = load_elem<S>(data + i * sizeof(S), swap);
     if constexpr (std::is_same_v<S, T>) {
       out[i] = v;
     } else if constexpr (std::is_floating_point_v<T>) {
       out[i] = static_cast<T>(v);
     } else if constexpr (std::is_floating_point_v<S>) {
-      (void)data_base;
-      throw InputError(buf.origin, at_byte(data_base), "expected an integer array, found floating-point dtype '" + buf.header.descr + "'");
+      throw InputError(origin, at_byte(data_base), "expected an integer array, found floating-point dtype '" + h.descr + "'");
     } else {
       if (!std::in_range<T>(v))
-        throw InputError(buf.origin, at_byte(data_base + i * sizeof(S)),
-                         "element " + std::to_string(i) + " = " + std::to_string(v) + " does not fit the expected integer type");
+        throw InputError(origin, at_byte(data_base + (first + i) * sizeof(S)),
+                         "element " + std::to_string(first + i) + " = " + std::to_string(v) + " does not fit the expected integer type");
       out[i] = static_cast<T>(v);
     }
+  }
+}
+
+// What every numeric read requires of a header.
+void check_numeric(const NpyHeader& h, const std::string& origin, std::uint64_t base, int expected_ndim) {
+  if (is_object_descr(h.descr))
+    throw InputError(origin, at_byte(base), "object array (dtype 'O'): reading it would need unpickling, which shardgnn never does");
+  if (h.dtype == DType::kOther)
+    throw InputError(origin, at_byte(base), "unsupported dtype '" + h.descr + "', expected a numeric array");
+  if (expected_ndim >= 0 && static_cast<int>(h.shape.size()) != expected_ndim)
+    throw InputError(origin, at_byte(base), "expected a " + std::to_string(expected_ndim) + "-d array, found " + std::to_string(h.shape.size()) + "-d");
+  if (h.fortran_order && h.shape.size() > 1)
+    throw InputError(origin, at_byte(base), "Fortran-ordered array, expected C order (numpy.ascontiguousarray)");
+}
+
+// Calls f.template operator()<S>() with S the C++ type of a numeric dtype.
+template <class F>
+void with_source_type(DType t, F&& f) {
+  switch (t) {
+    case DType::kBool: case DType::kUInt8: f.template operator()<std::uint8_t>(); break;
+    case DType::kInt8: f.template operator()<std::int8_t>(); break;
+    case DType::kInt16: f.template operator()<std::int16_t>(); break;
+    case DType::kUInt16: f.template operator()<std::uint16_t>(); break;
+    case DType::kInt32: f.template operator()<std::int32_t>(); break;
+    case DType::kUInt32: f.template operator()<std::uint32_t>(); break;
+    case DType::kInt64: f.template operator()<std::int64_t>(); break;
+    case DType::kUInt64: f.template operator()<std::uint64_t>(); break;
+    case DType::kFloat32: f.template operator()<float>(); break;
+    case DType::kFloat64: f.template operator()<double>(); break;
+    case DType::kOther: break;
   }
 }
 
 }  // namespace
 
 NpyHeader parse_npy_header(std::span<const std::byte> bytes, const std::string& origin, std::uint64_t base) {
-  if (bytes.empty()) throw InputError(origin, at_byte(base), "empty file, expected a .npy array");
+  return parse_npy_header(bytes, origin, base, bytes.size());
+}
+
+NpyHeader parse_npy_header(std::span<const std::byte> bytes, const std::string& origin, std::uint64_t base, std::uint64_t total) {
+  if (total == 0) throw InputError(origin, at_byte(base), "empty file, expected a .npy array");
   if (bytes.size() < 10) throw InputError(origin, at_byte(base + bytes.size()), "truncated: file ends inside the .npy preamble");
+  if (bytes.size() > total) bytes = bytes.first(total);
   if (std::memcmp(bytes.data(), kMagic, 6) != 0) throw InputError(origin, at_byte(base), "wrong magic, expected a .npy file starting with \\x93NUMPY");
   const auto major = static_cast<unsigned>(bytes[6]);
   std::size_t header_len = 0, prefix = 0;
@@ -229,7 +261,8 @@ NpyHeader parse_npy_header(std::span<const std::byte> bytes, const std::string& 
     throw InputError(origin, at_byte(base + 6), "unsupported .npy version " + std::to_string(major) + ", expected 1, 2 or 3");
   }
   if (prefix + header_len > bytes.size())
-    throw InputError(origin, at_byte(base + bytes.size()), "truncated: header of " + std::to_string(header_len) + " bytes runs past the end of the file");
+    throw InputError(origin, at_byte(base + bytes.size()), "truncated: header of " + std::to_string(header_len) + " bytes runs past the end of the " +
+                                                             (bytes.size() < total ? "first piece read" : "file"));
   std::string_view text(reinterpret_cast<const char*>(bytes.data() + prefix), header_len);
   NpyHeader h = HeaderParser(text, origin, base + prefix - 10).parse();
   h.data_offset = prefix + header_len;
@@ -257,9 +290,9 @@ NpyHeader parse_npy_header(std::span<const std::byte> bytes, const std::string& 
   std::uint64_t need = 0;
   if (__builtin_mul_overflow(static_cast<std::uint64_t>(h.count()), static_cast<std::uint64_t>(item), &need))
     throw InputError(origin, at_byte(base), "shape needs more than 2^64 data bytes");
-  const std::uint64_t have = bytes.size() - h.data_offset;
+  const std::uint64_t have = total - h.data_offset;
   if (item > 0 && need > have)
-    throw InputError(origin, at_byte(base + bytes.size()),
+    throw InputError(origin, at_byte(base + total),
                      "truncated: shape needs " + std::to_string(need) + " data bytes, file has " + std::to_string(have));
   if (item > 0 && need < have)
     throw InputError(origin, at_byte(base + h.data_offset + need), std::to_string(have - need) + " unexpected bytes after the array data");
@@ -279,29 +312,61 @@ NpyBuffer map_npy(const std::string& path) {
 template <class T>
 std::vector<T> npy_to_vector(const NpyBuffer& buf, int expected_ndim) {
   const NpyHeader& h = buf.header;
-  if (is_object_descr(h.descr))
-    throw InputError(buf.origin, at_byte(buf.base_offset), "object array (dtype 'O'): reading it would need unpickling, which shardgnn never does");
-  if (h.dtype == DType::kOther)
-    throw InputError(buf.origin, at_byte(buf.base_offset), "unsupported dtype '" + h.descr + "', expected a numeric array");
-  if (expected_ndim >= 0 && static_cast<int>(h.shape.size()) != expected_ndim)
-    throw InputError(buf.origin, at_byte(buf.base_offset), "expected a " + std::to_string(expected_ndim) + "-d array, found " + std::to_string(h.shape.size()) + "-d");
-  if (h.fortran_order && h.shape.size() > 1)
-    throw InputError(buf.origin, at_byte(buf.base_offset), "Fortran-ordered array, expected C order (numpy.ascontiguousarray)");
+  check_numeric(h, buf.origin, buf.base_offset, expected_ndim);
   std::vector<T> out(static_cast<std::size_t>(h.count()));
-  switch (h.dtype) {
-    case DType::kBool: case DType::kUInt8: convert<T, std::uint8_t>(buf, out); break;
-    case DType::kInt8: convert<T, std::int8_t>(buf, out); break;
-    case DType::kInt16: convert<T, std::int16_t>(buf, out); break;
-    case DType::kUInt16: convert<T, std::uint16_t>(buf, out); break;
-    case DType::kInt32: convert<T, std::int32_t>(buf, out); break;
-    case DType::kUInt32: convert<T, std::uint32_t>(buf, out); break;
-    case DType::kInt64: convert<T, std::int64_t>(buf, out); break;
-    case DType::kUInt64: convert<T, std::uint64_t>(buf, out); break;
-    case DType::kFloat32: convert<T, float>(buf, out); break;
-    case DType::kFloat64: convert<T, double>(buf, out); break;
-    case DType::kOther: break;
-  }
+  with_source_type(h.dtype, [&]<class S>() { convert<T, S>(buf.data().data(), out.size(), h, buf.origin, buf.base_offset + h.data_offset, 0, out.data()); });
   return out;
+}
+
+NpyStream npy_stream(const NpyBuffer& buf) {
+  NpyStream s;
+  s.origin = buf.origin;
+  s.header = buf.header;
+  s.data_base = buf.base_offset + buf.header.data_offset;
+  // Pieces of 64 MiB: the consumer's page faults, not one giant span, set the pace.
+  s.data = [data = buf.data(), keeper = buf.keeper](const ByteSink& sink) {
+    for (std::size_t off = 0; off < data.size(); off += std::size_t{64} << 20) sink(data.subspan(off, std::min<std::size_t>(data.size() - off, std::size_t{64} << 20)));
+  };
+  return s;
+}
+
+template <class T>
+void npy_for_each(const NpyStream& s, int expected_ndim, std::size_t piece, const std::function<void(std::span<const T>, std::uint64_t)>& fn) {
+  const NpyHeader& h = s.header;
+  check_numeric(h, s.origin, s.data_base, expected_ndim);
+  piece = std::max<std::size_t>(piece, 1);
+  with_source_type(h.dtype, [&]<class S>() {
+    std::vector<T> out(std::min<std::size_t>(piece, static_cast<std::size_t>(h.count())));
+    std::byte carry[sizeof(S)];  // an element split between two pieces of bytes
+    std::size_t carried = 0;
+    std::uint64_t next = 0;
+    auto emit = [&](const std::byte* p, std::size_t count) {
+      for (std::size_t done = 0; done < count;) {
+        const std::size_t k = std::min(piece, count - done);
+        convert<T, S>(p + done * sizeof(S), k, h, s.origin, s.data_base, next, out.data());
+        fn(std::span<const T>(out.data(), k), next);
+        next += k;
+        done += k;
+      }
+    };
+    s.data([&](std::span<const std::byte> b) {
+      if (carried > 0) {
+        const std::size_t take = std::min(sizeof(S) - carried, b.size());
+        std::memcpy(carry + carried, b.data(), take);
+        carried += take;
+        b = b.subspan(take);
+        if (carried < sizeof(S)) return;
+        emit(carry, 1);
+        carried = 0;
+      }
+      const std::size_t whole = b.size() / sizeof(S);
+      emit(b.data(), whole);
+      carried = b.size() - whole * sizeof(S);
+      std::memcpy(carry, b.data() + whole * sizeof(S), carried);
+    });
+    if (carried != 0 || next != static_cast<std::uint64_t>(h.count()))
+      throw InputError(s.origin, at_byte(s.data_base + next * sizeof(S)), "truncated: the data end after " + std::to_string(next) + " of " + std::to_string(h.count()) + " elements");
+  });
 }
 
 template <class T>
@@ -383,7 +448,8 @@ std::uint32_t write_npy(const std::string& path, DType dtype, const void* data, 
 
 #define SHARDGNN_INSTANTIATE(T)                                              \
   template std::vector<T> npy_to_vector<T>(const NpyBuffer&, int);           \
-  template Array<T> npy_view<T>(const NpyBuffer&, int);
+  template Array<T> npy_view<T>(const NpyBuffer&, int);                      \
+  template void npy_for_each<T>(const NpyStream&, int, std::size_t, const std::function<void(std::span<const T>, std::uint64_t)>&);
 SHARDGNN_INSTANTIATE(std::int32_t)
 SHARDGNN_INSTANTIATE(std::int64_t)
 SHARDGNN_INSTANTIATE(std::uint8_t)

@@ -57,6 +57,30 @@ struct NpyBuffer {
 
 // Parses and validates the header of the .npy in `bytes`; checks the data size against the shape.
 NpyHeader parse_npy_header(std::span<const std::byte> bytes, const std::string& origin, std::uint64_t base_offset = 0);
+// The same for an .npy of `total_bytes` of which `prefix` holds the first (the header must lie in
+// it): an array read as a stream.
+NpyHeader parse_npy_header(std::span<const std::byte> prefix, const std::string& origin, std::uint64_t base_offset, std::uint64_t total_bytes);
+
+// Receives the next piece of an array's raw data bytes.
+using ByteSink = std::function<void(std::span<const std::byte>)>;
+
+// An array whose data arrive in pieces: a mapped file, or an npz member inflated as it is read, so
+// that a large one is never whole in memory.
+struct NpyStream {
+  std::string origin;
+  NpyHeader header;
+  std::uint64_t data_base = 0;  // offset of the data in its file, for error positions
+  // Hands the data bytes (after the header) to the sink, in order; may be called again.
+  std::function<void(const ByteSink&)> data;
+};
+
+// A mapped array as a stream.
+NpyStream npy_stream(const NpyBuffer& buf);
+
+// The elements of a numeric array converted to T as npy_to_vector converts them, handed to `fn`
+// in order, at most `piece` at a time, with the index of each piece's first element.
+template <class T>
+void npy_for_each(const NpyStream& s, int expected_ndim, std::size_t piece, const std::function<void(std::span<const T>, std::uint64_t first)>& fn);
 
 // Maps `path` read-only and parses its header.
 NpyBuffer map_npy(const std::string& path);

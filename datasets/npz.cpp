@@ -112,7 +112,59 @@ std::vector<std::string> NpzArchive::members() const {
   return out;
 }
 
-NpyBuffer NpzArchive::read(const std::string& name) const {
+// stream() hands members over in pieces of this size: stored ones as views of the mapping,
+// deflated ones through a window of it.
+constexpr std::size_t kWindow = std::size_t{4} << 20;
+
+// A deflated member's bytes, inflated in order into whatever windows the caller hands over.
+class Inflater {
+ public:
+  Inflater(std::span<const std::byte> raw, std::uint64_t total, const std::string& path, const std::string& name, std::uint64_t data_off)
+      : raw_(raw), total_(total), path_(path), name_(name), data_off_(data_off) {
+    if (inflateInit2(&zs_, -MAX_WBITS) != Z_OK) throw std::runtime_error("zlib inflateInit2 failed");
+  }
+  ~Inflater() { inflateEnd(&zs_); }
+  Inflater(const Inflater&) = delete;
+  Inflater& operator=(const Inflater&) = delete;
+
+  // Fills `out` with the next bytes, all of it unless the member ends first; returns the count.
+  std::size_t read(std::span<std::byte> out) {
+    std::size_t filled = 0;
+    // Fed in pieces: zlib's counters are 32-bit.
+    while (filled < out.size() && rc_ == Z_OK) {
+      const uInt in_chunk = static_cast<uInt>(std::min<std::uint64_t>(raw_.size() - in_done_, 1u << 30));
+      const uInt out_chunk = static_cast<uInt>(std::min<std::uint64_t>(out.size() - filled, 1u << 30));
+      zs_.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(raw_.data() + in_done_));
+      zs_.avail_in = in_chunk;
+      zs_.next_out = reinterpret_cast<Bytef*>(out.data() + filled);
+      zs_.avail_out = out_chunk;
+      rc_ = inflate(&zs_, Z_NO_FLUSH);
+      in_done_ += in_chunk - zs_.avail_in;
+      filled += out_chunk - zs_.avail_out;
+      if (rc_ == Z_OK && zs_.avail_in == in_chunk && zs_.avail_out == out_chunk) rc_ = Z_BUF_ERROR;  // no progress
+    }
+    out_done_ += filled;
+    if (out_done_ > total_ || (rc_ != Z_OK && rc_ != Z_STREAM_END) || (filled < out.size() && out_done_ != total_))
+      throw InputError(path_, at_byte(data_off_ + in_done_), "corrupt or truncated deflate data in member '" + name_ + "'");
+    return filled;
+  }
+  // Checks that the member ended where its header said.
+  void finish() {
+    if (rc_ != Z_STREAM_END || out_done_ != total_)
+      throw InputError(path_, at_byte(data_off_ + in_done_), "corrupt or truncated deflate data in member '" + name_ + "'");
+  }
+
+ private:
+  z_stream zs_{};
+  int rc_ = Z_OK;
+  std::span<const std::byte> raw_;
+  std::uint64_t total_, in_done_ = 0, out_done_ = 0;
+  const std::string& path_;
+  const std::string& name_;
+  std::uint64_t data_off_;
+};
+
+NpzArchive::Located NpzArchive::locate(const std::string& name) const {
   const std::string& path = file_.path;
   auto it = entries_.find(name);
   if (it == entries_.end()) {
@@ -121,7 +173,6 @@ NpyBuffer NpzArchive::read(const std::string& name) const {
     throw InputError(path, "member '" + name + ".npy'", "missing from the archive (it has: " + have + ")");
   }
   const Entry& e = it->second;
-  const std::string origin = path + ":" + name + ".npy";
   Reader r(file_.bytes, path);
   if (r.at<std::uint32_t>(e.local_offset, "local header") != kLocalSig)
     throw InputError(path, at_byte(e.local_offset), "corrupt zip archive: expected the local header of member '" + name + "'");
@@ -130,51 +181,86 @@ NpyBuffer NpzArchive::read(const std::string& name) const {
                                  r.at<std::uint16_t>(e.local_offset + 28, "extra length");
   if (data_off > file_.bytes.size() || e.compressed > file_.bytes.size() - data_off)
     throw InputError(path, at_byte(file_.bytes.size()), "truncated: member '" + name + "' runs past the end of the file");
-  auto raw = file_.bytes.subspan(data_off, e.compressed);
-
-  NpyBuffer buf;
-  buf.origin = origin;
   if (e.method == 0) {
     if (e.compressed != e.uncompressed) throw InputError(path, at_byte(e.local_offset), "corrupt zip archive: stored member '" + name + "' has two sizes");
-    buf.keeper = file_.keeper;
-    buf.bytes = raw;
-    buf.base_offset = data_off;
   } else if (e.method == 8) {
     // Deflate expands at most ~1032:1: a header claiming more is corrupt, and must not make us
     // allocate (and zero) whatever it says.
     if (e.uncompressed / 1032 > e.compressed + 64)
       throw InputError(path, at_byte(e.local_offset), "corrupt zip archive: member '" + name + "' claims " + std::to_string(e.uncompressed) +
                                                           " bytes from " + std::to_string(e.compressed) + " compressed");
-    auto out = std::make_shared<std::vector<std::byte>>(e.uncompressed);
-    z_stream zs{};
-    if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) throw std::runtime_error("zlib inflateInit2 failed");
-    // Feed in pieces: zlib's counters are 32-bit.
-    std::uint64_t in_done = 0, out_done = 0;
-    int rc = Z_OK;
-    while (rc == Z_OK) {
-      const uInt in_chunk = static_cast<uInt>(std::min<std::uint64_t>(raw.size() - in_done, 1u << 30));
-      const uInt out_chunk = static_cast<uInt>(std::min<std::uint64_t>(out->size() - out_done, 1u << 30));
-      zs.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(raw.data() + in_done));
-      zs.avail_in = in_chunk;
-      zs.next_out = reinterpret_cast<Bytef*>(out->data() + out_done);
-      zs.avail_out = out_chunk;
-      rc = inflate(&zs, Z_NO_FLUSH);
-      in_done += in_chunk - zs.avail_in;
-      out_done += out_chunk - zs.avail_out;
-      if (rc == Z_OK && zs.avail_in == in_chunk && zs.avail_out == out_chunk) rc = Z_BUF_ERROR;  // no progress
-    }
-    inflateEnd(&zs);
-    if (rc != Z_STREAM_END || out_done != out->size())
-      throw InputError(path, at_byte(data_off + in_done), "corrupt or truncated deflate data in member '" + name + "'");
-    buf.bytes = {out->data(), out->size()};
-    buf.keeper = std::move(out);
-    buf.base_offset = 0;
   } else {
     throw InputError(path, at_byte(e.local_offset), "member '" + name + "' uses zip method " + std::to_string(e.method) + ", expected stored (0) or deflate (8)");
   }
-  if (crc32_of(buf.bytes) != e.crc) throw InputError(path, at_byte(data_off), "CRC mismatch in member '" + name + "': the archive is corrupt");
-  buf.header = parse_npy_header(buf.bytes, origin, buf.base_offset);
+  return {&e, file_.bytes.subspan(data_off, e.compressed), data_off};
+}
+
+NpyBuffer NpzArchive::read(const std::string& name) const {
+  const std::string& path = file_.path;
+  const Located m = locate(name);
+  NpyBuffer buf;
+  buf.origin = path + ":" + name + ".npy";
+  if (m.entry->method == 0) {
+    buf.keeper = file_.keeper;
+    buf.bytes = m.raw;
+    buf.base_offset = m.data_off;
+  } else {
+    auto out = std::make_shared<std::vector<std::byte>>(m.entry->uncompressed);
+    Inflater inf(m.raw, out->size(), path, name, m.data_off);
+    inf.read(*out);
+    inf.finish();
+    buf.bytes = {out->data(), out->size()};
+    buf.keeper = std::move(out);
+    buf.base_offset = 0;
+  }
+  if (crc32_of(buf.bytes) != m.entry->crc) throw InputError(path, at_byte(m.data_off), "CRC mismatch in member '" + name + "': the archive is corrupt");
+  buf.header = parse_npy_header(buf.bytes, buf.origin, buf.base_offset);
   return buf;
+}
+
+NpyStream NpzArchive::stream(const std::string& name) const {
+  const Located m = locate(name);
+  const Entry e = *m.entry;
+  NpyStream s;
+  s.origin = file_.path + ":" + name + ".npy";
+  const std::uint64_t base = e.method == 0 ? m.data_off : 0;  // errors in an inflated member name its own bytes
+  if (e.method == 0) {
+    s.header = parse_npy_header(m.raw, s.origin, base);
+  } else {
+    // The header lies in the first bytes (numpy's are at most a few KiB; a 1 MiB window is ample).
+    std::vector<std::byte> first(std::min<std::uint64_t>(e.uncompressed, std::size_t{1} << 20));
+    Inflater inf(m.raw, e.uncompressed, file_.path, name, m.data_off);
+    first.resize(inf.read(first));
+    s.header = parse_npy_header(first, s.origin, base, e.uncompressed);
+  }
+  s.data_base = base + s.header.data_offset;
+  s.data = [raw = m.raw, e, data_off = m.data_off, header_bytes = s.header.data_offset, path = file_.path, name, keeper = file_.keeper](const ByteSink& sink) {
+    std::uint32_t crc = 0;
+    if (e.method == 0) {
+      crc = crc32_of(raw.first(header_bytes));
+      for (std::size_t off = header_bytes; off < raw.size(); off += kWindow) {
+        const auto piece = raw.subspan(off, std::min<std::size_t>(raw.size() - off, kWindow));
+        crc = crc32_of(piece, crc);
+        sink(piece);
+      }
+    } else {
+      std::vector<std::byte> window(std::min<std::uint64_t>(std::max<std::uint64_t>(e.uncompressed, 1), kWindow));
+      Inflater inf(raw, e.uncompressed, path, name, data_off);
+      std::uint64_t at = 0;  // bytes of the member inflated so far
+      for (std::size_t got; (got = inf.read(window)) > 0;) {
+        const std::span<const std::byte> piece(window.data(), got);
+        crc = crc32_of(piece, crc);
+        // The header's bytes are counted in the CRC but not handed over.
+        const std::size_t skip = at < header_bytes ? static_cast<std::size_t>(std::min<std::uint64_t>(header_bytes - at, got)) : 0;
+        at += got;
+        if (got > skip) sink(piece.subspan(skip));
+        if (got < window.size()) break;
+      }
+      inf.finish();
+    }
+    if (crc != e.crc) throw InputError(path, at_byte(data_off), "CRC mismatch in member '" + name + "': the archive is corrupt");
+  };
+  return s;
 }
 
 }  // namespace shardgnn

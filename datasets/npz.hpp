@@ -25,6 +25,11 @@ class NpzArchive {
   // Reads one member: stored members are zero-copy views of the mapping, deflated ones are
   // inflated into memory; the CRC-32 is verified either way. A missing member is an error naming it.
   NpyBuffer read(const std::string& name) const;
+  // Reads one member as a stream: stored members are viewed in the mapping, deflated ones inflated
+  // a few MiB at a time each time the data are read. Only the header is read here; the CRC-32 is
+  // checked as the last piece has been handed over, so nothing built from the pieces may be
+  // committed before the data source returns.
+  NpyStream stream(const std::string& name) const;
 
  private:
   struct Entry {
@@ -36,6 +41,14 @@ class NpzArchive {
     std::uint64_t local_offset = 0;
     std::size_t order = 0;
   };
+  // A member's entry and its compressed bytes, checked against the file.
+  struct Located {
+    const Entry* entry;
+    std::span<const std::byte> raw;
+    std::uint64_t data_off;
+  };
+  Located locate(const std::string& name) const;
+
   MappedFile file_;
   std::map<std::string, Entry> entries_;
 };

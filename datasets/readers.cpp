@@ -94,20 +94,45 @@ std::string member_pos(const std::string& member, std::size_t element) {
   return "member '" + member + ".npy', element " + std::to_string(element);
 }
 
-// Checks a CSR triple read from an npz and returns (indptr, indices) as int64.
-void check_npz_csr(const std::string& path, const std::string& prefix, const std::vector<std::int64_t>& indptr,
-                   const std::vector<std::int64_t>& indices, std::int64_t rows, std::int64_t cols) {
-  if (static_cast<std::int64_t>(indptr.size()) != rows + 1)
-    throw InputError(path, "member '" + prefix + "_indptr.npy'", "has " + std::to_string(indptr.size()) + " entries, expected rows + 1 = " + std::to_string(rows + 1));
-  if (indptr.front() != 0) throw InputError(path, member_pos(prefix + "_indptr", 0), "must be 0");
+// Reads and checks a CSR matrix's offsets (`prefix`_indptr, or `member`): rows + 1 of them,
+// from 0, non-decreasing. Streamed, so a deflated member is never inflated whole.
+std::vector<std::int64_t> read_csr_offsets(const NpzArchive& z, const std::string& member, std::int64_t rows) {
+  const NpyStream s = z.stream(member);
+  if (s.header.shape.size() == 1 && s.header.shape[0] != rows + 1)
+    throw InputError(z.path(), "member '" + member + ".npy'", "has " + std::to_string(s.header.shape[0]) + " entries, expected rows + 1 = " + std::to_string(rows + 1));
+  std::vector<std::int64_t> indptr;
+  indptr.reserve(static_cast<std::size_t>(rows) + 1);
+  npy_for_each<std::int64_t>(s, 1, std::size_t{1} << 20, [&](std::span<const std::int64_t> v, std::uint64_t) { indptr.insert(indptr.end(), v.begin(), v.end()); });
+  if (indptr.front() != 0) throw InputError(z.path(), member_pos(member, 0), "must be 0");
   for (std::size_t i = 1; i < indptr.size(); ++i)
-    if (indptr[i] < indptr[i - 1]) throw InputError(path, member_pos(prefix + "_indptr", i), "decreases: indptr must be non-decreasing");
-  if (indptr.back() != static_cast<std::int64_t>(indices.size()))
-    throw InputError(path, member_pos(prefix + "_indptr", indptr.size() - 1),
-                     "is " + std::to_string(indptr.back()) + ", expected the number of entries " + std::to_string(indices.size()));
-  for (std::size_t i = 0; i < indices.size(); ++i)
-    if (indices[i] < 0 || indices[i] >= cols)
-      throw InputError(path, member_pos(prefix + "_indices", i), "column " + std::to_string(indices[i]) + " out of range [0, " + std::to_string(cols) + ")");
+    if (indptr[i] < indptr[i - 1]) throw InputError(z.path(), member_pos(member, i), "decreases: indptr must be non-decreasing");
+  return indptr;
+}
+
+// Checks that a CSR matrix's column member holds the offsets' entries, and returns its stream.
+NpyStream csr_columns(const NpzArchive& z, const std::string& member, const std::string& offsets_member, const std::vector<std::int64_t>& indptr) {
+  NpyStream s = z.stream(member);
+  if (s.header.shape.size() == 1 && s.header.shape[0] != indptr.back())
+    throw InputError(z.path(), member_pos(offsets_member, indptr.size() - 1),
+                     "is " + std::to_string(indptr.back()) + ", expected the number of entries " + std::to_string(s.header.shape[0]));
+  return s;
+}
+
+// Hands a CSR matrix's columns to fn in pieces, with each entry's row; columns must be below `cols`.
+void for_each_csr_entry(const NpzArchive& z, const NpyStream& columns, const std::string& member, const std::vector<std::int64_t>& indptr, std::int64_t cols,
+                        const std::function<void(std::span<const std::int64_t> rows, std::span<const std::int64_t> cols, std::uint64_t first)>& fn) {
+  std::vector<std::int64_t> row;
+  std::int64_t u = 0;
+  npy_for_each<std::int64_t>(columns, 1, std::size_t{1} << 20, [&](std::span<const std::int64_t> v, std::uint64_t first) {
+    row.resize(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (v[i] < 0 || v[i] >= cols)
+        throw InputError(z.path(), member_pos(member, first + i), "column " + std::to_string(v[i]) + " out of range [0, " + std::to_string(cols) + ")");
+      while (indptr[static_cast<std::size_t>(u) + 1] <= static_cast<std::int64_t>(first + i)) ++u;
+      row[i] = u;
+    }
+    fn(row, v, first);
+  });
 }
 
 std::vector<std::int64_t> read_shape2(const NpzArchive& z, const std::string& member) {
@@ -141,6 +166,73 @@ void set_labels(Dataset& ds, std::vector<std::int64_t> labels, const std::string
 
 }  // namespace
 
+void read_npz_adjacency(Dataset& ds, const NpzArchive& z, const std::string& indptr_member, const std::string& indices_member, std::int64_t n,
+                        const ReadOptions& options) {
+  const auto indptr = read_csr_offsets(z, indptr_member, n);
+  const NpyStream columns = csr_columns(z, indices_member, indptr_member, indptr);
+  const auto produce = [&](const EdgeSink& sink) {
+    for_each_csr_entry(z, columns, indices_member, indptr, n, [&](std::span<const std::int64_t> rows, std::span<const std::int64_t> cols, std::uint64_t) { sink(rows, cols); });
+  };
+  if (options.disk && options.disk->wanted(in_memory_build_bytes(static_cast<double>(indptr.back()), options.clean), "the graph")) {
+    const ExternalCsr built = build_csr_external(n, indptr.back(), produce, options.clean, options.disk->scratch, options.disk->memory);
+    ds.graph = map_csr(built);
+    ds.cleaning = built.report;
+    return;
+  }
+  EdgeList el;
+  el.num_nodes = n;
+  el.src.reserve(static_cast<std::size_t>(indptr.back()));
+  el.dst.reserve(static_cast<std::size_t>(indptr.back()));
+  produce([&](std::span<const NodeId> src, std::span<const NodeId> dst) {
+    el.src.insert(el.src.end(), src.begin(), src.end());
+    el.dst.insert(el.dst.end(), dst.begin(), dst.end());
+  });
+  BuiltGraph built = build_csr(std::move(el), options.clean);
+  ds.graph = std::move(built.graph);
+  ds.cleaning = built.report;
+}
+
+std::int64_t read_feature_matrix(Dataset& ds, const NpyStream& s, const NpyBuffer* mapped, std::int64_t n, const ReadOptions& options,
+                                 const std::string& file, const std::string& element_prefix) {
+  const auto& shape = s.header.shape;
+  if (shape.size() != 2 || shape[0] != n)
+    throw InputError(file, element_prefix.find(',') == std::string::npos ? "" : element_prefix.substr(0, element_prefix.find(',')),
+                     "expected a 2-d array with one feature row per node (" + std::to_string(n) + " x F)");
+  const auto check = [&](std::span<const float> x, std::uint64_t first) {
+    for (std::size_t i = 0; i < x.size(); ++i)
+      if (!std::isfinite(x[i])) throw InputError(file, element_prefix + std::to_string(first + i), "non-finite feature value, expected a finite number");
+  };
+  const NpyHeader& h = s.header;
+  if (mapped != nullptr && h.dtype == DType::kFloat32 && !h.big_endian && !h.fortran_order &&
+      reinterpret_cast<std::uintptr_t>(mapped->data().data()) % alignof(float) == 0) {
+    // float32 as stored: the file's pages are the features, no copy.
+    ds.features = npy_view<float>(*mapped, 2);
+    for (std::size_t off = 0; off < ds.features.size(); off += std::size_t{1} << 20)
+      check(ds.features.subspan(off, std::min<std::size_t>(ds.features.size() - off, std::size_t{1} << 20)), off);
+    return shape[1];
+  }
+  if (options.disk && options.disk->wanted(4.0 * static_cast<double>(s.header.count()), "the features")) {
+    // Converted into a file of the scratch folder, piece by piece, and mapped from there.
+    const std::string out = (fs::path(options.disk->scratch) / "features.npy").string();
+    write_npy_streamed(out, DType::kFloat32, shape, [&](const NpySink& sink) {
+      npy_for_each<float>(s, 2, std::size_t{1} << 20, [&](std::span<const float> x, std::uint64_t first) {
+        check(x, first);
+        sink(x.data(), x.size_bytes());
+      });
+    });
+    ds.features = npy_view<float>(map_npy(out), 2);
+    return shape[1];
+  }
+  std::vector<float> f;
+  f.reserve(static_cast<std::size_t>(s.header.count()));
+  npy_for_each<float>(s, 2, std::size_t{1} << 20, [&](std::span<const float> x, std::uint64_t first) {
+    check(x, first);
+    f.insert(f.end(), x.begin(), x.end());
+  });
+  ds.features = Array<float>(std::move(f));
+  return shape[1];
+}
+
 Dataset read_npz_dataset(const std::string& path, const ReadOptions& options) {
   NpzArchive z(path);
   Dataset ds;
@@ -150,62 +242,53 @@ Dataset read_npz_dataset(const std::string& path, const ReadOptions& options) {
   const auto adj_shape = read_shape2(z, "adj_shape");
   const std::int64_t n = adj_shape[0];
   if (adj_shape[1] != n) throw InputError(path, "member 'adj_shape.npy'", "adjacency is " + std::to_string(n) + " x " + std::to_string(adj_shape[1]) + ", expected square");
-  auto indptr = npy_to_vector<std::int64_t>(z.read("adj_indptr"), 1);
-  auto indices = npy_to_vector<std::int64_t>(z.read("adj_indices"), 1);
-  check_npz_csr(path, "adj", indptr, indices, n, n);
-  {
-    EdgeList el;
-    el.num_nodes = n;
-    el.src.resize(indices.size());
-    for (std::int64_t u = 0; u < n; ++u) std::fill(el.src.begin() + indptr[u], el.src.begin() + indptr[u + 1], u);
-    el.dst = std::move(indices);
-    BuiltGraph built = build_csr(std::move(el), options.clean);
-    ds.graph = std::move(built.graph);
-    ds.cleaning = built.report;
-  }
+  read_npz_adjacency(ds, z, "adj_indptr", "adj_indices", n, options);
 
   if (z.contains("attr_data")) {
     const auto shape = read_shape2(z, "attr_shape");
     if (shape[0] != n) throw InputError(path, "member 'attr_shape.npy'", "features have " + std::to_string(shape[0]) + " rows, expected one per node (" + std::to_string(n) + ")");
-    auto fptr = npy_to_vector<std::int64_t>(z.read("attr_indptr"), 1);
-    auto fidx = npy_to_vector<std::int64_t>(z.read("attr_indices"), 1);
+    const auto fptr = read_csr_offsets(z, "attr_indptr", n);
+    const NpyStream fidx = csr_columns(z, "attr_indices", "attr_indptr", fptr);
     auto fval = npy_to_vector<float>(z.read("attr_data"), 1);
-    check_npz_csr(path, "attr", fptr, fidx, n, shape[1]);
-    if (fval.size() != fidx.size()) throw InputError(path, "member 'attr_data.npy'", "has " + std::to_string(fval.size()) + " values, expected " + std::to_string(fidx.size()) + " (as attr_indices)");
+    if (fval.size() != static_cast<std::size_t>(fptr.back())) throw InputError(path, "member 'attr_data.npy'", "has " + std::to_string(fval.size()) + " values, expected " + std::to_string(fptr.back()) + " (as attr_indices)");
     std::int64_t cells = 0;
     // n x F dense floats: a crafted shape must not wrap the size (the writes below would overrun).
     if (__builtin_mul_overflow(n, shape[1], &cells) || cells > (std::int64_t{1} << 40))
       throw InputError(path, "member 'attr_shape.npy'", std::to_string(n) + " x " + std::to_string(shape[1]) + " features are too many to densify");
     ds.feature_dim = shape[1];
     std::vector<float> dense(static_cast<std::size_t>(cells), 0.0f);
-    for (std::int64_t u = 0; u < n; ++u)
-      for (std::int64_t e = fptr[u]; e < fptr[u + 1]; ++e) {
-        if (!std::isfinite(fval[e])) throw InputError(path, member_pos("attr_data", e), std::string(std::isnan(fval[e]) ? "NaN" : "infinite") + " feature value, expected a finite number");
-        dense[u * ds.feature_dim + fidx[e]] += fval[e];
+    for_each_csr_entry(z, fidx, "attr_indices", fptr, shape[1], [&](std::span<const std::int64_t> rows, std::span<const std::int64_t> cols, std::uint64_t first) {
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        const float x = fval[first + i];
+        if (!std::isfinite(x)) throw InputError(path, member_pos("attr_data", first + i), std::string(std::isnan(x) ? "NaN" : "infinite") + " feature value, expected a finite number");
+        dense[static_cast<std::size_t>(rows[i] * ds.feature_dim + cols[i])] += x;
       }
+    });
     ds.features = Array<float>(std::move(dense));
   } else if (z.contains("attr_matrix")) {
-    NpyBuffer buf = z.read("attr_matrix");
-    if (buf.header.shape.size() != 2 || buf.header.shape[0] != n)
-      throw InputError(path, "member 'attr_matrix.npy'", "expected a 2-d array with one row per node");
-    auto dense = npy_to_vector<float>(buf, 2);
-    for (std::size_t i = 0; i < dense.size(); ++i)
-      if (!std::isfinite(dense[i])) throw InputError(path, member_pos("attr_matrix", i), "non-finite feature value, expected a finite number");
-    ds.feature_dim = buf.header.shape[1];
-    ds.features = Array<float>(std::move(dense));
+    ds.feature_dim = read_feature_matrix(ds, z.stream("attr_matrix"), nullptr, n, options, path, "member 'attr_matrix.npy', element ");
   }
 
   if (z.contains("labels")) {
-    NpyBuffer buf = z.read("labels");
-    const auto& shape = buf.header.shape;
+    const NpyStream labels = z.stream("labels");
+    const auto& shape = labels.header.shape;
     if (shape.size() == 2 && shape[0] == n && shape[1] > 0) {
-      // A label matrix: a set of labels per node (multi-label).
-      const auto matrix = npy_to_vector<std::uint8_t>(buf, 2);
+      // A label matrix: a set of labels per node (multi-label), packed as it streams.
       ds.multilabel = true;
       ds.num_classes = shape[1];
-      ds.label_bits = Array<std::uint8_t>(pack_label_rows(matrix, ds.num_classes, path + ": member 'labels.npy'"));
+      const auto C = static_cast<std::uint64_t>(shape[1]), row = static_cast<std::uint64_t>(label_row_bytes(ds.num_classes));
+      std::vector<std::uint8_t> bits(static_cast<std::size_t>(n) * row, 0);
+      npy_for_each<std::uint8_t>(labels, 2, std::size_t{1} << 20, [&](std::span<const std::uint8_t> x, std::uint64_t first) {
+        for (std::size_t i = 0; i < x.size(); ++i) {
+          const std::uint64_t at = first + i, v = at / C, c = at % C;
+          if (x[i] > 1)
+            throw InputError(path, member_pos("labels", at), "label entry " + std::to_string(x[i]) + " (node " + std::to_string(v) + ", label " + std::to_string(c) + "), expected 0 or 1");
+          if (x[i]) set_label(bits.data() + v * row, static_cast<std::int64_t>(c));
+        }
+      });
+      ds.label_bits = Array<std::uint8_t>(std::move(bits));
     } else if (shape.size() == 1 && shape[0] == n) {
-      set_labels(ds, npy_to_vector<std::int64_t>(buf, 1), path, "member 'labels.npy', element ");
+      set_labels(ds, npy_to_vector<std::int64_t>(z.read("labels"), 1), path, "member 'labels.npy', element ");
     } else {
       throw InputError(path, "member 'labels.npy'", "expected one label per node (" + std::to_string(n) + "), or an " + std::to_string(n) +
                                                         " x C matrix of 0/1 entries (a set of labels per node)");

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,17 @@ struct ReadOptions {
   // the distinct ids that appear to 0..n-1 in increasing id order, keeping the mapping.
   std::int64_t num_nodes = 0;
   std::string ogb_split;             // OGB: split folder name under split/ (default: the only one)
+  // npz and GraphSAINT inputs larger than memory: a step whose in-memory form would take bytes
+  // that `wanted` refuses goes through files in `scratch` instead (the adjacency through
+  // build_csr_external's bucket files within `memory` bytes, features that need converting into
+  // a file), so that only per-node arrays are held. The dataset's arrays may then be views of
+  // files in `scratch`, which must outlive it. Unset: everything is read into memory.
+  struct Disk {
+    std::string scratch;
+    std::uint64_t memory = 0;
+    std::function<bool(double in_memory_bytes, const char* what)> wanted;
+  };
+  std::optional<Disk> disk;
 };
 
 Dataset read_dataset(const std::string& path, const ReadOptions& options);
@@ -46,6 +59,23 @@ Dataset read_graphsaint_dataset(const std::string& dir, const ReadOptions& optio
 // are views of files in `scratch`, which must outlive the dataset. Ids needing a table larger than
 // a quarter of `memory` (very sparse ids without --num-nodes) are an InputError saying what to do.
 Dataset read_edge_list_dataset_bounded(const std::string& path, const ReadOptions& options, const std::string& scratch, std::uint64_t memory);
+
+class NpzArchive;
+// Sets ds.graph (and ds.cleaning) from a square n x n CSR adjacency in npz members (scipy's
+// `indptr`/`indices`, the gnn-benchmark layout's `adj_indptr`/`adj_indices`): the offsets are
+// held (8 bytes a node) and checked, the columns streamed from the archive into build_csr, or
+// through bucket files when options.disk wants it. Errors name the member and element.
+void read_npz_adjacency(Dataset& ds, const NpzArchive& z, const std::string& indptr_member, const std::string& indices_member, std::int64_t n,
+                        const ReadOptions& options);
+
+struct NpyBuffer;
+struct NpyStream;
+// Sets ds.features to one float32 row per node from the n x F numeric array `s`: a zero-copy view
+// of `mapped` (the same array as a mapped file) when it is stored as float32, else converted in
+// pieces into scratch/features.npy (options.disk) or memory. Every value must be finite; errors
+// name `file` and `element_prefix` + the element. Returns F.
+std::int64_t read_feature_matrix(Dataset& ds, const NpyStream& s, const NpyBuffer* mapped, std::int64_t n, const ReadOptions& options,
+                                 const std::string& file, const std::string& element_prefix);
 
 // Lower-level edge-list parsing (exposed for the benchmark): "u v" lines of a plain or gzip text
 // file; '#' and '%' start comment lines; blank lines are skipped; separators are spaces,

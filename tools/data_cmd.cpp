@@ -36,15 +36,11 @@ std::uint64_t memory_limit_option(const po::variables_map& vm) {
   return vm.count("memory-limit") ? parse_byte_size(vm["memory-limit"].as<std::string>(), "--memory-limit") : usable_memory_bytes() / 2;
 }
 
-// What build_csr's in-memory path takes for `edges` edges: the edges (16 bytes each) and their
-// staged entries (24 bytes each, two per edge when symmetrising).
-double in_memory_build_bytes(double edges, const CleanOptions& clean) { return 16 * edges + 24 * edges * (clean.symmetrize ? 2 : 1); }
-
 // True (and says so) when the in-memory build would take more than `limit`: build through bucket
 // files on disk instead.
-bool build_on_disk(double in_memory, std::uint64_t limit) {
+bool build_on_disk(double in_memory, std::uint64_t limit, const char* what = "the graph") {
   if (in_memory <= static_cast<double>(limit)) return false;
-  std::printf("building through bucket files on disk: the in-memory build would take about %.1f GiB, over the %.1f GiB memory limit\n",
+  std::printf("building %s through files on disk: in memory it would take about %.1f GiB, over the %.1f GiB memory limit\n", what,
               in_memory / (1 << 30), static_cast<double>(limit) / (1 << 30));
   return true;
 }
@@ -169,6 +165,11 @@ int convert(const std::vector<std::string>& args) {
   if (format == InputFormat::kEdgeList && !ec && build_on_disk(in_memory_build_bytes(file_bytes / 12, ro.clean), limit)) {
     scratch.emplace(out);
     ds = read_edge_list_dataset_bounded(input, ro, scratch->path, limit);
+  } else if (format == InputFormat::kNpz || format == InputFormat::kGraphsaint) {
+    // These readers learn their sizes as they go and ask; the folder is removed however it ends.
+    scratch.emplace(out);
+    ro.disk = ReadOptions::Disk{scratch->path, limit, [limit](double bytes, const char* what) { return build_on_disk(bytes, limit, what); }};
+    ds = read_dataset(input, ro);
   } else {
     ds = read_dataset(input, ro);
   }

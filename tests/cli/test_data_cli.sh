@@ -321,7 +321,7 @@ run "${rmat[@]}" --out "$T/work/rmat-mem"
 expect_rc 0 "rmat in memory"
 run "${rmat[@]}" --out "$T/work/rmat-disk" --memory-limit 256k
 expect_rc 0 "rmat through bucket files"
-grep -qF "building through bucket files on disk" "$OUT" || fail "rmat --memory-limit 256k: did not say it built through bucket files"
+grep -qF "building the graph through files on disk" "$OUT" || fail "rmat --memory-limit 256k: did not say it built through bucket files"
 for f in indptr.npy indices.npy; do
   cmp -s "$T/work/rmat-mem/$f" "$T/work/rmat-disk/$f" || fail "rmat through bucket files: $f differs from the in-memory build"
 done
@@ -342,7 +342,7 @@ run "${sbm[@]}" --out "$T/work/sbm-mem"
 expect_rc 0 "sbm in memory"
 run "${sbm[@]}" --out "$T/work/sbm-disk" --memory-limit 64k
 expect_rc 0 "sbm through bucket files"
-grep -qF "building through bucket files on disk" "$OUT" || fail "sbm --memory-limit 64k: did not say it built through bucket files"
+grep -qF "building the graph through files on disk" "$OUT" || fail "sbm --memory-limit 64k: did not say it built through bucket files"
 for f in indptr.npy indices.npy features.npy labels.npy train_idx.npy; do
   cmp -s "$T/work/sbm-mem/$f" "$T/work/sbm-disk/$f" || fail "sbm through bucket files: $f differs from the in-memory build"
 done
@@ -359,7 +359,7 @@ expect_rc 0 "edge list in memory"
 for input in gaps.txt gaps.txt.gz; do
   run data convert "$T/in/$input" --symmetrize --drop-self-loops --out "$T/work/$input-disk" --memory-limit 64k
   expect_rc 0 "$input through bucket files"
-  grep -qF "building through bucket files on disk" "$OUT" || fail "$input --memory-limit 64k: did not say it built through bucket files"
+  grep -qF "building the graph through files on disk" "$OUT" || fail "$input --memory-limit 64k: did not say it built through bucket files"
   for f in indptr.npy indices.npy node_ids.npy; do
     cmp -s "$T/work/gaps-mem/$f" "$T/work/$input-disk/$f" || fail "$input through bucket files: $f differs from the in-memory build"
   done

@@ -52,6 +52,47 @@ assert f"5, several per node (multi-label): {int(want.sum())} set," in line, lin
 assert f"{int((want.sum(1) > 0).sum())} nodes with at least one" in line, line
 PY
 
+# Bounded memory: with --memory-limit 1K the adjacency goes through bucket files and float64
+# features are converted through a file, for GraphSAINT's folder and an npz alike, each member
+# deflated (numpy.savez_compressed) and so inflated piece by piece; every array comes out as the
+# in-memory read writes it, and no scratch folder is left.
+"$py" - "$work" <<'PY'
+import json, os, shutil, sys
+import numpy as np
+w = sys.argv[1]
+rng = np.random.default_rng(5)
+n, C = 3000, 7
+src = rng.integers(0, n, 20000); dst = rng.integers(0, n, 20000)  # directed, duplicates and self-loops
+order = np.lexsort((dst, src)); src, dst = src[order], dst[order]
+indptr = np.searchsorted(src, np.arange(n + 1)).astype(np.int64)
+labels = (rng.random((n, C)) < 0.3).astype(np.uint8)
+d = f"{w}/saint-big"
+os.makedirs(d)
+np.savez_compressed(f"{d}/adj_full.npz", indices=dst.astype(np.int32), indptr=indptr, format=np.array(b"csr"), shape=np.array([n, n]),
+                    data=np.ones(len(dst), np.float32))
+np.save(f"{d}/feats.npy", rng.standard_normal((n, 9)))
+json.dump({str(v): labels[v].tolist() for v in range(n)}, open(f"{d}/class_map.json", "w"))
+json.dump({"tr": list(range(0, 2000)), "va": list(range(2000, 2500)), "te": list(range(2500, n))}, open(f"{d}/role.json", "w"))
+shutil.copytree(d, f"{w}/saint-f32")
+np.save(f"{w}/saint-f32/feats.npy", rng.standard_normal((n, 9)).astype(np.float32))  # float32: mapped as it is
+np.savez_compressed(f"{w}/big.npz", adj_data=np.ones(len(dst), np.float32), adj_indices=dst, adj_indptr=indptr, adj_shape=np.array([n, n]),
+                    attr_matrix=rng.standard_normal((n, 5)), labels=labels)
+PY
+for input in saint-big saint-f32 big.npz; do
+  for mode in mem disk; do
+    limit=(); [[ $mode == disk ]] && limit=(--memory-limit 1K)
+    "$SHARDGNN" data convert "$work/$input" --symmetrize --drop-self-loops --drop-duplicates "${limit[@]}" --out "$work/$input-$mode" > "$work/out.txt" ||
+      fail "$input $mode: $(cat "$work/out.txt")"
+  done
+  grep -qF "building the graph through files on disk" "$work/out.txt" || fail "$input --memory-limit 1K did not build through files: $(cat "$work/out.txt")"
+  [[ $input == saint-f32 ]] || grep -qF "building the features through files on disk" "$work/out.txt" || fail "$input: features not converted through a file"
+  for f in "$work/$input-mem"/*.npy; do
+    cmp -s "$f" "$work/$input-disk/${f##*/}" || fail "$input: ${f##*/} through files differs from the in-memory read"
+  done
+  [[ -z "$(find "$work" -maxdepth 1 -name '*.scratch-*')" ]] || fail "$input through files left a scratch folder"
+done
+"$SHARDGNN" data validate "$work/big.npz-disk" > /dev/null || fail "the npz read through files does not validate"
+
 # Into shards, verified against the dataset, and the report's label entropy counts label sets.
 "$SHARDGNN" partition "$work/ml" --parts 2 --method metis --balance nodes,labels --out "$work/ml-2" --verify > "$work/out.txt" 2>&1 ||
   fail "partition: $(cat "$work/out.txt")"

@@ -141,3 +141,33 @@ TEST_CASE("npy headers that are not plain C-ordered numbers are refused", "[npy]
   auto version = npy_bytes(9, "{}", "");
   CHECK_THROWS_WITH(buffer(version), Contains("unsupported .npy version 9"));
 }
+
+TEST_CASE("npy streamed in pieces converts as a whole read does, elements split between pieces included", "[npy]") {
+  std::vector<std::int64_t> v(1000);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::int64_t>(i * i) - 300;
+  std::string data(reinterpret_cast<const char*>(v.data()), v.size() * 8);
+  auto b = npy_bytes(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (1000,), }", data);
+  const NpyBuffer buf = buffer(b);
+  NpyStream s = npy_stream(buf);
+  // Pieces of 3 bytes: every element but a few straddles two of them.
+  s.data = [&](const ByteSink& sink) {
+    const auto d = buf.data();
+    for (std::size_t off = 0; off < d.size(); off += 3) sink(d.subspan(off, std::min<std::size_t>(3, d.size() - off)));
+  };
+  std::vector<std::int64_t> got;
+  std::uint64_t pieces = 0;
+  npy_for_each<std::int64_t>(s, 1, 64, [&](std::span<const std::int64_t> x, std::uint64_t first) {
+    CHECK(first == got.size());
+    CHECK(x.size() <= 64);
+    got.insert(got.end(), x.begin(), x.end());
+    ++pieces;
+  });
+  CHECK(got == v);
+  CHECK(pieces >= 1000 / 64);
+  // A range error names the element's byte in its file, as npy_to_vector does.
+  CHECK_THROWS_WITH(npy_for_each<std::uint8_t>(npy_stream(buf), 1, 64, [](std::span<const std::uint8_t>, std::uint64_t) {}),
+                    Contains("element 0 = -300") && Contains("does not fit"));
+  // Data that end early are an error, not a short array.
+  s.data = [&](const ByteSink& sink) { sink(buf.data().first(8 * 999 + 5)); };
+  CHECK_THROWS_WITH(npy_for_each<std::int64_t>(s, 1, 64, [](std::span<const std::int64_t>, std::uint64_t) {}), Contains("truncated") && Contains("999 of 1000"));
+}

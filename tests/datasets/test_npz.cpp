@@ -66,3 +66,31 @@ TEST_CASE("npz corruption is detected by the member CRC", "[npz]") {
   CHECK_THROWS_WITH(z.read("labels"), Contains("CRC mismatch") && Contains("labels"));
   CHECK_NOTHROW(z.read("adj_indptr"));  // other members still fine
 }
+
+TEST_CASE("npz members stream in pieces, stored or deflated, with the CRC checked at the end", "[npz]") {
+  for (const std::string path : {test::sample("cora.npz"), test::fixture("deflated.npz")}) {
+    NpzArchive z(path);
+    for (const auto& m : z.members()) {
+      const NpyBuffer whole = z.read(m);
+      if (whole.header.dtype == DType::kOther) continue;
+      const NpyStream s = z.stream(m);
+      CHECK(s.header.shape == whole.header.shape);
+      std::vector<double> got;
+      npy_for_each<double>(s, -1, 100, [&](std::span<const double> x, std::uint64_t) { got.insert(got.end(), x.begin(), x.end()); });
+      CHECK(got == npy_to_vector<double>(whole));
+    }
+  }
+  // A corrupt byte in a stored member: the stream hands the pieces over, then refuses at the end.
+  test::ScratchDir dir;
+  const std::string copy = dir / "cora.npz";
+  std::filesystem::copy_file(test::sample("cora.npz"), copy);
+  const std::uint64_t off = NpzArchive(copy).read("labels").base_offset + 200;
+  {
+    std::fstream f(copy, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(off));
+    f.put('\x01');
+  }
+  NpzArchive z(copy);
+  CHECK_THROWS_WITH(npy_for_each<std::int64_t>(z.stream("labels"), 1, 100, [](std::span<const std::int64_t>, std::uint64_t) {}),
+                    Contains("CRC mismatch") && Contains("labels"));
+}

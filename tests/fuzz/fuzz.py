@@ -383,7 +383,7 @@ def commands(fmt, name, rng, args, base):
     b = args.shardgnn
     if fmt in ("edgelist", "edgelist-gz", "metis", "npz", "graphsaint"):
         cmds = [("data convert", [b, "data", "convert", name, "--out", "out"])]
-        if fmt.startswith("edgelist"):  # the out-of-core path: bucket files beside the output
+        if fmt.startswith("edgelist") or fmt in ("npz", "graphsaint"):  # the out-of-core path: files beside the output
             cmds.append(("data convert --memory-limit 1K", [b, "data", "convert", name, "--out", "out2",
                          "--symmetrize", "--drop-self-loops", "--drop-duplicates", "--memory-limit", "1K"]))
         return cmds
