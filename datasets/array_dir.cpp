@@ -63,12 +63,12 @@ Array<T> load_listed_array(const std::string& dir, const boost::json::object& ar
   return arr;
 }
 
-std::int64_t listed_length(const boost::json::object& arrays, const std::string& json_path, const std::string& name) {
+std::int64_t listed_length(const boost::json::object& arrays, const std::string& json_path, const std::string& name, std::size_t ndim) {
   auto* entry = arrays.if_contains(name);
   if (!entry || !entry->is_object()) return 0;
   auto* shape = entry->get_object().if_contains("shape");
-  if (!shape || !shape->is_array() || shape->get_array().size() != 1 || !shape->get_array()[0].is_int64())
-    throw InputError(json_path, "key 'arrays." + name + ".shape'", "expected a 1-element list of integers");
+  if (!shape || !shape->is_array() || shape->get_array().size() != ndim || !shape->get_array()[0].is_int64())
+    throw InputError(json_path, "key 'arrays." + name + ".shape'", "expected a " + std::to_string(ndim) + "-element list of integers");
   return shape->get_array()[0].get_int64();
 }
 

@@ -31,8 +31,8 @@ template <class T>
 Array<T> load_listed_array(const std::string& dir, const boost::json::object& arrays, const std::string& json_path,
                            const std::string& name, const std::vector<std::int64_t>& expected, bool required);
 
-// The length recorded for a 1-d array (0 when absent).
-std::int64_t listed_length(const boost::json::object& arrays, const std::string& json_path, const std::string& name);
+// The length recorded for a 1-d array, or the rows of an `ndim`-d one (0 when absent).
+std::int64_t listed_length(const boost::json::object& arrays, const std::string& json_path, const std::string& name, std::size_t ndim = 1);
 
 // Compares every listed file's CRC-32 with the recorded one; appends one line per problem.
 void verify_listed_checksums(const std::string& dir, const boost::json::object& arrays, const std::string& json_path,

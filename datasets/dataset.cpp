@@ -47,6 +47,9 @@ std::vector<ArraySpec> array_specs(const Dataset& ds) {
   if (!ds.node_ids.empty()) v.push_back({"node_ids", DType::kInt64, {n}, ds.node_ids.data()});
   if (ds.node_weight_dim > 0) v.push_back({"node_weights", DType::kInt64, {n, ds.node_weight_dim}, ds.node_weights.data()});
   if (!ds.edge_weights.empty()) v.push_back({"edge_weights", DType::kInt64, {ds.graph.num_edges()}, ds.edge_weights.data()});
+  for_each_held_out(ds, [&](const char* name, const Array<NodeId>& rows, std::int64_t cols, const Array<NodeId>&, bool) {
+    v.push_back({name, DType::kInt64, {static_cast<std::int64_t>(rows.size()) / cols, cols}, rows.data()});
+  });
   return v;
 }
 
@@ -171,6 +174,7 @@ void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite) {
     meta["feature_dim"] = ds.feature_dim;
     meta["num_classes"] = ds.num_classes;
     if (ds.multilabel) meta["multilabel"] = true;
+    if (ds.edge_split) meta["edge_split"] = {{"eval_negatives", ds.eval_negatives}};
     meta["node_weight_dim"] = ds.node_weight_dim;
     meta["cleaning"] = cleaning_json(ds.cleaning);
     meta["arrays"] = std::move(arrays);
@@ -185,6 +189,8 @@ struct Meta {
   boost::json::object root;
   std::int64_t n = 0, m = 0, f = 0, c = 0, w = 0;
   bool multilabel = false;
+  bool edge_split = false;
+  std::int64_t eval_negatives = 0;
 };
 
 Meta read_meta(const std::string& dir) {
@@ -211,6 +217,12 @@ Meta read_meta(const std::string& dir) {
     if (!ml->is_bool()) throw InputError(meta.path, "key 'multilabel'", "expected true or false");
     meta.multilabel = ml->get_bool();
     if (meta.multilabel && meta.c < 1) throw InputError(meta.path, "key 'multilabel'", "true with num_classes " + std::to_string(meta.c) + ": label sets need at least one label");
+  }
+  if (const auto* es = meta.root.if_contains("edge_split")) {
+    if (!es->is_object()) throw InputError(meta.path, "key 'edge_split'", "expected an object {\"eval_negatives\": K}");
+    meta.edge_split = true;
+    meta.eval_negatives = json_int(es->get_object(), "eval_negatives", meta.path);
+    if (meta.eval_negatives < 0) throw InputError(meta.path, "key 'edge_split'", "negative eval_negatives " + std::to_string(meta.eval_negatives));
   }
   for (auto [key, val] : {std::pair{"num_nodes", meta.n}, {"num_edges", meta.m}, {"feature_dim", meta.f}, {"num_classes", meta.c}, {"node_weight_dim", meta.w}})
     if (val < 0) throw InputError(meta.path, std::string("key '") + key + "'", "negative count " + std::to_string(val));
@@ -261,6 +273,7 @@ void check_contents(const Dataset& ds, const std::string& dir) {
   check_range(ds.test_idx.span(), 0, n, file("test_idx"), "node id");
   check_range(ds.node_weights.span(), 0, std::numeric_limits<std::int64_t>::max(), file("node_weights"), "node weight");
   check_range(ds.edge_weights.span(), 1, std::numeric_limits<std::int64_t>::max(), file("edge_weights"), "edge weight");
+  for_each_held_out(ds, [&](const char* name, const Array<NodeId>& rows, std::int64_t, const Array<NodeId>&, bool) { check_range(rows.span(), 0, n, file(name), "node id"); });
 }
 
 }  // namespace
@@ -291,6 +304,21 @@ Dataset load_dataset(const std::string& dir, Contents contents) {
   ds.node_ids = load_array<std::int64_t>(meta, dir, "node_ids", {meta.n}, false);
   if (meta.w > 0) ds.node_weights = load_array<std::int64_t>(meta, dir, "node_weights", {meta.n, meta.w}, true);
   ds.edge_weights = load_array<std::int64_t>(meta, dir, "edge_weights", {meta.m}, false);
+  if (meta.edge_split) {
+    ds.edge_split = true;
+    ds.eval_negatives = meta.eval_negatives;
+    const auto& arrays = json_object(meta.root, "arrays", meta.path);
+    const auto rows = [&](const char* name) { return listed_length(arrays, meta.path, name, 2); };
+    // Each split's negatives match its positives in number (and in rows of ranking negatives).
+    ds.val_pos = load_array<NodeId>(meta, dir, "val_pos_edges", {rows("val_pos_edges"), 2}, true);
+    ds.test_pos = load_array<NodeId>(meta, dir, "test_pos_edges", {rows("test_pos_edges"), 2}, true);
+    ds.val_neg = load_array<NodeId>(meta, dir, "val_neg_edges", {rows("val_pos_edges"), 2}, true);
+    ds.test_neg = load_array<NodeId>(meta, dir, "test_neg_edges", {rows("test_pos_edges"), 2}, true);
+    if (meta.eval_negatives > 0) {
+      ds.val_neg_dst = load_array<NodeId>(meta, dir, "val_neg_dst", {rows("val_pos_edges"), meta.eval_negatives}, true);
+      ds.test_neg_dst = load_array<NodeId>(meta, dir, "test_neg_dst", {rows("test_pos_edges"), meta.eval_negatives}, true);
+    }
+  }
   if (contents == Contents::check) check_contents(ds, dir);
   return ds;
 }
@@ -311,6 +339,50 @@ class Problems {
   static constexpr std::size_t kMax = 20;
   ValidationResult& r_;
 };
+
+}  // namespace
+
+namespace {
+
+// An edge split's pairs: ids in range, positives (u, v) with u < v, none left in the training
+// graph (that would leak it), none held out twice, and no negative an edge of the training graph
+// or a held-out positive; ranking negatives are non-neighbours of their positive's u. Without a
+// sound CSR (`csr_ok`, reported already) only the ids are checked.
+void check_edge_split(const Dataset& ds, const std::string& d, Problems& p, bool csr_ok) {
+  const NodeId n = ds.num_nodes();
+  const auto edge = [&](NodeId u, NodeId v) {
+    if (!csr_ok) return false;
+    const auto row = ds.graph.neighbors(u);
+    return std::binary_search(row.begin(), row.end(), v);
+  };
+  std::vector<std::pair<NodeId, NodeId>> held;
+  for (const auto* pos : {&ds.val_pos, &ds.test_pos})
+    for (std::size_t i = 0; i + 1 < pos->size(); i += 2) held.emplace_back((*pos)[i], (*pos)[i + 1]);
+  std::sort(held.begin(), held.end());
+  for_each_held_out(ds, [&](const char* name, const Array<NodeId>& rows, std::int64_t cols, const Array<NodeId>& lead, bool positive) {
+    const std::string file = d + name + ".npy";
+    const bool ranking = cols != 2 || &lead != &rows;
+    for (std::size_t i = 0; i < rows.size() && !p.full(); ++i) {
+      const NodeId x = rows[i];
+      if (x < 0 || x >= n) { p.error(file, static_cast<std::int64_t>(i), "node id " + std::to_string(x) + " out of range [0, " + std::to_string(n) + ")"); continue; }
+      if (ranking) {
+        const NodeId u = lead[i / static_cast<std::size_t>(cols) * 2];
+        if (u >= 0 && u < n && (x == u || edge(u, x))) p.error(file, static_cast<std::int64_t>(i), "destination " + std::to_string(x) + " neighbours its positive's node " + std::to_string(u));
+        continue;
+      }
+      if (i % 2 == 0) continue;
+      const NodeId u = rows[i - 1];
+      if (u < 0 || u >= n) continue;
+      const auto at = static_cast<std::int64_t>(i - 1);
+      const std::string pair = "(" + std::to_string(u) + ", " + std::to_string(x) + ")";
+      if (u >= x) p.error(file, at, "pair " + pair + ", expected u < v");
+      else if (edge(u, x)) p.error(file, at, positive ? "held-out edge " + pair + " is still in the graph (it would leak into training)" : "negative " + pair + " is an edge of the graph");
+      else if (!positive && std::binary_search(held.begin(), held.end(), std::pair{u, x})) p.error(file, at, "negative " + pair + " is a held-out edge");
+    }
+  });
+  for (std::size_t i = 1; i < held.size() && !p.full(); ++i)
+    if (held[i] == held[i - 1]) p.error(d + "val_pos_edges.npy", 0, "edge (" + std::to_string(held[i].first) + ", " + std::to_string(held[i].second) + ") is held out twice");
+}
 
 }  // namespace
 
@@ -341,6 +413,8 @@ ValidationResult validate_dataset(const std::string& dir) {
       else if (e > indptr[u] && indices[e - 1] > v) p.error(d + "indices.npy", e, "row of node " + std::to_string(u) + " is not sorted");
     }
   }
+  // The held-out pairs' checks look edges up in the graph: only in a CSR without faults.
+  const bool csr_ok = res.errors.empty();
   for (std::size_t i = 0; i < ds.features.size() && !p.full(); ++i)
     if (!std::isfinite(ds.features[i]))
       p.error(d + "features.npy", static_cast<std::int64_t>(i), "non-finite feature (" + std::string(std::isnan(ds.features[i]) ? "NaN" : "Inf") + ") at node " + std::to_string(static_cast<std::int64_t>(i) / ds.feature_dim));
@@ -373,6 +447,7 @@ ValidationResult validate_dataset(const std::string& dir) {
   for (std::size_t i = 0; i < ds.edge_weights.size() && !p.full(); ++i)
     if (ds.edge_weights[i] <= 0) p.error(d + "edge_weights.npy", static_cast<std::int64_t>(i), "edge weight " + std::to_string(ds.edge_weights[i]) + ", expected > 0");
   if (ds.num_classes > 0 && ds.train_idx.empty()) res.warnings.push_back(d + "train_idx.npy: empty training split");
+  if (ds.edge_split) check_edge_split(ds, d, p, csr_ok);
   return res;
 }
 

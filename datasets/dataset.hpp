@@ -45,9 +45,33 @@ struct Dataset {
   std::int64_t node_weight_dim = 0;
   Array<std::int64_t> edge_weights;  // aligned with graph.indices() (METIS edge weights); else empty
   CleanReport cleaning;            // what conversion changed
+  // Link prediction's held-out pairs (data split-edges, edge_split.hpp), flattened rows (u, v),
+  // u < v: the validation and test edges (absent from `graph` in both directions), as many
+  // non-edges each (AUC/AP), and eval_negatives non-neighbours w of each positive's u (MRR and
+  // Hits@K, OGB's protocol), [P, eval_negatives]. Empty unless edge_split.
+  bool edge_split = false;
+  std::int64_t eval_negatives = 0;
+  Array<NodeId> val_pos, val_neg, test_pos, test_neg, val_neg_dst, test_neg_dst;
 
   NodeId num_nodes() const noexcept { return graph.num_nodes(); }
 };
+
+// Calls f(name, rows, cols, lead, positive) for each held-out array of an edge split (a Dataset's
+// or a Shard's; none unless edge_split): its file name without .npy, its rows of `cols` ids, the
+// array whose row i's first node says whose row i is (the split's positives for ranking
+// destinations, else the rows themselves), and whether it holds positives.
+template <class T, class F>
+void for_each_held_out(T& d, F&& f) {
+  if (!d.edge_split) return;
+  f("val_pos_edges", d.val_pos, std::int64_t{2}, d.val_pos, true);
+  f("val_neg_edges", d.val_neg, std::int64_t{2}, d.val_neg, false);
+  f("test_pos_edges", d.test_pos, std::int64_t{2}, d.test_pos, true);
+  f("test_neg_edges", d.test_neg, std::int64_t{2}, d.test_neg, false);
+  if (d.eval_negatives > 0) {
+    f("val_neg_dst", d.val_neg_dst, d.eval_negatives, d.val_pos, false);
+    f("test_neg_dst", d.test_neg_dst, d.eval_negatives, d.test_pos, false);
+  }
+}
 
 // Calls f(c) for each label of node v: its class (none when unlabelled), or each label of its set
 // in a multi-label dataset. What counts labels (the partition report's label entropy, the labels

@@ -162,6 +162,12 @@ void dataset_from_json(const json::object& d, PartitionInfo& info) {
     if (!ml->is_bool()) fail("dataset.multilabel", "expected true or false");
     info.multilabel = ml->get_bool();
   }
+  if (const auto* es = d.if_contains("edge_split")) {
+    if (!es->is_object()) fail("dataset.edge_split", "expected an object {\"eval_negatives\": K}");
+    info.edge_split = true;
+    info.eval_negatives = json_int(es->get_object(), "eval_negatives");
+    if (info.eval_negatives < 0) fail("dataset.edge_split", "negative eval_negatives " + std::to_string(info.eval_negatives));
+  }
 }
 
 void check_dataset_sizes(const PartitionInfo& info) {
@@ -197,6 +203,7 @@ void tag_invoke(json::value_from_tag, json::value& v, const PartitionInfo& info)
                      {"num_nodes", info.num_nodes},       {"num_edges", info.num_edges},     {"feature_dim", info.feature_dim},
                      {"num_classes", info.num_classes}};
   if (info.multilabel) root["dataset"].as_object()["multilabel"] = true;
+  if (info.edge_split) root["dataset"].as_object()["edge_split"] = {{"eval_negatives", info.eval_negatives}};
   root["method"] = info.method;
   root["parameters"] = parameters_to_json(info.parameters);
   root["partition_seconds"] = info.partition_seconds;

@@ -33,6 +33,10 @@ struct PartitionInfo {
   std::string dataset_name, dataset_dir, meta_crc32;
   std::int64_t num_nodes = 0, num_edges = 0, feature_dim = 0, num_classes = 0;
   bool multilabel = false;  // the shards hold label_bits (a set of labels per node), not labels
+  // The dataset's edge split (Dataset::edge_split): each shard holds the held-out rows whose
+  // first node it owns, ids as the shard's (new global ids).
+  bool edge_split = false;
+  std::int64_t eval_negatives = 0;
   std::string method;
   PartitionConfig parameters;  // "parameters"; coarse_nodes, scratch_dir and memory_limit are not recorded
   double partition_seconds = 0;

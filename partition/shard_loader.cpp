@@ -69,6 +69,13 @@ void load_rest(const PartitionInfo& info, PartId k, Shard& s) {
   s.halo_nodes = load_listed_array<NodeId>(pdir, arrays, path, "halo_nodes", {h}, true);
   s.halo_owner = load_listed_array<PartId>(pdir, arrays, path, "halo_owner", {h}, true);
   s.edge_weights = load_listed_array<std::int64_t>(pdir, arrays, path, "edge_weights", {s.graph.num_edges()}, false);
+  s.edge_split = info.edge_split;
+  s.eval_negatives = info.eval_negatives;
+  for_each_held_out(s, [&](const char* name, Array<NodeId>& rows, std::int64_t cols, const Array<NodeId>& lead, bool) {
+    // Ranking destinations come one row per positive, loaded before them.
+    const std::int64_t n_rows = &lead == &rows ? listed_length(arrays, path, name, 2) : static_cast<std::int64_t>(lead.size()) / 2;
+    rows = load_listed_array<NodeId>(pdir, arrays, path, name, {n_rows, cols}, true);
+  });
   auto file = [&](const char* name) { return (fs::path(pdir) / (std::string(name) + ".npy")).string(); };
   check_csr(s.graph, info.num_nodes, file("indptr"), file("indices"));
   check_range(s.orig_ids.span(), 0, info.num_nodes, file("orig_ids"), "dataset node id");
@@ -76,6 +83,13 @@ void load_rest(const PartitionInfo& info, PartId k, Shard& s) {
   if (info.multilabel) check_label_bits(s.label_bits.span(), info.num_classes, file("label_bits"));
   for (auto [name, ids] : {std::pair{"train_idx", &s.train_idx}, {"val_idx", &s.val_idx}, {"test_idx", &s.test_idx}})
     check_range(ids->span(), info.book.begin(k), info.book.end(k), file(name), "node id of this part's");
+  for_each_held_out(s, [&](const char* name, const Array<NodeId>& rows, std::int64_t cols, const Array<NodeId>& lead, bool) {
+    check_range(rows.span(), 0, info.num_nodes, file(name), "node id");
+    if (&lead != &rows) return;
+    for (std::size_t i = 0; i < rows.size(); i += static_cast<std::size_t>(cols))
+      if (rows[i] < info.book.begin(k) || rows[i] >= info.book.end(k))
+        throw InputError(file(name), "element " + std::to_string(i), "node " + std::to_string(rows[i]) + " is not this part's: a row belongs to the part of its first node");
+  });
   check_range(s.halo_nodes.span(), 0, info.num_nodes, file("halo_nodes"), "node id");
   for (std::size_t i = 1; i < s.halo_nodes.size(); ++i)
     if (s.halo_nodes[i] <= s.halo_nodes[i - 1])
@@ -146,6 +160,8 @@ Shard merged(const std::vector<Shard>& group, int rank, PartitionBook book, cons
   s.val_idx = concatenated<NodeId>(group, &Shard::val_idx, scratch);
   s.test_idx = concatenated<NodeId>(group, &Shard::test_idx, scratch);
   s.edge_weights = concatenated<std::int64_t>(group, &Shard::edge_weights, scratch);
+  for (auto member : {&Shard::val_pos, &Shard::val_neg, &Shard::test_pos, &Shard::test_neg, &Shard::val_neg_dst, &Shard::test_neg_dst})
+    s.*member = concatenated<NodeId>(group, member, scratch);
   const NodeId begin = s.book.begin(rank), end = s.book.end(rank);
   std::vector<NodeId> halo;
   for (const Shard& g : group)
@@ -213,6 +229,8 @@ Shard load_shard_for_rank(const PartitionInfo& info, int rank, int ranks, const 
   s.feature_dim = info.feature_dim;
   s.num_classes = info.num_classes;
   s.multilabel = info.multilabel;
+  s.edge_split = info.edge_split;
+  s.eval_negatives = info.eval_negatives;
   s.info = std::move(shared);
   return s;
 }
@@ -235,6 +253,11 @@ Shard shard_from_dataset(const Dataset& ds) {
   for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<NodeId>(i);
   s.orig_ids = Array<NodeId>(std::move(ids));
   s.edge_weights = view_of(ds.edge_weights);
+  s.edge_split = ds.edge_split;
+  s.eval_negatives = ds.eval_negatives;
+  for (auto [to, from] : {std::pair{&Shard::val_pos, &Dataset::val_pos}, {&Shard::val_neg, &Dataset::val_neg}, {&Shard::test_pos, &Dataset::test_pos},
+                          {&Shard::test_neg, &Dataset::test_neg}, {&Shard::val_neg_dst, &Dataset::val_neg_dst}, {&Shard::test_neg_dst, &Dataset::test_neg_dst}})
+    s.*to = view_of(ds.*from);
   return s;
 }
 

@@ -30,6 +30,11 @@ struct Shard {
   Array<PartId> halo_owner;
   Array<NodeId> orig_ids;
   Array<std::int64_t> edge_weights;
+  // An edge split's held-out rows whose first node this shard owns (Dataset's fields, relabelled
+  // to global ids; for_each_held_out lists them).
+  bool edge_split = false;
+  std::int64_t eval_negatives = 0;
+  Array<NodeId> val_pos, val_neg, test_pos, test_neg, val_neg_dst, test_neg_dst;
   // How many of the partition's parts this shard joins (load_shard_for_rank with fewer ranks than
   // parts): `part` and `book` are then the rank's, not the partition.json's.
   int merged_parts = 1;

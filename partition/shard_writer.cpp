@@ -35,6 +35,19 @@ std::vector<NodeId> split_of_part(const Array<NodeId>& split, const Relabelling&
   return out;
 }
 
+// The rows (of `cols` ids) of a held-out array whose lead row's first node part k owns, every id
+// relabelled (see for_each_held_out).
+std::vector<NodeId> held_out_of_part(const Array<NodeId>& rows, std::int64_t cols, const Array<NodeId>& lead, const Relabelling& r, PartId k) {
+  std::vector<NodeId> out;
+  const auto c = static_cast<std::size_t>(cols);
+  for (std::size_t i = 0; i < rows.size() / c; ++i) {
+    const NodeId first = r.new_of_old[lead[2 * i]];
+    if (first < r.book.begin(k) || first >= r.book.end(k)) continue;
+    for (std::size_t j = 0; j < c; ++j) out.push_back(r.new_of_old[rows[i * c + j]]);
+  }
+  return out;
+}
+
 // Relabels one dataset row into a shard's indices, sorted by new id. A dataset row is sorted
 // (by the format) and relabelling keeps each part's nodes in dataset order, so the relabelled
 // row is one sorted run per owner part, interleaved: placing the entries by owner with a
@@ -231,6 +244,8 @@ class ShardWriter {
     info.feature_dim = ds_.feature_dim;
     info.num_classes = ds_.num_classes;
     info.multilabel = ds_.multilabel;
+    info.edge_split = ds_.edge_split;
+    info.eval_negatives = ds_.eval_negatives;
     info.method = method_name(result_.config.method);
     info.parameters = result_.config;
     info.partition_seconds = result_.seconds;
@@ -320,6 +335,10 @@ PartEntry ShardWriter::write_part(const std::string& tmp, PartId k, WriterScratc
   arrays["train_idx"] = write_listed_array(pdir, "train_idx", split_of_part(ds_.train_idx, r_, k));
   arrays["val_idx"] = write_listed_array(pdir, "val_idx", split_of_part(ds_.val_idx, r_, k));
   arrays["test_idx"] = write_listed_array(pdir, "test_idx", split_of_part(ds_.test_idx, r_, k));
+  for_each_held_out(ds_, [&](const char* name, const Array<NodeId>& rows, std::int64_t cols, const Array<NodeId>& lead, bool) {
+    const auto mine = held_out_of_part(rows, cols, lead, r_, k);
+    arrays[name] = write_listed_array(pdir, name, DType::kInt64, mine.data(), {static_cast<std::int64_t>(mine.size()) / cols, cols});
+  });
   arrays["halo_nodes"] = write_listed_array(pdir, "halo_nodes", halo);
   arrays["halo_owner"] = write_listed_array(pdir, "halo_owner", halo_owner);
   arrays["orig_ids"] = write_listed_array(pdir, "orig_ids", orig);

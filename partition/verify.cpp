@@ -125,6 +125,46 @@ class ShardComparison {
     }
   }
 
+  // Held-out rows: the union over shards, mapped back, equals the dataset's (as multisets of
+  // rows); each row sits with the part of its first node (load_shard checks that).
+  void check_held_out() {
+    if (info_.edge_split != ds_.edge_split || info_.eval_negatives != ds_.eval_negatives) {
+      err_.push_back(dir_ + ": partition.json's edge split differs from the dataset's");
+      return;
+    }
+    std::vector<const Shard*> shards;
+    for (const Shard& s : shards_) shards.push_back(&s);
+    for_each_held_out(ds_, [&](const char* name, const Array<NodeId>& rows, std::int64_t cols, const Array<NodeId>& lead, bool) {
+      // A row is compared with its lead (a ranking row with its positive), so that a row moved
+      // to another positive is caught.
+      const bool ranking = &lead != &rows;
+      const auto c = static_cast<std::size_t>(cols);
+      std::vector<std::vector<NodeId>> got, want;
+      for (std::size_t i = 0; i < rows.size() / c; ++i) {
+        std::vector<NodeId> row(rows.begin() + i * c, rows.begin() + (i + 1) * c);
+        if (ranking) row.insert(row.begin(), lead.begin() + 2 * i, lead.begin() + 2 * i + 2);
+        want.push_back(std::move(row));
+      }
+      for (const Shard* s : shards) {
+        const Array<NodeId>* srows = nullptr;
+        const Array<NodeId>* slead = nullptr;
+        for_each_held_out(*s, [&](const char* n2, const Array<NodeId>& r2, std::int64_t, const Array<NodeId>& l2, bool) {
+          if (std::string_view(n2) == name) srows = &r2, slead = &l2;
+        });
+        if (srows == nullptr) continue;
+        for (std::size_t i = 0; i < srows->size() / c; ++i) {
+          std::vector<NodeId> row;
+          if (ranking) row = {old_of_new_[(*slead)[2 * i]], old_of_new_[(*slead)[2 * i + 1]]};
+          for (std::size_t j = 0; j < c; ++j) row.push_back(old_of_new_[(*srows)[i * c + j]]);
+          got.push_back(std::move(row));
+        }
+      }
+      std::sort(got.begin(), got.end());
+      std::sort(want.begin(), want.end());
+      if (got != want) err_.push_back(dir_ + ": the shards' " + name + " rows differ from the dataset's (" + std::to_string(got.size()) + " vs " + std::to_string(want.size()) + ")");
+    });
+  }
+
  private:
   void fail(PartId k, const std::string& what) {
     if (err_.size() < 20) err_.push_back(dir_ + "/part-" + std::to_string(k) + ": " + what);
@@ -195,6 +235,7 @@ ValidationResult verify_partition(const std::string& dataset_dir, const std::str
   if (!compare.map_ids()) return res;
   for (const Shard& s : shards) compare.check_rows(s);
   compare.check_splits();
+  compare.check_held_out();
   return res;
 }
 

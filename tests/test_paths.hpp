@@ -30,6 +30,7 @@ class ScratchDir {
   ScratchDir& operator=(const ScratchDir&) = delete;
   std::string str() const { return path_.string(); }
   std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+  std::string path() const { return path_.string(); }
 
  private:
   static int& counter() { static int c = 0; return c; }

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "datasets/edge_split.hpp"
 #include "datasets/error.hpp"
 #include "datasets/fileio.hpp"
 #include "datasets/generators.hpp"
@@ -311,6 +312,8 @@ boost::json::object stats_json(const Dataset& ds, const DatasetStats& s) {
           {"duplicate_entries", s.duplicate_entries},
           {"unmatched_entries", s.unmatched_entries},
           {"symmetric", s.symmetric},
+          {"edge_split", ds.edge_split ? boost::json::value{{"val", ds.val_pos.size() / 2}, {"test", ds.test_pos.size() / 2}, {"eval_negatives", ds.eval_negatives}}
+                                       : boost::json::value(nullptr)},
           {"source", ds.source}};
 }
 
@@ -344,6 +347,55 @@ int info(const std::vector<std::string>& args) {
   std::printf("duplicate entries %lld\n", ll(s.duplicate_entries));
   std::printf("symmetric         %s", s.symmetric ? "yes\n" : "no");
   if (!s.symmetric) std::printf(" (%lld entries lack their reverse; convert with --symmetrize)\n", ll(s.unmatched_entries));
+  if (ds.edge_split) {
+    std::printf("held-out edges    val %zu, test %zu (not in the graph), as many non-edges each", ds.val_pos.size() / 2, ds.test_pos.size() / 2);
+    if (ds.eval_negatives > 0) std::printf(", %lld ranking negatives per positive", ll(ds.eval_negatives));
+    std::printf("\n");
+  }
+  return 0;
+}
+
+int split_edges_cmd(const std::vector<std::string>& args) {
+  g_command = "shardgnn data split-edges";
+  po::options_description o("options");
+  o.add_options()
+      ("out,o", po::value<std::string>()->required(), "output dataset folder")
+      ("val", po::value<double>()->default_value(0.05), "fraction of the undirected edges held out for validation")
+      ("test", po::value<double>()->default_value(0.10), "fraction held out for testing")
+      ("seed", po::value<std::uint64_t>()->default_value(0), "seed of the split and of the negatives")
+      ("eval-negatives", po::value<std::int64_t>()->default_value(0), "non-neighbour destinations drawn per held-out edge, for MRR and Hits@K (OGB's protocol; 0: none)")
+      ("val-edges", po::value<std::string>(), "pre-split: a text file of validation edges ('u v' lines, the input's ids); needs --test-edges")
+      ("test-edges", po::value<std::string>(), "pre-split: a text file of test edges")
+      ("force", "replace an existing output folder that holds a shardgnn dataset");
+  po::variables_map vm;
+  if (!parse(args, "shardgnn data split-edges <dataset-dir> --out <dir> [options]\n\n"
+                   "Holds out undirected edges for link prediction: the output's graph keeps the training edges\n"
+                   "(a held-out edge leaves in both directions), plus the validation and test edges, as many\n"
+                   "non-edges each (AUC, AP) and, with --eval-negatives, non-neighbours to rank each against (MRR,\n"
+                   "Hits@K). The graph must be undirected. Everything else carries over.",
+             o, {"dataset"}, vm))
+    return 0;
+  const std::string out = vm["out"].as<std::string>();
+  const bool force = vm.count("force") > 0;
+  check_output_dir(out, force);  // before the work, not after
+  EdgeSplitOptions so;
+  so.val = vm["val"].as<double>();
+  so.test = vm["test"].as<double>();
+  so.seed = vm["seed"].as<std::uint64_t>();
+  so.eval_negatives = vm["eval-negatives"].as<std::int64_t>();
+  if (vm.count("val-edges")) so.val_file = vm["val-edges"].as<std::string>();
+  if (vm.count("test-edges")) so.test_file = vm["test-edges"].as<std::string>();
+  const auto t0 = Clock::now();
+  const Dataset ds = load_dataset(vm["dataset"].as<std::string>());
+  ScratchDir scratch(out);
+  EdgeSplitReport rep;
+  const Dataset split = split_edges(ds, so, scratch.path, rep);
+  save_dataset(split, out, force);
+  std::printf("wrote %s: %lld nodes, %lld directed entries to train on; held out %lld validation and %lld test of %lld undirected edges, as many non-edges each",
+              out.c_str(), static_cast<long long>(split.num_nodes()), static_cast<long long>(rep.train_entries), static_cast<long long>(rep.val),
+              static_cast<long long>(rep.test), static_cast<long long>(rep.undirected_edges));
+  if (so.eval_negatives > 0) std::printf(", %lld ranking negatives per held-out edge", static_cast<long long>(so.eval_negatives));
+  std::printf(" (%.2f s)\n", seconds_since(t0));
   return 0;
 }
 
@@ -396,12 +448,13 @@ int export_cmd(const std::vector<std::string>& args) {
 
 int data_main(const std::vector<std::string>& args) {
   const std::string usage =
-      "usage: shardgnn data <convert|generate|info|validate> [<args>]\n"
+      "usage: shardgnn data <convert|generate|info|validate|export|split-edges> [<args>]\n"
       "  convert    convert npz / METIS / edge list / OGB input into a dataset folder\n"
       "  generate   generate a synthetic dataset (rmat, sbm)\n"
       "  info       print statistics of a dataset folder\n"
       "  validate   check a dataset folder completely\n"
-      "  export     write a dataset as METIS graph text or an edge list\n";
+      "  export     write a dataset as METIS graph text or an edge list\n"
+      "  split-edges  hold out edges for link prediction (training graph, val/test pairs, negatives)\n";
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << usage;
     return args.empty() ? 2 : 0;
@@ -412,6 +465,7 @@ int data_main(const std::vector<std::string>& args) {
   if (args[0] == "info") return info(rest);
   if (args[0] == "validate") return validate(rest);
   if (args[0] == "export") return export_cmd(rest);
+  if (args[0] == "split-edges") return split_edges_cmd(rest);
   throw UsageError("unknown data command '" + args[0] + "'");
 }
 

@@ -356,7 +356,7 @@ def make_variant(fmt, rng, base):
         return src, {"": gzip.compress(text, mtime=0)}, "content " + op
     if fmt in ("dataset-npy", "partition-npy"):
         part = fmt == "partition-npy"
-        src = base["part"] if part else rng.choice([base["ds"], base["ds"], base["ds-metis"], base["ds-edgelist"], base["ds-ml"]])
+        src = base["part"] if part else rng.choice([base["ds"], base["ds"], base["ds-metis"], base["ds-edgelist"], base["ds-ml"], base["ds-link"]])
         files = sorted(os.path.relpath(os.path.join(d, f), src) for d, _, fs in os.walk(src)
                        for f in fs if f.endswith(".npy"))
         rel = rng.choice(files)
@@ -369,7 +369,7 @@ def make_variant(fmt, rng, base):
         return src, changes, "%s%s: %s" % (where, rel, op)
     if fmt in ("dataset-meta", "partition-meta"):
         part = fmt == "partition-meta"
-        src = base["part"] if part else rng.choice([base["ds"], base["ds"], base["ds-metis"], base["ds-edgelist"], base["ds-ml"]])
+        src = base["part"] if part else rng.choice([base["ds"], base["ds"], base["ds-metis"], base["ds-edgelist"], base["ds-ml"], base["ds-link"]])
         meta = "partition.json" if part else "meta.json"
         op, out = mutate_json(rng, open(os.path.join(src, meta), "rb").read())
         return src, {meta: out}, "%s%s: %s" % ("" if part else "[%s] " % os.path.basename(src), meta, op)
@@ -507,7 +507,9 @@ def derive(args, seeds, dest, need_run):
                                        "--symmetrize"]),
                       ("part", [b, "partition", "ds", "--parts", "2", "--out", "part"]),
                       ("ds-ml", [b, "data", "convert", "graphsaint", "--out", "ds-ml"]),
-                      ("run", [b, "train", "ds", "--epochs", "2", "--run-dir", "run"] + TINY)][:5 + need_run]:
+                      ("ds-link", [b, "data", "split-edges", "ds-edgelist", "--out", "ds-link", "--val", "0.1", "--test", "0.1",
+                                   "--eval-negatives", "3"]),
+                      ("run", [b, "train", "ds", "--epochs", "2", "--run-dir", "run"] + TINY)][:6 + need_run]:
         rc, err = run(argv, dest, 120, args.mem_mb, os.path.join(dest, "derive.err"))
         if rc != 0:
             print("fuzz: deriving %s failed (rc %s): %s\n%s" % (key, rc, " ".join(argv), err), file=sys.stderr)
