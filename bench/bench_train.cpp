@@ -4,6 +4,8 @@
 // as many threads as our ranks) and, with --distdgl-python, DistDGL (one partition, server and
 // trainer per rank, launched locally by bench/peers/distdgl_train.py). Each of our ranks and each
 // DistDGL trainer computes with one thread, so every row's "cores" is the threads it used.
+// --task link trains link prediction instead, on the graph split by split_edges, beside DGL's
+// edge dataloader (bench/peers/dgl_link.py), and reports the test AUC.
 #include <boost/json.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -11,6 +13,7 @@
 #include <optional>
 #include <sstream>
 
+#include "datasets/edge_split.hpp"
 #include "datasets/error.hpp"
 #include "datasets/generators.hpp"
 #include "datasets/json_util.hpp"
@@ -58,6 +61,8 @@ struct TrainBenchOptions {
   std::string model, fanouts, device;
   PartitionMethod method = PartitionMethod::kMetis;
   int batch = 0, hidden = 0, epochs = 0, profile_ops = 0;
+  bool link = false;  // --task link
+  int negatives = 1;
   std::optional<std::string> dgl_python, distdgl_python, json;
   fs::path work;
 };
@@ -76,7 +81,9 @@ std::optional<TrainBenchOptions> parse_options(const std::vector<std::string>& a
       ("device", po::value<std::string>()->default_value("cpu"), "our runs' device: cpu, or cuda (every rank of the node shares its GPUs; the peers run on the CPU)")
       ("model", po::value<std::string>()->default_value("sage"), "sage, gcn or gat (DGL runs the same model, sage for gat; DistDGL runs sage)")
       ("fanouts", po::value<std::string>()->default_value("15,10,5"), "from the seeds outward")
-      ("batch", po::value<int>()->default_value(1024), "seeds per batch per rank")
+      ("task", po::value<std::string>()->default_value("nodes"), "nodes (node classification) or link (link prediction on the graph's edges split 85/5/10)")
+      ("negatives", po::value<int>()->default_value(1), "--task link: negatives per training edge")
+      ("batch", po::value<int>()->default_value(1024), "seeds (--task link: training edges) per batch per rank")
       ("hidden", po::value<int>()->default_value(256), "hidden width")
       ("epochs", po::value<int>()->default_value(2), "epochs per run (the fastest is reported)")
       ("profile-ops", po::value<int>()->default_value(0), "our runs record N steps op by op and print each op's time against its limit")
@@ -93,6 +100,11 @@ std::optional<TrainBenchOptions> parse_options(const std::vector<std::string>& a
   opt.sbm.val_fraction = 0.01;
   opt.sbm.class_separation = 0.3;
   opt.model = vm["model"].as<std::string>();
+  const std::string task = vm["task"].as<std::string>();
+  if (task != "nodes" && task != "link") throw UsageError("unknown --task '" + task + "', expected nodes or link");
+  opt.link = task == "link";
+  opt.negatives = vm["negatives"].as<int>();
+  if (opt.link && opt.model != "sage") throw UsageError("--task link runs sage (the DGL peer's link model)");
   opt.method = parse_method(vm["method"].as<std::string>());
   opt.device = vm["device"].as<std::string>();
   opt.fanouts = vm["fanouts"].as<std::string>();
@@ -115,6 +127,20 @@ SbmGraph prepare_graph(const TrainBenchOptions& opt) {
                           std::to_string(sbm.feature_dim) + "-" + std::to_string(static_cast<int>(sbm.train_fraction * 1000)) + "-v2";
   // Evaluation is not what this measures: a test set as small as the validation set.
   SbmGraph g = sbm_graph(opt.work.string(), tag, sbm, /*trim_test=*/true);
+  if (opt.link) {
+    // Its edges split as Kipf and Welling's (85/5/10, seed 0), once, kept beside it.
+    SbmGraph split{g.tag + "-link", g.dir + "-link", {}};
+    if (!fs::exists(fs::path(split.dir) / "meta.json")) {
+      std::fprintf(stderr, "splitting its edges ...\n");
+      const std::string scratch = split.dir + ".scratch";
+      fs::create_directories(scratch);
+      EdgeSplitReport rep;
+      save_dataset(split_edges(g.ds, {}, scratch, rep), split.dir, true);
+      fs::remove_all(scratch);
+    }
+    split.ds = load_dataset(split.dir);
+    g = std::move(split);
+  }
   std::fprintf(stderr, "dataset %s: %lld nodes, %lld directed edges, %lld features, %zu training nodes\n", g.ds.name.c_str(),
                static_cast<long long>(g.ds.num_nodes()), static_cast<long long>(g.ds.graph.num_edges()), static_cast<long long>(g.ds.feature_dim),
                g.ds.train_idx.size());
@@ -172,7 +198,7 @@ Row read_our_run(int p, const std::string& device, const ProcessResult& pr, cons
   }
   // The best model's test accuracy and op profile, from the run's result line (epochs are only validated).
   if (run.result) {
-    if (const auto test = final_test(*run.result)) row.test_acc = test->accuracy;
+    if (const auto test = final_test(*run.result)) row.test_acc = test->auc >= 0 ? test->auc : test->accuracy;
     row.op_profile = run.result->op_profile;
   }
   return row;
@@ -185,6 +211,7 @@ Row run_ours(const TrainBenchOptions& opt, const std::string& exe, const std::st
                                          "--batch", std::to_string(opt.batch), "--hidden", std::to_string(opt.hidden), "--epochs", std::to_string(opt.epochs),
                                          "--eval-every", std::to_string(opt.epochs), "--no-full-eval", "--threads", "1", "--metrics", metrics, "--device", opt.device};
   if (opt.profile_ops > 0) argv.insert(argv.end(), {"--profile-ops", std::to_string(opt.profile_ops)});
+  if (opt.link) argv.insert(argv.end(), {"--task", "link", "--negatives", std::to_string(opt.negatives)});
   std::fprintf(stderr, "training on %d rank(s) ...\n", p);
   return read_our_run(p, opt.device, run_process(argv), metrics);
 }
@@ -215,8 +242,22 @@ fs::path peer_result(const TrainBenchOptions& opt, const char* who, int p) {
   return f;
 }
 
+// DGL's link prediction in one process with as many threads as our ranks, on our ranks' combined batch.
+Row run_dgl_link(const TrainBenchOptions& opt, const std::string& data_dir, const std::string& fan, int p) {
+  std::fprintf(stderr, "DGL link-prediction training, %d thread(s) ...\n", p);
+  const fs::path result = peer_result(opt, "dgl", p);
+  const ProcessResult pr = run_process({*opt.dgl_python, std::string(SHARDGNN_SOURCE_DIR) + "/bench/peers/dgl_link.py", data_dir, "--result", result.string(),
+                                        "--fanouts", fan, "--batch", std::to_string(opt.batch * p), "--negatives", std::to_string(opt.negatives), "--hidden",
+                                        std::to_string(opt.hidden), "--epochs", std::to_string(opt.epochs), "--threads", std::to_string(p)});
+  return peer_row("dgl", p, pr, result, [&](const std::string& version) {
+    return "DGL " + version + " sage, edge dataloader (exclude reverse_id, uniform negatives), 1 process, " + std::to_string(p) + " thread(s), batch " +
+           std::to_string(opt.batch * p) + " edges";
+  });
+}
+
 // DGL in one process with as many threads as our ranks, on our ranks' combined batch.
 Row run_dgl(const TrainBenchOptions& opt, const std::string& data_dir, const std::string& fan, int p) {
+  if (opt.link) return run_dgl_link(opt, data_dir, fan, p);
   std::fprintf(stderr, "DGL training, %d thread(s) ...\n", p);
   const std::string model = opt.model == "gcn" ? "gcn" : "sage";  // the peer has no GAT
   const fs::path result = peer_result(opt, "dgl", p);
@@ -249,13 +290,13 @@ std::vector<Row> run_all(const TrainBenchOptions& opt, const SbmGraph& g) {
   for (int p : opt.ranks) {
     rows.push_back(run_ours(opt, exe, partitions_for(opt, g, p), p));
     if (opt.dgl_python) rows.push_back(run_dgl(opt, g.dir, fan, p));
-    if (opt.distdgl_python) rows.push_back(run_distdgl(opt, g.dir, fan, p));
+    if (opt.distdgl_python && !opt.link) rows.push_back(run_distdgl(opt, g.dir, fan, p));
   }
   return rows;
 }
 
-void print_table(const std::vector<Row>& rows) {
-  std::printf("%-9s %5s %9s %9s %9s %9s %8s  %s\n", "who", "cores", "epoch s", "wait s", "compute s", "allred s", "test acc", "");
+void print_table(const std::vector<Row>& rows, bool link) {
+  std::printf("%-9s %5s %9s %9s %9s %9s %8s  %s\n", "who", "cores", "epoch s", "wait s", "compute s", "allred s", link ? "test AUC" : "test acc", "");
   for (const Row& r : rows)
     std::printf("%-9s %5d %9.2f %9.2f %9.2f %9.2f %8.4f  %s\n", r.who.c_str(), r.ranks, r.epoch_s, r.wait, r.compute, r.allreduce, r.test_acc, r.note.c_str());
 }
@@ -284,13 +325,14 @@ int bench_train_main(const std::vector<std::string>& args) {
   if (!opt) return 0;
   const SbmGraph g = prepare_graph(*opt);
   const std::vector<Row> rows = run_all(*opt, g);
-  print_table(rows);
+  print_table(rows, opt->link);
   print_peer_ratios(rows);
   for (const Row& r : rows)
     if (!r.op_profile.empty()) std::printf("\n%d rank(s): %s", r.ranks, r.op_profile.c_str());
-  std::printf("(epoch s: training only, evaluation excluded; ours: %s epoch and its split; test acc: after the last epoch, sampled\n"
-              " neighbourhoods for both; the graph stays in %s for the next run)\n",
-              opt->epochs > 1 ? "the fastest" : "one", opt->work.c_str());
+  std::printf("(epoch s: training only, evaluation excluded; ours: %s epoch and its split; %s; the graph stays in %s for the next run)\n",
+              opt->epochs > 1 ? "the fastest" : "one",
+              opt->link ? "test AUC: after the last epoch, full neighbourhoods for both" : "test acc: after the last epoch, sampled\n neighbourhoods for both",
+              opt->work.c_str());
   if (opt->json) write_json_file(*opt->json, boost::json::object{{"dataset", g.dir}, {"rows", rows_json(rows)}});
   return 0;
 }

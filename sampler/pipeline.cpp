@@ -8,11 +8,12 @@
 namespace shardgnn {
 
 namespace {
-// produce_batch, and the seconds of it that were own work (not inside collectives).
-MiniBatch timed_produce(DistSampler& sampler, FeatureStore& features, std::int64_t epoch, std::int64_t step, double& work_s) {
+// `produce` (else produce_batch), and the seconds of it that were own work (not inside collectives).
+MiniBatch timed_produce(DistSampler& sampler, FeatureStore& features, std::int64_t epoch, std::int64_t step, const Prefetcher::Produce& produce,
+                        double& work_s) {
   const auto t0 = std::chrono::steady_clock::now();
   const double c0 = comm::collective_seconds();
-  MiniBatch mb = produce_batch(sampler, features, epoch, step);
+  MiniBatch mb = produce ? produce(step) : produce_batch(sampler, features, epoch, step);
   work_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - (comm::collective_seconds() - c0);
   return mb;
 }
@@ -38,6 +39,13 @@ MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::int64
   return mb;
 }
 
+MiniBatch produce_pair_batch(DistSampler& sampler, FeatureStore& features, PairBatch pairs, std::int64_t epoch, std::int64_t step) {
+  MiniBatch mb = sample_with_features(sampler, features, pairs.seeds, epoch, step);
+  exclude_positives(mb, pairs.positives);
+  mb.labels = std::move(pairs.pairs);
+  return mb;
+}
+
 MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::span<const NodeId> seeds, std::int64_t epoch, std::int64_t step) {
   MiniBatch mb = sample_with_features(sampler, features, seeds, epoch, step);
   // Every rank alike (the partition is multi-label or not): no rank skips a collective another enters.
@@ -58,8 +66,8 @@ MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::span<
 }
 
 Prefetcher::Prefetcher(DistSampler& sampler, FeatureStore& features, std::int64_t epoch, std::int64_t steps, int depth, std::int64_t first_step,
-                       Stage stage)
-    : sampler_(sampler), features_(features), stage_(std::move(stage)), epoch_(epoch), steps_(steps), next_step_(first_step), depth_(static_cast<std::size_t>(depth)), limit_(steps) {
+                       Stage stage, Produce produce)
+    : sampler_(sampler), features_(features), stage_(std::move(stage)), produce_(std::move(produce)), epoch_(epoch), steps_(steps), next_step_(first_step), depth_(static_cast<std::size_t>(depth)), limit_(steps) {
   huge_buffer_pool_keep_at_least(depth_ + 2);  // the batches in flight, released together at the end
   if (depth_ > 0) thread_ = std::thread([this, first_step] { run(first_step); });
 }
@@ -75,7 +83,7 @@ Prefetcher::~Prefetcher() {
 }
 
 MiniBatch Prefetcher::produce(std::int64_t step, double& work) {
-  MiniBatch mb = timed_produce(sampler_, features_, epoch_, step, work);
+  MiniBatch mb = timed_produce(sampler_, features_, epoch_, step, produce_, work);
   if (stage_) {
     const auto t0 = std::chrono::steady_clock::now();
     stage_(mb);

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "sampler/feature_store.hpp"
+#include "sampler/link_batches.hpp"
 #include "sampler/sampler.hpp"
 
 namespace shardgnn {
@@ -21,17 +22,22 @@ namespace shardgnn {
 MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::int64_t epoch, std::int64_t step);
 // The same for given seeds (e.g. a batch of DistSampler::eval_batches); collective likewise.
 MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::span<const NodeId> seeds, std::int64_t epoch, std::int64_t step);
+// A link-prediction batch (LinkSchedule::batch): its endpoints sampled and fetched, its positives
+// excluded from the blocks, its pairs as the batch's labels. Collective likewise.
+MiniBatch produce_pair_batch(DistSampler& sampler, FeatureStore& features, PairBatch pairs, std::int64_t epoch, std::int64_t step);
 
 class Prefetcher {
  public:
   // Run on each batch by the producer once it is complete (on the thread, when there is one):
   // the consumer's own preparation, overlapped with its work on the batches before.
   using Stage = std::function<void(MiniBatch&)>;
+  // Makes step `step`'s batch instead of produce_batch (link prediction's pairs); collective alike.
+  using Produce = std::function<MiniBatch(std::int64_t step)>;
 
   // Starts producing batches first_step .. steps - 1 of `epoch` (collective work: every rank must
   // run the same epoch with the same steps). depth 0 produces each batch in next() itself, no thread.
   Prefetcher(DistSampler& sampler, FeatureStore& features, std::int64_t epoch, std::int64_t steps, int depth, std::int64_t first_step = 0,
-             Stage stage = {});
+             Stage stage = {}, Produce produce = {});
   ~Prefetcher();
   Prefetcher(const Prefetcher&) = delete;
   Prefetcher& operator=(const Prefetcher&) = delete;
@@ -54,6 +60,7 @@ class Prefetcher {
   DistSampler& sampler_;
   FeatureStore& features_;
   Stage stage_;
+  Produce produce_;
   std::int64_t epoch_, steps_, next_step_ = 0;
   std::size_t depth_;
   std::mutex mu_;

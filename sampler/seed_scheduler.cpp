@@ -13,7 +13,8 @@ namespace shardgnn {
 SeedScheduler::SeedScheduler(DistSampler& sampler, Options options) : sampler_(sampler), options_(options) {
   const Shard& shard = sampler_.shard();
   const comm::Communicator& comm = sampler_.comm();
-  own_seeds_ = comm.allgather(static_cast<std::int64_t>(shard.train_idx.size()));
+  own_seeds_ = comm.allgather(options_.links ? options_.links->edges() : static_cast<std::int64_t>(shard.train_idx.size()));
+  if (options_.links && options_.class_balanced) throw std::invalid_argument("SeedScheduler: class-balanced draws are of nodes, not edges");
   if (!options_.class_balanced) return;
   const NodeId first = shard.book.begin(shard.part);
   std::vector<NodeId> nodes(shard.train_idx.begin(), shard.train_idx.end());
@@ -47,7 +48,8 @@ SeedScheduler::Assignment SeedScheduler::assign(std::int64_t epoch) {
     const std::int64_t total = std::accumulate(own.begin(), own.end(), std::int64_t{0});
     for (int k = 0; k < P; ++k) own[static_cast<std::size_t>(k)] = total / P + (k < total % P ? 1 : 0);
   }
-  const SeedPlan plan = plan_seeds(options_.policy, own, cost_per_seed_, options_.remote_seed_factor, sampler_.config().batch_size);
+  const SeedPlan plan = plan_seeds(options_.policy, own, cost_per_seed_, options_.remote_seed_factor,
+                                   options_.links ? options_.links->batch_size() : sampler_.config().batch_size);
   if (options_.class_balanced) {
     std::vector<std::int64_t> labels;
     std::vector<NodeId> seeds = pool_->draw(plan.load[static_cast<std::size_t>(rank)], options_.seed, epoch, rank, &labels);
@@ -83,7 +85,30 @@ void SeedScheduler::update_costs(std::span<const RankWork> ranks, std::span<cons
     if (raw[k] > 0) cost_per_seed_[k] = fastest * std::max(1.0, std::round(raw[k] / fastest * 20.0) / 20.0);
 }
 
+// Edges move as seeds do: a donor's last edges in the epoch's order go to its receivers.
+void SeedScheduler::apply_link_plan(std::int64_t epoch, const SeedPlan& plan) {
+  const comm::Communicator& comm = sampler_.comm();
+  const int rank = comm.rank();
+  using Edge = LinkSchedule::Edge;
+  static_assert(std::is_trivially_copyable_v<Edge>, "exchanged as bytes");
+  std::vector<Edge> own = options_.links->shuffled(epoch, rank);
+  std::vector<std::int64_t> send_counts(static_cast<std::size_t>(comm.size()), 0);
+  std::vector<Edge> send;
+  for (const OutgoingRange& r : outgoing_ranges(plan, rank, static_cast<std::int64_t>(own.size()))) {
+    send_counts[static_cast<std::size_t>(r.to)] += r.end - r.begin;
+    send.insert(send.end(), own.begin() + r.begin, own.begin() + r.end);
+  }
+  auto got = comm.alltoallv<Edge>(send, send_counts);
+  own.resize(static_cast<std::size_t>(std::min<std::int64_t>(plan.load[static_cast<std::size_t>(rank)], static_cast<std::int64_t>(own.size()))));
+  own.insert(own.end(), got.data.begin(), got.data.end());
+  if (static_cast<std::int64_t>(own.size()) != plan.load[static_cast<std::size_t>(rank)])
+    throw std::logic_error("SeedScheduler::apply_link_plan: " + std::to_string(own.size()) + " edges, the plan says " + std::to_string(plan.load[static_cast<std::size_t>(rank)]));
+  keyed_shuffle<Edge>(own, sampler_.config().seed, epoch, 0x5eed8000ULL + static_cast<std::uint64_t>(rank));
+  options_.links->install(epoch, std::move(own), plan.batch[static_cast<std::size_t>(rank)], plan.steps);
+}
+
 void SeedScheduler::apply_plan(std::int64_t epoch, const SeedPlan& plan) {
+  if (options_.links) return apply_link_plan(epoch, plan);
   const comm::Communicator& comm = sampler_.comm();
   const Shard& shard = sampler_.shard();
   const int rank = comm.rank(), P = comm.size();

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "sampler/link_batches.hpp"
 #include "sampler/rebalance.hpp"
 #include "sampler/sampler.hpp"
 
@@ -23,6 +24,9 @@ class SeedScheduler {
     bool class_balanced = false;      // draw seeds from the global training set, evenly by class
     double remote_seed_factor = 1.2;  // cost of a received seed relative to an own one (>= 1)
     std::uint64_t seed = 0;           // the class-balanced draws' stream
+    // Link prediction: the seeds are this schedule's training edges, and a plan moves edges
+    // (installed with LinkSchedule::install). Must outlive the scheduler.
+    LinkSchedule* links = nullptr;
   };
   // What assign() installed, for the epoch's record.
   struct Assignment {
@@ -57,7 +61,9 @@ class SeedScheduler {
  private:
   DistSampler& sampler_;
   Options options_;
-  std::vector<std::int64_t> own_seeds_;  // every rank's own training-seed count
+  void apply_link_plan(std::int64_t epoch, const SeedPlan& plan);
+
+  std::vector<std::int64_t> own_seeds_;  // every rank's own training-seed (link: edge) count
   std::vector<double> cost_per_seed_;    // every rank's smoothed measured cost per seed (0: not measured)
   std::unique_ptr<ClassBalancedPool> pool_;
 };

@@ -109,15 +109,31 @@ Dataset source_dataset(const PartitionInfo& info, std::string& note) {
   return load_dataset(info.dataset_dir, Contents::trust);
 }
 
-// Whether the model's outputs are label sets: --task, else the run folder's result line (the score
-// that selected it), else the input's labels.
-bool label_set_task(const std::string& task, const std::string& model, const Shard& shard) {
+// What the model's outputs are: --task, else the run folder's result line (the score that
+// selected it), else a pair scorer among the weights (link), else the input's labels.
+TaskKind model_task(const std::string& task, const std::string& model, const Gnn& gnn, const Shard& shard) {
   const TaskKind kind = parse_task(task);
-  if (kind != TaskKind::kAuto) return kind == TaskKind::kLabelSets;
+  if (kind != TaskKind::kAuto) return kind;
   const fs::path metrics = fs::path(model) / "metrics.jsonl";
   if (fs::is_directory(model) && fs::exists(metrics))
-    if (const RunMetrics run = load_run_metrics(metrics.string()); run.result) return run.result->score == "micro-F1";
-  return shard.multilabel;
+    if (const RunMetrics run = load_run_metrics(metrics.string()); run.result) {
+      if (run.result->score == "micro-F1") return TaskKind::kLabelSets;
+      if (run.result->score == "AUC" || run.result->score == "MRR") return TaskKind::kLink;
+      return TaskKind::kClasses;
+    }
+  if (gnn->named_children().contains("scorer")) return TaskKind::kLink;
+  return shard.multilabel ? TaskKind::kLabelSets : TaskKind::kClasses;
+}
+
+std::unique_ptr<Task> make_predict_task(TaskKind kind, const Gnn& gnn) {
+  const std::int64_t out = gnn->options.out();
+  if (kind == TaskKind::kLabelSets) return std::make_unique<MultiLabelClassification>(out);
+  if (kind != TaskKind::kLink) return std::make_unique<NodeClassification>(out);
+  LinkConfig lc;
+  const auto children = gnn->named_children();
+  if (!children.contains("scorer")) return std::make_unique<LinkPrediction>(out, lc);  // the dot product
+  lc.mlp_scorer = true;
+  return std::make_unique<LinkPrediction>(out, lc, PairScorer(std::dynamic_pointer_cast<PairScorerImpl>(children["scorer"])));
 }
 
 }  // namespace
@@ -135,8 +151,8 @@ int predict_main(const std::vector<std::string>& args, const comm::Communicator&
       ("layer", bound(po_.layer), "embeddings after this many layers (0 = the input features, the model's depth = its outputs; -1 = the last hidden layer)")
       ("nodes", po::value(&nodes_file), "only these nodes, in this order: a 1-d integer .npy or a text file of one id per line (the input's ids, as node_ids.npy has them)")
       ("task", po::value(&task_name)->default_value("auto"),
-       "what the outputs are: classes (argmax, int64) or label-sets (each label's sigmoid, float32); auto: the run folder's result, else the "
-       "input's labels, else classes")
+       "what the outputs are: classes (argmax, int64), label-sets (each label's sigmoid, float32) or link (the embeddings the pair scorer "
+       "scores, float32); auto: the run folder's result, else a pair scorer in the weights, else the input's labels, else classes")
       ("device", po::value(&device_name)->default_value("cpu"), "cpu, cuda (the node-local rank's GPU) or cuda:N")
       ("threads", bound(threads), "torch threads per rank (0 = OMP_NUM_THREADS, else the cores shared among the node's ranks)")
       ("chunk", bound(po_.chunk), "nodes per block of the layer-wise inference (0: blocks of about 4M edges)")
@@ -181,12 +197,13 @@ int predict_main(const std::vector<std::string>& args, const comm::Communicator&
   po_.input = input;
   po_.dataset = in.name;
   po_.created = utc_now();
-  bool label_sets = false;
-  comm::agree(world, [&] { label_sets = label_set_task(task_name, vm["model"].as<std::string>(), in.shard); });
-  const std::unique_ptr<Task> task = label_sets ? std::unique_ptr<Task>(std::make_unique<MultiLabelClassification>(model->options.out()))
-                                                : std::make_unique<NodeClassification>(model->options.out());
-  // Scored when the data's labels are what the model predicts (the test score training printed).
-  const bool score = world.all(in.shard.num_classes == model->options.out() && in.shard.multilabel == label_sets);
+  TaskKind kind = TaskKind::kClasses;
+  comm::agree(world, [&] { kind = model_task(task_name, vm["model"].as<std::string>(), model, in.shard); });
+  const std::unique_ptr<Task> task = make_predict_task(kind, model);
+  // Scored when the data's labels (a link model: held-out edges) are what the model predicts (the
+  // test score training printed).
+  const bool score = kind == TaskKind::kLink ? world.all(in.shard.edge_split)
+                                             : world.all(in.shard.num_classes == model->options.out() && in.shard.multilabel == (kind == TaskKind::kLabelSets));
   const PredictResult r = predict(model, in.shard, *task, score, world, device, po_);
   if (world.rank() == 0 && !quiet) {
     const GnnOptions& m = model->options;
@@ -196,7 +213,10 @@ int predict_main(const std::vector<std::string>& args, const comm::Communicator&
                 device.str().c_str(), threads_text(threads_from).c_str(), static_cast<long long>(r.rows), static_cast<long long>(r.width),
                 static_cast<long long>(r.layer));
     if (!note.empty()) std::printf("%s\n", note.c_str());
-    if (r.metrics)
+    if (r.metrics && r.metrics->test.auc >= 0)
+      std::printf("validation %s (%lld edges), test %s (%lld edges), full neighbourhoods\n", headline_score(r.metrics->val).c_str(),
+                  static_cast<long long>(r.metrics->val.count), headline_score(r.metrics->test).c_str(), static_cast<long long>(r.metrics->test.count));
+    else if (r.metrics)
       std::printf("validation %s (%lld nodes), test %s, macro-F1 %.4f (%lld nodes), full neighbourhoods\n", headline_score(r.metrics->val).c_str(),
                   static_cast<long long>(r.metrics->val.count), headline_score(r.metrics->test).c_str(), r.metrics->test.macro_f1,
                   static_cast<long long>(r.metrics->test.count));

@@ -126,7 +126,19 @@ po::options_description train_options(TrainConfig& tc, SamplerConfig& sc, ExtraO
   po::options_description model("model");
   model.add_options()
       ("task", bound(tc.task, parse_task, task_name),
-       "auto (from the labels: labels.npy one class per node, label_bits.npy a set), classes or label-sets (a dataset with the other kind is refused)")
+       "auto (from the labels: labels.npy one class per node, label_bits.npy a set), classes or label-sets (a dataset with the other kind is refused), "
+       "or link (link prediction on a dataset split by data split-edges; --batch counts edges)")
+      ("negatives", bound(tc.link.negatives), "link: corrupted destinations drawn per training edge (uniform over the nodes)")
+      ("scorer", po::value<std::string>()->notifier([&tc](const std::string& v) {
+         if (v != "dot" && v != "mlp") throw UsageError("unknown --scorer '" + v + "', expected dot or mlp");
+         tc.link.mlp_scorer = v == "mlp";
+       })->default_value("dot"), "link: dot (h_u . h_v) or mlp (a two-layer MLP over h_u * h_v)")
+      ("select", po::value<std::string>()->notifier([&tc](const std::string& v) {
+         if (v != "auc" && v != "mrr") throw UsageError("unknown --select '" + v + "', expected auc or mrr");
+         tc.link.select_mrr = v == "mrr";
+       })->default_value("auc"), "link: the validation score that picks the best model, auc or mrr (needs split-edges --eval-negatives)")
+      ("hits", bound(tc.link.hits_k), "link: K of Hits@K over the ranking negatives")
+      ("embedding-dim", bound(tc.link.embedding_dim), "link: the last layer's width, the embedding (0 = --hidden)")
       ("model", bound(tc.model.kind, parse_model, model_name), "sage, gcn or gat")
       ("hidden", bound(tc.model.hidden), "hidden width (GAT: split between the heads)")
       ("heads", bound(tc.model.heads), "GAT attention heads")
@@ -234,7 +246,8 @@ void print_header(const comm::Communicator& world, const Input& in, const Traine
 }
 
 // "accuracy 0.7950, macro-F1 0.7806", or a multi-label model's "micro-F1 0.6123, macro-F1 0.4012".
-std::string scores(const ClassMetrics& m) { return headline_score(m) + ", macro-F1 " + fixed4(m.macro_f1); }
+// Link prediction: "AUC 0.9123, AP 0.9204[, MRR 0.4, Hits@50 0.9]".
+std::string scores(const ClassMetrics& m) { return m.auc >= 0 ? headline_score(m) : headline_score(m) + ", macro-F1 " + fixed4(m.macro_f1); }
 
 // Rank 0's closing lines: the best model's scores, and the op profile when asked.
 void print_result(const comm::Communicator& world, const TrainConfig& tc, const TrainResult& r) {

@@ -1,4 +1,5 @@
 #include "trainer/checkpoint.hpp"
+#include "trainer/task.hpp"
 
 #include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/pickler.h>
@@ -493,6 +494,8 @@ Gnn load_weights(const std::string& path, const torch::Device& device) {
   }
   mc.hidden = static_cast<int>(hidden);
   Gnn model(GnnOptions(mc, in, out, layers));
+  // A link-prediction model's MLP pair scorer (its weights saved with the layers').
+  if (has("scorer.fc1.weight")) model->register_module("scorer", PairScorer(out, /*mlp=*/true));
   // Every parameter the widths imply must be there with its shape, and nothing else may be.
   torch::NoGradGuard no_grad;
   std::size_t matched = 0;

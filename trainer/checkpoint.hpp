@@ -67,6 +67,8 @@ void save_weights(const std::string& path, const torch::nn::Module& model);
 // conv0.fc_self, GAT conv0.attn_l, GCN conv0.fc only), its values loaded, in eval mode on
 // `device`. A file that is not such a dictionary, lacks an entry the model needs, has one of
 // another shape or one the model has no place for is an InputError naming the file and the entry.
+// A link-prediction model's MLP scorer (scorer.fc1, scorer.fc2) is loaded as the model's child
+// "scorer" (a PairScorer).
 Gnn load_weights(const std::string& path, const torch::Device& device);
 
 }  // namespace shardgnn

@@ -17,7 +17,7 @@ constexpr EnumName<ModelKind> kModels[] = {{ModelKind::kSage, "sage"}, {ModelKin
 constexpr EnumName<OptimizerKind> kOptimizers[] = {{OptimizerKind::kAdam, "adam"}, {OptimizerKind::kSgd, "sgd"}};
 constexpr EnumName<LrSchedule> kLrSchedules[] = {{LrSchedule::kNone, "none"}, {LrSchedule::kStep, "step"}, {LrSchedule::kCosine, "cosine"}};
 constexpr EnumName<EvalMode> kEvalModes[] = {{EvalMode::kSampled, "sampled"}, {EvalMode::kFull, "full"}};
-constexpr EnumName<TaskKind> kTasks[] = {{TaskKind::kAuto, "auto"}, {TaskKind::kClasses, "classes"}, {TaskKind::kLabelSets, "label-sets"}};
+constexpr EnumName<TaskKind> kTasks[] = {{TaskKind::kAuto, "auto"}, {TaskKind::kClasses, "classes"}, {TaskKind::kLabelSets, "label-sets"}, {TaskKind::kLink, "link"}};
 constexpr EnumName<Precision> kPrecisions[] = {{Precision::kFloat32, "fp32"}, {Precision::kBFloat16, "bf16"}};
 }  // namespace
 
@@ -51,6 +51,10 @@ bool valid_device(const std::string& d) {
 }  // namespace
 
 void validate(const TrainConfig& c) {
+  if (c.link.negatives < 0) throw InputError("--negatives must be 0 or more, got " + std::to_string(c.link.negatives));
+  if (c.link.embedding_dim < 0) throw InputError("--embedding-dim must be 0 (--hidden) or more, got " + std::to_string(c.link.embedding_dim));
+  if (c.model.kind == ModelKind::kGat && c.link.embedding_dim > 0 && c.link.embedding_dim % c.model.heads != 0)
+    throw InputError("--embedding-dim " + std::to_string(c.link.embedding_dim) + " is not divisible by --heads " + std::to_string(c.model.heads));
   if (c.model.hidden < 1) throw InputError("--hidden must be at least 1, got " + std::to_string(c.model.hidden));
   if (c.model.heads < 1) throw InputError("--heads must be at least 1, got " + std::to_string(c.model.heads));
   if (c.model.kind == ModelKind::kGat && c.model.hidden % c.model.heads != 0)

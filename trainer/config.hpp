@@ -22,7 +22,7 @@ enum class LrSchedule {
 };
 // What the labels are read as: auto follows the data (label_bits.npy: label sets, labels.npy:
 // classes); the others say what the user expects, and a dataset that differs is refused.
-enum class TaskKind { kAuto, kClasses, kLabelSets };
+enum class TaskKind { kAuto, kClasses, kLabelSets, kLink };
 
 enum class EvalMode {
   kSampled,  // per-epoch validation through the sampler (same fanouts as training)
@@ -101,8 +101,19 @@ struct LeverConfig {
   std::int64_t stop_step = -1;  // this step of this epoch (0-based here), as a preemption would
 };
 
+// Link prediction (--task link): a batch is --batch training edges, each with `negatives`
+// corrupted destinations; pairs are scored from their endpoints' embeddings.
+struct LinkConfig {
+  int negatives = 1;             // per positive
+  bool mlp_scorer = false;       // an MLP over h_u * h_v, else their dot product
+  bool select_mrr = false;       // validation MRR picks the best model, else AUC
+  std::int64_t hits_k = 50;      // Hits@K with the ranking negatives
+  std::int64_t embedding_dim = 0;  // the last layer's width (0: --hidden)
+};
+
 struct TrainConfig {
   TaskKind task = TaskKind::kAuto;
+  LinkConfig link;
   ModelConfig model;
   OptimizerConfig optim;
   int epochs = 20;

@@ -18,6 +18,15 @@ namespace shardgnn {
 void tag_invoke(json::value_from_tag, json::value& v, const ClassMetrics& m) {
   json::object o{{"acc", m.accuracy}, {"macro_f1", m.macro_f1}, {"count", m.count}};
   if (m.micro_f1 >= 0) o["micro_f1"] = m.micro_f1;
+  if (m.auc >= 0) {
+    o["auc"] = m.auc;
+    o["ap"] = m.ap;
+  }
+  if (m.mrr >= 0) {
+    o["mrr"] = m.mrr;
+    o["hits"] = m.hits;
+    o["hits_k"] = m.hits_k;
+  }
   v = std::move(o);
 }
 
@@ -86,7 +95,12 @@ void tag_invoke(json::value_from_tag, json::value& v, const ResultRecord& r) {
 }
 
 std::string headline_score(const ClassMetrics& m) {
-  char buf[48];
+  char buf[96];
+  if (m.auc >= 0) {
+    const int n = std::snprintf(buf, sizeof buf, "AUC %.4f, AP %.4f", m.auc, m.ap);
+    if (m.mrr >= 0) std::snprintf(buf + n, sizeof buf - static_cast<std::size_t>(n), ", MRR %.4f, Hits@%lld %.4f", m.mrr, static_cast<long long>(m.hits_k), m.hits);
+    return buf;
+  }
   std::snprintf(buf, sizeof buf, m.micro_f1 >= 0 ? "micro-F1 %.4f" : "accuracy %.4f", m.micro_f1 >= 0 ? m.micro_f1 : m.accuracy);
   return buf;
 }
@@ -213,6 +227,15 @@ void read_rebalance(const json::object& rb, EpochRecord& e) {
   }
 }
 
+// Link prediction's scores, when the object has them.
+void read_link_scores(const json::object& o, const std::string& p, ClassMetrics& m) {
+  m.auc = number(o, "auc", p, -1.0);
+  m.ap = number(o, "ap", p, -1.0);
+  m.mrr = number(o, "mrr", p, -1.0);
+  m.hits = number(o, "hits", p, -1.0);
+  m.hits_k = count(o, "hits_k", p, 0.0);
+}
+
 // An evaluated split: the accuracy under "<split>_acc" (older files have only that), the rest
 // under "<split>".
 void read_split(const json::object& o, const char* split, double accuracy, ClassMetrics& m) {
@@ -222,6 +245,7 @@ void read_split(const json::object& o, const char* split, double accuracy, Class
     m.macro_f1 = number(*s, "macro_f1", p, 0.0);
     m.micro_f1 = number(*s, "micro_f1", p, -1.0);
     m.count = count(*s, "count", p, 0.0);
+    read_link_scores(*s, p, m);
   }
 }
 
@@ -232,6 +256,7 @@ ClassMetrics read_metrics(const json::object& m, const std::string& p) {
   c.macro_f1 = number(m, "macro_f1", p, 0.0);
   c.micro_f1 = number(m, "micro_f1", p, -1.0);
   c.count = count(m, "count", p, 0.0);
+  read_link_scores(m, p, c);
   return c;
 }
 

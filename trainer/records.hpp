@@ -22,6 +22,10 @@ struct ClassMetrics {
   // Multi-label tasks: F1 over every (node, label) entry, the selection score (`accuracy` is
   // then the entries right); -1 for single-label ones.
   double micro_f1 = -1;
+  // Link prediction (count: the positive pairs): AUC and AP over the positives and their negatives,
+  // and with ranking negatives OGB's MRR and Hits@hits_k; -1 when not measured.
+  double auc = -1, ap = -1, mrr = -1, hits = -1;
+  std::int64_t hits_k = 0;
 };
 
 // One rank's share of an epoch's training (evaluation excluded): what the rebalancer measures.

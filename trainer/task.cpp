@@ -223,6 +223,7 @@ std::unique_ptr<TaskMetrics> MultiLabelClassification::do_make_metrics(std::size
 }
 
 std::unique_ptr<Task> make_task(const TrainConfig& config, const Shard& shard) {
+  if (config.task == TaskKind::kLink) return std::make_unique<LinkPrediction>(config.link.embedding_dim > 0 ? config.link.embedding_dim : config.model.hidden, config.link);
   if (config.task == TaskKind::kClasses && shard.multilabel)
     throw InputError("--task classes: the dataset's labels are sets (label_bits.npy); pass --task label-sets or auto");
   if (config.task == TaskKind::kLabelSets && !shard.multilabel)

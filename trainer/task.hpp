@@ -8,7 +8,7 @@
 // NodeClassification (single-label): one label per seed node (-1 = unlabelled), softmax
 // cross-entropy over the labelled seeds, correct predictions as the training statistic, a
 // confusion matrix per split giving accuracy and macro-F1, and validation accuracy selecting the
-// best model. MultiLabelClassification (below) is the second.
+// best model. MultiLabelClassification and LinkPrediction (below) are the others.
 //
 // How the tasks plug in, with no case of their own in the loop:
 // - Seeds. A batch's seeds are the nodes the sampler expands (today the SeedScheduler's training
@@ -16,13 +16,15 @@
 //   (MiniBatch::labels, and BatchTensors::y on the device) and are read by the task alone, which is
 //   why loss_sum, train_stat_sum, examples and the metrics receive the batch rather than a label
 //   vector.
-// - Link prediction: a batch's examples are edges. The seed source hands the sampler each batch's
-//   positive edges plus the negatives drawn for it (keyed by epoch and step, so a resumed run draws
-//   the same); their endpoints become the batch's seed nodes, and the pairs (positions among the
-//   seeds) with their 0/1 targets travel as the batch's targets. output_width is the embedding
-//   width; the loss scores each pair from its endpoints' rows (binary cross-entropy, summed);
-//   examples counts the pairs; the metrics rank each positive against its negatives (AUC, MRR),
-//   and add_full scores the shard's validation and test edges from full inference's rows.
+// - Link prediction: a batch's examples are edges. LinkSchedule (sampler/link_batches.hpp) hands
+//   the producer each batch's training edges plus the negatives drawn for them (keyed by epoch
+//   and edge, so a resumed run draws the same); their endpoints become the batch's seeds, its
+//   positives are cut from the sampled blocks, and the pairs (positions among the seeds) with
+//   their 0/1 targets travel as the batch's targets. output_width is the embedding width; the loss
+//   scores each pair from its endpoints' rows (binary cross-entropy); examples counts the pairs;
+//   add_full keeps full inference's rows, and reduce scores the shard's held-out pairs (AUC, AP,
+//   MRR, Hits@K). The task's pair scorer is a module of its own (modules()), which the trainer
+//   registers in the model.
 // - Multi-label node classification: the targets are each seed's label set, packed 64 labels to an
 //   int64 word (BatchTensors::y [seeds * words], unpacked on the device); output_width is the
 //   label count; the loss is sigmoid + binary cross-entropy over every entry; the statistic counts
@@ -41,6 +43,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "comm/communicator.hpp"
 #include "partition/shards.hpp"
@@ -112,6 +116,9 @@ class Task {
   // The validation score that selects the best model (higher is better) and its name for messages.
   double selection_score(const ClassMetrics& val) const { return do_selection_score(val); }
   std::string_view selection_name() const { return do_selection_name(); }
+  // Modules of the task's own (a pair scorer's weights), which the trainer registers in the model
+  // under these names so that they are trained, all-reduced, broadcast and checkpointed with it.
+  std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>> modules() const { return do_modules(); }
 
  private:
   virtual void do_check(const Shard& shard, const std::string& dataset) const = 0;
@@ -123,6 +130,7 @@ class Task {
   virtual std::unique_ptr<TaskMetrics> do_make_metrics(std::size_t val_entries) const = 0;
   virtual double do_selection_score(const ClassMetrics& val) const = 0;
   virtual std::string_view do_selection_name() const = 0;
+  virtual std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>> do_modules() const { return {}; }
 };
 
 // Single-label node classification over `classes` classes.
@@ -169,8 +177,54 @@ class MultiLabelClassification final : public Task {
   std::int64_t labels_;
 };
 
+// Scores node pairs from their endpoints' rows [n, D]: the dot product, or (mlp) a two-layer
+// perceptron over their elementwise product, D -> D -> 1 with a ReLU between (PyG's and DGL's
+// link-prediction examples' MLP predictor). Returns logits [n].
+class PairScorerImpl : public torch::nn::Module {
+ public:
+  PairScorerImpl(std::int64_t width, bool mlp);
+  torch::Tensor forward(const torch::Tensor& hu, const torch::Tensor& hv);
+  bool mlp() const noexcept { return !fc1.is_empty(); }
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+};
+TORCH_MODULE(PairScorer);
+
+// Link prediction over `width`-wide embeddings: a batch's examples are node pairs (MiniBatch::
+// labels: per pair the positions of its endpoints among the seeds and its 0/1 target, from
+// LinkSchedule), scored by a PairScorer, with binary cross-entropy over positives and negatives;
+// the training statistic counts the pairs on the right side of 0. Evaluation is full-neighbourhood
+// only: add_full keeps the shard's rows, and reduce fetches the held-out pairs' remote endpoints
+// from their owners, scores every pair and ranks them: AUC and AP over each split's positives and
+// negatives (scores gathered on every rank), MRR and Hits@K over the ranking negatives (sums
+// all-reduced). Validation AUC (or MRR, `select_mrr`) selects the best model.
+class LinkPrediction final : public Task {
+ public:
+  LinkPrediction(std::int64_t width, const LinkConfig& config);
+  // With a trained scorer (predict's, loaded with the weights).
+  LinkPrediction(std::int64_t width, const LinkConfig& config, PairScorer scorer);
+
+ private:
+  void do_check(const Shard& shard, const std::string& dataset) const override;
+  std::int64_t do_output_width() const override { return width_; }
+  torch::Tensor do_loss(const torch::Tensor& output, const BatchTensors& batch, bool mean) const override;
+  torch::Tensor do_train_stat_sum(const torch::Tensor& output, const BatchTensors& batch) const override;
+  std::int64_t do_examples(const MiniBatch& mb) const override { return static_cast<std::int64_t>(mb.labels.size() / 3); }
+  torch::Tensor do_predictions(const torch::Tensor& output) const override { return output.to(torch::kCPU).to(torch::kFloat).contiguous(); }
+  std::unique_ptr<TaskMetrics> do_make_metrics(std::size_t val_entries) const override;
+  double do_selection_score(const ClassMetrics& val) const override { return config_.select_mrr ? val.mrr : val.auc; }
+  std::string_view do_selection_name() const override { return config_.select_mrr ? "MRR" : "AUC"; }
+  std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>> do_modules() const override { return {{"scorer", scorer_.ptr()}}; }
+  // The scores (logits) of a batch's pairs and their targets.
+  std::pair<torch::Tensor, torch::Tensor> scored(const torch::Tensor& output, const BatchTensors& batch) const;
+
+  std::int64_t width_;
+  LinkConfig config_;
+  PairScorer scorer_;
+};
+
 // The task a run trains: node classification over the shard's classes, multi-label when its
-// labels are sets (Shard::multilabel). An InputError when TrainConfig::task says otherwise.
+// labels are sets (Shard::multilabel); link prediction with --task link. An InputError when
+// TrainConfig::task says otherwise.
 std::unique_ptr<Task> make_task(const TrainConfig& config, const Shard& shard);
 
 }  // namespace shardgnn

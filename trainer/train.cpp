@@ -19,6 +19,7 @@
 #include "datasets/random.hpp"
 #include "sampler/feature_store.hpp"
 #include "sampler/huge_pages.hpp"
+#include "sampler/link_batches.hpp"
 #include "sampler/pipeline.hpp"
 #include "sampler/rebalance.hpp"
 #include "sampler/sampler.hpp"
@@ -96,6 +97,7 @@ struct Feeds {
   std::unique_ptr<DistSampler> all_neighbours;  // with --eval full: validation through every neighbour of the validation nodes
   std::unique_ptr<FeatureStore> features;
   std::unique_ptr<SeedScheduler> scheduler;  // which seeds each rank trains, epoch by epoch
+  std::unique_ptr<LinkSchedule> links;       // --task link: this rank's training edges, batch by batch
   int prefetch = 0;                          // batches sampled ahead (SamplerConfig::prefetch)
   bool full_fanouts = false;                 // every fanout -1: the sampler's neighbourhoods are the whole ones
   explicit Feeds(comm::Communicator c) : comm(std::move(c)) {}
@@ -205,7 +207,8 @@ struct detail::TrainerParts {
     // granted MPI_THREAD_MULTIPLE. Without it, sample on this thread (every rank sees the same).
     if (!comm::thread_multiple()) scfg.prefetch = 0;
     // Rebalanced or class-balanced seeds may belong to other ranks: their labels come from owners.
-    scfg.remote_seeds = cfg.balance.rebalance != RebalancePolicy::kNone || cfg.balance.class_balanced;
+    // So may a link batch's endpoints.
+    scfg.remote_seeds = cfg.balance.rebalance != RebalancePolicy::kNone || cfg.balance.class_balanced || cfg.task == TaskKind::kLink;
     feeds.prefetch = scfg.prefetch;
     feeds.full_fanouts = every_neighbour(scfg.fanouts);
     scoring.chunk = cfg.eval.chunk;
@@ -255,6 +258,8 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     validate(s.scfg);
     l.task = make_task(c, shard);
     l.task->check(shard, dataset);
+    if (c.task == TaskKind::kLink && (c.balance.class_balanced || c.balance.personalize_epochs > 0))
+      throw InputError("--task link trains edges: --seed-sampling class-balanced and --personalize are node tasks' options");
     l.device = resolve_device(c.device.name, s.cores.local_rank);
     // The limits are CPU rates for float32 work, and on a GPU the profiler sees only launches.
     if (c.levers.profile_steps > 0 && (!l.device.is_cpu() || c.model.precision != Precision::kFloat32))
@@ -270,8 +275,14 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     }
   });
   k.identity = checkpoint_identity(c, s.scfg, shard, dataset, *l.task);
-  const auto train_total = l.comm.allreduce<std::int64_t>(static_cast<std::int64_t>(shard.train_idx.size()), comm::Op::kSum);
-  l.comm.check_all(train_total > 0, "dataset '" + dataset + "' has no training nodes");
+  if (c.task == TaskKind::kLink) {
+    f.links = std::make_unique<LinkSchedule>(shard, s.scfg.batch_size, c.link.negatives, c.seed);
+    const auto edges = l.comm.allreduce<std::int64_t>(f.links->edges(), comm::Op::kSum);
+    l.comm.check_all(edges > 0, "dataset '" + dataset + "' has no training edges");
+  } else {
+    const auto train_total = l.comm.allreduce<std::int64_t>(static_cast<std::int64_t>(shard.train_idx.size()), comm::Op::kSum);
+    l.comm.check_all(train_total > 0, "dataset '" + dataset + "' has no training nodes");
+  }
   s.scoring.val_nodes = validation_nodes(shard, l.comm, c.eval.sample, c.seed);
   // An eighth of the node's usable memory, shared by its ranks.
   s.scoring.budget = usable_memory_bytes() / 8 / static_cast<std::size_t>(s.cores.ranks_on_node);
@@ -288,6 +299,8 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
   torch::manual_seed(c.seed);
   const GnnOptions mo(c.model, shard.feature_dim, l.task->output_width(), static_cast<std::int64_t>(s.scfg.fanouts.size()));
   l.model = Gnn(mo);
+  // The task's own weights (a pair scorer's) train, travel and checkpoint with the model's.
+  for (const auto& [name, module] : l.task->modules()) l.model->register_module(name, module);
   l.model->to(l.device);
   broadcast_parameters(*l.model, l.comm);
   l.optimizer = make_optimizer(c, l.model->parameters());
@@ -314,7 +327,8 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     all.prefetch = 0;
     f.all_neighbours = std::make_unique<DistSampler>(*f.shards, f.comm, all);
   }
-  f.scheduler = std::make_unique<SeedScheduler>(*f.sampler, SeedScheduler::Options{c.balance.rebalance, c.balance.class_balanced, c.balance.remote_seed_factor, c.seed});
+  f.scheduler = std::make_unique<SeedScheduler>(*f.sampler, SeedScheduler::Options{c.balance.rebalance, c.balance.class_balanced, c.balance.remote_seed_factor, c.seed,
+                                                                                   f.links.get()});
   l.comm.check_all(!c.balance.class_balanced || f.scheduler->class_balanced_pool_size() > 0,
                    "--seed-sampling class-balanced: dataset '" + dataset + "' has no labelled training nodes");
 }
@@ -341,6 +355,8 @@ namespace {
 // The model on this epoch's validation nodes (without `with_test`), or on the whole validation and
 // test sets.
 SplitMetrics evaluate(Learner& l, Feeds& f, Scoring& v, EvalMode mode, bool with_test) {
+  // Link prediction scores its held-out pairs from full inference's rows, every time.
+  if (f.links) mode = EvalMode::kFull, with_test = true;
   if (!with_test) {
     using C = Scoring::Cache;
     if (v.cache == C::kKept) return evaluate_kept(*l.task, l.model, v.val_batches, l.device, l.comm);
@@ -413,12 +429,18 @@ struct EpochSums {
   std::int64_t stopped_after = 0;  // > 0: stopped on a signal after this many steps (the sums are theirs)
 };
 
-// The pipeline of one epoch's training batches, staged for the device on the producer's side.
+// The pipeline of one epoch's training batches, staged for the device on the producer's side;
+// with `links`, its batches are link prediction's pairs.
 Prefetcher training_batches(DistSampler& sampler, FeatureStore& features, const BatchStager& stager, int depth, std::int64_t epoch, std::int64_t steps,
-                            std::int64_t first_step) {
+                            std::int64_t first_step, const LinkSchedule* links = nullptr) {
   Prefetcher::Stage stage;
   if (stager.copies()) stage = [&stager](MiniBatch& mb) { stager.stage(mb); };
-  return Prefetcher(sampler, features, epoch, steps, depth, first_step, std::move(stage));
+  Prefetcher::Produce produce;
+  if (links != nullptr)
+    produce = [&sampler, &features, links, epoch, rank = sampler.comm().rank()](std::int64_t step) {
+      return produce_pair_batch(sampler, features, links->batch(epoch, step, rank), epoch, step);
+    };
+  return Prefetcher(sampler, features, epoch, steps, depth, first_step, std::move(stage), std::move(produce));
 }
 
 // Dropout draws from torch's generator and the model's own keyed stream: reseeding both per
@@ -428,6 +450,13 @@ void seed_dropout(Gnn& model, std::uint64_t seed, int rank, std::int64_t epoch, 
   const std::uint64_t step_seed = derive_seed(epoch_seed, static_cast<std::uint64_t>(step));
   torch::manual_seed(step_seed);
   model->reseed_dropout(step_seed);
+}
+
+// A link batch's training edges: its pairs with target 1 (LinkSchedule's layout).
+std::int64_t link_positives(const MiniBatch& mb) {
+  std::int64_t n = 0;
+  for (std::size_t i = 2; i < mb.labels.size(); i += 3) n += mb.labels[i] == 1;
+  return n;
 }
 
 // Trains one epoch over the seeds the scheduler installed, batches sampled and fetched by the
@@ -449,11 +478,11 @@ EpochSums train_epoch(Learner& l, Feeds& f, const Checkpoints& k, const TrainCon
   for (auto& group : l.optimizer->param_groups()) group.options().set_lr(e.lr);
   l.model->train();
   e.slowdown = rank == c.levers.slow_rank && c.levers.slowdown > 1 ? c.levers.slowdown : 1.0;
-  e.steps = f.sampler->steps_in_epoch(epoch);
+  e.steps = f.links ? l.comm.allreduce<std::int64_t>(f.links->steps(epoch), comm::Op::kMax) : f.sampler->steps_in_epoch(epoch);
   l.comm.check_all(e.first_step < e.steps, k.path + ": resumes at step " + std::to_string(e.first_step + 1) + " of epoch " +
                                                std::to_string(epoch + 1) + ", which has " + std::to_string(e.steps) + " steps here (another partition or --batch?)");
   progress.start_epoch(epoch, c.epochs, e.steps);
-  Prefetcher pipe = training_batches(*f.sampler, *f.features, *l.stager, f.prefetch, epoch, e.steps, e.first_step);
+  Prefetcher pipe = training_batches(*f.sampler, *f.features, *l.stager, f.prefetch, epoch, e.steps, e.first_step, f.links.get());
   // This rank's loss sum and training statistic over the epoch's steps, kept on the device.
   torch::Tensor sums = torch::zeros({2}, torch::TensorOptions().dtype(torch::kDouble).device(l.device));
   double local_examples = 0;
@@ -465,7 +494,8 @@ EpochSums train_epoch(Learner& l, Feeds& f, const Checkpoints& k, const TrainCon
     const auto t0 = Clock::now();
     std::optional<MiniBatch> mb = pipe.next();
     e.wait_s += since(t0);
-    e.seeds += static_cast<std::int64_t>(mb->seeds().size());
+    // Link prediction's seeds are its training edges (what a rebalancing plan moves).
+    e.seeds += f.links ? link_positives(*mb) : static_cast<std::int64_t>(mb->seeds().size());
     const bool record = recorder != nullptr && step >= first_recorded && step < first_recorded + c.levers.profile_steps;
     if (record) recorder->start();
     StepResult r = train_step(*l.task, l.model, *l.optimizer, *l.allreducer, *l.stager, *mb, sums, stop_signal() != 0);
@@ -627,13 +657,13 @@ void finish(Learner& l, Feeds& f, Scoring& v, const TrainState& state, const Eva
   result.score = std::string(l.task->selection_name());
   result.tested = eval.final_test;
   auto t0 = Clock::now();
-  if (eval.final_test && eval.final_full) {
+  if (eval.final_test && (eval.final_full || f.links)) {
     result.full = evaluate(l, f, v, EvalMode::kFull, /*with_test=*/true);
     result.full_s = since(t0);
     result.has_full = true;
   }
   // With every fanout -1 the sampler's neighbourhoods are the full ones: score them once.
-  result.sampled_is_full = result.has_full && f.full_fanouts;
+  result.sampled_is_full = result.has_full && (f.full_fanouts || f.links);
   if (result.sampled_is_full) {
     result.sampled = result.full;
   } else if (eval.final_test) {

@@ -13,25 +13,15 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peer_models import make_gcn, make_sage  # noqa: E402
+from peer_models import add_training_args, make_gcn, make_sage  # noqa: E402
 from result import write_result  # noqa: E402
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("dataset")
-    ap.add_argument("--result", required=True, help="write the result (one JSON object) here")
-    ap.add_argument("--fanouts", default="5,10,15", help="DGL order: input layer first")
-    ap.add_argument("--batch", type=int, default=1024)
-    ap.add_argument("--hidden", type=int, default=256)
-    ap.add_argument("--dropout", type=float, default=0.5)
-    ap.add_argument("--lr", type=float, default=0.01)
-    ap.add_argument("--epochs", type=int, default=1)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--seed", type=int, default=0)
+    add_training_args(ap, "5,10,15", "seeds per batch")
     ap.add_argument("--model", choices=["sage", "gcn"], default="sage",
                     help="gcn: DGL GraphConv on the blocks, the graph given self-loops (a block has none of its own)")
-    ap.add_argument("--weight-decay", type=float, default=5e-4)
     ap.add_argument("--eval", choices=["sampled", "full"], default="sampled")
     a = ap.parse_args()
 

@@ -4,6 +4,22 @@ SAGEConv) and `--model gcn` (GraphConv, norm='both', which on a sampled block co
 within the block). Benchmark-only; imports torch and DGL when called."""
 
 
+def add_training_args(ap, fanouts, batch_help):
+    """The one-process peers' shared options (dgl_train.py, dgl_link.py): the dataset, the result
+    file, and the model and optimiser settings shardgnn's run is given."""
+    ap.add_argument("dataset")
+    ap.add_argument("--result", required=True, help="write the result (one JSON object) here")
+    ap.add_argument("--fanouts", default=fanouts, help="DGL order: input layer first")
+    ap.add_argument("--batch", type=int, default=1024, help=batch_help)
+    ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--dropout", type=float, default=0.5)
+    ap.add_argument("--lr", type=float, default=0.01)
+    ap.add_argument("--weight-decay", type=float, default=5e-4)
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=0)
+
+
 def make_sage(in_dim, hidden, classes, layers, dropout):
     from dgl.nn import SAGEConv
 

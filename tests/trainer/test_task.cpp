@@ -9,6 +9,7 @@
 #include "trainer/torch_catch.hpp"  // torch, then Catch
 #include "comm/communicator.hpp"
 #include "trainer/config.hpp"
+#include "trainer/link_metrics.hpp"
 #include "trainer/task.hpp"
 
 using namespace shardgnn;
@@ -125,4 +126,85 @@ TEST_CASE("node classification metrics: full inference scored on the shard's own
   CHECK(m.test.count == P);
   CHECK(m.test.accuracy == 1);
   CHECK(m.test.macro_f1 == 1);
+}
+
+TEST_CASE("link metrics: AUC, AP, MRR and Hits@K against hand-computed values, ties as scikit-learn and OGB count them", "[trainer][task][link]") {
+  const std::vector<float> pos{0.9f, 0.8f, 0.4f}, neg{0.7f, 0.3f, 0.4f};
+  // Positives above negatives: 3 + 3 + (1 + a tie's half) of 9 pairs.
+  CHECK(roc_auc(pos, neg) == Approx(7.5 / 9));
+  // Thresholds 0.9 (P 1, R 1/3), 0.8 (1, 2/3), 0.7 (2/3, 2/3), 0.4 (3/5, 1): 1/3 + 1/3 + 0 + 0.6/3.
+  CHECK(average_precision(pos, neg) == Approx(1.0 / 3 + 1.0 / 3 + 0.2));
+  CHECK(std::isnan(roc_auc({}, neg)));
+  // Ranks among each positive's 3 negatives: 0.9 first (rank 1); 0.5 with one above and one tied
+  // (1 + 1 + 0.5 = 2.5).
+  const std::vector<float> rp{0.9f, 0.5f}, rn{0.1f, 0.2f, 0.3f, 0.6f, 0.5f, 0.1f};
+  const std::int64_t ks[] = {1, 2, 3};
+  RankingSums r;
+  add_ranks(rp, rn, 3, ks, r);
+  CHECK(r.count == 2);
+  CHECK(r.reciprocal_rank == Approx(1 + 1 / 2.5));
+  CHECK(r.hits == std::vector<double>{1, 1, 2});
+}
+
+TEST_CASE("link prediction: binary cross-entropy over the batch's pairs, scored by dot product or MLP", "[trainer][task][link]") {
+  LinkConfig lc;
+  const LinkPrediction task(2, lc);
+  CHECK(task.output_width() == 2);
+  CHECK(task.selection_name() == "AUC");
+  // Seeds 0, 1, 2 with rows (1, 0), (2, 0), (0, 1): the pairs (0, 1) positive and (0, 2) negative.
+  const torch::Tensor rows_ = rows({{1, 0}, {2, 0}, {0, 1}});
+  MiniBatch mb;
+  mb.labels = {0, 1, 1, 0, 2, 0};
+  BatchTensors t;
+  t.y = torch::tensor(mb.labels);
+  CHECK(task.examples(mb) == 2);
+  // Logits 2 (target 1) and 0 (target 0).
+  const double by_hand = std::log1p(std::exp(-2.0)) + std::log(2.0);
+  CHECK(task.loss_sum(rows_, t).item<double>() == Approx(by_hand).epsilon(1e-6));
+  CHECK(task.loss_mean(rows_, t).item<double>() == Approx(by_hand / 2).epsilon(1e-6));
+  torch::NoGradGuard no_grad;
+  CHECK(task.train_stat_sum(rows_, t).item<std::int64_t>() == 2);  // 2 > 0 right, 0 <= 0 right
+  // The MLP scorer's weights are the task's modules, for the trainer to register in the model.
+  lc.mlp_scorer = true;
+  const LinkPrediction mlp(2, lc);
+  const auto modules = mlp.modules();
+  REQUIRE(modules.size() == 1);
+  CHECK(modules[0].first == "scorer");
+  CHECK(modules[0].second->parameters().size() == 4);
+  CHECK(task.modules()[0].second->parameters().empty());
+  CHECK(mlp.loss_sum(rows_, t).dim() == 0);
+}
+
+TEST_CASE("link prediction metrics: held-out pairs scored from full inference, remote endpoints fetched from their owners", "[trainer][task][link][mpi]") {
+  const auto world = comm::Communicator::world();
+  const int P = world.size(), me = world.rank();
+  // Each rank owns 2 nodes, global ids 2r and 2r + 1, rows (r + 1, 0) and (0, 1): a positive pair
+  // joins a rank's first node to the next rank's first (score (r + 1)(r + 2)), a negative its
+  // first to the next rank's second (score 0); ranking: two negatives a positive, both second nodes.
+  std::vector<NodeId> offsets;
+  for (int r = 0; r <= P; ++r) offsets.push_back(2 * r);
+  Shard shard;
+  shard.part = me;
+  shard.book = PartitionBook(offsets);
+  shard.edge_split = true;
+  shard.eval_negatives = 2;
+  const NodeId next = 2 * ((me + 1) % P);
+  for (auto* pos : {&shard.val_pos, &shard.test_pos}) *pos = Array<NodeId>(std::vector<NodeId>{2 * me, next});
+  for (auto* neg : {&shard.val_neg, &shard.test_neg}) *neg = Array<NodeId>(std::vector<NodeId>{2 * me, next + 1});
+  for (auto* dst : {&shard.val_neg_dst, &shard.test_neg_dst}) *dst = Array<NodeId>(std::vector<NodeId>{next + 1, 2 * me + 1});
+  LinkConfig lc;
+  lc.hits_k = 1;
+  const LinkPrediction task(2, lc);
+  const auto metrics = task.make_metrics(0);
+  metrics->add_full(rows({{static_cast<float>(me + 1), 0}, {0, 1}}), shard);
+  const SplitMetrics m = metrics->reduce(world);
+  // Every positive scores above every negative: AUC, AP, MRR and Hits@1 all 1.
+  CHECK(m.val.count == P);
+  CHECK(m.test.auc == 1);
+  CHECK(m.test.ap == Approx(1));
+  CHECK(m.val.mrr == 1);
+  CHECK(m.val.hits == 1);
+  CHECK(m.val.hits_k == 1);
+  REQUIRE(m.test_per_rank.size() == static_cast<std::size_t>(P));
+  CHECK(m.test_per_rank[static_cast<std::size_t>(me)].auc == 1);
 }

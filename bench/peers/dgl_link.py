@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""DGL's link-prediction training on a shardgnn dataset folder split by `data split-edges`, one
+process: the peer of `shardgnn bench train --task link`. DGL's edge dataloader
+(as_edge_prediction_sampler over a NeighborSampler, exclude="reverse_id", Uniform negatives) over
+each undirected training edge once an epoch, as shardgnn's link batches take them; the same model
+(SAGEConv layers, ReLU between, dropout), dot-product scores, binary cross-entropy,
+Adam. The test AUC is scored on the split's test edges and negatives from layer-wise
+full-neighbourhood embeddings. Writes one JSON object to --result ({epoch_s, test_auc, ...}).
+Benchmark-only."""
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_models import add_training_args, make_sage  # noqa: E402
+from result import write_result  # noqa: E402
+
+
+def roc_auc(pos, neg):
+    """P(positive above negative), ties counted half (as shardgnn's and scikit-learn's)."""
+    neg = np.sort(neg)
+    lo, hi = np.searchsorted(neg, pos, "left"), np.searchsorted(neg, pos, "right")
+    return float((lo + 0.5 * (hi - lo)).sum() / (len(pos) * len(neg)))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    add_training_args(ap, "10,10", "training edges per batch")
+    ap.add_argument("--negatives", type=int, default=1)
+    a = ap.parse_args()
+
+    os.environ.setdefault("DGLBACKEND", "pytorch")
+    import torch
+    import torch.nn.functional as F
+    import dgl
+
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    load = lambda name: np.load(os.path.join(a.dataset, name + ".npy"))
+    indptr, indices = load("indptr"), load("indices")
+    n = len(indptr) - 1
+    src = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+    # The reverse of entry (u, v) is the entry (v, u): rows are sorted, so the keys u * n + v are too.
+    keys = src * n + indices
+    rev = np.searchsorted(keys, indices * n + src)
+    if not (keys[rev] == indices * n + src).all():
+        raise SystemExit("the graph is not symmetric")
+    g = dgl.graph((torch.from_numpy(src), torch.from_numpy(indices)), num_nodes=n)
+    feats = torch.from_numpy(load("features"))
+    train_eids = torch.from_numpy(np.nonzero(src < indices)[0])
+    fanouts = [int(x) for x in a.fanouts.split(",")]
+    model = make_sage(feats.shape[1], a.hidden, a.hidden, len(fanouts), a.dropout)
+    opt = torch.optim.Adam(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
+    sampler = dgl.dataloading.as_edge_prediction_sampler(
+        dgl.dataloading.NeighborSampler(fanouts), exclude="reverse_id", reverse_eids=torch.from_numpy(rev),
+        negative_sampler=dgl.dataloading.negative_sampler.Uniform(a.negatives))
+    loader = dgl.dataloading.DataLoader(g, train_eids, sampler, batch_size=a.batch, shuffle=True, drop_last=False, num_workers=0)
+    epoch_times, first_loss = [], None
+    for _ in range(a.epochs):
+        model.train()
+        t0 = time.perf_counter()
+        loss_sum, steps = 0.0, 0
+        for input_nodes, pair_graph, neg_graph, blocks in loader:
+            h = model(blocks, feats[input_nodes])
+            pu, pv = pair_graph.edges()
+            nu, nv = neg_graph.edges()
+            pos, neg = (h[pu] * h[pv]).sum(1), (h[nu] * h[nv]).sum(1)
+            scores = torch.cat([pos, neg])
+            target = torch.cat([torch.ones_like(pos), torch.zeros_like(neg)])
+            loss = F.binary_cross_entropy_with_logits(scores, target)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            loss_sum, steps = loss_sum + float(loss), steps + 1
+        epoch_times.append(time.perf_counter() - t0)
+        if first_loss is None:
+            first_loss = loss_sum / max(steps, 1)
+    # Layer-wise full-neighbourhood inference over every node, then the test pairs' scores.
+    model.eval()
+    full = dgl.dataloading.MultiLayerFullNeighborSampler(1)
+    nodes = torch.arange(n)
+    x = feats
+    with torch.no_grad():
+        for i, layer in enumerate(model.layers):
+            out = torch.empty(n, layer.fc_self.out_features)
+            for input_nodes, output_nodes, blocks in dgl.dataloading.DataLoader(g, nodes, full, batch_size=8192, shuffle=False, num_workers=0):
+                y = layer(blocks[0], x[input_nodes])
+                out[output_nodes] = F.relu(y) if i + 1 < len(model.layers) else y
+            x = out
+    score = lambda pairs: (x[pairs[:, 0]] * x[pairs[:, 1]]).sum(1).numpy()
+    test_auc = roc_auc(score(torch.from_numpy(load("test_pos_edges"))), score(torch.from_numpy(load("test_neg_edges"))))
+    write_result(a.result, {"dgl_version": dgl.__version__, "torch_version": torch.__version__, "threads": a.threads, "model": "sage",
+                            "epoch_s": min(epoch_times), "epoch_times": epoch_times, "first_epoch_loss": first_loss, "test_acc": test_auc,
+                            "test_auc": test_auc, "train_edges": int(len(train_eids))})
+
+
+if __name__ == "__main__":
+    sys.exit(main())
