@@ -10,12 +10,11 @@ Benchmark-only."""
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peer_models import add_training_args, make_sage  # noqa: E402
+from peer_models import add_training_args, make_sage, timed_epochs  # noqa: E402
 from result import write_result  # noqa: E402
 
 
@@ -58,26 +57,16 @@ def main():
         dgl.dataloading.NeighborSampler(fanouts), exclude="reverse_id", reverse_eids=torch.from_numpy(rev),
         negative_sampler=dgl.dataloading.negative_sampler.Uniform(a.negatives))
     loader = dgl.dataloading.DataLoader(g, train_eids, sampler, batch_size=a.batch, shuffle=True, drop_last=False, num_workers=0)
-    epoch_times, first_loss = [], None
-    for _ in range(a.epochs):
-        model.train()
-        t0 = time.perf_counter()
-        loss_sum, steps = 0.0, 0
-        for input_nodes, pair_graph, neg_graph, blocks in loader:
-            h = model(blocks, feats[input_nodes])
-            pu, pv = pair_graph.edges()
-            nu, nv = neg_graph.edges()
-            pos, neg = (h[pu] * h[pv]).sum(1), (h[nu] * h[nv]).sum(1)
-            scores = torch.cat([pos, neg])
-            target = torch.cat([torch.ones_like(pos), torch.zeros_like(neg)])
-            loss = F.binary_cross_entropy_with_logits(scores, target)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            loss_sum, steps = loss_sum + float(loss), steps + 1
-        epoch_times.append(time.perf_counter() - t0)
-        if first_loss is None:
-            first_loss = loss_sum / max(steps, 1)
+    def loss_of(batch):
+        input_nodes, pair_graph, neg_graph, blocks = batch
+        h = model(blocks, feats[input_nodes])
+        pu, pv = pair_graph.edges()
+        nu, nv = neg_graph.edges()
+        pos, neg = (h[pu] * h[pv]).sum(1), (h[nu] * h[nv]).sum(1)
+        target = torch.cat([torch.ones_like(pos), torch.zeros_like(neg)])
+        return F.binary_cross_entropy_with_logits(torch.cat([pos, neg]), target)
+
+    epoch_times, first_loss = timed_epochs(model, opt, loader, a.epochs, loss_of)
     # Layer-wise full-neighbourhood inference over every node, then the test pairs' scores.
     model.eval()
     full = dgl.dataloading.MultiLayerFullNeighborSampler(1)

@@ -8,12 +8,11 @@ neighbour). Benchmark-only."""
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peer_models import add_training_args, make_gcn, make_sage  # noqa: E402
+from peer_models import add_training_args, make_gcn, make_sage, timed_epochs  # noqa: E402
 from result import write_result  # noqa: E402
 
 
@@ -48,21 +47,11 @@ def main():
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
     sampler = dgl.dataloading.NeighborSampler(fanouts)
     loader = dgl.dataloading.DataLoader(g, train, sampler, batch_size=a.batch, shuffle=True, drop_last=False, num_workers=0)
-    epoch_times, first_loss = [], None
-    for _ in range(a.epochs):
-        model.train()
-        t0 = time.perf_counter()
-        loss_sum, steps = 0.0, 0
-        for input_nodes, output_nodes, blocks in loader:
-            out = model(blocks, feats[input_nodes])
-            loss = F.cross_entropy(out, labels[output_nodes])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            loss_sum, steps = loss_sum + float(loss), steps + 1
-        epoch_times.append(time.perf_counter() - t0)
-        if first_loss is None:
-            first_loss = loss_sum / max(steps, 1)
+    def loss_of(batch):
+        input_nodes, output_nodes, blocks = batch
+        return F.cross_entropy(model(blocks, feats[input_nodes]), labels[output_nodes])
+
+    epoch_times, first_loss = timed_epochs(model, opt, loader, a.epochs, loss_of)
     model.eval()
     correct = 0
     scorer = dgl.dataloading.MultiLayerFullNeighborSampler(len(fanouts)) if a.eval == "full" else sampler

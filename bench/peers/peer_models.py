@@ -20,6 +20,28 @@ def add_training_args(ap, fanouts, batch_help):
     ap.add_argument("--seed", type=int, default=0)
 
 
+def timed_epochs(model, opt, loader, epochs, loss_of):
+    """Trains `epochs` epochs over `loader`, each batch's loss from loss_of(batch); returns each
+    epoch's seconds and the first epoch's mean loss."""
+    import time
+
+    epoch_times, first_loss = [], None
+    for _ in range(epochs):
+        model.train()
+        t0 = time.perf_counter()
+        loss_sum, steps = 0.0, 0
+        for batch in loader:
+            loss = loss_of(batch)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            loss_sum, steps = loss_sum + float(loss), steps + 1
+        epoch_times.append(time.perf_counter() - t0)
+        if first_loss is None:
+            first_loss = loss_sum / max(steps, 1)
+    return epoch_times, first_loss
+
+
 def make_sage(in_dim, hidden, classes, layers, dropout):
     from dgl.nn import SAGEConv
 
