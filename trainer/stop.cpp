@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -86,11 +87,14 @@ void keep_exit_status_for_launcher() noexcept {
   std::fflush(stderr);
   const pid_t self = ::getpid();
   if (::fork() != 0) return;  // this process goes on to exit (also when fork failed)
-  // The child: only async-signal-safe calls from here on.
-  for (int i = 0; i < 5000 && ::getppid() == self; ++i) ::usleep(1000);  // until its parent has exited
-  ::usleep(20000);  // and become a zombie the proxy can reap
-  ::close(STDERR_FILENO);  // wakes the proxy, which reaps while stdout is open
-  ::usleep(300000);
+  // The child: only async-signal-safe calls from here on. Each wait polls a state rather than
+  // sleeping a fixed time, so a loaded machine that starves the proxy cannot lose the status;
+  // each is capped (30 s) so that the child never outlives a launcher that went away.
+  for (int i = 0; i < 30000 && ::getppid() == self; ++i) ::usleep(1000);  // until this process has exited
+  ::close(STDERR_FILENO);  // wakes the proxy, which reaps one exited child while stdout is open
+  // Until the proxy has reaped it (a zombie still answers kill 0). Only then is stdout closed:
+  // that wakes the proxy again, for the next rank, when one wake-up saw several ranks' stderr close.
+  for (int i = 0; i < 30000 && (::kill(self, 0) == 0 || errno != ESRCH); ++i) ::usleep(1000);
   ::_exit(0);
 }
 

@@ -60,7 +60,8 @@ class StopSignals {
 // child, MPICH 4.0's proxy reports a status of 0 for a child it reaps only after the child's
 // output pipes have closed, which is most of the time (upstream removed that in MPICH 4.1). So a
 // short-lived child of ours keeps stdout open until the proxy has reaped this process: it closes
-// stderr once this process has exited, which wakes the proxy while stdout is still open.
+// stderr once this process has exited, which wakes the proxy while stdout is still open, and
+// stdout once the proxy has reaped it.
 void keep_exit_status_for_launcher() noexcept;
 
 // The first stop signal received (0: none).
