@@ -39,9 +39,10 @@ MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::int64
   return mb;
 }
 
-MiniBatch produce_pair_batch(DistSampler& sampler, FeatureStore& features, PairBatch pairs, std::int64_t epoch, std::int64_t step) {
+MiniBatch produce_pair_batch(DistSampler& sampler, FeatureStore& features, PairBatch pairs, std::int64_t epoch, std::int64_t step,
+                             bool exclude) {
   MiniBatch mb = sample_with_features(sampler, features, pairs.seeds, epoch, step);
-  exclude_positives(mb, pairs.positives);
+  if (exclude) exclude_positives(mb, pairs.positives);
   mb.labels = std::move(pairs.pairs);
   return mb;
 }

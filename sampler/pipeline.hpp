@@ -23,8 +23,10 @@ MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::int64
 // The same for given seeds (e.g. a batch of DistSampler::eval_batches); collective likewise.
 MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::span<const NodeId> seeds, std::int64_t epoch, std::int64_t step);
 // A link-prediction batch (LinkSchedule::batch): its endpoints sampled and fetched, its positives
-// excluded from the blocks, its pairs as the batch's labels. Collective likewise.
-MiniBatch produce_pair_batch(DistSampler& sampler, FeatureStore& features, PairBatch pairs, std::int64_t epoch, std::int64_t step);
+// excluded from the blocks unless `exclude` is false, its pairs as the batch's labels. Collective
+// likewise.
+MiniBatch produce_pair_batch(DistSampler& sampler, FeatureStore& features, PairBatch pairs, std::int64_t epoch, std::int64_t step,
+                             bool exclude = true);
 
 class Prefetcher {
  public:

@@ -9,7 +9,9 @@
 #     unpacks the .deb files into a prefix under /tmp (never into /), takes libtorch and CUDA's
 #     libraries from the python's torch, and runs, writing to $OUT (default ./device-check-out):
 #       1. the device tests (layers, staging, dropout, a Cora run, checkpoints across devices),
-#       2. Cora on the CPU and on the GPU (2 ranks, the quickstart's model), test accuracy side by side,
+#       2. Cora on the CPU and on the GPU (2 ranks, the quickstart's model), test accuracy side by side;
+#          then predict from both runs (embeddings compared), link prediction on Cora's edge split
+#          and multi-label training on a block-model graph, each on both devices,
 #       3. bench train on a block-model graph the size of ogbn-products (~2.4M nodes, ~60M
 #          undirected edges, 100 features; fanouts 15,10,5, batch 1024) on the CPU and on the GPU,
 #          with nvidia-smi dmon sampling the GPU's use beside the GPU runs.
@@ -94,9 +96,30 @@ run() {
     '$bin/shardgnn' partition '$work/cora' --parts 2 --method metis --balance nodes,train --out '$work/cora-2' --force"
   for d in cpu "$device"; do
     step "Cora on $d" mpiexec -n 2 "$bin/shardgnn" train "$work/cora-2" --model sage --fanouts 10,10 --batch 64 --hidden 128 --epochs 20 \
-      --device "$d" --metrics "$work/cora-$d.jsonl"
+      --device "$d" --run-dir "$work/run-$d"
   done
   { grep -E '^(training|test accuracy|epoch 20/)' "$log" || true; } | tail -8 | sed 's/^/  /' | tee -a "$log"
+
+  # 2b. The other tasks on each device, 2 ranks: predict from the Cora runs (embeddings compared),
+  # link prediction on Cora's edge split (GAE's GCN) and multi-label node classification.
+  for d in cpu "$device"; do
+    step "predict on $d" mpiexec -n 2 "$bin/shardgnn" predict "$work/run-$d" "$work/cora-2" --device "$d" --out "$work/pred-$d"
+  done
+  step "predict: $device against cpu" "$py" -c "import numpy as np, sys; a, b = (np.load(sys.argv[i] + '/embeddings.npy') for i in (1, 2));
+p, q = (np.load(sys.argv[i] + '/predictions.npy') for i in (1, 2)); print('predict: embeddings max |cpu - device| %.2e, predictions equal %.4f' % (abs(a - b).max(), (p == q).mean()))" "$work/pred-cpu" "$work/pred-$device"
+  step "link: convert, split and partition Cora" sh -c "'$bin/shardgnn' data convert datasets/samples/cora.npz --symmetrize --drop-self-loops --drop-duplicates --normalize-features row --out '$work/cora-sym' &&
+    '$bin/shardgnn' data split-edges '$work/cora-sym' --seed 0 --eval-negatives 100 --out '$work/cora-link' &&
+    '$bin/shardgnn' partition '$work/cora-link' --parts 2 --method metis --out '$work/cora-link-2'"
+  for d in cpu "$device"; do
+    step "link on $d" mpiexec -n 2 "$bin/shardgnn" train "$work/cora-link-2" --task link --model gcn --fanouts -1,-1 --hidden 32 --embedding-dim 16 --batch 256 \
+      --epochs 50 --lr 0.01 --dropout 0 --weight-decay 0 --device "$d"
+  done
+  step "multi-label: generate and partition" sh -c "'$bin/shardgnn' data generate sbm --nodes 50000 --classes 10 --multilabel 24 --labels-per-node 3 --separation 0.25 --out '$work/ml' &&
+    '$bin/shardgnn' partition '$work/ml' --parts 2 --method metis --out '$work/ml-2'"
+  for d in cpu "$device"; do
+    step "multi-label on $d" mpiexec -n 2 "$bin/shardgnn" train "$work/ml-2" --model sage --fanouts 10,10 --hidden 128 --batch 512 --epochs 3 --device "$d"
+  done
+  { grep -E '^(predict:|test (AUC|micro-F1)|== (predict|link|multi-label) on)' "$log" || true; } | sed 's/^/  /' | tee -a "$log"
 
   # 3. bench train at the size of ogbn-products: the CPU, then the GPU with dmon beside it.
   local common=(--nodes "$nodes" --avg-degree 50 --feature-dim 100 --classes 47 --method metis-ml --fanouts 15,10,5 --batch 1024

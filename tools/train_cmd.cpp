@@ -137,6 +137,10 @@ po::options_description train_options(TrainConfig& tc, SamplerConfig& sc, ExtraO
          if (v != "auc" && v != "mrr") throw UsageError("unknown --select '" + v + "', expected auc or mrr");
          tc.link.select_mrr = v == "mrr";
        })->default_value("auc"), "link: the validation score that picks the best model, auc or mrr (needs split-edges --eval-negatives)")
+      ("exclude", po::value<std::string>()->notifier([&tc](const std::string& v) {
+         if (v != "reverse" && v != "none") throw UsageError("unknown --exclude '" + v + "', expected reverse or none");
+         tc.link.exclude_positives = v == "reverse";
+       })->default_value("reverse"), "link: reverse cuts a batch's positives (both directions) from its sampled blocks; none keeps them (GAE's full-batch protocol, for comparison)")
       ("hits", bound(tc.link.hits_k), "link: K of Hits@K over the ranking negatives")
       ("embedding-dim", bound(tc.link.embedding_dim), "link: the last layer's width, the embedding (0 = --hidden)")
       ("model", bound(tc.model.kind, parse_model, model_name), "sage, gcn or gat")

@@ -109,6 +109,10 @@ struct LinkConfig {
   bool select_mrr = false;       // validation MRR picks the best model, else AUC
   std::int64_t hits_k = 50;      // Hits@K with the ranking negatives
   std::int64_t embedding_dim = 0;  // the last layer's width (0: --hidden)
+  // A batch's positives (both directions) cut from its blocks (DGL's exclude="reverse_id");
+  // false keeps them, as the full-batch graph auto-encoders (GAE) do: a published protocol, for
+  // comparison. Held-out edges are out of the graph either way.
+  bool exclude_positives = true;
 };
 
 struct TrainConfig {

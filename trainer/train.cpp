@@ -432,13 +432,13 @@ struct EpochSums {
 // The pipeline of one epoch's training batches, staged for the device on the producer's side;
 // with `links`, its batches are link prediction's pairs.
 Prefetcher training_batches(DistSampler& sampler, FeatureStore& features, const BatchStager& stager, int depth, std::int64_t epoch, std::int64_t steps,
-                            std::int64_t first_step, const LinkSchedule* links = nullptr) {
+                            std::int64_t first_step, const LinkSchedule* links = nullptr, bool exclude = true) {
   Prefetcher::Stage stage;
   if (stager.copies()) stage = [&stager](MiniBatch& mb) { stager.stage(mb); };
   Prefetcher::Produce produce;
   if (links != nullptr)
-    produce = [&sampler, &features, links, epoch, rank = sampler.comm().rank()](std::int64_t step) {
-      return produce_pair_batch(sampler, features, links->batch(epoch, step, rank), epoch, step);
+    produce = [&sampler, &features, links, epoch, exclude, rank = sampler.comm().rank()](std::int64_t step) {
+      return produce_pair_batch(sampler, features, links->batch(epoch, step, rank), epoch, step, exclude);
     };
   return Prefetcher(sampler, features, epoch, steps, depth, first_step, std::move(stage), std::move(produce));
 }
@@ -482,7 +482,7 @@ EpochSums train_epoch(Learner& l, Feeds& f, const Checkpoints& k, const TrainCon
   l.comm.check_all(e.first_step < e.steps, k.path + ": resumes at step " + std::to_string(e.first_step + 1) + " of epoch " +
                                                std::to_string(epoch + 1) + ", which has " + std::to_string(e.steps) + " steps here (another partition or --batch?)");
   progress.start_epoch(epoch, c.epochs, e.steps);
-  Prefetcher pipe = training_batches(*f.sampler, *f.features, *l.stager, f.prefetch, epoch, e.steps, e.first_step, f.links.get());
+  Prefetcher pipe = training_batches(*f.sampler, *f.features, *l.stager, f.prefetch, epoch, e.steps, e.first_step, f.links.get(), c.link.exclude_positives);
   // This rank's loss sum and training statistic over the epoch's steps, kept on the device.
   torch::Tensor sums = torch::zeros({2}, torch::TensorOptions().dtype(torch::kDouble).device(l.device));
   double local_examples = 0;

@@ -79,7 +79,8 @@ grep -qF "$want" "$work/out.txt" || fail "predict scored otherwise than training
 
 # No leakage. A random graph (2,000 nodes, mean degree 10) with random features: nothing to learn,
 # except, from a batch's blocks, that its positive edges are there. Measured (docs/results/link.md):
-# without the exclusion the last epoch's training accuracy reaches 0.70; with it, chance.
+# without the exclusion (--exclude none) the last epoch's training accuracy reaches 0.70; with
+# it, chance.
 "$py" - "$work" <<'PY'
 import sys
 import numpy as np
@@ -96,10 +97,13 @@ PY
 "$SHARDGNN" data split-edges "$work/er" --val 0.05 --test 0.05 --out "$work/er-split" > /dev/null
 "$SHARDGNN" train "$work/er-split" --task link --model sage --hidden 32 --fanouts 10,10 --batch 256 --epochs 10 --dropout 0 --weight-decay 0 \
   --metrics "$work/er.jsonl" -q > "$work/out.txt" 2>&1 || fail "train on the random graph: $(tail -3 "$work/out.txt")"
-"$py" - "$work/er.jsonl" <<'PY' || fail "a model fitted its batches' positive edges: they leaked into its blocks"
+"$SHARDGNN" train "$work/er-split" --task link --model sage --hidden 32 --fanouts 10,10 --batch 256 --epochs 10 --dropout 0 --weight-decay 0 \
+  --exclude none --metrics "$work/er-none.jsonl" -q > "$work/out.txt" 2>&1 || fail "train on the random graph, --exclude none: $(tail -3 "$work/out.txt")"
+"$py" - "$work/er.jsonl" "$work/er-none.jsonl" <<'PY' || fail "the exclusion does not decide what the model can fit"
 import json, sys
-last = [json.loads(l) for l in open(sys.argv[1])][-2]
-assert last["train_acc"] < 0.6, last["train_acc"]
+cut, kept = ([json.loads(l) for l in open(f)][-2]["train_acc"] for f in sys.argv[1:])
+assert cut < 0.6, f"a model fitted its batches' positive edges: they leaked into its blocks ({cut})"
+assert kept > 0.65, f"--exclude none: the kept positives did not leak ({kept}), so the test above proves nothing"
 PY
 
 # Bad input: one line each.
@@ -112,4 +116,5 @@ expect_error "has no held-out edges; split it first (shardgnn data split-edges" 
 expect_error "--select mrr: dataset 'er' has no ranking negatives" "$work/er-split" --task link --select mrr --epochs 1
 expect_error "--task link trains edges: --seed-sampling class-balanced and --personalize are node tasks' options" "$work/cl" --task link --seed-sampling class-balanced --epochs 1
 expect_error "unknown --scorer 'cosine', expected dot or mlp" "$work/cl" --task link --scorer cosine
+expect_error "unknown --exclude 'self', expected reverse or none" "$work/cl" --task link --exclude self
 echo "link CLI OK"

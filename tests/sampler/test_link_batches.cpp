@@ -96,7 +96,7 @@ TEST_CASE("link batches: a batch's positive edges are excluded from its blocks i
   FeatureStore store(shards, comm);
   const LinkSchedule links(fx.parts.shard, 32, 1, 4);
   const std::int64_t steps = world.allreduce<std::int64_t>(links.steps(0), comm::Op::kMax);
-  std::int64_t seen_without = 0, seen_with = 0;
+  std::int64_t seen_without = 0, seen_with = 0, seen_kept = 0;
   const auto count_positive_edges = [](const MiniBatch& mb, const std::vector<NodeId>& positives) {
     std::set<Edge> banned;
     for (std::size_t i = 0; i < positives.size(); i += 2) banned.insert({positives[i], positives[i + 1]}), banned.insert({positives[i + 1], positives[i]});
@@ -113,12 +113,15 @@ TEST_CASE("link batches: a batch's positive edges are excluded from its blocks i
     const std::vector<NodeId> positives = b.positives;
     const MiniBatch raw = sampler.sample(b.seeds, 0, step);
     seen_without += count_positive_edges(raw, positives);
+    // --exclude none (GAE's protocol) keeps every one of them.
+    seen_kept += count_positive_edges(produce_pair_batch(sampler, store, b, 0, step, false), positives);
     const MiniBatch mb = produce_pair_batch(sampler, store, std::move(b), 0, step);
     seen_with += count_positive_edges(mb, positives);
     // The blocks stay well-formed: offsets end at the kept edges.
     for (const Block& blk : mb.blocks) CHECK(blk.indptr.back() == static_cast<std::int64_t>(blk.indices.size()));
   }
   CHECK(world.allreduce<std::int64_t>(seen_without, comm::Op::kSum) > 0);
+  CHECK(seen_kept == seen_without);
   CHECK(seen_with == 0);
 }
 
