@@ -85,7 +85,7 @@ Shard load_rank_shard(const comm::Communicator& world, const std::string& dir, P
   return shard;
 }
 
-std::size_t row_bytes_of(const Shard& shard) { return static_cast<std::size_t>(shard.feature_dim) * sizeof(float); }
+std::size_t row_bytes_of(const Shard& shard) { return shard.feature_row_bytes(); }
 
 // Every feature reply's per-rank float counts, one entry per exchange, for the raw-MPI replay.
 // Node-local reads are logged as `received` only (floats read from each rank's shard); the
@@ -156,7 +156,7 @@ class MemcpyBaseline {
     if (out_.size() < static_cast<std::size_t>(rows) * F) out_.resize(static_cast<std::size_t>(rows) * F, 0.0f);  // zero-filled: faulted in
     const auto t0 = Clock::now();
     for (std::int64_t k = 0; k < rows; ++k) {
-      std::memcpy(out_.data() + static_cast<std::size_t>(k) * F, shard_.features.data() + idx_[next_] * shard_.feature_dim, row_bytes_);
+      std::memcpy(out_.data() + static_cast<std::size_t>(k) * F, shard_.feature_row(idx_[next_]), row_bytes_);
       next_ = (next_ + 1) % idx_.size();
     }
     seconds_ += since(t0);
@@ -507,7 +507,7 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   m.sampler = sampler.counters();
   m.features = store.counters();
   m.memcpy_gbs = baseline.gbs();
-  const std::size_t wire_bytes = wire_value_bytes(cfg.wire_dtype);
+  const std::size_t wire_bytes = shard.feature_dtype != FeatureDtype::kFloat32 ? feature_value_bytes(shard.feature_dtype) : wire_value_bytes(cfg.wire_dtype);
   m.raw = replay_raw_alltoallv(world, comm, m.log.replies, wire_bytes);
   m.row_bytes = setting.row_bytes;
   m.wire_row_bytes = static_cast<std::size_t>(shard.feature_dim) * wire_bytes;

@@ -48,7 +48,7 @@ std::string show_shape(const std::vector<std::int64_t>& s) {
 
 template <class T>
 Array<T> load_listed_array(const std::string& dir, const boost::json::object& arrays, const std::string& json_path,
-                           const std::string& name, const std::vector<std::int64_t>& expected, bool required) {
+                           const std::string& name, const std::vector<std::int64_t>& expected, bool required, DType stored) {
   auto* entry = arrays.if_contains(name);
   if (!entry) {
     if (required) throw InputError(json_path, "key 'arrays." + name + "'", "missing, this array is required");
@@ -57,7 +57,7 @@ Array<T> load_listed_array(const std::string& dir, const boost::json::object& ar
   if (!entry->is_object()) throw InputError(json_path, "key 'arrays." + name + "'", "expected an object");
   const std::string path = confined_path(dir, json_string(entry->get_object(), "file", json_path), json_path, "arrays." + name + ".file");
   NpyBuffer buf = map_npy(path);
-  Array<T> arr = npy_view<T>(buf, static_cast<int>(expected.size()));
+  Array<T> arr = npy_view<T>(buf, static_cast<int>(expected.size()), stored);
   if (buf.header.shape != expected)
     throw InputError(buf.origin, at_byte(0), "shape " + show_shape(buf.header.shape) + ", expected " + show_shape(expected) + " from " + fs::path(json_path).filename().string());
   return arr;
@@ -91,9 +91,10 @@ void verify_listed_checksums(const std::string& dir, const boost::json::object& 
   }
 }
 
-template Array<float> load_listed_array<float>(const std::string&, const boost::json::object&, const std::string&, const std::string&, const std::vector<std::int64_t>&, bool);
-template Array<std::int64_t> load_listed_array<std::int64_t>(const std::string&, const boost::json::object&, const std::string&, const std::string&, const std::vector<std::int64_t>&, bool);
-template Array<std::int32_t> load_listed_array<std::int32_t>(const std::string&, const boost::json::object&, const std::string&, const std::string&, const std::vector<std::int64_t>&, bool);
-template Array<std::uint8_t> load_listed_array<std::uint8_t>(const std::string&, const boost::json::object&, const std::string&, const std::string&, const std::vector<std::int64_t>&, bool);
+template Array<float> load_listed_array<float>(const std::string&, const boost::json::object&, const std::string&, const std::string&, const std::vector<std::int64_t>&, bool, DType);
+template Array<std::int64_t> load_listed_array<std::int64_t>(const std::string&, const boost::json::object&, const std::string&, const std::string&, const std::vector<std::int64_t>&, bool, DType);
+template Array<std::int32_t> load_listed_array<std::int32_t>(const std::string&, const boost::json::object&, const std::string&, const std::string&, const std::vector<std::int64_t>&, bool, DType);
+template Array<std::uint16_t> load_listed_array<std::uint16_t>(const std::string&, const boost::json::object&, const std::string&, const std::string&, const std::vector<std::int64_t>&, bool, DType);
+template Array<std::uint8_t> load_listed_array<std::uint8_t>(const std::string&, const boost::json::object&, const std::string&, const std::string&, const std::vector<std::int64_t>&, bool, DType);
 
 }  // namespace shardgnn

@@ -25,11 +25,12 @@ boost::json::object write_listed_array(const std::string& dir, const std::string
   return write_listed_array(dir, name, dtype_of<T>(), v.data(), {static_cast<std::int64_t>(v.size())});
 }
 
-// Maps the array `name` listed in `arrays` (read from `json_path`) and checks its dtype and its
-// shape against `expected`. A missing entry is an error when `required`, else an empty array.
+// Maps the array `name` listed in `arrays` (read from `json_path`) and checks its dtype (T's, or
+// `stored` for T holding another type's bits) and its shape against `expected`. A missing entry
+// is an error when `required`, else an empty array.
 template <class T>
 Array<T> load_listed_array(const std::string& dir, const boost::json::object& arrays, const std::string& json_path,
-                           const std::string& name, const std::vector<std::int64_t>& expected, bool required);
+                           const std::string& name, const std::vector<std::int64_t>& expected, bool required, DType stored = dtype_of<T>());
 
 // The length recorded for a 1-d array, or the rows of an `ndim`-d one (0 when absent).
 std::int64_t listed_length(const boost::json::object& arrays, const std::string& json_path, const std::string& name, std::size_t ndim = 1);

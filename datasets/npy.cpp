@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "datasets/error.hpp"
+#include "datasets/feature_dtype.hpp"
 #include "datasets/fileio.hpp"
 
 namespace shardgnn {
@@ -18,7 +19,7 @@ namespace shardgnn {
 std::size_t dtype_size(DType t) {
   switch (t) {
     case DType::kBool: case DType::kInt8: case DType::kUInt8: return 1;
-    case DType::kInt16: case DType::kUInt16: return 2;
+    case DType::kInt16: case DType::kUInt16: case DType::kFloat16: return 2;
     case DType::kInt32: case DType::kUInt32: case DType::kFloat32: return 4;
     case DType::kInt64: case DType::kUInt64: case DType::kFloat64: return 8;
     case DType::kOther: return 0;
@@ -37,6 +38,7 @@ std::string dtype_descr(DType t) {
     case DType::kUInt32: return "<u4";
     case DType::kInt64: return "<i8";
     case DType::kUInt64: return "<u8";
+    case DType::kFloat16: return "<f2";
     case DType::kFloat32: return "<f4";
     case DType::kFloat64: return "<f8";
     case DType::kOther: return "?";
@@ -163,12 +165,18 @@ void classify_descr(NpyHeader& h) {
   else if (kind == "u4") h.dtype = DType::kUInt32;
   else if (kind == "i8") h.dtype = DType::kInt64;
   else if (kind == "u8") h.dtype = DType::kUInt64;
+  else if (kind == "f2") h.dtype = DType::kFloat16;
   else if (kind == "f4") h.dtype = DType::kFloat32;
   else if (kind == "f8") h.dtype = DType::kFloat64;
   if (dtype_size(h.dtype) == 1) h.big_endian = false;
 }
 
 bool is_object_descr(const std::string& d) { return d == "|O" || d == "O" || d == "<O" || d == ">O" || d == "|O8"; }
+
+// A float16 element as read: its bits, widened by convert.
+struct Half {
+  std::uint16_t bits;
+};
 
 template <class S>
 S load_elem(const std::byte* p, bool swap) {
@@ -190,7 +198,10 @@ void convert(const std::byte* data, std::size_t n, const NpyHeader& h, const std
   const bool swap = h.big_endian;
   for (std::size_t i = 0; i < n; ++i) {
     S v = load_elem<S>(data + i * sizeof(S), swap);
-    if constexpr (std::is_same_v<S, T>) {
+    if constexpr (std::is_same_v<S, Half>) {
+      if constexpr (!std::is_floating_point_v<T>) throw InputError(origin, at_byte(data_base), "expected an integer array, found floating-point dtype '" + h.descr + "'");
+      else out[i] = static_cast<T>(from_float16(v.bits));
+    } else if constexpr (std::is_same_v<S, T>) {
       out[i] = v;
     } else if constexpr (std::is_floating_point_v<T>) {
       out[i] = static_cast<T>(v);
@@ -229,6 +240,7 @@ void with_source_type(DType t, F&& f) {
     case DType::kUInt32: f.template operator()<std::uint32_t>(); break;
     case DType::kInt64: f.template operator()<std::int64_t>(); break;
     case DType::kUInt64: f.template operator()<std::uint64_t>(); break;
+    case DType::kFloat16: f.template operator()<Half>(); break;
     case DType::kFloat32: f.template operator()<float>(); break;
     case DType::kFloat64: f.template operator()<double>(); break;
     case DType::kOther: break;
@@ -371,9 +383,15 @@ void npy_for_each(const NpyStream& s, int expected_ndim, std::size_t piece, cons
 
 template <class T>
 Array<T> npy_view(const NpyBuffer& buf, int expected_ndim) {
+  return npy_view<T>(buf, expected_ndim, dtype_of<T>());
+}
+
+template <class T>
+Array<T> npy_view(const NpyBuffer& buf, int expected_ndim, DType stored) {
+  if (dtype_size(stored) != sizeof(T)) throw std::logic_error("npy_view: a " + dtype_descr(stored) + " file seen through a type of another size");
   const NpyHeader& h = buf.header;
-  if (h.dtype != dtype_of<T>() || h.big_endian)
-    throw InputError(buf.origin, at_byte(buf.base_offset), "dtype '" + h.descr + "', expected '" + dtype_descr(dtype_of<T>()) + "'");
+  if (h.dtype != stored || h.big_endian)
+    throw InputError(buf.origin, at_byte(buf.base_offset), "dtype '" + h.descr + "', expected '" + dtype_descr(stored) + "'");
   if (static_cast<int>(h.shape.size()) != expected_ndim)
     throw InputError(buf.origin, at_byte(buf.base_offset), "expected a " + std::to_string(expected_ndim) + "-d array, found " + std::to_string(h.shape.size()) + "-d");
   if (h.fortran_order && h.shape.size() > 1)
@@ -449,10 +467,12 @@ std::uint32_t write_npy(const std::string& path, DType dtype, const void* data, 
 #define SHARDGNN_INSTANTIATE(T)                                              \
   template std::vector<T> npy_to_vector<T>(const NpyBuffer&, int);           \
   template Array<T> npy_view<T>(const NpyBuffer&, int);                      \
+  template Array<T> npy_view<T>(const NpyBuffer&, int, DType);               \
   template void npy_for_each<T>(const NpyStream&, int, std::size_t, const std::function<void(std::span<const T>, std::uint64_t)>&);
 SHARDGNN_INSTANTIATE(std::int32_t)
 SHARDGNN_INSTANTIATE(std::int64_t)
 SHARDGNN_INSTANTIATE(std::uint8_t)
+SHARDGNN_INSTANTIATE(std::uint16_t)
 SHARDGNN_INSTANTIATE(float)
 SHARDGNN_INSTANTIATE(double)
 #undef SHARDGNN_INSTANTIATE

@@ -15,7 +15,8 @@
 
 namespace shardgnn {
 
-enum class DType { kBool, kInt8, kUInt8, kInt16, kUInt16, kInt32, kUInt32, kInt64, kUInt64, kFloat32, kFloat64, kOther };
+// kFloat16 is IEEE half ('<f2'): typed reads into float widen it; views see its bits as uint16.
+enum class DType { kBool, kInt8, kUInt8, kInt16, kUInt16, kInt32, kUInt32, kInt64, kUInt64, kFloat16, kFloat32, kFloat64, kOther };
 
 std::size_t dtype_size(DType t);
 // The little-endian numpy descr of a dtype, e.g. "<i8", "|b1".
@@ -25,6 +26,7 @@ template <class T>
 constexpr DType dtype_of();
 template <> constexpr DType dtype_of<std::int8_t>() { return DType::kInt8; }
 template <> constexpr DType dtype_of<std::uint8_t>() { return DType::kUInt8; }
+template <> constexpr DType dtype_of<std::uint16_t>() { return DType::kUInt16; }
 template <> constexpr DType dtype_of<std::int32_t>() { return DType::kInt32; }
 template <> constexpr DType dtype_of<std::uint32_t>() { return DType::kUInt32; }
 template <> constexpr DType dtype_of<std::int64_t>() { return DType::kInt64; }
@@ -95,6 +97,10 @@ std::vector<T> npy_to_vector(const NpyBuffer& buf, int expected_ndim = -1);
 // of shardgnn's own datasets. Anything else is an error naming the file.
 template <class T>
 Array<T> npy_view(const NpyBuffer& buf, int expected_ndim);
+// The same for a file of dtype `stored`, whose elements T holds bit for bit (the same size):
+// float16 or bfloat16 features as uint16.
+template <class T>
+Array<T> npy_view(const NpyBuffer& buf, int expected_ndim, DType stored);
 
 // The bytes of an .npy header (magic, version 1.0, or 2.0 when it needs it, and the padded dict)
 // for an array of this dtype and shape: its data start right after them, on a 64-byte boundary.

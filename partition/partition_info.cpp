@@ -162,6 +162,11 @@ void dataset_from_json(const json::object& d, PartitionInfo& info) {
     if (!ml->is_bool()) fail("dataset.multilabel", "expected true or false");
     info.multilabel = ml->get_bool();
   }
+  if (const auto* fd = d.if_contains("feature_dtype")) {
+    const auto t = fd->is_string() ? feature_dtype_named(std::string(fd->get_string())) : std::nullopt;
+    if (!t) fail("dataset.feature_dtype", "expected \"float32\", \"float16\" or \"bfloat16\", found " + json::serialize(*fd));
+    info.feature_dtype = *t;
+  }
   if (const auto* es = d.if_contains("edge_split")) {
     if (!es->is_object()) fail("dataset.edge_split", "expected an object {\"eval_negatives\": K}");
     info.edge_split = true;
@@ -203,6 +208,7 @@ void tag_invoke(json::value_from_tag, json::value& v, const PartitionInfo& info)
                      {"num_nodes", info.num_nodes},       {"num_edges", info.num_edges},     {"feature_dim", info.feature_dim},
                      {"num_classes", info.num_classes}};
   if (info.multilabel) root["dataset"].as_object()["multilabel"] = true;
+  if (info.feature_dtype != FeatureDtype::kFloat32) root["dataset"].as_object()["feature_dtype"] = feature_dtype_name(info.feature_dtype);
   if (info.edge_split) root["dataset"].as_object()["edge_split"] = {{"eval_negatives", info.eval_negatives}};
   root["method"] = info.method;
   root["parameters"] = parameters_to_json(info.parameters);

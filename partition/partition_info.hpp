@@ -12,6 +12,7 @@
 
 #include "partition/book.hpp"
 #include "partition/config.hpp"
+#include "datasets/feature_dtype.hpp"
 #include "partition/metrics.hpp"
 
 namespace shardgnn {
@@ -33,6 +34,9 @@ struct PartitionInfo {
   std::string dataset_name, dataset_dir, meta_crc32;
   std::int64_t num_nodes = 0, num_edges = 0, feature_dim = 0, num_classes = 0;
   bool multilabel = false;  // the shards hold label_bits (a set of labels per node), not labels
+  // How the shards store their features (the dataset's are float32): "feature_dtype", absent
+  // for float32, so that folders from before it load as they were.
+  FeatureDtype feature_dtype = FeatureDtype::kFloat32;
   // The dataset's edge split (Dataset::edge_split): each shard holds the held-out rows whose
   // first node it owns, ids as the shard's (new global ids).
   bool edge_split = false;

@@ -46,7 +46,11 @@ Shard load_rows(const PartitionInfo& info, PartId k) {
   s.num_classes = info.num_classes;
   s.graph = load_part_csr(e.path, e.arrays, path, n, e.edges);
   s.orig_ids = load_listed_array<NodeId>(e.path, e.arrays, path, "orig_ids", {n}, true);
-  if (info.feature_dim > 0) s.features = load_listed_array<float>(e.path, e.arrays, path, "features", {n, info.feature_dim}, true);
+  s.feature_dtype = info.feature_dtype;
+  if (info.feature_dim > 0 && s.feature_dtype == FeatureDtype::kFloat32)
+    s.features = load_listed_array<float>(e.path, e.arrays, path, "features", {n, info.feature_dim}, true);
+  else if (info.feature_dim > 0)
+    s.features16 = load_listed_array<std::uint16_t>(e.path, e.arrays, path, "features", {n, info.feature_dim}, true, feature_npy_dtype(s.feature_dtype));
   s.multilabel = info.multilabel;
   if (info.num_classes > 0 && !info.multilabel) s.labels = load_listed_array<std::int64_t>(e.path, e.arrays, path, "labels", {n}, true);
   if (info.num_classes > 0 && info.multilabel)
@@ -152,7 +156,9 @@ Shard merged(const std::vector<Shard>& group, int rank, PartitionBook book, cons
   s.part = rank;
   s.book = std::move(book);
   s.graph = concatenated_graph(group, scratch);
+  s.feature_dtype = group.front().feature_dtype;
   s.features = concatenated<float>(group, &Shard::features, scratch);
+  s.features16 = concatenated<std::uint16_t>(group, &Shard::features16, scratch);
   s.labels = concatenated<std::int64_t>(group, &Shard::labels, scratch);
   s.label_bits = concatenated<std::uint8_t>(group, &Shard::label_bits, scratch);
   s.orig_ids = concatenated<NodeId>(group, &Shard::orig_ids, scratch);

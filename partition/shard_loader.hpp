@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "datasets/dataset.hpp"
+#include "datasets/feature_dtype.hpp"
 #include "partition/book.hpp"
 #include "partition/partition_info.hpp"
 
@@ -20,7 +21,11 @@ struct Shard {
   PartitionBook book;
   CsrGraph graph;  // local rows, global neighbour ids
   std::int64_t feature_dim = 0, num_classes = 0;
+  // The rows' features as stored: `features` for float32, else `features16` (float16 or
+  // bfloat16 bits; PartitionInfo::feature_dtype). feature_row gives either.
+  FeatureDtype feature_dtype = FeatureDtype::kFloat32;
   Array<float> features;
+  Array<std::uint16_t> features16;
   Array<std::int64_t> labels;
   // A multi-label partition's label sets (Dataset::label_bits' rows), `labels` then empty.
   bool multilabel = false;
@@ -41,6 +46,13 @@ struct Shard {
   // The partition.json it was loaded from, so that ShardView maps the node-local ranks' parts
   // without reading the file again; null for shard_from_dataset and load_shard_rows.
   std::shared_ptr<const PartitionInfo> info;
+
+  // Local row `i`'s features as stored (feature_row_bytes() of them).
+  const void* feature_row(std::int64_t i) const noexcept {
+    return feature_dtype == FeatureDtype::kFloat32 ? static_cast<const void*>(features.data() + i * feature_dim)
+                                                   : static_cast<const void*>(features16.data() + i * feature_dim);
+  }
+  std::size_t feature_row_bytes() const noexcept { return static_cast<std::size_t>(feature_dim) * feature_value_bytes(feature_dtype); }
 };
 
 // Part `part` with every file partition.json lists for it, each checked against its listed shape

@@ -180,6 +180,7 @@ struct WriterScratch {
   std::vector<NodeId> ids;
   std::vector<std::int64_t> weights;
   std::vector<float> features;
+  std::vector<std::uint16_t> narrowed;  // the chunk in a 2-byte feature dtype
 };
 
 // The table the rows' new-id lookups go through: a 32-bit copy of new_of_old where the ids fit,
@@ -208,7 +209,7 @@ class ShardWriter {
  public:
   ShardWriter(const Dataset& ds, const std::string& dataset_dir, const PartitionResult& result, const WriteOptions& options)
       : ds_(ds), dataset_dir_(dataset_dir), result_(result), K_(result.config.parts), r_(relabel(result.assignment, K_)),
-        narrow_(narrow_ids(ds, result.assignment, K_, r_, options)), tallies_(static_cast<std::size_t>(K_)), entries_(static_cast<std::size_t>(K_)) {
+        narrow_(narrow_ids(ds, result.assignment, K_, r_, options)), feature_dtype_(options.feature_dtype), tallies_(static_cast<std::size_t>(K_)), entries_(static_cast<std::size_t>(K_)) {
     const std::string meta_path = (fs::path(dataset_dir) / "meta.json").string();
     meta_crc_ = fs::exists(meta_path) ? hex32(crc32_of_file(meta_path)) : "";
   }
@@ -244,6 +245,7 @@ class ShardWriter {
     info.feature_dim = ds_.feature_dim;
     info.num_classes = ds_.num_classes;
     info.multilabel = ds_.multilabel;
+    info.feature_dtype = feature_dtype_;
     info.edge_split = ds_.edge_split;
     info.eval_negatives = ds_.eval_negatives;
     info.method = method_name(result_.config.method);
@@ -296,6 +298,7 @@ class ShardWriter {
   int K_;
   Relabelling r_;
   NarrowIds narrow_;
+  FeatureDtype feature_dtype_;
   std::string meta_crc_;
   // Each shard's share of the metrics, counted in the pass over its rows: a separate walk of the
   // graph was a large share of the `partition` command.
@@ -425,12 +428,18 @@ void ShardWriter::write_features(const std::string& pdir, const std::vector<Node
   const std::int64_t F = ds_.feature_dim;
   const auto count = static_cast<NodeId>(orig.size());
   const NodeId rows_per_chunk = std::max<NodeId>(1, static_cast<NodeId>(kWriteChunkEntries) / F);
-  arrays["features"] = write_listed_array_streamed(pdir, "features", DType::kFloat32, {count, F}, [&](const NpySink& out) {
+  arrays["features"] = write_listed_array_streamed(pdir, "features", feature_npy_dtype(feature_dtype_), {count, F}, [&](const NpySink& out) {
     for (NodeId i = 0; i < count; i += rows_per_chunk) {
       const NodeId rows = std::min(rows_per_chunk, count - i);
       scratch.features.resize(static_cast<std::size_t>(rows * F));
       for (NodeId j = 0; j < rows; ++j) std::copy_n(ds_.features.data() + orig[i + j] * F, F, scratch.features.data() + j * F);
-      out(scratch.features.data(), scratch.features.size() * sizeof(float));
+      if (feature_dtype_ == FeatureDtype::kFloat32) {
+        out(scratch.features.data(), scratch.features.size() * sizeof(float));
+        continue;
+      }
+      scratch.narrowed.resize(scratch.features.size());
+      narrow_values(feature_dtype_, scratch.features.data(), scratch.features.size(), scratch.narrowed.data());
+      out(scratch.narrowed.data(), scratch.narrowed.size() * sizeof(std::uint16_t));
     }
   });
 }

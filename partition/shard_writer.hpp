@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "datasets/dataset.hpp"
+#include "datasets/feature_dtype.hpp"
 #include "partition/book.hpp"
 #include "comm/communicator.hpp"
 #include "partition/config.hpp"
@@ -29,6 +30,9 @@ struct WriteOptions {
   // Whether the writer may look new ids up in a 32-bit table where they fit. Off, it uses the
   // 64-bit table, as it must for graphs of more than 2^32 nodes.
   bool narrow_ids = true;
+  // How the shards store features (float16 and bfloat16 halve their bytes on disk, in the page
+  // cache and on the wire; computation stays float32).
+  FeatureDtype feature_dtype = FeatureDtype::kFloat32;
   // Ranks to spread the shards over (every rank calls write_partitioned with the same arguments;
   // the output folder must be on a filesystem they all see): rank r writes parts r, r + P, ...,
   // rank 0 partition.json, and only rank 0's return value holds the metrics. Null: this process

@@ -1,6 +1,7 @@
 #include "partition/verify.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <tuple>
@@ -8,6 +9,7 @@
 
 #include "datasets/array_dir.hpp"
 #include "datasets/error.hpp"
+#include "datasets/feature_dtype.hpp"
 #include "partition/shard_loader.hpp"
 
 namespace fs = std::filesystem;
@@ -32,6 +34,16 @@ bool same_weighted_row(const Shard& s, NodeId i, const std::vector<NodeId>& old_
   std::sort(got.begin(), got.end());
   std::sort(want.begin(), want.end());
   return got == want;
+}
+
+// Whether shard row i's features are the dataset row's (float32, or narrowed to the shard's
+// 2-byte dtype as the writer narrows it: the same bits). `narrowed` is scratch.
+bool same_features(const Shard& s, NodeId i, const float* want, std::vector<std::uint16_t>& narrowed) {
+  const auto F = static_cast<std::size_t>(s.feature_dim);
+  if (s.feature_dtype == FeatureDtype::kFloat32) return std::equal(want, want + F, s.features.data() + i * s.feature_dim);
+  narrowed.resize(F);
+  narrow_values(s.feature_dtype, want, F, narrowed.data());
+  return std::memcmp(narrowed.data(), s.feature_row(i), F * sizeof(std::uint16_t)) == 0;
 }
 
 // The comparison of loaded shards with their dataset, step by step; problems go to `err`, at most
@@ -92,8 +104,7 @@ class ShardComparison {
                     " neighbours that differ from the dataset's " + std::to_string(want.size()));
       else if (check_weights && !same_weighted_row(s, i, old_of_new_, ds_, u, got_, want_weighted_))
         fail(k, "edge_weights.npy: row " + std::to_string(i) + " (dataset node " + std::to_string(u) + ") has weights that differ from the dataset's");
-      if (ds_.feature_dim > 0 && !std::equal(s.features.data() + i * ds_.feature_dim, s.features.data() + (i + 1) * ds_.feature_dim,
-                                             ds_.features.data() + u * ds_.feature_dim))
+      if (ds_.feature_dim > 0 && !same_features(s, i, ds_.features.data() + u * ds_.feature_dim, narrowed_))
         fail(k, "features.npy: row " + std::to_string(i) + " differs from dataset node " + std::to_string(u));
       if (ds_.num_classes > 0 && !ds_.multilabel && s.labels[i] != ds_.labels[u])
         fail(k, "labels.npy: element " + std::to_string(i) + " differs from dataset node " + std::to_string(u));
@@ -192,6 +203,7 @@ class ShardComparison {
   std::vector<NodeId> old_of_new_;
   std::vector<NodeId> row_;  // scratch of check_rows
   WeightedRow got_, want_weighted_;
+  std::vector<std::uint16_t> narrowed_;
 };
 
 // The dataset, partition.json and every shard, each part's files checked against their

@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include "datasets/feature_dtype.hpp"
 #include "datasets/memory_limit.hpp"
 #include "sampler/sampler.hpp"
 
@@ -61,13 +62,12 @@ void group_by_owner(std::span<const NodeId> nodes, std::span<const FeatureStore:
   }
 }
 
-// bfloat16 is float32's upper half: same exponent, 8 significand bits.
-std::uint16_t to_bfloat16(float x) {
-  const auto bits = std::bit_cast<std::uint32_t>(x);
-  if ((bits & 0x7fffffffU) > 0x7f800000U) return static_cast<std::uint16_t>((bits >> 16) | 0x40U);  // NaN stays a (quiet) NaN
-  return static_cast<std::uint16_t>((bits + 0x7fffU + ((bits >> 16) & 1U)) >> 16);  // round to nearest, ties to even
+// Copies `count` stored feature rows of `F` values into float32 rows, widening 2-byte values.
+template <class Source, class Target>
+void copy_feature_rows(std::size_t count, FeatureDtype stored, std::size_t F, Source source, Target target) {
+  if (stored == FeatureDtype::kFloat32) return copy_rows(count, F * sizeof(float), source, target);
+  copy_rows(count, F * feature_value_bytes(stored), source, target, [stored, F](float* to, const void* from) { widen_values(stored, from, F, to); });
 }
-float from_bfloat16(std::uint16_t x) { return std::bit_cast<float>(static_cast<std::uint32_t>(x) << 16); }
 }  // namespace
 
 FeatureStore::FeatureStore(const ShardView& shards, const comm::Communicator& comm)
@@ -91,7 +91,9 @@ void FeatureStore::fetch_remote(std::span<const NodeId> remote, std::span<const 
   counters_.bytes_sent += static_cast<std::int64_t>(remote.size() * sizeof(NodeId));
   counters_.bytes_received += static_cast<std::int64_t>(asked.data.size() * sizeof(NodeId));
   if (F == 0) return;  // no feature columns (every rank alike): no rows to move
-  if (wire_ == WireDtype::kBFloat16) exchange_rows(asked.data, row_counts, expect, dst, dst_rows, send_half_, recv_half_);
+  // 2-byte stored rows travel as they are stored.
+  if (wire_ == WireDtype::kBFloat16 || shard_.feature_dtype != FeatureDtype::kFloat32)
+    exchange_rows(asked.data, row_counts, expect, dst, dst_rows, send_half_, recv_half_);
   else exchange_rows(asked.data, row_counts, expect, dst, dst_rows, send_rows_, recv_rows_);
 }
 
@@ -99,17 +101,18 @@ template <class Wire>
 void FeatureStore::exchange_rows(std::span<const NodeId> asked, std::span<const std::int64_t> send_counts, std::span<const std::int64_t> recv_counts,
                                  float* dst, std::span<const std::int64_t> dst_rows, std::vector<Wire>& send, std::vector<Wire>& recv) {
   const auto F = static_cast<std::size_t>(dim_);
-  const std::size_t row_bytes = F * sizeof(float);
+  const std::size_t row_bytes = shard_.feature_row_bytes();
   const NodeId first_id = shard_.book.begin(shard_.part);
-  const float* features = shard_.features.data();
-  // A row as it travels, and back: float32 as it is, bfloat16 rounded.
+  // A row as it travels, and back: float32 as it is, bfloat16 rounded from float32, or the
+  // stored 2-byte values as they are (widened by the asker).
+  const FeatureDtype stored = shard_.feature_dtype;
   const auto pack = [&](void* to, const void* from) {
-    if constexpr (std::is_same_v<Wire, float>) std::memcpy(to, from, row_bytes);
-    else std::transform(static_cast<const float*>(from), static_cast<const float*>(from) + F, static_cast<Wire*>(to), to_bfloat16);
+    if (std::is_same_v<Wire, float> || stored != FeatureDtype::kFloat32) std::memcpy(to, from, row_bytes);
+    else std::transform(static_cast<const float*>(from), static_cast<const float*>(from) + F, static_cast<std::uint16_t*>(to), to_bfloat16);
   };
   const auto unpack = [&](float* to, const Wire* from) {
     if constexpr (std::is_same_v<Wire, float>) std::memcpy(to, from, row_bytes);
-    else std::transform(from, from + F, to, from_bfloat16);
+    else widen_values(stored == FeatureDtype::kFloat32 ? FeatureDtype::kBFloat16 : stored, from, F, to);
   };
   // Staging buffers are kept between fetches: fresh ones cost a page fault and a zero-fill per
   // 4 KiB every batch, more than the copy itself.
@@ -118,7 +121,7 @@ void FeatureStore::exchange_rows(std::span<const NodeId> asked, std::span<const 
   // The owner's gather of the rows asked of it, the row exchange, and the asker's placing of the
   // received rows in the batch.
   auto t = Clock::now();
-  copy_rows(asked.size(), row_bytes, [&](std::size_t i) { return features + (asked[i] - first_id) * dim_; },
+  copy_rows(asked.size(), row_bytes, [&](std::size_t i) { return shard_.feature_row(asked[i] - first_id); },
             [&](std::size_t i) { return send.data() + i * F; }, pack);
   counters_.gather_s += since(t);
   t = Clock::now();
@@ -168,10 +171,9 @@ std::size_t FeatureStore::gather_own(std::span<const NodeId> nodes, float* out) 
     other_at_[i - owned] = static_cast<std::uint32_t>(i);
     owned += static_cast<std::size_t>(static_cast<std::uint64_t>(nodes[i] - first) < static_cast<std::uint64_t>(count));
   }
-  const float* local = shard_.features.data();
   const auto F = static_cast<std::size_t>(dim_);
-  copy_rows(owned, F * sizeof(float), [&](std::size_t j) { return local + (nodes[local_at_[j]] - first) * dim_; },
-            [&](std::size_t j) { return out + local_at_[j] * F; });
+  copy_feature_rows(owned, shard_.feature_dtype, F, [&](std::size_t j) { return shard_.feature_row(nodes[local_at_[j]] - first); },
+                    [&](std::size_t j) { return out + local_at_[j] * F; });
   counters_.local_gather_s += since(t0);
   return owned;
 }
@@ -214,11 +216,11 @@ void FeatureStore::gather_node_local(std::span<const NodeId> nodes, float* out) 
   const auto t0 = Clock::now();
   const PartitionBook& book = shard_.book;
   const auto F = static_cast<std::size_t>(dim_);
-  copy_rows(
-      node_local_.size(), F * sizeof(float),
+  copy_feature_rows(
+      node_local_.size(), shard_.feature_dtype, F,
       [&](std::size_t k) {
         const RemoteAt& x = node_local_[k];
-        return shards_.readable(x.owner)->features.data() + (nodes[x.pos] - book.begin(x.owner)) * dim_;
+        return shards_.readable(x.owner)->feature_row(nodes[x.pos] - book.begin(x.owner));
       },
       [&](std::size_t k) { return out + node_local_[k].pos * F; });
   if (observer_.node_local_read) {
@@ -241,7 +243,7 @@ void FeatureStore::populate_rows() const {
   double node_bytes = 0;
   for (PartId r = 0; r < shard_.book.parts(); ++r)
     if (r == shard_.part || (static_cast<std::size_t>(r) < node.size() && node[static_cast<std::size_t>(r)] == node[static_cast<std::size_t>(comm_.rank())]))
-      node_bytes += static_cast<double>(shard_.book.size(r)) * static_cast<double>(dim_) * sizeof(float);
+      node_bytes += static_cast<double>(shard_.book.size(r)) * static_cast<double>(shard_.feature_row_bytes());
   // The node's memory as this process may use it: a SLURM job or a container limits it below the
   // machine's (its cgroup's limit; page cache counts against it).
   const std::uint64_t usable = usable_memory_bytes();
@@ -249,8 +251,8 @@ void FeatureStore::populate_rows() const {
   // Else the rows stay on disk until read, one by one at random: a missing page is read alone.
   for (PartId r = 0; r < shard_.book.parts(); ++r)
     if (const Shard* s = shards_.readable(r)) {
-      if (populate) s->features.populate_pages();
-      else s->features.advise_random();
+      if (populate) s->features.populate_pages(), s->features16.populate_pages();
+      else s->features.advise_random(), s->features16.advise_random();
     }
 }
 

@@ -27,10 +27,10 @@ kit=build-device
 
 prepare() {
   ./scripts/setup.sh --torch pip --no-quickstart
-  ninja -C build-torch shardgnn shardgnn-train shardgnn-bench device_tests trainer_tests
+  ninja -C build-torch shardgnn shardgnn-train shardgnn-predict shardgnn-bench device_tests trainer_tests
   rm -rf "$kit"
   mkdir -p "$kit/bin" "$kit/debs"
-  cp build-torch/tools/shardgnn build-torch/tools/shardgnn-train build-torch/tools/shardgnn-bench \
+  cp build-torch/tools/shardgnn build-torch/tools/shardgnn-train build-torch/tools/shardgnn-predict build-torch/tools/shardgnn-bench \
     build-torch/tests/device_tests build-torch/tests/trainer_tests "$kit/bin/"
   strip --strip-unneeded "$kit"/bin/*
   # The runtime packages of the programs' Debian libraries (and mpiexec, whose Hydra links
@@ -107,6 +107,9 @@ run() {
   done
   step "predict: $device against cpu" "$py" -c "import numpy as np, sys; a, b = (np.load(sys.argv[i] + '/embeddings.npy') for i in (1, 2));
 p, q = (np.load(sys.argv[i] + '/predictions.npy') for i in (1, 2)); print('predict: embeddings max |cpu - device| %.2e, predictions equal %.4f' % (abs(a - b).max(), (p == q).mean()))" "$work/pred-cpu" "$work/pred-$device"
+  # float16 features on the device: the batches widen them on the CPU, full inference on the GPU.
+  step "Cora: a float16 partition" "$bin/shardgnn" partition "$work/cora" --parts 2 --method metis --balance nodes,train --feature-dtype float16 --out "$work/cora-2h"
+  step "Cora float16 on $device" mpiexec -n 2 "$bin/shardgnn" train "$work/cora-2h" --model sage --fanouts 10,10 --batch 64 --hidden 128 --epochs 20 --device "$device"
   step "link: convert, split and partition Cora" sh -c "'$bin/shardgnn' data convert datasets/samples/cora.npz --symmetrize --drop-self-loops --drop-duplicates --normalize-features row --out '$work/cora-sym' &&
     '$bin/shardgnn' data split-edges '$work/cora-sym' --seed 0 --eval-negatives 100 --out '$work/cora-link' &&
     '$bin/shardgnn' partition '$work/cora-link' --parts 2 --method metis --out '$work/cora-link-2'"
@@ -119,7 +122,7 @@ p, q = (np.load(sys.argv[i] + '/predictions.npy') for i in (1, 2)); print('predi
   for d in cpu "$device"; do
     step "multi-label on $d" mpiexec -n 2 "$bin/shardgnn" train "$work/ml-2" --model sage --fanouts 10,10 --hidden 128 --batch 512 --epochs 3 --device "$d"
   done
-  { grep -E '^(predict:|test (AUC|micro-F1)|== (predict|link|multi-label) on)' "$log" || true; } | sed 's/^/  /' | tee -a "$log"
+  { grep -E '^(predict:|test (accuracy|AUC|micro-F1)|== (predict|link|multi-label|Cora float16) on)' "$log" || true; } | sed 's/^/  /' | tee -a "$log"
 
   # 3. bench train at the size of ogbn-products: the CPU, then the GPU with dmon beside it.
   local common=(--nodes "$nodes" --avg-degree 50 --feature-dim 100 --classes 47 --method metis-ml --fanouts 15,10,5 --batch 1024

@@ -27,8 +27,8 @@ struct CoraParts {
   std::vector<NodeId> old_of_new;  // global id -> Cora id
 
   // parts 0: one per rank; else that many, each rank loading its parts_of_rank merged. `edit`
-  // changes the dataset before it is partitioned.
-  explicit CoraParts(int parts = 0, const std::function<void(Dataset&)>& edit = {}) {
+  // changes the dataset before it is partitioned; the shards store features as `feature_dtype`.
+  explicit CoraParts(int parts = 0, const std::function<void(Dataset&)>& edit = {}, FeatureDtype feature_dtype = FeatureDtype::kFloat32) {
     namespace fs = std::filesystem;
     std::string dir;
     if (world.rank() == 0) {
@@ -44,7 +44,7 @@ struct CoraParts {
       r.config.method = PartitionMethod::kRandom;
       r.config.seed = 3;
       r.assignment = make_partitioner(r.config.method)->partition(d, r.config);
-      write_partitioned(d, dir + "/cora", r, dir + "/parts", {});
+      write_partitioned(d, dir + "/cora", r, dir + "/parts", {.feature_dtype = feature_dtype});
     }
     std::int64_t len = static_cast<std::int64_t>(dir.size());
     world.broadcast(std::span<std::int64_t>(&len, 1), 0);

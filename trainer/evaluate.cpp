@@ -297,8 +297,14 @@ class LayerBlocks {
 // The owned rows' input features on `device`.
 torch::Tensor input_rows(const Shard& shard, const torch::Device& device) {
   const NodeId n_own = shard.graph.num_nodes();
-  if (shard.feature_dim > 0 && n_own > 0)
+  if (shard.feature_dim > 0 && n_own > 0 && shard.feature_dtype == FeatureDtype::kFloat32)
     return torch::from_blob(const_cast<float*>(shard.features.data()), {n_own, shard.feature_dim}, torch::kFloat).to(device);
+  // 2-byte rows go to the device as stored and are widened there (half the bytes copied).
+  if (shard.feature_dim > 0 && n_own > 0)
+    return torch::from_blob(const_cast<std::uint16_t*>(shard.features16.data()), {n_own, shard.feature_dim},
+                            shard.feature_dtype == FeatureDtype::kFloat16 ? torch::kHalf : torch::kBFloat16)
+        .to(device)
+        .to(torch::kFloat);
   return torch::zeros({n_own, shard.feature_dim}, torch::TensorOptions().device(device));
 }
 

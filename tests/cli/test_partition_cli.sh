@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `shardgnn partition` end to end: partition Cora, verify, report (table + SVG); bad requests give
-# one stderr line, the right exit code and leave nothing behind.
+# `shardgnn partition` end to end: partition Cora, verify, report (table + SVG), 2-byte feature
+# dtypes; bad requests give one stderr line, the right exit code and leave nothing behind.
 set -euo pipefail
 : "${SHARDGNN:?}" "${SAMPLES:?}"
 work=$(mktemp -d)
@@ -113,6 +113,55 @@ for cmd in verify report; do
     fail "partition $cmd of a part folder outside: exit $rc, $(cat "$work/err.txt")"
 done
 ls -A "$work" | grep -q tmp && fail "temporary files left behind: $(ls -A "$work")"
+# --feature-dtype: 2-byte features (numpy's float16; bfloat16 as float32's rounded top half,
+# '<u2'), verified, recorded, half the bytes. Cora's 0/1 features are exact in both, so a run on
+# either ends with the float32 run's weights; row-normalised ones (inexact) still train.
+py=${NUMPY_PYTHON:-/usr/bin/python3}
+"$SHARDGNN" data convert "$SAMPLES/cora.npz" --normalize-features row --out "$work/cora-n" >/dev/null
+for t in float32 float16 bfloat16; do
+  "$SHARDGNN" partition "$work/cora-n" --parts 2 --method metis --feature-dtype "$t" --out "$work/n-$t" --verify > "$work/out.txt" 2>&1 ||
+    fail "partition --feature-dtype $t: $(cat "$work/out.txt")"
+  grep -q "verified" "$work/out.txt" || fail "partition --feature-dtype $t --verify did not verify"
+done
+"$py" - "$work" <<'PY' || fail "2-byte feature shards differ from float32 ones narrowed"
+import json, sys
+import numpy as np
+w = sys.argv[1]
+for k in (0, 1):
+    f = np.load(f"{w}/n-float32/part-{k}/features.npy")
+    h = np.load(f"{w}/n-float16/part-{k}/features.npy", mmap_mode="r")
+    b = np.load(f"{w}/n-bfloat16/part-{k}/features.npy", mmap_mode="r")
+    assert h.dtype == np.float16 and b.dtype == np.uint16 and h.shape == b.shape == f.shape, (h.dtype, b.dtype)
+    assert np.array_equal(h, f.astype(np.float16))
+    u = f.view(np.uint32)
+    assert np.array_equal(b, ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16))
+    assert h.nbytes * 2 == f.nbytes
+for t in ("float16", "bfloat16"):
+    assert json.load(open(f"{w}/n-{t}/partition.json"))["dataset"]["feature_dtype"] == t
+assert "feature_dtype" not in json.load(open(f"{w}/n-float32/partition.json"))["dataset"]
+PY
+for t in float32 float16 bfloat16; do
+  "$SHARDGNN" partition "$work/cora" --parts 2 --method metis --feature-dtype "$t" --out "$work/c-$t" > /dev/null
+  timeout 300 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/c-$t" --fanouts 5,5 --epochs 3 --run-dir "$work/run-$t" -q > "$work/out.txt" 2>&1 ||
+    fail "train on a $t partition: $(tail -3 "$work/out.txt")"
+done
+for t in float16 bfloat16; do
+  cmp -s "$work/run-float32/weights.pt" "$work/run-$t/weights.pt" || fail "Cora's exact 0/1 features stored as $t trained other weights"
+done
+timeout 300 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/n-float16" --fanouts 5,5 --epochs 10 -q > "$work/out.txt" 2>&1 || fail "train on row-normalised float16: $(tail -3 "$work/out.txt")"
+acc=$(sed -n 's/^test accuracy \([0-9.]*\).*full neighbourhoods.*/\1/p' "$work/out.txt")
+"$py" -c "import sys; sys.exit(not float(sys.argv[1]) > 0.7)" "${acc:-0}" || fail "row-normalised float16 Cora: test accuracy '$acc'"
+set +e
+"$SHARDGNN" partition "$work/cora" --parts 2 --feature-dtype float8 --out "$work/bad" 2> "$work/err.txt"
+rc=$?
+timeout 300 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/c-float16" --wire-dtype bf16 --epochs 1 > /dev/null 2> "$work/err2.txt"
+rc2=$?
+set -e
+[ "$rc" = 2 ] && grep -q "unknown --feature-dtype 'float8', expected float32, float16 or bfloat16" "$work/err.txt" && [ ! -e "$work/bad" ] ||
+  fail "--feature-dtype float8: exit $rc, $(cat "$work/err.txt")"
+[ "$rc2" != 0 ] && grep -q "the partition stores float16 features, which travel as they are stored" "$work/err2.txt" ||
+  fail "--wire-dtype bf16 on a float16 partition: exit $rc2, $(cat "$work/err2.txt")"
+
 # bench partition: each method in a worker of its own, its row from the worker's result file (a
 # workdir that does not exist yet, without gpmetis beside it).
 timeout 120 "$SHARDGNN" bench partition "$work/cora" --parts 2,3 --methods fennel,random --gpmetis off --workdir "$work/bench/new" \

@@ -1,10 +1,13 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "datasets/error.hpp"
+#include "datasets/feature_dtype.hpp"
 #include "datasets/fileio.hpp"
 #include "datasets/npy.hpp"
 #include "test_paths.hpp"
@@ -170,4 +173,65 @@ TEST_CASE("npy streamed in pieces converts as a whole read does, elements split 
   // Data that end early are an error, not a short array.
   s.data = [&](const ByteSink& sink) { sink(buf.data().first(8 * 999 + 5)); };
   CHECK_THROWS_WITH(npy_for_each<std::int64_t>(s, 1, 64, [](std::span<const std::int64_t>, std::uint64_t) {}), Contains("truncated") && Contains("999 of 1000"));
+}
+
+// The reference: the nearest value of the 2-byte type found by search over its finite values
+// (ties to the even bit pattern), compared with the bit-twiddled conversion for every float16 and
+// bfloat16 value, the midpoints between neighbours and points just either side of them.
+TEST_CASE("float16 and bfloat16 conversions round to nearest even, every value and every midpoint", "[npy][feature-dtype]") {
+  for (const FeatureDtype t : {FeatureDtype::kFloat16, FeatureDtype::kBFloat16}) {
+    INFO(feature_dtype_name(t));
+    const auto widen = [t](std::uint16_t h) { return t == FeatureDtype::kFloat16 ? from_float16(h) : from_bfloat16(h); };
+    const auto narrow = [t](float x) { return t == FeatureDtype::kFloat16 ? to_float16(x) : to_bfloat16(x); };
+    const std::uint16_t inf = t == FeatureDtype::kFloat16 ? 0x7c00 : 0x7f80;
+    std::int64_t checked = 0;
+    for (std::uint32_t h = 0; h < inf; ++h) {
+      const auto bits = static_cast<std::uint16_t>(h);
+      const float x = widen(bits);
+      REQUIRE(narrow(x) == bits);    // exact values come back as they were
+      REQUIRE(narrow(-x) == (bits | 0x8000));
+      // Halfway to the next value up (for the largest finite value, the overflow threshold).
+      const double next = h + 1 < inf ? widen(static_cast<std::uint16_t>(h + 1)) : 2.0 * x - widen(static_cast<std::uint16_t>(h - 1));
+      const auto mid = static_cast<float>((static_cast<double>(x) + next) / 2);
+      REQUIRE(static_cast<double>(mid) == (static_cast<double>(x) + next) / 2);  // representable in float32
+      const std::uint16_t even = (h & 1U) == 0 ? bits : static_cast<std::uint16_t>(h + 1);
+      REQUIRE(narrow(mid) == even);
+      REQUIRE(narrow(std::nextafter(mid, 0.0f)) == bits);
+      REQUIRE(narrow(std::nextafter(mid, std::numeric_limits<float>::infinity())) == static_cast<std::uint16_t>(h + 1));
+      ++checked;
+    }
+    CHECK(checked == inf);
+    CHECK(narrow(std::numeric_limits<float>::infinity()) == inf);
+    CHECK(std::isinf(widen(inf)));
+    CHECK(std::isnan(widen(narrow(std::numeric_limits<float>::quiet_NaN()))));
+    CHECK(narrow(std::numeric_limits<float>::max()) == inf);
+    CHECK(narrow(0.0f) == 0);
+  }
+  // float16's subnormals: 2^-24 is the smallest, and half of it rounds to zero (the even side).
+  CHECK(to_float16(std::ldexp(1.0f, -24)) == 1);
+  CHECK(to_float16(std::ldexp(1.0f, -25)) == 0);
+  CHECK(to_float16(std::ldexp(1.5f, -25)) == 1);
+  CHECK(to_float16(65504.0f) == 0x7bff);
+  CHECK(to_float16(65519.99f) == 0x7bff);
+  CHECK(to_float16(65520.0f) == 0x7c00);
+}
+
+TEST_CASE("npy reads float16 files: into float32 widened, as a view of their bits", "[npy][feature-dtype]") {
+  test::ScratchDir dir;
+  const std::vector<float> values = {1.5f, -2.0f, 0.1f, 65504.0f, 1e-7f, 3.0e-5f};
+  std::vector<std::uint16_t> half(values.size());
+  narrow_values(FeatureDtype::kFloat16, values.data(), values.size(), half.data());
+  const std::vector<std::int64_t> shape = {2, 3};
+  write_npy(dir / "h.npy", DType::kFloat16, half.data(), shape);
+  NpyBuffer buf = map_npy(dir / "h.npy");
+  CHECK(buf.header.descr == "<f2");
+  const Array<std::uint16_t> view = npy_view<std::uint16_t>(buf, 2, DType::kFloat16);
+  CHECK(std::equal(view.begin(), view.end(), half.begin()));
+  CHECK_THROWS_WITH(npy_view<std::uint16_t>(buf, 2), Contains("'<f2'") && Contains("expected '<u2'"));
+  const std::vector<float> widened = npy_to_vector<float>(buf, 2);
+  REQUIRE(widened.size() == values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) CHECK(widened[i] == from_float16(half[i]));
+  CHECK(widened[0] == 1.5f);
+  CHECK(std::abs(widened[2] - 0.1f) < 1e-4f);
+  CHECK_THROWS_WITH(npy_to_vector<std::int64_t>(buf, 2), Contains("expected an integer array"));
 }

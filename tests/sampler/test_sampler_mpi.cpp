@@ -18,6 +18,7 @@
 #include "sampler/sample_row.hpp"
 #include "sampler/sampler.hpp"
 #include "sampler/shard_view.hpp"
+#include "datasets/feature_dtype.hpp"
 #include "cora_parts.hpp"
 #include "test_paths.hpp"
 
@@ -152,6 +153,58 @@ TEST_CASE("fetched features equal the full graph's rows, with and without a cach
     CHECK((c.remote_rows > 0) == far_rows);
     if (policy == CachePolicy::kNone) CHECK(c.cache_hits == 0);
     if (policy != CachePolicy::kNone && far_rows) CHECK(c.hit_rate() > 0.2);
+  }
+}
+
+TEST_CASE("2-byte stored features arrive as the dataset's rows rounded, over MPI at 2 bytes a value, from node-local shards and a cache", "[sampler][mpi][feature-dtype]") {
+  for (const FeatureDtype dtype : {FeatureDtype::kFloat16, FeatureDtype::kBFloat16}) {
+    // Cora's 0/1 features scaled to values neither type holds exactly.
+    Fixture fx(0, [](Dataset& d) {
+      std::vector<float> x(d.features.begin(), d.features.end());
+      for (std::size_t i = 0; i < x.size(); ++i) x[i] = x[i] * 0.3f + static_cast<float>(i % 7) * 1e-3f;
+      d.features = Array<float>(std::move(x));
+    }, dtype);
+    REQUIRE(fx.shard.feature_dtype == dtype);
+    REQUIRE(fx.shard.features16.size() == fx.shard.graph.num_nodes() * fx.ds.feature_dim);
+    const auto F = static_cast<std::size_t>(fx.ds.feature_dim);
+    std::vector<std::uint16_t> narrow(F);
+    std::vector<float> want(F);
+    for (const bool node_local : {false, true})
+    for (const CachePolicy policy : {CachePolicy::kNone, CachePolicy::kDegree}) {
+      SamplerConfig cfg;
+      cfg.node_local = node_local;
+      cfg.fanouts = {4, 4};
+      cfg.batch_size = 128;
+      cfg.cache_policy = policy;
+      auto comm = fx.world.dup();
+      const ShardView shards(fx.shard, comm, node_local);
+      DistSampler sampler(shards, comm, cfg);
+      FeatureStore store(shards, comm);
+      store.build_cache(cfg, &sampler);
+      const FeatureCounters before = store.counters();
+      std::int64_t mismatched = 0, inexact = 0;
+      Prefetcher pipe(sampler, store, 1, sampler.steps_in_epoch(1), /*depth=*/2);
+      while (auto mb = pipe.next()) {
+        const auto& in = mb->input_nodes();
+        REQUIRE(mb->features.size() == in.size() * F);
+        for (std::size_t i = 0; i < in.size(); ++i) {
+          const float* row = fx.ds.features.data() + fx.old_of_new[in[i]] * fx.ds.feature_dim;
+          narrow_values(dtype, row, F, narrow.data());
+          widen_values(dtype, narrow.data(), F, want.data());
+          mismatched += !std::equal(want.begin(), want.end(), mb->features.begin() + static_cast<std::ptrdiff_t>(i * F));
+          inexact += !std::equal(want.begin(), want.end(), row);
+        }
+      }
+      INFO(feature_dtype_name(dtype) << ", node-local " << node_local << ", policy " << cache_policy_name(policy));
+      CHECK(mismatched == 0);
+      CHECK(inexact > 0);  // the rounding was there to see
+      // Every exchanged row took 8 bytes of id and 2 a value, summed over the ranks.
+      const FeatureCounters c = store.counters() - before;
+      const auto received = fx.world.allreduce<std::int64_t>(c.bytes_received, comm::Op::kSum);
+      const auto rows = fx.world.allreduce<std::int64_t>(c.remote_rows - c.cache_hits, comm::Op::kSum);
+      CHECK(received == rows * static_cast<std::int64_t>(8 + 2 * F));
+      if (fx.world.size() > 1 && !node_local) CHECK(rows > 0);
+    }
   }
 }
 
