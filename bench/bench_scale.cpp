@@ -4,10 +4,15 @@
 // stage runs as its own process; the table gives its wall time, its peak resident memory, its
 // peak anonymous memory (mapped shard and dataset files are page cache, not the process's own)
 // and the bytes it left on disk. A stage that fails ends the run there, with its exit status.
+// The training stage's epochs are split as the metrics file records them: waiting for batches,
+// compute and the gradient all-reduce (means over the ranks).
 #include <boost/json.hpp>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "datasets/json_util.hpp"
 #include "bench/bench.hpp"
@@ -23,7 +28,7 @@ namespace {
 struct ScaleOptions {
   int scale = 0, edge_factor = 0, parts = 0, feature_dim = 0, epochs = 0, partition_ranks = 1, train_ranks = 0;
   double train = 0;
-  std::string method, balance, memory_limit;
+  std::string method, balance, memory_limit, feature_dtype;
   fs::path work;
   std::optional<std::string> json;
 };
@@ -41,6 +46,7 @@ std::optional<ScaleOptions> parse_options(const std::vector<std::string>& args) 
       ("train", po::value<double>()->default_value(0.01), "training fraction (also the validation fraction)")
       ("epochs", po::value<int>()->default_value(1), "training epochs")
       ("memory-limit", po::value<std::string>(), "passed to data generate (e.g. 4G)")
+      ("feature-dtype", po::value<std::string>()->default_value("float32"), "passed to data generate: float32, float16 or bfloat16 (the partition keeps it)")
       ("partition-ranks", po::value<int>()->default_value(1), "MPI ranks sharing the partition stage (mpiexec -n R; the multilevel path spreads its work)")
       ("train-ranks", po::value<int>(), "MPI ranks of the training stage (default: one per part; fewer merge several parts each)")
       ("workdir", po::value<std::string>()->default_value((fs::temp_directory_path() / "shardgnn-bench-scale").string()),
@@ -60,6 +66,7 @@ std::optional<ScaleOptions> parse_options(const std::vector<std::string>& args) 
   s.partition_ranks = vm["partition-ranks"].as<int>();
   s.train_ranks = vm.count("train-ranks") ? vm["train-ranks"].as<int>() : s.parts;
   if (vm.count("memory-limit")) s.memory_limit = vm["memory-limit"].as<std::string>();
+  s.feature_dtype = vm["feature-dtype"].as<std::string>();
   s.work = vm["workdir"].as<std::string>();
   if (vm.count("json")) s.json = vm["json"].as<std::string>();
   if (s.parts < 1) throw UsageError("--parts must be at least 1");
@@ -84,6 +91,25 @@ struct Stage {
   std::uintmax_t disk = 0;
 };
 
+// One epoch record of the metrics file: its wall time and the ranks' mean split.
+struct EpochSplit {
+  double epoch_s = 0, wait_s = 0, compute_s = 0, allreduce_s = 0;
+};
+
+std::vector<EpochSplit> epoch_splits(const fs::path& metrics) {
+  std::vector<EpochSplit> out;
+  std::ifstream in(metrics);
+  for (std::string line; std::getline(in, line);) {
+    const boost::json::value v = boost::json::parse(line);
+    const auto* o = v.if_object();
+    if (o == nullptr || !o->contains("epoch") || !o->contains("time_s")) continue;  // the result record
+    const auto& t = o->at("time_s").as_object();
+    out.push_back({o->at("epoch_s").to_number<double>(), t.at("sample_wait").to_number<double>(), t.at("compute").to_number<double>(),
+                   t.at("allreduce").to_number<double>()});
+  }
+  return out;
+}
+
 }  // namespace
 
 int bench_scale_main(const std::vector<std::string>& args) {
@@ -96,9 +122,11 @@ int bench_scale_main(const std::vector<std::string>& args) {
   const fs::path data = s.work / ("rmat-s" + std::to_string(s.scale) + "-e" + std::to_string(s.edge_factor));
   const fs::path parts = data.string() + "-" + s.method + "-" + std::to_string(s.parts);
   const std::string frac = std::to_string(s.train);
+  const fs::path metrics = s.work / "train-metrics.jsonl";
+  fs::remove(metrics);
   std::vector<std::string> generate = {exe, "data", "generate", "rmat", "--scale", std::to_string(s.scale), "--edge-factor", std::to_string(s.edge_factor),
                                        "--symmetrize", "--drop-self-loops", "--drop-duplicates", "--feature-dim", std::to_string(s.feature_dim),
-                                       "--train", frac, "--val", frac, "--out", data.string(), "--force"};
+                                       "--train", frac, "--val", frac, "--feature-dtype", s.feature_dtype, "--out", data.string(), "--force"};
   if (!s.memory_limit.empty()) generate.insert(generate.end(), {"--memory-limit", s.memory_limit});
   std::vector<std::string> partition = {exe, "partition", data.string(), "--parts", std::to_string(s.parts), "--method", s.method, "--balance", s.balance,
                                         "--out", parts.string(), "--force"};
@@ -107,7 +135,7 @@ int bench_scale_main(const std::vector<std::string>& args) {
       {"generate", generate},
       {"partition", partition},
       {"train", {"mpiexec", "-n", std::to_string(s.train_ranks), exe, "train", parts.string(), "--epochs", std::to_string(s.epochs), "--eval-sample", "1000",
-                 "--no-test", "--threads", "1", "--quiet"}},
+                 "--no-test", "--threads", "1", "--quiet", "--metrics", metrics.string()}},
   };
   std::vector<Stage> stages;
   for (const auto& [name, argv] : plan) {
@@ -118,8 +146,8 @@ int bench_scale_main(const std::vector<std::string>& args) {
     stages.push_back(std::move(st));
     if (stages.back().run.status != 0) break;
   }
-  std::printf("R-MAT scale %d, edge factor %d, %d features, %s into %d parts balancing %s on %d rank%s, training on %d rank%s (1 thread each)\n",
-              s.scale, s.edge_factor, s.feature_dim, s.method.c_str(), s.parts, s.balance.c_str(), s.partition_ranks, s.partition_ranks == 1 ? "" : "s",
+  std::printf("R-MAT scale %d, edge factor %d, %d features (%s), %s into %d parts balancing %s on %d rank%s, training on %d rank%s (1 thread each)\n",
+              s.scale, s.edge_factor, s.feature_dim, s.feature_dtype.c_str(), s.method.c_str(), s.parts, s.balance.c_str(), s.partition_ranks, s.partition_ranks == 1 ? "" : "s",
               s.train_ranks, s.train_ranks == 1 ? "" : "s");
   std::printf("%-10s %8s %10s %12s %12s %s\n", "stage", "wall s", "peak MiB", "anon MiB", "disk MiB", "");
   boost::json::array rows;
@@ -133,8 +161,17 @@ int bench_scale_main(const std::vector<std::string>& args) {
   std::printf("(peak MiB: the largest process of the stage, mapped files included; anon MiB: its largest anonymous memory, sampled every 100 ms;\n"
               " disk: the stage's output folder, kept in %s)\n",
               s.work.c_str());
+  const std::vector<EpochSplit> epochs = stages.size() == plan.size() && stages.back().run.status == 0 ? epoch_splits(metrics) : std::vector<EpochSplit>{};
+  boost::json::array epoch_rows;
+  for (std::size_t e = 0; e < epochs.size(); ++e) {
+    const EpochSplit& x = epochs[e];
+    const double pct = x.epoch_s > 0 ? 100.0 / x.epoch_s : 0;
+    std::printf("epoch %zu: %.2f s; per rank, waiting for batches %.2f s (%.0f%%), compute %.2f s (%.0f%%), all-reduce %.2f s (%.0f%%)\n", e + 1, x.epoch_s,
+                x.wait_s, x.wait_s * pct, x.compute_s, x.compute_s * pct, x.allreduce_s, x.allreduce_s * pct);
+    epoch_rows.push_back(boost::json::object{{"epoch_s", x.epoch_s}, {"wait_s", x.wait_s}, {"compute_s", x.compute_s}, {"allreduce_s", x.allreduce_s}});
+  }
   if (s.json)
-    write_json_file(*s.json, boost::json::object{{"scale", s.scale}, {"edge_factor", s.edge_factor}, {"parts", s.parts}, {"method", s.method}, {"balance", s.balance}, {"partition_ranks", s.partition_ranks}, {"train_ranks", s.train_ranks}, {"stages", rows}});
+    write_json_file(*s.json, boost::json::object{{"scale", s.scale}, {"edge_factor", s.edge_factor}, {"parts", s.parts}, {"method", s.method}, {"balance", s.balance}, {"partition_ranks", s.partition_ranks}, {"train_ranks", s.train_ranks}, {"feature_dtype", s.feature_dtype}, {"stages", rows}, {"epochs", epoch_rows}});
   return stages.size() == plan.size() && stages.back().run.status == 0 ? 0 : 1;
 }
 

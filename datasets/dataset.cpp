@@ -38,7 +38,6 @@ std::vector<ArraySpec> array_specs(const Dataset& ds) {
   std::vector<ArraySpec> v;
   v.push_back({"indptr", DType::kInt64, {n + 1}, ds.graph.indptr().data()});
   v.push_back({"indices", DType::kInt64, {ds.graph.num_edges()}, ds.graph.indices().data()});
-  if (ds.feature_dim > 0) v.push_back({"features", DType::kFloat32, {n, ds.feature_dim}, ds.features.data()});
   if (ds.num_classes > 0 && !ds.multilabel) v.push_back({"labels", DType::kInt64, {n}, ds.labels.data()});
   if (ds.num_classes > 0 && ds.multilabel) v.push_back({"label_bits", DType::kUInt8, {n, label_row_bytes(ds.num_classes)}, ds.label_bits.data()});
   v.push_back({"train_idx", DType::kInt64, {static_cast<std::int64_t>(ds.train_idx.size())}, ds.train_idx.data()});
@@ -57,7 +56,8 @@ void check_consistent(const Dataset& ds) {
   const std::int64_t n = ds.num_nodes();
   auto bad = [&](const std::string& what) { throw std::logic_error("save_dataset: inconsistent dataset '" + ds.name + "': " + what); };
   if (ds.graph.indptr().empty()) bad("no indptr");
-  if (ds.feature_dim > 0 && static_cast<std::int64_t>(ds.features.size()) != n * ds.feature_dim) bad("features size");
+  if (ds.feature_dim > 0 && static_cast<std::int64_t>(ds.feature_dtype == FeatureDtype::kFloat32 ? ds.features.size() : ds.features16.size()) != n * ds.feature_dim)
+    bad("features size");
   if (ds.num_classes > 0 && !ds.multilabel && static_cast<std::int64_t>(ds.labels.size()) != n) bad("labels size");
   if (ds.num_classes > 0 && ds.multilabel && static_cast<std::int64_t>(ds.label_bits.size()) != n * label_row_bytes(ds.num_classes)) bad("label_bits size");
   if (ds.multilabel && !ds.labels.empty()) bad("a multi-label dataset with a label vector");
@@ -81,6 +81,7 @@ boost::json::object cleaning_json(const CleanReport& r) {
 
 void normalize_feature_rows(Dataset& ds) {
   if (ds.feature_dim == 0) return;
+  if (ds.feature_dtype != FeatureDtype::kFloat32) throw std::logic_error("normalize_feature_rows: a dataset of 2-byte features");
   std::vector<float> f(ds.features.begin(), ds.features.end());
   const auto F = static_cast<std::size_t>(ds.feature_dim);
   for (std::size_t r = 0; r < f.size() / F; ++r) {
@@ -143,6 +144,7 @@ std::int64_t keep_largest_component(Dataset& ds) {
     ds.edge_weights = Array<std::int64_t>(std::move(w));
   }
   ds.features = kept_rows(ds.features, kept, static_cast<std::size_t>(ds.feature_dim));
+  ds.features16 = kept_rows(ds.features16, kept, static_cast<std::size_t>(ds.feature_dim));
   ds.labels = kept_rows(ds.labels, kept, 1);
   ds.label_bits = kept_rows(ds.label_bits, kept, static_cast<std::size_t>(label_row_bytes(ds.num_classes)));
   ds.node_weights = kept_rows(ds.node_weights, kept, static_cast<std::size_t>(ds.node_weight_dim));
@@ -159,11 +161,41 @@ std::int64_t keep_largest_component(Dataset& ds) {
   return components;
 }
 
-void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite) {
+namespace {
+// features.npy in dtype `as`: the dataset's rows as they are, or converted a chunk of rows at a
+// time (through float32) so that no whole copy is made.
+boost::json::object write_features(const Dataset& ds, const std::string& dir, FeatureDtype as) {
+  const std::int64_t n = ds.num_nodes(), F = ds.feature_dim;
+  const std::vector<std::int64_t> shape = {n, F};
+  if (as == ds.feature_dtype)
+    return write_listed_array(dir, "features", feature_npy_dtype(as), as == FeatureDtype::kFloat32 ? static_cast<const void*>(ds.features.data())
+                                                                                                 : static_cast<const void*>(ds.features16.data()), shape);
+  return write_listed_array_streamed(dir, "features", feature_npy_dtype(as), shape, [&](const NpySink& out) {
+    const NodeId rows_per_chunk = std::max<NodeId>(1, (NodeId{1} << 18) / F);
+    std::vector<float> wide(static_cast<std::size_t>(rows_per_chunk * F)), row(static_cast<std::size_t>(F));
+    std::vector<std::uint16_t> narrow(wide.size());
+    for (NodeId i = 0; i < n; i += rows_per_chunk) {
+      const NodeId rows = std::min(rows_per_chunk, n - i);
+      const auto values = static_cast<std::size_t>(rows * F);
+      for (NodeId j = 0; j < rows; ++j) std::copy_n(ds.feature_row_f32(i + j, row.data()), F, wide.data() + j * F);
+      if (as == FeatureDtype::kFloat32) {
+        out(wide.data(), values * sizeof(float));
+        continue;
+      }
+      narrow_values(as, wide.data(), values, narrow.data());
+      out(narrow.data(), values * sizeof(std::uint16_t));
+    }
+  });
+}
+}  // namespace
+
+void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite, std::optional<FeatureDtype> features_as) {
   check_consistent(ds);
+  const FeatureDtype stored = features_as.value_or(ds.feature_dtype);
   write_dir_atomic(dir, overwrite, [&](const std::string& tmp) {
     boost::json::object arrays;
     for (const auto& a : array_specs(ds)) arrays[a.name] = write_listed_array(tmp, a.name, a.dtype, a.data, a.shape);
+    if (ds.feature_dim > 0) arrays["features"] = write_features(ds, tmp, stored);
     boost::json::object meta;
     meta["format"] = kFormatName;
     meta["version"] = kDatasetFormatVersion;
@@ -173,6 +205,7 @@ void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite) {
     meta["num_edges"] = ds.graph.num_edges();
     meta["feature_dim"] = ds.feature_dim;
     meta["num_classes"] = ds.num_classes;
+    if (ds.feature_dim > 0 && stored != FeatureDtype::kFloat32) meta["feature_dtype"] = feature_dtype_name(stored);
     if (ds.multilabel) meta["multilabel"] = true;
     if (ds.edge_split) meta["edge_split"] = {{"eval_negatives", ds.eval_negatives}};
     meta["node_weight_dim"] = ds.node_weight_dim;
@@ -191,6 +224,7 @@ struct Meta {
   bool multilabel = false;
   bool edge_split = false;
   std::int64_t eval_negatives = 0;
+  FeatureDtype feature_dtype = FeatureDtype::kFloat32;
 };
 
 Meta read_meta(const std::string& dir) {
@@ -217,6 +251,11 @@ Meta read_meta(const std::string& dir) {
     if (!ml->is_bool()) throw InputError(meta.path, "key 'multilabel'", "expected true or false");
     meta.multilabel = ml->get_bool();
     if (meta.multilabel && meta.c < 1) throw InputError(meta.path, "key 'multilabel'", "true with num_classes " + std::to_string(meta.c) + ": label sets need at least one label");
+  }
+  if (const auto* fd = meta.root.if_contains("feature_dtype")) {
+    const auto t = fd->is_string() ? feature_dtype_named(std::string(fd->get_string())) : std::nullopt;
+    if (!t) throw InputError(meta.path, "key 'feature_dtype'", "expected \"float32\", \"float16\" or \"bfloat16\", found " + boost::json::serialize(*fd));
+    meta.feature_dtype = *t;
   }
   if (const auto* es = meta.root.if_contains("edge_split")) {
     if (!es->is_object()) throw InputError(meta.path, "key 'edge_split'", "expected an object {\"eval_negatives\": K}");
@@ -295,7 +334,11 @@ Dataset load_dataset(const std::string& dir, Contents contents) {
   if (indptr[0] != 0 || indptr[static_cast<std::size_t>(meta.n)] != meta.m)
     throw InputError((fs::path(dir) / "indptr.npy").string(), "", "indptr must start at 0 and end at num_edges = " + std::to_string(meta.m));
   ds.graph = CsrGraph(std::move(indptr), std::move(indices));
-  if (meta.f > 0) ds.features = load_array<float>(meta, dir, "features", {meta.n, meta.f}, true);
+  ds.feature_dtype = meta.feature_dtype;
+  if (meta.f > 0 && meta.feature_dtype == FeatureDtype::kFloat32) ds.features = load_array<float>(meta, dir, "features", {meta.n, meta.f}, true);
+  else if (meta.f > 0)
+    ds.features16 = load_listed_array<std::uint16_t>(dir, json_object(meta.root, "arrays", meta.path), meta.path, "features", {meta.n, meta.f}, true,
+                                                     feature_npy_dtype(meta.feature_dtype));
   if (meta.c > 0 && !meta.multilabel) ds.labels = load_array<std::int64_t>(meta, dir, "labels", {meta.n}, true);
   if (meta.c > 0 && meta.multilabel) ds.label_bits = load_array<std::uint8_t>(meta, dir, "label_bits", {meta.n, label_row_bytes(meta.c)}, true);
   ds.train_idx = load_array<NodeId>(meta, dir, "train_idx", {split_len(meta, "train_idx")}, false);
@@ -415,9 +458,13 @@ ValidationResult validate_dataset(const std::string& dir) {
   }
   // The held-out pairs' checks look edges up in the graph: only in a CSR without faults.
   const bool csr_ok = res.errors.empty();
-  for (std::size_t i = 0; i < ds.features.size() && !p.full(); ++i)
-    if (!std::isfinite(ds.features[i]))
-      p.error(d + "features.npy", static_cast<std::int64_t>(i), "non-finite feature (" + std::string(std::isnan(ds.features[i]) ? "NaN" : "Inf") + ") at node " + std::to_string(static_cast<std::int64_t>(i) / ds.feature_dim));
+  std::vector<float> row(static_cast<std::size_t>(ds.feature_dim));
+  for (NodeId u = 0; ds.feature_dim > 0 && u < ds.num_nodes() && !p.full(); ++u) {
+    const float* x = ds.feature_row_f32(u, row.data());
+    for (std::int64_t j = 0; j < ds.feature_dim && !p.full(); ++j)
+      if (!std::isfinite(x[j]))
+        p.error(d + "features.npy", u * ds.feature_dim + j, "non-finite feature (" + std::string(std::isnan(x[j]) ? "NaN" : "Inf") + ") at node " + std::to_string(u));
+  }
   for (std::size_t i = 0; i < ds.labels.size() && !p.full(); ++i)
     if (ds.labels[i] < -1 || ds.labels[i] >= ds.num_classes)
       p.error(d + "labels.npy", static_cast<std::int64_t>(i), "label " + std::to_string(ds.labels[i]) + " outside [-1, " + std::to_string(ds.num_classes) + ")");

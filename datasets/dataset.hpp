@@ -5,11 +5,13 @@
 
 #include <bit>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "datasets/array.hpp"
+#include "datasets/feature_dtype.hpp"
 #include "datasets/builder.hpp"
 #include "datasets/graph.hpp"
 
@@ -31,7 +33,11 @@ struct Dataset {
   std::string source;              // where it came from (file and format), for provenance
   CsrGraph graph;
   std::int64_t feature_dim = 0;    // 0: no features
-  Array<float> features;           // num_nodes x feature_dim, row-major
+  Array<float> features;           // num_nodes x feature_dim, row-major (float32 datasets)
+  // A dataset stored with 2-byte features (data convert/generate --feature-dtype): their bits in
+  // `features16`, `features` then empty. feature_row_f32 reads either.
+  FeatureDtype feature_dtype = FeatureDtype::kFloat32;
+  Array<std::uint16_t> features16;
   std::int64_t num_classes = 0;    // 0: no labels
   Array<std::int64_t> labels;      // num_nodes entries, -1 = unlabelled; empty if num_classes == 0 or multilabel
   // Multi-label datasets: any number of the num_classes labels per node, each node's set a row of
@@ -54,6 +60,12 @@ struct Dataset {
   Array<NodeId> val_pos, val_neg, test_pos, test_neg, val_neg_dst, test_neg_dst;
 
   NodeId num_nodes() const noexcept { return graph.num_nodes(); }
+  // Node u's features as float32: the row itself, or widened into `scratch` (feature_dim floats).
+  const float* feature_row_f32(NodeId u, float* scratch) const {
+    if (feature_dtype == FeatureDtype::kFloat32) return features.data() + u * feature_dim;
+    widen_values(feature_dtype, features16.data() + u * feature_dim, static_cast<std::size_t>(feature_dim), scratch);
+    return scratch;
+  }
 };
 
 // Calls f(name, rows, cols, lead, positive) for each held-out array of an edge split (a Dataset's
@@ -101,7 +113,9 @@ std::int64_t keep_largest_component(Dataset& ds);
 
 // Writes `ds` as a dataset directory, atomically (nothing is left at `dir` on failure).
 // An existing non-empty `dir` is an error unless `overwrite` is set.
-void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite = false);
+// `features_as` stores the features in that dtype (converted a chunk at a time as they are
+// written), else in the dataset's own.
+void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite = false, std::optional<FeatureDtype> features_as = {});
 
 // Loads a dataset directory: parses meta.json and memory-maps every array read-only, checking
 // file sizes, dtypes and shapes against meta.json. With Contents::check (for every caller that

@@ -276,6 +276,8 @@ Dataset split_edges(const Dataset& ds, const EdgeSplitOptions& o, const std::str
   out.source = ds.source;
   out.feature_dim = ds.feature_dim;
   out.features = view_of(ds.features);
+  out.feature_dtype = ds.feature_dtype;
+  out.features16 = view_of(ds.features16);
   out.num_classes = ds.num_classes;
   out.labels = view_of(ds.labels);
   out.multilabel = ds.multilabel;

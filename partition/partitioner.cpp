@@ -207,8 +207,9 @@ std::vector<std::int64_t> entropy_edge_weights(const Dataset& ds) {
   constexpr double kScale = 100.0;
   const std::int64_t n = ds.num_nodes(), f = ds.feature_dim;
   std::vector<double> norm(static_cast<std::size_t>(n), 0.0);
+  std::vector<float> row_u(static_cast<std::size_t>(f)), row_v(static_cast<std::size_t>(f));  // 2-byte rows widened
   for (std::int64_t v = 0; v < n; ++v) {
-    const float* x = ds.features.data() + v * f;
+    const float* x = ds.feature_row_f32(v, row_u.data());
     double s = 0;
     for (std::int64_t j = 0; j < f; ++j) s += static_cast<double>(x[j]) * x[j];
     norm[v] = std::sqrt(s);
@@ -216,12 +217,12 @@ std::vector<std::int64_t> entropy_edge_weights(const Dataset& ds) {
   const double mean_deg = n > 0 ? std::max(1.0, static_cast<double>(ds.graph.num_edges()) / static_cast<double>(n)) : 1.0;
   std::vector<std::int64_t> w(static_cast<std::size_t>(ds.graph.num_edges()));
   for (NodeId u = 0; u < n; ++u) {
-    const float* xu = ds.features.data() + u * f;
+    const float* xu = ds.feature_row_f32(u, row_u.data());
     const EdgeId base = ds.graph.indptr()[u];
     const auto nb = ds.graph.neighbors(u);
     for (std::size_t i = 0; i < nb.size(); ++i) {
       const NodeId v = nb[i];
-      const float* xv = ds.features.data() + v * f;
+      const float* xv = ds.feature_row_f32(v, row_v.data());
       double dot = 0;
       for (std::int64_t j = 0; j < f; ++j) dot += static_cast<double>(xu[j]) * xv[j];
       const double denom = norm[u] * norm[v];

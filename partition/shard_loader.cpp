@@ -249,6 +249,8 @@ Shard shard_from_dataset(const Dataset& ds) {
   s.feature_dim = ds.feature_dim;
   s.num_classes = ds.num_classes;
   s.features = view_of(ds.features);
+  s.feature_dtype = ds.feature_dtype;
+  s.features16 = view_of(ds.features16);
   s.labels = view_of(ds.labels);
   s.multilabel = ds.multilabel;
   s.label_bits = view_of(ds.label_bits);

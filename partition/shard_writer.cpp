@@ -181,6 +181,7 @@ struct WriterScratch {
   std::vector<std::int64_t> weights;
   std::vector<float> features;
   std::vector<std::uint16_t> narrowed;  // the chunk in a 2-byte feature dtype
+  std::vector<float> row;               // a 2-byte dataset row, widened
 };
 
 // The table the rows' new-id lookups go through: a 32-bit copy of new_of_old where the ids fit,
@@ -432,7 +433,14 @@ void ShardWriter::write_features(const std::string& pdir, const std::vector<Node
     for (NodeId i = 0; i < count; i += rows_per_chunk) {
       const NodeId rows = std::min(rows_per_chunk, count - i);
       scratch.features.resize(static_cast<std::size_t>(rows * F));
-      for (NodeId j = 0; j < rows; ++j) std::copy_n(ds_.features.data() + orig[i + j] * F, F, scratch.features.data() + j * F);
+      if (feature_dtype_ == ds_.feature_dtype && feature_dtype_ != FeatureDtype::kFloat32) {  // 2-byte rows as they are
+        scratch.narrowed.resize(scratch.features.size());
+        for (NodeId j = 0; j < rows; ++j) std::copy_n(ds_.features16.data() + orig[i + j] * F, F, scratch.narrowed.data() + j * F);
+        out(scratch.narrowed.data(), scratch.narrowed.size() * sizeof(std::uint16_t));
+        continue;
+      }
+      scratch.row.resize(static_cast<std::size_t>(F));
+      for (NodeId j = 0; j < rows; ++j) std::copy_n(ds_.feature_row_f32(orig[i + j], scratch.row.data()), F, scratch.features.data() + j * F);
       if (feature_dtype_ == FeatureDtype::kFloat32) {
         out(scratch.features.data(), scratch.features.size() * sizeof(float));
         continue;

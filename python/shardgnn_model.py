@@ -169,10 +169,14 @@ class Gnn(nn.Module):
 
 
 def load_dataset(folder):
-    """A shardgnn dataset folder's arrays, memory-mapped: {name: numpy array} from meta.json."""
+    """A shardgnn dataset folder's arrays, memory-mapped: {name: numpy array} from meta.json.
+    bfloat16 features (stored as uint16, the top half of float32) come back as float32."""
     with open(os.path.join(folder, "meta.json")) as f:
         meta = json.load(f)
-    return {name: np.load(os.path.join(folder, a["file"]), mmap_mode="r") for name, a in meta["arrays"].items()}
+    d = {name: np.load(os.path.join(folder, a["file"]), mmap_mode="r") for name, a in meta["arrays"].items()}
+    if meta.get("feature_dtype") == "bfloat16" and "features" in d:
+        d["features"] = (d["features"].astype(np.uint32) << 16).view(np.float32)
+    return d
 
 
 def main(argv=None):

@@ -72,12 +72,11 @@ int partition_main(const std::vector<std::string>& args, const comm::Communicato
   po::options_description o("options");
   o.add_options()("out,o", po::value<std::string>()->required(), "output folder (partition.json + part-<k>/)")("force", "replace an existing output folder that holds a shardgnn dataset or partitioned dataset")(
       "verify", "check the result against the dataset afterwards (serial verifier)");
-  FeatureDtype feature_dtype = FeatureDtype::kFloat32;
+  std::optional<FeatureDtype> feature_dtype;  // default: the dataset's
   o.add_options()("feature-dtype", po::value<std::string>()->notifier([&feature_dtype](const std::string& v) {
-    const auto t = feature_dtype_named(v);
-    if (!t) throw UsageError("unknown --feature-dtype '" + v + "', expected float32, float16 or bfloat16");
-    feature_dtype = *t;
-  })->default_value("float32"), "how the shards store features: float16 or bfloat16 halve their bytes on disk, in the page cache and on the wire (training computes in float32)");
+    feature_dtype = feature_dtype_named(v);
+    if (!feature_dtype) throw UsageError("unknown --feature-dtype '" + v + "', expected float32, float16 or bfloat16");
+  }), "how the shards store features (default: as the dataset does): float16 or bfloat16 halve their bytes on disk, in the page cache and on the wire (training computes in float32)");
   PartitionConfig cfg;
   add_partition_options(o, cfg);
   add_collective_timeout_option(o);
@@ -124,7 +123,7 @@ int partition_main(const std::vector<std::string>& args, const comm::Communicato
   result.assignment = make_partitioner(cfg.method)->partition(*ds, cfg, comm);
   result.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   const auto t1 = Clock::now();
-  write_partitioned(*ds, dataset_dir, result, out, {.overwrite = force, .feature_dtype = feature_dtype, .comm = &comm});
+  write_partitioned(*ds, dataset_dir, result, out, {.overwrite = force, .feature_dtype = feature_dtype.value_or(ds->feature_dtype), .comm = &comm});
   const double t_write = std::chrono::duration<double>(Clock::now() - t1).count();
   bool ok = true;
   agree(comm, [&] {

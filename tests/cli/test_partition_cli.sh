@@ -151,7 +151,41 @@ done
 timeout 300 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/n-float16" --fanouts 5,5 --epochs 10 -q > "$work/out.txt" 2>&1 || fail "train on row-normalised float16: $(tail -3 "$work/out.txt")"
 acc=$(sed -n 's/^test accuracy \([0-9.]*\).*full neighbourhoods.*/\1/p' "$work/out.txt")
 "$py" -c "import sys; sys.exit(not float(sys.argv[1]) > 0.7)" "${acc:-0}" || fail "row-normalised float16 Cora: test accuracy '$acc'"
+# Datasets in 2 bytes (data convert / generate --feature-dtype): the same narrowing, recorded in
+# meta.json, kept by partition unless it is told otherwise, and trained from as they are.
+for t in float16 bfloat16; do
+  "$SHARDGNN" data convert "$SAMPLES/cora.npz" --normalize-features row --feature-dtype "$t" --out "$work/d-$t" > /dev/null
+  "$SHARDGNN" data info "$work/d-$t" | grep -q "^features *1433 ($t)" || fail "data info on a $t dataset: $("$SHARDGNN" data info "$work/d-$t")"
+  "$SHARDGNN" data validate "$work/d-$t" > /dev/null || fail "data validate on a $t dataset"
+  "$SHARDGNN" partition "$work/d-$t" --parts 2 --method metis --out "$work/dp-$t" --verify > "$work/out.txt" 2>&1 || fail "partition of a $t dataset: $(cat "$work/out.txt")"
+  grep -q "\"feature_dtype\": \"$t\"" "$work/dp-$t/partition.json" || fail "partition of a $t dataset did not keep $t"
+  cmp -s "$work/dp-$t/part-0/features.npy" "$work/n-$t/part-0/features.npy" || fail "a $t dataset's shards differ from a float32 dataset's narrowed by partition"
+done
+"$SHARDGNN" partition "$work/d-float16" --parts 2 --method metis --feature-dtype float32 --out "$work/dp-wide" --verify > /dev/null || fail "partition widening float16"
+"$py" - "$work" <<'PY' || fail "2-byte datasets differ from a float32 one narrowed"
+import json, sys
+import numpy as np
+w = sys.argv[1]
+f = np.load(f"{w}/cora-n/features.npy")
+h = np.load(f"{w}/d-float16/features.npy", mmap_mode="r")
+b = np.load(f"{w}/d-bfloat16/features.npy", mmap_mode="r")
+assert h.dtype == np.float16 and np.array_equal(h, f.astype(np.float16))
+u = f.view(np.uint32)
+assert b.dtype == np.uint16 and np.array_equal(b, ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16))
+assert json.load(open(f"{w}/d-bfloat16/meta.json"))["feature_dtype"] == "bfloat16"
+assert np.array_equal(np.load(f"{w}/dp-wide/part-1/features.npy"), np.load(f"{w}/dp-float16/part-1/features.npy").astype(np.float32))
+PY
+"$SHARDGNN" data convert "$SAMPLES/cora.npz" --feature-dtype float16 --out "$work/raw16" > /dev/null
+"$SHARDGNN" train "$work/cora" --fanouts 5,5 --epochs 3 --run-dir "$work/one-32" -q > /dev/null 2>&1 || fail "train on Cora"
+"$SHARDGNN" train "$work/raw16" --fanouts 5,5 --epochs 3 --run-dir "$work/one-16" -q > /dev/null 2>&1 || fail "train on a float16 dataset"
+cmp -s "$work/one-32/weights.pt" "$work/one-16/weights.pt" || fail "Cora's 0/1 features as a float16 dataset trained other weights"
+"$SHARDGNN" data split-edges "$work/raw16" --out "$work/raw16-split" > /dev/null
+"$SHARDGNN" data info "$work/raw16-split" | grep -q "(float16)" || fail "split-edges lost the float16 features"
+"$SHARDGNN" data generate sbm --nodes 500 --feature-dim 8 --feature-dtype bfloat16 --out "$work/sbm16" > /dev/null
+"$SHARDGNN" data validate "$work/sbm16" > /dev/null && "$SHARDGNN" data info "$work/sbm16" | grep -q "(bfloat16)" || fail "generate sbm --feature-dtype bfloat16"
 set +e
+"$SHARDGNN" data convert "$SAMPLES/cora.npz" --feature-dtype half --out "$work/bad" 2> "$work/err3.txt"
+rc3=$?
 "$SHARDGNN" partition "$work/cora" --parts 2 --feature-dtype float8 --out "$work/bad" 2> "$work/err.txt"
 rc=$?
 timeout 300 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/c-float16" --wire-dtype bf16 --epochs 1 > /dev/null 2> "$work/err2.txt"
@@ -161,6 +195,8 @@ set -e
   fail "--feature-dtype float8: exit $rc, $(cat "$work/err.txt")"
 [ "$rc2" != 0 ] && grep -q "the partition stores float16 features, which travel as they are stored" "$work/err2.txt" ||
   fail "--wire-dtype bf16 on a float16 partition: exit $rc2, $(cat "$work/err2.txt")"
+[ "$rc3" = 2 ] && grep -q "unknown --feature-dtype 'half', expected float32, float16 or bfloat16" "$work/err3.txt" && [ ! -e "$work/bad" ] ||
+  fail "data convert --feature-dtype half: exit $rc3, $(cat "$work/err3.txt")"
 
 # bench partition: each method in a worker of its own, its row from the worker's result file (a
 # workdir that does not exist yet, without gpmetis beside it).

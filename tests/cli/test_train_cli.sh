@@ -235,13 +235,17 @@ grep -q "slowdown x3" "$work/report.txt" || fail "report does not show the slowe
 timeout 180 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${quick[@]}" --epochs 4 --seed-sampling class-balanced --no-full-eval \
   > "$work/out.txt" 2>&1 || fail "class-balanced run failed: $(cat "$work/out.txt")"
 grep -qE "^test accuracy 0\.[6-9]" "$work/out.txt" || fail "class-balanced run: no good test accuracy: $(cat "$work/out.txt")"
-# bench scale: generate, partition and one epoch on 2 ranks, every stage timed and measured.
-timeout 180 "$SHARDGNN" bench scale --scale 9 --edge-factor 8 --parts 4 --train-ranks 2 --workdir "$work/scale" --json "$work/scale.json" > "$work/out.txt" 2>&1 ||
-  fail "bench scale failed: $(cat "$work/out.txt")"
+# bench scale: generate, partition and one epoch on 2 ranks, every stage timed and measured, the
+# epoch split as its metrics record it; float16 features carried from generate to the shards.
+timeout 180 "$SHARDGNN" bench scale --scale 9 --edge-factor 8 --parts 4 --train-ranks 2 --feature-dtype float16 --workdir "$work/scale" \
+  --json "$work/scale.json" > "$work/out.txt" 2>&1 || fail "bench scale failed: $(cat "$work/out.txt")"
 for stage in generate partition train; do
   grep -qE "^$stage +[0-9.]+ +[0-9]+ +[0-9]+ +[0-9]+ *$" "$work/out.txt" || fail "bench scale: no $stage row: $(cat "$work/out.txt")"
 done
-[ "$(grep -cE '"status": *0,' "$work/scale.json")" -eq 3 ] || fail "bench scale JSON: $(cat "$work/scale.json")"
+grep -qE "^epoch 1: [0-9.]+ s; per rank, waiting for batches [0-9.]+ s \([0-9]+%\), compute [0-9.]+ s \([0-9]+%\), all-reduce [0-9.]+ s" "$work/out.txt" ||
+  fail "bench scale: no epoch split: $(cat "$work/out.txt")"
+[ "$(grep -cE '"status": *0,' "$work/scale.json")" -eq 3 ] && grep -qE '"compute_s": *[0-9]' "$work/scale.json" || fail "bench scale JSON: $(cat "$work/scale.json")"
+grep -q '"feature_dtype": "float16"' "$work"/scale/rmat-s9-e8-*/partition.json || fail "bench scale --feature-dtype float16: the shards are not float16"
 # bench train: one rank on the graph, two on its partition by the method asked for, a row each.
 timeout 180 "$SHARDGNN" bench train --nodes 3000 --avg-degree 10 --feature-dim 8 --ranks 1,2 --method metis-ml --fanouts 5,5 --batch 64 --hidden 16 \
   --epochs 1 --workdir "$work/btrain" --json "$work/btrain.json" > "$work/out.txt" 2>&1 || fail "bench train failed: $(cat "$work/out.txt")"
