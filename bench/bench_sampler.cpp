@@ -219,8 +219,10 @@ struct RawReplay {
 // bytes, same peers; no request round, no count exchange, no gather, no skew between ranks).
 // Rows read from node-local shards are replayed likewise, as if they had been exchanged: each
 // owner learns first (untimed) how many floats every rank read from it.
-// Remote replies' values are `wire_bytes` each (the rows' type on the wire), node-local ones float32.
-RawReplay replay_raw_alltoallv(const comm::Communicator& world, const comm::Communicator& comm, std::vector<ReplyCounts>& replies, std::size_t wire_bytes) {
+// Remote replies' values are `wire_bytes` each (the rows' type on the wire), node-local ones
+// `stored_bytes` (the shards' feature dtype).
+RawReplay replay_raw_alltoallv(const comm::Communicator& world, const comm::Communicator& comm, std::vector<ReplyCounts>& replies, std::size_t wire_bytes,
+                               std::size_t stored_bytes) {
   const std::vector<std::int64_t> one_each(static_cast<std::size_t>(world.size()), 1);
   for (auto& counts : replies)
     if (counts.node_local) counts.sent = comm.alltoallv<std::int64_t>(counts.received, one_each).data;
@@ -229,7 +231,7 @@ RawReplay replay_raw_alltoallv(const comm::Communicator& world, const comm::Comm
   std::vector<std::byte> buf, got;
   std::vector<std::int64_t> sent, received;
   for (const auto& counts : replies) {
-    const auto bytes = static_cast<std::int64_t>(counts.node_local ? sizeof(float) : wire_bytes);
+    const auto bytes = static_cast<std::int64_t>(counts.node_local ? stored_bytes : wire_bytes);
     sent.clear();
     received.clear();
     for (auto c : counts.sent) sent.push_back(c * bytes);
@@ -508,7 +510,7 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   m.features = store.counters();
   m.memcpy_gbs = baseline.gbs();
   const std::size_t wire_bytes = shard.feature_dtype != FeatureDtype::kFloat32 ? feature_value_bytes(shard.feature_dtype) : wire_value_bytes(cfg.wire_dtype);
-  m.raw = replay_raw_alltoallv(world, comm, m.log.replies, wire_bytes);
+  m.raw = replay_raw_alltoallv(world, comm, m.log.replies, wire_bytes, feature_value_bytes(shard.feature_dtype));
   m.row_bytes = setting.row_bytes;
   m.wire_row_bytes = static_cast<std::size_t>(shard.feature_dim) * wire_bytes;
   m.node_local_peers = shards.node_local_peers();

@@ -164,7 +164,8 @@ std::int64_t keep_largest_component(Dataset& ds) {
 namespace {
 // features.npy in dtype `as`: the dataset's rows as they are, or converted a chunk of rows at a
 // time (through float32) so that no whole copy is made.
-boost::json::object write_features(const Dataset& ds, const std::string& dir, FeatureDtype as) {
+// `shown` is the folder error messages name (`dir` is the temporary one being written).
+boost::json::object write_features(const Dataset& ds, const std::string& dir, const std::string& shown, FeatureDtype as) {
   const std::int64_t n = ds.num_nodes(), F = ds.feature_dim;
   const std::vector<std::int64_t> shape = {n, F};
   if (as == ds.feature_dtype)
@@ -182,7 +183,8 @@ boost::json::object write_features(const Dataset& ds, const std::string& dir, Fe
         out(wide.data(), values * sizeof(float));
         continue;
       }
-      narrow_values(as, wide.data(), values, narrow.data());
+      if (const std::size_t bad = narrow_values(as, wide.data(), values, narrow.data()); bad < values)
+        throw_feature_overflow(as, (fs::path(shown) / "features.npy").string() + ": node " + std::to_string(i + static_cast<NodeId>(bad) / F), wide[bad]);
       out(narrow.data(), values * sizeof(std::uint16_t));
     }
   });
@@ -195,7 +197,7 @@ void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite, std
   write_dir_atomic(dir, overwrite, [&](const std::string& tmp) {
     boost::json::object arrays;
     for (const auto& a : array_specs(ds)) arrays[a.name] = write_listed_array(tmp, a.name, a.dtype, a.data, a.shape);
-    if (ds.feature_dim > 0) arrays["features"] = write_features(ds, tmp, stored);
+    if (ds.feature_dim > 0) arrays["features"] = write_features(ds, tmp, dir, stored);
     boost::json::object meta;
     meta["format"] = kFormatName;
     meta["version"] = kDatasetFormatVersion;

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "datasets/error.hpp"
+
 
 namespace shardgnn {
 
@@ -70,13 +72,24 @@ float from_float16(std::uint16_t x) {
   return std::bit_cast<float>(sign | ((e + 112) << 23) | (m << 13));
 }
 
-void narrow_values(FeatureDtype t, const float* from, std::size_t n, void* to) {
+std::size_t narrow_values(FeatureDtype t, const float* from, std::size_t n, void* to) {
   auto* out = static_cast<std::uint16_t*>(to);
   switch (t) {
-    case FeatureDtype::kFloat32: std::memcpy(to, from, n * sizeof(float)); break;
+    case FeatureDtype::kFloat32: std::memcpy(to, from, n * sizeof(float)); return n;
     case FeatureDtype::kFloat16: std::transform(from, from + n, out, to_float16); break;
     case FeatureDtype::kBFloat16: std::transform(from, from + n, out, to_bfloat16); break;
   }
+  // An infinity out of a finite value: both types' infinities have every exponent bit and a zero
+  // significand.
+  const std::uint16_t inf = t == FeatureDtype::kFloat16 ? 0x7c00U : 0x7f80U;
+  for (std::size_t i = 0; i < n; ++i)
+    if ((out[i] & 0x7fffU) == inf && std::isfinite(from[i])) return i;
+  return n;
+}
+
+void throw_feature_overflow(FeatureDtype t, const std::string& what, float value) {
+  throw InputError(what + ": feature value " + std::to_string(value) + " overflows " + feature_dtype_name(t) +
+                   (t == FeatureDtype::kFloat16 ? " (largest 65504): store them as bfloat16 or float32, or scale them" : ""));
 }
 
 void widen_values(FeatureDtype t, const void* from, std::size_t n, float* to) {

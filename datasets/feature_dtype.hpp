@@ -30,7 +30,11 @@ std::uint16_t to_float16(float x);
 float from_float16(std::uint16_t x);
 
 // `n` float32 values into the stored type (`to` holds n * feature_value_bytes(t) bytes), and back.
-void narrow_values(FeatureDtype t, const float* from, std::size_t n, void* to);
+// Returns the index of the first finite value that became infinite (float16 beyond 65504, or
+// bfloat16 beyond float32's largest bfloat16), or n when every one fits.
+std::size_t narrow_values(FeatureDtype t, const float* from, std::size_t n, void* to);
+// The error a writer raises for such a value: `what` names the file and the node.
+[[noreturn]] void throw_feature_overflow(FeatureDtype t, const std::string& what, float value);
 void widen_values(FeatureDtype t, const void* from, std::size_t n, float* to);
 
 }  // namespace shardgnn

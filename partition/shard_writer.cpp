@@ -446,7 +446,10 @@ void ShardWriter::write_features(const std::string& pdir, const std::vector<Node
         continue;
       }
       scratch.narrowed.resize(scratch.features.size());
-      narrow_values(feature_dtype_, scratch.features.data(), scratch.features.size(), scratch.narrowed.data());
+      if (const std::size_t bad = narrow_values(feature_dtype_, scratch.features.data(), scratch.features.size(), scratch.narrowed.data());
+          bad < scratch.features.size())
+        throw_feature_overflow(feature_dtype_, "partition --feature-dtype: dataset node " + std::to_string(orig[static_cast<std::size_t>(i + static_cast<NodeId>(bad) / F)]),
+                               scratch.features[bad]);
       out(scratch.narrowed.data(), scratch.narrowed.size() * sizeof(std::uint16_t));
     }
   });

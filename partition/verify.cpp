@@ -104,7 +104,9 @@ class ShardComparison {
                     " neighbours that differ from the dataset's " + std::to_string(want.size()));
       else if (check_weights && !same_weighted_row(s, i, old_of_new_, ds_, u, got_, want_weighted_))
         fail(k, "edge_weights.npy: row " + std::to_string(i) + " (dataset node " + std::to_string(u) + ") has weights that differ from the dataset's");
-      if (ds_.feature_dim > 0 && !same_features(s, i, ds_.feature_row_f32(u, wide_.data()), narrowed_))
+      if (ds_.feature_dim > 0 && !(ds_.feature_dtype == s.feature_dtype && s.feature_dtype != FeatureDtype::kFloat32
+                                       ? std::memcmp(s.feature_row(i), ds_.features16.data() + u * ds_.feature_dim, s.feature_row_bytes()) == 0
+                                       : same_features(s, i, ds_.feature_row_f32(u, wide_.data()), narrowed_)))
         fail(k, "features.npy: row " + std::to_string(i) + " differs from dataset node " + std::to_string(u));
       if (ds_.num_classes > 0 && !ds_.multilabel && s.labels[i] != ds_.labels[u])
         fail(k, "labels.npy: element " + std::to_string(i) + " differs from dataset node " + std::to_string(u));

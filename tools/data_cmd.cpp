@@ -163,6 +163,7 @@ int convert(const std::vector<std::string>& args) {
   ro.name = vm["name"].as<std::string>();
   ro.num_nodes = vm["num-nodes"].as<std::int64_t>();
   ro.ogb_split = vm["ogb-split"].as<std::string>();
+  const FeatureDtype features_as = feature_dtype_option(vm);  // a bad name before the work, not after
   const auto t0 = Clock::now();
   const std::string norm = vm["normalize-features"].as<std::string>();
   if (norm != "none" && norm != "row") throw UsageError("unknown --normalize-features '" + norm + "', expected none or row");
@@ -196,7 +197,7 @@ int convert(const std::vector<std::string>& args) {
   }
   if (norm == "row") normalize_feature_rows(ds);
   maybe_split(ds, vm);
-  save_and_report(ds, out, force, ro.clean, seconds_since(t0), feature_dtype_option(vm));
+  save_and_report(ds, out, force, ro.clean, seconds_since(t0), features_as);
   std::printf("%s", kept.c_str());
   return 0;
 }
@@ -245,6 +246,7 @@ int generate(const std::vector<std::string>& args) {
     if (!parse(rest, "shardgnn data generate rmat --out <dir> [options]", o, {}, vm)) return 0;
     if (!vm.count("out") && !vm.count("edge-list")) throw UsageError("give --out and/or --edge-list");
     if (vm.count("out")) check_output_dir(vm["out"].as<std::string>(), vm.count("force") > 0);  // before the work, not after
+    const FeatureDtype features_as = feature_dtype_option(vm);
     r.permute = !keep_order;
     const auto t0 = Clock::now();
     if (vm.count("edge-list")) {
@@ -265,7 +267,7 @@ int generate(const std::vector<std::string>& args) {
         ds = generate_rmat(r, clean);
       }
       if (feature_dim > 0) add_random_node_data(ds, feature_dim, classes, train, val, r.seed);
-      save_and_report(ds, out, vm.count("force") > 0, clean, seconds_since(t0), feature_dtype_option(vm));
+      save_and_report(ds, out, vm.count("force") > 0, clean, seconds_since(t0), features_as);
     }
     return 0;
   }
@@ -291,6 +293,7 @@ int generate(const std::vector<std::string>& args) {
   if (!vm.count("out")) throw UsageError("missing --out");
   const std::string out = vm["out"].as<std::string>();
   check_output_dir(out, vm.count("force") > 0);  // before the work, not after
+  const FeatureDtype features_as = feature_dtype_option(vm);
   const auto t0 = Clock::now();
   const CleanOptions c{true, true, true};
   const std::uint64_t limit = memory_limit_option(vm);
@@ -303,7 +306,7 @@ int generate(const std::vector<std::string>& args) {
   } else {
     ds = generate_sbm(s);
   }
-  save_and_report(ds, out, vm.count("force") > 0, c, seconds_since(t0), feature_dtype_option(vm));
+  save_and_report(ds, out, vm.count("force") > 0, c, seconds_since(t0), features_as);
   return 0;
 }
 

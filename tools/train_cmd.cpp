@@ -83,7 +83,7 @@ void print_run_lines(const comm::Communicator& world, const Shard& shard, const 
     std::printf("feature cache: %lld-%lld rows per rank (%.0f-%.0f MB)%s, rows on the wire as %s\n", static_cast<long long>(few_rows->cached_rows),
                 static_cast<long long>(most_rows->cached_rows), static_cast<double>(few_rows->cached_rows) * row_mb,
                 static_cast<double>(most_rows->cached_rows) * row_mb, capped ? ", held to its share of the node's memory" : "",
-                wire_dtype_name(sc.wire_dtype).c_str());
+                shard.feature_dtype != FeatureDtype::kFloat32 ? (feature_dtype_name(shard.feature_dtype) + " (as stored)").c_str() : wire_dtype_name(sc.wire_dtype).c_str());
     std::string line = "ranks (host:pid):";
     for (std::size_t r = 0; r < all.size(); ++r) line += (r ? ", " : " ") + std::to_string(r) + " " + all[r].host + ":" + std::to_string(all[r].pid);
     std::printf("%s\n", line.c_str());

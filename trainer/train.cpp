@@ -315,7 +315,7 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
   }
   k.state.ranks = l.comm.size();
 
-  l.comm.check_all(!(shard.feature_dtype == FeatureDtype::kFloat16 && s.scfg.wire_dtype == WireDtype::kBFloat16),
+  l.comm.check_all(!(shard.feature_dim > 0 && shard.feature_dtype == FeatureDtype::kFloat16 && s.scfg.wire_dtype == WireDtype::kBFloat16),
                    "--wire-dtype bf16: the partition stores float16 features, which travel as they are stored (leave the option out)");
   f.shards = std::make_unique<ShardView>(shard, f.comm, s.scfg.node_local);
   f.sampler = std::make_unique<DistSampler>(*f.shards, f.comm, s.scfg);

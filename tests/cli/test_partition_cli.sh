@@ -183,6 +183,29 @@ cmp -s "$work/one-32/weights.pt" "$work/one-16/weights.pt" || fail "Cora's 0/1 f
 "$SHARDGNN" data info "$work/raw16-split" | grep -q "(float16)" || fail "split-edges lost the float16 features"
 "$SHARDGNN" data generate sbm --nodes 500 --feature-dim 8 --feature-dtype bfloat16 --out "$work/sbm16" > /dev/null
 "$SHARDGNN" data validate "$work/sbm16" > /dev/null && "$SHARDGNN" data info "$work/sbm16" | grep -q "(bfloat16)" || fail "generate sbm --feature-dtype bfloat16"
+# A value float16 cannot hold is one error line (naming the node), not an infinity in the shards.
+"$py" - "$work" <<'PY'
+import sys
+import numpy as np
+w, n = sys.argv[1], 40
+src = np.arange(n); dst = (src + 1) % n
+a = np.concatenate([src, dst]); b = np.concatenate([dst, src]); order = np.lexsort((b, a))
+x = np.ones((n, 4), np.float32); x[17, 2] = 1e6
+np.savez(f"{w}/big.npz", adj_data=np.ones(2 * n, np.float32), adj_indices=b[order], adj_indptr=np.searchsorted(a[order], np.arange(n + 1)),
+         adj_shape=np.array([n, n]), attr_matrix=x)
+PY
+"$SHARDGNN" data convert "$work/big.npz" --out "$work/big" > /dev/null
+"$SHARDGNN" data convert "$work/big.npz" --feature-dtype bfloat16 --out "$work/big-bf" > /dev/null || fail "1e6 as bfloat16"
+set +e
+"$SHARDGNN" data convert "$work/big.npz" --feature-dtype float16 --out "$work/bad" 2> "$work/err4.txt"
+rc4=$?
+"$SHARDGNN" partition "$work/big" --parts 2 --method random --feature-dtype float16 --out "$work/bad" 2> "$work/err5.txt"
+rc5=$?
+set -e
+[ "$rc4" = 1 ] && [ "$(wc -l < "$work/err4.txt")" = 1 ] && grep -q "features.npy: node 17: feature value 1000000.000000 overflows float16 (largest 65504)" "$work/err4.txt" &&
+  [ ! -e "$work/bad" ] || fail "data convert of 1e6 to float16: exit $rc4, $(cat "$work/err4.txt")"
+[ "$rc5" = 1 ] && grep -q "dataset node 17: feature value 1000000.000000 overflows float16" "$work/err5.txt" && [ ! -e "$work/bad" ] ||
+  fail "partition of 1e6 to float16: exit $rc5, $(cat "$work/err5.txt")"
 set +e
 "$SHARDGNN" data convert "$SAMPLES/cora.npz" --feature-dtype half --out "$work/bad" 2> "$work/err3.txt"
 rc3=$?

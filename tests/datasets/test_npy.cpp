@@ -214,6 +214,14 @@ TEST_CASE("float16 and bfloat16 conversions round to nearest even, every value a
   CHECK(to_float16(65504.0f) == 0x7bff);
   CHECK(to_float16(65519.99f) == 0x7bff);
   CHECK(to_float16(65520.0f) == 0x7c00);
+  // narrow_values names the first finite value that overflowed; infinities given stay infinities.
+  const float row[] = {1.0f, std::numeric_limits<float>::infinity(), 65504.0f, -7e4f, 1e9f};
+  std::uint16_t out[5];
+  CHECK(narrow_values(FeatureDtype::kFloat16, row, 5, out) == 3);
+  CHECK(narrow_values(FeatureDtype::kFloat16, row, 3, out) == 3);
+  CHECK(narrow_values(FeatureDtype::kBFloat16, row, 5, out) == 5);
+  const float huge[] = {std::numeric_limits<float>::max()};
+  CHECK(narrow_values(FeatureDtype::kBFloat16, huge, 1, out) == 0);
 }
 
 TEST_CASE("npy reads float16 files: into float32 widened, as a view of their bits", "[npy][feature-dtype]") {
