@@ -140,17 +140,23 @@ for t in ("float16", "bfloat16"):
     assert json.load(open(f"{w}/n-{t}/partition.json"))["dataset"]["feature_dtype"] == t
 assert "feature_dtype" not in json.load(open(f"{w}/n-float32/partition.json"))["dataset"]
 PY
+# The training checks need the trainer (a build without libtorch, as the ASan one, has none).
+trains=0
+[ -x "$(dirname "$SHARDGNN")/shardgnn-train" ] && trains=1
 for t in float32 float16 bfloat16; do
   "$SHARDGNN" partition "$work/cora" --parts 2 --method metis --feature-dtype "$t" --out "$work/c-$t" > /dev/null
+  [ "$trains" = 1 ] || continue
   timeout 300 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/c-$t" --fanouts 5,5 --epochs 3 --run-dir "$work/run-$t" -q > "$work/out.txt" 2>&1 ||
     fail "train on a $t partition: $(tail -3 "$work/out.txt")"
 done
-for t in float16 bfloat16; do
-  cmp -s "$work/run-float32/weights.pt" "$work/run-$t/weights.pt" || fail "Cora's exact 0/1 features stored as $t trained other weights"
-done
-timeout 300 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/n-float16" --fanouts 5,5 --epochs 10 -q > "$work/out.txt" 2>&1 || fail "train on row-normalised float16: $(tail -3 "$work/out.txt")"
-acc=$(sed -n 's/^test accuracy \([0-9.]*\).*full neighbourhoods.*/\1/p' "$work/out.txt")
-"$py" -c "import sys; sys.exit(not float(sys.argv[1]) > 0.7)" "${acc:-0}" || fail "row-normalised float16 Cora: test accuracy '$acc'"
+if [ "$trains" = 1 ]; then
+  for t in float16 bfloat16; do
+    cmp -s "$work/run-float32/weights.pt" "$work/run-$t/weights.pt" || fail "Cora's exact 0/1 features stored as $t trained other weights"
+  done
+  timeout 300 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/n-float16" --fanouts 5,5 --epochs 10 -q > "$work/out.txt" 2>&1 || fail "train on row-normalised float16: $(tail -3 "$work/out.txt")"
+  acc=$(sed -n 's/^test accuracy \([0-9.]*\).*full neighbourhoods.*/\1/p' "$work/out.txt")
+  "$py" -c "import sys; sys.exit(not float(sys.argv[1]) > 0.7)" "${acc:-0}" || fail "row-normalised float16 Cora: test accuracy '$acc'"
+fi
 # Datasets in 2 bytes (data convert / generate --feature-dtype): the same narrowing, recorded in
 # meta.json, kept by partition unless it is told otherwise, and trained from as they are.
 for t in float16 bfloat16; do
@@ -176,9 +182,11 @@ assert json.load(open(f"{w}/d-bfloat16/meta.json"))["feature_dtype"] == "bfloat1
 assert np.array_equal(np.load(f"{w}/dp-wide/part-1/features.npy"), np.load(f"{w}/dp-float16/part-1/features.npy").astype(np.float32))
 PY
 "$SHARDGNN" data convert "$SAMPLES/cora.npz" --feature-dtype float16 --out "$work/raw16" > /dev/null
-"$SHARDGNN" train "$work/cora" --fanouts 5,5 --epochs 3 --run-dir "$work/one-32" -q > /dev/null 2>&1 || fail "train on Cora"
-"$SHARDGNN" train "$work/raw16" --fanouts 5,5 --epochs 3 --run-dir "$work/one-16" -q > /dev/null 2>&1 || fail "train on a float16 dataset"
-cmp -s "$work/one-32/weights.pt" "$work/one-16/weights.pt" || fail "Cora's 0/1 features as a float16 dataset trained other weights"
+if [ "$trains" = 1 ]; then
+  "$SHARDGNN" train "$work/cora" --fanouts 5,5 --epochs 3 --run-dir "$work/one-32" -q > /dev/null 2>&1 || fail "train on Cora"
+  "$SHARDGNN" train "$work/raw16" --fanouts 5,5 --epochs 3 --run-dir "$work/one-16" -q > /dev/null 2>&1 || fail "train on a float16 dataset"
+  cmp -s "$work/one-32/weights.pt" "$work/one-16/weights.pt" || fail "Cora's 0/1 features as a float16 dataset trained other weights"
+fi
 "$SHARDGNN" data split-edges "$work/raw16" --out "$work/raw16-split" > /dev/null
 "$SHARDGNN" data info "$work/raw16-split" | grep -q "(float16)" || fail "split-edges lost the float16 features"
 "$SHARDGNN" data generate sbm --nodes 500 --feature-dim 8 --feature-dtype bfloat16 --out "$work/sbm16" > /dev/null
@@ -211,13 +219,15 @@ set +e
 rc3=$?
 "$SHARDGNN" partition "$work/cora" --parts 2 --feature-dtype float8 --out "$work/bad" 2> "$work/err.txt"
 rc=$?
-timeout 300 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/c-float16" --wire-dtype bf16 --epochs 1 > /dev/null 2> "$work/err2.txt"
-rc2=$?
+rc2=skipped
+[ "$trains" = 1 ] && { timeout 300 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/c-float16" --wire-dtype bf16 --epochs 1 > /dev/null 2> "$work/err2.txt"; rc2=$?; }
 set -e
 [ "$rc" = 2 ] && grep -q "unknown --feature-dtype 'float8', expected float32, float16 or bfloat16" "$work/err.txt" && [ ! -e "$work/bad" ] ||
   fail "--feature-dtype float8: exit $rc, $(cat "$work/err.txt")"
-[ "$rc2" != 0 ] && grep -q "the partition stores float16 features, which travel as they are stored" "$work/err2.txt" ||
-  fail "--wire-dtype bf16 on a float16 partition: exit $rc2, $(cat "$work/err2.txt")"
+if [ "$rc2" != skipped ]; then
+  [ "$rc2" != 0 ] && grep -q "the partition stores float16 features, which travel as they are stored" "$work/err2.txt" ||
+    fail "--wire-dtype bf16 on a float16 partition: exit $rc2, $(cat "$work/err2.txt")"
+fi
 [ "$rc3" = 2 ] && grep -q "unknown --feature-dtype 'half', expected float32, float16 or bfloat16" "$work/err3.txt" && [ ! -e "$work/bad" ] ||
   fail "data convert --feature-dtype half: exit $rc3, $(cat "$work/err3.txt")"
 
