@@ -165,7 +165,7 @@ TEST_CASE("2-byte stored features arrive as the dataset's rows rounded, over MPI
       d.features = Array<float>(std::move(x));
     }, dtype);
     REQUIRE(fx.shard.feature_dtype == dtype);
-    REQUIRE(fx.shard.features16.size() == fx.shard.graph.num_nodes() * fx.ds.feature_dim);
+    REQUIRE(static_cast<std::int64_t>(fx.shard.features16.size()) == fx.shard.graph.num_nodes() * fx.ds.feature_dim);
     const auto F = static_cast<std::size_t>(fx.ds.feature_dim);
     std::vector<std::uint16_t> narrow(F);
     std::vector<float> want(F);
