@@ -94,19 +94,21 @@ run() {
   mkdir -p "$work"
   step "Cora: convert and partition" sh -c "'$bin/shardgnn' data convert datasets/samples/cora.npz --out '$work/cora' --force &&
     '$bin/shardgnn' partition '$work/cora' --parts 2 --method metis --balance nodes,train --out '$work/cora-2' --force"
-  for d in cpu "$device"; do
-    step "Cora on $d" mpiexec -n 2 "$bin/shardgnn" train "$work/cora-2" --model sage --fanouts 10,10 --batch 64 --hidden 128 --epochs 20 \
-      --device "$d" --run-dir "$work/run-$d"
+  # The runs' folders by their place in the pair, so that a rehearsal (the CPU twice) keeps both.
+  local devs=(cpu "$device") tags=(host dev)
+  for i in 0 1; do
+    step "Cora on ${devs[$i]}" mpiexec -n 2 "$bin/shardgnn" train "$work/cora-2" --model sage --fanouts 10,10 --batch 64 --hidden 128 --epochs 20 \
+      --device "${devs[$i]}" --run-dir "$work/run-${tags[$i]}"
   done
   { grep -E '^(training|test accuracy|epoch 20/)' "$log" || true; } | tail -8 | sed 's/^/  /' | tee -a "$log"
 
   # 2b. The other tasks on each device, 2 ranks: predict from the Cora runs (embeddings compared),
   # link prediction on Cora's edge split (GAE's GCN) and multi-label node classification.
-  for d in cpu "$device"; do
-    step "predict on $d" mpiexec -n 2 "$bin/shardgnn" predict "$work/run-$d" "$work/cora-2" --device "$d" --out "$work/pred-$d"
+  for i in 0 1; do
+    step "predict on ${devs[$i]}" mpiexec -n 2 "$bin/shardgnn" predict "$work/run-${tags[$i]}" "$work/cora-2" --device "${devs[$i]}" --out "$work/pred-${tags[$i]}"
   done
   step "predict: $device against cpu" "$py" -c "import numpy as np, sys; a, b = (np.load(sys.argv[i] + '/embeddings.npy') for i in (1, 2));
-p, q = (np.load(sys.argv[i] + '/predictions.npy') for i in (1, 2)); print('predict: embeddings max |cpu - device| %.2e, predictions equal %.4f' % (abs(a - b).max(), (p == q).mean()))" "$work/pred-cpu" "$work/pred-$device"
+p, q = (np.load(sys.argv[i] + '/predictions.npy') for i in (1, 2)); print('predict: embeddings max |cpu - device| %.2e, predictions equal %.4f' % (abs(a - b).max(), (p == q).mean()))" "$work/pred-host" "$work/pred-dev"
   # float16 features on the device: the batches widen them on the CPU, full inference on the GPU.
   step "Cora: a float16 partition" "$bin/shardgnn" partition "$work/cora" --parts 2 --method metis --balance nodes,train --feature-dtype float16 --out "$work/cora-2h"
   step "Cora float16 on $device" mpiexec -n 2 "$bin/shardgnn" train "$work/cora-2h" --model sage --fanouts 10,10 --batch 64 --hidden 128 --epochs 20 --device "$device"
