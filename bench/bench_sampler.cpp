@@ -509,7 +509,7 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   m.sampler = sampler.counters();
   m.features = store.counters();
   m.memcpy_gbs = baseline.gbs();
-  const std::size_t wire_bytes = shard.feature_dtype != FeatureDtype::kFloat32 ? feature_value_bytes(shard.feature_dtype) : wire_value_bytes(cfg.wire_dtype);
+  const std::size_t wire_bytes = store.wire_value_bytes();
   m.raw = replay_raw_alltoallv(world, comm, m.log.replies, wire_bytes, feature_value_bytes(shard.feature_dtype));
   m.row_bytes = setting.row_bytes;
   m.wire_row_bytes = static_cast<std::size_t>(shard.feature_dim) * wire_bytes;

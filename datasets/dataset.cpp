@@ -13,6 +13,7 @@
 #include "datasets/array_dir.hpp"
 #include "datasets/checks.hpp"
 #include "datasets/error.hpp"
+#include "datasets/feature_rows.hpp"
 #include "datasets/fileio.hpp"
 #include "datasets/json_util.hpp"
 #include "datasets/npy.hpp"
@@ -172,21 +173,9 @@ boost::json::object write_features(const Dataset& ds, const std::string& dir, co
     return write_listed_array(dir, "features", feature_npy_dtype(as), as == FeatureDtype::kFloat32 ? static_cast<const void*>(ds.features.data())
                                                                                                  : static_cast<const void*>(ds.features16.data()), shape);
   return write_listed_array_streamed(dir, "features", feature_npy_dtype(as), shape, [&](const NpySink& out) {
-    const NodeId rows_per_chunk = std::max<NodeId>(1, (NodeId{1} << 18) / F);
-    std::vector<float> wide(static_cast<std::size_t>(rows_per_chunk * F)), row(static_cast<std::size_t>(F));
-    std::vector<std::uint16_t> narrow(wide.size());
-    for (NodeId i = 0; i < n; i += rows_per_chunk) {
-      const NodeId rows = std::min(rows_per_chunk, n - i);
-      const auto values = static_cast<std::size_t>(rows * F);
-      for (NodeId j = 0; j < rows; ++j) std::copy_n(ds.feature_row_f32(i + j, row.data()), F, wide.data() + j * F);
-      if (as == FeatureDtype::kFloat32) {
-        out(wide.data(), values * sizeof(float));
-        continue;
-      }
-      if (const std::size_t bad = narrow_values(as, wide.data(), values, narrow.data()); bad < values)
-        throw_feature_overflow(as, (fs::path(shown) / "features.npy").string() + ": node " + std::to_string(i + static_cast<NodeId>(bad) / F), wide[bad]);
-      out(narrow.data(), values * sizeof(std::uint16_t));
-    }
+    FeatureRowScratch scratch;
+    write_feature_rows(ds, as, n, [](NodeId u) { return u; }, std::max<NodeId>(1, (NodeId{1} << 18) / F), scratch, out,
+                       (fs::path(shown) / "features.npy").string() + ": ");
   });
 }
 }  // namespace

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "datasets/array_dir.hpp"
+#include "datasets/feature_rows.hpp"
 #include "datasets/fileio.hpp"
 #include "datasets/json_util.hpp"
 #include "partition/parallel.hpp"
@@ -179,9 +180,7 @@ struct WriterScratch {
   std::vector<std::uint64_t> reached;  // a bit per node: reached by the shard's rows
   std::vector<NodeId> ids;
   std::vector<std::int64_t> weights;
-  std::vector<float> features;
-  std::vector<std::uint16_t> narrowed;  // the chunk in a 2-byte feature dtype
-  std::vector<float> row;               // a 2-byte dataset row, widened
+  FeatureRowScratch features;
 };
 
 // The table the rows' new-id lookups go through: a 32-bit copy of new_of_old where the ids fit,
@@ -430,28 +429,8 @@ void ShardWriter::write_features(const std::string& pdir, const std::vector<Node
   const auto count = static_cast<NodeId>(orig.size());
   const NodeId rows_per_chunk = std::max<NodeId>(1, static_cast<NodeId>(kWriteChunkEntries) / F);
   arrays["features"] = write_listed_array_streamed(pdir, "features", feature_npy_dtype(feature_dtype_), {count, F}, [&](const NpySink& out) {
-    for (NodeId i = 0; i < count; i += rows_per_chunk) {
-      const NodeId rows = std::min(rows_per_chunk, count - i);
-      scratch.features.resize(static_cast<std::size_t>(rows * F));
-      if (feature_dtype_ == ds_.feature_dtype && feature_dtype_ != FeatureDtype::kFloat32) {  // 2-byte rows as they are
-        scratch.narrowed.resize(scratch.features.size());
-        for (NodeId j = 0; j < rows; ++j) std::copy_n(ds_.features16.data() + orig[i + j] * F, F, scratch.narrowed.data() + j * F);
-        out(scratch.narrowed.data(), scratch.narrowed.size() * sizeof(std::uint16_t));
-        continue;
-      }
-      scratch.row.resize(static_cast<std::size_t>(F));
-      for (NodeId j = 0; j < rows; ++j) std::copy_n(ds_.feature_row_f32(orig[i + j], scratch.row.data()), F, scratch.features.data() + j * F);
-      if (feature_dtype_ == FeatureDtype::kFloat32) {
-        out(scratch.features.data(), scratch.features.size() * sizeof(float));
-        continue;
-      }
-      scratch.narrowed.resize(scratch.features.size());
-      if (const std::size_t bad = narrow_values(feature_dtype_, scratch.features.data(), scratch.features.size(), scratch.narrowed.data());
-          bad < scratch.features.size())
-        throw_feature_overflow(feature_dtype_, "partition --feature-dtype: dataset node " + std::to_string(orig[static_cast<std::size_t>(i + static_cast<NodeId>(bad) / F)]),
-                               scratch.features[bad]);
-      out(scratch.narrowed.data(), scratch.narrowed.size() * sizeof(std::uint16_t));
-    }
+    write_feature_rows(ds_, feature_dtype_, count, [&orig](NodeId i) { return orig[static_cast<std::size_t>(i)]; }, rows_per_chunk, scratch.features, out,
+                       "partition --feature-dtype: dataset ");
   });
 }
 

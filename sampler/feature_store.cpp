@@ -91,9 +91,7 @@ void FeatureStore::fetch_remote(std::span<const NodeId> remote, std::span<const 
   counters_.bytes_sent += static_cast<std::int64_t>(remote.size() * sizeof(NodeId));
   counters_.bytes_received += static_cast<std::int64_t>(asked.data.size() * sizeof(NodeId));
   if (F == 0) return;  // no feature columns (every rank alike): no rows to move
-  // 2-byte stored rows travel as they are stored.
-  if (wire_ == WireDtype::kBFloat16 || shard_.feature_dtype != FeatureDtype::kFloat32)
-    exchange_rows(asked.data, row_counts, expect, dst, dst_rows, send_half_, recv_half_);
+  if (wire_16_) exchange_rows(asked.data, row_counts, expect, dst, dst_rows, send_half_, recv_half_);
   else exchange_rows(asked.data, row_counts, expect, dst, dst_rows, send_rows_, recv_rows_);
 }
 
@@ -106,14 +104,13 @@ void FeatureStore::exchange_rows(std::span<const NodeId> asked, std::span<const 
   // A row as it travels, and back: float32 as it is, bfloat16 rounded from float32, or the
   // stored 2-byte values as they are (widened by the asker).
   const FeatureDtype stored = shard_.feature_dtype;
+  const bool as_stored = std::is_same_v<Wire, float> || stored != FeatureDtype::kFloat32;
+  const FeatureDtype travels = as_stored ? stored : FeatureDtype::kBFloat16;
   const auto pack = [&](void* to, const void* from) {
-    if (std::is_same_v<Wire, float> || stored != FeatureDtype::kFloat32) std::memcpy(to, from, row_bytes);
+    if (as_stored) std::memcpy(to, from, row_bytes);
     else std::transform(static_cast<const float*>(from), static_cast<const float*>(from) + F, static_cast<std::uint16_t*>(to), to_bfloat16);
   };
-  const auto unpack = [&](float* to, const Wire* from) {
-    if constexpr (std::is_same_v<Wire, float>) std::memcpy(to, from, row_bytes);
-    else widen_values(stored == FeatureDtype::kFloat32 ? FeatureDtype::kBFloat16 : stored, from, F, to);
-  };
+  const auto unpack = [&](float* to, const Wire* from) { widen_values(travels, from, F, to); };
   // Staging buffers are kept between fetches: fresh ones cost a page fault and a zero-fill per
   // 4 KiB every batch, more than the copy itself.
   send.resize(asked.size() * F);
@@ -330,8 +327,13 @@ void FeatureStore::fill_cache(std::vector<NodeId> chosen, std::uint64_t dense_in
   }
 }
 
+std::string FeatureStore::wire_name() const {
+  return shard_.feature_dtype != FeatureDtype::kFloat32 ? feature_dtype_name(shard_.feature_dtype) + " (as stored)" : wire_dtype_name(wire_);
+}
+
 void FeatureStore::build_cache(const SamplerConfig& config, DistSampler* sampler) {
   wire_ = config.wire_dtype;
+  wire_16_ = wire_ == WireDtype::kBFloat16 || shard_.feature_dtype != FeatureDtype::kFloat32;
   populate_rows();
   std::vector<NodeId> chosen;
   const bool on = config.cache_policy != CachePolicy::kNone && dim_ > 0;

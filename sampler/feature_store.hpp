@@ -75,6 +75,10 @@ class FeatureStore {
   std::int64_t cached_rows() const noexcept { return cached_; }
   // Whether SamplerConfig::cache_memory_share held the cache below the size cache_fraction asked.
   bool cache_capped() const noexcept { return capped_; }
+  // What a feature value travels as (after build_cache): the stored 2-byte type when the shards
+  // have one, else --wire-dtype's; and its bytes.
+  std::string wire_name() const;
+  std::size_t wire_value_bytes() const noexcept { return wire_16_ ? 2 : 4; }
   const FeatureCounters& counters() const noexcept { return counters_; }
   FeatureCounters& counters() noexcept { return counters_; }
   // Hooks a benchmark installs (none by default), called on every rank alike.
@@ -131,6 +135,7 @@ class FeatureStore {
   bool capped_ = false;
   std::vector<float> cache_;
   WireDtype wire_ = WireDtype::kFloat32;      // set by build_cache
+  bool wire_16_ = false;                      // rows travel in 2 bytes a value (wire_ bf16 or 2-byte shards)
   std::vector<float> send_rows_, recv_rows_;  // staging for remote rows, kept between fetches
   std::vector<std::uint16_t> send_half_, recv_half_;  // the same for bfloat16 rows
   // A fetch's positions, kept between fetches: owned and other rows, cache hits (with their cache

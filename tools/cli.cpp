@@ -77,6 +77,12 @@ std::vector<int> split_int_list(const std::string& text, const std::string& opti
   return out;
 }
 
+FeatureDtype parse_feature_dtype_option(const std::string& text) {
+  const auto t = feature_dtype_named(text);
+  if (!t) throw UsageError("unknown --feature-dtype '" + text + "', expected float32, float16 or bfloat16");
+  return *t;
+}
+
 std::uint64_t parse_byte_size(const std::string& text, const std::string& option) {
   std::size_t end = 0;
   double value = -1;

@@ -12,6 +12,7 @@
 
 #include "datasets/dataset.hpp"
 #include "datasets/error.hpp"
+#include "datasets/feature_dtype.hpp"
 #include "datasets/names.hpp"
 #include "datasets/generators.hpp"
 #include "comm/communicator.hpp"
@@ -122,6 +123,9 @@ inline int launcher_ranks() {
 std::vector<std::string> split_list(const std::string& text, const std::string& option);
 // The same for a list of integers of at least `least` each.
 std::vector<int> split_int_list(const std::string& text, const std::string& option, int least);
+
+// --feature-dtype's value: float32, float16 or bfloat16; a UsageError else.
+FeatureDtype parse_feature_dtype_option(const std::string& text);
 
 // "4G", "512M", "100k" (powers of 1024) or a plain byte count; a UsageError naming `option` else.
 std::uint64_t parse_byte_size(const std::string& text, const std::string& option);

@@ -90,11 +90,7 @@ constexpr const char* kFeatureDtypeHelp =
     "store the features as float32, float16 or bfloat16 (2 bytes a value: half the disk and page cache; partition keeps it, training computes in float32)";
 
 FeatureDtype feature_dtype_option(const po::variables_map& vm) {
-  if (!vm.count("feature-dtype")) return FeatureDtype::kFloat32;
-  const std::string v = vm["feature-dtype"].as<std::string>();
-  const auto t = feature_dtype_named(v);
-  if (!t) throw UsageError("unknown --feature-dtype '" + v + "', expected float32, float16 or bfloat16");
-  return *t;
+  return vm.count("feature-dtype") ? parse_feature_dtype_option(vm["feature-dtype"].as<std::string>()) : FeatureDtype::kFloat32;
 }
 
 CleanOptions clean_options(const po::variables_map& vm) {

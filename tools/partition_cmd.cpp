@@ -74,8 +74,7 @@ int partition_main(const std::vector<std::string>& args, const comm::Communicato
       "verify", "check the result against the dataset afterwards (serial verifier)");
   std::optional<FeatureDtype> feature_dtype;  // default: the dataset's
   o.add_options()("feature-dtype", po::value<std::string>()->notifier([&feature_dtype](const std::string& v) {
-    feature_dtype = feature_dtype_named(v);
-    if (!feature_dtype) throw UsageError("unknown --feature-dtype '" + v + "', expected float32, float16 or bfloat16");
+    feature_dtype = parse_feature_dtype_option(v);
   }), "how the shards store features (default: as the dataset does): float16 or bfloat16 halve their bytes on disk, in the page cache and on the wire (training computes in float32)");
   PartitionConfig cfg;
   add_partition_options(o, cfg);

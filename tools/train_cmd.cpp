@@ -46,7 +46,7 @@ std::string fixed4(double x) {
 // the ranks run and with how many threads, how big the shards are, where the run's files go; and
 // which process each rank is, since a rank killed outright takes its peers down before they can
 // say anything, and the launcher names the lost process by PID and host (Hydra) or task (srun).
-void print_run_lines(const comm::Communicator& world, const Shard& shard, const Trainer& trainer, const TrainConfig& tc, const SamplerConfig& sc) {
+void print_run_lines(const comm::Communicator& world, const Shard& shard, const Trainer& trainer, const TrainConfig& tc) {
   struct RankFacts {
     char host[64];
     std::int64_t pid, nodes, entries, cached_rows, capped;
@@ -83,7 +83,7 @@ void print_run_lines(const comm::Communicator& world, const Shard& shard, const 
     std::printf("feature cache: %lld-%lld rows per rank (%.0f-%.0f MB)%s, rows on the wire as %s\n", static_cast<long long>(few_rows->cached_rows),
                 static_cast<long long>(most_rows->cached_rows), static_cast<double>(few_rows->cached_rows) * row_mb,
                 static_cast<double>(most_rows->cached_rows) * row_mb, capped ? ", held to its share of the node's memory" : "",
-                shard.feature_dtype != FeatureDtype::kFloat32 ? (feature_dtype_name(shard.feature_dtype) + " (as stored)").c_str() : wire_dtype_name(sc.wire_dtype).c_str());
+                trainer.features().wire_name().c_str());
     std::string line = "ranks (host:pid):";
     for (std::size_t r = 0; r < all.size(); ++r) line += (r ? ", " : " ") + std::to_string(r) + " " + all[r].host + ":" + std::to_string(all[r].pid);
     std::printf("%s\n", line.c_str());
@@ -296,7 +296,7 @@ int train_main(const std::vector<std::string>& args, const comm::Communicator& w
   }
   Trainer& trainer = *trainer_slot;
   print_header(world, in, trainer, tc, sc);
-  print_run_lines(world, in.shard, trainer, tc, sc);
+  print_run_lines(world, in.shard, trainer, tc);
   const TrainResult r = trainer.fit();
   print_peak_memory(world);
   if (r.stop_signal != 0) {
