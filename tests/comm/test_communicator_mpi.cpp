@@ -133,7 +133,7 @@ TEST_CASE("allgatherv, built on alltoallv, gives every rank every rank's array i
   }
 }
 
-TEST_CASE("SHARDGNN_EAGER_BYTES: auto, off or a byte count; auto's slot shrinks with the rank count", "[comm]") {
+TEST_CASE("SHARDGNN_EAGER_BYTES: auto, off or a byte count, auto's slot shrinks with the rank count", "[comm]") {
   using shardgnn::comm::eager_inline_bytes;
   using shardgnn::comm::parse_eager;
   CHECK(parse_eager("").inline_bytes == EagerSetting::kAuto);
@@ -154,7 +154,7 @@ TEST_CASE("SHARDGNN_EAGER_BYTES: auto, off or a byte count; auto's slot shrinks 
   CHECK(eager_inline_bytes(EagerSetting{EagerSetting::kAuto}, 100000) == 56);
 }
 
-TEST_CASE("--collective-timeout: seconds >= 0 (0: no deadline); anything else names the option", "[comm]") {
+TEST_CASE("--collective-timeout: seconds >= 0 (0: no deadline), anything else names the option", "[comm]") {
   using shardgnn::comm::parse_collective_timeout;
   CHECK(parse_collective_timeout("600") == 600);
   CHECK(parse_collective_timeout("0.5") == 0.5);

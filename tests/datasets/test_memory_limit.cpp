@@ -38,7 +38,7 @@ TEST_CASE("cgroup v2: the smallest memory.max from the process's cgroup up to th
   CHECK(cgroup_memory_limit("0::/\n", root.string()) == 2 * GiB);
 }
 
-TEST_CASE("cgroup v1 and hybrid layouts; no limit, garbage and missing files read as none", "[memory]") {
+TEST_CASE("cgroup v1 and hybrid layouts, no limit, garbage and missing files read as none", "[memory]") {
   test::ScratchDir dir;
   const fs::path root = dir.str();
   const std::string v1 = "9:name=systemd:/\n4:memory:/process_api/abc\n3:cpuset:/\n0::/\n";

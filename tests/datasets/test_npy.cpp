@@ -75,7 +75,7 @@ TEST_CASE("npy of zero elements and of 64-bit ids round-trip", "[npy]") {
   CHECK(npy_to_vector<std::int64_t>(map_npy(dir / "big.npy"), 1) == big);
 }
 
-TEST_CASE("npy written in pieces equals one write, CRC included; a wrong byte count leaves no file", "[npy]") {
+TEST_CASE("npy written in pieces equals one write, CRC included, a wrong byte count leaves no file", "[npy]") {
   test::ScratchDir dir;
   std::vector<std::int64_t> values(1000);
   for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<std::int64_t>(i * i) - 7;

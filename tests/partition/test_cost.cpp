@@ -226,7 +226,7 @@ TEST_CASE("cost-model requests that cannot work are clear errors", "[partition][
   CHECK_THROWS_AS(make_partitioner(c.method)->partition(path4(), c), InputError);
 }
 
-TEST_CASE("partition.json carries the expected cost; files without it still load", "[partition][cost][verify]") {
+TEST_CASE("partition.json carries the expected cost, files without it still load", "[partition][cost][verify]") {
   test::ScratchDir dir;
   save_dataset(read_dataset(test::sample("cora.npz"), {}), dir / "cora");
   const Dataset ds = load_dataset(dir / "cora");

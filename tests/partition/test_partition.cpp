@@ -464,7 +464,7 @@ TEST_CASE("partition.json is one PartitionInfo: written from it, read back into 
   CHECK_NOTHROW(load_partition_info(dir / "p"));
 }
 
-TEST_CASE("edge weights travel with their edges into the shards, rows sorted; the verifier checks them", "[partition][verify]") {
+TEST_CASE("edge weights travel with their edges into the shards, rows sorted, the verifier checks them", "[partition][verify]") {
   test::ScratchDir dir;
   // Cora has rows of every length (up to 168 neighbours), so both the short-row sort and the
   // counting placement of long rows are exercised, with K below and above a row's length.
@@ -610,7 +610,7 @@ TEST_CASE("shards larger than the writer's chunks: a hub row longer than a chunk
   CHECK(s.edge_weights.size() == static_cast<std::size_t>(s.graph.num_edges()));
 }
 
-TEST_CASE("multilevel METIS: coarsened by label propagation, METIS on the coarsest graph, refined back; balanced, near METIS's cut, verified", "[partition][metis][verify]") {
+TEST_CASE("multilevel METIS: coarsened by label propagation, METIS on the coarsest graph, refined back, balanced, near METIS's cut, verified", "[partition][metis][verify]") {
   test::ScratchDir dir;
   for (const SampleGraph& c : {SampleGraph{test::sample("4elt.graph"), false}, {test::sample("cora.npz"), false}, {test::sample("soc-Slashdot0902.txt.gz"), true}}) {
     INFO(c.path);
@@ -623,10 +623,21 @@ TEST_CASE("multilevel METIS: coarsened by label propagation, METIS on the coarse
     CHECK(make_partitioner(PartitionMethod::kMetisMl)->partition(ds, r.config) == r.assignment);  // deterministic
     const PartitionMetrics ml = compute_metrics(ds, r.assignment, 4);
     CHECK(ml.nodes.ratio() <= 1.0 + r.config.imbalance);
-    const PartitionMetrics direct = compute_metrics(ds, make_partitioner(PartitionMethod::kMetis)->partition(ds, config(PartitionMethod::kMetis, 4)), 4);
-    INFO("cut: multilevel " << ml.edge_cut << ", METIS " << direct.edge_cut);
-    // The issue's quality target; a random split cuts about 3/4 of the edges.
-    CHECK(ml.edge_cut <= 1.15 * static_cast<double>(direct.edge_cut));
+    // The issue's quality target, 1.15x METIS's cut (a random split cuts about 3/4 of the edges),
+    // under docs/results/partition.md's protocol: both balancing nodes and edges, several levels
+    // (n/16 coarse nodes), the mean ratio of seeds 0-2; one seed's cut on a mesh varies by 10%.
+    double ratios = 0;
+    for (std::uint64_t seed : {0, 1, 2}) {
+      PartitionConfig both = config(PartitionMethod::kMetis, 4, seed);
+      both.balance = {BalanceKey::kNodes, BalanceKey::kEdges};
+      const std::int64_t metis_cut = compute_metrics(ds, make_partitioner(PartitionMethod::kMetis)->partition(ds, both), both).edge_cut;
+      both.method = PartitionMethod::kMetisMl;
+      both.coarse_nodes = ds.num_nodes() / 16;
+      const std::int64_t ml_cut = compute_metrics(ds, make_partitioner(PartitionMethod::kMetisMl)->partition(ds, both), both).edge_cut;
+      INFO("seed " << seed << ": cut multilevel " << ml_cut << ", METIS " << metis_cut);
+      ratios += static_cast<double>(ml_cut) / static_cast<double>(metis_cut);
+    }
+    CHECK(ratios / 3 <= 1.15);
     const std::string out = ddir + "-ml";
     write_partitioned(ds, ddir, r, out, {});
     auto v = verify_partition(ddir, out);

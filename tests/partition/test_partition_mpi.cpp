@@ -50,7 +50,7 @@ std::string bytes_of(const fs::path& p) {
 
 }  // namespace
 
-TEST_CASE("metis-ml over the ranks: one assignment on every rank, balanced, near the serial cut; shards written by the ranks equal the serial writer's", "[partition][mpi]") {
+TEST_CASE("metis-ml over the ranks: one assignment on every rank, balanced, near the serial cut, shards written by the ranks equal the serial writer's", "[partition][mpi]") {
   auto world = comm::Communicator::world();
   const comm::Communicator& coll = world;
   const SharedDir dir(world);

@@ -155,7 +155,7 @@ TEST_CASE("LDG discounts a neighbour count by how full its part is", "[streaming
 // 1.5 * (m/n) * sqrt(K |P_i| / n) outgrows the single shared neighbour: leaf 3 (part 0 at 3) and
 // leaf 9 (part 0 at 8, part 1 at 1: -0.708 < -0.604) go to part 1. With gamma = 1 the penalty is
 // the same for every part and Fennel too keeps the star whole.
-TEST_CASE("Fennel's load penalty grows with the part; LDG's factor only near C", "[streaming]") {
+TEST_CASE("Fennel's load penalty grows with the part, LDG's factor only near C", "[streaming]") {
   std::vector<std::pair<NodeId, NodeId>> star;
   for (NodeId v = 1; v < 10; ++v) star.emplace_back(0, v);
   const Dataset ds = graph_dataset(10, star);

@@ -60,7 +60,7 @@ TEST_CASE("the pool keeps its limit of idle buffers, giving back the one idle lo
   CHECK(huge_buffer_pool_stats().idle == 0);
 }
 
-TEST_CASE("small buffers bypass the pool; FeatureRows grows, keeps its contents and frees through it", "[huge-pages]") {
+TEST_CASE("small buffers bypass the pool, FeatureRows grows, keeps its contents and frees through it", "[huge-pages]") {
   const HugeBufferPoolStats before = huge_buffer_pool_stats();
   void* small = huge_buffer_allocate(1000);
   static_cast<char*>(small)[999] = 1;

@@ -342,7 +342,7 @@ TEST_CASE("bf16 precision: the same model within bfloat16's rounding, float32 lo
   CHECK_THROWS_AS(parse_precision("fp16"), InputError);
 }
 
-TEST_CASE("SAGE and GCN apply their linear map on the cheaper side of the sum, with the same result; so do their split forms", "[trainer][layers]") {
+TEST_CASE("SAGE and GCN apply their linear map on the cheaper side of the sum, with the same result, so do their split forms", "[trainer][layers]") {
   // A sampled-looking block: 6 dst nodes with 3 in-edges each from 24 src nodes.
   Block wide;
   wide.num_src = 24;

@@ -285,7 +285,7 @@ TEST_CASE("a run stopped by a signal after any step resumes exactly where an uni
   for (std::size_t i = 0; i < losses.size(); ++i) CHECK(losses[i] == ra.history[i].loss);
 }
 
-TEST_CASE("a stop signal delivered twice is one request; the same sender asking again is a second", "[trainer][signals]") {
+TEST_CASE("a stop signal delivered twice is one request, the same sender asking again is a second", "[trainer][signals]") {
   using Action = StopSignals::Action;
   const auto t0 = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
   const auto soon = t0 + StopSignals::kDuplicateWindow / 2;
