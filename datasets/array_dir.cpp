@@ -1,5 +1,6 @@
 #include "datasets/array_dir.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -38,6 +39,28 @@ boost::json::object write_listed_array_streamed(const std::string& dir, const st
   return listed_entry(file, dtype, shape, write_npy_streamed((fs::path(dir) / file).string(), dtype, shape, fill));
 }
 
+boost::json::object write_listed_ids(const std::string& dir, const std::string& name, std::span<const std::int64_t> ids,
+                                     const std::vector<std::int64_t>& shape, bool narrow) {
+  if (!narrow) return write_listed_array(dir, name, DType::kInt64, ids.data(), shape);
+  return write_listed_array_streamed(dir, name, DType::kInt32, shape, [&](const NpySink& out) {
+    constexpr std::size_t kChunk = std::size_t{1} << 20;  // 4 MiB of output at a time
+    std::vector<std::int32_t> buf;
+    for (std::size_t i = 0; i < ids.size(); i += kChunk) {
+      const std::size_t k = std::min(kChunk, ids.size() - i);
+      buf.resize(k);
+      std::transform(ids.begin() + static_cast<std::ptrdiff_t>(i), ids.begin() + static_cast<std::ptrdiff_t>(i + k), buf.begin(),
+                     [](std::int64_t v) { return static_cast<std::int32_t>(v); });
+      out(buf.data(), k * sizeof(std::int32_t));
+    }
+  });
+}
+
+boost::json::object write_listed_indices(const std::string& dir, const std::string& name, const CsrGraph& g, bool narrow) {
+  const std::vector<std::int64_t> shape = {g.num_edges()};
+  if (g.narrow_ids()) return write_listed_array(dir, name, DType::kInt32, g.narrow_indices().data(), shape);
+  return write_listed_ids(dir, name, g.wide_indices().span(), shape, narrow);
+}
+
 namespace {
 std::string show_shape(const std::vector<std::int64_t>& s) {
   std::string t = "(";
@@ -61,6 +84,18 @@ Array<T> load_listed_array(const std::string& dir, const boost::json::object& ar
   if (buf.header.shape != expected)
     throw InputError(buf.origin, at_byte(0), "shape " + show_shape(buf.header.shape) + ", expected " + show_shape(expected) + " from " + fs::path(json_path).filename().string());
   return arr;
+}
+
+CsrGraph load_listed_csr(const std::string& dir, const boost::json::object& arrays, const std::string& json_path, std::int64_t n, std::int64_t m) {
+  auto indptr = load_listed_array<EdgeId>(dir, arrays, json_path, "indptr", {n + 1}, true);
+  if (indptr[0] != 0 || indptr[static_cast<std::size_t>(n)] != m)
+    throw InputError((fs::path(dir) / "indptr.npy").string(), "", "must start at 0 and end at the " + std::to_string(m) + " edges listed");
+  // The listing says the width; the file's own header is then checked against it.
+  const auto* entry = arrays.if_contains("indices");
+  const auto* dtype = entry && entry->is_object() ? entry->get_object().if_contains("dtype") : nullptr;
+  if (dtype && dtype->is_string() && dtype->get_string() == dtype_descr(DType::kInt32))
+    return CsrGraph(std::move(indptr), load_listed_array<std::int32_t>(dir, arrays, json_path, "indices", {m}, true));
+  return CsrGraph(std::move(indptr), load_listed_array<NodeId>(dir, arrays, json_path, "indices", {m}, true));
 }
 
 std::int64_t listed_length(const boost::json::object& arrays, const std::string& json_path, const std::string& name, std::size_t ndim) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "datasets/array.hpp"
+#include "datasets/graph.hpp"
 #include "datasets/npy.hpp"
 
 namespace shardgnn {
@@ -25,12 +26,25 @@ boost::json::object write_listed_array(const std::string& dir, const std::string
   return write_listed_array(dir, name, dtype_of<T>(), v.data(), {static_cast<std::int64_t>(v.size())});
 }
 
+// Writes 64-bit ids as `name`.npy, as int32 (a chunk at a time) when `narrow` (every id then
+// fits: the caller knows their range), else as they are.
+boost::json::object write_listed_ids(const std::string& dir, const std::string& name, std::span<const std::int64_t> ids,
+                                     const std::vector<std::int64_t>& shape, bool narrow);
+
+// A CSR's ids as `name`.npy at the graph's width, narrowed to int32 when `narrow` asks and they
+// are wider.
+boost::json::object write_listed_indices(const std::string& dir, const std::string& name, const CsrGraph& g, bool narrow);
+
 // Maps the array `name` listed in `arrays` (read from `json_path`) and checks its dtype (T's, or
 // `stored` for T holding another type's bits) and its shape against `expected`. A missing entry
 // is an error when `required`, else an empty array.
 template <class T>
 Array<T> load_listed_array(const std::string& dir, const boost::json::object& arrays, const std::string& json_path,
                            const std::string& name, const std::vector<std::int64_t>& expected, bool required, DType stored = dtype_of<T>());
+
+// Maps a CSR listed as "indptr" (n + 1 offsets) and "indices" (m ids, int32 or int64 as
+// listed), checking that the offsets start at 0 and end at m (O(1)).
+CsrGraph load_listed_csr(const std::string& dir, const boost::json::object& arrays, const std::string& json_path, std::int64_t n, std::int64_t m);
 
 // The length recorded for a 1-d array, or the rows of an `ndim`-d one (0 when absent).
 std::int64_t listed_length(const boost::json::object& arrays, const std::string& json_path, const std::string& name, std::size_t ndim = 1);

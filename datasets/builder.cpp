@@ -66,14 +66,16 @@ struct RowResolver {
 
 }  // namespace
 
-bool is_symmetric(const CsrGraph& g) {
-  for (NodeId u = 0; u < g.num_nodes(); ++u)
-    for (NodeId v : g.neighbors(u)) {
-      if (v == u) continue;
-      const auto back = g.neighbors(v);
-      if (!std::binary_search(back.begin(), back.end(), u)) return false;
-    }
-  return true;
+bool is_symmetric(const CsrGraph& graph) {
+  return graph.visit([](const auto& g) {
+    for (NodeId u = 0; u < g.num_nodes(); ++u)
+      for (const NodeId v : g.neighbors(u)) {
+        if (v == u) continue;
+        const auto back = g.neighbors(v);
+        if (!std::binary_search(back.begin(), back.end(), u)) return false;
+      }
+    return true;
+  });
 }
 
 BuiltGraph build_csr(EdgeList&& edges, const CleanOptions& opt) {
@@ -175,7 +177,9 @@ void close_checked(File& f, const std::string& path) {
 }  // namespace
 
 CsrGraph map_csr(const ExternalCsr& built) {
-  return CsrGraph(npy_view<EdgeId>(map_npy(built.indptr_path), 1), npy_view<NodeId>(map_npy(built.indices_path), 1));
+  NpyBuffer indices = map_npy(built.indices_path);
+  if (indices.header.dtype == DType::kInt32) return CsrGraph(npy_view<EdgeId>(map_npy(built.indptr_path), 1), npy_view<std::int32_t>(indices, 1));
+  return CsrGraph(npy_view<EdgeId>(map_npy(built.indptr_path), 1), npy_view<NodeId>(indices, 1));
 }
 
 ExternalCsr build_csr_external(std::int64_t num_nodes, std::int64_t expected_edges, const std::function<void(const EdgeSink&)>& produce,
@@ -275,12 +279,22 @@ ExternalCsr build_csr_external(std::int64_t num_nodes, std::int64_t expected_edg
   write_npy(out.indptr_path, std::span<const EdgeId>(indptr));
   indptr = {};
   const std::int64_t total = rep.output_entries;
-  write_npy_streamed(out.indices_path, dtype_of<NodeId>(), std::span<const std::int64_t>(&total, 1), [&](const NpySink& sink) {
+  // The CSR is written at the width a dataset keeps it (half the bytes where the ids fit int32).
+  const bool narrow = ids_fit_int32(n);
+  write_npy_streamed(out.indices_path, narrow ? DType::kInt32 : DType::kInt64, std::span<const std::int64_t>(&total, 1), [&](const NpySink& sink) {
     std::vector<NodeId> chunk(std::size_t{1} << 20);
+    std::vector<std::int32_t> narrowed;
     for (std::int64_t b = 0; b < buckets; ++b) {
       const std::string resolved = bucket_path(b, "rows");
       File f = open_file(resolved, "rb");
-      for (std::size_t got; (got = std::fread(chunk.data(), sizeof(NodeId), chunk.size(), f.get())) > 0;) sink(chunk.data(), got * sizeof(NodeId));
+      for (std::size_t got; (got = std::fread(chunk.data(), sizeof(NodeId), chunk.size(), f.get())) > 0;) {
+        if (!narrow) {
+          sink(chunk.data(), got * sizeof(NodeId));
+          continue;
+        }
+        narrowed.assign(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(got));
+        sink(narrowed.data(), got * sizeof(std::int32_t));
+      }
       if (std::ferror(f.get())) throw InputError(resolved, "", std::string("read failed: ") + std::strerror(errno));
       f.reset();
       fs::remove(resolved);

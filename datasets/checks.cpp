@@ -32,7 +32,7 @@ void check_range(std::span<const std::int64_t> values, std::int64_t lo, std::int
 
 void check_csr(const CsrGraph& g, std::int64_t targets, const std::string& indptr_file, const std::string& indices_file) {
   const auto& indptr = g.indptr();
-  const auto m = static_cast<std::int64_t>(g.indices().size());
+  const auto m = g.num_edges();
   if (indptr.empty()) throw InputError(indptr_file, "", "empty, expected num_nodes + 1 offsets");
   if (indptr[0] != 0 || indptr[indptr.size() - 1] != m)
     throw InputError(indptr_file, "", "offsets must start at 0 and end at the " + std::to_string(m) + " entries of " + indices_file);
@@ -45,7 +45,7 @@ void check_csr(const CsrGraph& g, std::int64_t targets, const std::string& indpt
     throw InputError(indptr_file, "element " + std::to_string(i),
                      "offset " + std::to_string(indptr[i]) + " is below the one before it (" + std::to_string(indptr[i - 1]) + ")");
   }
-  check_range(g.indices().span(), 0, targets, indices_file, "node id");
+  g.visit([&](const auto& v) { check_range_of(v.indices(), 0, targets, indices_file, "node id"); });
 }
 
 void check_label_bits(std::span<const std::uint8_t> bits, std::int64_t classes, const std::string& file) {

@@ -38,7 +38,6 @@ std::vector<ArraySpec> array_specs(const Dataset& ds) {
   const std::int64_t n = ds.num_nodes();
   std::vector<ArraySpec> v;
   v.push_back({"indptr", DType::kInt64, {n + 1}, ds.graph.indptr().data()});
-  v.push_back({"indices", DType::kInt64, {ds.graph.num_edges()}, ds.graph.indices().data()});
   if (ds.num_classes > 0 && !ds.multilabel) v.push_back({"labels", DType::kInt64, {n}, ds.labels.data()});
   if (ds.num_classes > 0 && ds.multilabel) v.push_back({"label_bits", DType::kUInt8, {n, label_row_bytes(ds.num_classes)}, ds.label_bits.data()});
   v.push_back({"train_idx", DType::kInt64, {static_cast<std::int64_t>(ds.train_idx.size())}, ds.train_idx.data()});
@@ -113,8 +112,10 @@ std::int64_t keep_largest_component(Dataset& ds) {
   std::vector<NodeId> rank(static_cast<std::size_t>(n)), parent(static_cast<std::size_t>(n));
   boost::disjoint_sets<NodeId*, NodeId*> sets(rank.data(), parent.data());
   for (NodeId u = 0; u < n; ++u) sets.make_set(u);
-  for (NodeId u = 0; u < n; ++u)
-    for (const NodeId v : ds.graph.neighbors(u)) sets.union_set(u, v);
+  ds.graph.visit([&](const auto& g) {
+    for (NodeId u = 0; u < n; ++u)
+      for (const NodeId v : g.neighbors(u)) sets.union_set(u, v);
+  });
   std::vector<NodeId> root(static_cast<std::size_t>(n)), size(static_cast<std::size_t>(n), 0);
   std::int64_t components = 0;
   for (NodeId u = 0; u < n; ++u) {
@@ -134,10 +135,12 @@ std::int64_t keep_largest_component(Dataset& ds) {
   // Every edge of a kept node stays inside the component, so its rows carry over whole.
   std::vector<EdgeId> indptr = {0};
   std::vector<NodeId> indices;
-  for (const NodeId u : kept) {
-    for (const NodeId v : ds.graph.neighbors(u)) indices.push_back(new_id[static_cast<std::size_t>(v)]);
-    indptr.push_back(static_cast<EdgeId>(indices.size()));
-  }
+  ds.graph.visit([&](const auto& g) {
+    for (const NodeId u : kept) {
+      for (const NodeId v : g.neighbors(u)) indices.push_back(new_id[static_cast<std::size_t>(v)]);
+      indptr.push_back(static_cast<EdgeId>(indices.size()));
+    }
+  });
   if (!ds.edge_weights.empty()) {
     std::vector<std::int64_t> w;
     for (const NodeId u : kept)
@@ -186,6 +189,7 @@ void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite, std
   write_dir_atomic(dir, overwrite, [&](const std::string& tmp) {
     boost::json::object arrays;
     for (const auto& a : array_specs(ds)) arrays[a.name] = write_listed_array(tmp, a.name, a.dtype, a.data, a.shape);
+    arrays["indices"] = write_listed_indices(tmp, "indices", ds.graph, ids_fit_int32(ds.num_nodes()));
     if (ds.feature_dim > 0) arrays["features"] = write_features(ds, tmp, dir, stored);
     boost::json::object meta;
     meta["format"] = kFormatName;
@@ -231,8 +235,8 @@ Meta read_meta(const std::string& dir) {
   const std::string fmt = json_string(meta.root, "format", meta.path);
   if (fmt != kFormatName) throw InputError(meta.path, "key 'format'", "'" + fmt + "', expected '" + kFormatName + "'");
   const std::int64_t version = json_int(meta.root, "version", meta.path);
-  if (version != kDatasetFormatVersion)
-    throw InputError(meta.path, "key 'version'", std::to_string(version) + ", this build reads version " + std::to_string(kDatasetFormatVersion));
+  if (version < 1 || version > kDatasetFormatVersion)
+    throw InputError(meta.path, "key 'version'", std::to_string(version) + ", this build reads versions 1 to " + std::to_string(kDatasetFormatVersion));
   meta.n = json_int(meta.root, "num_nodes", meta.path);
   meta.m = json_int(meta.root, "num_edges", meta.path);
   meta.f = json_int(meta.root, "feature_dim", meta.path);
@@ -319,12 +323,7 @@ Dataset load_dataset(const std::string& dir, Contents contents) {
   ds.multilabel = meta.multilabel;
   ds.node_weight_dim = meta.w;
   ds.cleaning = read_cleaning(meta);
-  auto indptr = load_array<EdgeId>(meta, dir, "indptr", {meta.n + 1}, true);
-  auto indices = load_array<NodeId>(meta, dir, "indices", {meta.m}, true);
-  // Two O(1) checks that catch most mismatched files without reading them.
-  if (indptr[0] != 0 || indptr[static_cast<std::size_t>(meta.n)] != meta.m)
-    throw InputError((fs::path(dir) / "indptr.npy").string(), "", "indptr must start at 0 and end at num_edges = " + std::to_string(meta.m));
-  ds.graph = CsrGraph(std::move(indptr), std::move(indices));
+  ds.graph = load_listed_csr(dir, json_object(meta.root, "arrays", meta.path), meta.path, meta.n, meta.m);
   ds.feature_dtype = meta.feature_dtype;
   if (meta.f > 0 && meta.feature_dtype == FeatureDtype::kFloat32) ds.features = load_array<float>(meta, dir, "features", {meta.n, meta.f}, true);
   else if (meta.f > 0)
@@ -386,8 +385,7 @@ void check_edge_split(const Dataset& ds, const std::string& d, Problems& p, bool
   const NodeId n = ds.num_nodes();
   const auto edge = [&](NodeId u, NodeId v) {
     if (!csr_ok) return false;
-    const auto row = ds.graph.neighbors(u);
-    return std::binary_search(row.begin(), row.end(), v);
+    return ds.graph.has_edge(u, v);
   };
   std::vector<std::pair<NodeId, NodeId>> held;
   for (const auto* pos : {&ds.val_pos, &ds.test_pos})
@@ -437,16 +435,18 @@ ValidationResult validate_dataset(const std::string& dir) {
   Problems p(res);
   const std::int64_t n = ds.num_nodes(), m = ds.graph.num_edges();
   const auto& indptr = ds.graph.indptr();
-  const auto& indices = ds.graph.indices();
-  for (std::int64_t u = 0; u < n && !p.full(); ++u) {
-    if (indptr[u + 1] < indptr[u] || indptr[u] < 0) { p.error(d + "indptr.npy", u + 1, "indptr decreases (" + std::to_string(indptr[u]) + " -> " + std::to_string(indptr[u + 1]) + ")"); continue; }
-    if (indptr[u + 1] > m) { p.error(d + "indptr.npy", u + 1, "offset " + std::to_string(indptr[u + 1]) + " beyond num_edges " + std::to_string(m)); continue; }
-    for (EdgeId e = indptr[u]; e < indptr[u + 1]; ++e) {
-      const NodeId v = indices[e];
-      if (v < 0 || v >= n) p.error(d + "indices.npy", e, "node id " + std::to_string(v) + " out of range [0, " + std::to_string(n) + ")");
-      else if (e > indptr[u] && indices[e - 1] > v) p.error(d + "indices.npy", e, "row of node " + std::to_string(u) + " is not sorted");
+  ds.graph.visit([&](const auto& g) {
+    const auto indices = g.indices();
+    for (std::int64_t u = 0; u < n && !p.full(); ++u) {
+      if (indptr[u + 1] < indptr[u] || indptr[u] < 0) { p.error(d + "indptr.npy", u + 1, "indptr decreases (" + std::to_string(indptr[u]) + " -> " + std::to_string(indptr[u + 1]) + ")"); continue; }
+      if (indptr[u + 1] > m) { p.error(d + "indptr.npy", u + 1, "offset " + std::to_string(indptr[u + 1]) + " beyond num_edges " + std::to_string(m)); continue; }
+      for (EdgeId e = indptr[u]; e < indptr[u + 1]; ++e) {
+        const NodeId v = indices[static_cast<std::size_t>(e)];
+        if (v < 0 || v >= n) p.error(d + "indices.npy", e, "node id " + std::to_string(v) + " out of range [0, " + std::to_string(n) + ")");
+        else if (e > indptr[u] && indices[static_cast<std::size_t>(e - 1)] > v) p.error(d + "indices.npy", e, "row of node " + std::to_string(u) + " is not sorted");
+      }
     }
-  }
+  });
   // The held-out pairs' checks look edges up in the graph: only in a CSR without faults.
   const bool csr_ok = res.errors.empty();
   std::vector<float> row(static_cast<std::size_t>(ds.feature_dim));

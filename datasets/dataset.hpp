@@ -17,7 +17,9 @@
 
 namespace shardgnn {
 
-inline constexpr int kDatasetFormatVersion = 1;
+// Version 2 may store ids as int32 (datasets/graph.hpp); version 1 folders (int64 ids) load as
+// they are.
+inline constexpr int kDatasetFormatVersion = 2;
 // More classes than nodes is refused, beyond this many (a corrupt count would size per-class tables).
 inline constexpr std::int64_t kMaxClassesAnyGraph = 1 << 16;
 

@@ -35,21 +35,18 @@ constexpr int kBucketBits = 20;  // the histogram of the hashes' top bits: 8 MiB
 template <class T>
 Array<T> view_of(const Array<T>& a) { return Array<T>(nullptr, a.data(), a.size()); }
 
-bool has_edge(const CsrGraph& g, NodeId u, NodeId v) {
-  const auto row = g.neighbors(u);
-  return std::binary_search(row.begin(), row.end(), v);
-}
-
 // Calls fn(u, v) for every undirected edge {u, v}, u < v, once (repeated entries of a multigraph
 // give one edge), in row order.
 template <class F>
-void for_each_undirected(const CsrGraph& g, F&& fn) {
-  for (NodeId u = 0; u < g.num_nodes(); ++u) {
-    const auto row = g.neighbors(u);
-    auto it = std::upper_bound(row.begin(), row.end(), u);
-    for (NodeId prev = -1; it != row.end(); ++it)
-      if (*it != prev) fn(u, prev = *it);
-  }
+void for_each_undirected(const CsrGraph& graph, F&& fn) {
+  graph.visit([&](const auto& g) {
+    for (NodeId u = 0; u < g.num_nodes(); ++u) {
+      const auto row = g.neighbors(u);
+      auto it = std::upper_bound(row.begin(), row.end(), u);
+      for (NodeId prev = -1; it != row.end(); ++it)
+        if (*it != prev) fn(u, prev = *it);
+    }
+  });
 }
 
 // Which split each undirected edge falls in: by hash rank (drawn) or by a set (pair files).
@@ -131,7 +128,7 @@ std::vector<NodeId> read_pair_file(const std::string& path, const Dataset& ds, b
       }
       const NodeId u = std::min(ends[0], ends[1]), v = std::max(ends[0], ends[1]);
       if (u == v) throw InputError(path, where(), "a self-loop (" + std::to_string(raw.src[i]) + ", " + std::to_string(raw.dst[i]) + "), expected an edge between two nodes");
-      if (!has_edge(ds.graph, u, v)) throw InputError(path, where(), "(" + std::to_string(raw.src[i]) + ", " + std::to_string(raw.dst[i]) + ") is not an edge of the graph");
+      if (!ds.graph.has_edge(u, v)) throw InputError(path, where(), "(" + std::to_string(raw.src[i]) + ", " + std::to_string(raw.dst[i]) + ") is not an edge of the graph");
       if (!seen.insert({u, v}).second) throw InputError(path, where(), "(" + std::to_string(raw.src[i]) + ", " + std::to_string(raw.dst[i]) + ") is held out twice");
       out.push_back(u);
       out.push_back(v);
@@ -155,7 +152,7 @@ std::vector<NodeId> draw_negatives(const CsrGraph& g, std::int64_t count, Rng& r
                        " found in " + std::to_string(cap) + " draws)");
     const NodeId a = node(rng), b = node(rng);
     const NodeId u = std::min(a, b), v = std::max(a, b);
-    if (u == v || has_edge(g, u, v) || !taken.insert({u, v}).second) continue;
+    if (u == v || g.has_edge(u, v) || !taken.insert({u, v}).second) continue;
     out.push_back(u);
     out.push_back(v);
   }
@@ -178,7 +175,7 @@ Array<NodeId> draw_rank_negatives(const CsrGraph& g, std::span<const NodeId> pos
         if (++tries > 1000 + 100 * k)
           throw InputError("node " + std::to_string(u) + " of a " + split + " edge neighbours almost every node: no " + std::to_string(k) + " non-neighbours found to rank it against");
         const NodeId w = node(rng);
-        if (w != u && !has_edge(g, u, w)) row.push_back(w);
+        if (w != u && !g.has_edge(u, w)) row.push_back(w);
       }
       sink(row.data(), row.size() * sizeof(NodeId));
     }
@@ -227,18 +224,20 @@ Dataset split_edges(const Dataset& ds, const EdgeSplitOptions& o, const std::str
   // in row order.
   const bool drawn = o.val_file.empty();
   std::vector<EdgeId> indptr(static_cast<std::size_t>(n) + 1, 0);
-  for (NodeId u = 0; u < n; ++u) {
-    EdgeId kept = 0;
-    NodeId prev = -1;
-    for (const NodeId v : g.neighbors(u)) {
-      if (u == v) { ++kept; continue; }
-      const Split s = (*split)(u, v);
-      if (s == kTrain) ++kept;
-      else if (drawn && u < v && v != prev) (s == kVal ? val_pos : test_pos).insert((s == kVal ? val_pos : test_pos).end(), {u, v});
-      prev = v;
+  g.visit([&](const auto& view) {
+    for (NodeId u = 0; u < n; ++u) {
+      EdgeId kept = 0;
+      NodeId prev = -1;
+      for (const NodeId v : view.neighbors(u)) {
+        if (u == v) { ++kept; continue; }
+        const Split s = (*split)(u, v);
+        if (s == kTrain) ++kept;
+        else if (drawn && u < v && v != prev) (s == kVal ? val_pos : test_pos).insert((s == kVal ? val_pos : test_pos).end(), {u, v});
+        prev = v;
+      }
+      indptr[static_cast<std::size_t>(u) + 1] = indptr[static_cast<std::size_t>(u)] + kept;
     }
-    indptr[static_cast<std::size_t>(u) + 1] = indptr[static_cast<std::size_t>(u)] + kept;
-  }
+  });
   report.val = static_cast<std::int64_t>(val_pos.size() / 2);
   report.test = static_cast<std::int64_t>(test_pos.size() / 2);
   report.train_entries = indptr.back();
@@ -246,16 +245,20 @@ Dataset split_edges(const Dataset& ds, const EdgeSplitOptions& o, const std::str
   write_npy(indptr_path, std::span<const EdgeId>(indptr));
   indptr = {};
   const std::int64_t total = report.train_entries;
-  write_npy_streamed(indices_path, DType::kInt64, std::span<const std::int64_t>(&total, 1), [&](const NpySink& sink) {
-    std::vector<NodeId> row;
-    for (NodeId u = 0; u < n; ++u) {
-      row.clear();
-      for (const NodeId v : g.neighbors(u))
-        if (u == v || (*split)(u, v) == kTrain) row.push_back(v);
-      sink(row.data(), row.size() * sizeof(NodeId));
-    }
+  // Written at the input's width, which the training graph's ids keep.
+  g.visit([&](const auto& view) {
+    using Id = typename std::decay_t<decltype(view)>::Id;
+    write_npy_streamed(indices_path, dtype_of<Id>(), std::span<const std::int64_t>(&total, 1), [&](const NpySink& sink) {
+      std::vector<Id> row;
+      for (NodeId u = 0; u < n; ++u) {
+        row.clear();
+        for (const Id v : view.neighbors(u))
+          if (u == v || (*split)(u, v) == kTrain) row.push_back(v);
+        sink(row.data(), row.size() * sizeof(Id));
+      }
+    });
   });
-  out.graph = CsrGraph(npy_view<EdgeId>(map_npy(indptr_path), 1), npy_view<NodeId>(map_npy(indices_path), 1));
+  out.graph = map_csr(ExternalCsr{indptr_path, indices_path, {}});
 
   // Negatives come from the whole graph's non-edges, so none is a held-out positive either.
   Rng rng(derive_seed(o.seed, kNegativeStream));

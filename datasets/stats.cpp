@@ -31,8 +31,9 @@ DatasetStats compute_stats(const Dataset& ds) {
 
   std::vector<EdgeId> degrees(static_cast<std::size_t>(s.nodes));
   std::vector<std::uint8_t> touched(static_cast<std::size_t>(s.nodes), 0);
+  g.visit([&](const auto& view) {
   for (NodeId u = 0; u < s.nodes; ++u) {
-    const auto nb = g.neighbors(u);
+    const auto nb = view.neighbors(u);
     degrees[u] = static_cast<EdgeId>(nb.size());
     if (!nb.empty()) touched[u] = 1;
     for (std::size_t i = 0; i < nb.size(); ++i) {
@@ -44,13 +45,14 @@ DatasetStats compute_stats(const Dataset& ds) {
         s.self_loops += 1;
         continue;
       }
-      const auto back = g.neighbors(v);
+      const auto back = view.neighbors(v);
       const bool has_reverse = std::binary_search(back.begin(), back.end(), u);
       s.unmatched_entries += !has_reverse;
       // Each distinct unordered pair counted once: from its smaller end, or from the only end that has it.
       if (!dup && (u < v || !has_reverse)) s.undirected_edges += 1;
     }
   }
+  });
   for (auto t : touched) s.isolated_nodes += t == 0;
   s.symmetric = s.unmatched_entries == 0;
   s.mean_degree = static_cast<double>(s.directed_edges) / static_cast<double>(s.nodes);

@@ -40,7 +40,7 @@ class TextOut {
 }  // namespace
 
 void write_metis_graph(const Dataset& ds, const std::string& path) {
-  const CsrGraph& g = ds.graph;
+  ds.graph.visit([&](const auto& g) {
   const NodeId n = g.num_nodes();
   for (NodeId u = 0; u < n; ++u) {
     const auto nb = g.neighbors(u);
@@ -89,10 +89,11 @@ void write_metis_graph(const Dataset& ds, const std::string& path) {
     }
     out.flush();
   });
+  });
 }
 
 void write_edge_list_file(const Dataset& ds, const std::string& path) {
-  const CsrGraph& g = ds.graph;
+  ds.graph.visit([&](const auto& g) {
   auto id = [&](NodeId v) { return ds.node_ids.empty() ? v : ds.node_ids[v]; };
   write_file_atomic(path, [&](std::FILE* f) {
     TextOut out(f, path);
@@ -104,6 +105,7 @@ void write_edge_list_file(const Dataset& ds, const std::string& path) {
         out.ch('\n');
       }
     out.flush();
+  });
   });
 }
 

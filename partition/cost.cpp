@@ -16,7 +16,8 @@ double sampled_count(std::int64_t degree, int fanout) {
 
 // One hop of either recursion, over all nodes: next(v) = k_h(v) * mean_{u in N(v)} (edge(v, u) + prev(u)).
 template <class EdgeTerm>
-void hop(const CsrGraph& g, int fanout, const std::vector<double>& prev, std::vector<double>& next, EdgeTerm edge) {
+void hop(const CsrGraph& graph, int fanout, const std::vector<double>& prev, std::vector<double>& next, EdgeTerm edge) {
+  graph.visit([&](const auto& g) {
   const std::int64_t n = g.num_nodes();
   for (NodeId v = 0; v < n; ++v) {
     const auto nb = g.neighbors(v);
@@ -29,6 +30,7 @@ void hop(const CsrGraph& g, int fanout, const std::vector<double>& prev, std::ve
     const double k = sampled_count(static_cast<std::int64_t>(nb.size()), fanout);
     next[static_cast<std::size_t>(v)] = std::min(kMaxNodeCostValue, k * (sum / static_cast<double>(nb.size())));
   }
+  });
 }
 
 template <class EdgeTerm>

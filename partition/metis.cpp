@@ -45,13 +45,15 @@ void check_fits(std::int64_t value, const std::string& what, const Dataset& ds) 
 bool is_metis_ready(const Dataset& ds) {
   const CleanReport& c = ds.cleaning;
   if (c.symmetric && c.no_self_loops && c.no_duplicates) return true;
-  const CsrGraph& g = ds.graph;
-  for (NodeId u = 0; u < g.num_nodes(); ++u) {
-    const auto nb = g.neighbors(u);
-    for (std::size_t i = 0; i < nb.size(); ++i)
-      if (nb[i] == u || (i > 0 && nb[i - 1] == nb[i])) return false;
-  }
-  return c.symmetric || is_symmetric(g);
+  const bool simple_rows = ds.graph.visit([](const auto& g) {
+    for (NodeId u = 0; u < g.num_nodes(); ++u) {
+      const auto nb = g.neighbors(u);
+      for (std::size_t i = 0; i < nb.size(); ++i)
+        if (nb[i] == u || (i > 0 && nb[i - 1] == nb[i])) return false;
+    }
+    return true;
+  });
+  return simple_rows && (c.symmetric || is_symmetric(ds.graph));
 }
 
 struct MetisGraph {
@@ -59,7 +61,7 @@ struct MetisGraph {
 };
 
 // Copies (or, if needed, cleans) the graph into METIS's arrays. `weights` is empty or aligned
-// with ds.graph.indices().
+// with the graph's ids.
 MetisGraph to_metis(const Dataset& ds, const std::vector<std::int64_t>& weights) {
   MetisGraph mg;
   const CsrGraph* g = &ds.graph;
@@ -71,7 +73,7 @@ MetisGraph to_metis(const Dataset& ds, const std::vector<std::int64_t>& weights)
   }
   check_fits(g->num_edges(), "its number of adjacency entries", ds);
   mg.xadj.assign(g->indptr().begin(), g->indptr().end());
-  mg.adjncy.assign(g->indices().begin(), g->indices().end());
+  g->visit([&](const auto& v) { mg.adjncy.assign(v.indices().begin(), v.indices().end()); });
   if (!w->empty()) {
     mg.adjwgt.resize(w->size());
     for (std::size_t i = 0; i < w->size(); ++i) {
@@ -147,7 +149,7 @@ std::optional<BuiltGraph> simple_copy_if_needed(const Dataset& ds, const std::ve
   el.num_nodes = ds.num_nodes();
   el.src.reserve(static_cast<std::size_t>(g.num_edges()));
   for (NodeId u = 0; u < g.num_nodes(); ++u) el.src.insert(el.src.end(), static_cast<std::size_t>(g.degree(u)), u);
-  el.dst.assign(g.indices().begin(), g.indices().end());
+  g.visit([&](const auto& v) { el.dst.assign(v.indices().begin(), v.indices().end()); });
   el.weight = weights;
   return build_csr(std::move(el), {true, true, true});
 }
@@ -239,7 +241,7 @@ std::vector<PartId> MetisPartitioner::run(const Dataset& ds, const PartitionConf
   edge_w = {};
   // METIS now has its own copy: stop holding the mapped graph in memory as well (the second cost
   // pass reads it again, mapping it back in).
-  ds.graph.indices().release_pages();
+  ds.graph.release_index_pages();
   ds.graph.indptr().release_pages();
 
   std::vector<idx_t> part(static_cast<std::size_t>(n));

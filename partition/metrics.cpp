@@ -81,18 +81,20 @@ PartitionMetrics compute_metrics(const Dataset& ds, std::span<const PartId> part
         RowTally rows(ds, k, parts);  // counted here, stored once: the tallies share cache lines between threads
         std::uint64_t* bits = remote.data();
         const PartId* const owner = part.data();  // a local: the loop keeps it in a register
-        for (NodeId u : members[k]) {
-          const auto nb = g.neighbors(u);
-          rows.begin_row(u);
-          for (std::size_t i = 0; i < nb.size(); ++i) {
-            if (i + 8 < nb.size()) __builtin_prefetch(owner + nb[i + 8]);  // random reads: ahead
-            const NodeId v = nb[i];
-            const PartId pv = owner[v];
-            bits[v >> 6] |= static_cast<std::uint64_t>(pv != k) << (v & 63);
-            rows.entry(v, pv);
+        g.visit([&](const auto& view) {
+          for (NodeId u : members[k]) {
+            const auto nb = view.neighbors(u);
+            rows.begin_row(u);
+            for (std::size_t i = 0; i < nb.size(); ++i) {
+              if (i + 8 < nb.size()) __builtin_prefetch(owner + nb[i + 8]);  // random reads: ahead
+              const NodeId v = nb[i];
+              const PartId pv = owner[v];
+              bits[v >> 6] |= static_cast<std::uint64_t>(pv != k) << (v & 63);
+              rows.entry(v, pv);
+            }
+            rows.end_row();
           }
-          rows.end_row();
-        }
+        });
         for (auto& word : remote) {
           rows.tally.halo += std::popcount(word);
           word = 0;

@@ -115,8 +115,7 @@ class RowTally {
     if (u_ < v) {
       tally.edge_cut += 1;
     } else if (!symmetric_) {
-      const auto back = graph_.neighbors(v);
-      if (!std::binary_search(back.begin(), back.end(), u_)) tally.edge_cut += 1;
+      if (!graph_.has_edge(v, u_)) tally.edge_cut += 1;
     }
   }
   void end_row() noexcept { tally.comm_volume += mask_ ? std::popcount(seen_) : static_cast<std::int64_t>(seen_parts_.size()); }

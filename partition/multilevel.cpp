@@ -64,8 +64,8 @@ constexpr std::int64_t kMeshMembers = 2;
 // This rank's rows of a graph: CSR over its range of nodes (global ids first .. first + n()),
 // neighbours as global ids, per-edge weights (empty: all 1) and ncon weights per row. `indptr`
 // indexes `indices` directly, so a range of the dataset's mapped CSR is a view without a copy.
-// The dataset's graph has 64-bit neighbour ids and weights; coarse graphs 32-bit ones, half the
-// memory of the largest coarse graph, the first.
+// The dataset's graph has 64-bit weights; coarse graphs 32-bit ids and weights, half the memory
+// of the largest coarse graph, the first.
 template <class Id, class Weight>
 struct GraphView {
   std::int64_t first = 0;
@@ -78,7 +78,9 @@ struct GraphView {
   bool owns(std::int64_t u) const { return u >= first && u - first < n(); }
   std::int64_t weight(std::int64_t e) const { return edge_w.empty() ? 1 : static_cast<std::int64_t>(edge_w[static_cast<std::size_t>(e)]); }
 };
-using FineView = GraphView<std::int64_t, std::int64_t>;
+// The dataset's graph: its ids at their stored width (int32 or int64), 64-bit weights.
+template <class Id>
+using FineView = GraphView<Id, std::int64_t>;
 using CoarseView = GraphView<std::int32_t, std::int32_t>;
 
 // A coarse level: this rank's rows of it, every rank's first node (and the total, last), and the
@@ -574,7 +576,8 @@ WeightLimits weight_limits(std::span<const std::int64_t> node_w, int ncon, const
 
 // The coarse levels above `finest` (whose ranges are `offsets`), finest first, until a graph is
 // small enough or a level would hardly shrink it.
-std::vector<Level> coarsen_levels(const FineView& finest, std::span<const std::int64_t> offsets, const CsrGraph& graph, std::span<const std::int64_t> cluster_limit,
+template <class Fine>
+std::vector<Level> coarsen_levels(const Fine& finest, std::span<const std::int64_t> offsets, const CsrGraph& graph, std::span<const std::int64_t> cluster_limit,
                                   const PartitionConfig& cfg, const comm::Communicator& comm) {
   const int k = cfg.parts, rank = comm.rank();
   std::vector<Level> levels;
@@ -612,7 +615,8 @@ std::int64_t summed(std::int64_t mine, const comm::Communicator& comm) {
 }
 
 // What the levels did, for the log: nodes and adjacency entries of each graph.
-void log_levels(const FineView& finest, std::int64_t global_n, const std::vector<Level>& levels, const comm::Communicator& comm) {
+template <class Fine>
+void log_levels(const Fine& finest, std::int64_t global_n, const std::vector<Level>& levels, const comm::Communicator& comm) {
   std::string sizes = std::to_string(global_n) + " nodes / " + std::to_string(summed(finest.indptr.back() - finest.indptr.front(), comm));
   for (const Level& lv : levels) sizes += " -> " + std::to_string(lv.global_n()) + " / " + std::to_string(summed(static_cast<std::int64_t>(lv.indices().size()), comm));
   if (comm.rank() == 0)
@@ -701,7 +705,8 @@ std::vector<std::int32_t> metis_on_coarsest(MetisGraph mg, int ncon, std::span<c
 
 // Back down from the coarsest level's parts `part`, refining each level; returns every node's part
 // of the finest graph.
-std::vector<std::int32_t> project_and_refine(std::vector<Level>& levels, std::vector<std::int32_t> part, const FineView& finest, std::span<const std::int64_t> part_limit,
+template <class Fine>
+std::vector<std::int32_t> project_and_refine(std::vector<Level>& levels, std::vector<std::int32_t> part, const Fine& finest, std::span<const std::int64_t> part_limit,
                                              const PartitionConfig& cfg, const comm::Communicator& comm) {
   for (std::size_t l = levels.size(); l-- > 0;) {
     std::vector<std::int32_t> finer(levels[l].map.size());
@@ -724,8 +729,10 @@ std::vector<PartId> metis_ml_partition(const Dataset& ds, const PartitionConfig&
   const CsrGraph& graph = in.graph(ds);
   const WeightLimits limits = weight_limits(in.node_w, in.ncon, cfg, comm);
   const std::int64_t lo = in.offsets[static_cast<std::size_t>(rank)], hi = in.offsets[static_cast<std::size_t>(rank) + 1];
-  const FineView finest{lo, graph.indptr().span().subspan(static_cast<std::size_t>(lo), static_cast<std::size_t>(hi - lo) + 1), graph.indices().span(),
-                        in.edge_w, in.node_w, in.ncon};
+  return graph.visit([&](const auto& g) {
+  using Id = typename std::decay_t<decltype(g)>::Id;
+  const FineView<Id> finest{lo, graph.indptr().span().subspan(static_cast<std::size_t>(lo), static_cast<std::size_t>(hi - lo) + 1), g.indices(),
+                            in.edge_w, in.node_w, in.ncon};
   using Clock = std::chrono::steady_clock;
   const auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   auto t0 = Clock::now();
@@ -742,6 +749,7 @@ std::vector<PartId> metis_ml_partition(const Dataset& ds, const PartitionConfig&
   part = project_and_refine(levels, std::move(part), finest, limits.part, cfg, comm);
   if (rank == 0) std::fprintf(stderr, "metis-ml: coarsening %.1f s, METIS %.1f s, projection and refinement %.1f s\n", coarsen_s, metis_s, since(t0));
   return std::vector<PartId>(part.begin(), part.end());
+  });
 }
 
 std::vector<PartId> MetisMlPartitioner::run(const Dataset& ds, const PartitionConfig& cfg) const { return metis_ml_partition(ds, cfg, comm::Communicator::one_rank()); }

@@ -224,7 +224,8 @@ PartitionInfo tag_invoke(json::value_to_tag<PartitionInfo>, const json::value& v
   if (!v.is_object()) throw InputError(at_byte(0) + ": expected a JSON object");
   const json::object& o = v.get_object();
   if (json_string(o, "format") != kPartitionFormatName) fail("format", std::string("expected '") + kPartitionFormatName + "'");
-  if (json_int(o, "version") != kPartitionFormatVersion) fail("version", "this build reads version " + std::to_string(kPartitionFormatVersion));
+  if (const std::int64_t version = json_int(o, "version"); version < 1 || version > kPartitionFormatVersion)
+    fail("version", "this build reads versions 1 to " + std::to_string(kPartitionFormatVersion));
   PartitionInfo info;
   dataset_from_json(json_object(o, "dataset"), info);
   info.method = json_string(o, "method");

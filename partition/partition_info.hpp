@@ -17,7 +17,8 @@
 
 namespace shardgnn {
 
-inline constexpr int kPartitionFormatVersion = 1;
+// Version 2 may store a shard's neighbour ids as int32; version 1 partitions load as they are.
+inline constexpr int kPartitionFormatVersion = 2;
 inline constexpr const char* kPartitionFormatName = "shardgnn-partition";
 
 // One entry of "parts": part k's folder and the files in it.

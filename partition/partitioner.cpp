@@ -216,10 +216,11 @@ std::vector<std::int64_t> entropy_edge_weights(const Dataset& ds) {
   }
   const double mean_deg = n > 0 ? std::max(1.0, static_cast<double>(ds.graph.num_edges()) / static_cast<double>(n)) : 1.0;
   std::vector<std::int64_t> w(static_cast<std::size_t>(ds.graph.num_edges()));
+  ds.graph.visit([&](const auto& g) {
   for (NodeId u = 0; u < n; ++u) {
     const float* xu = ds.feature_row_f32(u, row_u.data());
     const EdgeId base = ds.graph.indptr()[u];
-    const auto nb = ds.graph.neighbors(u);
+    const auto nb = g.neighbors(u);
     for (std::size_t i = 0; i < nb.size(); ++i) {
       const NodeId v = nb[i];
       const float* xv = ds.feature_row_f32(v, row_v.data());
@@ -232,6 +233,7 @@ std::vector<std::int64_t> entropy_edge_weights(const Dataset& ds) {
       w[base + static_cast<EdgeId>(i)] = 1 + std::llround(kScale * sim * 2.0 / (1.0 + deg / mean_deg));
     }
   }
+  });
   return w;
 }
 

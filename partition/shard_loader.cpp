@@ -24,15 +24,6 @@ const PartEntry& part_entry(const PartitionInfo& info, PartId k) {
   return info.parts[static_cast<std::size_t>(k)];
 }
 
-// A part's CSR (n rows, m entries), its ends checked.
-CsrGraph load_part_csr(const std::string& pdir, const boost::json::object& arrays, const std::string& path, std::int64_t n, std::int64_t m) {
-  auto indptr = load_listed_array<EdgeId>(pdir, arrays, path, "indptr", {n + 1}, true);
-  auto indices = load_listed_array<NodeId>(pdir, arrays, path, "indices", {m}, true);
-  if (indptr[0] != 0 || indptr[static_cast<std::size_t>(n)] != m)
-    throw InputError(pdir + "/indptr.npy", "", "must start at 0 and end at the shard's " + std::to_string(m) + " edges");
-  return CsrGraph(std::move(indptr), std::move(indices));
-}
-
 // What every loaded shard has: its place in the book, its CSR, original ids, features and labels.
 Shard load_rows(const PartitionInfo& info, PartId k) {
   const PartEntry& e = part_entry(info, k);
@@ -44,7 +35,7 @@ Shard load_rows(const PartitionInfo& info, PartId k) {
   s.book = info.book;
   s.feature_dim = info.feature_dim;
   s.num_classes = info.num_classes;
-  s.graph = load_part_csr(e.path, e.arrays, path, n, e.edges);
+  s.graph = load_listed_csr(e.path, e.arrays, path, n, e.edges);
   s.orig_ids = load_listed_array<NodeId>(e.path, e.arrays, path, "orig_ids", {n}, true);
   s.feature_dtype = info.feature_dtype;
   if (info.feature_dim > 0 && s.feature_dtype == FeatureDtype::kFloat32)
@@ -145,7 +136,11 @@ CsrGraph concatenated_graph(const std::vector<Shard>& group, const std::string& 
   spill.append(block.data(), block.size() * sizeof(EdgeId));
   MappedFile f = spill.map();
   Array<EdgeId> indptr(f.keeper, reinterpret_cast<const EdgeId*>(f.bytes.data()), f.bytes.size() / sizeof(EdgeId));
-  return CsrGraph(std::move(indptr), concatenated<NodeId>(group, [](const Shard& g) -> const Array<NodeId>& { return g.graph.indices(); }, scratch));
+  const auto narrow = static_cast<std::size_t>(std::count_if(group.begin(), group.end(), [](const Shard& g) { return g.graph.narrow_ids(); }));
+  if (narrow == group.size())
+    return CsrGraph(std::move(indptr), concatenated<std::int32_t>(group, [](const Shard& g) -> const Array<std::int32_t>& { return g.graph.narrow_indices(); }, scratch));
+  if (narrow > 0) throw InputError(group.front().dir, "", "its parts store neighbour ids at different widths (int32 and int64); partition the dataset again");
+  return CsrGraph(std::move(indptr), concatenated<NodeId>(group, [](const Shard& g) -> const Array<NodeId>& { return g.graph.wide_indices(); }, scratch));
 }
 
 // The contiguous parts of `group` as one shard, part `rank` of `book`. Ids stay global and each
@@ -245,7 +240,8 @@ Shard shard_from_dataset(const Dataset& ds) {
   Shard s;
   s.part = 0;
   s.book = PartitionBook({0, ds.num_nodes()});
-  s.graph = CsrGraph(view_of(ds.graph.indptr()), view_of(ds.graph.indices()));
+  s.graph = ds.graph.narrow_ids() ? CsrGraph(view_of(ds.graph.indptr()), view_of(ds.graph.narrow_indices()))
+                                  : CsrGraph(view_of(ds.graph.indptr()), view_of(ds.graph.wide_indices()));
   s.feature_dim = ds.feature_dim;
   s.num_classes = ds.num_classes;
   s.features = view_of(ds.features);

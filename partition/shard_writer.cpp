@@ -69,7 +69,8 @@ class RowRelabeller {
   // Writes the row of node `u`, `nb` (edge weights `w`, or null), relabelled and sorted into
   // `out` (`w_out`), sets the bit of every new id it reaches in `reached`, and adds the row to
   // the shard's metrics in `tally`.
-  void operator()(NodeId u, std::span<const NodeId> nb, const std::int64_t* w, NodeId* out, std::int64_t* w_out, std::uint64_t* reached,
+  template <class In>
+  void operator()(NodeId u, std::span<const In> nb, const std::int64_t* w, NodeId* out, std::int64_t* w_out, std::uint64_t* reached,
                   RowTally& tally) {
     const std::size_t d = nb.size();
     const Id* new_of_old = new_of_old_;
@@ -124,7 +125,8 @@ class RowRelabeller {
 
   // Asks for the new ids of a row's first entries ahead of its turn: a short row has no time to
   // prefetch its own lookups.
-  void prefetch(std::span<const NodeId> nb) const noexcept {
+  template <class In>
+  void prefetch(std::span<const In> nb) const noexcept {
     for (std::size_t j = 0, e = std::min<std::size_t>(nb.size(), kCountingFrom); j < e; ++j) __builtin_prefetch(new_of_old_ + nb[j]);
   }
 
@@ -179,6 +181,7 @@ struct WriterScratch {
   RowRelabeller<Id> relabel;
   std::vector<std::uint64_t> reached;  // a bit per node: reached by the shard's rows
   std::vector<NodeId> ids;
+  std::vector<std::int32_t> narrow_ids;  // a chunk of `ids` as a narrow shard stores them
   std::vector<std::int64_t> weights;
   FeatureRowScratch features;
 };
@@ -374,7 +377,9 @@ json::object ShardWriter::write_rows(const std::string& pdir, PartId k, const st
   const EdgeId m = indptr.back();
   // The relabelled rows go out in chunks that stay in cache (a run of rows, or one longer row):
   // no shard-sized copy of the indices is built, faulted in and read again to be written.
-  auto relabel_rows = [&](const NpySink& ids_out, const NpySink* weights_out) {
+  // Global ids are written 32 bits wide when every node's id fits.
+  const bool narrow = ids_fit_int32(ds_.num_nodes());
+  auto relabel_rows = [&](const auto& g, const NpySink& ids_out, const NpySink* weights_out) {
     for (NodeId i = 0; i < count;) {
       const EdgeId e0 = indptr[i];
       NodeId j = i + 1;
@@ -383,23 +388,30 @@ json::object ShardWriter::write_rows(const std::string& pdir, PartId k, const st
       if (scratch.ids.size() < len) scratch.ids.resize(len);
       if (weighted && scratch.weights.size() < len) scratch.weights.resize(len);
       for (NodeId row = i; row < j; ++row) {
-        if (row + kPrefetchRows < count) scratch.relabel.prefetch(ds_.graph.neighbors(r_.old_of_new[first + row + kPrefetchRows]));
+        if (row + kPrefetchRows < count) scratch.relabel.prefetch(g.neighbors(r_.old_of_new[first + row + kPrefetchRows]));
         const NodeId u = r_.old_of_new[first + row];
         const std::size_t at = static_cast<std::size_t>(indptr[row] - e0);
-        scratch.relabel(u, ds_.graph.neighbors(u), weighted ? ds_.edge_weights.data() + ds_.graph.indptr()[u] : nullptr, scratch.ids.data() + at,
+        scratch.relabel(u, g.neighbors(u), weighted ? ds_.edge_weights.data() + ds_.graph.indptr()[u] : nullptr, scratch.ids.data() + at,
                         weighted ? scratch.weights.data() + at : nullptr, scratch.reached.data(), tally);
       }
-      ids_out(scratch.ids.data(), len * sizeof(NodeId));
+      if (narrow) {
+        scratch.narrow_ids.assign(scratch.ids.begin(), scratch.ids.begin() + static_cast<std::ptrdiff_t>(len));
+        ids_out(scratch.narrow_ids.data(), len * sizeof(std::int32_t));
+      } else {
+        ids_out(scratch.ids.data(), len * sizeof(NodeId));
+      }
       if (weighted) (*weights_out)(scratch.weights.data(), len * sizeof(std::int64_t));
       i = j;
     }
   };
   json::object weights_entry;
   arrays["indptr"] = write_listed_array(pdir, "indptr", indptr);
-  arrays["indices"] = write_listed_array_streamed(pdir, "indices", dtype_of<NodeId>(), {m}, [&](const NpySink& ids_out) {
-    if (!weighted) return relabel_rows(ids_out, nullptr);
-    weights_entry = write_listed_array_streamed(pdir, "edge_weights", dtype_of<std::int64_t>(), {m},
-                                                [&](const NpySink& weights_out) { relabel_rows(ids_out, &weights_out); });
+  arrays["indices"] = write_listed_array_streamed(pdir, "indices", narrow ? DType::kInt32 : DType::kInt64, {m}, [&](const NpySink& ids_out) {
+    ds_.graph.visit([&](const auto& g) {
+      if (!weighted) return relabel_rows(g, ids_out, nullptr);
+      weights_entry = write_listed_array_streamed(pdir, "edge_weights", dtype_of<std::int64_t>(), {m},
+                                                  [&](const NpySink& weights_out) { relabel_rows(g, ids_out, &weights_out); });
+    });
   });
   return weights_entry;
 }

@@ -122,10 +122,12 @@ std::vector<PartId> stream_partition(const Dataset& ds, const PartitionConfig& c
   std::vector<PartId> part(static_cast<std::size_t>(n), -1);
   for (std::int64_t i = 0; i < n; ++i) {
     const NodeId v = cfg.stream_shuffle ? order[static_cast<std::size_t>(i)] : i;
-    for (NodeId u : g.neighbors(v)) {
-      const PartId p = part[static_cast<std::size_t>(u)];
-      if (p >= 0 && count[static_cast<std::size_t>(p)]++ == 0) touched.push_back(static_cast<std::size_t>(p));
-    }
+    g.visit([&](const auto& view) {  // a branch per node, not per neighbour
+      for (const NodeId u : view.neighbors(v)) {
+        const PartId p = part[static_cast<std::size_t>(u)];
+        if (p >= 0 && count[static_cast<std::size_t>(p)]++ == 0) touched.push_back(static_cast<std::size_t>(p));
+      }
+    });
 
     const std::int64_t* w = weights.data() + static_cast<std::size_t>(v) * ncon;
     weighs_on.clear();

@@ -22,14 +22,15 @@ namespace {
 // shard's weights are known to be present and of the shard's length; `got` and `want` are
 // scratch.
 using WeightedRow = std::vector<std::pair<NodeId, std::int64_t>>;
-bool same_weighted_row(const Shard& s, NodeId i, const std::vector<NodeId>& old_of_new, const Dataset& ds, NodeId u, WeightedRow& got,
-                       WeightedRow& want) {
-  const auto nb = s.graph.neighbors(i);
+template <class ShardView, class DatasetView>
+bool same_weighted_row(const Shard& s, const ShardView& sg, NodeId i, const std::vector<NodeId>& old_of_new, const Dataset& ds, const DatasetView& dg, NodeId u,
+                       WeightedRow& got, WeightedRow& want) {
+  const auto nb = sg.neighbors(i);
   const EdgeId at = s.graph.indptr()[i], want_at = ds.graph.indptr()[u];
   got.clear();
   want.clear();
-  for (std::size_t j = 0; j < nb.size(); ++j) got.emplace_back(old_of_new[nb[j]], s.edge_weights[at + static_cast<EdgeId>(j)]);
-  const auto dn = ds.graph.neighbors(u);
+  for (std::size_t j = 0; j < nb.size(); ++j) got.emplace_back(old_of_new[static_cast<std::size_t>(nb[j])], s.edge_weights[at + static_cast<EdgeId>(j)]);
+  const auto dn = dg.neighbors(u);
   for (std::size_t j = 0; j < dn.size(); ++j) want.emplace_back(dn[j], ds.edge_weights[want_at + static_cast<EdgeId>(j)]);
   std::sort(got.begin(), got.end());
   std::sort(want.begin(), want.end());
@@ -85,9 +86,11 @@ class ShardComparison {
     if (weighted && !listed) fail(k, "edge_weights.npy: missing, the dataset has edge weights");
     if (!weighted && listed) fail(k, "edge_weights.npy: present, the dataset has no edge weights");
     const bool check_weights = weighted && listed;
+    // The shard's and the dataset's ids may differ in width: the loop is compiled for each pair.
+    s.graph.visit([&](const auto& sg) { ds_.graph.visit([&](const auto& dg) {
     for (NodeId i = 0; i < info_.book.size(k); ++i) {
       const NodeId u = s.orig_ids[i];
-      const auto nb = s.graph.neighbors(i);
+      const auto nb = sg.neighbors(i);
       row_.clear();
       bool in_range = true;
       for (std::size_t j = 0; j < nb.size(); ++j) {
@@ -98,11 +101,11 @@ class ShardComparison {
       }
       if (!in_range) { fail(k, "indices.npy: row " + std::to_string(i) + " has a node id out of range"); continue; }
       std::sort(row_.begin(), row_.end());
-      const auto want = ds_.graph.neighbors(u);
+      const auto want = dg.neighbors(u);
       if (!std::equal(row_.begin(), row_.end(), want.begin(), want.end()))
         fail(k, "row " + std::to_string(i) + " (dataset node " + std::to_string(u) + ") has " + std::to_string(row_.size()) +
                     " neighbours that differ from the dataset's " + std::to_string(want.size()));
-      else if (check_weights && !same_weighted_row(s, i, old_of_new_, ds_, u, got_, want_weighted_))
+      else if (check_weights && !same_weighted_row(s, sg, i, old_of_new_, ds_, dg, u, got_, want_weighted_))
         fail(k, "edge_weights.npy: row " + std::to_string(i) + " (dataset node " + std::to_string(u) + ") has weights that differ from the dataset's");
       if (ds_.feature_dim > 0 && !(ds_.feature_dtype == s.feature_dtype && s.feature_dtype != FeatureDtype::kFloat32
                                        ? std::memcmp(s.feature_row(i), ds_.features16.data() + u * ds_.feature_dim, s.feature_row_bytes()) == 0
@@ -114,6 +117,7 @@ class ShardComparison {
           !std::equal(s.label_bits.data() + i * row, s.label_bits.data() + (i + 1) * row, ds_.label_bits.data() + u * row))
         fail(k, "label_bits.npy: row " + std::to_string(i) + " differs from dataset node " + std::to_string(u));
     }
+    }); });
     check_halo(s, std::move(halo));
   }
 

@@ -21,16 +21,18 @@ LinkSchedule::LinkSchedule(const Shard& shard, int batch, int negatives, std::ui
   if (batch < 1) throw std::invalid_argument("LinkSchedule: batch must be positive");
   if (negatives < 0) throw std::invalid_argument("LinkSchedule: negatives must be 0 or more");
   const NodeId first = shard.book.begin(shard.part);
-  for (NodeId r = 0; r < shard.graph.num_nodes(); ++r) {
-    const NodeId u = first + r;
-    NodeId prev = -1;
-    for (const NodeId v : shard.graph.neighbors(r))
-      if (v > u && v != prev) {
-        src_.push_back(u);
-        dst_.push_back(v);
-        prev = v;
-      }
-  }
+  shard.graph.visit([&](const auto& g) {
+    for (NodeId r = 0; r < g.num_nodes(); ++r) {
+      const NodeId u = first + r;
+      NodeId prev = -1;
+      for (const NodeId v : g.neighbors(r))
+        if (v > u && v != prev) {
+          src_.push_back(u);
+          dst_.push_back(v);
+          prev = v;
+        }
+    }
+  });
 }
 
 std::vector<LinkSchedule::Edge> LinkSchedule::shuffled(std::int64_t epoch, int rank) const {

@@ -77,8 +77,10 @@ inline int choose_neighbors(std::int64_t d, int fanout, bool replace, std::uint6
 // Sampling is bound by memory latency, not arithmetic: the rows are random places in the CSR
 // arrays. So offsets and keys are prefetched kFar rows ahead, and a row's neighbours are read
 // kLag rows after its choice is made and their cache lines are prefetched.
-inline void sample_rows(const CsrGraph& graph, std::span<const NodeId> orig, std::span<const NodeId> rows, int fanout, bool replace, std::uint64_t key,
-                        std::vector<NodeId>& out, std::vector<std::int64_t>& ends, std::vector<std::int64_t>& scratch) {
+// Compiled once per id width (sample_rows dispatches once per call).
+template <class Idx>
+void sample_rows_of(const CsrView<Idx>& graph, std::span<const NodeId> orig, std::span<const NodeId> rows, int fanout, bool replace, std::uint64_t key,
+                    std::vector<NodeId>& out, std::vector<std::int64_t>& ends, std::vector<std::int64_t>& scratch) {
   constexpr std::size_t kFar = 16, kLag = 4, kRing = 8;
   static_assert(kLag < kRing, "a row's choice must outlive the rows chosen after it until it is emitted");
   struct Pending {
@@ -89,12 +91,12 @@ inline void sample_rows(const CsrGraph& graph, std::span<const NodeId> orig, std
   const std::size_t F = fanout > 0 ? static_cast<std::size_t>(fanout) : 0;
   scratch.resize(kRing * F);
   const EdgeId* indptr = graph.indptr().data();
-  const NodeId* indices = graph.indices().data();
+  const Idx* indices = graph.indices().data();
   const NodeId* ids = orig.empty() ? nullptr : orig.data();
   const std::size_t n = rows.size();
   auto emit = [&](std::size_t i) {
     const Pending& p = ring[i % kRing];
-    const NodeId* row = indices + p.begin;
+    const Idx* row = indices + p.begin;
     if (p.chosen < 0) {
       out.insert(out.end(), row, row + p.degree);
     } else {
@@ -128,6 +130,11 @@ inline void sample_rows(const CsrGraph& graph, std::span<const NodeId> orig, std
     if (i >= kLag) emit(i - kLag);
   }
   for (std::size_t i = n > kLag ? n - kLag : 0; i < n; ++i) emit(i);
+}
+
+inline void sample_rows(const CsrGraph& graph, std::span<const NodeId> orig, std::span<const NodeId> rows, int fanout, bool replace, std::uint64_t key,
+                        std::vector<NodeId>& out, std::vector<std::int64_t>& ends, std::vector<std::int64_t>& scratch) {
+  graph.visit([&](const auto& g) { sample_rows_of(g, orig, rows, fanout, replace, key, out, ends, scratch); });
 }
 
 }  // namespace shardgnn

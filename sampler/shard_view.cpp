@@ -9,7 +9,7 @@ namespace shardgnn {
 namespace {
 // The sampler reads rows at random (the feature store advises its rows itself, after deciding
 // whether to map them in whole).
-void advise_random_reads(const Shard& s) { s.graph.indices().advise_random(); }
+void advise_random_reads(const Shard& s) { s.graph.advise_random_indices(); }
 }  // namespace
 
 ShardView::ShardView(const Shard& own) : own_(&own), readable_(static_cast<std::size_t>(own.book.parts()), nullptr) {

@@ -146,7 +146,8 @@ int convert(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse(args, "shardgnn data convert <input> --out <dir> [options]\n\n"
                    "Reads a graph in one of the supported formats and writes a dataset folder (meta.json + .npy\n"
-                   "arrays) atomically. Sparse features are densified to float32.",
+                   "arrays) atomically. Sparse features are densified to float32. A dataset folder as input is\n"
+                   "rewritten in this build's format (int32 ids where they fit; --feature-dtype to change its features').",
              o, {"input"}, vm))
     return 0;
   ReadOptions ro;
@@ -167,6 +168,18 @@ int convert(const std::vector<std::string>& args) {
   const bool force = vm.count("force") > 0;
   check_output_dir(out, force);  // before the work, not after
   const std::uint64_t limit = memory_limit_option(vm);
+  // A dataset folder (an older format version's, or to change its feature dtype) is rewritten as
+  // this build writes one: its arrays as they are, ids 32 bits wide where they fit.
+  if (std::error_code dir_ec; std::filesystem::exists(std::filesystem::path(input) / "meta.json", dir_ec)) {
+    for (const char* opt : {"split", "largest-component", "symmetrize", "drop-self-loops", "drop-duplicates"})
+      if (vm.count(opt)) throw UsageError(std::string("--") + opt + " does not apply to a dataset folder, which is rewritten as it is");
+    for (const char* opt : {"format", "name", "num-nodes", "ogb-split", "normalize-features"})
+      if (!vm[opt].defaulted()) throw UsageError(std::string("--") + opt + " does not apply to a dataset folder, which is rewritten as it is");
+    const Dataset ds = load_dataset(input);
+    save_and_report(ds, out, force, CleanOptions{}, seconds_since(t0),
+                    vm.count("feature-dtype") ? features_as : ds.feature_dtype);
+    return 0;
+  }
   std::optional<ScratchDir> scratch;
   Dataset ds;
   const InputFormat format = ro.format == InputFormat::kAuto ? detect_format(input) : ro.format;

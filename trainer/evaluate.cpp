@@ -160,8 +160,10 @@ std::vector<std::int64_t> neighbour_rows(const Shard& shard) {
   const NodeId first = shard.book.begin(shard.part);
   const NodeId n_own = g.num_nodes();
   std::vector<std::int64_t> nbr_pos(static_cast<std::size_t>(g.num_edges()));
+  g.visit([&](const auto& view) {
+  const auto indices = view.indices();
   for (std::size_t e = 0; e < nbr_pos.size(); ++e) {
-    const NodeId v = g.indices()[e];
+    const NodeId v = indices[e];
     if (v >= first && v < first + n_own) {
       nbr_pos[e] = v - first;
       continue;
@@ -173,6 +175,7 @@ std::vector<std::int64_t> neighbour_rows(const Shard& shard) {
                        "its halo_nodes.npy lacks node " + std::to_string(v) + ", a neighbour in its edges (run `shardgnn partition verify`)");
     nbr_pos[e] = n_own + (at - shard.halo_nodes.begin());
   }
+  });
   return nbr_pos;
 }
 

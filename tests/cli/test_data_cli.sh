@@ -88,6 +88,25 @@ expect_json isolated_nodes 0
 expect_json self_loops 0
 expect_json symmetric true
 
+# A dataset folder as input is rewritten in this build's format (an older version's, int64 ids,
+# comes out with int32 ones): the same arrays; --feature-dtype changes its features; cleaning
+# options do not apply to it.
+run data convert "$T/work/cora" --out "$T/work/cora-again"
+expect_rc 0 "convert a dataset folder"
+grep -A2 '"indices"' "$T/work/cora-again/meta.json" | grep -qF '"<i4"' || fail "convert a dataset folder: indices not int32"
+for f in indptr indices features labels train_idx val_idx test_idx; do
+  cmp -s "$T/work/cora/$f.npy" "$T/work/cora-again/$f.npy" || fail "convert a dataset folder: $f.npy differs"
+done
+run data convert "$T/work/cora-again" --out "$T/work/cora-f16" --feature-dtype float16
+expect_rc 0 "convert a dataset folder --feature-dtype float16"
+grep -qF '"feature_dtype": "float16"' "$T/work/cora-f16/meta.json" || fail "convert a dataset folder --feature-dtype: not float16"
+run data convert "$T/work/cora" --out "$T/work/cora-sym" --symmetrize
+expect_rc 2 "convert a dataset folder --symmetrize"
+expect_one_line_error "convert a dataset folder --symmetrize" "does not apply to a dataset folder"
+[[ ! -e "$T/work/cora-sym" ]] || fail "convert a dataset folder --symmetrize: wrote output"
+rm -rf "$T/work/cora-again" "$T/work/cora-f16"
+pass
+
 # Cora's largest component (Shchur et al.'s protocol): 2485 nodes, 5069 undirected edges.
 run data convert "$SAMPLES/cora.npz" --largest-component --out "$T/work/cora-lcc"
 expect_rc 0 "convert --largest-component"

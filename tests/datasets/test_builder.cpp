@@ -6,6 +6,7 @@
 #include "datasets/generators.hpp"
 #include "datasets/npy.hpp"
 #include "test_paths.hpp"
+#include "tests/graph_rows.hpp"
 
 using namespace shardgnn;
 
@@ -23,7 +24,7 @@ EdgeList edges(std::int64_t n, std::vector<std::pair<NodeId, NodeId>> list) {
 
 std::vector<std::vector<NodeId>> rows(const CsrGraph& g) {
   std::vector<std::vector<NodeId>> r;
-  for (NodeId u = 0; u < g.num_nodes(); ++u) r.emplace_back(g.neighbors(u).begin(), g.neighbors(u).end());
+  for (NodeId u = 0; u < g.num_nodes(); ++u) r.push_back(row_of(g, u));
   return r;
 }
 
@@ -88,7 +89,7 @@ BuiltGraph rebuild_csr(const CsrGraph& g, const CleanOptions& options) {
   EdgeList el;
   el.num_nodes = g.num_nodes();
   el.src.resize(static_cast<std::size_t>(g.num_edges()));
-  el.dst.assign(g.indices().begin(), g.indices().end());
+  el.dst = ids_of(g);
   for (NodeId u = 0; u < g.num_nodes(); ++u)
     std::fill(el.src.begin() + g.indptr()[u], el.src.begin() + g.indptr()[u + 1], u);
   return build_csr(std::move(el), options);

@@ -2,10 +2,14 @@
 #include <filesystem>
 #include <fstream>
 
+#include "datasets/array_dir.hpp"
 #include "datasets/dataset.hpp"
 #include "datasets/error.hpp"
+#include "datasets/json_util.hpp"
+#include "datasets/npy.hpp"
 #include "datasets/readers.hpp"
 #include "test_paths.hpp"
+#include "tests/graph_rows.hpp"
 
 using namespace shardgnn;
 using Catch::Matchers::Contains;
@@ -21,7 +25,7 @@ bool same(const Array<T>& a, const Array<T>& b) {
 void check_identical(const Dataset& a, const Dataset& b) {
   CHECK(a.name == b.name);
   CHECK(same(a.graph.indptr(), b.graph.indptr()));
-  CHECK(same(a.graph.indices(), b.graph.indices()));
+  CHECK(ids_of(a.graph) == ids_of(b.graph));
   CHECK(a.feature_dim == b.feature_dim);
   CHECK(same(a.features, b.features));
   CHECK(a.num_classes == b.num_classes);
@@ -52,7 +56,8 @@ TEST_CASE("convert -> save -> load gives identical arrays, memory-mapped", "[dat
     save_dataset(in, out);
     Dataset back = load_dataset(out);
     check_identical(in, back);
-    CHECK(back.graph.indices().is_mapped());
+    CHECK(back.graph.narrow_ids());
+    CHECK(back.graph.narrow_indices().is_mapped());
     CHECK(validate_dataset(out).ok());
   }
 }
@@ -117,7 +122,7 @@ TEST_CASE("validate reports corruption, out-of-range ids and bad splits, naming 
     Dataset bad;
     bad.name = ds.name;
     bad.graph = CsrGraph(Array<EdgeId>(std::vector<EdgeId>(ds.graph.indptr().begin(), ds.graph.indptr().end())),
-                         Array<NodeId>(std::vector<NodeId>(ds.graph.indices().begin(), ds.graph.indices().end())));
+                         Array<NodeId>(ids_of(ds.graph)));
     bad.num_classes = 7;
     bad.labels = Array<std::int64_t>(std::move(labels));
     bad.train_idx = Array<NodeId>(std::move(train));
@@ -127,6 +132,42 @@ TEST_CASE("validate reports corruption, out-of-range ids and bad splits, naming 
     CHECK_THAT(r.errors[0], Contains("labels.npy") && Contains("element 10") && Contains("outside [-1, 7)"));
     CHECK_THAT(r.errors[1], Contains("train_idx.npy") && Contains("element 3") && Contains("listed twice"));
   }
+}
+
+TEST_CASE("ids are stored 32 bits wide, and a version-1 folder with 64-bit ids loads as it is and rewrites narrow", "[dataset-io][ids]") {
+  test::ScratchDir dir;
+  auto file = [&](const char* folder, const char* name) { return (fs::path(dir / folder) / name).string(); };
+  Dataset in = read_dataset(test::sample("cora.npz"), {});
+  REQUIRE_FALSE(in.graph.narrow_ids());  // built in memory: 64-bit
+  save_dataset(in, dir / "new");
+  const auto meta = read_json_file(file("new", "meta.json")).as_object();
+  CHECK(meta.at("version").as_int64() == 2);
+  CHECK(meta.at("arrays").at("indices").at("dtype").as_string() == "<i4");
+  CHECK(fs::file_size(file("new", "indices.npy")) < static_cast<std::uintmax_t>(in.graph.num_edges()) * 4 + 200);
+
+  // The previous format: int64 ids, version 1 (written here as that version wrote it).
+  save_dataset(in, dir / "old");
+  auto old_meta = read_json_file(file("old", "meta.json")).as_object();
+  const std::vector<NodeId> ids = ids_of(in.graph);
+  old_meta["arrays"].as_object()["indices"] = write_listed_array(dir / "old", "indices", ids);
+  old_meta["version"] = 1;
+  write_json_file(file("old", "meta.json"), old_meta);
+  Dataset old = load_dataset(dir / "old");
+  CHECK_FALSE(old.graph.narrow_ids());
+  CHECK(ids_of(old.graph) == ids);
+  CHECK(validate_dataset(dir / "old").ok());
+
+  // What `data convert OLD --out NEW` does: the same graph, narrow.
+  save_dataset(old, dir / "rewritten");
+  Dataset back = load_dataset(dir / "rewritten");
+  CHECK(back.graph.narrow_ids());
+  CHECK(ids_of(back.graph) == ids);
+  CHECK(std::equal(back.graph.indptr().begin(), back.graph.indptr().end(), in.graph.indptr().begin(), in.graph.indptr().end()));
+
+  // A version this build does not know is refused with one line saying which it reads.
+  old_meta["version"] = 3;
+  write_json_file(file("old", "meta.json"), old_meta);
+  CHECK_THROWS_WITH(load_dataset(dir / "old"), Contains("key 'version'") && Contains("reads versions 1 to 2"));
 }
 
 TEST_CASE("loading costs O(1): arrays are mapped, not read", "[dataset-io]") {
@@ -218,7 +259,7 @@ TEST_CASE("keep_largest_component keeps the largest component with everything th
   ds.edge_weights = Array<std::int64_t>(std::vector<std::int64_t>{1, 1, 2, 3, 4, 5, 6});  // one per entry
   CHECK(keep_largest_component(ds) == 4);
   CHECK(values(ds.graph.indptr()) == std::vector<EdgeId>{0, 1, 3, 4});
-  CHECK(values(ds.graph.indices()) == std::vector<NodeId>{1, 0, 2, 1});
+  CHECK(ids_of(ds.graph) == std::vector<NodeId>{1, 0, 2, 1});
   CHECK(values(ds.edge_weights) == std::vector<std::int64_t>{2, 3, 4, 5});
   CHECK(values(ds.features) == std::vector<float>{2, 20, 3, 30, 4, 40});
   CHECK(values(ds.labels) == std::vector<std::int64_t>{2, 0, 1});
@@ -237,5 +278,5 @@ TEST_CASE("keep_largest_component keeps the largest component with everything th
   CHECK(keep_largest_component(tie) == 2);
   CHECK(values(tie.node_ids) == std::vector<std::int64_t>{100, 101});
   CHECK(values(tie.graph.indptr()) == std::vector<EdgeId>{0, 1, 1});
-  CHECK(values(tie.graph.indices()) == std::vector<NodeId>{1});
+  CHECK(ids_of(tie.graph) == std::vector<NodeId>{1});
 }

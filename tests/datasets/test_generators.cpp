@@ -19,6 +19,7 @@
 #include "datasets/error.hpp"
 #include "datasets/generators.hpp"
 #include "test_paths.hpp"
+#include "tests/graph_rows.hpp"
 
 using namespace shardgnn;
 
@@ -43,7 +44,7 @@ double top_share(std::vector<std::int64_t> deg, double fraction) {
 }
 
 bool has_edge(const CsrGraph& g, NodeId u, NodeId v) {
-  auto row = g.neighbors(u);
+  auto row = row_of(g, u);
   return std::binary_search(row.begin(), row.end(), v);
 }
 
@@ -51,7 +52,7 @@ bool has_edge(const CsrGraph& g, NodeId u, NodeId v) {
 double intra_class_fraction(const Dataset& ds) {
   std::int64_t intra = 0;
   for (NodeId u = 0; u < ds.num_nodes(); ++u)
-    for (NodeId v : ds.graph.neighbors(u)) intra += ds.labels[static_cast<std::size_t>(u)] == ds.labels[static_cast<std::size_t>(v)];
+    for (NodeId v : row_of(ds.graph, u)) intra += ds.labels[static_cast<std::size_t>(u)] == ds.labels[static_cast<std::size_t>(v)];
   return static_cast<double>(intra) / static_cast<double>(ds.graph.num_edges());
 }
 
@@ -228,7 +229,7 @@ TEST_CASE("generate_rmat builds a named dataset through the cleaning options", "
   CHECK(clean.cleaning.duplicates_dropped > 0);  // hubs attract repeated edges
   const CsrGraph& g = clean.graph;
   for (NodeId u = 0; u < g.num_nodes(); ++u) {
-    auto row = g.neighbors(u);
+    auto row = row_of(g, u);
     REQUIRE(std::adjacent_find(row.begin(), row.end(), std::greater_equal<>()) == row.end());
     for (NodeId v : row) {
       REQUIRE(v != u);
@@ -324,7 +325,7 @@ TEST_CASE("SBM graphs are symmetric, without self-loops or duplicates", "[genera
   const CsrGraph& g = ds.graph;
   REQUIRE(g.num_nodes() == 5000);
   for (NodeId u = 0; u < g.num_nodes(); ++u) {
-    auto row = g.neighbors(u);
+    auto row = row_of(g, u);
     // Strictly ascending rows: sorted and duplicate-free.
     REQUIRE(std::adjacent_find(row.begin(), row.end(), std::greater_equal<>()) == row.end());
     for (NodeId v : row) {
@@ -410,7 +411,7 @@ TEST_CASE("SBM is reproducible from its seed", "[generators]") {
   CHECK(a.name == b.name);
   CHECK(a.source == b.source);
   CHECK(to_vector(a.graph.indptr()) == to_vector(b.graph.indptr()));
-  CHECK(to_vector(a.graph.indices()) == to_vector(b.graph.indices()));
+  CHECK(ids_of(a.graph) == ids_of(b.graph));
   CHECK(to_vector(a.labels) == to_vector(b.labels));
   CHECK(to_vector(a.features) == to_vector(b.features));
   CHECK(to_vector(a.train_idx) == to_vector(b.train_idx));
@@ -420,7 +421,7 @@ TEST_CASE("SBM is reproducible from its seed", "[generators]") {
   o.seed = 2;
   const Dataset c = generate_sbm(o);
   CHECK(to_vector(a.labels) != to_vector(c.labels));
-  CHECK(to_vector(a.graph.indices()) != to_vector(c.graph.indices()));
+  CHECK(ids_of(a.graph) != ids_of(c.graph));
   CHECK(to_vector(a.features) != to_vector(c.features));
   CHECK(to_vector(a.train_idx) != to_vector(c.train_idx));
 }
@@ -436,7 +437,7 @@ TEST_CASE("SBM built through bucket files is the in-memory SBM", "[generators][e
   CHECK(b.graph.indptr().is_mapped());
   CHECK(a.name == b.name);
   CHECK(to_vector(a.graph.indptr()) == to_vector(b.graph.indptr()));
-  CHECK(to_vector(a.graph.indices()) == to_vector(b.graph.indices()));
+  CHECK(ids_of(a.graph) == ids_of(b.graph));
   CHECK(a.cleaning.duplicates_dropped == b.cleaning.duplicates_dropped);
   CHECK(a.cleaning.output_entries == b.cleaning.output_entries);
   CHECK(to_vector(a.labels) == to_vector(b.labels));

@@ -6,6 +6,7 @@
 #include "datasets/npz.hpp"
 #include "datasets/readers.hpp"
 #include "test_paths.hpp"
+#include "tests/graph_rows.hpp"
 
 using namespace shardgnn;
 using Catch::Matchers::Contains;
@@ -31,7 +32,7 @@ TEST_CASE("npz deflated members are inflated and give numpy's values", "[npz]") 
   Dataset ds = read_npz_dataset(test::fixture("deflated.npz"), {});
   CHECK(ds.num_nodes() == 4);
   CHECK(std::vector<EdgeId>(ds.graph.indptr().begin(), ds.graph.indptr().end()) == std::vector<EdgeId>{0, 1, 3, 4, 4});
-  CHECK(std::vector<NodeId>(ds.graph.indices().begin(), ds.graph.indices().end()) == std::vector<NodeId>{1, 0, 2, 1});
+  CHECK(ids_of(ds.graph) == std::vector<NodeId>{1, 0, 2, 1});
   REQUIRE(ds.feature_dim == 3);
   CHECK(std::vector<float>(ds.features.begin(), ds.features.end()) ==
         std::vector<float>{1.5f, 0, 0, 0, 0, 2.0f, 0, -3.0f, 0, 0, 0, 0});

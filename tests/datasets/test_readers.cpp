@@ -14,6 +14,7 @@
 #include "datasets/readers.hpp"
 #include "datasets/text.hpp"
 #include "test_paths.hpp"
+#include "tests/graph_rows.hpp"
 
 namespace fs = std::filesystem;
 using namespace shardgnn;
@@ -26,7 +27,7 @@ using Rows = std::vector<std::vector<NodeId>>;
 Rows rows_of(const CsrGraph& g) {
   Rows r;
   for (NodeId u = 0; u < g.num_nodes(); ++u) {
-    auto nb = g.neighbors(u);
+    auto nb = row_of(g, u);
     r.emplace_back(nb.begin(), nb.end());
   }
   return r;

@@ -7,6 +7,7 @@
 #include <iterator>
 #include <set>
 
+#include "datasets/array_dir.hpp"
 #include "datasets/builder.hpp"
 #include "datasets/error.hpp"
 #include "datasets/fileio.hpp"
@@ -17,6 +18,7 @@
 #include "partition/shards.hpp"
 #include "drawn.hpp"
 #include "test_paths.hpp"
+#include "tests/graph_rows.hpp"
 
 using namespace shardgnn;
 using Catch::Matchers::Contains;
@@ -41,7 +43,7 @@ Dataset two_cliques() {
 std::int64_t cut_of(const Dataset& ds, const std::vector<PartId>& p) {
   std::int64_t cut = 0;
   for (NodeId u = 0; u < ds.num_nodes(); ++u)
-    for (NodeId v : ds.graph.neighbors(u)) cut += u < v && p[u] != p[v];
+    for (NodeId v : row_of(ds.graph, u)) cut += u < v && p[u] != p[v];
   return cut;
 }
 
@@ -162,7 +164,7 @@ ReferenceMetrics reference_metrics(const Dataset& ds, const std::vector<PartId>&
   std::vector<std::set<NodeId>> halo(static_cast<std::size_t>(K));
   for (NodeId u = 0; u < ds.num_nodes(); ++u) {
     std::set<PartId> others;
-    for (NodeId v : ds.graph.neighbors(u)) {
+    for (NodeId v : row_of(ds.graph, u)) {
       if (part[v] == part[u]) continue;
       pairs.insert({std::min(u, v), std::max(u, v)});
       others.insert(part[v]);
@@ -201,7 +203,7 @@ TEST_CASE("partition metrics match their definitions, from compute_metrics and f
   REQUIRE(rmat_sym.cleaning.symmetric);
   bool repeats = false;
   for (NodeId u = 0; u < rmat_sym.num_nodes() && !repeats; ++u) {
-    const auto nb = rmat_sym.graph.neighbors(u);
+    const auto nb = row_of(rmat_sym.graph, u);
     for (std::size_t i = 1; i < nb.size(); ++i) repeats = repeats || nb[i] == nb[i - 1];
   }
   REQUIRE(repeats);
@@ -288,10 +290,10 @@ TEST_CASE("entropy edge weights are symmetric, positive and favour similar neigh
   REQUIRE(w.size() == static_cast<std::size_t>(ds.graph.num_edges()));
   std::int64_t same_sum = 0, diff_sum = 0, same_n = 0, diff_n = 0;
   for (NodeId u = 0; u < ds.num_nodes(); ++u) {
-    const auto nb = ds.graph.neighbors(u);
+    const auto nb = row_of(ds.graph, u);
     for (std::size_t i = 0; i < nb.size(); ++i) {
       const NodeId v = nb[i];
-      const auto back = ds.graph.neighbors(v);
+      const auto back = row_of(ds.graph, v);
       const auto j = std::lower_bound(back.begin(), back.end(), u) - back.begin();
       const std::int64_t wuv = w[ds.graph.indptr()[u] + static_cast<EdgeId>(i)], wvu = w[ds.graph.indptr()[v] + j];
       REQUIRE(wuv == wvu);
@@ -464,6 +466,57 @@ TEST_CASE("partition.json is one PartitionInfo: written from it, read back into 
   CHECK_NOTHROW(load_partition_info(dir / "p"));
 }
 
+TEST_CASE("shards store neighbour ids as int32, and a version-1 partition with int64 ids loads, verifies and merges as it is", "[partition][verify][ids]") {
+  test::ScratchDir dir;
+  save_dataset(read_dataset(test::sample("cora.npz"), {}), dir / "cora");
+  const Dataset ds = load_dataset(dir / "cora");
+  PartitionResult r;
+  r.config = config(PartitionMethod::kRandom, 3);
+  r.assignment = make_partitioner(r.config.method)->partition(ds, r.config);
+  write_partitioned(ds, dir / "cora", r, dir / "p", {});
+  const std::string json = (fs::path(dir / "p") / "partition.json").string();
+  std::vector<std::vector<NodeId>> ids;
+  for (PartId k = 0; k < 3; ++k) {
+    const Shard s = load_shard(load_partition_info(dir / "p"), k);
+    CHECK(s.graph.narrow_ids());
+    ids.push_back(ids_of(s.graph));
+  }
+  const int two = parts_of_rank(3, 0, 2).second - parts_of_rank(3, 0, 2).first == 2 ? 0 : 1;  // the rank that merges two parts
+  const Shard merged_narrow = load_shard_for_rank(load_partition_info(dir / "p"), two, 2);
+  REQUIRE(merged_narrow.merged_parts == 2);
+  CHECK(merged_narrow.graph.narrow_ids());
+
+  // Rewritten as version 1 wrote it: int64 ids (listed with their checksums), version 1.
+  auto widen = [&](std::initializer_list<PartId> parts) {
+    boost::json::object o = read_json_file(json).as_object();
+    o["version"] = 1;
+    for (const PartId k : parts) {
+      auto& part = o["parts"].as_array()[static_cast<std::size_t>(k)].as_object();
+      const std::string pdir = (fs::path(dir / "p") / ("part-" + std::to_string(k))).string();
+      part["arrays"].as_object()["indices"] = write_listed_array(pdir, "indices", ids[static_cast<std::size_t>(k)]);
+    }
+    write_json_file(json, o);
+  };
+  widen({0, 1, 2});
+  const PartitionInfo info = load_partition_info(dir / "p");
+  for (PartId k = 0; k < 3; ++k) {
+    const Shard s = load_shard(info, k);
+    CHECK_FALSE(s.graph.narrow_ids());
+    CHECK(ids_of(s.graph) == ids[static_cast<std::size_t>(k)]);
+  }
+  CHECK(verify_partition(dir / "cora", dir / "p").ok());
+  const Shard merged_wide = load_shard_for_rank(info, two, 2);
+  CHECK_FALSE(merged_wide.graph.narrow_ids());
+  CHECK(ids_of(merged_wide.graph) == ids_of(merged_narrow.graph));
+
+  // Parts of one rank at two widths (a partition no writer makes) are refused, not mixed.
+  WriteOptions replace;
+  replace.overwrite = true;
+  write_partitioned(ds, dir / "cora", r, dir / "p", replace);
+  widen({parts_of_rank(3, two, 2).first});
+  CHECK_THROWS_WITH(load_shard_for_rank(load_partition_info(dir / "p"), two, 2), Contains("different widths"));
+}
+
 TEST_CASE("edge weights travel with their edges into the shards, rows sorted, the verifier checks them", "[partition][verify]") {
   test::ScratchDir dir;
   // Cora has rows of every length (up to 168 neighbours), so both the short-row sort and the
@@ -472,7 +525,7 @@ TEST_CASE("edge weights travel with their edges into the shards, rows sorted, th
   auto weights_of = [&](std::int64_t salt) {
     std::vector<std::int64_t> w;
     for (NodeId u = 0; u < ds.num_nodes(); ++u)
-      for (NodeId v : ds.graph.neighbors(u)) w.push_back((std::min(u, v) * 31 + std::max(u, v) * salt) % 97 + 1);
+      for (NodeId v : row_of(ds.graph, u)) w.push_back((std::min(u, v) * 31 + std::max(u, v) * salt) % 97 + 1);
     return Array<std::int64_t>(std::move(w));
   };
   ds.edge_weights = weights_of(7);
@@ -490,7 +543,7 @@ TEST_CASE("edge weights travel with their edges into the shards, rows sorted, th
       const Shard s = load_shard(info, p);
       REQUIRE(s.edge_weights.size() == static_cast<std::size_t>(s.graph.num_edges()));
       for (NodeId i = 0; i < s.graph.num_nodes(); ++i) {
-        const auto nb = s.graph.neighbors(i);
+        const auto nb = row_of(s.graph, i);
         CHECK(std::is_sorted(nb.begin(), nb.end()));
         const NodeId u = s.orig_ids[i];
         for (std::size_t j = 0; j < nb.size(); ++j) {
@@ -531,7 +584,7 @@ TEST_CASE("the writer's packed part-in-id table, its partition-book search and i
   Dataset ds = read_dataset(test::sample("cora.npz"), {});
   std::vector<std::int64_t> w;
   for (NodeId u = 0; u < ds.num_nodes(); ++u)
-    for (NodeId v : ds.graph.neighbors(u)) w.push_back((std::min(u, v) * 13 + std::max(u, v)) % 31 + 1);
+    for (NodeId v : row_of(ds.graph, u)) w.push_back((std::min(u, v) * 13 + std::max(u, v)) % 31 + 1);
   ds.edge_weights = Array<std::int64_t>(std::move(w));
   save_dataset(ds, dir / "w");
   auto bytes_of = [](const fs::path& path) {
@@ -565,7 +618,7 @@ TEST_CASE("a weighted dataset's shard without edges has an empty edge_weights.np
   Dataset ds = drawn(6, {{0, 1}, {1, 2}, {2, 3}});
   std::vector<std::int64_t> w;
   for (NodeId u = 0; u < ds.num_nodes(); ++u)
-    for (NodeId v : ds.graph.neighbors(u)) w.push_back(std::min(u, v) + 5);
+    for (NodeId v : row_of(ds.graph, u)) w.push_back(std::min(u, v) + 5);
   ds.edge_weights = Array<std::int64_t>(std::move(w));
   save_dataset(ds, dir / "d");
   PartitionResult r;
@@ -591,7 +644,7 @@ TEST_CASE("shards larger than the writer's chunks: a hub row longer than a chunk
   Dataset ds = drawn(leaves + 1, e);
   std::vector<std::int64_t> w;
   for (NodeId u = 0; u < ds.num_nodes(); ++u)
-    for (NodeId v : ds.graph.neighbors(u)) w.push_back((u + v) % 13 + 1);
+    for (NodeId v : row_of(ds.graph, u)) w.push_back((u + v) % 13 + 1);
   ds.edge_weights = Array<std::int64_t>(std::move(w));
   std::vector<float> f;
   for (NodeId u = 0; u < ds.num_nodes(); ++u)

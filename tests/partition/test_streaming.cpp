@@ -15,6 +15,7 @@
 #include "datasets/generators.hpp"
 #include "partition/partitioner.hpp"
 #include "drawn.hpp"
+#include "tests/graph_rows.hpp"
 
 using namespace shardgnn;
 
@@ -33,7 +34,7 @@ std::vector<PartId> run(const Dataset& ds, PartitionMethod method, int parts, Pa
 std::int64_t cut_edges(const Dataset& ds, const std::vector<PartId>& part) {
   std::int64_t cross = 0;
   for (NodeId u = 0; u < ds.num_nodes(); ++u)
-    for (NodeId v : ds.graph.neighbors(u)) cross += part[static_cast<std::size_t>(u)] != part[static_cast<std::size_t>(v)];
+    for (NodeId v : row_of(ds.graph, u)) cross += part[static_cast<std::size_t>(u)] != part[static_cast<std::size_t>(v)];
   return cross / 2;
 }
 

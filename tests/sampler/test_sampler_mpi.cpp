@@ -21,6 +21,7 @@
 #include "datasets/feature_dtype.hpp"
 #include "cora_parts.hpp"
 #include "test_paths.hpp"
+#include "tests/graph_rows.hpp"
 
 using namespace shardgnn;
 namespace fs = std::filesystem;
@@ -30,7 +31,7 @@ namespace {
 using Fixture = test::CoraParts;
 
 bool has_edge(const Dataset& ds, NodeId u, NodeId v) {
-  const auto nb = ds.graph.neighbors(u);
+  const auto nb = row_of(ds.graph, u);
   return std::binary_search(nb.begin(), nb.end(), v);
 }
 
@@ -327,7 +328,7 @@ TEST_CASE("one rank reproduces the serial reference exactly", "[sampler][mpi]") 
     }
 }
 
-TEST_CASE("sample_rows draws every row as choose_neighbors does, for any number of rows", "[sampler]") {
+TEST_CASE("sample_rows draws every row as choose_neighbors does, for any number of rows, at either id width", "[sampler][ids]") {
   // An oracle for the prefetching, lagged loop: one row at a time, no ring. Rows of degree 0, 1,
   // 2, 3, 7 and 40, in an order that revisits rows; counts around the ring's lag and size.
   std::vector<EdgeId> indptr = {0};
@@ -336,12 +337,15 @@ TEST_CASE("sample_rows draws every row as choose_neighbors does, for any number 
     for (int j = 0; j < degree; ++j) indices.push_back(static_cast<NodeId>(100 * indptr.size() + static_cast<std::size_t>(j)));
     indptr.push_back(static_cast<EdgeId>(indices.size()));
   }
-  const CsrGraph g{Array<EdgeId>(indptr), Array<NodeId>(indices)};
   const std::vector<NodeId> orig = {90, 91, 92, 93, 94, 95, 96, 97};
+  for (bool narrow : {false, true})
   for (std::size_t n : {0, 1, 3, 4, 5, 7, 8, 9, 17, 100})
     for (int fanout : {-1, 1, 3, 7})
       for (bool replace : {false, true})
         for (bool keyed_by_orig : {false, true}) {
+          const CsrGraph g = narrow ? CsrGraph(Array<EdgeId>(indptr), Array<std::int32_t>(std::vector<std::int32_t>(indices.begin(), indices.end())))
+                                    : CsrGraph(Array<EdgeId>(indptr), Array<NodeId>(indices));
+          REQUIRE(g.narrow_ids() == narrow);
           std::vector<NodeId> rows(n);
           for (std::size_t i = 0; i < n; ++i) rows[i] = static_cast<NodeId>((i * 5 + i / 8) % 8);
           const std::uint64_t key = hop_key(3, 1, static_cast<std::int64_t>(n), fanout);
@@ -351,14 +355,14 @@ TEST_CASE("sample_rows draws every row as choose_neighbors does, for any number 
           std::vector<NodeId> want;
           std::vector<std::int64_t> want_ends, pos(static_cast<std::size_t>(std::max(fanout, 1)));
           for (NodeId u : rows) {
-            const auto nb = g.neighbors(u);
+            const auto nb = row_of(g, u);
             const int k = choose_neighbors(static_cast<std::int64_t>(nb.size()), fanout, replace, node_key(key, keyed_by_orig ? orig[static_cast<std::size_t>(u)] : u),
                                            pos.data());
             if (k < 0) want.insert(want.end(), nb.begin(), nb.end());
             for (int q = 0; q < k; ++q) want.push_back(nb[static_cast<std::size_t>(pos[static_cast<std::size_t>(q)])]);
             want_ends.push_back(static_cast<std::int64_t>(want.size()));
           }
-          INFO("n " << n << ", fanout " << fanout << ", replace " << replace);
+          INFO("n " << n << ", fanout " << fanout << ", replace " << replace << ", narrow " << narrow);
           CHECK(out == want);
           CHECK(ends == want_ends);
         }
@@ -416,7 +420,7 @@ TEST_CASE("every row of every block is the owner's keyed draw from its own shard
           const PartId k = fx.info.book.owner(dst[i]);
           const Shard& s = shards[static_cast<std::size_t>(k)];
           const NodeId local = dst[i] - fx.info.book.begin(k);
-          const auto nb = s.graph.neighbors(local);
+          const auto nb = row_of(s.graph, local);
           std::vector<NodeId> want;
           const int c = choose_neighbors(static_cast<std::int64_t>(nb.size()), fanout, replace,
                                          node_key(hop_key(cfg.seed, 0, step, hop), s.orig_ids[static_cast<std::size_t>(local)]), pos.data());
@@ -462,7 +466,7 @@ TEST_CASE("four parts on fewer ranks: each rank serves its parts merged, rows, h
     const PartId k = fx.info.book.owner(v);
     const Shard& s = parts[static_cast<std::size_t>(k)];
     const NodeId i = v - fx.info.book.begin(k), j = v - begin;
-    const auto want = s.graph.neighbors(i), got = fx.shard.graph.neighbors(j);
+    const auto want = row_of(s.graph, i), got = row_of(fx.shard.graph, j);
     wrong += !std::equal(want.begin(), want.end(), got.begin(), got.end());
     wrong += !std::equal(s.features.data() + i * s.feature_dim, s.features.data() + (i + 1) * s.feature_dim, fx.shard.features.data() + j * s.feature_dim);
     wrong += s.labels[static_cast<std::size_t>(i)] != fx.shard.labels[static_cast<std::size_t>(j)];
@@ -507,7 +511,7 @@ TEST_CASE("four parts on fewer ranks: each rank serves its parts merged, rows, h
         const PartId k = fx.info.book.owner(dst[i]);
         const Shard& s = parts[static_cast<std::size_t>(k)];
         const NodeId local = dst[i] - fx.info.book.begin(k);
-        const auto nb = s.graph.neighbors(local);
+        const auto nb = row_of(s.graph, local);
         std::vector<NodeId> want, got;
         const int c = choose_neighbors(static_cast<std::int64_t>(nb.size()), cfg.fanouts[static_cast<std::size_t>(hop)], false,
                                        node_key(hop_key(cfg.seed, 0, step, hop), s.orig_ids[static_cast<std::size_t>(local)]), pos.data());
@@ -578,7 +582,7 @@ TEST_CASE("the distributed sampler draws neighbours uniformly, as the serial ref
       const double f = cfg.fanouts[1];
       if (d <= f || n < 30) continue;
       const double p = f / d;
-      for (NodeId v : fx.ds.graph.neighbors(u)) {
+      for (NodeId v : row_of(fx.ds.graph, u)) {
         auto it = chosen.find({u, v});
         const double obs = it == chosen.end() ? 0.0 : static_cast<double>(it->second);
         const double exp = static_cast<double>(n) * p;

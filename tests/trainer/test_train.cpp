@@ -27,6 +27,7 @@
 #include "trainer/models.hpp"
 #include "trainer/stop.hpp"
 #include "trainer/train.hpp"
+#include "tests/graph_rows.hpp"
 
 using namespace shardgnn;
 namespace fs = std::filesystem;
@@ -406,7 +407,7 @@ TEST_CASE("full-neighbourhood inference equals the serial whole-graph computatio
   Block whole;
   whole.num_src = whole.num_dst = n;
   whole.indptr.assign(fx.ds.graph.indptr().begin(), fx.ds.graph.indptr().end());
-  whole.indices.assign(fx.ds.graph.indices().begin(), fx.ds.graph.indices().end());
+  whole.indices = ids_of(fx.ds.graph);
   BlockTensors wt = to_tensors(whole, torch::kCPU);
   wt.src_degree = wt.in_degree;  // symmetric graph
   const torch::Tensor x = torch::from_blob(const_cast<float*>(fx.ds.features.data()), {n, fx.ds.feature_dim}, torch::kFloat);
