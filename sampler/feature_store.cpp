@@ -73,7 +73,8 @@ void copy_feature_rows(std::size_t count, FeatureDtype stored, std::size_t F, So
 FeatureStore::FeatureStore(const ShardView& shards, const comm::Communicator& comm)
     : shards_(shards), shard_(shards.own()), comm_(comm), dim_(shard_.feature_dim), label_sets_(shard_.multilabel ? LabelSets(shard_) : LabelSets()) {}
 
-void FeatureStore::fetch_remote(std::span<const NodeId> remote, std::span<const std::int64_t> counts, float* dst, std::span<const std::int64_t> dst_rows) {
+void FeatureStore::fetch_remote(std::span<const NodeId> remote, std::span<const std::int64_t> counts, float* dst, std::span<const std::int64_t> dst_rows,
+                                std::uint16_t* dst16) {
   const int P = comm_.size();
   const auto F = static_cast<std::size_t>(dim_);
   // `remote` arrives grouped by owner from the caller, so it is already the send buffer.
@@ -91,13 +92,15 @@ void FeatureStore::fetch_remote(std::span<const NodeId> remote, std::span<const 
   counters_.bytes_sent += static_cast<std::int64_t>(remote.size() * sizeof(NodeId));
   counters_.bytes_received += static_cast<std::int64_t>(asked.data.size() * sizeof(NodeId));
   if (F == 0) return;  // no feature columns (every rank alike): no rows to move
-  if (wire_16_) exchange_rows(asked.data, row_counts, expect, dst, dst_rows, send_half_, recv_half_);
-  else exchange_rows(asked.data, row_counts, expect, dst, dst_rows, send_rows_, recv_rows_);
+  if (dst16 && shard_.feature_dtype == FeatureDtype::kFloat32) throw std::logic_error("FeatureStore::fetch_remote: 2-byte rows asked of a float32 shard");
+  if (wire_16_) exchange_rows(asked.data, row_counts, expect, dst, dst_rows, send_half_, recv_half_, dst16);
+  else exchange_rows(asked.data, row_counts, expect, dst, dst_rows, send_rows_, recv_rows_, nullptr);
 }
 
 template <class Wire>
 void FeatureStore::exchange_rows(std::span<const NodeId> asked, std::span<const std::int64_t> send_counts, std::span<const std::int64_t> recv_counts,
-                                 float* dst, std::span<const std::int64_t> dst_rows, std::vector<Wire>& send, std::vector<Wire>& recv) {
+                                 float* dst, std::span<const std::int64_t> dst_rows, std::vector<Wire>& send, std::vector<Wire>& recv,
+                                 std::uint16_t* dst16) {
   const auto F = static_cast<std::size_t>(dim_);
   const std::size_t row_bytes = shard_.feature_row_bytes();
   const NodeId first_id = shard_.book.begin(shard_.part);
@@ -125,7 +128,13 @@ void FeatureStore::exchange_rows(std::span<const NodeId> asked, std::span<const 
   comm_.alltoallv_into<Wire>(send, send_counts, recv_counts, recv);
   const double rows_s = since(t);
   t = Clock::now();
-  for (std::size_t k = 0; k < dst_rows.size(); ++k) unpack(dst + static_cast<std::size_t>(dst_rows[k]) * F, recv.data() + k * F);
+  if constexpr (std::is_same_v<Wire, std::uint16_t>) {
+    if (dst16) {  // stored 2-byte rows travel as they are (as_stored): kept so
+      for (std::size_t k = 0; k < dst_rows.size(); ++k) std::copy_n(recv.data() + k * F, F, dst16 + static_cast<std::size_t>(dst_rows[k]) * F);
+    }
+  }
+  if (!dst16)
+    for (std::size_t k = 0; k < dst_rows.size(); ++k) unpack(dst + static_cast<std::size_t>(dst_rows[k]) * F, recv.data() + k * F);
   counters_.scatter_s += since(t);
   counters_.row_exchange_s += rows_s;
   counters_.exchange_s += rows_s;
@@ -203,8 +212,12 @@ void FeatureStore::sort_others(std::span<const NodeId> nodes, std::size_t others
       ++per_owner_[static_cast<std::size_t>(owner)];
     }
   }
-  copy_rows(hits_.size(), F * sizeof(float), [&](std::size_t k) { return cache_.data() + hits_[k].second * dim_; },
-            [&](std::size_t k) { return out + hits_[k].first * F; });
+  if (cache16_.empty())
+    copy_rows(hits_.size(), F * sizeof(float), [&](std::size_t k) { return cache_.data() + hits_[k].second * dim_; },
+              [&](std::size_t k) { return out + hits_[k].first * F; });
+  else
+    copy_feature_rows(hits_.size(), shard_.feature_dtype, F, [&](std::size_t k) { return cache16_.data() + hits_[k].second * dim_; },
+                      [&](std::size_t k) { return out + hits_[k].first * F; });
   counters_.cache_hits += static_cast<std::int64_t>(hits_.size());
   counters_.cache_s += since(t0);
 }
@@ -300,11 +313,13 @@ void FeatureStore::fill_cache(std::vector<NodeId> chosen, std::uint64_t dense_in
   // Owners answer in request order when requests are grouped by owner: sort by global id (which
   // groups them, the book being ranges) and fetch once.
   std::sort(chosen.begin(), chosen.end());
-  cache_.assign(chosen.size() * static_cast<std::size_t>(dim_), 0.0f);
+  const bool stored16 = shard_.feature_dtype != FeatureDtype::kFloat32;
+  cache_.assign(stored16 ? 0 : chosen.size() * static_cast<std::size_t>(dim_), 0.0f);
+  cache16_.assign(stored16 ? chosen.size() * static_cast<std::size_t>(dim_) : 0, 0);
   std::vector<std::int64_t> rows(chosen.size()), counts(static_cast<std::size_t>(comm_.size()), 0);
   for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<std::int64_t>(i);
   for (NodeId v : chosen) ++counts[shard_.book.owner(v)];
-  fetch_remote(chosen, counts, cache_.data(), rows);
+  fetch_remote(chosen, counts, cache_.data(), rows, stored16 ? cache16_.data() : nullptr);
   // The staging buffers held a whole cache's rows: give them back rather than keep a copy.
   std::vector<float>().swap(send_rows_);
   std::vector<float>().swap(recv_rows_);
@@ -337,7 +352,7 @@ void FeatureStore::build_cache(const SamplerConfig& config, DistSampler* sampler
   populate_rows();
   std::vector<NodeId> chosen;
   const bool on = config.cache_policy != CachePolicy::kNone && dim_ > 0;
-  const std::size_t row_bytes = static_cast<std::size_t>(dim_) * sizeof(float);
+  const std::size_t row_bytes = shard_.feature_row_bytes();  // a cached row as stored
   std::int64_t far_nodes = shard_.book.num_nodes() - shard_.book.size(shard_.part);
   for (PartId r = 0; r < shard_.book.parts(); ++r)
     if (r != shard_.part && shards_.readable(r) != nullptr) far_nodes -= shard_.book.size(r);

@@ -102,12 +102,14 @@ class FeatureStore {
  private:
   // Collective: the rows of `remote` (global ids owned elsewhere, grouped by owner, counts[r] of
   // them owned by rank r) from their owners, row k written to row dst_rows[k] of `dst`.
-  void fetch_remote(std::span<const NodeId> remote, std::span<const std::int64_t> counts, float* dst, std::span<const std::int64_t> dst_rows);
+  // With `dst16` (2-byte shards only) the rows land there as stored instead, not widened.
+  void fetch_remote(std::span<const NodeId> remote, std::span<const std::int64_t> counts, float* dst, std::span<const std::int64_t> dst_rows,
+                    std::uint16_t* dst16 = nullptr);
   // fetch_remote's row exchange, rows travelling as `Wire` (float, or bfloat16 bits): the rows of
   // `asked` (owned here) go out, the received ones land as floats in rows dst_rows of `dst`.
   template <class Wire>
   void exchange_rows(std::span<const NodeId> asked, std::span<const std::int64_t> send_counts, std::span<const std::int64_t> recv_counts, float* dst,
-                     std::span<const std::int64_t> dst_rows, std::vector<Wire>& send, std::vector<Wire>& recv);
+                     std::span<const std::int64_t> dst_rows, std::vector<Wire>& send, std::vector<Wire>& recv, std::uint16_t* dst16);
   void fill_cache(std::vector<NodeId> chosen, std::uint64_t dense_index_bytes);
   // The steps of fetch(): the owned rows' gather (returns their count); the sorting of the others
   // into cache hits (copied), node-local rows and misses; the node-local rows' gather.
@@ -133,7 +135,10 @@ class FeatureStore {
   boost::unordered_flat_map<NodeId, std::int64_t> slot_;
   std::int64_t cached_ = 0;
   bool capped_ = false;
+  // The cached rows as the shards store them: float32 rows, or 2-byte ones (half the memory for
+  // the same rows), widened as hits are copied into a batch.
   std::vector<float> cache_;
+  std::vector<std::uint16_t> cache16_;
   WireDtype wire_ = WireDtype::kFloat32;      // set by build_cache
   bool wire_16_ = false;                      // rows travel in 2 bytes a value (wire_ bf16 or 2-byte shards)
   std::vector<float> send_rows_, recv_rows_;  // staging for remote rows, kept between fetches

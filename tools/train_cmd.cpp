@@ -79,7 +79,7 @@ void print_run_lines(const comm::Communicator& world, const Shard& shard, const 
   if (world.size() > 1) {
     const auto [few_rows, most_rows] = std::minmax_element(all.begin(), all.end(), [](const RankFacts& a, const RankFacts& b) { return a.cached_rows < b.cached_rows; });
     const bool capped = std::any_of(all.begin(), all.end(), [](const RankFacts& f) { return f.capped != 0; });
-    const double row_mb = static_cast<double>(shard.feature_dim) * sizeof(float) / 1e6;
+    const double row_mb = static_cast<double>(shard.feature_row_bytes()) / 1e6;  // a cached row as stored
     std::printf("feature cache: %lld-%lld rows per rank (%.0f-%.0f MB)%s, rows on the wire as %s\n", static_cast<long long>(few_rows->cached_rows),
                 static_cast<long long>(most_rows->cached_rows), static_cast<double>(few_rows->cached_rows) * row_mb,
                 static_cast<double>(most_rows->cached_rows) * row_mb, capped ? ", held to its share of the node's memory" : "",

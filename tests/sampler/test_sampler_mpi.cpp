@@ -273,12 +273,14 @@ TEST_CASE("bf16 on the wire: rows over the wire (exchange or cache) are the owne
   }
 }
 
-TEST_CASE("a cache sized by fraction is capped by its share of the node's memory, one sized in MB is not", "[sampler][mpi]") {
-  Fixture fx;
+TEST_CASE("a cache sized by fraction is capped by its share of the node's memory, one sized in MB is not, rows counted as stored", "[sampler][mpi][feature-dtype]") {
+  // A 2-byte shard's cache holds its rows as stored: the same share or MB hold twice the rows.
+  for (const FeatureDtype dtype : {FeatureDtype::kFloat32, FeatureDtype::kFloat16}) {
+  Fixture fx(0, {}, dtype);
   const int P = fx.world.size();
   const std::vector<int> nodes = fx.world.node_ids();
   const auto node_ranks = static_cast<double>(std::count(nodes.begin(), nodes.end(), nodes[static_cast<std::size_t>(fx.world.rank())]));
-  const double row_bytes = static_cast<double>(fx.ds.feature_dim) * sizeof(float);
+  const double row_bytes = static_cast<double>(fx.ds.feature_dim) * static_cast<double>(feature_value_bytes(dtype));
   // A share that leaves room for 10.5 rows per rank, and the whole memory.
   const double ten_rows = 10.5 * row_bytes * node_ranks / static_cast<double>(usable_memory_bytes());
   for (double share : {ten_rows, 1.0})
@@ -293,11 +295,12 @@ TEST_CASE("a cache sized by fraction is capped by its share of the node's memory
     const ShardView shards(fx.shard, comm, false);
     FeatureStore store(shards, comm);
     store.build_cache(cfg, nullptr);
-    INFO("share " << share << (by_mb ? ", by MB" : ", by fraction"));
+    INFO(feature_dtype_name(dtype) << ", share " << share << (by_mb ? ", by MB" : ", by fraction"));
     const bool capped = P > 1 && share < 1 && !by_mb;
     CHECK(store.cache_capped() == capped);
     if (capped) CHECK(store.cached_rows() == 10);
     if (P > 1 && !capped) CHECK(store.cached_rows() > 10);
+  }
   }
 }
 
