@@ -313,6 +313,7 @@ struct RunSetting {
   int ranks = 0;
   double cache_s = 0;  // shards mapped in and cache built
   std::size_t row_bytes = 0;
+  std::string wire;    // what rows travel as (FeatureStore::wire_name: 2-byte shards' rows as stored)
 };
 
 // The header, the sampling lines and the per-rank sampling load.
@@ -322,7 +323,7 @@ void print_sampling(const RunSetting& run, const std::vector<Row>& all, const Su
   std::printf("dataset %s, %d ranks, fanouts %s, batch %d, %s, cache %s (%.0f%% of remote rows), rows on the wire as %s, %.0f steps per rank\n",
               run.info.dataset_name.c_str(), run.ranks, fanouts_text(run.cfg.fanouts).c_str(), run.cfg.batch_size,
               run.cfg.replace ? "with replacement" : "without replacement", cache_policy_name(run.cfg.cache_policy).c_str(), 100 * run.cfg.cache_fraction,
-              wire_dtype_name(run.cfg.wire_dtype).c_str(), sum.steps / s.ranks);
+              run.wire.c_str(), sum.steps / s.ranks);
   const std::int64_t eager = comm::eager_inline_bytes(comm::eager_setting(), run.ranks);
   if (eager >= 0) std::printf("exchanges                  eager: counts and up to %lld bytes per peer in one round (SHARDGNN_EAGER_BYTES)\n", static_cast<long long>(eager));
   else std::printf("exchanges                  counts, then data: two rounds (SHARDGNN_EAGER_BYTES=off)\n");
@@ -384,7 +385,7 @@ void print_fetch(const RunSetting& run, const Summary& s) {
 boost::json::object report_json(const RunSetting& run, const Summary& s) {
   const Row& sum = s.sum;
   const SamplerConfig& cfg = run.cfg;
-  return {{"ranks", run.ranks}, {"eager_inline_bytes", comm::eager_inline_bytes(comm::eager_setting(), run.ranks)}, {"fanouts", fanouts_text(cfg.fanouts)}, {"batch", cfg.batch_size}, {"wire_dtype", wire_dtype_name(cfg.wire_dtype)},
+  return {{"ranks", run.ranks}, {"eager_inline_bytes", comm::eager_inline_bytes(comm::eager_setting(), run.ranks)}, {"fanouts", fanouts_text(cfg.fanouts)}, {"batch", cfg.batch_size}, {"wire_dtype", run.wire},
           {"sampled_edges_per_s_per_core", s.edges_per_core_s}, {"input_nodes_per_batch", sum.input_nodes / sum.steps},
           {"remote_bytes_per_batch", sum.remote_bytes / sum.steps}, {"cache_hit_rate", sum.remote_rows > 0 ? boost::json::value(s.hit) : boost::json::value(nullptr)},
           {"rows_sampled_by_owners_per_batch", sum.rows_by_owners / sum.steps}, {"sampling_bytes_per_batch", sum.sampling_bytes / sum.steps},
@@ -500,7 +501,7 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   DistSampler sampler(shards, comm, cfg);
   FeatureStore store(shards, comm);
   store.build_cache(cfg, &sampler);
-  const RunSetting setting{info, cfg, world.size(), since(tc), row_bytes_of(shard)};
+  const RunSetting setting{info, cfg, world.size(), since(tc), row_bytes_of(shard), store.wire_name()};
 
   RankMeasures m;
   watch_run(m.log, sampler, store, comm, world.size());
