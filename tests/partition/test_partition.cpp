@@ -70,11 +70,23 @@ Dataset saved_sample(const SampleGraph& c, const test::ScratchDir& dir, std::str
   return load_dataset(folder);
 }
 
+// Cora saved as `dir`/cora and loaded from there.
+Dataset saved_cora(const test::ScratchDir& dir) {
+  save_dataset(read_dataset(test::sample("cora.npz"), {}), dir / "cora");
+  return load_dataset(dir / "cora");
+}
+
+// A random assignment of `ds`'s nodes to `parts` parts.
+PartitionResult random_parts(const Dataset& ds, int parts) {
+  PartitionResult r;
+  r.config = config(PartitionMethod::kRandom, parts);
+  r.assignment = make_partitioner(r.config.method)->partition(ds, r.config);
+  return r;
+}
+
 // Partitions `ds` (saved in `dataset_dir`) at random into k parts and writes the shards to `out`.
 PartitionResult write_random_parts(const Dataset& ds, const std::string& dataset_dir, int k, const std::string& out, const WriteOptions& options = {}) {
-  PartitionResult r;
-  r.config = config(PartitionMethod::kRandom, k);
-  r.assignment = make_partitioner(PartitionMethod::kRandom)->partition(ds, r.config);
+  PartitionResult r = random_parts(ds, k);
   write_partitioned(ds, dataset_dir, r, out, options);
   return r;
 }
@@ -403,11 +415,8 @@ bool json_close(const boost::json::value& a, const boost::json::value& b) {
 
 TEST_CASE("partition.json is one PartitionInfo: written from it, read back into it, kept by the shards, bad keys named", "[partition][verify]") {
   test::ScratchDir dir;
-  save_dataset(read_dataset(test::sample("cora.npz"), {}), dir / "cora");
-  const Dataset ds = load_dataset(dir / "cora");
-  PartitionResult r;
-  r.config = config(PartitionMethod::kRandom, 3);
-  r.assignment = make_partitioner(r.config.method)->partition(ds, r.config);
+  const Dataset ds = saved_cora(dir);
+  PartitionResult r = random_parts(ds, 3);
   r.seconds = 0.25;  // a double that Boost 1.81 reads back exactly (see PartitionInfo::metrics_as_written)
   write_partitioned(ds, dir / "cora", r, dir / "p", {});
   const PartitionInfo info = load_partition_info(dir / "p");
@@ -468,11 +477,8 @@ TEST_CASE("partition.json is one PartitionInfo: written from it, read back into 
 
 TEST_CASE("shards store neighbour ids as int32, and a version-1 partition with int64 ids loads, verifies and merges as it is", "[partition][verify][ids]") {
   test::ScratchDir dir;
-  save_dataset(read_dataset(test::sample("cora.npz"), {}), dir / "cora");
-  const Dataset ds = load_dataset(dir / "cora");
-  PartitionResult r;
-  r.config = config(PartitionMethod::kRandom, 3);
-  r.assignment = make_partitioner(r.config.method)->partition(ds, r.config);
+  const Dataset ds = saved_cora(dir);
+  PartitionResult r = random_parts(ds, 3);
   write_partitioned(ds, dir / "cora", r, dir / "p", {});
   const std::string json = (fs::path(dir / "p") / "partition.json").string();
   std::vector<std::vector<NodeId>> ids;
