@@ -198,15 +198,43 @@ Dataset generate_rmat(const RmatOptions& options, const CleanOptions& clean) {
   return ds;
 }
 
-void add_random_node_data(Dataset& ds, int feature_dim, int num_classes, double train_fraction, double val_fraction, std::uint64_t seed) {
+namespace {
+
+// `n` feature rows of `dim` values, row i made by fill(i, row) in order, kept in ds as `as`:
+// float32 as made, or each row narrowed as soon as it is made.
+template <class Fill>
+void put_features(Dataset& ds, std::size_t n, std::size_t dim, FeatureDtype as, Fill fill) {
+  ds.feature_dim = static_cast<std::int64_t>(dim);
+  ds.feature_dtype = as;
+  if (as == FeatureDtype::kFloat32) {
+    std::vector<float> x(n * dim);
+    for (std::size_t i = 0; i < n; ++i) fill(i, x.data() + i * dim);
+    ds.features = Array<float>(std::move(x));
+    return;
+  }
+  std::vector<std::uint16_t> bits(n * dim);
+  std::vector<float> row(dim);
+  for (std::size_t i = 0; i < n; ++i) {
+    fill(i, row.data());
+    if (const std::size_t bad = narrow_values(as, row.data(), dim, bits.data() + i * dim); bad < dim)
+      throw_feature_overflow(as, "generated features: node " + std::to_string(i), row[bad]);
+  }
+  ds.features16 = Array<std::uint16_t>(std::move(bits));
+}
+
+}  // namespace
+
+void add_random_node_data(Dataset& ds, int feature_dim, int num_classes, double train_fraction, double val_fraction, std::uint64_t seed,
+                          FeatureDtype feature_dtype) {
   if (feature_dim < 1) throw InputError("--feature-dim must be at least 1, got " + std::to_string(feature_dim));
   if (num_classes < 1) throw InputError("--classes must be at least 1, got " + std::to_string(num_classes));
   const std::int64_t n = ds.num_nodes();
-  std::vector<float> features(static_cast<std::size_t>(n) * static_cast<std::size_t>(feature_dim));
   {
     Rng rng(derive_seed(seed, 0xfea7));
     boost::random::normal_distribution<float> normal(0.0f, 1.0f);
-    for (float& x : features) x = normal(rng);
+    put_features(ds, static_cast<std::size_t>(n), static_cast<std::size_t>(feature_dim), feature_dtype, [&](std::size_t, float* row) {
+      for (int d = 0; d < feature_dim; ++d) row[d] = normal(rng);
+    });
   }
   std::vector<std::int64_t> labels(static_cast<std::size_t>(n));
   {
@@ -214,8 +242,6 @@ void add_random_node_data(Dataset& ds, int feature_dim, int num_classes, double 
     boost::random::uniform_int_distribution<std::int64_t> pick(0, num_classes - 1);
     for (auto& l : labels) l = pick(rng);
   }
-  ds.feature_dim = feature_dim;
-  ds.features = Array<float>(std::move(features));
   ds.num_classes = num_classes;
   ds.labels = Array<std::int64_t>(std::move(labels));
   SplitSpec spec;
@@ -333,17 +359,6 @@ Dataset sbm_dataset(const SbmOptions& options, const SbmBuild& build) {
     boost::random::normal_distribution<double> normal(0.0, 1.0);
     for (double& mu : means) mu = options.class_separation * normal(rng);
   }
-  std::vector<float> features(nz * dim);
-  {
-    Rng rng(derive_seed(options.seed, kSbmFeatures));
-    boost::random::normal_distribution<double> normal(0.0, 1.0);
-    for (std::size_t i = 0; i < nz; ++i) {
-      const double* mu = means.data() + static_cast<std::size_t>(labels[i]) * dim;
-      float* x = features.data() + i * dim;
-      for (std::size_t d = 0; d < dim; ++d) x[d] = static_cast<float>(mu[d] + options.feature_noise * normal(rng));
-    }
-  }
-
   Dataset ds;
   ds.name = "sbm-n" + std::to_string(n) + "-c" + std::to_string(num_classes);
   ds.source = "generated: SBM num_nodes=" + std::to_string(n) + " num_classes=" + std::to_string(num_classes) +
@@ -353,8 +368,14 @@ Dataset sbm_dataset(const SbmOptions& options, const SbmBuild& build) {
               " val_fraction=" + fmt_double(options.val_fraction) + " seed=" + std::to_string(options.seed);
   ds.graph = std::move(graph);
   ds.cleaning = report;
-  ds.feature_dim = options.feature_dim;
-  ds.features = Array<float>(std::move(features));
+  {
+    Rng rng(derive_seed(options.seed, kSbmFeatures));
+    boost::random::normal_distribution<double> normal(0.0, 1.0);
+    put_features(ds, nz, dim, options.feature_dtype, [&](std::size_t i, float* x) {
+      const double* mu = means.data() + static_cast<std::size_t>(labels[i]) * dim;
+      for (std::size_t d = 0; d < dim; ++d) x[d] = static_cast<float>(mu[d] + options.feature_noise * normal(rng));
+    });
+  }
   ds.num_classes = num_classes;
   ds.labels = Array<std::int64_t>(std::move(labels));
 

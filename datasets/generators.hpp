@@ -49,6 +49,9 @@ struct SbmOptions {
   int multilabel = 0;
   int labels_per_node = 3;
   std::uint64_t seed = 1;
+  // How the features are kept: 2-byte types are narrowed row by row as they are drawn (the same
+  // bits as narrowing the float32 matrix), so no float32 copy of them is built.
+  FeatureDtype feature_dtype = FeatureDtype::kFloat32;
 };
 
 // Symmetric, without self-loops or duplicates; classes exactly balanced (sizes differ by at most 1).
@@ -58,9 +61,11 @@ Dataset generate_sbm(const SbmOptions& options);
 Dataset generate_sbm_bounded(const SbmOptions& options, const std::string& scratch, std::uint64_t memory);
 
 // Gives a structure-only dataset (an R-MAT graph, say) node data for sampler and training
-// benchmarks: standard-normal float32 features, uniformly random labels in [0, classes) and a
-// random train/val/test split of the given fractions. Seeded. The labels carry no signal.
-void add_random_node_data(Dataset& ds, int feature_dim, int num_classes, double train_fraction, double val_fraction, std::uint64_t seed);
+// benchmarks: standard-normal features (kept as `feature_dtype`, as SbmOptions keeps them),
+// uniformly random labels in [0, classes) and a random train/val/test split of the given
+// fractions. Seeded. The labels carry no signal.
+void add_random_node_data(Dataset& ds, int feature_dim, int num_classes, double train_fraction, double val_fraction, std::uint64_t seed,
+                          FeatureDtype feature_dtype = FeatureDtype::kFloat32);
 
 // Writes the edges as a tab-separated text edge list ("u\tv\n"), atomically.
 void write_edge_list(const std::string& path, const EdgeList& edges);

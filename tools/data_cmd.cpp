@@ -275,7 +275,7 @@ int generate(const std::vector<std::string>& args) {
       } else {
         ds = generate_rmat(r, clean);
       }
-      if (feature_dim > 0) add_random_node_data(ds, feature_dim, classes, train, val, r.seed);
+      if (feature_dim > 0) add_random_node_data(ds, feature_dim, classes, train, val, r.seed, features_as);
       save_and_report(ds, out, vm.count("force") > 0, clean, seconds_since(t0), features_as);
     }
     return 0;
@@ -303,6 +303,7 @@ int generate(const std::vector<std::string>& args) {
   const std::string out = vm["out"].as<std::string>();
   check_output_dir(out, vm.count("force") > 0);  // before the work, not after
   const FeatureDtype features_as = feature_dtype_option(vm);
+  s.feature_dtype = features_as;
   const auto t0 = Clock::now();
   const CleanOptions c{true, true, true};
   const std::uint64_t limit = memory_limit_option(vm);

@@ -498,3 +498,32 @@ TEST_CASE("add_random_node_data gives features, labels and a split of the asked 
   CHECK(std::equal(a.train_idx.begin(), a.train_idx.end(), b.train_idx.begin(), b.train_idx.end()));
   CHECK_THROWS_AS(add_random_node_data(b, 0, 5, 0.1, 0.1, 1), InputError);
 }
+
+TEST_CASE("generators keep 2-byte features as the float32 ones narrowed, without a float32 matrix", "[generators][feature-dtype]") {
+  SbmOptions o;
+  o.num_nodes = 300;
+  o.num_classes = 3;
+  o.feature_dim = 7;
+  const Dataset wide = generate_sbm(o);
+  RmatOptions r;
+  r.scale = 10;
+  Dataset rmat = generate_rmat(r, {});
+  Dataset rmat16 = generate_rmat(r, {});
+  add_random_node_data(rmat, 5, 4, 0.1, 0.1, 3);
+  for (const FeatureDtype t : {FeatureDtype::kFloat16, FeatureDtype::kBFloat16}) {
+    INFO(feature_dtype_name(t));
+    o.feature_dtype = t;
+    const Dataset narrow = generate_sbm(o);
+    CHECK(narrow.feature_dtype == t);
+    CHECK(narrow.features.empty());
+    std::vector<std::uint16_t> want(wide.features.size());
+    narrow_values(t, wide.features.data(), want.size(), want.data());
+    CHECK(std::equal(want.begin(), want.end(), narrow.features16.begin(), narrow.features16.end()));
+    CHECK(std::equal(wide.labels.begin(), wide.labels.end(), narrow.labels.begin(), narrow.labels.end()));
+
+    add_random_node_data(rmat16, 5, 4, 0.1, 0.1, 3, t);
+    want.assign(rmat.features.size(), 0);
+    narrow_values(t, rmat.features.data(), want.size(), want.data());
+    CHECK(std::equal(want.begin(), want.end(), rmat16.features16.begin(), rmat16.features16.end()));
+  }
+}
