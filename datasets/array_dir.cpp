@@ -39,26 +39,16 @@ boost::json::object write_listed_array_streamed(const std::string& dir, const st
   return listed_entry(file, dtype, shape, write_npy_streamed((fs::path(dir) / file).string(), dtype, shape, fill));
 }
 
-boost::json::object write_listed_ids(const std::string& dir, const std::string& name, std::span<const std::int64_t> ids,
-                                     const std::vector<std::int64_t>& shape, bool narrow) {
+boost::json::object write_listed_indices(const std::string& dir, const std::string& name, const CsrGraph& g, bool narrow) {
+  const std::vector<std::int64_t> shape = {g.num_edges()};
+  if (g.narrow_ids()) return write_listed_array(dir, name, DType::kInt32, g.narrow_indices().data(), shape);
+  const auto ids = g.wide_indices().span();
   if (!narrow) return write_listed_array(dir, name, DType::kInt64, ids.data(), shape);
   return write_listed_array_streamed(dir, name, DType::kInt32, shape, [&](const NpySink& out) {
     constexpr std::size_t kChunk = std::size_t{1} << 20;  // 4 MiB of output at a time
     std::vector<std::int32_t> buf;
-    for (std::size_t i = 0; i < ids.size(); i += kChunk) {
-      const std::size_t k = std::min(kChunk, ids.size() - i);
-      buf.resize(k);
-      std::transform(ids.begin() + static_cast<std::ptrdiff_t>(i), ids.begin() + static_cast<std::ptrdiff_t>(i + k), buf.begin(),
-                     [](std::int64_t v) { return static_cast<std::int32_t>(v); });
-      out(buf.data(), k * sizeof(std::int32_t));
-    }
+    for (std::size_t i = 0; i < ids.size(); i += kChunk) sink_ids(out, ids.data() + i, std::min(kChunk, ids.size() - i), true, buf);
   });
-}
-
-boost::json::object write_listed_indices(const std::string& dir, const std::string& name, const CsrGraph& g, bool narrow) {
-  const std::vector<std::int64_t> shape = {g.num_edges()};
-  if (g.narrow_ids()) return write_listed_array(dir, name, DType::kInt32, g.narrow_indices().data(), shape);
-  return write_listed_ids(dir, name, g.wide_indices().span(), shape, narrow);
 }
 
 namespace {

@@ -26,10 +26,13 @@ boost::json::object write_listed_array(const std::string& dir, const std::string
   return write_listed_array(dir, name, dtype_of<T>(), v.data(), {static_cast<std::int64_t>(v.size())});
 }
 
-// Writes 64-bit ids as `name`.npy, as int32 (a chunk at a time) when `narrow` (every id then
-// fits: the caller knows their range), else as they are.
-boost::json::object write_listed_ids(const std::string& dir, const std::string& name, std::span<const std::int64_t> ids,
-                                     const std::vector<std::int64_t>& shape, bool narrow);
+// Hands `n` 64-bit ids to `out` as int32 (through `buf`) when `narrow` (every id then fits: the
+// caller knows their range), else as they are: what the writers of a CSR's ids share.
+inline void sink_ids(const NpySink& out, const std::int64_t* ids, std::size_t n, bool narrow, std::vector<std::int32_t>& buf) {
+  if (!narrow) return out(ids, n * sizeof(std::int64_t));
+  buf.assign(ids, ids + n);
+  out(buf.data(), n * sizeof(std::int32_t));
+}
 
 // A CSR's ids as `name`.npy at the graph's width, narrowed to int32 when `narrow` asks and they
 // are wider.

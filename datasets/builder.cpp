@@ -14,6 +14,7 @@
 #include <memory>
 #include <numeric>
 
+#include "datasets/array_dir.hpp"
 #include "datasets/error.hpp"
 #include "datasets/npy.hpp"
 
@@ -287,14 +288,7 @@ ExternalCsr build_csr_external(std::int64_t num_nodes, std::int64_t expected_edg
     for (std::int64_t b = 0; b < buckets; ++b) {
       const std::string resolved = bucket_path(b, "rows");
       File f = open_file(resolved, "rb");
-      for (std::size_t got; (got = std::fread(chunk.data(), sizeof(NodeId), chunk.size(), f.get())) > 0;) {
-        if (!narrow) {
-          sink(chunk.data(), got * sizeof(NodeId));
-          continue;
-        }
-        narrowed.assign(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(got));
-        sink(narrowed.data(), got * sizeof(std::int32_t));
-      }
+      for (std::size_t got; (got = std::fread(chunk.data(), sizeof(NodeId), chunk.size(), f.get())) > 0;) sink_ids(sink, chunk.data(), got, narrow, narrowed);
       if (std::ferror(f.get())) throw InputError(resolved, "", std::string("read failed: ") + std::strerror(errno));
       f.reset();
       fs::remove(resolved);

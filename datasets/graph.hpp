@@ -67,9 +67,6 @@ class CsrGraph {
       return std::binary_search(row.begin(), row.end(), v);
     });
   }
-  // The ids' storage, for what handles them as bytes (page advice, spill copies).
-  const void* indices_data() const noexcept { return narrow_ ? static_cast<const void*>(indices32_.data()) : static_cast<const void*>(indices_.data()); }
-  std::size_t index_bytes() const noexcept { return narrow_ ? sizeof(std::int32_t) : sizeof(std::int64_t); }
   // Array::release_pages and advise_random for the ids.
   void release_index_pages() const noexcept { narrow_ ? indices32_.release_pages() : indices_.release_pages(); }
   void advise_random_indices() const noexcept { narrow_ ? indices32_.advise_random() : indices_.advise_random(); }

@@ -394,12 +394,7 @@ json::object ShardWriter::write_rows(const std::string& pdir, PartId k, const st
         scratch.relabel(u, g.neighbors(u), weighted ? ds_.edge_weights.data() + ds_.graph.indptr()[u] : nullptr, scratch.ids.data() + at,
                         weighted ? scratch.weights.data() + at : nullptr, scratch.reached.data(), tally);
       }
-      if (narrow) {
-        scratch.narrow_ids.assign(scratch.ids.begin(), scratch.ids.begin() + static_cast<std::ptrdiff_t>(len));
-        ids_out(scratch.narrow_ids.data(), len * sizeof(std::int32_t));
-      } else {
-        ids_out(scratch.ids.data(), len * sizeof(NodeId));
-      }
+      sink_ids(ids_out, scratch.ids.data(), len, narrow, scratch.narrow_ids);
       if (weighted) (*weights_out)(scratch.weights.data(), len * sizeof(std::int64_t));
       i = j;
     }

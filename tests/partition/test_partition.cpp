@@ -684,7 +684,7 @@ TEST_CASE("multilevel METIS: coarsened by label propagation, METIS on the coarse
     CHECK(ml.nodes.ratio() <= 1.0 + r.config.imbalance);
     // The issue's quality target, 1.15x METIS's cut (a random split cuts about 3/4 of the edges),
     // under docs/results/partition.md's protocol: both balancing nodes and edges, several levels
-    // (n/16 coarse nodes), the mean ratio of seeds 0-2; one seed's cut on a mesh varies by 10%.
+    // (n/16 coarse nodes), the mean ratio of seeds 0-2, since one seed's cut on a mesh varies.
     double ratios = 0;
     for (std::uint64_t seed : {0, 1, 2}) {
       PartitionConfig both = config(PartitionMethod::kMetis, 4, seed);
