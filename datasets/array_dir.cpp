@@ -28,15 +28,16 @@ boost::json::object listed_entry(const std::string& file, DType dtype, const std
 }  // namespace
 
 boost::json::object write_listed_array(const std::string& dir, const std::string& name, DType dtype, const void* data,
-                                       const std::vector<std::int64_t>& shape) {
+                                       const std::vector<std::int64_t>& shape, std::int64_t data_at) {
   const std::string file = name + ".npy";
-  return listed_entry(file, dtype, shape, write_npy((fs::path(dir) / file).string(), dtype, data, shape));
+  return listed_entry(file, dtype, shape, write_npy((fs::path(dir) / file).string(), dtype, data, shape, data_at));
 }
 
 boost::json::object write_listed_array_streamed(const std::string& dir, const std::string& name, DType dtype,
-                                                const std::vector<std::int64_t>& shape, const std::function<void(const NpySink&)>& fill) {
+                                                const std::vector<std::int64_t>& shape, const std::function<void(const NpySink&)>& fill,
+                                                std::int64_t data_at) {
   const std::string file = name + ".npy";
-  return listed_entry(file, dtype, shape, write_npy_streamed((fs::path(dir) / file).string(), dtype, shape, fill));
+  return listed_entry(file, dtype, shape, write_npy_streamed((fs::path(dir) / file).string(), dtype, shape, fill, data_at));
 }
 
 boost::json::object write_listed_indices(const std::string& dir, const std::string& name, const CsrGraph& g, bool narrow) {
@@ -59,6 +60,13 @@ std::string show_shape(const std::vector<std::int64_t>& s) {
 }
 }  // namespace
 
+std::string listed_file(const std::string& dir, const boost::json::object& arrays, const std::string& json_path, const std::string& name) {
+  auto* entry = arrays.if_contains(name);
+  if (!entry) throw InputError(json_path, "key 'arrays." + name + "'", "missing, this array is required");
+  if (!entry->is_object()) throw InputError(json_path, "key 'arrays." + name + "'", "expected an object");
+  return confined_path(dir, json_string(entry->get_object(), "file", json_path), json_path, "arrays." + name + ".file");
+}
+
 template <class T>
 Array<T> load_listed_array(const std::string& dir, const boost::json::object& arrays, const std::string& json_path,
                            const std::string& name, const std::vector<std::int64_t>& expected, bool required, DType stored) {
@@ -67,9 +75,7 @@ Array<T> load_listed_array(const std::string& dir, const boost::json::object& ar
     if (required) throw InputError(json_path, "key 'arrays." + name + "'", "missing, this array is required");
     return {};
   }
-  if (!entry->is_object()) throw InputError(json_path, "key 'arrays." + name + "'", "expected an object");
-  const std::string path = confined_path(dir, json_string(entry->get_object(), "file", json_path), json_path, "arrays." + name + ".file");
-  NpyBuffer buf = map_npy(path);
+  NpyBuffer buf = map_npy(listed_file(dir, arrays, json_path, name));
   Array<T> arr = npy_view<T>(buf, static_cast<int>(expected.size()), stored);
   if (buf.header.shape != expected)
     throw InputError(buf.origin, at_byte(0), "shape " + show_shape(buf.header.shape) + ", expected " + show_shape(expected) + " from " + fs::path(json_path).filename().string());

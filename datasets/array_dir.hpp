@@ -13,17 +13,19 @@
 
 namespace shardgnn {
 
-// Writes `dir`/`name`.npy (atomically) and returns its entry for the "arrays" object.
+// Writes `dir`/`name`.npy (atomically) and returns its entry for the "arrays" object. `data_at`
+// as npy_header's.
 boost::json::object write_listed_array(const std::string& dir, const std::string& name, DType dtype, const void* data,
-                                       const std::vector<std::int64_t>& shape);
+                                       const std::vector<std::int64_t>& shape, std::int64_t data_at = -1);
 
 // The same for data produced in pieces (see write_npy_streamed).
 boost::json::object write_listed_array_streamed(const std::string& dir, const std::string& name, DType dtype,
-                                                const std::vector<std::int64_t>& shape, const std::function<void(const NpySink&)>& fill);
+                                                const std::vector<std::int64_t>& shape, const std::function<void(const NpySink&)>& fill,
+                                                std::int64_t data_at = -1);
 
 template <class T>
-boost::json::object write_listed_array(const std::string& dir, const std::string& name, const std::vector<T>& v) {
-  return write_listed_array(dir, name, dtype_of<T>(), v.data(), {static_cast<std::int64_t>(v.size())});
+boost::json::object write_listed_array(const std::string& dir, const std::string& name, const std::vector<T>& v, std::int64_t data_at = -1) {
+  return write_listed_array(dir, name, dtype_of<T>(), v.data(), {static_cast<std::int64_t>(v.size())}, data_at);
 }
 
 // Hands `n` 64-bit ids to `out` as int32 (through `buf`) when `narrow` (every id then fits: the
@@ -37,6 +39,9 @@ inline void sink_ids(const NpySink& out, const std::int64_t* ids, std::size_t n,
 // A CSR's ids as `name`.npy at the graph's width, narrowed to int32 when `narrow` asks and they
 // are wider.
 boost::json::object write_listed_indices(const std::string& dir, const std::string& name, const CsrGraph& g, bool narrow);
+
+// The path of the file listed for `name` (confined to `dir`), or an InputError.
+std::string listed_file(const std::string& dir, const boost::json::object& arrays, const std::string& json_path, const std::string& name);
 
 // Maps the array `name` listed in `arrays` (read from `json_path`) and checks its dtype (T's, or
 // `stored` for T holding another type's bits) and its shape against `expected`. A missing entry

@@ -188,6 +188,44 @@ MappedFile map_open_file(int fd, std::size_t size, const std::string& path) {
   return out;
 }
 
+// Random reads (a sampler's rows, a gather's features) miss the TLB on nearly every access with
+// 4 KiB pages. Asked for 2 MiB pages, the kernel reads what the page cache lacks into 2 MiB
+// folios and maps those with 2 MiB pages (Linux 6.x on XFS, and on ext4 from 6.16; seen as
+// FilePmdMapped in /proc/PID/smaps) where the mapping's address and the file offset agree modulo
+// 2 MiB. Pages already cached keep their folios (drop_page_cache).
+// The kernel then also reads a missing page's whole 2 MiB around it, even for random reads: so
+// only while the files this process maps with the hint take at most half the memory it may use
+// (a rank maps its shard and those of its node-local ranks), not for files that would be read
+// piecemeal through a page cache too small to keep them. A mapping gives its share back when it
+// goes (a merged shard's parts are mapped again end to end). Wraps `m.keeper` to do so.
+void hint_huge_pages(MappedFile& m) {
+#if defined(__linux__)
+  const std::size_t size = m.bytes.size();
+  if (size < (std::size_t{2} << 20)) return;
+  const int before = errno;
+  static const std::uint64_t usable = [] {
+    try {
+      return usable_memory_bytes();
+    } catch (const std::exception&) {  // a hint: no memory figure, no huge pages
+      return std::uint64_t{0};
+    }
+  }();
+  static std::atomic<std::uint64_t> hinted{0};  // bytes of live mappings asked for
+  if (hinted.fetch_add(size) + size <= usable / 2) {
+    ::madvise(const_cast<std::byte*>(m.bytes.data()), size, MADV_HUGEPAGE);
+    m.keeper = std::shared_ptr<const void>(m.keeper.get(), [inner = m.keeper, size](const void*) mutable {
+      inner.reset();
+      hinted.fetch_sub(size);
+    });
+  } else {
+    hinted.fetch_sub(size);
+  }
+  errno = before;
+#else
+  (void)m;
+#endif
+}
+
 }  // namespace
 
 MappedFile map_file(const std::string& path) {
@@ -218,29 +256,94 @@ MappedFile map_file(const std::string& path) {
     throw;
   }
   ::close(fd);
-  // Random reads (a sampler's rows, a gather's features) miss the TLB on nearly every access with
-  // 4 KiB pages. Asked for 2 MiB pages, the kernel reads what the page cache lacks into 2 MiB
-  // folios and maps those with 2 MiB pages (Linux 6.x on XFS, and on ext4 from 6.16; seen as
-  // FilePmdMapped in /proc/PID/smaps). Pages already cached keep their folios (drop_page_cache).
-  // The kernel then also reads a missing page's whole 2 MiB around it, even for random reads: so
-  // only while the files this process has asked it for take at most half the memory it may use
-  // (a rank maps its shard and those of its node-local ranks), not for files that would be read piecemeal
-  // through a page cache too small to keep them.
-#if defined(__linux__)
-  if (size >= (std::size_t{2} << 20)) {
-    const int before = errno;
-    static const std::uint64_t usable = [] {
-      try {
-        return usable_memory_bytes();
-      } catch (const std::exception&) {  // a hint: no memory figure, no huge pages
-        return std::uint64_t{0};
-      }
-    }();
-    static std::atomic<std::uint64_t> hinted{0};  // bytes asked for so far (never lowered: conservative)
-    if (hinted.fetch_add(size) + size <= usable / 2) ::madvise(const_cast<std::byte*>(out.bytes.data()), size, MADV_HUGEPAGE);
-    errno = before;
+  hint_huge_pages(out);
+  return out;
+}
+
+std::optional<MappedFile> map_end_to_end(std::span<const FilePiece> pieces) {
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<const FilePiece*> parts;
+  std::uint64_t total = 0;
+  for (const FilePiece& p : pieces) {
+    if (p.bytes == 0) continue;
+    if (!parts.empty() && p.offset % page != (parts.front()->offset + total) % page) return std::nullopt;
+    parts.push_back(&p);
+    total += p.bytes;
   }
-#endif
+  if (parts.empty()) return MappedFile{};
+  constexpr std::uint64_t kHuge = std::uint64_t{2} << 20;
+  auto down = [&](std::uint64_t x) { return x / page * page; };
+  auto up = [&](std::uint64_t x) { return (x + page - 1) / page * page; };
+  // The first file's offset 0 at a 2 MiB boundary, as the kernel places a lone file's mapping, so
+  // that the first part's 2 MiB folios map with 2 MiB pages.
+  const std::uint64_t first_off = parts.front()->offset;
+  const std::size_t reserved = static_cast<std::size_t>(up(first_off + total) + kHuge);
+  void* raw = ::mmap(nullptr, reserved, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (raw == MAP_FAILED) throw InputError(parts.front()->path, "", "cannot reserve " + std::to_string(reserved) + " bytes of addresses: " + errno_text());
+  auto ranges = std::make_shared<std::vector<MappedRange*>>();
+  std::shared_ptr<const void> keeper(raw, [reserved, ranges](const void* p) {
+    for (MappedRange* r : *ranges) forget_mapping(r);
+    ::munmap(const_cast<void*>(p), reserved);
+  });
+  const std::uint64_t base = (reinterpret_cast<std::uintptr_t>(raw) + kHuge - 1) / kHuge * kHuge;
+  const std::uint64_t start = base + first_off;  // the first piece's first byte
+  auto with_file = [](const FilePiece& p, auto&& f) {
+    const int fd = ::open(p.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw InputError(p.path, "", "cannot open file: " + errno_text());
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) < p.offset + p.bytes) {
+      ::close(fd);
+      throw InputError(p.path, "", "shorter than the " + std::to_string(p.offset + p.bytes) + " bytes it had when it was loaded");
+    }
+    try {
+      f(fd);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    ::close(fd);
+  };
+  // Each piece's pages from its file, in order; a page two pieces share is mapped from the later
+  // one here and replaced below.
+  std::vector<std::uint64_t> shared_pages;
+  std::uint64_t at = start;
+  for (const FilePiece* p : parts) {
+    const std::uint64_t file_from = down(p->offset), len = up(p->offset + p->bytes) - file_from;
+    const std::uint64_t addr = at - (p->offset - file_from);
+    with_file(*p, [&](int fd) {
+      if (::mmap(reinterpret_cast<void*>(addr), len, PROT_READ, MAP_SHARED | MAP_FIXED, fd, static_cast<off_t>(file_from)) == MAP_FAILED)
+        throw InputError(p->path, "", "cannot map file: " + errno_text());
+    });
+    std::error_code ec;
+    const fs::path absolute = fs::absolute(p->path, ec);
+    ranges->push_back(record_mapping(reinterpret_cast<void*>(addr), len, ec ? p->path : absolute.string()));
+    if (at != start && at % page != 0) shared_pages.push_back(down(at));
+    at += p->bytes;
+  }
+  guard_mapped_files();
+  // A page where pieces meet holds the end of one and the start of the next: a private copy.
+  for (const std::uint64_t pg : shared_pages) {
+    std::vector<std::byte> bytes(page);
+    std::uint64_t from = start;
+    for (const FilePiece* p : parts) {
+      const std::uint64_t lo = std::max(pg, from), hi = std::min(pg + page, from + p->bytes);
+      if (lo < hi)
+        with_file(*p, [&](int fd) {
+          if (::pread(fd, bytes.data() + (lo - pg), hi - lo, static_cast<off_t>(p->offset + (lo - from))) != static_cast<ssize_t>(hi - lo))
+            throw InputError(p->path, "byte " + std::to_string(p->offset + (lo - from)), "cannot read: " + errno_text());
+        });
+      from += p->bytes;
+    }
+    void* copy = ::mmap(reinterpret_cast<void*>(pg), page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    if (copy == MAP_FAILED) throw InputError(parts.front()->path, "", "cannot map a page: " + errno_text());
+    std::memcpy(copy, bytes.data(), page);
+    ::mprotect(copy, page, PROT_READ);
+  }
+  MappedFile out;
+  out.path = parts.front()->path;
+  out.keeper = std::move(keeper);
+  out.bytes = {reinterpret_cast<const std::byte*>(start), static_cast<std::size_t>(total)};
+  hint_huge_pages(out);
   return out;
 }
 

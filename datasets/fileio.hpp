@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -20,6 +21,19 @@ struct MappedFile {
   std::span<const std::byte> bytes;
 };
 MappedFile map_file(const std::string& path);
+
+// `bytes` bytes of the file at `path` from `offset`.
+struct FilePiece {
+  std::string path;
+  std::uint64_t offset = 0, bytes = 0;
+};
+// The pieces mapped read-only at consecutive addresses, as if one file held them end to end,
+// without reading them: what a rank serving several parts of a partition makes of each array of
+// theirs. Possible when every piece starts at a file offset congruent, modulo the page size, to
+// the bytes of the pieces before it (the partition writer places its arrays so: npy_header's
+// `data_at`); nullopt otherwise, for the caller to copy. A page where two pieces meet is the one
+// copied page. Files shorter than their pieces are InputErrors.
+std::optional<MappedFile> map_end_to_end(std::span<const FilePiece> pieces);
 
 // A mapped file truncated (or rewritten in place) while a process reads it makes the next read of
 // a page past its new end a SIGBUS. map_file records every mapping, and a SIGBUS handler (set with

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <stdexcept>
@@ -321,6 +322,19 @@ NpyBuffer map_npy(const std::string& path) {
   return buf;
 }
 
+NpyHeader read_npy_header(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "", "cannot open file");
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<std::uint64_t>(in.tellg());
+  // A version 1.0 header is at most 10 + 65535 bytes; longer ones (2.0, 3.0) are not ours.
+  std::vector<std::byte> prefix(static_cast<std::size_t>(std::min<std::uint64_t>(size, 10 + 65535)));
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(prefix.data()), static_cast<std::streamsize>(prefix.size()));
+  if (!in) throw InputError(path, "", "cannot read its header");
+  return parse_npy_header(prefix, path, 0, size);
+}
+
 template <class T>
 std::vector<T> npy_to_vector(const NpyBuffer& buf, int expected_ndim) {
   const NpyHeader& h = buf.header;
@@ -402,7 +416,7 @@ Array<T> npy_view(const NpyBuffer& buf, int expected_ndim, DType stored) {
   return Array<T>(buf.keeper, reinterpret_cast<const T*>(data.data()), static_cast<std::size_t>(h.count()));
 }
 
-std::string npy_header(DType dtype, std::span<const std::int64_t> shape) {
+std::string npy_header(DType dtype, std::span<const std::int64_t> shape, std::int64_t data_at) {
   std::string dict = "{'descr': '" + dtype_descr(dtype) + "', 'fortran_order': False, 'shape': (";
   for (std::size_t i = 0; i < shape.size(); ++i) {
     dict += std::to_string(shape[i]);
@@ -411,10 +425,12 @@ std::string npy_header(DType dtype, std::span<const std::int64_t> shape) {
   }
   dict += "), }";
   // Pad with spaces and a newline so the data starts on a 64-byte boundary (numpy does the same).
-  const bool v2 = dict.size() + 11 > 65535;
+  const bool v2 = dict.size() + 11 + static_cast<std::size_t>(data_at >= 0 ? kNpyPage : 0) > 65535;
   const std::size_t prefix = v2 ? 12 : 10;
   std::size_t total = prefix + dict.size() + 1;
-  std::size_t pad = (64 - total % 64) % 64;
+  const auto align = static_cast<std::size_t>(data_at >= 0 ? kNpyPage : 64);
+  const auto want = static_cast<std::size_t>(data_at >= 0 ? data_at % kNpyPage : 0);
+  std::size_t pad = (want + align - total % align) % align;
   dict.append(pad, ' ');
   dict += '\n';
   std::string pre(kMagic, 6);
@@ -432,8 +448,8 @@ std::string npy_header(DType dtype, std::span<const std::int64_t> shape) {
 }
 
 std::uint32_t write_npy_streamed(const std::string& path, DType dtype, std::span<const std::int64_t> shape,
-                                 const std::function<void(const NpySink&)>& fill) {
-  const std::string pre = npy_header(dtype, shape);
+                                 const std::function<void(const NpySink&)>& fill, std::int64_t data_at) {
+  const std::string pre = npy_header(dtype, shape, data_at);
   std::int64_t count = 1;
   for (const std::int64_t d : shape) count *= d;
   const std::size_t nbytes = static_cast<std::size_t>(count) * dtype_size(dtype);
@@ -456,12 +472,12 @@ std::uint32_t write_npy_streamed(const std::string& path, DType dtype, std::span
   return crc;
 }
 
-std::uint32_t write_npy(const std::string& path, DType dtype, const void* data, std::span<const std::int64_t> shape) {
+std::uint32_t write_npy(const std::string& path, DType dtype, const void* data, std::span<const std::int64_t> shape, std::int64_t data_at) {
   return write_npy_streamed(path, dtype, shape, [&](const NpySink& sink) {
     std::int64_t count = 1;
     for (auto d : shape) count *= d;
     sink(data, static_cast<std::size_t>(count) * dtype_size(dtype));
-  });
+  }, data_at);
 }
 
 #define SHARDGNN_INSTANTIATE(T)                                              \

@@ -86,6 +86,9 @@ void npy_for_each(const NpyStream& s, int expected_ndim, std::size_t piece, cons
 
 // Maps `path` read-only and parses its header.
 NpyBuffer map_npy(const std::string& path);
+// Reads only the header of the .npy at `path` (checked against the file's size), without mapping
+// it.
+NpyHeader read_npy_header(const std::string& path);
 
 // Reads the array as T, converting between numeric types: integers must fit T exactly, floats to
 // integers are refused, float64 -> float32 rounds. Errors name the origin and the offending element.
@@ -103,13 +106,18 @@ template <class T>
 Array<T> npy_view(const NpyBuffer& buf, int expected_ndim, DType stored);
 
 // The bytes of an .npy header (magic, version 1.0, or 2.0 when it needs it, and the padded dict)
-// for an array of this dtype and shape: its data start right after them, on a 64-byte boundary.
-std::string npy_header(DType dtype, std::span<const std::int64_t> shape);
+// for an array of this dtype and shape: its data start right after them, on a 64-byte boundary,
+// or, with `data_at` >= 0, at an offset congruent to `data_at` modulo kNpyPage (the dict padded
+// by up to kNpyPage - 1 spaces more, within numpy's default max_header_size): a shard's array
+// placed so that it continues, page for page, the same array of the parts before it (data_at: the
+// bytes those hold), which lets a rank serving several parts map them end to end (map_end_to_end).
+constexpr std::int64_t kNpyPage = 4096;
+std::string npy_header(DType dtype, std::span<const std::int64_t> shape, std::int64_t data_at = -1);
 
 // Writes an array with the given shape as .npy version 1.0 (or 2.0 if the header needs it),
 // atomically: to a temporary name in the same folder, fsync, rename. Returns the CRC-32 of the
 // file's bytes, computed from memory while writing (no second read of the file).
-std::uint32_t write_npy(const std::string& path, DType dtype, const void* data, std::span<const std::int64_t> shape);
+std::uint32_t write_npy(const std::string& path, DType dtype, const void* data, std::span<const std::int64_t> shape, std::int64_t data_at = -1);
 
 // Receives the next piece of an array's data, in order.
 using NpySink = std::function<void(const void* data, std::size_t bytes)>;
@@ -117,8 +125,9 @@ using NpySink = std::function<void(const void* data, std::size_t bytes)>;
 // write_npy for data produced in pieces, so a large array need never be whole in memory: `fill`
 // passes the data to the sink in order, exactly the shape's bytes in all (fewer or more is a
 // std::logic_error, and nothing is left on disk).
+// `data_at` as npy_header's.
 std::uint32_t write_npy_streamed(const std::string& path, DType dtype, std::span<const std::int64_t> shape,
-                                 const std::function<void(const NpySink&)>& fill);
+                                 const std::function<void(const NpySink&)>& fill, std::int64_t data_at = -1);
 
 template <class T>
 std::uint32_t write_npy(const std::string& path, std::span<const T> data, std::vector<std::int64_t> shape = {}) {

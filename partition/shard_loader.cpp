@@ -98,15 +98,35 @@ void load_rest(const PartitionInfo& info, PartId k, Shard& s) {
   check_range(s.edge_weights.span(), 1, std::numeric_limits<std::int64_t>::max(), file("edge_weights"), "edge weight");
 }
 
-// One array of every shard of a group, end to end, in a spill file in `scratch`: page cache the
-// kernel can drop and read back, not this process's memory, as the parts' own files are.
+// The parts one rank serves, loaded, and where their files are.
+struct Group {
+  const PartitionInfo& info;
+  PartId first;
+  std::vector<Shard> shards;
+  std::string scratch;  // the folder for spill files
+};
+
+// One array (`name` in the parts' listings) of every shard of a group, end to end: the parts' own
+// file pages mapped side by side where the writer laid the files out for it (map_end_to_end), so
+// that nothing is copied and the page cache holds each page once; else (a partition written
+// before that, an array the writer does not place) copied into a spill file in the scratch
+// folder, page cache the kernel can drop and read back, as the parts' own files are.
 template <class T, class Member>
-Array<T> concatenated(const std::vector<Shard>& group, Member member, const std::string& scratch) {
+Array<T> concatenated(const Group& g, Member member, const std::string& name) {
   std::size_t total = 0;
-  for (const Shard& s : group) total += std::invoke(member, s).size();
+  std::vector<FilePiece> pieces;
+  for (std::size_t i = 0; i < g.shards.size(); ++i) {
+    const Array<T>& a = std::invoke(member, g.shards[i]);
+    total += a.size();
+    if (a.empty()) continue;
+    const PartEntry& e = g.info.parts[static_cast<std::size_t>(g.first) + i];
+    const std::string path = listed_file(e.path, e.arrays, g.info.json_path(), name);
+    pieces.push_back({path, read_npy_header(path).data_offset, a.size() * sizeof(T)});
+  }
   if (total == 0) return {};
-  SpillFile spill(scratch);
-  for (const Shard& s : group) {
+  if (auto m = map_end_to_end(pieces)) return Array<T>(m->keeper, reinterpret_cast<const T*>(m->bytes.data()), total);
+  SpillFile spill(g.scratch);
+  for (const Shard& s : g.shards) {
     const Array<T>& a = std::invoke(member, s);
     spill.append(a.data(), a.size() * sizeof(T));
     a.release_pages();
@@ -116,14 +136,14 @@ Array<T> concatenated(const std::vector<Shard>& group, Member member, const std:
 }
 
 // The group's CSR end to end: row starts continue from the previous part's entries, written in
-// blocks rather than held whole.
-CsrGraph concatenated_graph(const std::vector<Shard>& group, const std::string& scratch) {
-  SpillFile spill(scratch);
+// blocks rather than held whole (O(nodes), where the ids are O(edges) and join without a copy).
+CsrGraph concatenated_graph(const Group& g) {
+  SpillFile spill(g.scratch);
   std::vector<EdgeId> block;
   EdgeId base = 0;
   block.push_back(0);
-  for (const Shard& g : group) {
-    const auto indptr = g.graph.indptr().span();
+  for (const Shard& s : g.shards) {
+    const auto indptr = s.graph.indptr().span();
     for (std::size_t i = 1; i < indptr.size(); ++i) {
       block.push_back(base + indptr[i]);
       if (block.size() == std::size_t{1} << 20) {
@@ -136,37 +156,38 @@ CsrGraph concatenated_graph(const std::vector<Shard>& group, const std::string& 
   spill.append(block.data(), block.size() * sizeof(EdgeId));
   MappedFile f = spill.map();
   Array<EdgeId> indptr(f.keeper, reinterpret_cast<const EdgeId*>(f.bytes.data()), f.bytes.size() / sizeof(EdgeId));
-  const auto narrow = static_cast<std::size_t>(std::count_if(group.begin(), group.end(), [](const Shard& g) { return g.graph.narrow_ids(); }));
-  if (narrow == group.size())
-    return CsrGraph(std::move(indptr), concatenated<std::int32_t>(group, [](const Shard& g) -> const Array<std::int32_t>& { return g.graph.narrow_indices(); }, scratch));
-  if (narrow > 0) throw InputError(group.front().dir, "", "its parts store neighbour ids at different widths (int32 and int64); partition the dataset again");
-  return CsrGraph(std::move(indptr), concatenated<NodeId>(group, [](const Shard& g) -> const Array<NodeId>& { return g.graph.wide_indices(); }, scratch));
+  const auto narrow = static_cast<std::size_t>(std::count_if(g.shards.begin(), g.shards.end(), [](const Shard& s) { return s.graph.narrow_ids(); }));
+  if (narrow == g.shards.size())
+    return CsrGraph(std::move(indptr), concatenated<std::int32_t>(g, [](const Shard& s) -> const Array<std::int32_t>& { return s.graph.narrow_indices(); }, "indices"));
+  if (narrow > 0) throw InputError(g.info.dir, "", "its parts store neighbour ids at different widths (int32 and int64); partition the dataset again");
+  return CsrGraph(std::move(indptr), concatenated<NodeId>(g, [](const Shard& s) -> const Array<NodeId>& { return s.graph.wide_indices(); }, "indices"));
 }
 
-// The contiguous parts of `group` as one shard, part `rank` of `book`. Ids stay global and each
+// The contiguous parts of `g` as one shard, part `rank` of `book`. Ids stay global and each
 // part's range follows the one before, so rows, ids and splits join end to end; only the halo is
 // recomputed (neighbours now owned here leave it).
-Shard merged(const std::vector<Shard>& group, int rank, PartitionBook book, const std::string& scratch) {
+Shard merged(const Group& g, int rank, PartitionBook book) {
   Shard s;
   s.part = rank;
   s.book = std::move(book);
-  s.graph = concatenated_graph(group, scratch);
-  s.feature_dtype = group.front().feature_dtype;
-  s.features = concatenated<float>(group, &Shard::features, scratch);
-  s.features16 = concatenated<std::uint16_t>(group, &Shard::features16, scratch);
-  s.labels = concatenated<std::int64_t>(group, &Shard::labels, scratch);
-  s.label_bits = concatenated<std::uint8_t>(group, &Shard::label_bits, scratch);
-  s.orig_ids = concatenated<NodeId>(group, &Shard::orig_ids, scratch);
-  s.train_idx = concatenated<NodeId>(group, &Shard::train_idx, scratch);
-  s.val_idx = concatenated<NodeId>(group, &Shard::val_idx, scratch);
-  s.test_idx = concatenated<NodeId>(group, &Shard::test_idx, scratch);
-  s.edge_weights = concatenated<std::int64_t>(group, &Shard::edge_weights, scratch);
-  for (auto member : {&Shard::val_pos, &Shard::val_neg, &Shard::test_pos, &Shard::test_neg, &Shard::val_neg_dst, &Shard::test_neg_dst})
-    s.*member = concatenated<NodeId>(group, member, scratch);
+  s.graph = concatenated_graph(g);
+  s.feature_dtype = g.shards.front().feature_dtype;
+  s.features = concatenated<float>(g, &Shard::features, "features");
+  s.features16 = concatenated<std::uint16_t>(g, &Shard::features16, "features");
+  s.labels = concatenated<std::int64_t>(g, &Shard::labels, "labels");
+  s.label_bits = concatenated<std::uint8_t>(g, &Shard::label_bits, "label_bits");
+  s.orig_ids = concatenated<NodeId>(g, &Shard::orig_ids, "orig_ids");
+  s.train_idx = concatenated<NodeId>(g, &Shard::train_idx, "train_idx");
+  s.val_idx = concatenated<NodeId>(g, &Shard::val_idx, "val_idx");
+  s.test_idx = concatenated<NodeId>(g, &Shard::test_idx, "test_idx");
+  s.edge_weights = concatenated<std::int64_t>(g, &Shard::edge_weights, "edge_weights");
+  for (auto [member, name] : {std::pair{&Shard::val_pos, "val_pos_edges"}, {&Shard::val_neg, "val_neg_edges"}, {&Shard::test_pos, "test_pos_edges"},
+                              {&Shard::test_neg, "test_neg_edges"}, {&Shard::val_neg_dst, "val_neg_dst"}, {&Shard::test_neg_dst, "test_neg_dst"}})
+    s.*member = concatenated<NodeId>(g, member, name);
   const NodeId begin = s.book.begin(rank), end = s.book.end(rank);
   std::vector<NodeId> halo;
-  for (const Shard& g : group)
-    for (const NodeId v : g.halo_nodes.span())
+  for (const Shard& part : g.shards)
+    for (const NodeId v : part.halo_nodes.span())
       if (v < begin || v >= end) halo.push_back(v);
   std::sort(halo.begin(), halo.end());
   halo.erase(std::unique(halo.begin(), halo.end()), halo.end());
@@ -217,14 +238,14 @@ Shard load_shard_for_rank(const PartitionInfo& info, int rank, int ranks, const 
   // Several parts per rank: the contiguous parts [first, last) become one shard of a book with a
   // part per rank.
   const auto [first, last] = parts_of_rank(parts, rank, ranks);
-  std::vector<Shard> group;
+  Group group{info, first, {}, scratch.empty() ? fs::temp_directory_path().string() : scratch};
   for (PartId k = first; k < last; ++k) {
     verify_shard_checksums(info, k);
-    group.push_back(load_shard(shared, k));
+    group.shards.push_back(load_shard(shared, k));
   }
   std::vector<NodeId> offsets;
   for (int r = 0; r <= ranks; ++r) offsets.push_back(info.book.begin(parts_of_rank(parts, r, ranks).first));
-  Shard s = merged(group, rank, PartitionBook(std::move(offsets)), scratch.empty() ? fs::temp_directory_path().string() : scratch);
+  Shard s = merged(group, rank, PartitionBook(std::move(offsets)));
   s.dir = info.dir;
   s.merged_parts = last - first;
   s.feature_dim = info.feature_dim;

@@ -212,7 +212,10 @@ class ShardWriter {
  public:
   ShardWriter(const Dataset& ds, const std::string& dataset_dir, const PartitionResult& result, const WriteOptions& options)
       : ds_(ds), dataset_dir_(dataset_dir), result_(result), K_(result.config.parts), r_(relabel(result.assignment, K_)),
-        narrow_(narrow_ids(ds, result.assignment, K_, r_, options)), feature_dtype_(options.feature_dtype), tallies_(static_cast<std::size_t>(K_)), entries_(static_cast<std::size_t>(K_)) {
+        narrow_(narrow_ids(ds, result.assignment, K_, r_, options)), feature_dtype_(options.feature_dtype), edges_before_(static_cast<std::size_t>(K_) + 1, 0),
+        tallies_(static_cast<std::size_t>(K_)), entries_(static_cast<std::size_t>(K_)) {
+    for (NodeId v = 0; v < ds.num_nodes(); ++v) edges_before_[static_cast<std::size_t>(result.assignment[static_cast<std::size_t>(v)]) + 1] += ds.graph.degree(v);
+    std::partial_sum(edges_before_.begin(), edges_before_.end(), edges_before_.begin());
     const std::string meta_path = (fs::path(dataset_dir) / "meta.json").string();
     meta_crc_ = fs::exists(meta_path) ? hex32(crc32_of_file(meta_path)) : "";
   }
@@ -292,8 +295,15 @@ class ShardWriter {
   json::object write_rows(const std::string& pdir, PartId k, const std::vector<EdgeId>& indptr, WriterScratch<Id>& scratch, RowTally& tally,
                           json::object& arrays) const;
   std::vector<NodeId> take_halo(PartId k, std::vector<std::uint64_t>& reached) const;
+  // Where part k's array of `row_bytes` a node (a_node) or an edge (a_node false) places its data
+  // (npy_header's data_at): after the same array of the parts before it, so that a rank serving
+  // several parts maps theirs end to end instead of copying them. One part: no placement.
+  std::int64_t at(PartId k, std::int64_t row_bytes, bool a_node = true) const {
+    if (K_ == 1) return -1;
+    return (a_node ? r_.book.begin(k) : edges_before_[static_cast<std::size_t>(k)]) * row_bytes;
+  }
   template <class Id>
-  void write_features(const std::string& pdir, const std::vector<NodeId>& orig, WriterScratch<Id>& scratch, json::object& arrays) const;
+  void write_features(const std::string& pdir, PartId k, const std::vector<NodeId>& orig, WriterScratch<Id>& scratch, json::object& arrays) const;
 
   const Dataset& ds_;
   const std::string& dataset_dir_;
@@ -302,6 +312,8 @@ class ShardWriter {
   Relabelling r_;
   NarrowIds narrow_;
   FeatureDtype feature_dtype_;
+  // Entries of the CSR in the parts before each part (K + 1 of them), for at().
+  std::vector<EdgeId> edges_before_;
   std::string meta_crc_;
   // Each shard's share of the metrics, counted in the pass over its rows: a separate walk of the
   // graph was a large share of the `partition` command.
@@ -327,16 +339,16 @@ PartEntry ShardWriter::write_part(const std::string& tmp, PartId k, WriterScratc
   for (std::size_t i = 0; i < halo.size(); ++i) halo_owner[i] = r_.book.owner(halo[i]);
   const std::vector<NodeId> orig(r_.old_of_new.begin() + first, r_.old_of_new.begin() + first + count);
 
-  if (ds_.feature_dim > 0) write_features(pdir, orig, scratch, arrays);
+  if (ds_.feature_dim > 0) write_features(pdir, k, orig, scratch, arrays);
   if (ds_.num_classes > 0 && ds_.multilabel) {
     const auto row = static_cast<std::size_t>(label_row_bytes(ds_.num_classes));
     std::vector<std::uint8_t> bits(static_cast<std::size_t>(count) * row);
     for (NodeId i = 0; i < count; ++i) std::copy_n(ds_.label_bits.data() + static_cast<std::size_t>(orig[i]) * row, row, bits.data() + static_cast<std::size_t>(i) * row);
-    arrays["label_bits"] = write_listed_array(pdir, "label_bits", DType::kUInt8, bits.data(), {count, static_cast<std::int64_t>(row)});
+    arrays["label_bits"] = write_listed_array(pdir, "label_bits", DType::kUInt8, bits.data(), {count, static_cast<std::int64_t>(row)}, at(k, static_cast<std::int64_t>(row)));
   } else if (ds_.num_classes > 0) {
     std::vector<std::int64_t> labels(static_cast<std::size_t>(count));
     for (NodeId i = 0; i < count; ++i) labels[i] = ds_.labels[orig[i]];
-    arrays["labels"] = write_listed_array(pdir, "labels", labels);
+    arrays["labels"] = write_listed_array(pdir, "labels", labels, at(k, sizeof(std::int64_t)));
   }
   arrays["train_idx"] = write_listed_array(pdir, "train_idx", split_of_part(ds_.train_idx, r_, k));
   arrays["val_idx"] = write_listed_array(pdir, "val_idx", split_of_part(ds_.val_idx, r_, k));
@@ -347,7 +359,7 @@ PartEntry ShardWriter::write_part(const std::string& tmp, PartId k, WriterScratc
   });
   arrays["halo_nodes"] = write_listed_array(pdir, "halo_nodes", halo);
   arrays["halo_owner"] = write_listed_array(pdir, "halo_owner", halo_owner);
-  arrays["orig_ids"] = write_listed_array(pdir, "orig_ids", orig);
+  arrays["orig_ids"] = write_listed_array(pdir, "orig_ids", orig, at(k, sizeof(NodeId)));
   if (!ds_.edge_weights.empty()) arrays["edge_weights"] = std::move(weights_entry);
   // The shard's big arrays sit in the page cache as written, in folios no larger than the
   // writes. Dropped here (each file is fsynced), they are read back by the first job that maps
@@ -405,9 +417,9 @@ json::object ShardWriter::write_rows(const std::string& pdir, PartId k, const st
     ds_.graph.visit([&](const auto& g) {
       if (!weighted) return relabel_rows(g, ids_out, nullptr);
       weights_entry = write_listed_array_streamed(pdir, "edge_weights", dtype_of<std::int64_t>(), {m},
-                                                  [&](const NpySink& weights_out) { relabel_rows(g, ids_out, &weights_out); });
+                                                  [&](const NpySink& weights_out) { relabel_rows(g, ids_out, &weights_out); }, at(k, sizeof(std::int64_t), false));
     });
-  });
+  }, at(k, narrow ? sizeof(std::int32_t) : sizeof(std::int64_t), false));
   return weights_entry;
 }
 
@@ -431,14 +443,14 @@ std::vector<NodeId> ShardWriter::take_halo(PartId k, std::vector<std::uint64_t>&
 // The features of the part's nodes (`orig`, dataset ids), gathered into a cache-sized chunk at a
 // time like the indices.
 template <class Id>
-void ShardWriter::write_features(const std::string& pdir, const std::vector<NodeId>& orig, WriterScratch<Id>& scratch, json::object& arrays) const {
+void ShardWriter::write_features(const std::string& pdir, PartId k, const std::vector<NodeId>& orig, WriterScratch<Id>& scratch, json::object& arrays) const {
   const std::int64_t F = ds_.feature_dim;
   const auto count = static_cast<NodeId>(orig.size());
   const NodeId rows_per_chunk = std::max<NodeId>(1, static_cast<NodeId>(kWriteChunkEntries) / F);
   arrays["features"] = write_listed_array_streamed(pdir, "features", feature_npy_dtype(feature_dtype_), {count, F}, [&](const NpySink& out) {
     write_feature_rows(ds_, feature_dtype_, count, [&orig](NodeId i) { return orig[static_cast<std::size_t>(i)]; }, rows_per_chunk, scratch.features, out,
                        "partition --feature-dtype: dataset ");
-  });
+  }, at(k, F * static_cast<std::int64_t>(feature_value_bytes(feature_dtype_))));
 }
 
 // Over ranks: rank 0 makes the temporary folder (on a filesystem every rank sees), every rank

@@ -1,7 +1,10 @@
 // Where the tests find their data, and a scratch folder per test.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <unistd.h>
 
@@ -36,5 +39,21 @@ class ScratchDir {
   static int& counter() { static int c = 0; return c; }
   std::filesystem::path path_;
 };
+
+// The file whose pages are mapped at `addr` in this process (/proc/self/maps), or "" for memory
+// that no file backs: how a test tells a mapped view from a copy.
+inline std::string mapped_file_at(const void* addr) {
+  const auto a = reinterpret_cast<std::uintptr_t>(addr);
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    std::istringstream in(line);
+    std::string range, perms, offset, dev, inode, path;
+    in >> range >> perms >> offset >> dev >> inode >> path;
+    const auto dash = range.find('-');
+    const auto lo = std::stoull(range.substr(0, dash), nullptr, 16), hi = std::stoull(range.substr(dash + 1), nullptr, 16);
+    if (a >= lo && a < hi) return inode == "0" ? std::string() : path;
+  }
+  return "";
+}
 
 }  // namespace shardgnn::test

@@ -243,3 +243,42 @@ TEST_CASE("npy reads float16 files: into float32 widened, as a view of their bit
   CHECK(std::abs(widened[2] - 0.1f) < 1e-4f);
   CHECK_THROWS_WITH(npy_to_vector<std::int64_t>(buf, 2), Contains("expected an integer array"));
 }
+
+TEST_CASE("arrays written to follow one another map end to end without a copy; files not laid out so are left to the caller", "[npy][merge]") {
+  test::ScratchDir dir;
+  // A piece under a page (two of its neighbours' ends share a page with it), an empty one, one
+  // over a page, and three elements: every way pieces meet.
+  const std::vector<std::vector<std::int32_t>> parts = {std::vector<std::int32_t>(1000, 1), {}, std::vector<std::int32_t>(5000, 2), {7, 8, 9}};
+  std::vector<std::int32_t> whole;
+  std::vector<FilePiece> pieces;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    std::vector<std::int32_t> v = parts[i];
+    for (std::size_t j = 0; j < v.size(); ++j) v[j] += static_cast<std::int32_t>(j);  // no two pages alike
+    const std::string path = dir / ("p" + std::to_string(i) + ".npy");
+    const auto before = static_cast<std::int64_t>(whole.size() * sizeof(std::int32_t));
+    write_npy(path, DType::kInt32, v.data(), std::vector<std::int64_t>{static_cast<std::int64_t>(v.size())}, before);
+    const NpyHeader h = read_npy_header(path);
+    CHECK(h.data_offset == map_npy(path).header.data_offset);
+    CHECK(static_cast<std::int64_t>(h.data_offset) % kNpyPage == before % kNpyPage);
+    CHECK(h.data_offset - 10 <= 10000);  // numpy's default max_header_size
+    CHECK(npy_to_vector<std::int32_t>(map_npy(path)) == v);
+    pieces.push_back({path, h.data_offset, v.size() * sizeof(std::int32_t)});
+    whole.insert(whole.end(), v.begin(), v.end());
+  }
+  const std::optional<MappedFile> m = map_end_to_end(pieces);
+  REQUIRE(m.has_value());
+  REQUIRE(m->bytes.size() == whole.size() * sizeof(std::int32_t));
+  CHECK(std::memcmp(m->bytes.data(), whole.data(), m->bytes.size()) == 0);
+  // The pages inside a piece are its file's, not a copy.
+  CHECK(test::mapped_file_at(m->bytes.data() + 1000 * 4 + 3 * 4096) == std::filesystem::canonical(pieces[2].path).string());
+  // The first piece's 4,000 bytes share their page with the third's start: that page is a copy.
+  CHECK(test::mapped_file_at(m->bytes.data()) == "");
+
+  // A file written without the placement (numpy's 64-byte header) after a 4,000-byte piece.
+  const std::string plain = dir / "plain.npy";
+  write_npy(plain, DType::kInt32, parts[2].data(), std::vector<std::int64_t>{5000});
+  CHECK_FALSE(map_end_to_end(std::vector<FilePiece>{pieces[0], {plain, read_npy_header(plain).data_offset, 20000}}).has_value());
+  // A file shorter than its piece.
+  CHECK_THROWS_WITH(map_end_to_end(std::vector<FilePiece>{pieces[0], {pieces[2].path, pieces[2].offset, pieces[2].bytes + 4096}}),
+                    Contains("p2.npy") && Contains("shorter than"));
+}

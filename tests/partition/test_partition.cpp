@@ -491,6 +491,17 @@ TEST_CASE("shards store neighbour ids as int32, and a version-1 partition with i
   const Shard merged_narrow = load_shard_for_rank(load_partition_info(dir / "p"), two, 2);
   REQUIRE(merged_narrow.merged_parts == 2);
   CHECK(merged_narrow.graph.narrow_ids());
+  {
+    // The second part's ids and features are that part's own file pages, mapped after the
+    // first's (the writer places them so), not a copy.
+    const PartId second = parts_of_rank(3, two, 2).first + 1;
+    const std::string part_dir = fs::canonical(fs::path(dir / "p") / ("part-" + std::to_string(second))).string();
+    const auto& ids = merged_narrow.graph.narrow_indices();
+    CHECK(test::mapped_file_at(ids.data() + ids.size() - 1) == part_dir + "/indices.npy");
+    CHECK(test::mapped_file_at(merged_narrow.features.data() + merged_narrow.features.size() - 1) == part_dir + "/features.npy");
+    CHECK(test::mapped_file_at(merged_narrow.orig_ids.data() + merged_narrow.orig_ids.size() - 1) == part_dir + "/orig_ids.npy");
+    CHECK(test::mapped_file_at(merged_narrow.labels.data() + merged_narrow.labels.size() - 1) == part_dir + "/labels.npy");
+  }
 
   // Rewritten as version 1 wrote it: int64 ids (listed with their checksums), version 1.
   auto widen = [&](std::initializer_list<PartId> parts) {
@@ -514,6 +525,8 @@ TEST_CASE("shards store neighbour ids as int32, and a version-1 partition with i
   const Shard merged_wide = load_shard_for_rank(info, two, 2);
   CHECK_FALSE(merged_wide.graph.narrow_ids());
   CHECK(ids_of(merged_wide.graph) == ids_of(merged_narrow.graph));
+  // Version 1's files were not placed to follow one another: copied into a spill file instead.
+  CHECK(test::mapped_file_at(merged_wide.graph.wide_indices().data() + merged_wide.graph.num_edges() - 1).find("indices.npy") == std::string::npos);
 
   // Parts of one rank at two widths (a partition no writer makes) are refused, not mixed.
   WriteOptions replace;
