@@ -297,10 +297,10 @@ class ShardWriter {
   std::vector<NodeId> take_halo(PartId k, std::vector<std::uint64_t>& reached) const;
   // Where part k's array of `row_bytes` a node (a_node) or an edge (a_node false) places its data
   // (npy_header's data_at): after the same array of the parts before it, so that a rank serving
-  // several parts maps theirs end to end instead of copying them. One part: no placement.
+  // several parts maps theirs end to end instead of copying them. Counted from 128, numpy's own
+  // header length for these arrays, so that part 0's files are as numpy writes them.
   std::int64_t at(PartId k, std::int64_t row_bytes, bool a_node = true) const {
-    if (K_ == 1) return -1;
-    return (a_node ? r_.book.begin(k) : edges_before_[static_cast<std::size_t>(k)]) * row_bytes;
+    return 128 + (a_node ? r_.book.begin(k) : edges_before_[static_cast<std::size_t>(k)]) * row_bytes;
   }
   template <class Id>
   void write_features(const std::string& pdir, PartId k, const std::vector<NodeId>& orig, WriterScratch<Id>& scratch, json::object& arrays) const;
