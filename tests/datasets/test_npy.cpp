@@ -244,7 +244,7 @@ TEST_CASE("npy reads float16 files: into float32 widened, as a view of their bit
   CHECK_THROWS_WITH(npy_to_vector<std::int64_t>(buf, 2), Contains("expected an integer array"));
 }
 
-TEST_CASE("arrays written to follow one another map end to end without a copy; files not laid out so are left to the caller", "[npy][merge]") {
+TEST_CASE("arrays written to follow one another map end to end without a copy, and files not laid out so are left to the caller", "[npy][merge]") {
   test::ScratchDir dir;
   // A piece under a page (two of its neighbours' ends share a page with it), an empty one, one
   // over a page, and three elements: every way pieces meet.
