@@ -94,6 +94,43 @@ CsrGraph load_listed_csr(const std::string& dir, const boost::json::object& arra
   return CsrGraph(std::move(indptr), load_listed_array<NodeId>(dir, arrays, json_path, "indices", {m}, true));
 }
 
+IntArray load_listed_ints(const std::string& dir, const boost::json::object& arrays, const std::string& json_path, const std::string& name,
+                          const std::vector<std::int64_t>& expected, bool required) {
+  const auto* entry = arrays.if_contains(name);
+  const auto* dtype = entry && entry->is_object() ? entry->get_object().if_contains("dtype") : nullptr;
+  const std::string listed = dtype && dtype->is_string() ? std::string(dtype->get_string()) : dtype_descr(DType::kInt64);
+  if (listed == dtype_descr(DType::kInt8)) return load_listed_array<std::int8_t>(dir, arrays, json_path, name, expected, required);
+  if (listed == dtype_descr(DType::kInt16)) return load_listed_array<std::int16_t>(dir, arrays, json_path, name, expected, required);
+  if (listed == dtype_descr(DType::kInt32)) return load_listed_array<std::int32_t>(dir, arrays, json_path, name, expected, required);
+  if (listed == dtype_descr(DType::kInt64)) return load_listed_array<std::int64_t>(dir, arrays, json_path, name, expected, required);
+  throw InputError(json_path, "key 'arrays." + name + ".dtype'", "'" + listed + "', expected one of '<i8', '<i4', '<i2', '|i1'");
+}
+
+boost::json::object write_listed_ints(const std::string& dir, const std::string& name, const IntArray& values, DType as, std::int64_t data_at) {
+  const std::vector<std::int64_t> shape = {static_cast<std::int64_t>(values.size())};
+  return write_listed_array_streamed(dir, name, as, shape, [&](const NpySink& out) {
+    auto narrowed = [&]<class T>() {
+      constexpr std::size_t kChunk = std::size_t{1} << 18;
+      std::vector<T> buf;
+      values.visit([&](auto s) {
+        for (std::size_t i = 0; i < s.size(); i += kChunk) {
+          const std::size_t n = std::min(kChunk, s.size() - i);
+          buf.resize(n);
+          std::transform(s.begin() + static_cast<std::ptrdiff_t>(i), s.begin() + static_cast<std::ptrdiff_t>(i + n), buf.begin(), [](auto v) { return static_cast<T>(v); });
+          out(buf.data(), n * sizeof(T));
+        }
+      });
+    };
+    switch (as) {
+      case DType::kInt8: return narrowed.template operator()<std::int8_t>();
+      case DType::kInt16: return narrowed.template operator()<std::int16_t>();
+      case DType::kInt32: return narrowed.template operator()<std::int32_t>();
+      case DType::kInt64: return narrowed.template operator()<std::int64_t>();
+      default: throw std::logic_error("write_listed_ints: " + dtype_descr(as) + " is not a signed integer type");
+    }
+  }, data_at);
+}
+
 std::int64_t listed_length(const boost::json::object& arrays, const std::string& json_path, const std::string& name, std::size_t ndim) {
   auto* entry = arrays.if_contains(name);
   if (!entry || !entry->is_object()) return 0;
@@ -124,6 +161,8 @@ void verify_listed_checksums(const std::string& dir, const boost::json::object& 
 
 template Array<float> load_listed_array<float>(const std::string&, const boost::json::object&, const std::string&, const std::string&, const std::vector<std::int64_t>&, bool, DType);
 template Array<std::int64_t> load_listed_array<std::int64_t>(const std::string&, const boost::json::object&, const std::string&, const std::string&, const std::vector<std::int64_t>&, bool, DType);
+template Array<std::int16_t> load_listed_array<std::int16_t>(const std::string&, const boost::json::object&, const std::string&, const std::string&, const std::vector<std::int64_t>&, bool, DType);
+template Array<std::int8_t> load_listed_array<std::int8_t>(const std::string&, const boost::json::object&, const std::string&, const std::string&, const std::vector<std::int64_t>&, bool, DType);
 template Array<std::int32_t> load_listed_array<std::int32_t>(const std::string&, const boost::json::object&, const std::string&, const std::string&, const std::vector<std::int64_t>&, bool, DType);
 template Array<std::uint16_t> load_listed_array<std::uint16_t>(const std::string&, const boost::json::object&, const std::string&, const std::string&, const std::vector<std::int64_t>&, bool, DType);
 template Array<std::uint8_t> load_listed_array<std::uint8_t>(const std::string&, const boost::json::object&, const std::string&, const std::string&, const std::vector<std::int64_t>&, bool, DType);

@@ -9,6 +9,7 @@
 
 #include "datasets/array.hpp"
 #include "datasets/graph.hpp"
+#include "datasets/int_array.hpp"
 #include "datasets/npy.hpp"
 
 namespace shardgnn {
@@ -53,6 +54,15 @@ Array<T> load_listed_array(const std::string& dir, const boost::json::object& ar
 // Maps a CSR listed as "indptr" (n + 1 offsets) and "indices" (m ids, int32 or int64 as
 // listed), checking that the offsets start at 0 and end at m (O(1)).
 CsrGraph load_listed_csr(const std::string& dir, const boost::json::object& arrays, const std::string& json_path, std::int64_t n, std::int64_t m);
+
+// The signed integer array `name` listed in `arrays` at the width its listing gives (int8, int16,
+// int32 or int64; int64 where the listing names none), its file checked against it and its shape
+// against `expected`. A missing entry is an error when `required`, else an empty array.
+IntArray load_listed_ints(const std::string& dir, const boost::json::object& arrays, const std::string& json_path, const std::string& name,
+                          const std::vector<std::int64_t>& expected, bool required);
+// Writes `values` (1-d) as `name`.npy in the signed type `as` (whose range holds every value: the
+// caller knows it), converted a chunk at a time; `data_at` as npy_header's.
+boost::json::object write_listed_ints(const std::string& dir, const std::string& name, const IntArray& values, DType as, std::int64_t data_at = -1);
 
 // The length recorded for a 1-d array, or the rows of an `ndim`-d one (0 when absent).
 std::int64_t listed_length(const boost::json::object& arrays, const std::string& json_path, const std::string& name, std::size_t ndim = 1);

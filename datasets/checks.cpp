@@ -30,6 +30,10 @@ void check_range(std::span<const std::int64_t> values, std::int64_t lo, std::int
   check_range_of(values, lo, hi, file, what);
 }
 
+void check_range(const IntArray& values, std::int64_t lo, std::int64_t hi, const std::string& file, const char* what) {
+  values.visit([&](auto s) { check_range_of(s, lo, hi, file, what); });
+}
+
 void check_csr(const CsrGraph& g, std::int64_t targets, const std::string& indptr_file, const std::string& indices_file) {
   const auto& indptr = g.indptr();
   const auto m = g.num_edges();

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "datasets/graph.hpp"
+#include "datasets/int_array.hpp"
 
 namespace shardgnn {
 
@@ -18,6 +19,8 @@ void check_csr(const CsrGraph& g, std::int64_t targets, const std::string& indpt
 
 // Every value lies in [lo, hi); `what` names one ("node id", "label").
 void check_range(std::span<const std::int64_t> values, std::int64_t lo, std::int64_t hi, const std::string& file, const char* what);
+// The same for an array held at any width.
+void check_range(const IntArray& values, std::int64_t lo, std::int64_t hi, const std::string& file, const char* what);
 
 // Rows of label_row_bytes(classes) bytes (a multi-label dataset's label_bits) set no bit past the
 // last label.

@@ -38,7 +38,6 @@ std::vector<ArraySpec> array_specs(const Dataset& ds) {
   const std::int64_t n = ds.num_nodes();
   std::vector<ArraySpec> v;
   v.push_back({"indptr", DType::kInt64, {n + 1}, ds.graph.indptr().data()});
-  if (ds.num_classes > 0 && !ds.multilabel) v.push_back({"labels", DType::kInt64, {n}, ds.labels.data()});
   if (ds.num_classes > 0 && ds.multilabel) v.push_back({"label_bits", DType::kUInt8, {n, label_row_bytes(ds.num_classes)}, ds.label_bits.data()});
   v.push_back({"train_idx", DType::kInt64, {static_cast<std::int64_t>(ds.train_idx.size())}, ds.train_idx.data()});
   v.push_back({"val_idx", DType::kInt64, {static_cast<std::int64_t>(ds.val_idx.size())}, ds.val_idx.data()});
@@ -149,7 +148,11 @@ std::int64_t keep_largest_component(Dataset& ds) {
   }
   ds.features = kept_rows(ds.features, kept, static_cast<std::size_t>(ds.feature_dim));
   ds.features16 = kept_rows(ds.features16, kept, static_cast<std::size_t>(ds.feature_dim));
-  ds.labels = kept_rows(ds.labels, kept, 1);
+  if (!ds.labels.empty()) {
+    std::vector<std::int64_t> y;
+    for (const NodeId v : kept) y.push_back(ds.labels[static_cast<std::size_t>(v)]);
+    ds.labels = Array<std::int64_t>(std::move(y));
+  }
   ds.label_bits = kept_rows(ds.label_bits, kept, static_cast<std::size_t>(label_row_bytes(ds.num_classes)));
   ds.node_weights = kept_rows(ds.node_weights, kept, static_cast<std::size_t>(ds.node_weight_dim));
   std::vector<std::int64_t> ids;
@@ -189,6 +192,7 @@ void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite, std
   write_dir_atomic(dir, overwrite, [&](const std::string& tmp) {
     boost::json::object arrays;
     for (const auto& a : array_specs(ds)) arrays[a.name] = write_listed_array(tmp, a.name, a.dtype, a.data, a.shape);
+    if (ds.num_classes > 0 && !ds.multilabel) arrays["labels"] = write_listed_ints(tmp, "labels", ds.labels, label_dtype(ds.num_classes));
     arrays["indices"] = write_listed_indices(tmp, "indices", ds.graph, ids_fit_int32(ds.num_nodes()));
     if (ds.feature_dim > 0) arrays["features"] = write_features(ds, tmp, dir, stored);
     boost::json::object meta;
@@ -300,7 +304,7 @@ void check_contents(const Dataset& ds, const std::string& dir) {
   auto file = [&](const char* name) { return (fs::path(dir) / (std::string(name) + ".npy")).string(); };
   const std::int64_t n = ds.num_nodes();
   check_csr(ds.graph, n, file("indptr"), file("indices"));
-  if (ds.num_classes > 0 && !ds.multilabel) check_range(ds.labels.span(), -1, ds.num_classes, file("labels"), "label");
+  if (ds.num_classes > 0 && !ds.multilabel) check_range(ds.labels, -1, ds.num_classes, file("labels"), "label");
   if (ds.multilabel) check_label_bits(ds.label_bits.span(), ds.num_classes, file("label_bits"));
   check_range(ds.train_idx.span(), 0, n, file("train_idx"), "node id");
   check_range(ds.val_idx.span(), 0, n, file("val_idx"), "node id");
@@ -329,7 +333,7 @@ Dataset load_dataset(const std::string& dir, Contents contents) {
   else if (meta.f > 0)
     ds.features16 = load_listed_array<std::uint16_t>(dir, json_object(meta.root, "arrays", meta.path), meta.path, "features", {meta.n, meta.f}, true,
                                                      feature_npy_dtype(meta.feature_dtype));
-  if (meta.c > 0 && !meta.multilabel) ds.labels = load_array<std::int64_t>(meta, dir, "labels", {meta.n}, true);
+  if (meta.c > 0 && !meta.multilabel) ds.labels = load_listed_ints(dir, json_object(meta.root, "arrays", meta.path), meta.path, "labels", {meta.n}, true);
   if (meta.c > 0 && meta.multilabel) ds.label_bits = load_array<std::uint8_t>(meta, dir, "label_bits", {meta.n, label_row_bytes(meta.c)}, true);
   ds.train_idx = load_array<NodeId>(meta, dir, "train_idx", {split_len(meta, "train_idx")}, false);
   ds.val_idx = load_array<NodeId>(meta, dir, "val_idx", {split_len(meta, "val_idx")}, false);

@@ -14,14 +14,22 @@
 #include "datasets/feature_dtype.hpp"
 #include "datasets/builder.hpp"
 #include "datasets/graph.hpp"
+#include "datasets/int_array.hpp"
+#include "datasets/npy.hpp"
 
 namespace shardgnn {
 
-// Version 2 may store ids as int32 (datasets/graph.hpp); version 1 folders (int64 ids) load as
-// they are.
-inline constexpr int kDatasetFormatVersion = 2;
+// Version 2 may store ids as int32 (datasets/graph.hpp), version 3 labels in the smallest type
+// that holds the classes (label_dtype); older folders load as they are.
+inline constexpr int kDatasetFormatVersion = 3;
 // More classes than nodes is refused, beyond this many (a corrupt count would size per-class tables).
 inline constexpr std::int64_t kMaxClassesAnyGraph = 1 << 16;
+
+// The smallest signed type that holds -1 (unlabelled) and every class: what labels.npy is stored
+// as (int8 up to 127 classes, int16 up to 32,767, else int32).
+inline DType label_dtype(std::int64_t classes) {
+  return classes <= 127 ? DType::kInt8 : classes <= 32767 ? DType::kInt16 : DType::kInt32;
+}
 
 // Bytes of one node's row of a multi-label dataset's label_bits.
 inline std::int64_t label_row_bytes(std::int64_t classes) { return (classes + 7) / 8; }
@@ -41,7 +49,7 @@ struct Dataset {
   FeatureDtype feature_dtype = FeatureDtype::kFloat32;
   Array<std::uint16_t> features16;
   std::int64_t num_classes = 0;    // 0: no labels
-  Array<std::int64_t> labels;      // num_nodes entries, -1 = unlabelled; empty if num_classes == 0 or multilabel
+  IntArray labels;                 // num_nodes entries, -1 = unlabelled; empty if num_classes == 0 or multilabel
   // Multi-label datasets: any number of the num_classes labels per node, each node's set a row of
   // label_row_bytes(num_classes) bytes whose bit c % 8 of byte c / 8 is label c (numpy:
   // np.unpackbits(a, axis=1, count=C, bitorder='little')); `labels` is then empty.

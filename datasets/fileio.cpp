@@ -198,10 +198,12 @@ MappedFile map_open_file(int fd, std::size_t size, const std::string& path) {
 // (a rank maps its shard and those of its node-local ranks), not for files that would be read
 // piecemeal through a page cache too small to keep them. A mapping gives its share back when it
 // goes (a merged shard's parts are mapped again end to end). Wraps `m.keeper` to do so.
+std::atomic<int> g_hints_off{0};  // live HugePageHintsOff objects
+
 void hint_huge_pages(MappedFile& m) {
 #if defined(__linux__)
   const std::size_t size = m.bytes.size();
-  if (size < (std::size_t{2} << 20)) return;
+  if (size < (std::size_t{2} << 20) || g_hints_off.load() > 0) return;
   const int before = errno;
   static const std::uint64_t usable = [] {
     try {
@@ -212,7 +214,11 @@ void hint_huge_pages(MappedFile& m) {
   }();
   static std::atomic<std::uint64_t> hinted{0};  // bytes of live mappings asked for
   if (hinted.fetch_add(size) + size <= usable / 2) {
-    ::madvise(const_cast<std::byte*>(m.bytes.data()), size, MADV_HUGEPAGE);
+    // madvise takes whole pages; an end-to-end mapping's bytes start inside one.
+    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto begin = reinterpret_cast<std::uintptr_t>(m.bytes.data()) / page * page;
+    const auto end = (reinterpret_cast<std::uintptr_t>(m.bytes.data()) + size + page - 1) / page * page;
+    ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
     m.keeper = std::shared_ptr<const void>(m.keeper.get(), [inner = m.keeper, size](const void*) mutable {
       inner.reset();
       hinted.fetch_sub(size);
@@ -227,6 +233,9 @@ void hint_huge_pages(MappedFile& m) {
 }
 
 }  // namespace
+
+HugePageHintsOff::HugePageHintsOff() { g_hints_off.fetch_add(1); }
+HugePageHintsOff::~HugePageHintsOff() { g_hints_off.fetch_sub(1); }
 
 MappedFile map_file(const std::string& path) {
   std::error_code ec;
@@ -274,13 +283,19 @@ std::optional<MappedFile> map_end_to_end(std::span<const FilePiece> pieces) {
   constexpr std::uint64_t kHuge = std::uint64_t{2} << 20;
   auto down = [&](std::uint64_t x) { return x / page * page; };
   auto up = [&](std::uint64_t x) { return (x + page - 1) / page * page; };
+  // Out of address space or of mappings (vm.max_map_count): the caller copies instead.
+  auto out_of_room = [] { return errno == ENOMEM; };
   // The first file's offset 0 at a 2 MiB boundary, as the kernel places a lone file's mapping, so
   // that the first part's 2 MiB folios map with 2 MiB pages.
   const std::uint64_t first_off = parts.front()->offset;
   const std::size_t reserved = static_cast<std::size_t>(up(first_off + total) + kHuge);
   void* raw = ::mmap(nullptr, reserved, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (raw == MAP_FAILED) throw InputError(parts.front()->path, "", "cannot reserve " + std::to_string(reserved) + " bytes of addresses: " + errno_text());
+  if (raw == MAP_FAILED) {
+    if (out_of_room()) return std::nullopt;
+    throw InputError(parts.front()->path, "", "cannot reserve " + std::to_string(reserved) + " bytes of addresses: " + errno_text());
+  }
   auto ranges = std::make_shared<std::vector<MappedRange*>>();
+  ranges->reserve(parts.size());
   std::shared_ptr<const void> keeper(raw, [reserved, ranges](const void* p) {
     for (MappedRange* r : *ranges) forget_mapping(r);
     ::munmap(const_cast<void*>(p), reserved);
@@ -291,58 +306,84 @@ std::optional<MappedFile> map_end_to_end(std::span<const FilePiece> pieces) {
     const int fd = ::open(p.path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw InputError(p.path, "", "cannot open file: " + errno_text());
     struct stat st {};
-    if (::fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) < p.offset + p.bytes) {
+    if (::fstat(fd, &st) != 0) {
+      const std::string err = errno_text();
+      ::close(fd);
+      throw InputError(p.path, "", "cannot read its size: " + err);
+    }
+    if (static_cast<std::uint64_t>(st.st_size) < p.offset + p.bytes) {
       ::close(fd);
       throw InputError(p.path, "", "shorter than the " + std::to_string(p.offset + p.bytes) + " bytes it had when it was loaded");
     }
+    bool done = false;
     try {
-      f(fd);
+      done = f(fd);
     } catch (...) {
       ::close(fd);
       throw;
     }
     ::close(fd);
+    return done;
   };
   // Each piece's pages from its file, in order; a page two pieces share is mapped from the later
   // one here and replaced below.
-  std::vector<std::uint64_t> shared_pages;
+  std::vector<std::uint64_t> seams;
   std::uint64_t at = start;
   for (const FilePiece* p : parts) {
     const std::uint64_t file_from = down(p->offset), len = up(p->offset + p->bytes) - file_from;
     const std::uint64_t addr = at - (p->offset - file_from);
-    with_file(*p, [&](int fd) {
-      if (::mmap(reinterpret_cast<void*>(addr), len, PROT_READ, MAP_SHARED | MAP_FIXED, fd, static_cast<off_t>(file_from)) == MAP_FAILED)
-        throw InputError(p->path, "", "cannot map file: " + errno_text());
+    const bool mapped = with_file(*p, [&](int fd) {
+      if (::mmap(reinterpret_cast<void*>(addr), len, PROT_READ, MAP_SHARED | MAP_FIXED, fd, static_cast<off_t>(file_from)) != MAP_FAILED) return true;
+      if (out_of_room()) return false;
+      throw InputError(p->path, "", "cannot map file: " + errno_text());
     });
+    if (!mapped) return std::nullopt;
     std::error_code ec;
     const fs::path absolute = fs::absolute(p->path, ec);
     ranges->push_back(record_mapping(reinterpret_cast<void*>(addr), len, ec ? p->path : absolute.string()));
-    if (at != start && at % page != 0) shared_pages.push_back(down(at));
+    if (at != start && at % page != 0 && (seams.empty() || seams.back() != down(at))) seams.push_back(down(at));
     at += p->bytes;
   }
   guard_mapped_files();
-  // A page where pieces meet holds the end of one and the start of the next: a private copy.
-  for (const std::uint64_t pg : shared_pages) {
-    std::vector<std::byte> bytes(page);
+  if (seams.empty()) {
+    MappedFile out{parts.front()->path, std::move(keeper), {reinterpret_cast<const std::byte*>(start), static_cast<std::size_t>(total)}};
+    hint_huge_pages(out);
+    return out;
+  }
+  // A page where pieces meet holds the end of one and the start of the next: copied into a
+  // memory file (not anonymous memory, so that dropping its pages, Array::release_pages, reads
+  // them back rather than zeros).
+  const int mem = ::memfd_create("shardgnn-seams", MFD_CLOEXEC);
+  if (mem < 0) throw InputError(parts.front()->path, "", "cannot create a memory file: " + errno_text());
+  struct CloseMem {
+    int fd;
+    ~CloseMem() { ::close(fd); }
+  } close_mem{mem};
+  if (::ftruncate(mem, static_cast<off_t>(seams.size() * page)) != 0) throw InputError(parts.front()->path, "", "cannot size a memory file: " + errno_text());
+  std::vector<std::byte> bytes(page);
+  for (std::size_t s = 0; s < seams.size(); ++s) {
+    const std::uint64_t pg = seams[s];
+    std::fill(bytes.begin(), bytes.end(), std::byte{0});
     std::uint64_t from = start;
     for (const FilePiece* p : parts) {
       const std::uint64_t lo = std::max(pg, from), hi = std::min(pg + page, from + p->bytes);
       if (lo < hi)
         with_file(*p, [&](int fd) {
-          if (::pread(fd, bytes.data() + (lo - pg), hi - lo, static_cast<off_t>(p->offset + (lo - from))) != static_cast<ssize_t>(hi - lo))
-            throw InputError(p->path, "byte " + std::to_string(p->offset + (lo - from)), "cannot read: " + errno_text());
+          const ssize_t n = ::pread(fd, bytes.data() + (lo - pg), hi - lo, static_cast<off_t>(p->offset + (lo - from)));
+          if (n != static_cast<ssize_t>(hi - lo))
+            throw InputError(p->path, "byte " + std::to_string(p->offset + (lo - from)), n < 0 ? "cannot read: " + errno_text() : std::string("cannot read: the file ends early"));
+          return true;
         });
       from += p->bytes;
     }
-    void* copy = ::mmap(reinterpret_cast<void*>(pg), page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-    if (copy == MAP_FAILED) throw InputError(parts.front()->path, "", "cannot map a page: " + errno_text());
-    std::memcpy(copy, bytes.data(), page);
-    ::mprotect(copy, page, PROT_READ);
+    if (::pwrite(mem, bytes.data(), page, static_cast<off_t>(s * page)) != static_cast<ssize_t>(page))
+      throw InputError(parts.front()->path, "", "cannot fill a memory file: " + errno_text());
+    if (::mmap(reinterpret_cast<void*>(pg), page, PROT_READ, MAP_SHARED | MAP_FIXED, mem, static_cast<off_t>(s * page)) == MAP_FAILED) {
+      if (out_of_room()) return std::nullopt;
+      throw InputError(parts.front()->path, "", "cannot map a memory file: " + errno_text());
+    }
   }
-  MappedFile out;
-  out.path = parts.front()->path;
-  out.keeper = std::move(keeper);
-  out.bytes = {reinterpret_cast<const std::byte*>(start), static_cast<std::size_t>(total)};
+  MappedFile out{parts.front()->path, std::move(keeper), {reinterpret_cast<const std::byte*>(start), static_cast<std::size_t>(total)}};
   hint_huge_pages(out);
   return out;
 }

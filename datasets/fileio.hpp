@@ -22,6 +22,17 @@ struct MappedFile {
 };
 MappedFile map_file(const std::string& path);
 
+// While one lives, map_file asks for no 2 MiB pages (see fileio.cpp): for mappings about to be
+// replaced (a merged shard's parts, mapped again end to end), which would take the budget of
+// pages the replacements should get.
+class HugePageHintsOff {
+ public:
+  HugePageHintsOff();
+  ~HugePageHintsOff();
+  HugePageHintsOff(const HugePageHintsOff&) = delete;
+  HugePageHintsOff& operator=(const HugePageHintsOff&) = delete;
+};
+
 // `bytes` bytes of the file at `path` from `offset`.
 struct FilePiece {
   std::string path;
@@ -30,9 +41,10 @@ struct FilePiece {
 // The pieces mapped read-only at consecutive addresses, as if one file held them end to end,
 // without reading them: what a rank serving several parts of a partition makes of each array of
 // theirs. Possible when every piece starts at a file offset congruent, modulo the page size, to
-// the bytes of the pieces before it (the partition writer places its arrays so: npy_header's
-// `data_at`); nullopt otherwise, for the caller to copy. A page where two pieces meet is the one
-// copied page. Files shorter than their pieces are InputErrors.
+// the bytes of the pieces before it (the partition writer places its arrays so, for 4 KiB pages:
+// npy_header's `data_at`); nullopt otherwise, or when the process is out of addresses or
+// mappings, for the caller to copy. A page where two pieces meet is the one copied page. Files
+// shorter than their pieces are InputErrors.
 std::optional<MappedFile> map_end_to_end(std::span<const FilePiece> pieces);
 
 // A mapped file truncated (or rewritten in place) while a process reads it makes the next read of

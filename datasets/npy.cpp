@@ -485,6 +485,8 @@ std::uint32_t write_npy(const std::string& path, DType dtype, const void* data, 
   template Array<T> npy_view<T>(const NpyBuffer&, int);                      \
   template Array<T> npy_view<T>(const NpyBuffer&, int, DType);               \
   template void npy_for_each<T>(const NpyStream&, int, std::size_t, const std::function<void(std::span<const T>, std::uint64_t)>&);
+SHARDGNN_INSTANTIATE(std::int8_t)
+SHARDGNN_INSTANTIATE(std::int16_t)
 SHARDGNN_INSTANTIATE(std::int32_t)
 SHARDGNN_INSTANTIATE(std::int64_t)
 SHARDGNN_INSTANTIATE(std::uint8_t)

@@ -26,6 +26,7 @@ template <class T>
 constexpr DType dtype_of();
 template <> constexpr DType dtype_of<std::int8_t>() { return DType::kInt8; }
 template <> constexpr DType dtype_of<std::uint8_t>() { return DType::kUInt8; }
+template <> constexpr DType dtype_of<std::int16_t>() { return DType::kInt16; }
 template <> constexpr DType dtype_of<std::uint16_t>() { return DType::kUInt16; }
 template <> constexpr DType dtype_of<std::int32_t>() { return DType::kInt32; }
 template <> constexpr DType dtype_of<std::uint32_t>() { return DType::kUInt32; }

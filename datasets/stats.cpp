@@ -13,7 +13,9 @@ DatasetStats compute_stats(const Dataset& ds) {
   s.directed_edges = g.num_edges();
   s.feature_dim = ds.feature_dim;
   s.num_classes = ds.num_classes;
-  for (auto l : ds.labels.span()) s.labelled += l >= 0;
+  ds.labels.visit([&](auto labels) {
+    for (const auto l : labels) s.labelled += l >= 0;
+  });
   s.multilabel = ds.multilabel;
   if (ds.multilabel && ds.num_classes > 0) {
     const auto row = static_cast<std::size_t>(label_row_bytes(ds.num_classes));

@@ -17,8 +17,10 @@
 
 namespace shardgnn {
 
-// Version 2 may store a shard's neighbour ids as int32; version 1 partitions load as they are.
-inline constexpr int kPartitionFormatVersion = 2;
+// Version 2 may store a shard's neighbour ids as int32, version 3 its labels in the smallest type
+// that holds the classes (label_dtype) and its arrays placed to be mapped end to end
+// (shard_writer.cpp); older partitions load as they are.
+inline constexpr int kPartitionFormatVersion = 3;
 inline constexpr const char* kPartitionFormatName = "shardgnn-partition";
 
 // One entry of "parts": part k's folder and the files in it.

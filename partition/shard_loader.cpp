@@ -36,14 +36,14 @@ Shard load_rows(const PartitionInfo& info, PartId k) {
   s.feature_dim = info.feature_dim;
   s.num_classes = info.num_classes;
   s.graph = load_listed_csr(e.path, e.arrays, path, n, e.edges);
-  s.orig_ids = load_listed_array<NodeId>(e.path, e.arrays, path, "orig_ids", {n}, true);
+  s.orig_ids = load_listed_ints(e.path, e.arrays, path, "orig_ids", {n}, true);
   s.feature_dtype = info.feature_dtype;
   if (info.feature_dim > 0 && s.feature_dtype == FeatureDtype::kFloat32)
     s.features = load_listed_array<float>(e.path, e.arrays, path, "features", {n, info.feature_dim}, true);
   else if (info.feature_dim > 0)
     s.features16 = load_listed_array<std::uint16_t>(e.path, e.arrays, path, "features", {n, info.feature_dim}, true, feature_npy_dtype(s.feature_dtype));
   s.multilabel = info.multilabel;
-  if (info.num_classes > 0 && !info.multilabel) s.labels = load_listed_array<std::int64_t>(e.path, e.arrays, path, "labels", {n}, true);
+  if (info.num_classes > 0 && !info.multilabel) s.labels = load_listed_ints(e.path, e.arrays, path, "labels", {n}, true);
   if (info.num_classes > 0 && info.multilabel)
     s.label_bits = load_listed_array<std::uint8_t>(e.path, e.arrays, path, "label_bits", {n, label_row_bytes(info.num_classes)}, true);
   return s;
@@ -73,8 +73,8 @@ void load_rest(const PartitionInfo& info, PartId k, Shard& s) {
   });
   auto file = [&](const char* name) { return (fs::path(pdir) / (std::string(name) + ".npy")).string(); };
   check_csr(s.graph, info.num_nodes, file("indptr"), file("indices"));
-  check_range(s.orig_ids.span(), 0, info.num_nodes, file("orig_ids"), "dataset node id");
-  if (info.num_classes > 0 && !info.multilabel) check_range(s.labels.span(), -1, info.num_classes, file("labels"), "label");
+  check_range(s.orig_ids, 0, info.num_nodes, file("orig_ids"), "dataset node id");
+  if (info.num_classes > 0 && !info.multilabel) check_range(s.labels, -1, info.num_classes, file("labels"), "label");
   if (info.multilabel) check_label_bits(s.label_bits.span(), info.num_classes, file("label_bits"));
   for (auto [name, ids] : {std::pair{"train_idx", &s.train_idx}, {"val_idx", &s.val_idx}, {"test_idx", &s.test_idx}})
     check_range(ids->span(), info.book.begin(k), info.book.end(k), file(name), "node id of this part's");
@@ -135,6 +135,17 @@ Array<T> concatenated(const Group& g, Member member, const std::string& name) {
   return Array<T>(f.keeper, reinterpret_cast<const T*>(f.bytes.data()), total);
 }
 
+// concatenated for an array held at its stored width, which every part must share.
+IntArray concatenated_ints(const Group& g, IntArray Shard::*member, const std::string& name) {
+  return (g.shards.front().*member).visit([&](auto first) {
+    using T = typename decltype(first)::value_type;
+    for (const Shard& s : g.shards)
+      if ((s.*member).get_if<T>() == nullptr)
+        throw InputError(g.info.dir, "", "its parts store " + name + " at different widths; partition the dataset again");
+    return IntArray(concatenated<T>(g, [&](const Shard& s) -> const Array<T>& { return *(s.*member).get_if<T>(); }, name));
+  });
+}
+
 // The group's CSR end to end: row starts continue from the previous part's entries, written in
 // blocks rather than held whole (O(nodes), where the ids are O(edges) and join without a copy).
 CsrGraph concatenated_graph(const Group& g) {
@@ -174,9 +185,9 @@ Shard merged(const Group& g, int rank, PartitionBook book) {
   s.feature_dtype = g.shards.front().feature_dtype;
   s.features = concatenated<float>(g, &Shard::features, "features");
   s.features16 = concatenated<std::uint16_t>(g, &Shard::features16, "features");
-  s.labels = concatenated<std::int64_t>(g, &Shard::labels, "labels");
+  s.labels = concatenated_ints(g, &Shard::labels, "labels");
   s.label_bits = concatenated<std::uint8_t>(g, &Shard::label_bits, "label_bits");
-  s.orig_ids = concatenated<NodeId>(g, &Shard::orig_ids, "orig_ids");
+  s.orig_ids = concatenated_ints(g, &Shard::orig_ids, "orig_ids");
   s.train_idx = concatenated<NodeId>(g, &Shard::train_idx, "train_idx");
   s.val_idx = concatenated<NodeId>(g, &Shard::val_idx, "val_idx");
   s.test_idx = concatenated<NodeId>(g, &Shard::test_idx, "test_idx");
@@ -239,9 +250,13 @@ Shard load_shard_for_rank(const PartitionInfo& info, int rank, int ranks, const 
   // part per rank.
   const auto [first, last] = parts_of_rank(parts, rank, ranks);
   Group group{info, first, {}, scratch.empty() ? fs::temp_directory_path().string() : scratch};
-  for (PartId k = first; k < last; ++k) {
-    verify_shard_checksums(info, k);
-    group.shards.push_back(load_shard(shared, k));
+  {
+    // The parts' own mappings go once they are mapped again end to end: those get the 2 MiB pages.
+    const HugePageHintsOff off;
+    for (PartId k = first; k < last; ++k) {
+      verify_shard_checksums(info, k);
+      group.shards.push_back(load_shard(shared, k));
+    }
   }
   std::vector<NodeId> offsets;
   for (int r = 0; r <= ranks; ++r) offsets.push_back(info.book.begin(parts_of_rank(parts, r, ranks).first));
@@ -276,7 +291,7 @@ Shard shard_from_dataset(const Dataset& ds) {
   s.test_idx = view_of(ds.test_idx);
   std::vector<NodeId> ids(static_cast<std::size_t>(ds.num_nodes()));
   for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<NodeId>(i);
-  s.orig_ids = Array<NodeId>(std::move(ids));
+  s.orig_ids = IntArray(Array<NodeId>(std::move(ids)));
   s.edge_weights = view_of(ds.edge_weights);
   s.edge_split = ds.edge_split;
   s.eval_negatives = ds.eval_negatives;

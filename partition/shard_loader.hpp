@@ -26,14 +26,14 @@ struct Shard {
   FeatureDtype feature_dtype = FeatureDtype::kFloat32;
   Array<float> features;
   Array<std::uint16_t> features16;
-  Array<std::int64_t> labels;
+  IntArray labels;  // at the width stored (label_dtype)
   // A multi-label partition's label sets (Dataset::label_bits' rows), `labels` then empty.
   bool multilabel = false;
   Array<std::uint8_t> label_bits;
   Array<NodeId> train_idx, val_idx, test_idx;
   Array<NodeId> halo_nodes;
   Array<PartId> halo_owner;
-  Array<NodeId> orig_ids;
+  IntArray orig_ids;  // int32 where every dataset id fits, else int64
   Array<std::int64_t> edge_weights;
   // An edge split's held-out rows whose first node this shard owns (Dataset's fields, relabelled
   // to global ids; for_each_held_out lists them).

@@ -347,8 +347,9 @@ PartEntry ShardWriter::write_part(const std::string& tmp, PartId k, WriterScratc
     arrays["label_bits"] = write_listed_array(pdir, "label_bits", DType::kUInt8, bits.data(), {count, static_cast<std::int64_t>(row)}, at(k, static_cast<std::int64_t>(row)));
   } else if (ds_.num_classes > 0) {
     std::vector<std::int64_t> labels(static_cast<std::size_t>(count));
-    for (NodeId i = 0; i < count; ++i) labels[i] = ds_.labels[orig[i]];
-    arrays["labels"] = write_listed_array(pdir, "labels", labels, at(k, sizeof(std::int64_t)));
+    for (NodeId i = 0; i < count; ++i) labels[i] = ds_.labels[static_cast<std::size_t>(orig[i])];
+    const DType as = label_dtype(ds_.num_classes);
+    arrays["labels"] = write_listed_ints(pdir, "labels", Array<std::int64_t>(std::move(labels)), as, at(k, static_cast<std::int64_t>(dtype_size(as))));
   }
   arrays["train_idx"] = write_listed_array(pdir, "train_idx", split_of_part(ds_.train_idx, r_, k));
   arrays["val_idx"] = write_listed_array(pdir, "val_idx", split_of_part(ds_.val_idx, r_, k));
@@ -359,7 +360,8 @@ PartEntry ShardWriter::write_part(const std::string& tmp, PartId k, WriterScratc
   });
   arrays["halo_nodes"] = write_listed_array(pdir, "halo_nodes", halo);
   arrays["halo_owner"] = write_listed_array(pdir, "halo_owner", halo_owner);
-  arrays["orig_ids"] = write_listed_array(pdir, "orig_ids", orig, at(k, sizeof(NodeId)));
+  const DType orig_as = ids_fit_int32(ds_.num_nodes()) ? DType::kInt32 : DType::kInt64;
+  arrays["orig_ids"] = write_listed_ints(pdir, "orig_ids", Array<NodeId>(nullptr, orig.data(), orig.size()), orig_as, at(k, static_cast<std::int64_t>(dtype_size(orig_as))));
   if (!ds_.edge_weights.empty()) arrays["edge_weights"] = std::move(weights_entry);
   // The shard's big arrays sit in the page cache as written, in folios no larger than the
   // writes. Dropped here (each file is fsynced), they are read back by the first job that maps

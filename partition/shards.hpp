@@ -1,13 +1,17 @@
 // The partitioned dataset on disk: partition.json (method, parameters, the range partition book,
 // quality metrics, a checksum per file) plus part-<k>/ per shard holding, as .npy:
 //   indptr      int64 [n_k + 1]   CSR over the shard's owned nodes (local row = global - offset)
-//   indices     int64 [m_k]       neighbours, as new global ids (rows sorted)
-//   features    float32 [n_k, F]  labels int64 [n_k]
+//   indices     int32 [m_k]       neighbours, as new global ids (rows sorted); int64 beyond 2^31 nodes
+//   features    float32 [n_k, F]  (or float16/bfloat16 bits: --feature-dtype)
+//   labels      int8 [n_k]        the smallest type that holds the classes (label_dtype)
 //   train_idx, val_idx, test_idx  int64, new global ids of owned nodes
 //   halo_nodes  int64 [h_k]       the remote nodes the shard's edges reach (sorted global ids)
 //   halo_owner  int32 [h_k]       their owning part
-//   orig_ids    int64 [n_k]       each owned node's id in the source dataset
+//   orig_ids    int32 [n_k]       each owned node's id in the source dataset; int64 beyond 2^31 nodes
 //   edge_weights int64 [m_k]      when the dataset has them
+// indices, features, labels, orig_ids and edge_weights start where the same array of the parts
+// before would end, modulo a page (shard_writer.cpp), so that a rank serving several parts maps
+// them end to end.
 // The umbrella of its four pieces: partition.json's schema, the writer, the loaders and the
 // verifier.
 #pragma once

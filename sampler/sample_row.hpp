@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "datasets/graph.hpp"
+#include "datasets/int_array.hpp"
 
 namespace shardgnn {
 
@@ -77,9 +78,9 @@ inline int choose_neighbors(std::int64_t d, int fanout, bool replace, std::uint6
 // Sampling is bound by memory latency, not arithmetic: the rows are random places in the CSR
 // arrays. So offsets and keys are prefetched kFar rows ahead, and a row's neighbours are read
 // kLag rows after its choice is made and their cache lines are prefetched.
-// Compiled once per id width (sample_rows dispatches once per call).
-template <class Idx>
-void sample_rows_of(const CsrView<Idx>& graph, std::span<const NodeId> orig, std::span<const NodeId> rows, int fanout, bool replace, std::uint64_t key,
+// Compiled once per id width of the graph and of `orig` (sample_rows dispatches once per call).
+template <class Idx, class OrigId>
+void sample_rows_of(const CsrView<Idx>& graph, std::span<const OrigId> orig, std::span<const NodeId> rows, int fanout, bool replace, std::uint64_t key,
                     std::vector<NodeId>& out, std::vector<std::int64_t>& ends, std::vector<std::int64_t>& scratch) {
   constexpr std::size_t kFar = 16, kLag = 4, kRing = 8;
   static_assert(kLag < kRing, "a row's choice must outlive the rows chosen after it until it is emitted");
@@ -92,7 +93,7 @@ void sample_rows_of(const CsrView<Idx>& graph, std::span<const NodeId> orig, std
   scratch.resize(kRing * F);
   const EdgeId* indptr = graph.indptr().data();
   const Idx* indices = graph.indices().data();
-  const NodeId* ids = orig.empty() ? nullptr : orig.data();
+  const OrigId* ids = orig.empty() ? nullptr : orig.data();
   const std::size_t n = rows.size();
   auto emit = [&](std::size_t i) {
     const Pending& p = ring[i % kRing];
@@ -135,6 +136,11 @@ void sample_rows_of(const CsrView<Idx>& graph, std::span<const NodeId> orig, std
 inline void sample_rows(const CsrGraph& graph, std::span<const NodeId> orig, std::span<const NodeId> rows, int fanout, bool replace, std::uint64_t key,
                         std::vector<NodeId>& out, std::vector<std::int64_t>& ends, std::vector<std::int64_t>& scratch) {
   graph.visit([&](const auto& g) { sample_rows_of(g, orig, rows, fanout, replace, key, out, ends, scratch); });
+}
+// The same keyed by a shard's original ids at their stored width.
+inline void sample_rows(const CsrGraph& graph, const IntArray& orig, std::span<const NodeId> rows, int fanout, bool replace, std::uint64_t key,
+                        std::vector<NodeId>& out, std::vector<std::int64_t>& ends, std::vector<std::int64_t>& scratch) {
+  orig.visit([&](auto ids) { graph.visit([&](const auto& g) { sample_rows_of(g, ids, rows, fanout, replace, key, out, ends, scratch); }); });
 }
 
 }  // namespace shardgnn

@@ -272,7 +272,7 @@ void DistSampler::serve_requests(const comm::AlltoallvResult<NodeId>& incoming, 
   for (NodeId v : incoming.data) serve_rows_.push_back(v - first);
   served_.clear();
   served_ends_.assign(1, 0);  // with the rows' ends after it: an indptr over served_
-  sample_rows(shard_.graph, std::span<const NodeId>(shard_.orig_ids.data(), shard_.orig_ids.size()), serve_rows_, fanout, config_.replace, key, served_,
+  sample_rows(shard_.graph, shard_.orig_ids, serve_rows_, fanout, config_.replace, key, served_,
               served_ends_, scratch_);
   reply_counts_.assign(P, 0);
   reply_.clear();
@@ -296,7 +296,7 @@ void DistSampler::draw_readable(int fanout, std::uint64_t key) {
     d.picked.clear();
     d.ends.assign(1, 0);
     if (d.rows.empty()) continue;
-    sample_rows(s->graph, std::span<const NodeId>(s->orig_ids.data(), s->orig_ids.size()), d.rows, fanout, config_.replace, key, d.picked, d.ends, scratch_);
+    sample_rows(s->graph, s->orig_ids, d.rows, fanout, config_.replace, key, d.picked, d.ends, scratch_);
     (static_cast<PartId>(p) == shard_.part ? counters_.local_rows_sampled : counters_.node_local_rows_sampled) += static_cast<std::int64_t>(d.rows.size());
   }
   counters_.sample_s += since(t0);
@@ -358,7 +358,7 @@ MiniBatch reference_sample(const Dataset& ds, const SamplerConfig& config, std::
     const std::size_t n = sizes.back();
     std::vector<NodeId> picked;
     std::vector<std::int64_t> indptr = {0};
-    sample_rows(ds.graph, {}, std::span<const NodeId>(nodes.data(), n), config.fanouts[static_cast<std::size_t>(hop)], config.replace,
+    sample_rows(ds.graph, std::span<const NodeId>(), std::span<const NodeId>(nodes.data(), n), config.fanouts[static_cast<std::size_t>(hop)], config.replace,
                 hop_key(config.seed, epoch, step, hop), picked, indptr, scratch);
     mb.blocks.push_back(make_block(std::move(indptr), std::move(picked), compactor));
     sizes.push_back(nodes.size());

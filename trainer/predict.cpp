@@ -52,7 +52,7 @@ std::vector<std::int64_t> write_ranges(std::int64_t rows, int ranks) {
 // Each owned row's output position (-1: not written): its dataset id (orig_ids, range-checked
 // when the shard was loaded), or its place in `nodes`.
 std::vector<std::int64_t> positions(const Shard& shard, std::span<const std::int64_t> nodes) {
-  std::vector<std::int64_t> pos(shard.orig_ids.begin(), shard.orig_ids.end());
+  std::vector<std::int64_t> pos = shard.orig_ids.widened();
   if (nodes.empty()) return pos;
   // (dataset id, output position), sorted by id, searched once per owned row.
   std::vector<std::pair<std::int64_t, std::int64_t>> wanted(nodes.size());

@@ -38,7 +38,7 @@ def main():
     if a.model == "gcn":
         g = dgl.add_self_loop(dgl.remove_self_loop(g))
     feats = torch.from_numpy(load("features"))
-    labels = torch.from_numpy(load("labels"))
+    labels = torch.from_numpy(load("labels").astype(np.int64))  # stored in the smallest type that holds the classes
     train, test = torch.from_numpy(load("train_idx")), torch.from_numpy(load("test_idx"))
     classes = int(labels.max()) + 1
     fanouts = [int(x) for x in a.fanouts.split(",")]

@@ -182,7 +182,7 @@ def partition(a, parts, out_dir):
     n = indptr.numel() - 1
     g = dgl.graph(("csc", (indptr, indices, torch.empty(0, dtype=torch.int64))), num_nodes=n)
     g.ndata["features"] = torch.from_numpy(load("features"))
-    g.ndata["labels"] = torch.from_numpy(load("labels"))
+    g.ndata["labels"] = torch.from_numpy(load("labels").astype(np.int64))  # stored in the smallest type that holds the classes
     for split in ("train", "test"):
         mask = torch.zeros(n, dtype=torch.bool)
         mask[torch.from_numpy(load(split + "_idx"))] = True

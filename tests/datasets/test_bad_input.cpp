@@ -793,7 +793,7 @@ TEST_CASE("dataset folders: corrupt meta.json, missing or wrong arrays", "[bad-i
     check_message(input_error([&] { load_dataset(dir); }), dir + "/labels.npy", "labels", {"missing", "meta.json"});
   }
   SECTION("a .npy of the wrong shape") {
-    write_npy<std::int64_t>(dir + "/labels.npy", std::vector<std::int64_t>{0, 1, 2, 0, 1});
+    write_npy<std::int8_t>(dir + "/labels.npy", std::vector<std::int8_t>{0, 1, 2, 0, 1});
     check_message(input_error([&] { load_dataset(dir); }), dir + "/labels.npy", "byte offset 0", {"shape (5)", "expected (10)"});
   }
   SECTION("a .npy of the wrong dtype") {

@@ -21,6 +21,8 @@ template <class T>
 bool same(const Array<T>& a, const Array<T>& b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
 }
+// Labels compare by value, whatever width each is held at.
+bool same(const IntArray& a, const IntArray& b) { return a.widened() == b.widened(); }
 
 void check_identical(const Dataset& a, const Dataset& b) {
   CHECK(a.name == b.name);
@@ -117,7 +119,7 @@ TEST_CASE("validate reports corruption, out-of-range ids and bad splits, naming 
     Dataset ds = load_dataset(dir / "cora");
     std::vector<std::int64_t> train(ds.train_idx.begin(), ds.train_idx.end());
     train[3] = train[2];  // a duplicate
-    std::vector<std::int64_t> labels(ds.labels.begin(), ds.labels.end());
+    std::vector<std::int64_t> labels = ds.labels.widened();
     labels[10] = 9;       // beyond 7 classes
     Dataset bad;
     bad.name = ds.name;
@@ -134,27 +136,33 @@ TEST_CASE("validate reports corruption, out-of-range ids and bad splits, naming 
   }
 }
 
-TEST_CASE("ids are stored 32 bits wide, and a version-1 folder with 64-bit ids loads as it is and rewrites narrow", "[dataset-io][ids]") {
+TEST_CASE("ids are stored 32 bits wide and labels 8, and a version-1 folder with 64-bit ones loads as it is and rewrites narrow", "[dataset-io][ids]") {
   test::ScratchDir dir;
   auto file = [&](const char* folder, const char* name) { return (fs::path(dir / folder) / name).string(); };
   Dataset in = read_dataset(test::sample("cora.npz"), {});
   REQUIRE_FALSE(in.graph.narrow_ids());  // built in memory: 64-bit
   save_dataset(in, dir / "new");
   const auto meta = read_json_file(file("new", "meta.json")).as_object();
-  CHECK(meta.at("version").as_int64() == 2);
+  CHECK(meta.at("version").as_int64() == kDatasetFormatVersion);
   CHECK(meta.at("arrays").at("indices").at("dtype").as_string() == "<i4");
+  CHECK(meta.at("arrays").at("labels").at("dtype").as_string() == dtype_descr(DType::kInt8));  // Cora's 7 classes
+  CHECK(fs::file_size(file("new", "labels.npy")) == static_cast<std::uintmax_t>(in.num_nodes()) + 128);
+  CHECK(load_dataset(dir / "new").labels.widened() == in.labels.widened());
   CHECK(fs::file_size(file("new", "indices.npy")) < static_cast<std::uintmax_t>(in.graph.num_edges()) * 4 + 200);
 
-  // The previous format: int64 ids, version 1 (written here as that version wrote it).
+  // The previous format: int64 ids and labels, version 1 (written here as that version wrote it).
   save_dataset(in, dir / "old");
   auto old_meta = read_json_file(file("old", "meta.json")).as_object();
   const std::vector<NodeId> ids = ids_of(in.graph);
   old_meta["arrays"].as_object()["indices"] = write_listed_array(dir / "old", "indices", ids);
+  old_meta["arrays"].as_object()["labels"] = write_listed_array(dir / "old", "labels", in.labels.widened());
   old_meta["version"] = 1;
   write_json_file(file("old", "meta.json"), old_meta);
   Dataset old = load_dataset(dir / "old");
   CHECK_FALSE(old.graph.narrow_ids());
   CHECK(ids_of(old.graph) == ids);
+  CHECK(old.labels.element_bytes() == 8);
+  CHECK(old.labels.widened() == in.labels.widened());
   CHECK(validate_dataset(dir / "old").ok());
 
   // What `data convert OLD --out NEW` does: the same graph, narrow.
@@ -162,12 +170,14 @@ TEST_CASE("ids are stored 32 bits wide, and a version-1 folder with 64-bit ids l
   Dataset back = load_dataset(dir / "rewritten");
   CHECK(back.graph.narrow_ids());
   CHECK(ids_of(back.graph) == ids);
+  CHECK(back.labels.element_bytes() == 1);
+  CHECK(back.labels.widened() == in.labels.widened());
   CHECK(std::equal(back.graph.indptr().begin(), back.graph.indptr().end(), in.graph.indptr().begin(), in.graph.indptr().end()));
 
   // A version this build does not know is refused with one line saying which it reads.
-  old_meta["version"] = 3;
+  old_meta["version"] = kDatasetFormatVersion + 1;
   write_json_file(file("old", "meta.json"), old_meta);
-  CHECK_THROWS_WITH(load_dataset(dir / "old"), Contains("key 'version'") && Contains("reads versions 1 to 2"));
+  CHECK_THROWS_WITH(load_dataset(dir / "old"), Contains("key 'version'") && Contains("reads versions 1 to " + std::to_string(kDatasetFormatVersion)));
 }
 
 TEST_CASE("loading costs O(1): arrays are mapped, not read", "[dataset-io]") {
@@ -233,6 +243,7 @@ TEST_CASE("files named in meta.json must be plain names of regular files inside 
 namespace {
 template <class T>
 std::vector<T> values(const Array<T>& a) { return {a.begin(), a.end()}; }
+std::vector<std::int64_t> values(const IntArray& a) { return a.widened(); }
 }  // namespace
 
 TEST_CASE("keep_largest_component keeps the largest component with everything that belongs to its nodes", "[dataset-io]") {

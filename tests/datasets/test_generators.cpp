@@ -90,6 +90,7 @@ template <class T>
 std::vector<T> to_vector(const Array<T>& a) {
   return std::vector<T>(a.begin(), a.end());
 }
+std::vector<std::int64_t> to_vector(const IntArray& a) { return a.widened(); }
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -485,8 +486,9 @@ TEST_CASE("add_random_node_data gives features, labels and a split of the asked 
   CHECK(a.feature_dim == 8);
   CHECK(a.features.size() == static_cast<std::size_t>(n * 8));
   CHECK(a.num_classes == 5);
-  CHECK(*std::max_element(a.labels.begin(), a.labels.end()) <= 4);
-  CHECK(*std::min_element(a.labels.begin(), a.labels.end()) >= 0);
+  const std::vector<std::int64_t> labels = a.labels.widened();
+  CHECK(*std::max_element(labels.begin(), labels.end()) <= 4);
+  CHECK(*std::min_element(labels.begin(), labels.end()) >= 0);
   CHECK(static_cast<double>(a.train_idx.size()) == Approx(0.1 * static_cast<double>(n)).margin(1));
   CHECK(static_cast<double>(a.val_idx.size()) == Approx(0.2 * static_cast<double>(n)).margin(1));
   double mean = 0;
@@ -519,7 +521,7 @@ TEST_CASE("generators keep 2-byte features as the float32 ones narrowed, without
     std::vector<std::uint16_t> want(wide.features.size());
     narrow_values(t, wide.features.data(), want.size(), want.data());
     CHECK(std::equal(want.begin(), want.end(), narrow.features16.begin(), narrow.features16.end()));
-    CHECK(std::equal(wide.labels.begin(), wide.labels.end(), narrow.labels.begin(), narrow.labels.end()));
+    CHECK(wide.labels.widened() == narrow.labels.widened());
 
     add_random_node_data(rmat16, 5, 4, 0.1, 0.1, 3, t);
     want.assign(rmat.features.size(), 0);

@@ -37,7 +37,7 @@ TEST_CASE("npz deflated members are inflated and give numpy's values", "[npz]") 
   CHECK(std::vector<float>(ds.features.begin(), ds.features.end()) ==
         std::vector<float>{1.5f, 0, 0, 0, 0, 2.0f, 0, -3.0f, 0, 0, 0, 0});
   CHECK(ds.num_classes == 2);
-  CHECK(std::vector<std::int64_t>(ds.labels.begin(), ds.labels.end()) == std::vector<std::int64_t>{0, 1, -1, 1});
+  CHECK(ds.labels.widened() == std::vector<std::int64_t>{0, 1, -1, 1});
   CHECK(ds.train_idx.size() == 1);
   CHECK(ds.test_idx[0] == 3);
 }

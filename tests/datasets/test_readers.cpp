@@ -37,6 +37,7 @@ template <class T>
 std::vector<T> vec(const Array<T>& a) {
   return std::vector<T>(a.begin(), a.end());
 }
+std::vector<std::int64_t> vec(const IntArray& a) { return a.widened(); }
 
 void write_text(const std::string& path, std::string_view text) {
   std::ofstream f(path, std::ios::binary);

@@ -475,17 +475,22 @@ TEST_CASE("partition.json is one PartitionInfo: written from it, read back into 
   CHECK_NOTHROW(load_partition_info(dir / "p"));
 }
 
-TEST_CASE("shards store neighbour ids as int32, and a version-1 partition with int64 ids loads, verifies and merges as it is", "[partition][verify][ids]") {
+TEST_CASE("shards store neighbour and original ids as int32 and labels as int8, and a version-1 partition with int64 ones loads, verifies and merges as it is", "[partition][verify][ids]") {
   test::ScratchDir dir;
   const Dataset ds = saved_cora(dir);
   PartitionResult r = random_parts(ds, 3);
   write_partitioned(ds, dir / "cora", r, dir / "p", {});
   const std::string json = (fs::path(dir / "p") / "partition.json").string();
-  std::vector<std::vector<NodeId>> ids;
+  std::vector<std::vector<NodeId>> ids, labels, orig;
   for (PartId k = 0; k < 3; ++k) {
     const Shard s = load_shard(load_partition_info(dir / "p"), k);
     CHECK(s.graph.narrow_ids());
+    CHECK(s.labels.element_bytes() == 1);  // Cora's 7 classes
+    CHECK(s.orig_ids.element_bytes() == 4);
     ids.push_back(ids_of(s.graph));
+    labels.push_back(s.labels.widened());
+    orig.push_back(s.orig_ids.widened());
+    for (std::size_t i = 0; i < labels.back().size(); ++i) CHECK(labels.back()[i] == ds.labels[static_cast<std::size_t>(orig.back()[i])]);
   }
   const int two = parts_of_rank(3, 0, 2).second - parts_of_rank(3, 0, 2).first == 2 ? 0 : 1;  // the rank that merges two parts
   const Shard merged_narrow = load_shard_for_rank(load_partition_info(dir / "p"), two, 2);
@@ -494,16 +499,17 @@ TEST_CASE("shards store neighbour ids as int32, and a version-1 partition with i
   {
     // The second part's ids and features are that part's own file pages, mapped after the
     // first's (the writer places them so), not a copy.
+    REQUIRE(merged_narrow.labels.get_if<std::int8_t>() != nullptr);
+    REQUIRE(merged_narrow.orig_ids.get_if<std::int32_t>() != nullptr);
     const PartId second = parts_of_rank(3, two, 2).first + 1;
     const std::string part_dir = fs::canonical(fs::path(dir / "p") / ("part-" + std::to_string(second))).string();
     const auto& ids = merged_narrow.graph.narrow_indices();
     CHECK(test::mapped_file_at(ids.data() + ids.size() - 1) == part_dir + "/indices.npy");
     CHECK(test::mapped_file_at(merged_narrow.features.data() + merged_narrow.features.size() - 1) == part_dir + "/features.npy");
-    CHECK(test::mapped_file_at(merged_narrow.orig_ids.data() + merged_narrow.orig_ids.size() - 1) == part_dir + "/orig_ids.npy");
-    CHECK(test::mapped_file_at(merged_narrow.labels.data() + merged_narrow.labels.size() - 1) == part_dir + "/labels.npy");
+    // (Cora's parts' labels and original ids take a page or two: mostly the copied page.)
   }
 
-  // Rewritten as version 1 wrote it: int64 ids (listed with their checksums), version 1.
+  // Rewritten as version 1 wrote it: int64 ids and labels (listed with their checksums), version 1.
   auto widen = [&](std::initializer_list<PartId> parts) {
     boost::json::object o = read_json_file(json).as_object();
     o["version"] = 1;
@@ -511,6 +517,8 @@ TEST_CASE("shards store neighbour ids as int32, and a version-1 partition with i
       auto& part = o["parts"].as_array()[static_cast<std::size_t>(k)].as_object();
       const std::string pdir = (fs::path(dir / "p") / ("part-" + std::to_string(k))).string();
       part["arrays"].as_object()["indices"] = write_listed_array(pdir, "indices", ids[static_cast<std::size_t>(k)]);
+      part["arrays"].as_object()["labels"] = write_listed_array(pdir, "labels", labels[static_cast<std::size_t>(k)]);
+      part["arrays"].as_object()["orig_ids"] = write_listed_array(pdir, "orig_ids", orig[static_cast<std::size_t>(k)]);
     }
     write_json_file(json, o);
   };
@@ -520,11 +528,16 @@ TEST_CASE("shards store neighbour ids as int32, and a version-1 partition with i
     const Shard s = load_shard(info, k);
     CHECK_FALSE(s.graph.narrow_ids());
     CHECK(ids_of(s.graph) == ids[static_cast<std::size_t>(k)]);
+    CHECK(s.labels.element_bytes() == 8);
+    CHECK(s.labels.widened() == labels[static_cast<std::size_t>(k)]);
+    CHECK(s.orig_ids.widened() == orig[static_cast<std::size_t>(k)]);
   }
   CHECK(verify_partition(dir / "cora", dir / "p").ok());
   const Shard merged_wide = load_shard_for_rank(info, two, 2);
   CHECK_FALSE(merged_wide.graph.narrow_ids());
   CHECK(ids_of(merged_wide.graph) == ids_of(merged_narrow.graph));
+  CHECK(merged_wide.labels.widened() == merged_narrow.labels.widened());
+  CHECK(merged_wide.orig_ids.widened() == merged_narrow.orig_ids.widened());
   // Version 1's files were not placed to follow one another: copied into a spill file instead.
   CHECK(test::mapped_file_at(merged_wide.graph.wide_indices().data() + merged_wide.graph.num_edges() - 1).find("indices.npy") == std::string::npos);
 
