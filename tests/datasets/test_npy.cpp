@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <bit>
+#include <numeric>
 #include <cmath>
 #include <limits>
 #include <cstring>
@@ -222,6 +224,29 @@ TEST_CASE("float16 and bfloat16 conversions round to nearest even, every value a
   CHECK(narrow_values(FeatureDtype::kBFloat16, row, 5, out) == 5);
   const float huge[] = {std::numeric_limits<float>::max()};
   CHECK(narrow_values(FeatureDtype::kBFloat16, huge, 1, out) == 0);
+}
+
+// Widening against IEEE 754's definition of a float16, (-1)^s 2^(e-15) (1 + m/1024) or, with e = 0,
+// 2^-14 (m/1024), for all 65,536 patterns, through the array path that the fetch uses.
+TEST_CASE("every float16 widens to its exact value, infinities and NaNs kept", "[npy][feature-dtype]") {
+  std::vector<std::uint16_t> all(65536);
+  std::iota(all.begin(), all.end(), std::uint16_t{0});
+  std::vector<float> wide(all.size());
+  widen_values(FeatureDtype::kFloat16, all.data(), all.size(), wide.data());
+  for (std::uint32_t h = 0; h < all.size(); ++h) {
+    const std::uint32_t e = (h >> 10) & 0x1fU, m = h & 0x3ffU;
+    const double sign = (h & 0x8000U) != 0 ? -1.0 : 1.0;
+    if (e == 0x1f) {
+      REQUIRE((m == 0 ? std::isinf(wide[h]) : std::isnan(wide[h])));
+      REQUIRE(std::signbit(wide[h]) == (sign < 0));
+      if (m != 0) REQUIRE((std::bit_cast<std::uint32_t>(wide[h]) & 0x7fffffU) == m << 13);  // the payload kept
+      continue;
+    }
+    const double expected = e == 0 ? sign * std::ldexp(m / 1024.0, -14) : sign * std::ldexp(1.0 + m / 1024.0, static_cast<int>(e) - 15);
+    REQUIRE(static_cast<double>(wide[h]) == expected);
+    REQUIRE(std::signbit(wide[h]) == (sign < 0));  // -0 stays -0
+    REQUIRE(from_float16(static_cast<std::uint16_t>(h)) == wide[h]);
+  }
 }
 
 TEST_CASE("npy reads float16 files: into float32 widened, as a view of their bits", "[npy][feature-dtype]") {
