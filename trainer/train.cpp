@@ -256,6 +256,9 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
   comm::agree(l.comm, [&] {
     validate(c);
     validate(s.scfg);
+    // A task's own weights (the MLP pair scorer's) draw their start from the run's seed, not from
+    // whatever the global generator held: unseeded, link runs differed from run to run.
+    torch::manual_seed(derive_seed(c.seed, 0x7a5c));
     l.task = make_task(c, shard);
     l.task->check(shard, dataset);
     if (c.task == TaskKind::kLink && (c.balance.class_balanced || c.balance.personalize_epochs > 0))

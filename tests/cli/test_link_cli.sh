@@ -59,6 +59,13 @@ PY
 "$SHARDGNN" train "$work/cl" --task link --model sage --hidden 32 --fanouts 10,10 --batch 256 --epochs 10 --dropout 0 --weight-decay 0 --scorer mlp --negatives 2 \
   --metrics "$work/mlp.jsonl" -q > "$work/out.txt" 2>&1 || fail "sage + mlp: $(tail -3 "$work/out.txt")"
 above "$(auc "$work/mlp.jsonl")" 0.8 || fail "GraphSAGE + MLP scorer on Cora: test AUC $(auc "$work/mlp.jsonl")"
+# The scorer's weights start from the run's seed: the same run twice scores the same (its start
+# once came from the unseeded global generator and the AUC varied from run to run).
+"$SHARDGNN" train "$work/cl" --task link --model sage --hidden 32 --fanouts 10,10 --batch 256 --epochs 2 --dropout 0 --weight-decay 0 --scorer mlp --negatives 2 \
+  --metrics "$work/mlp-a.jsonl" -q > /dev/null 2>&1 || fail "sage + mlp, 2 epochs"
+"$SHARDGNN" train "$work/cl" --task link --model sage --hidden 32 --fanouts 10,10 --batch 256 --epochs 2 --dropout 0 --weight-decay 0 --scorer mlp --negatives 2 \
+  --metrics "$work/mlp-b.jsonl" -q > /dev/null 2>&1 || fail "sage + mlp, 2 epochs, again"
+[ "$(auc "$work/mlp-a.jsonl")" = "$(auc "$work/mlp-b.jsonl")" ] || fail "the MLP scorer's run twice: test AUC $(auc "$work/mlp-a.jsonl") then $(auc "$work/mlp-b.jsonl")"
 
 # Stopped during step 3 of epoch 2, resumed: the uninterrupted run's weights, byte for byte.
 short=("${gae[@]}" --epochs 3 --select mrr)
