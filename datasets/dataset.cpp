@@ -39,9 +39,6 @@ std::vector<ArraySpec> array_specs(const Dataset& ds) {
   std::vector<ArraySpec> v;
   v.push_back({"indptr", DType::kInt64, {n + 1}, ds.graph.indptr().data()});
   if (ds.num_classes > 0 && ds.multilabel) v.push_back({"label_bits", DType::kUInt8, {n, label_row_bytes(ds.num_classes)}, ds.label_bits.data()});
-  v.push_back({"train_idx", DType::kInt64, {static_cast<std::int64_t>(ds.train_idx.size())}, ds.train_idx.data()});
-  v.push_back({"val_idx", DType::kInt64, {static_cast<std::int64_t>(ds.val_idx.size())}, ds.val_idx.data()});
-  v.push_back({"test_idx", DType::kInt64, {static_cast<std::int64_t>(ds.test_idx.size())}, ds.test_idx.data()});
   if (!ds.node_ids.empty()) v.push_back({"node_ids", DType::kInt64, {n}, ds.node_ids.data()});
   if (ds.node_weight_dim > 0) v.push_back({"node_weights", DType::kInt64, {n, ds.node_weight_dim}, ds.node_weights.data()});
   if (!ds.edge_weights.empty()) v.push_back({"edge_weights", DType::kInt64, {ds.graph.num_edges()}, ds.edge_weights.data()});
@@ -158,7 +155,7 @@ std::int64_t keep_largest_component(Dataset& ds) {
   std::vector<std::int64_t> ids;
   for (const NodeId u : kept) ids.push_back(ds.node_ids.empty() ? u : ds.node_ids[static_cast<std::size_t>(u)]);
   ds.node_ids = Array<std::int64_t>(std::move(ids));
-  for (Array<NodeId>* split : {&ds.train_idx, &ds.val_idx, &ds.test_idx}) {
+  for (IntArray* split : {&ds.train_idx, &ds.val_idx, &ds.test_idx}) {
     std::vector<NodeId> stay;
     for (const NodeId v : *split)
       if (new_id[static_cast<std::size_t>(v)] >= 0) stay.push_back(new_id[static_cast<std::size_t>(v)]);
@@ -194,6 +191,9 @@ void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite, std
     for (const auto& a : array_specs(ds)) arrays[a.name] = write_listed_array(tmp, a.name, a.dtype, a.data, a.shape);
     if (ds.num_classes > 0 && !ds.multilabel) arrays["labels"] = write_listed_ints(tmp, "labels", ds.labels, label_dtype(ds.num_classes));
     arrays["indices"] = write_listed_indices(tmp, "indices", ds.graph, ids_fit_int32(ds.num_nodes()));
+    const DType id_as = ids_fit_int32(ds.num_nodes()) ? DType::kInt32 : DType::kInt64;
+    for (auto [name, split] : {std::pair{"train_idx", &ds.train_idx}, {"val_idx", &ds.val_idx}, {"test_idx", &ds.test_idx}})
+      arrays[name] = write_listed_ints(tmp, name, *split, id_as);
     if (ds.feature_dim > 0) arrays["features"] = write_features(ds, tmp, dir, stored);
     boost::json::object meta;
     meta["format"] = kFormatName;
@@ -306,9 +306,9 @@ void check_contents(const Dataset& ds, const std::string& dir) {
   check_csr(ds.graph, n, file("indptr"), file("indices"));
   if (ds.num_classes > 0 && !ds.multilabel) check_range(ds.labels, -1, ds.num_classes, file("labels"), "label");
   if (ds.multilabel) check_label_bits(ds.label_bits.span(), ds.num_classes, file("label_bits"));
-  check_range(ds.train_idx.span(), 0, n, file("train_idx"), "node id");
-  check_range(ds.val_idx.span(), 0, n, file("val_idx"), "node id");
-  check_range(ds.test_idx.span(), 0, n, file("test_idx"), "node id");
+  check_range(ds.train_idx, 0, n, file("train_idx"), "node id");
+  check_range(ds.val_idx, 0, n, file("val_idx"), "node id");
+  check_range(ds.test_idx, 0, n, file("test_idx"), "node id");
   check_range(ds.node_weights.span(), 0, std::numeric_limits<std::int64_t>::max(), file("node_weights"), "node weight");
   check_range(ds.edge_weights.span(), 1, std::numeric_limits<std::int64_t>::max(), file("edge_weights"), "edge weight");
   for_each_held_out(ds, [&](const char* name, const Array<NodeId>& rows, std::int64_t, const Array<NodeId>&, bool) { check_range(rows.span(), 0, n, file(name), "node id"); });
@@ -335,9 +335,8 @@ Dataset load_dataset(const std::string& dir, Contents contents) {
                                                      feature_npy_dtype(meta.feature_dtype));
   if (meta.c > 0 && !meta.multilabel) ds.labels = load_listed_ints(dir, json_object(meta.root, "arrays", meta.path), meta.path, "labels", {meta.n}, true);
   if (meta.c > 0 && meta.multilabel) ds.label_bits = load_array<std::uint8_t>(meta, dir, "label_bits", {meta.n, label_row_bytes(meta.c)}, true);
-  ds.train_idx = load_array<NodeId>(meta, dir, "train_idx", {split_len(meta, "train_idx")}, false);
-  ds.val_idx = load_array<NodeId>(meta, dir, "val_idx", {split_len(meta, "val_idx")}, false);
-  ds.test_idx = load_array<NodeId>(meta, dir, "test_idx", {split_len(meta, "test_idx")}, false);
+  for (auto [name, split] : {std::pair{"train_idx", &ds.train_idx}, {"val_idx", &ds.val_idx}, {"test_idx", &ds.test_idx}})
+    *split = load_listed_ints(dir, json_object(meta.root, "arrays", meta.path), meta.path, name, {split_len(meta, name)}, false);
   ds.node_ids = load_array<std::int64_t>(meta, dir, "node_ids", {meta.n}, false);
   if (meta.w > 0) ds.node_weights = load_array<std::int64_t>(meta, dir, "node_weights", {meta.n, meta.w}, true);
   ds.edge_weights = load_array<std::int64_t>(meta, dir, "edge_weights", {meta.m}, false);
@@ -473,7 +472,7 @@ ValidationResult validate_dataset(const std::string& dir) {
   }
   std::vector<std::uint8_t> seen(static_cast<std::size_t>(n), 0);
   std::uint8_t bit = 1;
-  for (auto [name, arr] : {std::pair<const char*, const Array<NodeId>*>{"train_idx", &ds.train_idx}, {"val_idx", &ds.val_idx}, {"test_idx", &ds.test_idx}}) {
+  for (auto [name, arr] : {std::pair<const char*, const IntArray*>{"train_idx", &ds.train_idx}, {"val_idx", &ds.val_idx}, {"test_idx", &ds.test_idx}}) {
     for (std::size_t i = 0; i < arr->size() && !p.full(); ++i) {
       const NodeId v = (*arr)[i];
       const std::string file = d + name + ".npy";

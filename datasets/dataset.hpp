@@ -20,8 +20,9 @@
 namespace shardgnn {
 
 // Version 2 may store ids as int32 (datasets/graph.hpp), version 3 labels in the smallest type
-// that holds the classes (label_dtype); older folders load as they are.
-inline constexpr int kDatasetFormatVersion = 3;
+// that holds the classes (label_dtype), version 4 split ids as int32 where every id fits; older
+// folders load as they are.
+inline constexpr int kDatasetFormatVersion = 4;
 // More classes than nodes is refused, beyond this many (a corrupt count would size per-class tables).
 inline constexpr std::int64_t kMaxClassesAnyGraph = 1 << 16;
 
@@ -55,7 +56,7 @@ struct Dataset {
   // np.unpackbits(a, axis=1, count=C, bitorder='little')); `labels` is then empty.
   bool multilabel = false;
   Array<std::uint8_t> label_bits;
-  Array<NodeId> train_idx, val_idx, test_idx;
+  IntArray train_idx, val_idx, test_idx;  // int32 where every node id fits, else int64
   Array<std::int64_t> node_ids;    // original id of each node when the input was relabelled; else empty
   Array<std::int64_t> node_weights;  // num_nodes x node_weight_dim (METIS vertex weights); else empty
   std::int64_t node_weight_dim = 0;

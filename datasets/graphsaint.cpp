@@ -240,7 +240,7 @@ Dataset read_graphsaint_dataset(const std::string& dir, const ReadOptions& optio
   read_roles(file("role.json"), ds);
   if (ds.multilabel)
     for (auto [key, split] : {std::pair{"tr", &ds.train_idx}, {"va", &ds.val_idx}, {"te", &ds.test_idx}})
-      for (const NodeId v : split->span())
+      for (const NodeId v : *split)
         if (listed.empty() || !listed[static_cast<std::size_t>(v)])
           throw InputError(file("class_map.json"), "", "node " + std::to_string(v) + " of role.json's '" + key + "' has no label list");
   return ds;

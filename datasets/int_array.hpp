@@ -3,6 +3,7 @@
 // smallest type that holds the classes.
 #pragma once
 
+#include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -41,10 +42,11 @@ class IntArray {
   decltype(auto) visit(F&& f) const {
     return std::visit([&](const auto& a) -> decltype(auto) { return std::forward<F>(f)(a.span()); }, v_);
   }
-  // Reads element after element, widened (range-for, std::equal, building a vector).
+  // Reads element after element, widened (range-for, std::equal, std::lower_bound, building a
+  // vector); random access so that binary searches over ids stay logarithmic.
   class Iterator {
    public:
-    using iterator_category = std::forward_iterator_tag;
+    using iterator_category = std::random_access_iterator_tag;
     using value_type = std::int64_t;
     using difference_type = std::ptrdiff_t;
     using pointer = void;
@@ -52,12 +54,21 @@ class IntArray {
     Iterator() = default;
     Iterator(const IntArray* a, std::size_t i) : a_(a), i_(i) {}
     std::int64_t operator*() const noexcept { return (*a_)[i_]; }
-    Iterator& operator++() noexcept {
-      ++i_;
-      return *this;
-    }
+    std::int64_t operator[](difference_type d) const noexcept { return (*a_)[static_cast<std::size_t>(static_cast<difference_type>(i_) + d)]; }
+    Iterator& operator++() noexcept { ++i_; return *this; }
     Iterator operator++(int) noexcept { return {a_, i_++}; }
+    Iterator& operator--() noexcept { --i_; return *this; }
+    Iterator operator--(int) noexcept { return {a_, i_--}; }
+    Iterator& operator+=(difference_type d) noexcept { i_ = static_cast<std::size_t>(static_cast<difference_type>(i_) + d); return *this; }
+    Iterator& operator-=(difference_type d) noexcept { return *this += -d; }
+    friend Iterator operator+(Iterator it, difference_type d) noexcept { return it += d; }
+    friend Iterator operator+(difference_type d, Iterator it) noexcept { return it += d; }
+    friend Iterator operator-(Iterator it, difference_type d) noexcept { return it -= d; }
+    friend difference_type operator-(const Iterator& a, const Iterator& b) noexcept {
+      return static_cast<difference_type>(a.i_) - static_cast<difference_type>(b.i_);
+    }
     bool operator==(const Iterator& o) const noexcept { return i_ == o.i_; }
+    auto operator<=>(const Iterator& o) const noexcept { return i_ <=> o.i_; }
 
    private:
     const IntArray* a_ = nullptr;

@@ -76,7 +76,7 @@ std::vector<std::int64_t> node_cost_weights(const Dataset& ds, std::span<const i
   if (!part.empty() && remote_weight > 0) r = expected_remote_fetches(ds.graph, fanouts, part);
   // Any single weight at most 2^62 / |train|, so no sum over training nodes overflows int64.
   const double cap = std::ldexp(1.0, 62) / static_cast<double>(ds.train_idx.size());
-  for (NodeId v : ds.train_idx.span()) {
+  for (NodeId v : ds.train_idx) {
     const auto i = static_cast<std::size_t>(v);
     const double c = s[i] + (r.empty() ? 0.0 : remote_weight * r[i]);
     w[i] = static_cast<std::int64_t>(std::max(1.0, std::min(cap, std::round(c))));

@@ -135,9 +135,9 @@ PartitionMetrics metrics_from_tallies(const Dataset& ds, std::span<const PartId>
     m.comm_volume += t.comm_volume;
   }
   m.edge_cut += from_entries / 2;  // each cut pair of such a graph is two cut entries
-  for (NodeId v : ds.train_idx.span()) m.shards[part[v]].train += 1;
-  for (NodeId v : ds.val_idx.span()) m.shards[part[v]].val += 1;
-  for (NodeId v : ds.test_idx.span()) m.shards[part[v]].test += 1;
+  for (NodeId v : ds.train_idx) m.shards[part[v]].train += 1;
+  for (NodeId v : ds.val_idx) m.shards[part[v]].val += 1;
+  for (NodeId v : ds.test_idx) m.shards[part[v]].test += 1;
 
   std::int64_t replicated = n;
   for (const auto& s : m.shards) replicated += s.halo;
@@ -161,7 +161,7 @@ PartitionMetrics metrics_from_tallies(const Dataset& ds, std::span<const PartId>
   m.test = imbalance_of(m.shards, &ShardMetrics::test);
   if (!ds.train_idx.empty()) {
     const std::vector<std::int64_t> w = node_cost_weights(ds, cfg.cost_fanouts, cfg.cost_remote_weight, part);
-    for (NodeId v : ds.train_idx.span()) m.shards[part[v]].cost += w[static_cast<std::size_t>(v)];
+    for (NodeId v : ds.train_idx) m.shards[part[v]].cost += w[static_cast<std::size_t>(v)];
     m.has_cost = true;
     m.cost = imbalance_of(m.shards, &ShardMetrics::cost);
     m.cost_fanouts = cfg.cost_fanouts;

@@ -75,7 +75,7 @@ void check_config(const Dataset& ds, const PartitionConfig& cfg) {
   if (!(cfg.imbalance >= 0 && cfg.imbalance <= 10)) throw InputError("--imbalance must be in [0, 10], got " + std::to_string(cfg.imbalance));
   if (cfg.balance.empty()) throw InputError("--balance needs at least one key");
   for (BalanceKey k : cfg.balance) {
-    const auto need = [&](const Array<NodeId>& split, const char* what) {
+    const auto need = [&](const IntArray& split, const char* what) {
       if (split.empty()) throw InputError("--balance " + balance_name(k) + ": dataset '" + ds.name + "' has no " + what + " split");
     };
     if (k == BalanceKey::kTrain || k == BalanceKey::kCost) need(ds.train_idx, "training");
@@ -151,8 +151,8 @@ std::vector<std::int64_t> balance_weights(const Dataset& ds, const std::vector<B
   std::vector<std::int64_t> w(static_cast<std::size_t>(n * ncon), 0);
   int col = 0;
   const bool by_nodes = std::find(keys.begin(), keys.end(), BalanceKey::kNodes) != keys.end();
-  const auto mark = [&](const Array<NodeId>& split) {
-    for (NodeId v : split.span())
+  const auto mark = [&](const IntArray& split) {
+    for (const NodeId v : split)
       if (v >= first && v < last) w[(v - first) * ncon + col] = 1;
   };
   for (BalanceKey k : keys) {

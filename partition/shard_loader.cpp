@@ -57,11 +57,10 @@ void load_rest(const PartitionInfo& info, PartId k, Shard& s) {
   const std::string path = info.json_path();
   const std::string& pdir = e.path;
   const auto& arrays = e.arrays;
-  s.train_idx = load_listed_array<NodeId>(pdir, arrays, path, "train_idx", {listed_length(arrays, path, "train_idx")}, true);
-  s.val_idx = load_listed_array<NodeId>(pdir, arrays, path, "val_idx", {listed_length(arrays, path, "val_idx")}, true);
-  s.test_idx = load_listed_array<NodeId>(pdir, arrays, path, "test_idx", {listed_length(arrays, path, "test_idx")}, true);
+  for (auto [name, split] : {std::pair{"train_idx", &s.train_idx}, {"val_idx", &s.val_idx}, {"test_idx", &s.test_idx}})
+    *split = load_listed_ints(pdir, arrays, path, name, {listed_length(arrays, path, name)}, true);
   const std::int64_t h = listed_length(arrays, path, "halo_nodes");
-  s.halo_nodes = load_listed_array<NodeId>(pdir, arrays, path, "halo_nodes", {h}, true);
+  s.halo_nodes = load_listed_ints(pdir, arrays, path, "halo_nodes", {h}, true);
   s.halo_owner = load_listed_array<PartId>(pdir, arrays, path, "halo_owner", {h}, true);
   s.edge_weights = load_listed_array<std::int64_t>(pdir, arrays, path, "edge_weights", {s.graph.num_edges()}, false);
   s.edge_split = info.edge_split;
@@ -77,7 +76,7 @@ void load_rest(const PartitionInfo& info, PartId k, Shard& s) {
   if (info.num_classes > 0 && !info.multilabel) check_range(s.labels, -1, info.num_classes, file("labels"), "label");
   if (info.multilabel) check_label_bits(s.label_bits.span(), info.num_classes, file("label_bits"));
   for (auto [name, ids] : {std::pair{"train_idx", &s.train_idx}, {"val_idx", &s.val_idx}, {"test_idx", &s.test_idx}})
-    check_range(ids->span(), info.book.begin(k), info.book.end(k), file(name), "node id of this part's");
+    check_range(*ids, info.book.begin(k), info.book.end(k), file(name), "node id of this part's");
   for_each_held_out(s, [&](const char* name, const Array<NodeId>& rows, std::int64_t cols, const Array<NodeId>& lead, bool) {
     check_range(rows.span(), 0, info.num_nodes, file(name), "node id");
     if (&lead != &rows) return;
@@ -85,7 +84,7 @@ void load_rest(const PartitionInfo& info, PartId k, Shard& s) {
       if (rows[i] < info.book.begin(k) || rows[i] >= info.book.end(k))
         throw InputError(file(name), "element " + std::to_string(i), "node " + std::to_string(rows[i]) + " is not this part's: a row belongs to the part of its first node");
   });
-  check_range(s.halo_nodes.span(), 0, info.num_nodes, file("halo_nodes"), "node id");
+  check_range(s.halo_nodes, 0, info.num_nodes, file("halo_nodes"), "node id");
   for (std::size_t i = 1; i < s.halo_nodes.size(); ++i)
     if (s.halo_nodes[i] <= s.halo_nodes[i - 1])
       throw InputError(file("halo_nodes"), "element " + std::to_string(i), "node " + std::to_string(s.halo_nodes[i]) + " after " +
@@ -188,9 +187,9 @@ Shard merged(const Group& g, int rank, PartitionBook book) {
   s.labels = concatenated_ints(g, &Shard::labels, "labels");
   s.label_bits = concatenated<std::uint8_t>(g, &Shard::label_bits, "label_bits");
   s.orig_ids = concatenated_ints(g, &Shard::orig_ids, "orig_ids");
-  s.train_idx = concatenated<NodeId>(g, &Shard::train_idx, "train_idx");
-  s.val_idx = concatenated<NodeId>(g, &Shard::val_idx, "val_idx");
-  s.test_idx = concatenated<NodeId>(g, &Shard::test_idx, "test_idx");
+  s.train_idx = concatenated_ints(g, &Shard::train_idx, "train_idx");
+  s.val_idx = concatenated_ints(g, &Shard::val_idx, "val_idx");
+  s.test_idx = concatenated_ints(g, &Shard::test_idx, "test_idx");
   s.edge_weights = concatenated<std::int64_t>(g, &Shard::edge_weights, "edge_weights");
   for (auto [member, name] : {std::pair{&Shard::val_pos, "val_pos_edges"}, {&Shard::val_neg, "val_neg_edges"}, {&Shard::test_pos, "test_pos_edges"},
                               {&Shard::test_neg, "test_neg_edges"}, {&Shard::val_neg_dst, "val_neg_dst"}, {&Shard::test_neg_dst, "test_neg_dst"}})
@@ -198,13 +197,13 @@ Shard merged(const Group& g, int rank, PartitionBook book) {
   const NodeId begin = s.book.begin(rank), end = s.book.end(rank);
   std::vector<NodeId> halo;
   for (const Shard& part : g.shards)
-    for (const NodeId v : part.halo_nodes.span())
+    for (const NodeId v : part.halo_nodes)
       if (v < begin || v >= end) halo.push_back(v);
   std::sort(halo.begin(), halo.end());
   halo.erase(std::unique(halo.begin(), halo.end()), halo.end());
   std::vector<PartId> owner(halo.size());
   for (std::size_t i = 0; i < halo.size(); ++i) owner[i] = s.book.owner(halo[i]);
-  s.halo_nodes = Array<NodeId>(std::move(halo));
+  s.halo_nodes = IntArray(Array<NodeId>(std::move(halo)));
   s.halo_owner = Array<PartId>(std::move(owner));
   return s;
 }

@@ -30,8 +30,8 @@ struct Shard {
   // A multi-label partition's label sets (Dataset::label_bits' rows), `labels` then empty.
   bool multilabel = false;
   Array<std::uint8_t> label_bits;
-  Array<NodeId> train_idx, val_idx, test_idx;
-  Array<NodeId> halo_nodes;
+  IntArray train_idx, val_idx, test_idx;  // int32 where every node id fits, else int64
+  IntArray halo_nodes;  // int32 where every node id fits, else int64
   Array<PartId> halo_owner;
   IntArray orig_ids;  // int32 where every dataset id fits, else int64
   Array<std::int64_t> edge_weights;

@@ -26,9 +26,9 @@ namespace {
 std::string part_dir_name(PartId k) { return "part-" + std::to_string(k); }
 
 // Node ids of `split` owned by part k, as sorted new ids.
-std::vector<NodeId> split_of_part(const Array<NodeId>& split, const Relabelling& r, PartId k) {
+std::vector<NodeId> split_of_part(const IntArray& split, const Relabelling& r, PartId k) {
   std::vector<NodeId> out;
-  for (NodeId v : split.span()) {
+  for (const NodeId v : split) {
     const NodeId g = r.new_of_old[v];
     if (g >= r.book.begin(k) && g < r.book.end(k)) out.push_back(g);
   }
@@ -351,17 +351,21 @@ PartEntry ShardWriter::write_part(const std::string& tmp, PartId k, WriterScratc
     const DType as = label_dtype(ds_.num_classes);
     arrays["labels"] = write_listed_ints(pdir, "labels", Array<std::int64_t>(std::move(labels)), as, at(k, static_cast<std::int64_t>(dtype_size(as))));
   }
-  arrays["train_idx"] = write_listed_array(pdir, "train_idx", split_of_part(ds_.train_idx, r_, k));
-  arrays["val_idx"] = write_listed_array(pdir, "val_idx", split_of_part(ds_.val_idx, r_, k));
-  arrays["test_idx"] = write_listed_array(pdir, "test_idx", split_of_part(ds_.test_idx, r_, k));
+  // Split and halo ids are global ids: int32 where every id fits, as the neighbour ids.
+  const DType id_as = ids_fit_int32(ds_.num_nodes()) ? DType::kInt32 : DType::kInt64;
+  auto write_ids = [&](const char* name, const std::vector<NodeId>& ids) {
+    arrays[name] = write_listed_ints(pdir, name, Array<NodeId>(nullptr, ids.data(), ids.size()), id_as);
+  };
+  write_ids("train_idx", split_of_part(ds_.train_idx, r_, k));
+  write_ids("val_idx", split_of_part(ds_.val_idx, r_, k));
+  write_ids("test_idx", split_of_part(ds_.test_idx, r_, k));
   for_each_held_out(ds_, [&](const char* name, const Array<NodeId>& rows, std::int64_t cols, const Array<NodeId>& lead, bool) {
     const auto mine = held_out_of_part(rows, cols, lead, r_, k);
     arrays[name] = write_listed_array(pdir, name, DType::kInt64, mine.data(), {static_cast<std::int64_t>(mine.size()) / cols, cols});
   });
-  arrays["halo_nodes"] = write_listed_array(pdir, "halo_nodes", halo);
+  write_ids("halo_nodes", halo);
   arrays["halo_owner"] = write_listed_array(pdir, "halo_owner", halo_owner);
-  const DType orig_as = ids_fit_int32(ds_.num_nodes()) ? DType::kInt32 : DType::kInt64;
-  arrays["orig_ids"] = write_listed_ints(pdir, "orig_ids", Array<NodeId>(nullptr, orig.data(), orig.size()), orig_as, at(k, static_cast<std::int64_t>(dtype_size(orig_as))));
+  arrays["orig_ids"] = write_listed_ints(pdir, "orig_ids", Array<NodeId>(nullptr, orig.data(), orig.size()), id_as, at(k, static_cast<std::int64_t>(dtype_size(id_as))));
   if (!ds_.edge_weights.empty()) arrays["edge_weights"] = std::move(weights_entry);
   // The shard's big arrays sit in the page cache as written, in folios no larger than the
   // writes. Dropped here (each file is fsynced), they are read back by the first job that maps

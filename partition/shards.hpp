@@ -4,8 +4,8 @@
 //   indices     int32 [m_k]       neighbours, as new global ids (rows sorted); int64 beyond 2^31 nodes
 //   features    float32 [n_k, F]  (or float16/bfloat16 bits: --feature-dtype)
 //   labels      int8 [n_k]        the smallest type that holds the classes (label_dtype)
-//   train_idx, val_idx, test_idx  int64, new global ids of owned nodes
-//   halo_nodes  int64 [h_k]       the remote nodes the shard's edges reach (sorted global ids)
+//   train_idx, val_idx, test_idx  int32, new global ids of owned nodes; int64 beyond 2^31 nodes
+//   halo_nodes  int32 [h_k]       the remote nodes the shard's edges reach (sorted global ids); int64 beyond 2^31 nodes
 //   halo_owner  int32 [h_k]       their owning part
 //   orig_ids    int32 [n_k]       each owned node's id in the source dataset; int64 beyond 2^31 nodes
 //   edge_weights int64 [m_k]      when the dataset has them

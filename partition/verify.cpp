@@ -127,7 +127,7 @@ class ShardComparison {
                                         std::tuple{"test_idx", &Shard::test_idx, &ds_.test_idx}}) {
       std::vector<NodeId> all;
       for (const Shard& s : shards_)
-        for (NodeId g : (s.*member).span()) {
+        for (const NodeId g : s.*member) {
           if (g < info_.book.begin(s.part) || g >= info_.book.end(s.part)) {
             fail(s.part, std::string(name) + ".npy: node " + std::to_string(g) + " is not owned by this part");
             continue;

@@ -25,7 +25,7 @@ SeedScheduler::SeedScheduler(DistSampler& sampler, Options options) : sampler_(s
     nodes.clear();
     labels.clear();
     const std::int64_t row = label_row_bytes(shard.num_classes);
-    for (const NodeId v : shard.train_idx.span())
+    for (const NodeId v : shard.train_idx)
       for (std::int64_t c = 0; c < shard.num_classes; ++c)
         if (has_label(shard.label_bits.data() + (v - first) * row, c)) {
           nodes.push_back(v);

@@ -128,7 +128,7 @@ HaloServe ask_halo(const Shard& shard, const comm::Communicator& comm, const tor
   const NodeId first = shard.book.begin(shard.part);
   std::vector<std::int64_t> ask_counts(static_cast<std::size_t>(comm.size()), 0);
   for (PartId o : shard.halo_owner.span()) ++ask_counts[static_cast<std::size_t>(o)];
-  const auto asked = comm.alltoallv<NodeId>(shard.halo_nodes.span(), ask_counts);
+  const auto asked = comm.alltoallv<NodeId>(shard.halo_nodes.widened(), ask_counts);
   HaloServe halo;
   halo.n_halo = static_cast<std::int64_t>(shard.halo_nodes.size());
   halo.serve.resize(asked.data.size());
@@ -161,6 +161,7 @@ std::vector<std::int64_t> neighbour_rows(const Shard& shard) {
   const NodeId n_own = g.num_nodes();
   std::vector<std::int64_t> nbr_pos(static_cast<std::size_t>(g.num_edges()));
   g.visit([&](const auto& view) {
+  shard.halo_nodes.visit([&](const auto halo) {
   const auto indices = view.indices();
   for (std::size_t e = 0; e < nbr_pos.size(); ++e) {
     const NodeId v = indices[e];
@@ -168,13 +169,14 @@ std::vector<std::int64_t> neighbour_rows(const Shard& shard) {
       nbr_pos[e] = v - first;
       continue;
     }
-    const auto at = std::lower_bound(shard.halo_nodes.begin(), shard.halo_nodes.end(), v);
+    const auto at = std::lower_bound(halo.begin(), halo.end(), v);
     // The loader checks the halo list is sorted, not that it is complete (a search per entry).
-    if (at == shard.halo_nodes.end() || *at != v)
+    if (at == halo.end() || *at != v)
       throw InputError(shard.dir, "part " + std::to_string(shard.part),
                        "its halo_nodes.npy lacks node " + std::to_string(v) + ", a neighbour in its edges (run `shardgnn partition verify`)");
-    nbr_pos[e] = n_own + (at - shard.halo_nodes.begin());
+    nbr_pos[e] = n_own + (at - halo.begin());
   }
+  });
   });
   return nbr_pos;
 }

@@ -31,8 +31,8 @@ class ConfusionMetrics final : public TaskMetrics {
   void do_add_full(const torch::Tensor& output, const Shard& shard) override {
     const auto pred = argmax_cpu(output);
     const NodeId first = shard.book.begin(shard.part);
-    for (NodeId v : shard.val_idx.span()) val_.add(shard.labels[static_cast<std::size_t>(v - first)], pred[static_cast<std::size_t>(v - first)]);
-    for (NodeId v : shard.test_idx.span()) test_.add(shard.labels[static_cast<std::size_t>(v - first)], pred[static_cast<std::size_t>(v - first)]);
+    for (NodeId v : shard.val_idx) val_.add(shard.labels[static_cast<std::size_t>(v - first)], pred[static_cast<std::size_t>(v - first)]);
+    for (NodeId v : shard.test_idx) test_.add(shard.labels[static_cast<std::size_t>(v - first)], pred[static_cast<std::size_t>(v - first)]);
   }
 
   SplitMetrics do_reduce(const comm::Communicator& comm) override {
@@ -172,8 +172,8 @@ class SetMetrics final : public TaskMetrics {
       for (std::int64_t c = 0; c < labels_; ++c) truth[static_cast<std::size_t>(c)] = has_label(bits, c) ? 1 : 0;
       into.add(p + (v - first) * labels_, truth.data());
     };
-    for (const NodeId v : shard.val_idx.span()) add(val_, v);
-    for (const NodeId v : shard.test_idx.span()) add(test_, v);
+    for (const NodeId v : shard.val_idx) add(val_, v);
+    for (const NodeId v : shard.test_idx) add(test_, v);
   }
 
   SplitMetrics do_reduce(const comm::Communicator& comm) override {

@@ -375,7 +375,7 @@ SplitMetrics evaluate(Learner& l, Feeds& f, Scoring& v, EvalMode mode, bool with
     return m;
   }
   if (mode == EvalMode::kSampled)
-    return evaluate_sampled(*l.task, l.model, *f.sampler, *f.features, l.device, v.shard.val_idx.span(), v.shard.test_idx.span());
+    return evaluate_sampled(*l.task, l.model, *f.sampler, *f.features, l.device, v.shard.val_idx.widened(), v.shard.test_idx.widened());
   // Full-neighbourhood inference allocates layer by layer through torch: the training batches'
   // idle feature buffers go back to the system first (mapped again by the next epoch).
   huge_buffer_pool_trim();
@@ -718,7 +718,7 @@ void personalize(Learner& l, Feeds& f, const Shard& shard, const TrainConfig& c,
   }
   result.personalized_full = f.all_neighbours != nullptr;
   DistSampler& sampler = result.personalized_full ? *f.all_neighbours : *f.sampler;
-  result.personalized = evaluate_sampled(*l.task, l.model, sampler, *f.features, l.device, {}, shard.test_idx.span());
+  result.personalized = evaluate_sampled(*l.task, l.model, sampler, *f.features, l.device, {}, shard.test_idx.widened());
 }
 
 }  // namespace

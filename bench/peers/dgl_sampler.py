@@ -37,7 +37,7 @@ def main():
     load = lambda name: np.load(os.path.join(a.dataset, name + ".npy"), mmap_mode="r")
     indptr, indices = torch.from_numpy(np.array(load("indptr"))), torch.from_numpy(np.array(load("indices")))
     n = indptr.numel() - 1
-    train = np.array(load("train_idx")) if os.path.exists(os.path.join(a.dataset, "train_idx.npy")) else np.arange(n)
+    train = load("train_idx").astype(np.int64) if os.path.exists(os.path.join(a.dataset, "train_idx.npy")) else np.arange(n)
     if train.size == 0:
         train = np.arange(n)
     # Our CSR rows are out-neighbours; DGL samples in-edges. Build the graph reversed so a node's

@@ -39,7 +39,8 @@ def main():
         g = dgl.add_self_loop(dgl.remove_self_loop(g))
     feats = torch.from_numpy(load("features"))
     labels = torch.from_numpy(load("labels").astype(np.int64))  # stored in the smallest type that holds the classes
-    train, test = torch.from_numpy(load("train_idx")), torch.from_numpy(load("test_idx"))
+    # Split ids are stored as int32 where every id fits; DGL samples int64 seeds on an int64 graph.
+    train, test = (torch.from_numpy(load(s).astype(np.int64)) for s in ("train_idx", "test_idx"))
     classes = int(labels.max()) + 1
     fanouts = [int(x) for x in a.fanouts.split(",")]
 

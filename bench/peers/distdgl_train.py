@@ -185,7 +185,7 @@ def partition(a, parts, out_dir):
     g.ndata["labels"] = torch.from_numpy(load("labels").astype(np.int64))  # stored in the smallest type that holds the classes
     for split in ("train", "test"):
         mask = torch.zeros(n, dtype=torch.bool)
-        mask[torch.from_numpy(load(split + "_idx"))] = True
+        mask[torch.from_numpy(load(split + "_idx").astype(np.int64))] = True
         g.ndata[split + "_mask"] = mask
     print(f"distdgl: partitioning {n} nodes, {g.num_edges()} edges into {parts} ({stamp['method']}) ...", file=sys.stderr)
     dgl.distributed.partition_graph(g, GRAPH_NAME, parts, out_dir, part_method=stamp["method"],

@@ -136,7 +136,7 @@ TEST_CASE("validate reports corruption, out-of-range ids and bad splits, naming 
   }
 }
 
-TEST_CASE("ids are stored 32 bits wide and labels 8, and a version-1 folder with 64-bit ones loads as it is and rewrites narrow", "[dataset-io][ids]") {
+TEST_CASE("ids (neighbours and splits) are stored 32 bits wide and labels 8, and a version-1 folder with 64-bit ones loads as it is and rewrites narrow", "[dataset-io][ids]") {
   test::ScratchDir dir;
   auto file = [&](const char* folder, const char* name) { return (fs::path(dir / folder) / name).string(); };
   Dataset in = read_dataset(test::sample("cora.npz"), {});
@@ -148,6 +148,9 @@ TEST_CASE("ids are stored 32 bits wide and labels 8, and a version-1 folder with
   CHECK(meta.at("arrays").at("labels").at("dtype").as_string() == dtype_descr(DType::kInt8));  // Cora's 7 classes
   CHECK(fs::file_size(file("new", "labels.npy")) == static_cast<std::uintmax_t>(in.num_nodes()) + 128);
   CHECK(load_dataset(dir / "new").labels.widened() == in.labels.widened());
+  CHECK(meta.at("arrays").at("train_idx").at("dtype").as_string() == "<i4");
+  CHECK(fs::file_size(file("new", "test_idx.npy")) == in.test_idx.size() * 4 + 128);
+  CHECK(load_dataset(dir / "new").test_idx.widened() == in.test_idx.widened());
   CHECK(fs::file_size(file("new", "indices.npy")) < static_cast<std::uintmax_t>(in.graph.num_edges()) * 4 + 200);
 
   // The previous format: int64 ids and labels, version 1 (written here as that version wrote it).
@@ -156,6 +159,7 @@ TEST_CASE("ids are stored 32 bits wide and labels 8, and a version-1 folder with
   const std::vector<NodeId> ids = ids_of(in.graph);
   old_meta["arrays"].as_object()["indices"] = write_listed_array(dir / "old", "indices", ids);
   old_meta["arrays"].as_object()["labels"] = write_listed_array(dir / "old", "labels", in.labels.widened());
+  old_meta["arrays"].as_object()["test_idx"] = write_listed_array(dir / "old", "test_idx", in.test_idx.widened());
   old_meta["version"] = 1;
   write_json_file(file("old", "meta.json"), old_meta);
   Dataset old = load_dataset(dir / "old");
@@ -163,6 +167,8 @@ TEST_CASE("ids are stored 32 bits wide and labels 8, and a version-1 folder with
   CHECK(ids_of(old.graph) == ids);
   CHECK(old.labels.element_bytes() == 8);
   CHECK(old.labels.widened() == in.labels.widened());
+  CHECK(old.test_idx.element_bytes() == 8);
+  CHECK(old.test_idx.widened() == in.test_idx.widened());
   CHECK(validate_dataset(dir / "old").ok());
 
   // What `data convert OLD --out NEW` does: the same graph, narrow.
@@ -172,6 +178,8 @@ TEST_CASE("ids are stored 32 bits wide and labels 8, and a version-1 folder with
   CHECK(ids_of(back.graph) == ids);
   CHECK(back.labels.element_bytes() == 1);
   CHECK(back.labels.widened() == in.labels.widened());
+  CHECK(back.test_idx.element_bytes() == 4);
+  CHECK(back.test_idx.widened() == in.test_idx.widened());
   CHECK(std::equal(back.graph.indptr().begin(), back.graph.indptr().end(), in.graph.indptr().begin(), in.graph.indptr().end()));
 
   // A version this build does not know is refused with one line saying which it reads.

@@ -396,7 +396,7 @@ TEST_CASE("SBM splits are disjoint, cover every node and follow the fractions", 
   CHECK(static_cast<std::int64_t>(ds.val_idx.size()) == std::llround(o.val_fraction * 10001));
   CHECK(ds.train_idx.size() + ds.val_idx.size() + ds.test_idx.size() == 10001);
   std::vector<int> seen(10001, 0);
-  for (const Array<NodeId>* split : {&ds.train_idx, &ds.val_idx, &ds.test_idx}) {
+  for (const IntArray* split : {&ds.train_idx, &ds.val_idx, &ds.test_idx}) {
     CHECK(std::is_sorted(split->begin(), split->end()));
     for (NodeId u : *split) ++seen[static_cast<std::size_t>(u)];
   }

@@ -43,12 +43,12 @@ std::vector<std::int64_t> three_classes() {
   return labels;
 }
 
-std::vector<NodeId> vec(const Array<NodeId>& a) { return std::vector<NodeId>(a.begin(), a.end()); }
+std::vector<NodeId> vec(const IntArray& a) { return std::vector<NodeId>(a.begin(), a.end()); }
 
 // Every labelled node in exactly one split, no unlabelled node in any, each split sorted.
 void check_partition(const Dataset& ds) {
   std::vector<int> seen(ds.labels.size(), 0);
-  for (const Array<NodeId>* split : {&ds.train_idx, &ds.val_idx, &ds.test_idx}) {
+  for (const IntArray* split : {&ds.train_idx, &ds.val_idx, &ds.test_idx}) {
     CHECK(std::is_sorted(split->begin(), split->end()));
     for (NodeId u : *split) {
       REQUIRE(u >= 0);
@@ -62,7 +62,7 @@ void check_partition(const Dataset& ds) {
   }
 }
 
-std::vector<std::int64_t> per_class_count(const Dataset& ds, const Array<NodeId>& split) {
+std::vector<std::int64_t> per_class_count(const Dataset& ds, const IntArray& split) {
   std::vector<std::int64_t> count(static_cast<std::size_t>(ds.num_classes), 0);
   for (NodeId u : split) ++count[static_cast<std::size_t>(ds.labels[static_cast<std::size_t>(u)])];
   return count;

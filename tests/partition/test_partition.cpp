@@ -475,21 +475,28 @@ TEST_CASE("partition.json is one PartitionInfo: written from it, read back into 
   CHECK_NOTHROW(load_partition_info(dir / "p"));
 }
 
-TEST_CASE("shards store neighbour and original ids as int32 and labels as int8, and a version-1 partition with int64 ones loads, verifies and merges as it is", "[partition][verify][ids]") {
+TEST_CASE("shards store neighbour, split, halo and original ids as int32 and labels as int8, and a version-1 partition with int64 ones loads, verifies and merges as it is", "[partition][verify][ids]") {
   test::ScratchDir dir;
   const Dataset ds = saved_cora(dir);
   PartitionResult r = random_parts(ds, 3);
   write_partitioned(ds, dir / "cora", r, dir / "p", {});
   const std::string json = (fs::path(dir / "p") / "partition.json").string();
-  std::vector<std::vector<NodeId>> ids, labels, orig;
+  std::vector<std::vector<NodeId>> ids, labels, orig, train, halo;
   for (PartId k = 0; k < 3; ++k) {
     const Shard s = load_shard(load_partition_info(dir / "p"), k);
     CHECK(s.graph.narrow_ids());
     CHECK(s.labels.element_bytes() == 1);  // Cora's 7 classes
     CHECK(s.orig_ids.element_bytes() == 4);
+    CHECK(s.train_idx.element_bytes() == 4);
+    CHECK(s.test_idx.element_bytes() == 4);
+    CHECK(s.halo_nodes.element_bytes() == 4);
+    REQUIRE_FALSE(s.train_idx.empty());
+    REQUIRE_FALSE(s.halo_nodes.empty());
     ids.push_back(ids_of(s.graph));
     labels.push_back(s.labels.widened());
     orig.push_back(s.orig_ids.widened());
+    train.push_back(s.train_idx.widened());
+    halo.push_back(s.halo_nodes.widened());
     for (std::size_t i = 0; i < labels.back().size(); ++i) CHECK(labels.back()[i] == ds.labels[static_cast<std::size_t>(orig.back()[i])]);
   }
   const int two = parts_of_rank(3, 0, 2).second - parts_of_rank(3, 0, 2).first == 2 ? 0 : 1;  // the rank that merges two parts
@@ -509,7 +516,10 @@ TEST_CASE("shards store neighbour and original ids as int32 and labels as int8, 
     // (Cora's parts' labels and original ids take a page or two: mostly the copied page.)
   }
 
-  // Rewritten as version 1 wrote it: int64 ids and labels (listed with their checksums), version 1.
+  const std::vector<NodeId> merged_train = merged_narrow.train_idx.widened(), merged_halo = merged_narrow.halo_nodes.widened();
+  CHECK(merged_narrow.train_idx.element_bytes() == 4);
+
+  // Rewritten as version 1 wrote it: int64 ids, labels and splits (listed with their checksums), version 1.
   auto widen = [&](std::initializer_list<PartId> parts) {
     boost::json::object o = read_json_file(json).as_object();
     o["version"] = 1;
@@ -519,6 +529,8 @@ TEST_CASE("shards store neighbour and original ids as int32 and labels as int8, 
       part["arrays"].as_object()["indices"] = write_listed_array(pdir, "indices", ids[static_cast<std::size_t>(k)]);
       part["arrays"].as_object()["labels"] = write_listed_array(pdir, "labels", labels[static_cast<std::size_t>(k)]);
       part["arrays"].as_object()["orig_ids"] = write_listed_array(pdir, "orig_ids", orig[static_cast<std::size_t>(k)]);
+      part["arrays"].as_object()["train_idx"] = write_listed_array(pdir, "train_idx", train[static_cast<std::size_t>(k)]);
+      part["arrays"].as_object()["halo_nodes"] = write_listed_array(pdir, "halo_nodes", halo[static_cast<std::size_t>(k)]);
     }
     write_json_file(json, o);
   };
@@ -531,6 +543,10 @@ TEST_CASE("shards store neighbour and original ids as int32 and labels as int8, 
     CHECK(s.labels.element_bytes() == 8);
     CHECK(s.labels.widened() == labels[static_cast<std::size_t>(k)]);
     CHECK(s.orig_ids.widened() == orig[static_cast<std::size_t>(k)]);
+    CHECK(s.train_idx.element_bytes() == 8);
+    CHECK(s.train_idx.widened() == train[static_cast<std::size_t>(k)]);
+    CHECK(s.halo_nodes.element_bytes() == 8);
+    CHECK(s.halo_nodes.widened() == halo[static_cast<std::size_t>(k)]);
   }
   CHECK(verify_partition(dir / "cora", dir / "p").ok());
   const Shard merged_wide = load_shard_for_rank(info, two, 2);
@@ -538,6 +554,8 @@ TEST_CASE("shards store neighbour and original ids as int32 and labels as int8, 
   CHECK(ids_of(merged_wide.graph) == ids_of(merged_narrow.graph));
   CHECK(merged_wide.labels.widened() == merged_narrow.labels.widened());
   CHECK(merged_wide.orig_ids.widened() == merged_narrow.orig_ids.widened());
+  CHECK(merged_wide.train_idx.widened() == merged_train);
+  CHECK(merged_wide.halo_nodes.widened() == merged_halo);
   // Version 1's files were not placed to follow one another: copied into a spill file instead.
   CHECK(test::mapped_file_at(merged_wide.graph.wide_indices().data() + merged_wide.graph.num_edges() - 1).find("indices.npy") == std::string::npos);
 

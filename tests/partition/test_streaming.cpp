@@ -76,9 +76,9 @@ const Dataset& sbm() {
   return ds;
 }
 
-std::vector<char> membership(const Dataset& ds, const Array<NodeId>& idx) {
+std::vector<char> membership(const Dataset& ds, const IntArray& idx) {
   std::vector<char> in(static_cast<std::size_t>(ds.num_nodes()), 0);
-  for (NodeId v : idx.span()) in[static_cast<std::size_t>(v)] = 1;
+  for (const NodeId v : idx) in[static_cast<std::size_t>(v)] = 1;
   return in;
 }
 
