@@ -58,6 +58,7 @@ int bench_partition_one_main(const std::vector<std::string>& args) {
   part_threads_limit() = vm["threads"].as<unsigned>();
   const auto t_load = Clock::now();
   const Dataset ds = load_dataset(vm["dataset"].as<std::string>());
+  require_untyped(ds.schema, vm["dataset"].as<std::string>(), "bench partition");
   const double load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
   const double cpu0 = process_cpu_seconds(), metis0 = metis_call_cpu_seconds();
   const auto t0 = Clock::now();
@@ -401,6 +402,7 @@ int bench_partition_main(const std::vector<std::string>& args) {
   const std::optional<PartitionBenchOptions> opt = parse_options(args);
   if (!opt) return 0;
   const Dataset probe = load_dataset(opt->dataset);  // fail early, and describe the graph
+  require_untyped(probe.schema, opt->dataset, "bench partition");
   std::fprintf(stderr, "dataset %s: %lld nodes, %lld directed edges\n", probe.name.c_str(), static_cast<long long>(probe.num_nodes()),
                static_cast<long long>(probe.graph.num_edges()));
   GpmetisPlan plan = plan_gpmetis(*opt, probe);

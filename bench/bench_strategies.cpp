@@ -343,6 +343,7 @@ int bench_strategies_main(const std::vector<std::string>& args) {
   if (!parsed) return 0;
   const StrategyOptions& opt = *parsed;
   const Dataset ds = load_dataset(opt.dataset, Contents::trust);
+  require_untyped(ds.schema, opt.dataset, "bench strategies");
   if (ds.num_classes == 0) throw InputError(opt.dataset + ": no labels, nothing to score");
   fs::create_directories(opt.work);
   const int cores = usable_cores();

@@ -55,6 +55,13 @@ void check_consistent(const Dataset& ds) {
   if (ds.feature_dim > 0 && static_cast<std::int64_t>(ds.feature_dtype == FeatureDtype::kFloat32 ? ds.features.size() : ds.features16.size()) != n * ds.feature_dim)
     bad("features size");
   if (ds.num_classes > 0 && !ds.multilabel && static_cast<std::int64_t>(ds.labels.size()) != n) bad("labels size");
+  if (ds.schema.typed()) {
+    if (ds.schema.num_nodes() != n) bad("node types' counts");
+    if (ds.feature_dim != 0) bad("feature_dim of a typed graph (its features are per type)");
+    if (ds.type_features.size() != ds.schema.types().size()) bad("type_features count");
+    for (std::size_t t = 0; t < ds.type_features.size(); ++t)
+      if (static_cast<std::int64_t>(ds.type_features[t].size()) != ds.schema.types()[t].count * ds.schema.types()[t].feature_dim) bad("type_features size");
+  }
   if (ds.num_classes > 0 && ds.multilabel && static_cast<std::int64_t>(ds.label_bits.size()) != n * label_row_bytes(ds.num_classes)) bad("label_bits size");
   if (ds.multilabel && !ds.labels.empty()) bad("a multi-label dataset with a label vector");
   if (!ds.node_ids.empty() && static_cast<std::int64_t>(ds.node_ids.size()) != n) bad("node_ids size");
@@ -195,6 +202,14 @@ void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite, std
     for (auto [name, split] : {std::pair{"train_idx", &ds.train_idx}, {"val_idx", &ds.val_idx}, {"test_idx", &ds.test_idx}})
       arrays[name] = write_listed_ints(tmp, name, *split, id_as);
     if (ds.feature_dim > 0) arrays["features"] = write_features(ds, tmp, dir, stored);
+    if (ds.schema.typed() && features_as && *features_as != FeatureDtype::kFloat32)
+      throw InputError(dir, "", "--feature-dtype " + feature_dtype_name(*features_as) + ": a typed graph's per-type features are stored as float32 so far");
+    for (std::size_t t = 0; t < ds.type_features.size(); ++t) {
+      const NodeType& nt = ds.schema.types()[t];
+      if (nt.feature_dim == 0) continue;
+      const std::string name = "features_" + nt.name;
+      arrays[name] = write_listed_array(tmp, name, DType::kFloat32, ds.type_features[t].data(), {nt.count, nt.feature_dim});
+    }
     boost::json::object meta;
     meta["format"] = kFormatName;
     meta["version"] = kDatasetFormatVersion;
@@ -208,6 +223,7 @@ void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite, std
     if (ds.multilabel) meta["multilabel"] = true;
     if (ds.edge_split) meta["edge_split"] = {{"eval_negatives", ds.eval_negatives}};
     meta["node_weight_dim"] = ds.node_weight_dim;
+    schema_to_json(ds.schema, meta);
     meta["cleaning"] = cleaning_json(ds.cleaning);
     meta["arrays"] = std::move(arrays);
     write_json_file(tmp + "/meta.json", meta);
@@ -304,6 +320,7 @@ void check_contents(const Dataset& ds, const std::string& dir) {
   auto file = [&](const char* name) { return (fs::path(dir) / (std::string(name) + ".npy")).string(); };
   const std::int64_t n = ds.num_nodes();
   check_csr(ds.graph, n, file("indptr"), file("indices"));
+  check_relations(ds.graph, ds.schema, file("indices"));
   if (ds.num_classes > 0 && !ds.multilabel) check_range(ds.labels, -1, ds.num_classes, file("labels"), "label");
   if (ds.multilabel) check_label_bits(ds.label_bits.span(), ds.num_classes, file("label_bits"));
   check_range(ds.train_idx, 0, n, file("train_idx"), "node id");
@@ -328,6 +345,12 @@ Dataset load_dataset(const std::string& dir, Contents contents) {
   ds.node_weight_dim = meta.w;
   ds.cleaning = read_cleaning(meta);
   ds.graph = load_listed_csr(dir, json_object(meta.root, "arrays", meta.path), meta.path, meta.n, meta.m);
+  ds.schema = schema_from_json(meta.root, meta.path, meta.n);
+  if (ds.schema.typed()) {
+    if (meta.f != 0) throw InputError(meta.path, "key 'feature_dim'", std::to_string(meta.f) + " in a typed graph: its features are per node type (node_types' feature_dim), so 0");
+    for (const NodeType& t : ds.schema.types())
+      ds.type_features.push_back(t.feature_dim == 0 ? Array<float>() : load_array<float>(meta, dir, ("features_" + t.name).c_str(), {t.count, t.feature_dim}, true));
+  }
   ds.feature_dtype = meta.feature_dtype;
   if (meta.f > 0 && meta.feature_dtype == FeatureDtype::kFloat32) ds.features = load_array<float>(meta, dir, "features", {meta.n, meta.f}, true);
   else if (meta.f > 0)
@@ -452,6 +475,19 @@ ValidationResult validate_dataset(const std::string& dir) {
   });
   // The held-out pairs' checks look edges up in the graph: only in a CSR without faults.
   const bool csr_ok = res.errors.empty();
+  if (csr_ok) {
+    try {
+      check_relations(ds.graph, ds.schema, d + "indices.npy");
+    } catch (const InputError& e) {
+      res.errors.push_back(e.what());
+    }
+  }
+  for (std::size_t t = 0; t < ds.type_features.size() && !p.full(); ++t) {
+    const auto x = ds.type_features[t].span();
+    for (std::size_t i = 0; i < x.size() && !p.full(); ++i)
+      if (!std::isfinite(x[i]))
+        p.error(d + "features_" + ds.schema.types()[t].name + ".npy", static_cast<std::int64_t>(i), "non-finite feature (" + std::string(std::isnan(x[i]) ? "NaN" : "Inf") + ")");
+  }
   std::vector<float> row(static_cast<std::size_t>(ds.feature_dim));
   for (NodeId u = 0; ds.feature_dim > 0 && u < ds.num_nodes() && !p.full(); ++u) {
     const float* x = ds.feature_row_f32(u, row.data());

@@ -16,6 +16,7 @@
 #include "datasets/graph.hpp"
 #include "datasets/int_array.hpp"
 #include "datasets/npy.hpp"
+#include "datasets/schema.hpp"
 
 namespace shardgnn {
 
@@ -69,6 +70,12 @@ struct Dataset {
   bool edge_split = false;
   std::int64_t eval_negatives = 0;
   Array<NodeId> val_pos, val_neg, test_pos, test_neg, val_neg_dst, test_neg_dst;
+
+  // A typed graph's node types and relations (empty: one node type, the paths above). Features
+  // are then per type: type_features[t] is type t's [count, feature_dim] rows (float32; empty for
+  // a type without features) and feature_dim is 0.
+  GraphSchema schema;
+  std::vector<Array<float>> type_features;
 
   NodeId num_nodes() const noexcept { return graph.num_nodes(); }
   // Node u's features as float32: the row itself, or widened into `scratch` (feature_dim floats).

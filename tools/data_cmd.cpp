@@ -320,6 +320,40 @@ int generate(const std::vector<std::string>& args) {
   return 0;
 }
 
+// Labelled nodes of each node type of a typed graph.
+std::vector<std::int64_t> labelled_per_type(const Dataset& ds) {
+  std::vector<std::int64_t> n(ds.schema.types().size(), 0);
+  for (int t = 0; t < ds.schema.num_types(); ++t)
+    for (NodeId v = ds.schema.begin(t); v < ds.schema.end(t); ++v) {
+      bool any = false;
+      for_each_label(ds, v, [&](std::int64_t) { any = true; });
+      n[static_cast<std::size_t>(t)] += any ? 1 : 0;
+    }
+  return n;
+}
+
+boost::json::value types_json(const Dataset& ds) {
+  if (!ds.schema.typed()) return nullptr;
+  const auto labelled = labelled_per_type(ds);
+  boost::json::array a;
+  for (int t = 0; t < ds.schema.num_types(); ++t) {
+    const NodeType& nt = ds.schema.types()[static_cast<std::size_t>(t)];
+    a.push_back({{"name", nt.name}, {"count", nt.count}, {"first_id", ds.schema.begin(t)}, {"feature_dim", nt.feature_dim}, {"labelled", labelled[static_cast<std::size_t>(t)]}});
+  }
+  return a;
+}
+
+boost::json::value relations_json(const Dataset& ds) {
+  if (!ds.schema.typed()) return nullptr;
+  const auto entries = relation_entries(ds.graph, ds.schema);
+  boost::json::array a;
+  for (std::size_t r = 0; r < entries.size(); ++r) {
+    const Relation& rel = ds.schema.relations()[r];
+    a.push_back({{"src", rel.src}, {"name", rel.name}, {"dst", rel.dst}, {"entries", entries[r]}});
+  }
+  return a;
+}
+
 boost::json::object stats_json(const Dataset& ds, const DatasetStats& s) {
   return {{"name", ds.name},
           {"nodes", s.nodes},
@@ -342,7 +376,9 @@ boost::json::object stats_json(const Dataset& ds, const DatasetStats& s) {
           {"symmetric", s.symmetric},
           {"edge_split", ds.edge_split ? boost::json::value{{"val", ds.val_pos.size() / 2}, {"test", ds.test_pos.size() / 2}, {"eval_negatives", ds.eval_negatives}}
                                        : boost::json::value(nullptr)},
-          {"source", ds.source}};
+          {"source", ds.source},
+          {"node_types", types_json(ds)},
+          {"relations", relations_json(ds)}};
 }
 
 int info(const std::vector<std::string>& args) {
@@ -363,6 +399,17 @@ int info(const std::vector<std::string>& args) {
   std::printf("nodes             %lld\n", ll(s.nodes));
   std::printf("edges             %lld undirected, %lld directed entries\n", ll(s.undirected_edges), ll(s.directed_edges));
   std::printf("features          %lld (%s)\n", ll(s.feature_dim), feature_dtype_name(ds.feature_dtype).c_str());
+  if (ds.schema.typed()) {
+    const auto labelled = labelled_per_type(ds);
+    for (int t = 0; t < ds.schema.num_types(); ++t) {
+      const NodeType& nt = ds.schema.types()[static_cast<std::size_t>(t)];
+      std::printf("node type         %s: %lld nodes (ids %lld..%lld), %lld features, %lld labelled\n", nt.name.c_str(), ll(nt.count), ll(ds.schema.begin(t)),
+                  ll(ds.schema.end(t) - 1), ll(nt.feature_dim), ll(labelled[static_cast<std::size_t>(t)]));
+    }
+    const auto entries = relation_entries(ds.graph, ds.schema);
+    for (std::size_t r = 0; r < entries.size(); ++r)
+      std::printf("relation          %s: %lld entries\n", ds.schema.relation_label(static_cast<int>(r)).c_str(), ll(entries[r]));
+  }
   if (s.multilabel)
     std::printf("labels            %lld, several per node (multi-label): %lld set, %.2f per node, %lld nodes with at least one\n", ll(s.num_classes),
                 ll(s.label_entries), s.nodes > 0 ? static_cast<double>(s.label_entries) / static_cast<double>(s.nodes) : 0.0, ll(s.labelled));
@@ -415,6 +462,7 @@ int split_edges_cmd(const std::vector<std::string>& args) {
   if (vm.count("test-edges")) so.test_file = vm["test-edges"].as<std::string>();
   const auto t0 = Clock::now();
   const Dataset ds = load_dataset(vm["dataset"].as<std::string>());
+  require_untyped(ds.schema, vm["dataset"].as<std::string>(), "data split-edges");
   ScratchDir scratch(out);
   EdgeSplitReport rep;
   const Dataset split = split_edges(ds, so, scratch.path, rep);
@@ -464,6 +512,7 @@ int export_cmd(const std::vector<std::string>& args) {
   const std::string fmt = vm["format"].as<std::string>();
   if (fmt != "metis" && fmt != "edgelist") throw UsageError("unknown --format '" + fmt + "', expected metis or edgelist");
   const Dataset ds = load_dataset(vm["dataset"].as<std::string>());
+  require_untyped(ds.schema, vm["dataset"].as<std::string>(), "data export");
   const std::string out = vm["out"].as<std::string>();
   if (fmt == "metis") write_metis_graph(ds, out);
   else write_edge_list_file(ds, out);

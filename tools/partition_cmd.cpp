@@ -105,6 +105,7 @@ int partition_main(const std::vector<std::string>& args, const comm::Communicato
     // Refused before the work, not after it.
     if (first) check_output_dir(out, force);
     ds = load_dataset(dataset_dir);
+    require_untyped(ds->schema, dataset_dir, "partition");
   });
   // A one-pass method balancing nodes alone can give one part most of a power law's edges.
   if (vm["balance"].defaulted() && (cfg.method == PartitionMethod::kLdg || cfg.method == PartitionMethod::kFennel)) {

@@ -27,6 +27,7 @@ void load_input(const comm::Communicator& world, const std::string& dir, const s
         throw InputError(dir + ": a dataset folder " + verb + " in one process; for " + std::to_string(world.size()) + " ranks partition it first (shardgnn partition " +
                          dir + " --parts " + std::to_string(world.size()) + " --out DIR)");
       in.dataset = load_dataset(dir);
+      require_untyped(in.dataset.schema, dir, "this command");
       in.shard = shard_from_dataset(in.dataset);
       in.name = in.dataset.name;
       in.kind = "dataset";

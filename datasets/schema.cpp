@@ -1,0 +1,153 @@
+#include "datasets/schema.hpp"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "datasets/error.hpp"
+#include "datasets/json_util.hpp"
+
+namespace shardgnn {
+
+namespace {
+
+bool good_name(const std::string& s) {
+  return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  });
+}
+
+}  // namespace
+
+GraphSchema::GraphSchema(std::vector<NodeType> types, std::vector<Relation> relations, const std::string& where)
+    : types_(std::move(types)), relations_(std::move(relations)) {
+  if (types_.empty()) {
+    if (!relations_.empty()) throw InputError(where, "key 'relations'", "relations without node types");
+    return;
+  }
+  if (types_.size() > 255) throw InputError(where, "key 'node_types'", std::to_string(types_.size()) + " node types, at most 255");
+  std::set<std::string> names;
+  offsets_.push_back(0);
+  for (std::size_t t = 0; t < types_.size(); ++t) {
+    const NodeType& nt = types_[t];
+    const std::string at = "node type " + std::to_string(t);
+    if (!good_name(nt.name)) throw InputError(where, at, "name '" + nt.name + "': expected 1 to 64 of A-Z a-z 0-9 _ -");
+    if (!names.insert(nt.name).second) throw InputError(where, at, "name '" + nt.name + "' listed twice");
+    if (nt.count < 0) throw InputError(where, at, "negative count " + std::to_string(nt.count));
+    if (nt.feature_dim < 0) throw InputError(where, at, "negative feature_dim " + std::to_string(nt.feature_dim));
+    offsets_.push_back(offsets_.back() + nt.count);
+  }
+  const int T = num_types();
+  pair_.assign(static_cast<std::size_t>(T * T), -1);
+  for (std::size_t r = 0; r < relations_.size(); ++r) {
+    const Relation& rel = relations_[r];
+    const std::string at = "relation " + std::to_string(r);
+    const int s = type_named(rel.src), d = type_named(rel.dst);
+    if (s < 0) throw InputError(where, at, "source type '" + rel.src + "' is not a listed node type");
+    if (d < 0) throw InputError(where, at, "destination type '" + rel.dst + "' is not a listed node type");
+    if (!good_name(rel.name)) throw InputError(where, at, "name '" + rel.name + "': expected 1 to 64 of A-Z a-z 0-9 _ -");
+    int& slot = pair_[static_cast<std::size_t>(s * T + d)];
+    // An entry's relation is its endpoints' pair: two relations on one pair could not be told apart.
+    if (slot >= 0)
+      throw InputError(where, at, relation_label(static_cast<int>(r)) + " joins the same types as " + relation_label(slot) +
+                                      ": at most one relation per (source type, destination type)");
+    slot = static_cast<int>(r);
+  }
+}
+
+int GraphSchema::type_of(NodeId v) const noexcept {
+  return static_cast<int>(std::upper_bound(offsets_.begin() + 1, offsets_.end(), v) - (offsets_.begin() + 1));
+}
+
+int GraphSchema::type_named(const std::string& name) const noexcept {
+  for (std::size_t t = 0; t < types_.size(); ++t)
+    if (types_[t].name == name) return static_cast<int>(t);
+  return -1;
+}
+
+std::string GraphSchema::relation_label(int r) const {
+  const Relation& rel = relations_[static_cast<std::size_t>(r)];
+  return rel.src + "__" + rel.name + "__" + rel.dst;
+}
+
+GraphSchema schema_from_json(const boost::json::object& meta, const std::string& path, NodeId num_nodes) {
+  const auto* types = meta.if_contains("node_types");
+  const auto* rels = meta.if_contains("relations");
+  if (types == nullptr && rels == nullptr) return {};
+  if (types == nullptr || !types->is_array()) throw InputError(path, "key 'node_types'", "expected a list of {\"name\", \"count\", \"feature_dim\"}");
+  if (rels == nullptr || !rels->is_array()) throw InputError(path, "key 'relations'", "expected a list of {\"src\", \"name\", \"dst\"}");
+  std::vector<NodeType> nt;
+  for (const auto& v : types->get_array()) {
+    if (!v.is_object()) throw InputError(path, "key 'node_types'", "expected objects {\"name\", \"count\", \"feature_dim\"}");
+    const auto& o = v.get_object();
+    nt.push_back({json_string(o, "name", path), json_int(o, "count", path), json_int(o, "feature_dim", path)});
+  }
+  std::vector<Relation> rs;
+  for (const auto& v : rels->get_array()) {
+    if (!v.is_object()) throw InputError(path, "key 'relations'", "expected objects {\"src\", \"name\", \"dst\"}");
+    const auto& o = v.get_object();
+    rs.push_back({json_string(o, "src", path), json_string(o, "name", path), json_string(o, "dst", path)});
+  }
+  GraphSchema s(std::move(nt), std::move(rs), path);
+  if (s.typed() && s.num_nodes() != num_nodes)
+    throw InputError(path, "key 'node_types'", "counts add up to " + std::to_string(s.num_nodes()) + " nodes, num_nodes is " + std::to_string(num_nodes));
+  return s;
+}
+
+void schema_to_json(const GraphSchema& s, boost::json::object& meta) {
+  if (!s.typed()) return;
+  boost::json::array types, rels;
+  for (const NodeType& t : s.types()) types.push_back({{"name", t.name}, {"count", t.count}, {"feature_dim", t.feature_dim}});
+  for (const Relation& r : s.relations()) rels.push_back({{"src", r.src}, {"name", r.name}, {"dst", r.dst}});
+  meta["node_types"] = std::move(types);
+  meta["relations"] = std::move(rels);
+}
+
+void check_relations(const CsrGraph& g, const GraphSchema& s, const std::string& indices_file) {
+  if (!s.typed()) return;
+  const auto& indptr = g.indptr();
+  g.visit([&](const auto& view) {
+    const auto indices = view.indices();
+    for (int ts = 0; ts < s.num_types(); ++ts)
+      for (NodeId u = s.begin(ts); u < s.end(ts); ++u) {
+        // The row is sorted, so the destination type only rises along it.
+        int td = 0;
+        for (EdgeId e = indptr[u]; e < indptr[u + 1]; ++e) {
+          const NodeId v = indices[static_cast<std::size_t>(e)];
+          while (v >= s.end(td)) ++td;
+          if (s.relation_between(ts, td) < 0)
+            throw InputError(indices_file, "element " + std::to_string(e),
+                             "edge " + std::to_string(u) + " -> " + std::to_string(v) + " goes from a " + s.types()[static_cast<std::size_t>(ts)].name + " to a " +
+                                 s.types()[static_cast<std::size_t>(td)].name + ", and no relation joins them");
+        }
+      }
+  });
+}
+
+std::vector<std::int64_t> relation_entries(const CsrGraph& g, const GraphSchema& s) {
+  std::vector<std::int64_t> count(s.relations().size(), 0);
+  const auto& indptr = g.indptr();
+  g.visit([&](const auto& view) {
+    const auto indices = view.indices();
+    for (int ts = 0; ts < s.num_types(); ++ts)
+      for (NodeId u = s.begin(ts); u < s.end(ts); ++u) {
+        // Each destination type's run found by binary search: the per-relation fanout's lookup.
+        const auto* row = indices.data() + indptr[u];
+        const auto* row_end = indices.data() + indptr[u + 1];
+        for (int td = 0; td < s.num_types(); ++td) {
+          const int r = s.relation_between(ts, td);
+          if (r < 0) continue;
+          count[static_cast<std::size_t>(r)] += std::lower_bound(row, row_end, s.end(td)) - std::lower_bound(row, row_end, s.begin(td));
+        }
+      }
+  });
+  return count;
+}
+
+void require_untyped(const GraphSchema& s, const std::string& what, const std::string& command) {
+  if (!s.typed()) return;
+  throw InputError(what, "", "a typed graph (" + std::to_string(s.num_types()) + " node types, " + std::to_string(s.relations().size()) + " relations): " + command +
+                                 " takes graphs of one node type");
+}
+
+}  // namespace shardgnn
