@@ -89,35 +89,6 @@ void check_sbm_options(const SbmOptions& o) {
     throw InputError("SBM: num_nodes * avg_degree / 2 is too large (" + fmt_double(draws) + " edges, at most 2^61)");
 }
 
-// A seeded bijection of [0, 2^scale), computed on the fly. Graph500's reference generator does the
-// same (`scramble` in generator/graph_generator.c) rather than store a random permutation, which
-// costs 8 * 2^scale bytes and a cache miss per endpoint, a slowdown at large scales.
-// Adding a constant and multiplying by an odd one are bijections modulo 2^scale, and reversing the
-// low `scale` bits between the two rounds lets the high bits of the id influence the low ones.
-class Relabel {
- public:
-  Relabel(int scale, std::uint64_t seed) : shift_(64 - scale) {
-    Rng rng(seed);
-    add_ = rng();
-    mul1_ = rng() | 1;
-    mul2_ = rng() | 1;
-  }
-  std::uint64_t operator()(std::uint64_t v) const {
-    v = reverse_bits((v + add_) * mul1_) >> shift_;
-    return reverse_bits(v * mul2_) >> shift_;
-  }
-
- private:
-  static std::uint64_t reverse_bits(std::uint64_t x) {
-    x = __builtin_bswap64(x);
-    x = ((x >> 4) & 0x0f0f0f0f0f0f0f0fULL) | ((x & 0x0f0f0f0f0f0f0f0fULL) << 4);
-    x = ((x >> 2) & 0x3333333333333333ULL) | ((x & 0x3333333333333333ULL) << 2);
-    return ((x >> 1) & 0x5555555555555555ULL) | ((x & 0x5555555555555555ULL) << 1);
-  }
-  int shift_;
-  std::uint64_t add_, mul1_, mul2_;
-};
-
 }  // namespace
 
 void generate_rmat_stream(const RmatOptions& options, std::size_t chunk, const EdgeSink& sink) {

@@ -15,6 +15,7 @@
 #include "datasets/feature_dtype.hpp"
 #include "datasets/fileio.hpp"
 #include "datasets/generators.hpp"
+#include "datasets/hetero.hpp"
 #include "datasets/memory_limit.hpp"
 #include "datasets/npy.hpp"
 #include "datasets/json_util.hpp"
@@ -118,10 +119,12 @@ void maybe_split(Dataset& ds, const po::variables_map& vm) {
 void save_and_report(const Dataset& ds, const std::string& out, bool force, const CleanOptions& clean, double t_read, FeatureDtype features_as) {
   const auto t0 = Clock::now();
   save_dataset(ds, out, force, features_as);
-  std::printf("wrote %s: %lld nodes, %lld directed edges, %lld features, %lld classes, split %zu/%zu/%zu\n", out.c_str(),
-              static_cast<long long>(ds.num_nodes()), static_cast<long long>(ds.graph.num_edges()),
-              static_cast<long long>(ds.feature_dim), static_cast<long long>(ds.num_classes), ds.train_idx.size(),
-              ds.val_idx.size(), ds.test_idx.size());
+  const std::string features = ds.schema.typed() ? std::to_string(ds.schema.num_types()) + " node types, " +
+                                                      std::to_string(ds.schema.relations().size()) + " relations"
+                                                : std::to_string(ds.feature_dim) + " features";
+  std::printf("wrote %s: %lld nodes, %lld directed edges, %s, %lld classes, split %zu/%zu/%zu\n", out.c_str(),
+              static_cast<long long>(ds.num_nodes()), static_cast<long long>(ds.graph.num_edges()), features.c_str(),
+              static_cast<long long>(ds.num_classes), ds.train_idx.size(), ds.val_idx.size(), ds.test_idx.size());
   print_cleaning(ds.cleaning, clean);
   std::printf("  time                 read %.2f s, write %.2f s\n", t_read, seconds_since(t0));
 }
@@ -211,17 +214,73 @@ int convert(const std::vector<std::string>& args) {
   return 0;
 }
 
+// `data generate hetero`: the options of HeteroOptions, and the graph built through bucket files
+// when the in-memory build would not fit the memory limit.
+int generate_hetero_cmd(const std::vector<std::string>& rest, po::options_description& o, po::variables_map& vm) {
+  HeteroOptions h;
+  std::string featureless;
+  o.add_options()
+      ("seed", bound(h.seed), "random seed")
+      ("papers", bound(h.papers), "paper nodes; authors, institutes and fields of study follow IGB-Het's counts for as many papers")
+      ("classes", bound(h.classes), "paper classes (IGB-Het's 19)")
+      ("cites", bound(h.cites), "citations drawn per paper (undirected)")
+      ("authors", bound(h.authors), "authors drawn per paper")
+      ("topics", bound(h.topics), "fields of study drawn per paper")
+      ("affiliations", bound(h.affiliations), "institutes drawn per author")
+      ("homophily", bound(h.homophily), "probability that a drawn neighbour has the drawing node's class")
+      ("feature-dim", bound(h.feature_dim), "feature width of every type with features")
+      ("featureless", po::value(&featureless), "comma-separated types stored without features (paper, author, institute, fos)")
+      ("separation", bound(h.separation), "std-dev of the class means, per feature")
+      ("noise", bound(h.noise), "std-dev of a node's features around its class mean")
+      ("train", bound(h.train_fraction), "training fraction of the papers")
+      ("val", bound(h.val_fraction), "validation fraction of the papers (the rest is test)")
+      ("memory-limit", po::value<std::string>(), kMemoryLimitHelp);
+  if (!parse(rest,
+             "shardgnn data generate hetero --out <dir> [options]\n\n"
+             "A typed graph with IGB-Het's schema: paper, author, institute and fos nodes; cites, written_by,\n"
+             "affiliated_to and topic, and the reverses rev_written_by, rev_affiliated_to and rev_topic. Every\n"
+             "node has a latent class (a paper's is its label); a drawn neighbour shares it with probability\n"
+             "--homophily; features are the class's mean plus noise, weak alone, so the label shows in the\n"
+             "paper's authors, topics and citations too.",
+             o, {}, vm))
+    return 0;
+  if (!vm.count("out")) throw UsageError("missing --out");
+  const std::string out = vm["out"].as<std::string>();
+  check_output_dir(out, vm.count("force") > 0);  // before the work, not after
+  const FeatureDtype features_as = feature_dtype_option(vm);
+  for (std::size_t at = 0; !featureless.empty();) {
+    const std::size_t comma = featureless.find(',', at);
+    h.featureless.push_back(featureless.substr(at, comma - at));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  const auto t0 = Clock::now();
+  const std::uint64_t limit = memory_limit_option(vm);
+  const CleanOptions c{true, true, true};
+  std::optional<ScratchDir> scratch;
+  Dataset ds;
+  if (build_on_disk(in_memory_build_bytes(hetero_expected_draws(h), c), limit)) {
+    scratch.emplace(out);
+    ds = generate_hetero(h, scratch->path, limit);
+  } else {
+    ds = generate_hetero(h);
+  }
+  save_and_report(ds, out, vm.count("force") > 0, c, seconds_since(t0), features_as);
+  return 0;
+}
+
 int generate(const std::vector<std::string>& args) {
   g_command = "shardgnn data generate";
-  if (args.empty() || (args[0] != "rmat" && args[0] != "sbm")) {
+  if (args.empty() || (args[0] != "rmat" && args[0] != "sbm" && args[0] != "hetero")) {
     if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-      std::cout << "usage: shardgnn data generate rmat|sbm --out <dir> [options]\n"
-                   "  rmat   R-MAT graph with Graph500 parameters (structure only)\n"
-                   "  sbm    stochastic block model with class-dependent Gaussian features and splits\n"
+      std::cout << "usage: shardgnn data generate rmat|sbm|hetero --out <dir> [options]\n"
+                   "  rmat    R-MAT graph with Graph500 parameters (structure only)\n"
+                   "  sbm     stochastic block model with class-dependent Gaussian features and splits\n"
+                   "  hetero  typed graph with IGB-Het's schema (papers, authors, institutes, fields of study)\n"
                    "Run 'shardgnn data generate rmat --help' for the options.\n";
       return 0;
     }
-    throw UsageError("expected a generator: rmat or sbm");
+    throw UsageError("expected a generator: rmat, sbm or hetero");
   }
   const std::string kind = args[0];
   const std::vector<std::string> rest(args.begin() + 1, args.end());
@@ -280,6 +339,7 @@ int generate(const std::vector<std::string>& args) {
     }
     return 0;
   }
+  if (kind == "hetero") return generate_hetero_cmd(rest, o, vm);
   SbmOptions s;
   o.add_options()
       ("seed", bound(s.seed), "random seed")
