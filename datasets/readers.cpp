@@ -2,6 +2,7 @@
 // file, the position (line/column for text, byte offset or member/element for binary) and what
 // was expected. Graph cleaning (symmetrise, self-loops, duplicates) happens in build_csr.
 #include "datasets/readers.hpp"
+#include "datasets/reader_parts.hpp"
 
 
 #include <algorithm>
@@ -25,7 +26,7 @@ namespace shardgnn {
 namespace {
 constexpr EnumName<InputFormat> kInputFormats[] = {{InputFormat::kAuto, "auto"},         {InputFormat::kNpz, "npz"}, {InputFormat::kMetis, "metis"},
                                                    {InputFormat::kEdgeList, "edgelist"}, {InputFormat::kOgb, "ogb"}, {InputFormat::kEdgeList, "snap"},
-                                                   {InputFormat::kGraphsaint, "graphsaint"}};
+                                                   {InputFormat::kGraphsaint, "graphsaint"}, {InputFormat::kIgbh, "igbh"}};
 }  // namespace
 
 InputFormat parse_input_format(const std::string& name) { return parse_enum(kInputFormats, name, "input format"); }
@@ -37,6 +38,8 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }
 
 // "a/b/soc-Slashdot0902.txt.gz" -> "soc-Slashdot0902"
+}  // namespace
+
 std::string default_name(const std::string& path) {
   fs::path p = fs::path(path).lexically_normal();
   if (!p.has_filename()) p = p.parent_path();
@@ -54,14 +57,16 @@ std::string ogb_file(const std::string& dir, const std::string& rel) {
   return {};
 }
 
-}  // namespace
 
 InputFormat detect_format(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
-    if (!ogb_file(path, "raw/edge").empty()) return InputFormat::kOgb;
+    if (!ogb_file(path, "raw/edge").empty() || !ogb_file(path, "raw/num-node-dict").empty()) return InputFormat::kOgb;
     if (fs::exists(fs::path(path) / "adj_full.npz", ec)) return InputFormat::kGraphsaint;
-    throw InputError(path, "", "is a folder without raw/edge.csv.gz (OGB) or adj_full.npz (GraphSAINT); expected one of those or a file");
+    if (fs::is_directory(fs::path(path) / "processed", ec) || fs::exists(fs::path(path) / "paper" / "node_feat.npy", ec)) return InputFormat::kIgbh;
+    throw InputError(path, "",
+                     "is a folder without raw/edge.csv.gz or raw/num-node-dict.csv.gz (OGB), adj_full.npz (GraphSAINT) or processed/ (IGB-Het); "
+                     "expected one of those or a file");
   }
   std::string p = path;
   if (ends_with(p, ".gz")) p.resize(p.size() - 3);
@@ -74,12 +79,15 @@ Dataset read_dataset(const std::string& path, const ReadOptions& options) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw InputError(path, "", "no such file or folder");
   InputFormat f = options.format == InputFormat::kAuto ? detect_format(path) : options.format;
+  if (options.add_reverse && f != InputFormat::kOgb && f != InputFormat::kIgbh)
+    throw InputError(path, "", "--add-reverse applies to typed inputs (OGB's heterogeneous layout, IGB-Het); use --symmetrize for one node type");
   switch (f) {
     case InputFormat::kNpz: return read_npz_dataset(path, options);
     case InputFormat::kMetis: return read_metis_dataset(path, options);
     case InputFormat::kEdgeList: return read_edge_list_dataset(path, options);
     case InputFormat::kOgb: return read_ogb_dataset(path, options);
     case InputFormat::kGraphsaint: return read_graphsaint_dataset(path, options);
+    case InputFormat::kIgbh: return read_igbh_dataset(path, options);
     case InputFormat::kAuto: break;
   }
   throw InputError(path, "", "cannot tell the input format; pass --format");
@@ -150,9 +158,9 @@ Array<NodeId> read_split(const NpzArchive& z, const std::string& member, std::in
   return Array<NodeId>(std::move(idx));
 }
 
-// `first` is the position number of labels[0]: 0 for npz elements, 1 for text lines.
-void set_labels(Dataset& ds, std::vector<std::int64_t> labels, const std::string& path, const std::string& pos_prefix,
-                std::size_t first = 0) {
+}  // namespace
+
+void set_labels(Dataset& ds, std::vector<std::int64_t> labels, const std::string& path, const std::string& pos_prefix, std::size_t first) {
   std::int64_t max_label = -1;
   for (std::size_t i = 0; i < labels.size(); ++i) {
     if (labels[i] < -1) throw InputError(path, pos_prefix + std::to_string(first + i), "label " + std::to_string(labels[i]) + ", expected >= 0 or -1 for unlabelled");
@@ -163,8 +171,6 @@ void set_labels(Dataset& ds, std::vector<std::int64_t> labels, const std::string
   ds.num_classes = max_label + 1;
   if (ds.num_classes > 0) ds.labels = Array<std::int64_t>(std::move(labels));
 }
-
-}  // namespace
 
 void read_npz_adjacency(Dataset& ds, const NpzArchive& z, const std::string& indptr_member, const std::string& indices_member, std::int64_t n,
                         const ReadOptions& options) {
@@ -492,8 +498,6 @@ void parse_edge_list_text(std::string_view text, const std::string& origin, std:
   out.bytes += text.size();
 }
 
-namespace {
-
 RawEdges parse_edge_file(const std::string& path, std::int64_t id_limit) {
   RawEdges raw;
   std::error_code ec;
@@ -507,7 +511,6 @@ RawEdges parse_edge_file(const std::string& path, std::int64_t id_limit) {
   return raw;
 }
 
-}  // namespace
 
 
 Dataset read_edge_list_dataset(const std::string& path, const ReadOptions& options) {
@@ -634,8 +637,6 @@ Dataset read_edge_list_dataset_bounded(const std::string& path, const ReadOption
 // ---------------------------------------------------------------------------------------------
 // OGB node-property-prediction raw layout
 
-namespace {
-
 std::string require_ogb_file(const std::string& dir, const std::string& rel) {
   std::string p = ogb_file(dir, rel);
   if (p.empty()) throw InputError((fs::path(dir) / (rel + ".csv.gz")).string(), "", "missing from the OGB dataset folder");
@@ -645,7 +646,7 @@ std::string require_ogb_file(const std::string& dir, const std::string& rel) {
 // Reads a CSV of one integer per line (split files, num-node-list, labels). "nan" is allowed only
 // when nan_value is given (OGB marks unlabelled nodes so); integral floats ("3.0") are accepted
 // because OGB writes some label files that way.
-std::vector<std::int64_t> read_int_column(const std::string& path, const char* what, const std::int64_t* nan_value = nullptr) {
+std::vector<std::int64_t> read_int_column(const std::string& path, const char* what, const std::int64_t* nan_value) {
   std::vector<std::int64_t> out;
   for_each_text_chunk(path, [&](std::string_view text, std::uint64_t first_line) {
     TextCursor c(text, first_line, path);
@@ -671,11 +672,71 @@ std::vector<std::int64_t> read_int_column(const std::string& path, const char* w
   return out;
 }
 
-}  // namespace
+
+FeatureCsv read_feature_csv(const std::string& p) {
+  FeatureCsv out;
+  for_each_text_chunk(p, [&](std::string_view text, std::uint64_t first_line) {
+    TextCursor c(text, first_line, p);
+    while (!c.at_end()) {
+      c.skip_blanks();
+      if (c.at_eol()) { c.next_line(); continue; }
+      std::int64_t cols = 0;
+      while (!c.at_eol()) {
+        const double v = c.read_double("a feature value");
+        if (!std::isfinite(v)) c.fail(std::string(std::isnan(v) ? "NaN" : "infinite") + " feature value, expected a finite number");
+        out.values.push_back(static_cast<float>(v));
+        ++cols;
+        c.skip_separator();
+      }
+      if (out.dim == 0) out.dim = cols;
+      else if (cols != out.dim) c.fail("row has " + std::to_string(cols) + " features, expected " + std::to_string(out.dim) + " as on the first row");
+      ++out.rows;
+      c.next_line();
+    }
+  });
+  return out;
+}
+
+std::string ogb_split_dir(const std::string& dir, const ReadOptions& options) {
+  std::error_code ec;
+  const fs::path split_root = fs::path(dir) / "split";
+  if (!fs::is_directory(split_root, ec)) return {};
+  std::string name = options.ogb_split;
+  if (name.empty()) {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(split_root))
+      if (e.is_directory()) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    if (names.size() > 1) {
+      std::string list;
+      for (const auto& s : names) list += (list.empty() ? "" : ", ") + s;
+      throw InputError(split_root.string(), "", "holds several splits (" + list + "); choose one with --ogb-split");
+    }
+    if (names.empty()) return {};
+    name = names[0];
+  }
+  const std::string sdir = (split_root / name).string();
+  if (!fs::is_directory(sdir, ec)) throw InputError(sdir, "", "no such split folder");
+  return sdir;
+}
+
+std::vector<NodeId> read_ogb_split_ids(const std::string& sdir, const char* file, NodeId first, std::int64_t n) {
+  const std::string p = require_ogb_file(sdir, file);
+  auto idx = read_int_column(p, "a node id");
+  for (std::size_t i = 0; i < idx.size(); ++i) {
+    if (idx[i] < 0 || idx[i] >= n)
+      throw InputError(p, "value " + std::to_string(i + 1), "node id " + std::to_string(idx[i]) + " out of range [0, " + std::to_string(n) + ")");
+    idx[i] += first;
+  }
+  return idx;
+}
 
 Dataset read_ogb_dataset(const std::string& dir, const ReadOptions& options) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw InputError(dir, "", "expected an OGB dataset folder (raw/, split/)");
+  // The heterogeneous layout (ogbn-mag): node counts per type, a folder per relation.
+  if (!ogb_file(dir, "raw/num-node-dict").empty()) return read_ogb_hetero_dataset(dir, options);
+  if (options.add_reverse) throw InputError(dir, "", "--add-reverse applies to typed inputs (OGB's heterogeneous layout, IGB-Het); this folder holds one node type");
   Dataset ds;
   ds.name = options.name.empty() ? default_name(dir) : options.name;
   ds.source = dir + " (ogb)";
@@ -690,30 +751,11 @@ Dataset read_ogb_dataset(const std::string& dir, const ReadOptions& options) {
   }
 
   // Features: F comma-separated floats per line, F fixed by the first line.
-  std::vector<float> features;
-  std::int64_t feat_rows = 0, fdim = 0;
+  FeatureCsv feats;
   if (std::string p = ogb_file(dir, "raw/node-feat"); !p.empty()) {
-    for_each_text_chunk(p, [&](std::string_view text, std::uint64_t first_line) {
-      TextCursor c(text, first_line, p);
-      while (!c.at_end()) {
-        c.skip_blanks();
-        if (c.at_eol()) { c.next_line(); continue; }
-        std::int64_t cols = 0;
-        while (!c.at_eol()) {
-          const double v = c.read_double("a feature value");
-          if (!std::isfinite(v)) c.fail(std::string(std::isnan(v) ? "NaN" : "infinite") + " feature value, expected a finite number");
-          features.push_back(static_cast<float>(v));
-          ++cols;
-          c.skip_separator();
-        }
-        if (fdim == 0) fdim = cols;
-        else if (cols != fdim) c.fail("row has " + std::to_string(cols) + " features, expected " + std::to_string(fdim) + " as on the first row");
-        ++feat_rows;
-        c.next_line();
-      }
-    });
-    if (n < 0) n = feat_rows;
-    if (feat_rows != n) throw InputError(p, "end of file", std::to_string(feat_rows) + " feature rows, expected one per node (" + std::to_string(n) + ")");
+    feats = read_feature_csv(p);
+    if (n < 0) n = feats.rows;
+    if (feats.rows != n) throw InputError(p, "end of file", std::to_string(feats.rows) + " feature rows, expected one per node (" + std::to_string(n) + ")");
   }
 
   std::vector<std::int64_t> labels;
@@ -741,42 +783,17 @@ Dataset read_ogb_dataset(const std::string& dir, const ReadOptions& options) {
   BuiltGraph built = build_csr(std::move(el), options.clean);
   ds.graph = std::move(built.graph);
   ds.cleaning = built.report;
-  if (fdim > 0) {
-    ds.feature_dim = fdim;
-    ds.features = Array<float>(std::move(features));
+  if (feats.dim > 0) {
+    ds.feature_dim = feats.dim;
+    ds.features = Array<float>(std::move(feats.values));
   }
   if (!labels.empty()) set_labels(ds, std::move(labels), label_path, "line ", 1);
 
   // Split: split/<name>/{train,valid,test}.csv.gz
-  const fs::path split_root = fs::path(dir) / "split";
-  if (fs::is_directory(split_root, ec)) {
-    std::string name = options.ogb_split;
-    if (name.empty()) {
-      std::vector<std::string> names;
-      for (const auto& e : fs::directory_iterator(split_root))
-        if (e.is_directory()) names.push_back(e.path().filename().string());
-      std::sort(names.begin(), names.end());
-      if (names.size() > 1) {
-        std::string list;
-        for (const auto& s : names) list += (list.empty() ? "" : ", ") + s;
-        throw InputError(split_root.string(), "", "holds several splits (" + list + "); choose one with --ogb-split");
-      }
-      if (!names.empty()) name = names[0];
-    }
-    if (!name.empty()) {
-      const std::string sdir = (split_root / name).string();
-      if (!fs::is_directory(sdir, ec)) throw InputError(sdir, "", "no such split folder");
-      auto read_idx = [&](const char* file) {
-        const std::string p = require_ogb_file(sdir, file);
-        auto idx = read_int_column(p, "a node id");
-        for (std::size_t i = 0; i < idx.size(); ++i)
-          if (idx[i] < 0 || idx[i] >= n) throw InputError(p, "value " + std::to_string(i + 1), "node id " + std::to_string(idx[i]) + " out of range [0, " + std::to_string(n) + ")");
-        return Array<NodeId>(std::move(idx));
-      };
-      ds.train_idx = read_idx("train");
-      ds.val_idx = read_idx("valid");
-      ds.test_idx = read_idx("test");
-    }
+  if (const std::string sdir = ogb_split_dir(dir, options); !sdir.empty()) {
+    ds.train_idx = Array<NodeId>(read_ogb_split_ids(sdir, "train", 0, n));
+    ds.val_idx = Array<NodeId>(read_ogb_split_ids(sdir, "valid", 0, n));
+    ds.test_idx = Array<NodeId>(read_ogb_split_ids(sdir, "test", 0, n));
   }
   return ds;
 }

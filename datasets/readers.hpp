@@ -16,9 +16,11 @@
 
 namespace shardgnn {
 
-enum class InputFormat { kAuto, kNpz, kMetis, kEdgeList, kOgb, kGraphsaint };
-InputFormat parse_input_format(const std::string& name);   // "auto", "npz", "metis", "edgelist", "ogb", "graphsaint"
-// Guesses from the path: a folder with raw/edge.csv.gz is OGB, one with adj_full.npz GraphSAINT's,
+enum class InputFormat { kAuto, kNpz, kMetis, kEdgeList, kOgb, kGraphsaint, kIgbh };
+// "auto", "npz", "metis", "edgelist", "ogb", "graphsaint", "igbh"
+InputFormat parse_input_format(const std::string& name);
+// Guesses from the path: a folder with raw/edge.csv.gz or raw/num-node-dict.csv.gz is OGB, one with
+// adj_full.npz GraphSAINT's, one with processed/ (or <type>/node_feat.npy folders) IGB-Het's,
 // *.npz, *.graph[.gz]/*.metis, else an edge list.
 InputFormat detect_format(const std::string& path);
 
@@ -30,6 +32,10 @@ struct ReadOptions {
   // the distinct ids that appear to 0..n-1 in increasing id order, keeping the mapping.
   std::int64_t num_nodes = 0;
   std::string ogb_split;             // OGB: split folder name under split/ (default: the only one)
+  // Typed inputs: add each relation's reverse (dst, rev_<name>, src), as DGL's and PyG's loaders of
+  // ogbn-mag and IGB-Het do; a relation within one type becomes undirected. Symmetrises the graph.
+  bool add_reverse = false;
+  std::string igb_labels = "19";     // IGB-Het: which label file, node_label_<this>.npy (19 or 2K)
   // npz and GraphSAINT inputs larger than memory: a step whose in-memory form would take bytes
   // that `wanted` refuses goes through files in `scratch` instead (the adjacency through
   // build_csr_external's bucket files within `memory` bytes, features that need converting into
@@ -49,6 +55,15 @@ Dataset read_npz_dataset(const std::string& path, const ReadOptions& options);
 Dataset read_metis_dataset(const std::string& path, const ReadOptions& options);
 Dataset read_edge_list_dataset(const std::string& path, const ReadOptions& options);
 Dataset read_ogb_dataset(const std::string& dir, const ReadOptions& options);
+// OGB's heterogeneous raw layout (typed_readers.cpp): raw/num-node-dict.csv.gz (a header of type
+// names, a row of counts), raw/relations/<src>___<rel>___<dst>/edge.csv.gz (type-local ids),
+// raw/node-feat/<type>/node-feat.csv.gz, raw/node-label/<type>/node-label.csv.gz and
+// split/<name>/<type>/{train,valid,test}.csv.gz. Types keep the file's order.
+Dataset read_ogb_hetero_dataset(const std::string& dir, const ReadOptions& options);
+// IGB-Het's numpy layout (typed_readers.cpp), under dir/processed or dir: <type>/node_feat.npy
+// ([N, F] sets the type's count), <type>/node_label_<igb_labels>.npy, and
+// <src>__<rel>__<dst>/edge_index.npy ([E, 2] type-local ids). Types in name order.
+Dataset read_igbh_dataset(const std::string& dir, const ReadOptions& options);
 // GraphSAINT's folder: adj_full.npz, feats.npy, class_map.json (one class, or a 0/1 list per node:
 // multi-label), role.json (graphsaint.cpp).
 Dataset read_graphsaint_dataset(const std::string& dir, const ReadOptions& options);

@@ -134,7 +134,9 @@ int convert(const std::vector<std::string>& args) {
   po::options_description o("options");
   o.add_options()
       ("out,o", po::value<std::string>()->required(), "output dataset folder")
-      ("format,f", po::value<std::string>()->default_value("auto"), "input format: auto, npz, metis, edgelist, ogb, graphsaint")
+      ("format,f", po::value<std::string>()->default_value("auto"), "input format: auto, npz, metis, edgelist, ogb, graphsaint, igbh")
+      ("add-reverse", "typed inputs (OGB's heterogeneous layout, IGB-Het): add each relation's reverse, <dst> rev_<name> <src>, as DGL's and PyG's loaders do; a relation within one type becomes undirected")
+      ("igb-labels", po::value<std::string>()->default_value("19"), "IGB-Het: the label file, node_label_<this>.npy (19 or 2K)")
       ("name", po::value<std::string>()->default_value(""), "dataset name (default: from the input path)")
       ("num-nodes", po::value<std::int64_t>()->default_value(0), "edge lists: ids are 0-based and below this count (no relabelling)")
       ("ogb-split", po::value<std::string>()->default_value(""), "OGB: split folder under split/ (default: the only one)")
@@ -163,6 +165,9 @@ int convert(const std::vector<std::string>& args) {
   ro.name = vm["name"].as<std::string>();
   ro.num_nodes = vm["num-nodes"].as<std::int64_t>();
   ro.ogb_split = vm["ogb-split"].as<std::string>();
+  ro.add_reverse = vm.count("add-reverse") > 0;
+  ro.clean.symmetrize |= ro.add_reverse;  // what it adds is reported as --symmetrize's reverse entries
+  ro.igb_labels = vm["igb-labels"].as<std::string>();
   const FeatureDtype features_as = feature_dtype_option(vm);  // a bad name before the work, not after
   const auto t0 = Clock::now();
   const std::string norm = vm["normalize-features"].as<std::string>();
@@ -174,9 +179,9 @@ int convert(const std::vector<std::string>& args) {
   // A dataset folder (an older format version's, or to change its feature dtype) is rewritten as
   // this build writes one: its arrays as they are, ids 32 bits wide where they fit.
   if (std::error_code dir_ec; std::filesystem::exists(std::filesystem::path(input) / "meta.json", dir_ec)) {
-    for (const char* opt : {"split", "largest-component", "symmetrize", "drop-self-loops", "drop-duplicates"})
+    for (const char* opt : {"split", "largest-component", "symmetrize", "drop-self-loops", "drop-duplicates", "add-reverse"})
       if (vm.count(opt)) throw UsageError(std::string("--") + opt + " does not apply to a dataset folder, which is rewritten as it is");
-    for (const char* opt : {"format", "name", "num-nodes", "ogb-split", "normalize-features"})
+    for (const char* opt : {"format", "name", "num-nodes", "ogb-split", "normalize-features", "igb-labels"})
       if (!vm[opt].defaulted()) throw UsageError(std::string("--") + opt + " does not apply to a dataset folder, which is rewritten as it is");
     const Dataset ds = load_dataset(input);
     save_and_report(ds, out, force, CleanOptions{}, seconds_since(t0),

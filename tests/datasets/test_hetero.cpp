@@ -3,17 +3,16 @@
 #include "datasets/dataset.hpp"
 #include "datasets/error.hpp"
 #include "datasets/hetero.hpp"
+#include "graph_rows.hpp"
 #include "test_paths.hpp"
 
 using namespace shardgnn;
 using Catch::Matchers::Contains;
 
 namespace {
-// A graph's rows as wide ids, whichever width it holds them at.
+// A graph's rows and ids, whichever width it holds them at.
 std::pair<std::vector<EdgeId>, std::vector<NodeId>> rows(const CsrGraph& g) {
-  return g.visit([](const auto& v) {
-    return std::pair{std::vector<EdgeId>(v.indptr().begin(), v.indptr().end()), std::vector<NodeId>(v.indices().begin(), v.indices().end())};
-  });
+  return {std::vector<EdgeId>(g.indptr().begin(), g.indptr().end()), ids_of(g)};
 }
 }  // namespace
 

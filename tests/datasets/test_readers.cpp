@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "datasets/readers.hpp"
+#include "datasets/npy.hpp"
+#include "datasets/schema.hpp"
 #include "datasets/text.hpp"
 #include "test_paths.hpp"
 #include "tests/graph_rows.hpp"
@@ -19,6 +21,7 @@
 namespace fs = std::filesystem;
 using namespace shardgnn;
 using shardgnn::test::ScratchDir;
+using Catch::Matchers::Contains;
 
 namespace {
 
@@ -437,4 +440,123 @@ TEST_CASE("METIS: cleaning a graph with a duplicate edge", "[readers]") {
   const Dataset ds = read_dataset(path, opts(false, false, true));
   check_report(ds.cleaning, 6, 0, 0, 2, 4);
   CHECK(rows_of(ds.graph) == Rows{{1}, {0, 2}, {1}});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Typed inputs: OGB's heterogeneous layout (ogbn-mag's) and IGB-Het's numpy layout.
+
+namespace {
+
+// ogbn-mag's layout in miniature: 2 authors, 1 institution, 3 papers, 2 fields of study (in the
+// file's order author, field_of_study, institution, paper: global ids 0-1, 2-3, 4, 5-7).
+std::string write_mag_layout(const ScratchDir& dir) {
+  const fs::path d = dir / "mag";
+  fs::create_directories(d / "raw" / "relations" / "author___affiliated_with___institution");
+  fs::create_directories(d / "raw" / "relations" / "author___writes___paper");
+  fs::create_directories(d / "raw" / "relations" / "paper___cites___paper");
+  fs::create_directories(d / "raw" / "relations" / "paper___has_topic___field_of_study");
+  fs::create_directories(d / "raw" / "node-feat" / "paper");
+  fs::create_directories(d / "raw" / "node-label" / "paper");
+  fs::create_directories(d / "split" / "time" / "paper");
+  write_gz((d / "raw" / "num-node-dict.csv.gz").string(), "author,field_of_study,institution,paper\n2,2,1,3\n");
+  write_gz((d / "raw" / "relations" / "author___affiliated_with___institution" / "edge.csv.gz").string(), "0,0\n1,0\n");
+  write_gz((d / "raw" / "relations" / "author___writes___paper" / "edge.csv.gz").string(), "0,0\n0,1\n1,2\n");
+  write_gz((d / "raw" / "relations" / "paper___cites___paper" / "edge.csv.gz").string(), "1,0\n2,0\n");
+  write_text((d / "raw" / "relations" / "paper___has_topic___field_of_study" / "edge.csv").string(), "0,1\n2,0\n");
+  write_gz((d / "raw" / "node-feat" / "paper" / "node-feat.csv.gz").string(), "0.5,1\n2,3\n4,5.25\n");
+  write_gz((d / "raw" / "node-label" / "paper" / "node-label.csv.gz").string(), "3\n0\n1\n");
+  write_text((d / "split" / "time" / "paper" / "train.csv").string(), "0\n1\n");
+  write_text((d / "split" / "time" / "paper" / "valid.csv").string(), "2\n");
+  write_text((d / "split" / "time" / "paper" / "test.csv").string(), "");
+  return d.string();
+}
+
+}  // namespace
+
+TEST_CASE("OGB's heterogeneous layout reads as a typed graph, with reverse relations on request", "[readers][typed]") {
+  ScratchDir dir;
+  const std::string mag = write_mag_layout(dir);
+  CHECK(detect_format(mag) == InputFormat::kOgb);
+  ReadOptions o;
+  o.add_reverse = true;
+  const Dataset ds = read_dataset(mag, o);
+  const GraphSchema& s = ds.schema;
+  REQUIRE(s.num_types() == 4);
+  CHECK(s.types()[0].name == "author");
+  CHECK(s.begin(3) == 5);
+  CHECK(s.types()[3].feature_dim == 2);
+  CHECK(s.types()[0].feature_dim == 0);
+  CHECK(vec(ds.type_features[3]) == std::vector<float>{0.5f, 1, 2, 3, 4, 5.25f});
+  // Three reverses (cites, within one type, becomes undirected instead).
+  REQUIRE(s.relations().size() == 7);
+  CHECK(s.relation_label(4) == "institution__rev_affiliated_with__author");
+  CHECK(s.relation_label(5) == "paper__rev_writes__author");
+  CHECK(relation_entries(ds.graph, s) == std::vector<std::int64_t>{2, 3, 4, 2, 2, 3, 2});
+  // Paper 0 (global 5) cites nothing, is cited by papers 1 and 2, written by author 0, has topic 1.
+  CHECK(row_of(ds.graph, 5) == std::vector<NodeId>{0, 3, 6, 7});
+  CHECK(row_of(ds.graph, 0) == std::vector<NodeId>{4, 5, 6});
+  CHECK(vec(ds.labels) == std::vector<std::int64_t>{-1, -1, -1, -1, -1, 3, 0, 1});
+  CHECK(ds.num_classes == 4);
+  CHECK(vec(ds.train_idx) == std::vector<std::int64_t>{5, 6});
+  CHECK(vec(ds.val_idx) == std::vector<std::int64_t>{7});
+  CHECK(ds.test_idx.size() == 0);
+
+  // Without reverses: each entry stays in its source's row only.
+  const Dataset plain = read_dataset(mag, ReadOptions{});
+  CHECK(plain.schema.relations().size() == 4);
+  CHECK(row_of(plain.graph, 5) == std::vector<NodeId>{3});
+  CHECK_THROWS_WITH(read_dataset(mag, opts(true)), Contains("--symmetrize on a typed graph") && Contains("--add-reverse"));
+}
+
+TEST_CASE("OGB's heterogeneous layout: bad input is one line naming the file and the edge", "[readers][typed]") {
+  ScratchDir dir;
+  const std::string mag = write_mag_layout(dir);
+  const fs::path cites = fs::path(mag) / "raw" / "relations" / "paper___cites___paper" / "edge.csv.gz";
+  write_gz(cites.string(), "1,0\n0,3\n");
+  CHECK_THROWS_WITH(read_dataset(mag, ReadOptions{}), Contains("edge.csv.gz") && Contains("edge 2") && Contains("paper id below 3"));
+  fs::remove_all(cites.parent_path());
+  fs::create_directories(fs::path(mag) / "raw" / "relations" / "paper___cites___journal");
+  CHECK_THROWS_WITH(read_dataset(mag, ReadOptions{}), Contains("paper___cites___journal") && Contains("node type 'journal'"));
+  fs::remove_all(fs::path(mag) / "raw" / "relations" / "paper___cites___journal");
+  // A reverse the input already holds: a second relation between papers and authors.
+  fs::create_directories(fs::path(mag) / "raw" / "relations" / "paper___written_by___author");
+  write_gz((fs::path(mag) / "raw" / "relations" / "paper___written_by___author" / "edge.csv.gz").string(), "0,0\n");
+  ReadOptions o;
+  o.add_reverse = true;
+  CHECK_THROWS_WITH(read_dataset(mag, o), Contains("paper") && Contains("author"));
+  CHECK_THROWS_WITH(read_dataset(copy_ogb_fixture(dir), o), Contains("--add-reverse applies to typed inputs"));
+}
+
+TEST_CASE("IGB-Het's numpy layout reads as a typed graph", "[readers][typed]") {
+  ScratchDir dir;
+  const fs::path p = fs::path(dir / "igbh") / "processed";
+  for (const char* sub : {"paper", "author", "paper__cites__paper", "paper__written_by__author"}) fs::create_directories(p / sub);
+  const std::vector<float> paper_feat{1, 2, 3, 4, 5, 6}, author_feat{7, 8};
+  write_npy((p / "paper" / "node_feat.npy").string(), DType::kFloat32, paper_feat.data(), std::vector<std::int64_t>{3, 2});
+  write_npy((p / "author" / "node_feat.npy").string(), DType::kFloat32, author_feat.data(), std::vector<std::int64_t>{2, 1});
+  // IGB-Het's labels are floats in some releases.
+  const std::vector<float> labels{2, 0, 1};
+  write_npy((p / "paper" / "node_label_19.npy").string(), std::span<const float>(labels));
+  const std::vector<std::int64_t> cites{0, 1, 2, 1}, written{0, 0, 1, 1, 2, 0};
+  write_npy((p / "paper__cites__paper" / "edge_index.npy").string(), DType::kInt64, cites.data(), std::vector<std::int64_t>{2, 2});
+  write_npy((p / "paper__written_by__author" / "edge_index.npy").string(), DType::kInt64, written.data(), std::vector<std::int64_t>{3, 2});
+  const std::string root = dir / "igbh";
+  CHECK(detect_format(root) == InputFormat::kIgbh);
+  ReadOptions o;
+  o.add_reverse = true;
+  const Dataset ds = read_dataset(root, o);
+  // Types in name order: author (ids 0-1), paper (2-4).
+  REQUIRE(ds.schema.num_types() == 2);
+  CHECK(ds.schema.types()[1].name == "paper");
+  CHECK(ds.schema.types()[0].feature_dim == 1);
+  CHECK(vec(ds.type_features[1]) == paper_feat);
+  CHECK(vec(ds.labels) == std::vector<std::int64_t>{-1, -1, 2, 0, 1});
+  CHECK(ds.schema.relations().size() == 3);
+  CHECK(ds.schema.relation_label(2) == "author__rev_written_by__paper");
+  CHECK(row_of(ds.graph, 0) == std::vector<NodeId>{2, 4});  // author 0 wrote papers 0 and 2
+  CHECK(row_of(ds.graph, 3) == std::vector<NodeId>{1, 2, 4});
+
+  const std::vector<std::int64_t> bad{0, 1, 3, 0};
+  write_npy((p / "paper__cites__paper" / "edge_index.npy").string(), DType::kInt64, bad.data(), std::vector<std::int64_t>{2, 2});
+  CHECK_THROWS_WITH(read_dataset(root, o), Contains("edge_index.npy") && Contains("edge 2") && Contains("paper id below 3"));
 }
