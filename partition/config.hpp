@@ -23,6 +23,7 @@ enum class BalanceKey {
   kEdges,   // a node weighs its degree
   kLabels,  // one constraint per class: every shard gets its share of each class (label entropy balanced)
   kCost,    // expected sampling cost of training nodes (partition/cost.hpp); others weigh 0
+  kNtypes,  // one constraint per node type of a typed graph (DistDGL's balance_ntypes)
 };
 
 enum class PartitionObjective { kCut, kVolume };  // METIS: minimise edge cut or communication volume
@@ -62,7 +63,7 @@ struct PartitionConfig {
 
 std::string method_name(PartitionMethod m);
 PartitionMethod parse_method(const std::string& name);           // metis, metis-ml, random, ldg, fennel, labels
-std::vector<BalanceKey> parse_balance(const std::string& list);  // "nodes,train,val,test,edges,labels,cost"
+std::vector<BalanceKey> parse_balance(const std::string& list);  // "nodes,train,val,test,edges,labels,cost,ntypes"
 std::string balance_name(BalanceKey k);
 PartitionObjective parse_objective(const std::string& name);     // cut, vol
 std::string objective_name(PartitionObjective o);

@@ -253,7 +253,15 @@ std::vector<PartId> MetisPartitioner::run(const Dataset& ds, const PartitionConf
     part = metis_kway(mg.xadj, mg.adjncy, mg.adjwgt, w, ncon, cfg, ds.name);
   };
   kway(cost);
-  if (!by_cost || cfg.cost_remote_weight == 0) return std::vector<PartId>(part.begin(), part.end());
+  if (!by_cost) {
+    std::vector<PartId> out(part.begin(), part.end());
+    int ncon = 1;
+    const std::vector<std::int64_t> w = balance_weights(ds, cfg.balance, &ncon);
+    // Several constraints: METIS may leave one a little over its bound (repair_balance).
+    if (ncon > 1) repair_balance(ds.graph, w, ncon, cfg.parts, cfg.imbalance, out);
+    return out;
+  }
+  if (cfg.cost_remote_weight == 0) return std::vector<PartId>(part.begin(), part.end());
 
   // Second pass: the remote fetches depend on the assignment, so estimate them under the first
   // pass's and partition again, same seed, with the full cost s + remote_weight * r. Those weights

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <limits>
+#include <numeric>
 
 #include "datasets/dataset.hpp"
 #include "datasets/error.hpp"
@@ -167,6 +168,11 @@ void dataset_from_json(const json::object& d, PartitionInfo& info) {
     if (!t) fail("dataset.feature_dtype", "expected \"float32\", \"float16\" or \"bfloat16\", found " + json::serialize(*fd));
     info.feature_dtype = *t;
   }
+  try {
+    info.schema = schema_from_json(d, "dataset", info.num_nodes);
+  } catch (const InputError& bad) {
+    throw InputError(bad.what());  // load_partition_info names the file
+  }
   if (const auto* es = d.if_contains("edge_split")) {
     if (!es->is_object()) fail("dataset.edge_split", "expected an object {\"eval_negatives\": K}");
     info.edge_split = true;
@@ -185,7 +191,13 @@ void check_dataset_sizes(const PartitionInfo& info) {
 }  // namespace
 
 void tag_invoke(json::value_from_tag, json::value& v, const PartEntry& e) {
-  v = json::object{{"dir", e.dir}, {"nodes", e.nodes}, {"edges", e.edges}, {"halo", e.halo}, {"arrays", e.arrays}};
+  json::object o{{"dir", e.dir}, {"nodes", e.nodes}, {"edges", e.edges}, {"halo", e.halo}};
+  if (!e.type_nodes.empty()) {
+    o["type_nodes"] = json::array(e.type_nodes.begin(), e.type_nodes.end());
+    o["type_halo"] = json::array(e.type_halo.begin(), e.type_halo.end());
+  }
+  o["arrays"] = e.arrays;
+  v = std::move(o);
 }
 
 PartEntry tag_invoke(json::value_to_tag<PartEntry>, const json::value& v) {
@@ -197,6 +209,15 @@ PartEntry tag_invoke(json::value_to_tag<PartEntry>, const json::value& v) {
   e.edges = json_int(o, "edges");
   e.nodes = json_int(o, "nodes");
   e.halo = json_int(o, "halo");
+  for (auto [key, out] : {std::pair{"type_nodes", &e.type_nodes}, {"type_halo", &e.type_halo}}) {
+    const auto* a = o.if_contains(key);
+    if (a == nullptr) continue;
+    if (!a->is_array()) throw InputError(std::string("key '") + key + "': expected a count per node type");
+    for (const auto& x : a->get_array()) {
+      if (!x.is_int64() || x.get_int64() < 0) throw InputError(std::string("key '") + key + "': expected non-negative counts, found " + json::serialize(x));
+      out->push_back(x.get_int64());
+    }
+  }
   return e;
 }
 
@@ -210,6 +231,7 @@ void tag_invoke(json::value_from_tag, json::value& v, const PartitionInfo& info)
   if (info.multilabel) root["dataset"].as_object()["multilabel"] = true;
   if (info.feature_dtype != FeatureDtype::kFloat32) root["dataset"].as_object()["feature_dtype"] = feature_dtype_name(info.feature_dtype);
   if (info.edge_split) root["dataset"].as_object()["edge_split"] = {{"eval_negatives", info.eval_negatives}};
+  schema_to_json(info.schema, root["dataset"].as_object());
   root["method"] = info.method;
   root["parameters"] = parameters_to_json(info.parameters);
   root["partition_seconds"] = info.partition_seconds;
@@ -238,6 +260,13 @@ PartitionInfo tag_invoke(json::value_to_tag<PartitionInfo>, const json::value& v
     const json::value& entry = parts->get_array()[static_cast<std::size_t>(k)];
     if (!entry.is_object()) fail("parts[" + std::to_string(k) + "]", "expected an object");
     info.parts.push_back(json::value_to<PartEntry>(entry));
+    const PartEntry& e = info.parts.back();
+    const auto T = static_cast<std::size_t>(info.schema.num_types());
+    if (e.type_nodes.size() != T || e.type_halo.size() != T)
+      fail("parts[" + std::to_string(k) + "]", T == 0 ? "has per-type counts, but the dataset has one node type"
+                                                      : "expected type_nodes and type_halo, " + std::to_string(T) + " counts each");
+    if (T > 0 && std::accumulate(e.type_nodes.begin(), e.type_nodes.end(), std::int64_t{0}) != info.book.size(static_cast<PartId>(k)))
+      fail("parts[" + std::to_string(k) + "].type_nodes", "counts do not add up to the part's " + std::to_string(info.book.size(static_cast<PartId>(k))) + " nodes");
   }
   info.metrics_as_written = json_object(o, "metrics");
   info.metrics = json::value_to<PartitionMetrics>(o.at("metrics"));

@@ -28,6 +28,10 @@ inline constexpr const char* kPartitionFormatName = "shardgnn-partition";
 struct PartEntry {
   std::string dir;  // relative to the partition's folder ("part-3")
   std::int64_t nodes = 0, edges = 0, halo = 0;
+  // A typed graph's part: its owned nodes and its halo per node type ("type_nodes", "type_halo";
+  // absent for one node type). The owned nodes of each type are one run of the part's ids, in
+  // type order (relabelling keeps dataset order, and types are dataset id ranges).
+  std::vector<std::int64_t> type_nodes, type_halo;
   boost::json::object arrays;  // {name: {file, dtype, shape, crc32}}, the listing datasets/array_dir reads and checks
   std::string path;            // not in the file: `dir` inside the partition's folder, checked by load_partition_info to be a folder
 };
@@ -45,6 +49,9 @@ struct PartitionInfo {
   // first node it owns, ids as the shard's (new global ids).
   bool edge_split = false;
   std::int64_t eval_negatives = 0;
+  // A typed graph's node types and relations ("dataset"'s "node_types" and "relations", as in
+  // meta.json); the counts are the dataset's. Empty for one node type.
+  GraphSchema schema;
   std::string method;
   PartitionConfig parameters;  // "parameters"; coarse_nodes, scratch_dir and memory_limit are not recorded
   double partition_seconds = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <optional>
 
 #include "datasets/error.hpp"
 #include "datasets/names.hpp"
@@ -16,7 +17,7 @@ constexpr EnumName<PartitionMethod> kMethods[] = {
     {PartitionMethod::kMetis, "metis"}, {PartitionMethod::kMetisMl, "metis-ml"}, {PartitionMethod::kRandom, "random"}, {PartitionMethod::kLdg, "ldg"}, {PartitionMethod::kFennel, "fennel"},
     {PartitionMethod::kLabels, "labels"}};
 constexpr EnumName<BalanceKey> kBalanceKeys[] = {{BalanceKey::kNodes, "nodes"}, {BalanceKey::kTrain, "train"}, {BalanceKey::kVal, "val"},
-                                                 {BalanceKey::kTest, "test"},   {BalanceKey::kEdges, "edges"}, {BalanceKey::kLabels, "labels"},
+                                                 {BalanceKey::kTest, "test"},   {BalanceKey::kEdges, "edges"}, {BalanceKey::kLabels, "labels"}, {BalanceKey::kNtypes, "ntypes"},
                                                  {BalanceKey::kCost, "cost"}};
 constexpr EnumName<PartitionObjective> kObjectives[] = {
     {PartitionObjective::kCut, "cut"}, {PartitionObjective::kVolume, "vol"}, {PartitionObjective::kVolume, "volume"}};
@@ -82,6 +83,7 @@ void check_config(const Dataset& ds, const PartitionConfig& cfg) {
     if (k == BalanceKey::kVal) need(ds.val_idx, "validation");
     if (k == BalanceKey::kTest) need(ds.test_idx, "test");
     if (k == BalanceKey::kLabels && ds.num_classes == 0) throw InputError("--balance labels: dataset '" + ds.name + "' has no labels");
+    if (k == BalanceKey::kNtypes && !ds.schema.typed()) throw InputError("--balance ntypes: dataset '" + ds.name + "' has one node type");
   }
   if (cfg.method == PartitionMethod::kLabels && ds.num_classes == 0) throw InputError("--method labels: dataset '" + ds.name + "' has no labels");
   validate_cost_model(cfg.cost_fanouts, cfg.cost_remote_weight);
@@ -146,8 +148,12 @@ std::vector<std::int64_t> balance_weights(const Dataset& ds, const std::vector<B
                                           std::span<const std::int64_t> cost, NodeId first, NodeId last) {
   if (last < 0) last = ds.num_nodes();
   const std::int64_t n = last - first;
+  // kLabels and kNtypes expand to a column per class, per node type.
+  const auto columns = [&](BalanceKey k) {
+    return k == BalanceKey::kLabels ? static_cast<int>(ds.num_classes) : k == BalanceKey::kNtypes ? ds.schema.num_types() : 1;
+  };
   int ncon = 0;
-  for (BalanceKey k : keys) ncon += k == BalanceKey::kLabels ? static_cast<int>(ds.num_classes) : 1;
+  for (BalanceKey k : keys) ncon += columns(k);
   std::vector<std::int64_t> w(static_cast<std::size_t>(n * ncon), 0);
   int col = 0;
   const bool by_nodes = std::find(keys.begin(), keys.end(), BalanceKey::kNodes) != keys.end();
@@ -176,11 +182,79 @@ std::vector<std::int64_t> balance_weights(const Dataset& ds, const std::vector<B
         if (static_cast<std::int64_t>(cost.size()) != ds.num_nodes()) throw std::logic_error("balance_weights: --balance cost without the nodes' cost weights");
         for (std::int64_t v = 0; v < n; ++v) w[v * ncon + col] = cost[static_cast<std::size_t>(first + v)];
         break;
+      case BalanceKey::kNtypes:
+        // A node weighs 1 in its type's column; types are id ranges, so this walks each range.
+        for (int t = 0; t < ds.schema.num_types(); ++t)
+          for (NodeId v = std::max(first, ds.schema.begin(t)); v < std::min(last, ds.schema.end(t)); ++v) w[(v - first) * ncon + col + t] = 1;
+        break;
     }
-    col += k == BalanceKey::kLabels ? static_cast<int>(ds.num_classes) : 1;
+    col += columns(k);
   }
   *ncon_out = ncon;
   return w;
+}
+
+std::int64_t repair_balance(const CsrGraph& g, std::span<const std::int64_t> w, int ncon, int parts, double imbalance, std::vector<PartId>& part) {
+  const NodeId n = g.num_nodes();
+  const auto K = static_cast<std::size_t>(parts), C = static_cast<std::size_t>(ncon);
+  std::vector<std::int64_t> load(K * C, 0);
+  std::vector<double> limit(C, 0);
+  for (NodeId v = 0; v < n; ++v)
+    for (std::size_t c = 0; c < C; ++c) load[static_cast<std::size_t>(part[static_cast<std::size_t>(v)]) * C + c] += w[static_cast<std::size_t>(v) * C + c];
+  for (std::size_t c = 0; c < C; ++c) {
+    double total = 0;
+    for (std::size_t p = 0; p < K; ++p) total += static_cast<double>(load[p * C + c]);
+    limit[c] = (1 + imbalance) * total / static_cast<double>(K);
+  }
+  auto over = [&](std::size_t p, std::size_t c) { return static_cast<double>(load[p * C + c]) > limit[c]; };
+  auto fits = [&](std::size_t q, const std::int64_t* wv) {
+    for (std::size_t c = 0; c < C; ++c)
+      if (wv[c] > 0 && static_cast<double>(load[q * C + c] + wv[c]) > limit[c]) return false;
+    return true;
+  };
+  struct Move {
+    std::int64_t gain;  // neighbours in the target part minus neighbours left behind
+    NodeId v;
+    PartId to;
+  };
+  std::int64_t moved = 0;
+  std::vector<std::int64_t> beside(K, 0);
+  // A few rounds: a round's moves change the loads its candidates were chosen under.
+  for (int round = 0; round < 8; ++round) {
+    std::vector<Move> moves;
+    for (NodeId v = 0; v < n; ++v) {
+      const auto p = static_cast<std::size_t>(part[static_cast<std::size_t>(v)]);
+      const std::int64_t* wv = w.data() + static_cast<std::size_t>(v) * C;
+      bool helps = false;
+      for (std::size_t c = 0; c < C && !helps; ++c) helps = wv[c] > 0 && over(p, c);
+      if (!helps) continue;
+      std::fill(beside.begin(), beside.end(), 0);
+      g.visit([&](const auto& view) {
+        for (const auto u : view.neighbors(v)) ++beside[static_cast<std::size_t>(part[static_cast<std::size_t>(u)])];
+      });
+      std::optional<Move> best;
+      for (std::size_t q = 0; q < K; ++q)
+        if (q != p && fits(q, wv) && (!best || beside[q] > beside[static_cast<std::size_t>(best->to)]))
+          best = Move{beside[q] - beside[p], v, static_cast<PartId>(q)};
+      if (best) moves.push_back(*best);
+    }
+    if (moves.empty()) break;
+    std::stable_sort(moves.begin(), moves.end(), [](const Move& a, const Move& b) { return a.gain > b.gain; });
+    std::int64_t made = 0;
+    for (const Move& m : moves) {
+      const auto p = static_cast<std::size_t>(part[static_cast<std::size_t>(m.v)]), q = static_cast<std::size_t>(m.to);
+      const std::int64_t* wv = w.data() + static_cast<std::size_t>(m.v) * C;
+      bool helps = false;
+      for (std::size_t c = 0; c < C && !helps; ++c) helps = wv[c] > 0 && over(p, c);
+      if (!helps || !fits(q, wv)) continue;
+      for (std::size_t c = 0; c < C; ++c) load[p * C + c] -= wv[c], load[q * C + c] += wv[c];
+      part[static_cast<std::size_t>(m.v)] = m.to;
+      ++made;
+    }
+    moved += made;
+    if (made == 0) break;
+  }
+  return moved;
 }
 
 bool degrees_skewed(const CsrGraph& g, double* cv_out) {

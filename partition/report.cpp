@@ -77,7 +77,34 @@ std::string render_report_table(const PartitionInfo& info) {
            pad(num(s.test), 8) + pad(num(s.halo), 10) + pad(fmt("%.1f", halo_pct), 8) + pad(fmt("%.3f", s.label_entropy), 10) +
            pad(fmt("%.4f", s.label_kl), 8) + (m.has_cost ? pad(num(s.cost), 14) : "") + "\n";
   }
+  if (info.schema.typed()) out += render_type_table(info);
   return out;
+}
+
+std::string render_type_table(const PartitionInfo& info) {
+  // Per node type: each part's owned nodes and halo, and the owned nodes' max/mean (what
+  // --balance ntypes bounds by --imbalance).
+  const GraphSchema& s = info.schema;
+  std::string out = "\n" + pad("part", 5);
+  for (const NodeType& t : s.types()) out += pad(t.name, 12) + pad("halo", 10);
+  out += "\n";
+  std::vector<std::int64_t> most(static_cast<std::size_t>(s.num_types()), 0);
+  for (std::size_t k = 0; k < info.parts.size(); ++k) {
+    const PartEntry& e = info.parts[k];
+    out += pad(num(static_cast<std::int64_t>(k)), 5);
+    for (std::size_t t = 0; t < e.type_nodes.size(); ++t) {
+      out += pad(num(e.type_nodes[t]), 12) + pad(num(e.type_halo[t]), 10);
+      most[t] = std::max(most[t], e.type_nodes[t]);
+    }
+    out += "\n";
+  }
+  out += "type imbalance max/mean";
+  for (int t = 0; t < s.num_types(); ++t) {
+    const double mean = static_cast<double>(s.types()[static_cast<std::size_t>(t)].count) / static_cast<double>(std::max<std::size_t>(1, info.parts.size()));
+    out += std::string(t == 0 ? "  " : ", ") + s.types()[static_cast<std::size_t>(t)].name + " " +
+           fmt("%.3f", mean > 0 ? static_cast<double>(most[static_cast<std::size_t>(t)]) / mean : 0.0);
+  }
+  return out + "\n";
 }
 
 std::string render_report_svg(const PartitionInfo& info) {

@@ -10,6 +10,8 @@ namespace shardgnn {
 
 std::string render_report_table(const PartitionInfo& info);
 std::string render_report_svg(const PartitionInfo& info);
+// A typed graph's part sizes and halos per node type (the table's last section).
+std::string render_type_table(const PartitionInfo& info);
 
 // Small pieces shared with the other renderers (tools/run_report.cpp), so tables and figures look
 // alike.

@@ -46,6 +46,12 @@ Shard load_rows(const PartitionInfo& info, PartId k) {
   if (info.num_classes > 0 && !info.multilabel) s.labels = load_listed_ints(e.path, e.arrays, path, "labels", {n}, true);
   if (info.num_classes > 0 && info.multilabel)
     s.label_bits = load_listed_array<std::uint8_t>(e.path, e.arrays, path, "label_bits", {n, label_row_bytes(info.num_classes)}, true);
+  s.type_nodes = e.type_nodes;
+  for (std::size_t t = 0; t < e.type_nodes.size(); ++t) {
+    const NodeType& nt = info.schema.types()[t];
+    s.type_features.push_back(nt.feature_dim == 0 ? Array<float>()
+                                                  : load_listed_array<float>(e.path, e.arrays, path, "features_" + nt.name, {e.type_nodes[t], nt.feature_dim}, true));
+  }
   return s;
 }
 
@@ -73,6 +79,12 @@ void load_rest(const PartitionInfo& info, PartId k, Shard& s) {
   auto file = [&](const char* name) { return (fs::path(pdir) / (std::string(name) + ".npy")).string(); };
   check_csr(s.graph, info.num_nodes, file("indptr"), file("indices"));
   check_range(s.orig_ids, 0, info.num_nodes, file("orig_ids"), "dataset node id");
+  // A typed part's runs: the i-th node of type t's run is a dataset node of type t.
+  for (std::size_t t = 0, i = 0; t < s.type_nodes.size(); ++t)
+    for (const std::size_t end = i + static_cast<std::size_t>(s.type_nodes[t]); i < end; ++i)
+      if (const NodeId v = s.orig_ids[i]; v < info.schema.begin(static_cast<int>(t)) || v >= info.schema.end(static_cast<int>(t)))
+        throw InputError(file("orig_ids"), "element " + std::to_string(i),
+                         "dataset node " + std::to_string(v) + " in the run of node type '" + info.schema.types()[t].name + "', which is not its type");
   if (info.num_classes > 0 && !info.multilabel) check_range(s.labels, -1, info.num_classes, file("labels"), "label");
   if (info.multilabel) check_label_bits(s.label_bits.span(), info.num_classes, file("label_bits"));
   for (auto [name, ids] : {std::pair{"train_idx", &s.train_idx}, {"val_idx", &s.val_idx}, {"test_idx", &s.test_idx}})
@@ -240,6 +252,9 @@ Shard load_shard_for_rank(const PartitionInfo& info, int rank, int ranks, const 
   if (parts < ranks)
     throw InputError(info.dir + ": " + std::to_string(parts) + " parts, but the job has " + std::to_string(ranks) +
                      " ranks (run with mpiexec -n " + std::to_string(parts) + " or fewer: a rank serves one part or more, never less)");
+  if (info.schema.typed() && parts != ranks)
+    throw InputError(info.dir + ": a typed graph's partition loads one part per rank; this one has " + std::to_string(parts) + " parts for " +
+                     std::to_string(ranks) + " ranks (partition it into " + std::to_string(ranks) + ")");
   auto shared = std::make_shared<const PartitionInfo>(info);
   if (parts == ranks) {
     verify_shard_checksums(info, rank);

@@ -35,6 +35,10 @@ struct Shard {
   Array<PartId> halo_owner;
   IntArray orig_ids;  // int32 where every dataset id fits, else int64
   Array<std::int64_t> edge_weights;
+  // A typed graph's part (PartitionInfo::schema): its owned nodes per type, each type one run of
+  // its ids in type order, and each featured type's rows (float32; empty for a type without).
+  std::vector<std::int64_t> type_nodes;
+  std::vector<Array<float>> type_features;
   // An edge split's held-out rows whose first node this shard owns (Dataset's fields, relabelled
   // to global ids; for_each_held_out lists them).
   bool edge_split = false;

@@ -254,6 +254,7 @@ class ShardWriter {
     info.feature_dtype = feature_dtype_;
     info.edge_split = ds_.edge_split;
     info.eval_negatives = ds_.eval_negatives;
+    info.schema = ds_.schema;
     info.method = method_name(result_.config.method);
     info.parameters = result_.config;
     info.partition_seconds = result_.seconds;
@@ -304,6 +305,8 @@ class ShardWriter {
   }
   template <class Id>
   void write_features(const std::string& pdir, PartId k, const std::vector<NodeId>& orig, WriterScratch<Id>& scratch, json::object& arrays) const;
+  void write_typed(const std::string& pdir, const std::vector<NodeId>& orig, const std::vector<NodeId>& halo, json::object& arrays,
+                   std::vector<std::int64_t>& type_nodes, std::vector<std::int64_t>& type_halo) const;
 
   const Dataset& ds_;
   const std::string& dataset_dir_;
@@ -340,6 +343,8 @@ PartEntry ShardWriter::write_part(const std::string& tmp, PartId k, WriterScratc
   const std::vector<NodeId> orig(r_.old_of_new.begin() + first, r_.old_of_new.begin() + first + count);
 
   if (ds_.feature_dim > 0) write_features(pdir, k, orig, scratch, arrays);
+  std::vector<std::int64_t> type_nodes, type_halo;
+  if (ds_.schema.typed()) write_typed(pdir, orig, halo, arrays, type_nodes, type_halo);
   if (ds_.num_classes > 0 && ds_.multilabel) {
     const auto row = static_cast<std::size_t>(label_row_bytes(ds_.num_classes));
     std::vector<std::uint8_t> bits(static_cast<std::size_t>(count) * row);
@@ -380,8 +385,33 @@ PartEntry ShardWriter::write_part(const std::string& tmp, PartId k, WriterScratc
   e.nodes = count;
   e.edges = indptr.back();
   e.halo = static_cast<std::int64_t>(halo.size());
+  e.type_nodes = std::move(type_nodes);
+  e.type_halo = std::move(type_halo);
   e.arrays = std::move(arrays);
   return e;
+}
+
+// A typed graph's part: its owned nodes and halo per type, and each featured type's rows as
+// features_<type>.npy, [owned nodes of the type, the type's width], float32. `orig` (dataset ids)
+// is ascending, so each type's nodes are one run of it.
+void ShardWriter::write_typed(const std::string& pdir, const std::vector<NodeId>& orig, const std::vector<NodeId>& halo, json::object& arrays,
+                              std::vector<std::int64_t>& type_nodes, std::vector<std::int64_t>& type_halo) const {
+  const GraphSchema& s = ds_.schema;
+  type_nodes.assign(static_cast<std::size_t>(s.num_types()), 0);
+  type_halo.assign(static_cast<std::size_t>(s.num_types()), 0);
+  for (const NodeId h : halo) ++type_halo[static_cast<std::size_t>(s.type_of(r_.old_of_new[static_cast<std::size_t>(h)]))];
+  for (int t = 0; t < s.num_types(); ++t) {
+    const auto first = std::lower_bound(orig.begin(), orig.end(), s.begin(t)), last = std::lower_bound(orig.begin(), orig.end(), s.end(t));
+    const auto rows = static_cast<std::int64_t>(last - first);
+    type_nodes[static_cast<std::size_t>(t)] = rows;
+    const std::int64_t F = s.types()[static_cast<std::size_t>(t)].feature_dim;
+    if (F == 0) continue;
+    const float* x = ds_.type_features[static_cast<std::size_t>(t)].data();
+    const std::string name = "features_" + s.types()[static_cast<std::size_t>(t)].name;
+    arrays[name] = write_listed_array_streamed(pdir, name, DType::kFloat32, {rows, F}, [&](const NpySink& out) {
+      for (auto v = first; v != last; ++v) out(x + (*v - s.begin(t)) * F, static_cast<std::size_t>(F) * sizeof(float));
+    });
+  }
 }
 
 // Writes part k's indptr and its rows relabelled (indices, and edge_weights when the dataset has

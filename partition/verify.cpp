@@ -121,6 +121,35 @@ class ShardComparison {
     check_halo(s, std::move(halo));
   }
 
+  // A typed graph: partition.json's node types and relations are the dataset's; each part's halo
+  // per type and its per-type feature rows match (load_shard checked that each type's run of the
+  // part holds nodes of that type).
+  void check_types() {
+    boost::json::object mine, theirs;
+    schema_to_json(info_.schema, mine);
+    schema_to_json(ds_.schema, theirs);
+    if (mine != theirs) {
+      err_.push_back(dir_ + ": partition.json's node types and relations differ from the dataset's");
+      return;
+    }
+    const GraphSchema& g = ds_.schema;
+    for (const Shard& s : shards_) {
+      std::vector<std::int64_t> halo(static_cast<std::size_t>(g.num_types()), 0);
+      for (const NodeId h : s.halo_nodes) ++halo[static_cast<std::size_t>(g.type_of(old_of_new_[h]))];
+      if (halo != info_.parts[static_cast<std::size_t>(s.part)].type_halo) fail(s.part, "partition.json: type_halo differs from the halo's node types");
+      NodeId i = 0;
+      for (int t = 0; t < g.num_types(); ++t) {
+        const std::int64_t F = g.types()[static_cast<std::size_t>(t)].feature_dim;
+        const float* want = ds_.type_features[static_cast<std::size_t>(t)].data();
+        const float* got = s.type_features[static_cast<std::size_t>(t)].data();
+        for (std::int64_t r = 0; r < s.type_nodes[static_cast<std::size_t>(t)]; ++r, ++i)
+          if (F > 0 && !std::equal(got + r * F, got + (r + 1) * F, want + (s.orig_ids[static_cast<std::size_t>(i)] - g.begin(t)) * F))
+            fail(s.part, "features_" + g.types()[static_cast<std::size_t>(t)].name + ".npy: row " + std::to_string(r) + " differs from dataset node " +
+                             std::to_string(s.orig_ids[static_cast<std::size_t>(i)]));
+      }
+    }
+  }
+
   // Splits: the union over shards, mapped back, equals the dataset's; each shard lists only its own nodes.
   void check_splits() {
     for (auto [name, member, source] : {std::tuple{"train_idx", &Shard::train_idx, &ds_.train_idx}, std::tuple{"val_idx", &Shard::val_idx, &ds_.val_idx},
@@ -255,6 +284,7 @@ ValidationResult verify_partition(const std::string& dataset_dir, const std::str
   for (const Shard& s : shards) compare.check_rows(s);
   compare.check_splits();
   compare.check_held_out();
+  if (ds.schema.typed() || info->schema.typed()) compare.check_types();
   return res;
 }
 

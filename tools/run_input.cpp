@@ -17,6 +17,7 @@ void load_input(const comm::Communicator& world, const std::string& dir, const s
   comm::agree(world, [&] {
     if (fs::exists(fs::path(dir) / "partition.json")) {
       const PartitionInfo info = load_partition_info(dir);
+      require_untyped(info.schema, dir, "this command");
       in.shard = load_shard_for_rank(info, world.rank(), world.size(), scratch);
       in.name = info.dataset_name;
       in.kind = "partitioned";
