@@ -30,7 +30,7 @@ Dataset saved_hetero(const test::ScratchDir& dir) {
 
 }  // namespace
 
-TEST_CASE("--balance ntypes gives every part its share of each node type, and shards keep the types", "[partition][typed]") {
+TEST_CASE("balancing node types gives every part its share of each node type, and shards keep the types", "[partition][typed]") {
   test::ScratchDir dir;
   const Dataset ds = saved_hetero(dir);
   const GraphSchema& s = ds.schema;
@@ -85,7 +85,7 @@ TEST_CASE("the verifier catches a typed shard whose feature rows or types are wr
   CHECK_THAT(v.errors.front(), Contains("features_author.npy"));
 }
 
-TEST_CASE("--balance ntypes needs a typed graph", "[partition][typed]") {
+TEST_CASE("balancing node types needs a typed graph", "[partition][typed]") {
   SbmOptions o;
   o.num_nodes = 200;
   const Dataset ds = generate_sbm(o);
