@@ -46,6 +46,7 @@ Shard load_rows(const PartitionInfo& info, PartId k) {
   if (info.num_classes > 0 && !info.multilabel) s.labels = load_listed_ints(e.path, e.arrays, path, "labels", {n}, true);
   if (info.num_classes > 0 && info.multilabel)
     s.label_bits = load_listed_array<std::uint8_t>(e.path, e.arrays, path, "label_bits", {n, label_row_bytes(info.num_classes)}, true);
+  s.schema = info.schema;
   s.type_nodes = e.type_nodes;
   for (std::size_t t = 0; t < e.type_nodes.size(); ++t) {
     const NodeType& nt = info.schema.types()[t];
@@ -312,6 +313,9 @@ Shard shard_from_dataset(const Dataset& ds) {
   for (auto [to, from] : {std::pair{&Shard::val_pos, &Dataset::val_pos}, {&Shard::val_neg, &Dataset::val_neg}, {&Shard::test_pos, &Dataset::test_pos},
                           {&Shard::test_neg, &Dataset::test_neg}, {&Shard::val_neg_dst, &Dataset::val_neg_dst}, {&Shard::test_neg_dst, &Dataset::test_neg_dst}})
     s.*to = view_of(ds.*from);
+  s.schema = ds.schema;
+  for (const NodeType& t : ds.schema.types()) s.type_nodes.push_back(t.count);
+  for (const Array<float>& x : ds.type_features) s.type_features.push_back(view_of(x));
   return s;
 }
 

@@ -37,6 +37,7 @@ struct Shard {
   Array<std::int64_t> edge_weights;
   // A typed graph's part (PartitionInfo::schema): its owned nodes per type, each type one run of
   // its ids in type order, and each featured type's rows (float32; empty for a type without).
+  GraphSchema schema;
   std::vector<std::int64_t> type_nodes;
   std::vector<Array<float>> type_features;
   // An edge split's held-out rows whose first node this shard owns (Dataset's fields, relabelled

@@ -27,6 +27,10 @@ struct SamplerConfig {
   // each node one hop out, 5 at the outermost hop. -1 takes all neighbours. (DGL lists the same
   // fanouts from the input side: pass them reversed to compare.)
   std::vector<int> fanouts = {15, 10, 5};
+  // Typed graphs: fanouts by hop per relation (its index in the schema), [hop][relation]. Empty:
+  // fanouts[hop] for every relation, MLPerf's and PyG's convention (a node of a typed graph
+  // draws up to fanouts[hop] neighbours along each of its relations).
+  std::vector<std::vector<int>> relation_fanouts;
   bool replace = false;       // sample with replacement
   int batch_size = 1024;      // seeds per batch, per rank
   std::uint64_t seed = 0;

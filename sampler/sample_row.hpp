@@ -14,6 +14,8 @@
 
 #include "datasets/graph.hpp"
 #include "datasets/int_array.hpp"
+#include "datasets/schema.hpp"
+#include "partition/node_types.hpp"
 
 namespace shardgnn {
 
@@ -131,6 +133,41 @@ void sample_rows_of(const CsrView<Idx>& graph, std::span<const OrigId> orig, std
     if (i >= kLag) emit(i - kLag);
   }
   for (std::size_t i = n > kLag ? n - kLag : 0; i < n; ++i) emit(i);
+}
+
+// Typed graphs: row u's neighbours grouped by node type (one relation joins u's type to each),
+// each group sampled as choose_neighbors samples a row, with its relation's fanout
+// (fanouts[relation]; a type no relation reaches from u's gives none), keyed by (node key, type).
+// Emits each row's choice grouped by type, in type order, each group in row order. `types` gives
+// any global id's type; rows[i] is global id first + rows[i]. Classifying a row walks it whole,
+// so a typed hop costs O(degree) a row where an untyped one costs O(fanout).
+template <class Idx, class OrigId>
+void sample_typed_rows_of(const CsrView<Idx>& graph, std::span<const OrigId> orig, NodeId first, std::span<const NodeId> rows, const NodeTypeIndex& types,
+                          const GraphSchema& schema, std::span<const int> fanouts, bool replace, std::uint64_t key, std::vector<NodeId>& out,
+                          std::vector<std::int64_t>& ends, std::vector<std::vector<std::int64_t>>& groups, std::vector<std::int64_t>& pos) {
+  const int T = types.num_types();
+  groups.resize(static_cast<std::size_t>(T));
+  for (const NodeId u : rows) {
+    for (auto& g : groups) g.clear();
+    const auto row = graph.neighbors(u);
+    for (std::size_t j = 0; j < row.size(); ++j) groups[static_cast<std::size_t>(types(row[j]))].push_back(static_cast<std::int64_t>(j));
+    const int tu = types(first + u);
+    const std::uint64_t nk = node_key(key, orig.empty() ? u : static_cast<std::int64_t>(orig[static_cast<std::size_t>(u)]));
+    for (int t = 0; t < T; ++t) {
+      const auto& g = groups[static_cast<std::size_t>(t)];
+      const int r = schema.relation_between(tu, t);
+      if (g.empty() || r < 0) continue;
+      const int fanout = fanouts[static_cast<std::size_t>(r)];
+      pos.resize(static_cast<std::size_t>(std::max(fanout, 0)));
+      const int k = choose_neighbors(static_cast<std::int64_t>(g.size()), fanout, replace, splitmix64(nk ^ static_cast<std::uint64_t>(t)), pos.data());
+      if (k < 0) {
+        for (const std::int64_t j : g) out.push_back(row[static_cast<std::size_t>(j)]);
+      } else {
+        for (int q = 0; q < k; ++q) out.push_back(row[static_cast<std::size_t>(g[static_cast<std::size_t>(pos[static_cast<std::size_t>(q)])])]);
+      }
+    }
+    ends.push_back(static_cast<std::int64_t>(out.size()));
+  }
 }
 
 inline void sample_rows(const CsrGraph& graph, std::span<const NodeId> orig, std::span<const NodeId> rows, int fanout, bool replace, std::uint64_t key,

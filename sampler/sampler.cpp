@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "datasets/error.hpp"
 #include "datasets/random.hpp"
 #include "sampler/sample_row.hpp"
 
@@ -122,8 +123,39 @@ std::vector<std::vector<NodeId>> epoch_batches(std::span<const NodeId> seeds, in
 }
 
 DistSampler::DistSampler(const ShardView& shards, const comm::Communicator& comm, SamplerConfig config)
-    : shards_(shards), shard_(shards.own()), comm_(comm), config_(std::move(config)), train_(shard_.train_idx.begin(), shard_.train_idx.end()) {
+    : shards_(shards), shard_(shards.own()), comm_(comm), config_(std::move(config)), types_(NodeTypeIndex::of(shard_)),
+      train_(shard_.train_idx.begin(), shard_.train_idx.end()) {
   validate(config_);
+  if (types_.typed()) relation_fanouts_ = relation_fanouts_of(config_, shard_.schema);
+}
+
+std::vector<std::vector<int>> relation_fanouts_of(const SamplerConfig& config, const GraphSchema& schema) {
+  const std::size_t R = schema.relations().size(), hops = config.fanouts.size();
+  if (config.relation_fanouts.empty()) {
+    std::vector<std::vector<int>> out;
+    for (const int f : config.fanouts) out.emplace_back(R, f);
+    return out;
+  }
+  if (config.relation_fanouts.size() != hops)
+    throw InputError("per-relation fanouts for " + std::to_string(config.relation_fanouts.size()) + " hops, but the sampler has " + std::to_string(hops));
+  for (const auto& hop : config.relation_fanouts)
+    if (hop.size() != R) throw InputError("per-relation fanouts list " + std::to_string(hop.size()) + " relations, the graph has " + std::to_string(R));
+  return config.relation_fanouts;
+}
+
+void DistSampler::draw_rows(const Shard& s, std::span<const NodeId> rows, int hop, std::uint64_t key, std::vector<NodeId>& out,
+                            std::vector<std::int64_t>& ends) {
+  if (!types_.typed()) {
+    sample_rows(s.graph, s.orig_ids, rows, config_.fanouts[static_cast<std::size_t>(hop)], config_.replace, key, out, ends, scratch_);
+    return;
+  }
+  const NodeId first = s.book.begin(s.part);
+  s.orig_ids.visit([&](auto ids) {
+    s.graph.visit([&](const auto& g) {
+      sample_typed_rows_of(g, ids, first, rows, types_, s.schema, relation_fanouts_[static_cast<std::size_t>(hop)], config_.replace, key, out, ends, groups_,
+                           scratch_);
+    });
+  });
 }
 
 std::int64_t DistSampler::steps_in_epoch(std::int64_t epoch) const {
@@ -206,14 +238,13 @@ MiniBatch DistSampler::sample(std::span<const NodeId> seeds, std::int64_t epoch,
                                : next_dense(book.begin(shard_.part), book.size(shard_.part), local_slots_, stamp_);
   Compactor compactor(nodes, dense, remote_pos_);
   for (int hop = 0; hop < static_cast<int>(config_.fanouts.size()); ++hop) {
-    const int fanout = config_.fanouts[static_cast<std::size_t>(hop)];
     const std::uint64_t key = hop_key(config_.seed, epoch, step, hop);
     const std::size_t n = sizes.back();
     route_frontier(std::span<const NodeId>(nodes.data(), n));
     const comm::AlltoallvResult<NodeId> incoming = exchange(requests_, send_counts_);
-    serve_requests(incoming, fanout, key);
+    serve_requests(incoming, hop, key);
     const comm::AlltoallvResult<NodeId> answers = exchange(reply_, reply_counts_);
-    draw_readable(fanout, key);
+    draw_readable(hop, key);
     mb.blocks.push_back(assemble_block(n, answers, compactor));
     sizes.push_back(nodes.size());
   }
@@ -264,7 +295,7 @@ comm::AlltoallvResult<NodeId> DistSampler::exchange(std::span<const NodeId> send
   return got;
 }
 
-void DistSampler::serve_requests(const comm::AlltoallvResult<NodeId>& incoming, int fanout, std::uint64_t key) {
+void DistSampler::serve_requests(const comm::AlltoallvResult<NodeId>& incoming, int hop, std::uint64_t key) {
   const auto t0 = Clock::now();
   const NodeId first = shard_.book.begin(shard_.part);
   const auto P = static_cast<std::size_t>(comm_.size());
@@ -272,8 +303,7 @@ void DistSampler::serve_requests(const comm::AlltoallvResult<NodeId>& incoming, 
   for (NodeId v : incoming.data) serve_rows_.push_back(v - first);
   served_.clear();
   served_ends_.assign(1, 0);  // with the rows' ends after it: an indptr over served_
-  sample_rows(shard_.graph, shard_.orig_ids, serve_rows_, fanout, config_.replace, key, served_,
-              served_ends_, scratch_);
+  draw_rows(shard_, serve_rows_, hop, key, served_, served_ends_);
   reply_counts_.assign(P, 0);
   reply_.clear();
   for (std::size_t r = 0, row = 0; r < P; ++r) {
@@ -287,7 +317,7 @@ void DistSampler::serve_requests(const comm::AlltoallvResult<NodeId>& incoming, 
   counters_.sample_s += since(t0);
 }
 
-void DistSampler::draw_readable(int fanout, std::uint64_t key) {
+void DistSampler::draw_readable(int hop, std::uint64_t key) {
   const auto t0 = Clock::now();
   for (std::size_t p = 0; p < drawn_.size(); ++p) {
     const Shard* s = shards_.readable(static_cast<PartId>(p));
@@ -296,7 +326,7 @@ void DistSampler::draw_readable(int fanout, std::uint64_t key) {
     d.picked.clear();
     d.ends.assign(1, 0);
     if (d.rows.empty()) continue;
-    sample_rows(s->graph, s->orig_ids, d.rows, fanout, config_.replace, key, d.picked, d.ends, scratch_);
+    draw_rows(*s, d.rows, hop, key, d.picked, d.ends);
     (static_cast<PartId>(p) == shard_.part ? counters_.local_rows_sampled : counters_.node_local_rows_sampled) += static_cast<std::int64_t>(d.rows.size());
   }
   counters_.sample_s += since(t0);
@@ -354,12 +384,29 @@ MiniBatch reference_sample(const Dataset& ds, const SamplerConfig& config, std::
   boost::unordered_flat_map<NodeId, std::int64_t> others;
   Compactor compactor(nodes, dense, others);
   std::vector<std::int64_t> scratch;
+  std::vector<std::vector<std::int64_t>> groups;
+  NodeTypeIndex types;
+  std::vector<std::vector<int>> relation_fanouts;
+  if (ds.schema.typed()) {
+    std::vector<std::int64_t> counts;
+    for (const NodeType& t : ds.schema.types()) counts.push_back(t.count);
+    types = NodeTypeIndex(PartitionBook({0, ds.num_nodes()}), {counts});
+    relation_fanouts = relation_fanouts_of(config, ds.schema);
+  }
   for (int hop = 0; hop < static_cast<int>(config.fanouts.size()); ++hop) {
     const std::size_t n = sizes.back();
     std::vector<NodeId> picked;
     std::vector<std::int64_t> indptr = {0};
-    sample_rows(ds.graph, std::span<const NodeId>(), std::span<const NodeId>(nodes.data(), n), config.fanouts[static_cast<std::size_t>(hop)], config.replace,
-                hop_key(config.seed, epoch, step, hop), picked, indptr, scratch);
+    const std::span<const NodeId> rows(nodes.data(), n);
+    const std::uint64_t key = hop_key(config.seed, epoch, step, hop);
+    if (types.typed()) {
+      ds.graph.visit([&](const auto& g) {
+        sample_typed_rows_of(g, std::span<const NodeId>(), 0, rows, types, ds.schema, relation_fanouts[static_cast<std::size_t>(hop)], config.replace, key,
+                             picked, indptr, groups, scratch);
+      });
+    } else {
+      sample_rows(ds.graph, std::span<const NodeId>(), rows, config.fanouts[static_cast<std::size_t>(hop)], config.replace, key, picked, indptr, scratch);
+    }
     mb.blocks.push_back(make_block(std::move(indptr), std::move(picked), compactor));
     sizes.push_back(nodes.size());
   }

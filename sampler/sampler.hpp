@@ -12,12 +12,17 @@
 
 #include "comm/communicator.hpp"
 #include "datasets/dataset.hpp"
+#include "partition/node_types.hpp"
 #include "partition/shards.hpp"
 #include "sampler/config.hpp"
 #include "sampler/minibatch.hpp"
 #include "sampler/shard_view.hpp"
 
 namespace shardgnn {
+
+// Each relation's fanout at each hop (SamplerConfig::relation_fanouts, or fanouts[hop] for all);
+// InputError when the configuration does not fit the schema.
+std::vector<std::vector<int>> relation_fanouts_of(const SamplerConfig& config, const GraphSchema& schema);
 
 // Per-rank work counters, kept for the rebalancer (and printed by the benchmark).
 struct SamplerCounters {
@@ -115,9 +120,12 @@ class DistSampler {
   void route_frontier(std::span<const NodeId> frontier);
   // Draws the rows the other ranks asked of this one and lays out the reply: to each asker the
   // neighbour count of each of its nodes, in request order, then their neighbours.
-  void serve_requests(const comm::AlltoallvResult<NodeId>& incoming, int fanout, std::uint64_t key);
+  void serve_requests(const comm::AlltoallvResult<NodeId>& incoming, int hop, std::uint64_t key);
   // Draws the rows of the readable parts from their shards, exactly as their owners would.
-  void draw_readable(int fanout, std::uint64_t key);
+  void draw_readable(int hop, std::uint64_t key);
+  // Draws `rows` (local ids of shard `s`) at `hop`: the hop's fanout, or on a typed graph each
+  // relation's (sample_typed_rows_of).
+  void draw_rows(const Shard& s, std::span<const NodeId> rows, int hop, std::uint64_t key, std::vector<NodeId>& out, std::vector<std::int64_t>& ends);
   // The hop's block, in frontier order: rows drawn here from drawn_, the others from `answers`.
   Block assemble_block(std::size_t n, const comm::AlltoallvResult<NodeId>& answers, Compactor& compactor);
   // The hop's exchange of `send` (requests or replies), timed; nothing when no rank exchanges.
@@ -127,6 +135,10 @@ class DistSampler {
   const Shard& shard_;
   const comm::Communicator& comm_;
   SamplerConfig config_;
+  // A typed graph's node types and, per hop, each relation's fanout; untyped otherwise.
+  NodeTypeIndex types_;
+  std::vector<std::vector<int>> relation_fanouts_;
+  std::vector<std::vector<std::int64_t>> groups_;
   std::vector<NodeId> train_;  // this rank's training seeds
   SamplerCounters counters_;
   Observer observer_;
@@ -153,7 +165,8 @@ class DistSampler {
 };
 
 // The serial reference: the same sampling on the unpartitioned dataset (ids are the dataset's),
-// with the same keyed random streams. One rank's DistSampler reproduces it exactly.
+// with the same keyed random streams. One rank's DistSampler reproduces it exactly. A typed
+// dataset is sampled per relation, as DistSampler samples a typed partition.
 MiniBatch reference_sample(const Dataset& ds, const SamplerConfig& config, std::span<const NodeId> seeds, std::int64_t epoch, std::int64_t step);
 
 }  // namespace shardgnn

@@ -1,0 +1,134 @@
+// The sampler on a typed graph at 1, 2 and 4 ranks (ctest runs the sampler tests under mpiexec at
+// each count): each relation sampled with its own fanout, every drawn entry an edge of the graph,
+// and one rank the serial reference exactly. Only CHECK after the first collective.
+#include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "comm/communicator.hpp"
+#include "datasets/hetero.hpp"
+#include "partition/partitioner.hpp"
+#include "partition/shards.hpp"
+#include "sampler/sampler.hpp"
+#include "sampler/shard_view.hpp"
+#include "tests/graph_rows.hpp"
+
+using namespace shardgnn;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A small IGB-Het-shaped graph partitioned by METIS with --balance ntypes into one part per rank.
+struct TypedParts {
+  comm::Communicator world = comm::Communicator::world();
+  std::string root;
+  Dataset ds;
+  PartitionInfo info;
+  Shard shard;
+  std::vector<NodeId> old_of_new;
+
+  TypedParts() {
+    std::string dir;
+    if (world.rank() == 0) {
+      dir = (fs::temp_directory_path() / ("shardgnn-typed-" + std::to_string(::getpid()))).string();
+      fs::remove_all(dir);
+      fs::create_directories(dir);
+      HeteroOptions o;
+      o.papers = 1500;
+      o.feature_dim = 8;
+      save_dataset(generate_hetero(o), dir + "/h");
+      const Dataset d = load_dataset(dir + "/h");
+      PartitionResult r;
+      r.config.parts = world.size();
+      r.config.balance = {BalanceKey::kNtypes, BalanceKey::kTrain};
+      r.assignment = make_partitioner(r.config.method)->partition(d, r.config);
+      write_partitioned(d, dir + "/h", r, dir + "/parts", {});
+    }
+    std::int64_t len = static_cast<std::int64_t>(dir.size());
+    world.broadcast(std::span<std::int64_t>(&len, 1), 0);
+    dir.resize(static_cast<std::size_t>(len));
+    world.broadcast(std::span<char>(dir.data(), dir.size()), 0);
+    root = dir;
+    ds = load_dataset(root + "/h");
+    info = load_partition_info(root + "/parts");
+    shard = load_shard(info, world.rank());
+    old_of_new.resize(static_cast<std::size_t>(ds.num_nodes()));
+    for (PartId k = 0; k < info.book.parts(); ++k) {
+      const Shard s = load_shard(info, k);
+      for (std::size_t i = 0; i < s.orig_ids.size(); ++i) old_of_new[static_cast<std::size_t>(info.book.begin(k)) + i] = s.orig_ids[i];
+    }
+  }
+  ~TypedParts() {
+    world.barrier();
+    if (world.rank() == 0) fs::remove_all(root);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a typed graph is sampled per relation: each neighbour type of a row gets its relation's fanout", "[sampler][mpi][typed]") {
+  TypedParts fx;
+  const GraphSchema& s = fx.ds.schema;
+  SamplerConfig cfg;
+  cfg.fanouts = {3, 2};
+  cfg.batch_size = 50;
+  cfg.seed = 5;
+  // Hop 0 as the fanouts say, but no citations; hop 1 one of each.
+  cfg.relation_fanouts = {std::vector<int>(s.relations().size(), 3), std::vector<int>(s.relations().size(), 1)};
+  cfg.relation_fanouts[0][0] = 0;  // paper__cites__paper
+  REQUIRE(s.relation_label(0) == "paper__cites__paper");
+  auto comm = fx.world.dup();
+  const ShardView shards(fx.shard);
+  DistSampler sampler(shards, comm, cfg);
+  const NodeTypeIndex types = NodeTypeIndex::of(fx.shard);
+  const std::int64_t steps = sampler.steps_in_epoch(0);
+  std::int64_t wrong_type = 0, not_edges = 0, wrong_count = 0, rows = 0;
+  for (std::int64_t step = 0; step < steps; ++step) {
+    const auto seeds = sampler.seeds_for(0, step);
+    const MiniBatch mb = sampler.sample(seeds, 0, step);
+    if (fx.world.size() == 1) {
+      // One part keeps the dataset's order: the serial reference, exactly.
+      const MiniBatch ref = reference_sample(fx.ds, cfg, seeds, 0, step);
+      CHECK(mb.layer_nodes == ref.layer_nodes);
+      for (std::size_t b = 0; b < mb.blocks.size(); ++b) CHECK(mb.blocks[b].indices == ref.blocks[b].indices);
+    }
+    const int L = static_cast<int>(cfg.fanouts.size());
+    for (int hop = 0; hop < L; ++hop) {
+      const Block& blk = mb.blocks[static_cast<std::size_t>(L - 1 - hop)];
+      const auto& dst = mb.layer_nodes[static_cast<std::size_t>(hop)];
+      const auto& src = mb.layer_nodes[static_cast<std::size_t>(hop) + 1];
+      for (std::size_t i = 0; i < dst.size(); ++i, ++rows) {
+        const NodeId u = fx.old_of_new[static_cast<std::size_t>(dst[i])];
+        const int tu = s.type_of(u);
+        if (types(dst[i]) != tu) ++wrong_type;
+        std::vector<std::int64_t> have(static_cast<std::size_t>(s.num_types()), 0), drawn(have);
+        for (const NodeId v : row_of(fx.ds.graph, u)) ++have[static_cast<std::size_t>(s.type_of(v))];
+        for (auto e = blk.indptr[i]; e < blk.indptr[i + 1]; ++e) {
+          const NodeId v = fx.old_of_new[static_cast<std::size_t>(src[static_cast<std::size_t>(blk.indices[static_cast<std::size_t>(e)])])];
+          if (!fx.ds.graph.has_edge(u, v)) ++not_edges;
+          ++drawn[static_cast<std::size_t>(s.type_of(v))];
+        }
+        for (int t = 0; t < s.num_types(); ++t) {
+          const int r = s.relation_between(tu, t);
+          const std::int64_t f = r < 0 ? 0 : cfg.relation_fanouts[static_cast<std::size_t>(hop)][static_cast<std::size_t>(r)];
+          if (drawn[static_cast<std::size_t>(t)] != std::min(f, have[static_cast<std::size_t>(t)])) ++wrong_count;
+        }
+      }
+    }
+  }
+  CHECK(rows > 0);
+  CHECK(wrong_type == 0);
+  CHECK(not_edges == 0);
+  CHECK(wrong_count == 0);
+}
+
+TEST_CASE("per-relation fanouts that do not fit the graph are refused", "[sampler][mpi][typed]") {
+  TypedParts fx;
+  SamplerConfig cfg;
+  cfg.fanouts = {3, 2};
+  cfg.relation_fanouts = {{1, 2}, {1, 2}};
+  auto comm = fx.world.dup();
+  const ShardView shards(fx.shard);
+  CHECK_THROWS_WITH(DistSampler(shards, comm, cfg), Catch::Matchers::Contains("the graph has 7"));
+}
