@@ -25,6 +25,14 @@ class NodeTypeIndex {
   bool typed() const noexcept { return types_ > 0; }
   int num_types() const noexcept { return types_; }
   int operator()(NodeId v) const noexcept;
+  // The first global id of part k's run of type t.
+  NodeId run_begin(PartId k, int t) const noexcept {
+    return t == 0 ? book_.begin(k) : ends_[static_cast<std::size_t>(k) * static_cast<std::size_t>(types_) + static_cast<std::size_t>(t) - 1];
+  }
+  NodeId run_size(PartId k, int t) const noexcept {
+    return ends_[static_cast<std::size_t>(k) * static_cast<std::size_t>(types_) + static_cast<std::size_t>(t)] - run_begin(k, t);
+  }
+  const PartitionBook& book() const noexcept { return book_; }
 
  private:
   PartitionBook book_;

@@ -12,6 +12,7 @@
 #include "partition/shards.hpp"
 #include "sampler/sampler.hpp"
 #include "sampler/shard_view.hpp"
+#include "sampler/typed_features.hpp"
 #include "tests/graph_rows.hpp"
 
 using namespace shardgnn;
@@ -131,4 +132,47 @@ TEST_CASE("per-relation fanouts that do not fit the graph are refused", "[sample
   auto comm = fx.world.dup();
   const ShardView shards(fx.shard);
   CHECK_THROWS_WITH(DistSampler(shards, comm, cfg), Catch::Matchers::Contains("the graph has 7"));
+}
+
+TEST_CASE("a typed batch's input rows arrive per node type at each type's width, with and without a cache", "[sampler][mpi][typed]") {
+  TypedParts fx;
+  const GraphSchema& s = fx.ds.schema;
+  for (const CachePolicy policy : {CachePolicy::kNone, CachePolicy::kDegree}) {
+    SamplerConfig cfg;
+    cfg.fanouts = {4, 3};
+    cfg.batch_size = 40;
+    cfg.cache_policy = policy;
+    cfg.cache_fraction = 0.5;
+    auto comm = fx.world.dup();
+    const ShardView shards(fx.shard);
+    DistSampler sampler(shards, comm, cfg);
+    TypedFeatureStore store(fx.shard, fx.world, cfg);
+    std::int64_t wrong = 0, rows = 0, misplaced = 0;
+    const std::int64_t steps = std::min<std::int64_t>(sampler.steps_in_epoch(0), 4);
+    for (std::int64_t step = 0; step < steps; ++step) {
+      const MiniBatch mb = sampler.sample(sampler.seeds_for(0, step), 0, step);
+      std::vector<FeatureRows> x;
+      std::vector<std::vector<std::int64_t>> at;
+      store.fetch(mb.input_nodes(), x, at);
+      for (int t = 0; t < s.num_types(); ++t) {
+        const std::int64_t F = s.types()[static_cast<std::size_t>(t)].feature_dim;
+        const auto& pos = at[static_cast<std::size_t>(t)];
+        if (x[static_cast<std::size_t>(t)].size() != pos.size() * static_cast<std::size_t>(F)) ++wrong;
+        for (std::size_t i = 0; i < pos.size(); ++i, ++rows) {
+          const NodeId u = fx.old_of_new[static_cast<std::size_t>(mb.input_nodes()[static_cast<std::size_t>(pos[i])])];
+          if (s.type_of(u) != t) ++misplaced;
+          const float* want = fx.ds.type_features[static_cast<std::size_t>(t)].data() + (u - s.begin(t)) * F;
+          if (!std::equal(want, want + F, x[static_cast<std::size_t>(t)].data() + static_cast<std::ptrdiff_t>(i) * F)) ++wrong;
+        }
+      }
+    }
+    INFO("policy " << cache_policy_name(policy));
+    CHECK(rows > 0);
+    CHECK(misplaced == 0);
+    CHECK(wrong == 0);
+    std::int64_t hits = 0, remote = 0;
+    for (int t = 0; t < s.num_types(); ++t) hits += store.store(t)->counters().cache_hits, remote += store.store(t)->counters().remote_rows;
+    if (fx.world.size() > 1 && policy == CachePolicy::kDegree) CHECK(hits > 0);
+    if (fx.world.size() > 1) CHECK(remote > 0);
+  }
 }

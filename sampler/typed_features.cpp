@@ -1,0 +1,71 @@
+#include "sampler/typed_features.hpp"
+
+namespace shardgnn {
+
+TypedFeatureStore::TypedFeatureStore(const Shard& own, const comm::Communicator& comm, const SamplerConfig& config) : types_(NodeTypeIndex::of(own)) {
+  if (!types_.typed()) throw std::logic_error("TypedFeatureStore: the shard's graph has one node type");
+  const PartitionBook& book = types_.book();
+  const PartId me = own.part;
+  per_type_.resize(static_cast<std::size_t>(types_.num_types()));
+  for (int t = 0; t < types_.num_types(); ++t) {
+    PerType& p = per_type_[static_cast<std::size_t>(t)];
+    std::vector<NodeId> offsets = {0};
+    for (PartId k = 0; k < book.parts(); ++k) {
+      p.first.push_back(offsets.back());
+      offsets.push_back(offsets.back() + types_.run_size(k, t));
+    }
+    const std::int64_t F = own.schema.types()[static_cast<std::size_t>(t)].feature_dim;
+    if (F == 0) continue;
+    Shard& s = p.shard;
+    s.part = me;
+    s.book = PartitionBook(std::move(offsets));
+    s.feature_dim = F;
+    s.features = Array<float>(nullptr, own.type_features[static_cast<std::size_t>(t)].data(), own.type_features[static_cast<std::size_t>(t)].size());
+    // Degrees for the cache's ranking: the run's rows of the own graph's offsets (a row's degree
+    // is a difference of two of them; no neighbour is read).
+    const NodeId run = types_.run_begin(me, t) - book.begin(me), n = types_.run_size(me, t);
+    s.graph = CsrGraph(Array<EdgeId>(nullptr, own.graph.indptr().data() + run, static_cast<std::size_t>(n) + 1), Array<NodeId>());
+    std::vector<NodeId> halo;
+    std::vector<PartId> owner;
+    for (std::size_t i = 0; i < own.halo_nodes.size(); ++i)
+      if (const NodeId v = own.halo_nodes[i]; types_(v) == t) {
+        halo.push_back(type_id(t, v));
+        owner.push_back(own.halo_owner[i]);
+      }
+    s.halo_nodes = IntArray(Array<NodeId>(std::move(halo)));
+    s.halo_owner = Array<PartId>(std::move(owner));
+    p.comm = std::make_unique<comm::Communicator>(comm.dup());
+    p.view = std::make_unique<ShardView>(s);
+    p.store = std::make_unique<FeatureStore>(*p.view, *p.comm);
+    p.store->build_cache(config, nullptr);
+  }
+}
+
+TypedFeatureStore::~TypedFeatureStore() = default;
+
+NodeId TypedFeatureStore::type_id(int t, NodeId v) const noexcept {
+  const PartId k = types_.book().owner(v);
+  return per_type_[static_cast<std::size_t>(t)].first[static_cast<std::size_t>(k)] + (v - types_.run_begin(k, t));
+}
+
+void TypedFeatureStore::fetch(std::span<const NodeId> nodes, std::vector<FeatureRows>& rows, std::vector<std::vector<std::int64_t>>& at) {
+  const auto T = static_cast<std::size_t>(types_.num_types());
+  rows.resize(T);
+  at.assign(T, {});
+  for (std::size_t i = 0; i < nodes.size(); ++i) at[static_cast<std::size_t>(types_(nodes[i]))].push_back(static_cast<std::int64_t>(i));
+  // Every rank fetches every featured type, in type order, whatever it holds of it: each fetch is
+  // a collective on the type's communicator.
+  for (std::size_t t = 0; t < T; ++t) {
+    PerType& p = per_type_[t];
+    if (!p.store) {
+      rows[t].clear();
+      at[t].clear();
+      continue;
+    }
+    p.ids.clear();
+    for (const std::int64_t i : at[t]) p.ids.push_back(type_id(static_cast<int>(t), nodes[static_cast<std::size_t>(i)]));
+    p.store->fetch(p.ids, rows[t]);
+  }
+}
+
+}  // namespace shardgnn
