@@ -1,0 +1,126 @@
+#include "trainer/relational.hpp"
+
+#include <cmath>
+
+namespace shardgnn {
+
+namespace F = torch::nn::functional;
+
+RelationBlocks split_by_relation(const BlockTensors& b, const torch::Tensor& node_type, const GraphSchema& schema) {
+  const int T = schema.num_types();
+  std::vector<std::int64_t> table(static_cast<std::size_t>(T * T), -1);
+  for (int d = 0; d < T; ++d)
+    for (int s = 0; s < T; ++s) table[static_cast<std::size_t>(d * T + s)] = schema.relation_between(d, s);
+  const torch::Tensor lookup = torch::tensor(table, torch::TensorOptions().dtype(torch::kInt64)).to(b.src.device());
+  const torch::Tensor types = node_type.to(torch::kInt64);
+  const torch::Tensor rel = lookup.index_select(0, types.index_select(0, b.dst) * T + types.index_select(0, b.src));
+  RelationBlocks out;
+  out.num_src = b.num_src;
+  out.num_dst = b.num_dst;
+  for (std::size_t r = 0; r < schema.relations().size(); ++r) {
+    const torch::Tensor idx = (rel == static_cast<std::int64_t>(r)).nonzero().squeeze(1);
+    const torch::Tensor dst = b.dst.index_select(0, idx);
+    const torch::Tensor counts = torch::bincount(dst, /*weights=*/{}, /*minlength=*/b.num_dst);
+    const torch::Tensor indptr = torch::cat({torch::zeros({1}, counts.options()), counts.cumsum(0)});
+    out.relations.push_back(block_tensors(b.num_src, b.num_dst, indptr, b.src.index_select(0, idx)));
+  }
+  return out;
+}
+
+RelGraphConvImpl::RelGraphConvImpl(const RelGraphConvOptions& o) : options(o) {
+  // Glorot with the ReLU gain, as DGL's RelGraphConv initialises its weights; zero bias.
+  const double gain = std::sqrt(2.0);
+  if (o.bases() > 0) {
+    basis = register_parameter("basis", torch::empty({o.bases(), o.in(), o.out()}));
+    coefficients = register_parameter("coefficients", torch::empty({o.relations(), o.bases()}));
+    torch::nn::init::xavier_uniform_(basis, gain);
+    torch::nn::init::xavier_uniform_(coefficients, gain);
+  } else {
+    weight = register_parameter("weight", torch::empty({o.relations(), o.in(), o.out()}));
+    torch::nn::init::xavier_uniform_(weight, gain);
+  }
+  loop_weight = register_parameter("loop_weight", torch::empty({o.in(), o.out()}));
+  torch::nn::init::xavier_uniform_(loop_weight, gain);
+  if (o.bias()) bias = register_parameter("bias", torch::zeros({o.out()}));
+}
+
+torch::Tensor RelGraphConvImpl::relation_weights() const {
+  if (!basis.defined()) return weight;
+  return torch::matmul(coefficients, basis.view({options.bases(), -1})).view({options.relations(), options.in(), options.out()});
+}
+
+torch::Tensor RelGraphConvImpl::forward(const RelationBlocks& b, const torch::Tensor& h) {
+  torch::Tensor out = torch::matmul(h.slice(0, 0, b.num_dst), loop_weight);
+  const torch::Tensor W = relation_weights();
+  for (std::size_t r = 0; r < b.relations.size(); ++r) {
+    const BlockTensors& br = b.relations[r];
+    if (br.src.size(0) == 0) continue;
+    // The mean over v's in-edges of r (0 for none), then W_r: sums on the narrower side are what
+    // project_first decides for the homogeneous layers; the mean first keeps one GEMM per relation
+    // on the dst rows.
+    const torch::Tensor mean = aggregate_sum(br, h) * br.in_degree.clamp_min(1).reciprocal().unsqueeze(1);
+    out = out + torch::matmul(mean, W[static_cast<std::int64_t>(r)]);
+  }
+  return bias.defined() ? out + bias : out;
+}
+
+RelGATConvImpl::RelGATConvImpl(const RelGATConvOptions& o) : options(o) {
+  for (std::int64_t r = 0; r < o.relations(); ++r)
+    per_relation.push_back(register_module("relation" + std::to_string(r),
+                                           GATConv(GATConvOptions(o.in(), o.out(), o.heads()).self_loop(false).bias(false).attn_dropout(o.attn_dropout()))));
+  self_fc = register_module("self_fc", torch::nn::Linear(torch::nn::LinearOptions(o.in(), o.out() * o.heads()).bias(false)));
+  torch::nn::init::xavier_normal_(self_fc->weight, std::sqrt(2.0));
+  bias = register_parameter("bias", torch::zeros({o.heads(), o.out()}));
+}
+
+torch::Tensor RelGATConvImpl::forward(const RelationBlocks& b, const torch::Tensor& h) {
+  torch::Tensor out = self_fc(h.slice(0, 0, b.num_dst)).view({b.num_dst, options.heads(), options.out()}) + bias;
+  for (std::size_t r = 0; r < b.relations.size(); ++r)
+    if (b.relations[r].src.size(0) > 0) out = out + per_relation[r]->forward(b.relations[r], h);
+  return out;
+}
+
+RelGnnImpl::RelGnnImpl(const RelGnnOptions& o) : options(o) {
+  dropout_ = register_module("dropout", torch::nn::Dropout(o.dropout()));
+  for (std::size_t t = 0; t < o.type_dims().size(); ++t) {
+    const std::int64_t d = o.type_dims()[t];
+    encoders_.push_back(d == 0 ? torch::nn::Linear(nullptr) : register_module("encoder" + std::to_string(t), torch::nn::Linear(d, o.hidden())));
+  }
+  for (std::int64_t l = 0; l < o.layers(); ++l) {
+    const bool last = l + 1 == o.layers();
+    const std::string name = "conv" + std::to_string(l);
+    if (o.kind() == RelModelKind::kRgcn) {
+      rgcn_.push_back(register_module(name, RelGraphConv(RelGraphConvOptions(o.hidden(), last ? o.out() : o.hidden(), o.relations()).bases(o.bases()))));
+    } else {
+      rgat_.push_back(register_module(
+          name, RelGATConv(RelGATConvOptions(o.hidden(), last ? o.out() : o.hidden() / o.heads(), o.heads(), o.relations()).attn_dropout(o.dropout()))));
+    }
+  }
+}
+
+torch::Tensor RelGnnImpl::forward(const std::vector<RelationBlocks>& blocks, const std::vector<torch::Tensor>& x, const std::vector<torch::Tensor>& at,
+                                  std::int64_t num_input) {
+  torch::Tensor h;
+  for (std::size_t t = 0; t < x.size(); ++t) {
+    if (!x[t].defined() || x[t].size(0) == 0) continue;
+    const torch::Tensor rows = encoders_[t].is_empty() ? x[t] : encoders_[t](x[t]);
+    if (!h.defined()) h = torch::zeros({num_input, options.hidden()}, rows.options());
+    h = h.index_copy(0, at[t], rows);
+  }
+  if (!h.defined()) throw std::invalid_argument("RelGnn: a batch without input rows");
+  for (std::int64_t l = 0; l < options.layers(); ++l) {
+    const bool last = l + 1 == options.layers();
+    const RelationBlocks& b = blocks[static_cast<std::size_t>(l)];
+    h = dropout_(h);
+    if (options.kind() == RelModelKind::kRgcn) {
+      h = rgcn_[static_cast<std::size_t>(l)]->forward(b, h);
+      if (!last) h = torch::relu(h);
+    } else {
+      h = rgat_[static_cast<std::size_t>(l)]->forward(b, h);
+      h = last ? h.mean(1) : F::elu(h.flatten(1));
+    }
+  }
+  return h;
+}
+
+}  // namespace shardgnn

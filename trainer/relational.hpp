@@ -1,0 +1,115 @@
+// Relational layers for typed graphs, on blocks split by relation:
+//   RelGraphConv  R-GCN (Schlichtkrull et al., "Modeling Relational Data with Graph Convolutional
+//                 Networks", ESWC 2018): h'_v = W_0 h_v + b + sum_r mean_{u in N_r(v)} W_r h_u, the
+//                 per-relation weights optionally W_r = sum_b a_rb V_b (basis decomposition), as
+//                 DGL's RelGraphConv with the mean per relation (c_{v,r} = |N_r(v)|).
+//   RelGATConv    R-GAT as MLPerf's GNN reference builds it (DGL HeteroGraphConv over one GATConv per
+//                 relation, summed per destination): per relation r and head, attention over v's
+//                 in-edges of r only; plus a self term W_0 h_v (IGB-Het's cites relation carries
+//                 self-loops, which give its papers their own row; the self term gives every type
+//                 its own, and our graphs drop self-loops).
+//   RelGnn        an input encoder per node type (its features -> hidden, a linear map; a
+//                 featureless type's learnable embedding rows come in at hidden width as they are),
+//                 then relational layers, ReLU (R-GAT: ELU) and dropout between them; the last
+//                 layer gives the logits (R-GAT averages its heads there).
+// A block's edge u -> v (v a dst, u a src) carries the relation from v's type to u's: rows hold
+// the relation of their entries (datasets/schema.hpp), and the sampler draws a dst's neighbours
+// from its row.
+#pragma once
+
+#include <torch/nn.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "datasets/schema.hpp"
+#include "trainer/models.hpp"
+
+namespace shardgnn {
+
+// A block split by relation: sub-blocks over the same src and dst nodes, one per relation of the
+// schema, each holding that relation's edges in the block's order.
+struct RelationBlocks {
+  std::int64_t num_src = 0, num_dst = 0;
+  std::vector<BlockTensors> relations;
+};
+// `node_type`: int64 [num_src], the block's src nodes' types (its dst nodes are their prefix).
+RelationBlocks split_by_relation(const BlockTensors& b, const torch::Tensor& node_type, const GraphSchema& schema);
+
+struct RelGraphConvOptions {
+  RelGraphConvOptions(std::int64_t in, std::int64_t out, std::int64_t relations) : in_(in), out_(out), relations_(relations) {}
+  TORCH_ARG(std::int64_t, in);
+  TORCH_ARG(std::int64_t, out);
+  TORCH_ARG(std::int64_t, relations);
+  TORCH_ARG(std::int64_t, bases) = 0;  // 0: a full weight per relation
+  TORCH_ARG(bool, bias) = true;
+};
+
+class RelGraphConvImpl : public torch::nn::Module {
+ public:
+  explicit RelGraphConvImpl(const RelGraphConvOptions& options);
+  // h: [num_src, in] -> [num_dst, out].
+  torch::Tensor forward(const RelationBlocks& b, const torch::Tensor& h);
+  // W_r for every relation, [relations, in, out] (composed from the bases when there are).
+  torch::Tensor relation_weights() const;
+  RelGraphConvOptions options;
+  torch::Tensor weight, basis, coefficients, loop_weight, bias;
+};
+TORCH_MODULE(RelGraphConv);
+
+struct RelGATConvOptions {
+  RelGATConvOptions(std::int64_t in, std::int64_t out, std::int64_t heads, std::int64_t relations)
+      : in_(in), out_(out), heads_(heads), relations_(relations) {}
+  TORCH_ARG(std::int64_t, in);
+  TORCH_ARG(std::int64_t, out);  // per head
+  TORCH_ARG(std::int64_t, heads);
+  TORCH_ARG(std::int64_t, relations);
+  TORCH_ARG(double, attn_dropout) = 0.0;
+};
+
+class RelGATConvImpl : public torch::nn::Module {
+ public:
+  explicit RelGATConvImpl(const RelGATConvOptions& options);
+  // h: [num_src, in] -> [num_dst, heads, out].
+  torch::Tensor forward(const RelationBlocks& b, const torch::Tensor& h);
+  RelGATConvOptions options;
+  std::vector<GATConv> per_relation;
+  torch::nn::Linear self_fc{nullptr};
+  torch::Tensor bias;
+};
+TORCH_MODULE(RelGATConv);
+
+enum class RelModelKind { kRgcn, kRgat };
+
+struct RelGnnOptions {
+  RelGnnOptions(RelModelKind kind, std::vector<std::int64_t> type_dims, std::int64_t relations, std::int64_t hidden, std::int64_t out, std::int64_t layers)
+      : kind_(kind), type_dims_(std::move(type_dims)), relations_(relations), hidden_(hidden), out_(out), layers_(layers) {}
+  TORCH_ARG(RelModelKind, kind);
+  TORCH_ARG(std::vector<std::int64_t>, type_dims);  // each type's feature width; 0: rows come from an embedding at hidden width
+  TORCH_ARG(std::int64_t, relations);
+  TORCH_ARG(std::int64_t, hidden);
+  TORCH_ARG(std::int64_t, out);
+  TORCH_ARG(std::int64_t, layers);
+  TORCH_ARG(std::int64_t, heads) = 4;
+  TORCH_ARG(std::int64_t, bases) = 0;
+  TORCH_ARG(double, dropout) = 0.2;
+};
+
+class RelGnnImpl : public torch::nn::Module {
+ public:
+  explicit RelGnnImpl(const RelGnnOptions& options);
+  // blocks[0] is the input layer. x[t]: the rows of the input nodes of type t ([n_t, F_t], or
+  // [n_t, hidden] embedding rows), at[t] their positions among the num_input input nodes.
+  torch::Tensor forward(const std::vector<RelationBlocks>& blocks, const std::vector<torch::Tensor>& x, const std::vector<torch::Tensor>& at,
+                        std::int64_t num_input);
+  RelGnnOptions options;
+
+ private:
+  std::vector<torch::nn::Linear> encoders_;  // per type; empty for an embedding's type
+  std::vector<RelGraphConv> rgcn_;
+  std::vector<RelGATConv> rgat_;
+  torch::nn::Dropout dropout_{nullptr};
+};
+TORCH_MODULE(RelGnn);
+
+}  // namespace shardgnn
