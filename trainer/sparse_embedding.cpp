@@ -1,0 +1,43 @@
+#include "trainer/sparse_embedding.hpp"
+
+#include <torch/torch.h>
+
+namespace shardgnn {
+
+SparseEmbedding::SparseEmbedding(std::int64_t n, std::int64_t dim, SparseEmbeddingOptions options) : options_(options) {
+  rows_ = torch::empty({n, dim}).uniform_(-options.init_scale, options.init_scale);
+  v_ = torch::zeros({n, dim});
+  if (options.optimizer == SparseOptimizer::kAdam) {
+    m_ = torch::zeros({n, dim});
+    step_ = torch::zeros({n}, torch::kInt64);
+  }
+}
+
+torch::Tensor SparseEmbedding::gather(const torch::Tensor& ids) const { return rows_.index_select(0, ids).detach().requires_grad_(true); }
+
+void SparseEmbedding::apply(const torch::Tensor& ids, const torch::Tensor& grad) {
+  torch::NoGradGuard no_grad;
+  // One gradient row per distinct row: the sum of its repeats' (torch's coalesce of a sparse grad).
+  const auto [unique, inverse] = torch::_unique(ids, /*sorted=*/true, /*return_inverse=*/true);
+  const torch::Tensor g = torch::zeros({unique.size(0), rows_.size(1)}, grad.options()).index_add_(0, inverse, grad);
+  if (options_.optimizer == SparseOptimizer::kAdagrad) {
+    const torch::Tensor sum = v_.index_select(0, unique) + g * g;
+    v_.index_copy_(0, unique, sum);
+    rows_.index_copy_(0, unique, rows_.index_select(0, unique) - options_.lr * g / (sum.sqrt() + 1e-10));
+    return;
+  }
+  const double b1 = options_.beta1, b2 = options_.beta2;
+  const torch::Tensor step = step_.index_select(0, unique) + 1;
+  step_.index_copy_(0, unique, step);
+  const torch::Tensor m = m_.index_select(0, unique) * b1 + g * (1 - b1);
+  const torch::Tensor v = v_.index_select(0, unique) * b2 + g * g * (1 - b2);
+  m_.index_copy_(0, unique, m);
+  v_.index_copy_(0, unique, v);
+  // torch.optim.Adam's update, with each row's own step in the bias corrections.
+  const torch::Tensor s = step.to(torch::kDouble).unsqueeze(1);
+  const torch::Tensor c1 = (1 - torch::pow(b1, s)).to(rows_.scalar_type()), c2 = (1 - torch::pow(b2, s)).to(rows_.scalar_type());
+  const torch::Tensor denom = (v / c2).sqrt() + options_.eps;
+  rows_.index_copy_(0, unique, rows_.index_select(0, unique) - options_.lr * (m / c1) / denom);
+}
+
+}  // namespace shardgnn
