@@ -58,9 +58,11 @@ void check_consistent(const Dataset& ds) {
   if (ds.schema.typed()) {
     if (ds.schema.num_nodes() != n) bad("node types' counts");
     if (ds.feature_dim != 0) bad("feature_dim of a typed graph (its features are per type)");
-    if (ds.type_features.size() != ds.schema.types().size()) bad("type_features count");
-    for (std::size_t t = 0; t < ds.type_features.size(); ++t)
-      if (static_cast<std::int64_t>(ds.type_features[t].size()) != ds.schema.types()[t].count * ds.schema.types()[t].feature_dim) bad("type_features size");
+    const bool wide = ds.feature_dtype == FeatureDtype::kFloat32;
+    if ((wide ? ds.type_features.size() : ds.type_features16.size()) != ds.schema.types().size()) bad("type_features count");
+    for (std::size_t t = 0; t < ds.schema.types().size(); ++t)
+      if (static_cast<std::int64_t>(wide ? ds.type_features[t].size() : ds.type_features16[t].size()) != ds.schema.types()[t].count * ds.schema.types()[t].feature_dim)
+        bad("type_features size");
   }
   if (ds.num_classes > 0 && ds.multilabel && static_cast<std::int64_t>(ds.label_bits.size()) != n * label_row_bytes(ds.num_classes)) bad("label_bits size");
   if (ds.multilabel && !ds.labels.empty()) bad("a multi-label dataset with a label vector");
@@ -202,13 +204,13 @@ void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite, std
     for (auto [name, split] : {std::pair{"train_idx", &ds.train_idx}, {"val_idx", &ds.val_idx}, {"test_idx", &ds.test_idx}})
       arrays[name] = write_listed_ints(tmp, name, *split, id_as);
     if (ds.feature_dim > 0) arrays["features"] = write_features(ds, tmp, dir, stored);
-    if (ds.schema.typed() && features_as && *features_as != FeatureDtype::kFloat32)
-      throw InputError(dir, "", "--feature-dtype " + feature_dtype_name(*features_as) + ": a typed graph's per-type features are stored as float32 so far");
-    for (std::size_t t = 0; t < ds.type_features.size(); ++t) {
-      const NodeType& nt = ds.schema.types()[t];
+    for (int t = 0; t < ds.schema.num_types(); ++t) {
+      const NodeType& nt = ds.schema.types()[static_cast<std::size_t>(t)];
       if (nt.feature_dim == 0) continue;
       const std::string name = "features_" + nt.name;
-      arrays[name] = write_listed_array(tmp, name, DType::kFloat32, ds.type_features[t].data(), {nt.count, nt.feature_dim});
+      arrays[name] = write_listed_array_streamed(tmp, name, feature_npy_dtype(stored), {nt.count, nt.feature_dim}, [&](const NpySink& out) {
+        write_type_rows(ds, t, stored, 0, nt.count, out, "--feature-dtype: " + dir + ": " + nt.name + " ");
+      });
     }
     boost::json::object meta;
     meta["format"] = kFormatName;
@@ -219,7 +221,7 @@ void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite, std
     meta["num_edges"] = ds.graph.num_edges();
     meta["feature_dim"] = ds.feature_dim;
     meta["num_classes"] = ds.num_classes;
-    if (ds.feature_dim > 0 && stored != FeatureDtype::kFloat32) meta["feature_dtype"] = feature_dtype_name(stored);
+    if ((ds.feature_dim > 0 || ds.schema.typed()) && stored != FeatureDtype::kFloat32) meta["feature_dtype"] = feature_dtype_name(stored);
     if (ds.multilabel) meta["multilabel"] = true;
     if (ds.edge_split) meta["edge_split"] = {{"eval_negatives", ds.eval_negatives}};
     meta["node_weight_dim"] = ds.node_weight_dim;
@@ -348,8 +350,15 @@ Dataset load_dataset(const std::string& dir, Contents contents) {
   ds.schema = schema_from_json(meta.root, meta.path, meta.n);
   if (ds.schema.typed()) {
     if (meta.f != 0) throw InputError(meta.path, "key 'feature_dim'", std::to_string(meta.f) + " in a typed graph: its features are per node type (node_types' feature_dim), so 0");
-    for (const NodeType& t : ds.schema.types())
-      ds.type_features.push_back(t.feature_dim == 0 ? Array<float>() : load_array<float>(meta, dir, ("features_" + t.name).c_str(), {t.count, t.feature_dim}, true));
+    for (const NodeType& t : ds.schema.types()) {
+      const std::string name = "features_" + t.name;
+      if (meta.feature_dtype == FeatureDtype::kFloat32)
+        ds.type_features.push_back(t.feature_dim == 0 ? Array<float>() : load_array<float>(meta, dir, name.c_str(), {t.count, t.feature_dim}, true));
+      else
+        ds.type_features16.push_back(t.feature_dim == 0 ? Array<std::uint16_t>()
+                                                        : load_listed_array<std::uint16_t>(dir, json_object(meta.root, "arrays", meta.path), meta.path, name,
+                                                                                           {t.count, t.feature_dim}, true, feature_npy_dtype(meta.feature_dtype)));
+    }
   }
   ds.feature_dtype = meta.feature_dtype;
   if (meta.f > 0 && meta.feature_dtype == FeatureDtype::kFloat32) ds.features = load_array<float>(meta, dir, "features", {meta.n, meta.f}, true);
@@ -482,11 +491,15 @@ ValidationResult validate_dataset(const std::string& dir) {
       res.errors.push_back(e.what());
     }
   }
-  for (std::size_t t = 0; t < ds.type_features.size() && !p.full(); ++t) {
-    const auto x = ds.type_features[t].span();
-    for (std::size_t i = 0; i < x.size() && !p.full(); ++i)
-      if (!std::isfinite(x[i]))
-        p.error(d + "features_" + ds.schema.types()[t].name + ".npy", static_cast<std::int64_t>(i), "non-finite feature (" + std::string(std::isnan(x[i]) ? "NaN" : "Inf") + ")");
+  for (int t = 0; t < ds.schema.num_types() && !p.full(); ++t) {
+    const NodeType& nt = ds.schema.types()[static_cast<std::size_t>(t)];
+    std::vector<float> scratch(static_cast<std::size_t>(nt.feature_dim));
+    for (std::int64_t i = 0; nt.feature_dim > 0 && i < nt.count && !p.full(); ++i) {
+      const float* x = ds.type_row_f32(t, i, scratch.data());
+      for (std::int64_t j = 0; j < nt.feature_dim && !p.full(); ++j)
+        if (!std::isfinite(x[j]))
+          p.error(d + "features_" + nt.name + ".npy", i * nt.feature_dim + j, "non-finite feature (" + std::string(std::isnan(x[j]) ? "NaN" : "Inf") + ")");
+    }
   }
   std::vector<float> row(static_cast<std::size_t>(ds.feature_dim));
   for (NodeId u = 0; ds.feature_dim > 0 && u < ds.num_nodes() && !p.full(); ++u) {

@@ -72,12 +72,22 @@ struct Dataset {
   Array<NodeId> val_pos, val_neg, test_pos, test_neg, val_neg_dst, test_neg_dst;
 
   // A typed graph's node types and relations (empty: one node type, the paths above). Features
-  // are then per type: type_features[t] is type t's [count, feature_dim] rows (float32; empty for
-  // a type without features) and feature_dim is 0.
+  // are then per type: type_features[t] is type t's [count, feature_dim] rows (empty for a type
+  // without features) and feature_dim is 0. Stored as `feature_dtype` says: float32 rows in
+  // type_features, or 2-byte ones in type_features16 (type_features then empty); type_row_f32
+  // reads either.
   GraphSchema schema;
   std::vector<Array<float>> type_features;
+  std::vector<Array<std::uint16_t>> type_features16;
 
   NodeId num_nodes() const noexcept { return graph.num_nodes(); }
+  // Row i of type t's features as float32: the row itself, or widened into `scratch`.
+  const float* type_row_f32(int t, std::int64_t i, float* scratch) const {
+    const std::int64_t F = schema.types()[static_cast<std::size_t>(t)].feature_dim;
+    if (feature_dtype == FeatureDtype::kFloat32) return type_features[static_cast<std::size_t>(t)].data() + i * F;
+    widen_values(feature_dtype, type_features16[static_cast<std::size_t>(t)].data() + i * F, static_cast<std::size_t>(F), scratch);
+    return scratch;
+  }
   // Node u's features as float32: the row itself, or widened into `scratch` (feature_dim floats).
   const float* feature_row_f32(NodeId u, float* scratch) const {
     if (feature_dtype == FeatureDtype::kFloat32) return features.data() + u * feature_dim;

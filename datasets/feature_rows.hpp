@@ -48,4 +48,36 @@ void write_feature_rows(const Dataset& ds, FeatureDtype as, NodeId count, NodeOf
   }
 }
 
+// Rows [first, first + count) of type t's features (a typed dataset) to `out` as `as`, a chunk
+// at a time: rows of the dataset's own 2-byte dtype as they are, the others through float32.
+inline void write_type_rows(const Dataset& ds, int t, FeatureDtype as, std::int64_t first, std::int64_t count, const NpySink& out, const std::string& where,
+                            const std::int64_t* rows_of = nullptr) {
+  const std::int64_t F = ds.schema.types()[static_cast<std::size_t>(t)].feature_dim;
+  const std::int64_t chunk = std::max<std::int64_t>(1, (std::int64_t{1} << 16) / std::max<std::int64_t>(F, 1));
+  std::vector<float> wide, row(static_cast<std::size_t>(F));
+  std::vector<std::uint16_t> narrow;
+  // Row i of the run: `rows_of` picks rows by index (a shard's rows), else first + i.
+  auto at = [&](std::int64_t i) { return rows_of ? rows_of[i] : first + i; };
+  for (std::int64_t i = 0; i < count; i += chunk) {
+    const std::int64_t rows = std::min(chunk, count - i);
+    const auto values = static_cast<std::size_t>(rows * F);
+    if (as == ds.feature_dtype && as != FeatureDtype::kFloat32) {
+      narrow.resize(values);
+      for (std::int64_t j = 0; j < rows; ++j) std::copy_n(ds.type_features16[static_cast<std::size_t>(t)].data() + at(i + j) * F, F, narrow.data() + j * F);
+      out(narrow.data(), values * sizeof(std::uint16_t));
+      continue;
+    }
+    wide.resize(values);
+    for (std::int64_t j = 0; j < rows; ++j) std::copy_n(ds.type_row_f32(t, at(i + j), row.data()), F, wide.data() + j * F);
+    if (as == FeatureDtype::kFloat32) {
+      out(wide.data(), values * sizeof(float));
+      continue;
+    }
+    narrow.resize(values);
+    if (const std::size_t bad = narrow_values(as, wide.data(), values, narrow.data()); bad < values)
+      throw_feature_overflow(as, where + "row " + std::to_string(at(i + static_cast<std::int64_t>(bad) / F)), wide[bad]);
+    out(narrow.data(), values * sizeof(std::uint16_t));
+  }
+}
+
 }  // namespace shardgnn

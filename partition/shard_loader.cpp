@@ -50,8 +50,13 @@ Shard load_rows(const PartitionInfo& info, PartId k) {
   s.type_nodes = e.type_nodes;
   for (std::size_t t = 0; t < e.type_nodes.size(); ++t) {
     const NodeType& nt = info.schema.types()[t];
-    s.type_features.push_back(nt.feature_dim == 0 ? Array<float>()
-                                                  : load_listed_array<float>(e.path, e.arrays, path, "features_" + nt.name, {e.type_nodes[t], nt.feature_dim}, true));
+    if (info.feature_dtype == FeatureDtype::kFloat32)
+      s.type_features.push_back(nt.feature_dim == 0 ? Array<float>()
+                                                    : load_listed_array<float>(e.path, e.arrays, path, "features_" + nt.name, {e.type_nodes[t], nt.feature_dim}, true));
+    else
+      s.type_features16.push_back(nt.feature_dim == 0 ? Array<std::uint16_t>()
+                                                      : load_listed_array<std::uint16_t>(e.path, e.arrays, path, "features_" + nt.name, {e.type_nodes[t], nt.feature_dim},
+                                                                                         true, feature_npy_dtype(info.feature_dtype)));
   }
   return s;
 }
@@ -316,6 +321,7 @@ Shard shard_from_dataset(const Dataset& ds) {
   s.schema = ds.schema;
   for (const NodeType& t : ds.schema.types()) s.type_nodes.push_back(t.count);
   for (const Array<float>& x : ds.type_features) s.type_features.push_back(view_of(x));
+  for (const Array<std::uint16_t>& x : ds.type_features16) s.type_features16.push_back(view_of(x));
   return s;
 }
 

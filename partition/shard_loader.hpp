@@ -36,10 +36,12 @@ struct Shard {
   IntArray orig_ids;  // int32 where every dataset id fits, else int64
   Array<std::int64_t> edge_weights;
   // A typed graph's part (PartitionInfo::schema): its owned nodes per type, each type one run of
-  // its ids in type order, and each featured type's rows (float32; empty for a type without).
+  // its ids in type order, and each featured type's rows as feature_dtype says (float32 in
+  // type_features, else type_features16; empty for a type without).
   GraphSchema schema;
   std::vector<std::int64_t> type_nodes;
   std::vector<Array<float>> type_features;
+  std::vector<Array<std::uint16_t>> type_features16;
   // An edge split's held-out rows whose first node this shard owns (Dataset's fields, relabelled
   // to global ids; for_each_held_out lists them).
   bool edge_split = false;

@@ -392,7 +392,7 @@ PartEntry ShardWriter::write_part(const std::string& tmp, PartId k, WriterScratc
 }
 
 // A typed graph's part: its owned nodes and halo per type, and each featured type's rows as
-// features_<type>.npy, [owned nodes of the type, the type's width], float32. `orig` (dataset ids)
+// features_<type>.npy, [owned nodes of the type, the type's width], stored as --feature-dtype. `orig` (dataset ids)
 // is ascending, so each type's nodes are one run of it.
 void ShardWriter::write_typed(const std::string& pdir, const std::vector<NodeId>& orig, const std::vector<NodeId>& halo, json::object& arrays,
                               std::vector<std::int64_t>& type_nodes, std::vector<std::int64_t>& type_halo) const {
@@ -406,10 +406,12 @@ void ShardWriter::write_typed(const std::string& pdir, const std::vector<NodeId>
     type_nodes[static_cast<std::size_t>(t)] = rows;
     const std::int64_t F = s.types()[static_cast<std::size_t>(t)].feature_dim;
     if (F == 0) continue;
-    const float* x = ds_.type_features[static_cast<std::size_t>(t)].data();
     const std::string name = "features_" + s.types()[static_cast<std::size_t>(t)].name;
-    arrays[name] = write_listed_array_streamed(pdir, name, DType::kFloat32, {rows, F}, [&](const NpySink& out) {
-      for (auto v = first; v != last; ++v) out(x + (*v - s.begin(t)) * F, static_cast<std::size_t>(F) * sizeof(float));
+    // The run's rows within the type, for write_type_rows.
+    std::vector<std::int64_t> rows_of(static_cast<std::size_t>(rows));
+    for (std::int64_t i = 0; i < rows; ++i) rows_of[static_cast<std::size_t>(i)] = first[i] - s.begin(t);
+    arrays[name] = write_listed_array_streamed(pdir, name, feature_npy_dtype(feature_dtype_), {rows, F}, [&](const NpySink& out) {
+      write_type_rows(ds_, t, feature_dtype_, 0, rows, out, "partition --feature-dtype: " + s.types()[static_cast<std::size_t>(t)].name + " ", rows_of.data());
     });
   }
 }

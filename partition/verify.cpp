@@ -140,12 +140,31 @@ class ShardComparison {
       NodeId i = 0;
       for (int t = 0; t < g.num_types(); ++t) {
         const std::int64_t F = g.types()[static_cast<std::size_t>(t)].feature_dim;
-        const float* want = ds_.type_features[static_cast<std::size_t>(t)].data();
-        const float* got = s.type_features[static_cast<std::size_t>(t)].data();
-        for (std::int64_t r = 0; r < s.type_nodes[static_cast<std::size_t>(t)]; ++r, ++i)
-          if (F > 0 && !std::equal(got + r * F, got + (r + 1) * F, want + (s.orig_ids[static_cast<std::size_t>(i)] - g.begin(t)) * F))
+        std::vector<float> want_row(static_cast<std::size_t>(F));
+        std::vector<std::uint16_t> narrowed(static_cast<std::size_t>(F));
+        for (std::int64_t r = 0; r < s.type_nodes[static_cast<std::size_t>(t)]; ++r, ++i) {
+          if (F == 0) continue;
+          const NodeId u = s.orig_ids[static_cast<std::size_t>(i)];
+          // The dataset's row as the shard stores it: bits kept, or narrowed from float32.
+          bool same;
+          if (s.feature_dtype == FeatureDtype::kFloat32) {
+            const float* want = ds_.type_row_f32(t, u - g.begin(t), want_row.data());
+            const float* got = s.type_features[static_cast<std::size_t>(t)].data() + r * F;
+            same = std::equal(got, got + F, want);
+          } else {
+            const std::uint16_t* got = s.type_features16[static_cast<std::size_t>(t)].data() + r * F;
+            if (ds_.feature_dtype == s.feature_dtype) {
+              const std::uint16_t* want = ds_.type_features16[static_cast<std::size_t>(t)].data() + (u - g.begin(t)) * F;
+              same = std::equal(got, got + F, want);
+            } else {
+              narrow_values(s.feature_dtype, ds_.type_row_f32(t, u - g.begin(t), want_row.data()), static_cast<std::size_t>(F), narrowed.data());
+              same = std::equal(got, got + F, narrowed.data());
+            }
+          }
+          if (!same)
             fail(s.part, "features_" + g.types()[static_cast<std::size_t>(t)].name + ".npy: row " + std::to_string(r) + " differs from dataset node " +
-                             std::to_string(s.orig_ids[static_cast<std::size_t>(i)]));
+                             std::to_string(u));
+        }
       }
     }
   }

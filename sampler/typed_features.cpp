@@ -20,7 +20,11 @@ TypedFeatureStore::TypedFeatureStore(const Shard& own, const comm::Communicator&
     s.part = me;
     s.book = PartitionBook(std::move(offsets));
     s.feature_dim = F;
-    s.features = Array<float>(nullptr, own.type_features[static_cast<std::size_t>(t)].data(), own.type_features[static_cast<std::size_t>(t)].size());
+    s.feature_dtype = own.feature_dtype;
+    if (own.feature_dtype == FeatureDtype::kFloat32)
+      s.features = Array<float>(nullptr, own.type_features[static_cast<std::size_t>(t)].data(), own.type_features[static_cast<std::size_t>(t)].size());
+    else
+      s.features16 = Array<std::uint16_t>(nullptr, own.type_features16[static_cast<std::size_t>(t)].data(), own.type_features16[static_cast<std::size_t>(t)].size());
     // Degrees for the cache's ranking: the run's rows of the own graph's offsets (a row's degree
     // is a difference of two of them; no neighbour is read).
     const NodeId run = types_.run_begin(me, t) - book.begin(me), n = types_.run_size(me, t);

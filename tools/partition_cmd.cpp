@@ -105,9 +105,6 @@ int partition_main(const std::vector<std::string>& args, const comm::Communicato
     // Refused before the work, not after it.
     if (first) check_output_dir(out, force);
     ds = load_dataset(dataset_dir);
-    if (ds->schema.typed() && feature_dtype.value_or(FeatureDtype::kFloat32) != FeatureDtype::kFloat32)
-      throw InputError(dataset_dir + ": a typed graph's per-type features are stored as float32 for now; --feature-dtype " +
-                       feature_dtype_name(*feature_dtype) + " is not available for it");
   });
   // A one-pass method balancing nodes alone can give one part most of a power law's edges.
   if (vm["balance"].defaulted() && (cfg.method == PartitionMethod::kLdg || cfg.method == PartitionMethod::kFennel)) {

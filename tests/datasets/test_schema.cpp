@@ -112,3 +112,29 @@ TEST_CASE("typed datasets refuse edges no relation allows, clashing relations an
                       Contains("data/mag") && Contains("2 node types, 3 relations") && Contains("partition takes graphs of one node type"));
   }
 }
+
+TEST_CASE("a typed dataset's per-type features store as float16 or bfloat16 and read back rounded", "[schema][feature-dtype]") {
+  test::ScratchDir dir;
+  const Dataset ds = small_typed();
+  for (const FeatureDtype as : {FeatureDtype::kFloat16, FeatureDtype::kBFloat16}) {
+    const std::string out = dir / feature_dtype_name(as);
+    save_dataset(ds, out, false, as);
+    const Dataset back = load_dataset(out);
+    CHECK(back.feature_dtype == as);
+    REQUIRE(back.type_features16.size() == 2);
+    CHECK(back.type_features.empty());
+    CHECK(back.type_features16[1].empty());  // authors have none
+    std::vector<float> row(2);
+    for (std::int64_t i = 0; i < 3; ++i) {
+      const float* x = back.type_row_f32(0, i, row.data());
+      // Small integers survive either 2-byte type exactly.
+      CHECK(x[0] == ds.type_features[0].data()[i * 2]);
+      CHECK(x[1] == ds.type_features[0].data()[i * 2 + 1]);
+    }
+    CHECK(validate_dataset(out).ok());
+    // Saved again as float32: the rows widen back.
+    save_dataset(back, dir / "wide", true, FeatureDtype::kFloat32);
+    const Dataset wide = load_dataset(dir / "wide");
+    CHECK(std::equal(wide.type_features[0].begin(), wide.type_features[0].end(), ds.type_features[0].begin()));
+  }
+}

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "comm/communicator.hpp"
+#include "datasets/feature_dtype.hpp"
 #include "datasets/hetero.hpp"
 #include "partition/partitioner.hpp"
 #include "partition/shards.hpp"
@@ -29,7 +30,7 @@ struct TypedParts {
   Shard shard;
   std::vector<NodeId> old_of_new;
 
-  TypedParts() {
+  explicit TypedParts(FeatureDtype dtype = FeatureDtype::kFloat32) {
     std::string dir;
     if (world.rank() == 0) {
       dir = (fs::temp_directory_path() / ("shardgnn-typed-" + std::to_string(::getpid()))).string();
@@ -44,7 +45,7 @@ struct TypedParts {
       r.config.parts = world.size();
       r.config.balance = {BalanceKey::kNtypes, BalanceKey::kTrain};
       r.assignment = make_partitioner(r.config.method)->partition(d, r.config);
-      write_partitioned(d, dir + "/h", r, dir + "/parts", {});
+      write_partitioned(d, dir + "/h", r, dir + "/parts", {.feature_dtype = dtype});
     }
     std::int64_t len = static_cast<std::int64_t>(dir.size());
     world.broadcast(std::span<std::int64_t>(&len, 1), 0);
@@ -134,8 +135,10 @@ TEST_CASE("per-relation fanouts that do not fit the graph are refused", "[sample
   CHECK_THROWS_WITH(DistSampler(shards, comm, cfg), Catch::Matchers::Contains("the graph has 7"));
 }
 
-TEST_CASE("a typed batch's input rows arrive per node type at each type's width, with and without a cache", "[sampler][mpi][typed]") {
-  TypedParts fx;
+TEST_CASE("a typed batch's input rows arrive per node type at each type's width, with and without a cache, stored 4 or 2 bytes a value",
+          "[sampler][mpi][typed]") {
+  for (const FeatureDtype dtype : {FeatureDtype::kFloat32, FeatureDtype::kFloat16}) {
+  TypedParts fx(dtype);
   const GraphSchema& s = fx.ds.schema;
   for (const CachePolicy policy : {CachePolicy::kNone, CachePolicy::kDegree}) {
     SamplerConfig cfg;
@@ -161,8 +164,15 @@ TEST_CASE("a typed batch's input rows arrive per node type at each type's width,
         for (std::size_t i = 0; i < pos.size(); ++i, ++rows) {
           const NodeId u = fx.old_of_new[static_cast<std::size_t>(mb.input_nodes()[static_cast<std::size_t>(pos[i])])];
           if (s.type_of(u) != t) ++misplaced;
-          const float* want = fx.ds.type_features[static_cast<std::size_t>(t)].data() + (u - s.begin(t)) * F;
-          if (!std::equal(want, want + F, x[static_cast<std::size_t>(t)].data() + static_cast<std::ptrdiff_t>(i) * F)) ++wrong;
+          // The dataset's row as stored: float32, or rounded to float16 and widened back.
+          std::vector<float> want(fx.ds.type_features[static_cast<std::size_t>(t)].data() + (u - s.begin(t)) * F,
+                                  fx.ds.type_features[static_cast<std::size_t>(t)].data() + (u - s.begin(t) + 1) * F);
+          if (dtype != FeatureDtype::kFloat32) {
+            std::vector<std::uint16_t> bits(want.size());
+            narrow_values(dtype, want.data(), want.size(), bits.data());
+            widen_values(dtype, bits.data(), bits.size(), want.data());
+          }
+          if (!std::equal(want.begin(), want.end(), x[static_cast<std::size_t>(t)].data() + static_cast<std::ptrdiff_t>(i) * F)) ++wrong;
         }
       }
     }
@@ -174,5 +184,7 @@ TEST_CASE("a typed batch's input rows arrive per node type at each type's width,
     for (int t = 0; t < s.num_types(); ++t) hits += store.store(t)->counters().cache_hits, remote += store.store(t)->counters().remote_rows;
     if (fx.world.size() > 1 && policy == CachePolicy::kDegree) CHECK(hits > 0);
     if (fx.world.size() > 1) CHECK(remote > 0);
+    if (fx.world.size() > 1 && dtype != FeatureDtype::kFloat32) CHECK(store.store(0)->wire_value_bytes() == 2);
+  }
   }
 }
