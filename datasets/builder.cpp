@@ -302,4 +302,17 @@ ExternalCsr build_csr_external(std::int64_t num_nodes, std::int64_t expected_edg
   return out;
 }
 
+BuiltGraph build_csr_streamed(std::int64_t num_nodes, std::int64_t expected_edges, const std::function<void(const EdgeSink&)>& produce,
+                              const CleanOptions& options) {
+  EdgeList edges;
+  edges.num_nodes = num_nodes;
+  edges.src.reserve(static_cast<std::size_t>(expected_edges));
+  edges.dst.reserve(static_cast<std::size_t>(expected_edges));
+  produce([&](std::span<const NodeId> src, std::span<const NodeId> dst) {
+    edges.src.insert(edges.src.end(), src.begin(), src.end());
+    edges.dst.insert(edges.dst.end(), dst.begin(), dst.end());
+  });
+  return build_csr(std::move(edges), options);
+}
+
 }  // namespace shardgnn

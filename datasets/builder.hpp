@@ -61,6 +61,11 @@ bool is_symmetric(const CsrGraph& g);
 // Receives the next edges of a stream, src[i] -> dst[i].
 using EdgeSink = std::function<void(std::span<const NodeId> src, std::span<const NodeId> dst)>;
 
+// build_csr of the edges `produce` hands to its sink (in pieces), gathered in memory first;
+// `expected_edges` reserves for them. The in-memory twin of build_csr_external.
+BuiltGraph build_csr_streamed(std::int64_t num_nodes, std::int64_t expected_edges, const std::function<void(const EdgeSink&)>& produce,
+                              const CleanOptions& options);
+
 // build_csr (unweighted) for graphs whose entries do not fit in memory. `produce` hands every edge
 // to the sink, in pieces; each entry (and, when symmetrising, its reverse) goes to the bucket file
 // of its row's node range in `scratch`; then each bucket is read back, sorted and resolved row by

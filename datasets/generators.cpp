@@ -365,15 +365,7 @@ Dataset sbm_dataset(const SbmOptions& options, const SbmBuild& build) {
 
 Dataset generate_sbm(const SbmOptions& options) {
   return sbm_dataset(options, [](std::int64_t n, std::int64_t draws, const std::function<void(const EdgeSink&)>& produce) {
-    EdgeList edges;
-    edges.num_nodes = n;
-    edges.src.reserve(static_cast<std::size_t>(draws));
-    edges.dst.reserve(static_cast<std::size_t>(draws));
-    produce([&](std::span<const NodeId> src, std::span<const NodeId> dst) {
-      edges.src.insert(edges.src.end(), src.begin(), src.end());
-      edges.dst.insert(edges.dst.end(), dst.begin(), dst.end());
-    });
-    BuiltGraph built = build_csr(std::move(edges), kSbmClean);
+    BuiltGraph built = build_csr_streamed(n, draws, produce, kSbmClean);
     return std::pair<CsrGraph, CleanReport>{std::move(built.graph), built.report};
   });
 }

@@ -181,15 +181,7 @@ Dataset generate_hetero(const HeteroOptions& o, const std::string& scratch, std:
 
   Dataset ds;
   if (scratch.empty()) {
-    EdgeList edges;
-    edges.num_nodes = total;
-    edges.src.reserve(static_cast<std::size_t>(draws));
-    edges.dst.reserve(static_cast<std::size_t>(draws));
-    produce([&](std::span<const NodeId> s, std::span<const NodeId> d) {
-      edges.src.insert(edges.src.end(), s.begin(), s.end());
-      edges.dst.insert(edges.dst.end(), d.begin(), d.end());
-    });
-    BuiltGraph built = build_csr(std::move(edges), kClean);
+    BuiltGraph built = build_csr_streamed(total, draws, produce, kClean);
     ds.graph = std::move(built.graph);
     ds.cleaning = built.report;
   } else {

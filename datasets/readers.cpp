@@ -185,15 +185,7 @@ void read_npz_adjacency(Dataset& ds, const NpzArchive& z, const std::string& ind
     ds.cleaning = built.report;
     return;
   }
-  EdgeList el;
-  el.num_nodes = n;
-  el.src.reserve(static_cast<std::size_t>(indptr.back()));
-  el.dst.reserve(static_cast<std::size_t>(indptr.back()));
-  produce([&](std::span<const NodeId> src, std::span<const NodeId> dst) {
-    el.src.insert(el.src.end(), src.begin(), src.end());
-    el.dst.insert(el.dst.end(), dst.begin(), dst.end());
-  });
-  BuiltGraph built = build_csr(std::move(el), options.clean);
+  BuiltGraph built = build_csr_streamed(n, indptr.back(), produce, options.clean);
   ds.graph = std::move(built.graph);
   ds.cleaning = built.report;
 }

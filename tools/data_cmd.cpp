@@ -246,7 +246,9 @@ int generate_hetero_cmd(const std::vector<std::string>& rest, po::options_descri
              "affiliated_to and topic, and the reverses rev_written_by, rev_affiliated_to and rev_topic. Every\n"
              "node has a latent class (a paper's is its label); a drawn neighbour shares it with probability\n"
              "--homophily; features are the class's mean plus noise, weak alone, so the label shows in the\n"
-             "paper's authors, topics and citations too.",
+             "paper's authors, topics and citations too: at 2,000 papers, 16 features, --separation 0.3,\n"
+             "R-GCN and R-GAT (fanouts 10,5 per relation, 8 epochs) reach validation accuracy 0.55 and 0.59\n"
+             "where the same model on features alone (fanouts 0,0) reaches 0.20 (docs/results/hetero.md).",
              o, {}, vm))
     return 0;
   if (!vm.count("out")) throw UsageError("missing --out");
