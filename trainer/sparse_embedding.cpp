@@ -4,8 +4,11 @@
 
 namespace shardgnn {
 
-SparseEmbedding::SparseEmbedding(std::int64_t n, std::int64_t dim, SparseEmbeddingOptions options) : options_(options) {
-  rows_ = torch::empty({n, dim}).uniform_(-options.init_scale, options.init_scale);
+SparseEmbedding::SparseEmbedding(std::int64_t n, std::int64_t dim, SparseEmbeddingOptions options)
+    : SparseEmbedding(torch::empty({n, dim}).uniform_(-options.init_scale, options.init_scale), options) {}
+
+SparseEmbedding::SparseEmbedding(torch::Tensor rows, SparseEmbeddingOptions options) : options_(options), rows_(std::move(rows)) {
+  const std::int64_t n = rows_.size(0), dim = rows_.size(1);
   v_ = torch::zeros({n, dim});
   if (options.optimizer == SparseOptimizer::kAdam) {
     m_ = torch::zeros({n, dim});
@@ -17,6 +20,7 @@ torch::Tensor SparseEmbedding::gather(const torch::Tensor& ids) const { return r
 
 void SparseEmbedding::apply(const torch::Tensor& ids, const torch::Tensor& grad) {
   torch::NoGradGuard no_grad;
+  if (ids.numel() == 0) return;
   // One gradient row per distinct row: the sum of its repeats' (torch's coalesce of a sparse grad).
   const auto [unique, inverse] = torch::_unique(ids, /*sorted=*/true, /*return_inverse=*/true);
   const torch::Tensor g = torch::zeros({unique.size(0), rows_.size(1)}, grad.options()).index_add_(0, inverse, grad);

@@ -30,6 +30,8 @@ class SparseEmbedding {
   SparseEmbedding() = default;
   // `n` rows of `dim`, drawn from torch's generator (seed it first for a reproducible table).
   SparseEmbedding(std::int64_t n, std::int64_t dim, SparseEmbeddingOptions options);
+  // Starting from `rows` [n, dim] (float32, on the CPU).
+  SparseEmbedding(torch::Tensor rows, SparseEmbeddingOptions options);
 
   // Rows `ids` (int64 [k], any order, repeats allowed) as a new leaf tensor that requires grad:
   // the batch's input rows; its .grad() after backward is what apply() takes.

@@ -1,0 +1,77 @@
+#include "trainer/dist_embedding.hpp"
+
+#include <torch/torch.h>
+
+#include "datasets/random.hpp"
+
+namespace shardgnn {
+
+torch::Tensor keyed_embedding_rows(std::uint64_t seed, std::int64_t first, std::int64_t n, std::int64_t dim, double scale) {
+  torch::Tensor rows = torch::empty({n, dim});
+  float* x = rows.data_ptr<float>();
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < dim; ++j) {
+      // 53 random bits to a double in [0, 1), then to [-scale, scale].
+      const std::uint64_t h = derive_seed(derive_seed(seed, static_cast<std::uint64_t>(first + i)), static_cast<std::uint64_t>(j));
+      x[i * dim + j] = static_cast<float>(scale * (2.0 * static_cast<double>(h >> 11) * 0x1p-53 - 1.0));
+    }
+  return rows;
+}
+
+DistEmbedding::DistEmbedding(PartitionBook book, std::int64_t dim, SparseEmbeddingOptions options, std::uint64_t seed, const comm::Communicator& comm)
+    : book_(std::move(book)), dim_(dim), comm_(comm) {
+  if (book_.parts() != comm.size()) throw std::logic_error("DistEmbedding: a part per rank expected");
+  const PartId me = comm.rank();
+  local_ = SparseEmbedding(keyed_embedding_rows(seed, book_.begin(me), book_.size(me), dim, options.init_scale), options);
+}
+
+void DistEmbedding::group(std::span<const NodeId> ids) {
+  const auto P = static_cast<std::size_t>(comm_.size());
+  counts_.assign(P, 0);
+  for (const NodeId v : ids) ++counts_[static_cast<std::size_t>(book_.owner(v))];
+  std::vector<std::int64_t> at(P, 0);
+  for (std::size_t r = 1; r < P; ++r) at[r] = at[r - 1] + counts_[r - 1];
+  grouped_.resize(ids.size());
+  order_.resize(ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto slot = at[static_cast<std::size_t>(book_.owner(ids[i]))]++;
+    grouped_[static_cast<std::size_t>(slot)] = ids[i];
+    order_[i] = slot;
+  }
+}
+
+torch::Tensor DistEmbedding::gather(std::span<const NodeId> ids) {
+  torch::NoGradGuard no_grad;
+  group(ids);
+  const auto asked = comm_.alltoallv<NodeId>(grouped_, counts_);
+  const NodeId first = book_.begin(comm_.rank());
+  std::vector<std::int64_t> local(asked.data.size());
+  for (std::size_t i = 0; i < local.size(); ++i) local[i] = asked.data[i] - first;
+  const torch::Tensor rows = local_.rows().index_select(0, torch::tensor(local, torch::kInt64)).contiguous();
+  std::vector<std::int64_t> row_counts(asked.counts.size());
+  for (std::size_t r = 0; r < row_counts.size(); ++r) row_counts[r] = asked.counts[r] * dim_;
+  const auto got = comm_.alltoallv<float>(std::span<const float>(rows.data_ptr<float>(), static_cast<std::size_t>(rows.numel())), row_counts);
+  // Received in grouped order; row i of the batch is grouped row order_[i].
+  const torch::Tensor grouped = torch::from_blob(const_cast<float*>(got.data.data()), {static_cast<std::int64_t>(ids.size()), dim_}, torch::kFloat);
+  return grouped.index_select(0, torch::tensor(order_, torch::kInt64)).requires_grad_(true);
+}
+
+void DistEmbedding::apply(std::span<const NodeId> ids, const torch::Tensor& grad) {
+  torch::NoGradGuard no_grad;
+  group(ids);
+  // The gradient rows in grouped order: row order_[i] is ids[i]'s.
+  torch::Tensor send = torch::empty({static_cast<std::int64_t>(ids.size()), dim_});
+  if (!ids.empty()) send.index_copy_(0, torch::tensor(order_, torch::kInt64), grad.to(torch::kCPU).to(torch::kFloat).contiguous());
+  std::vector<std::int64_t> row_counts(counts_.size());
+  for (std::size_t r = 0; r < row_counts.size(); ++r) row_counts[r] = counts_[r] * dim_;
+  const auto rows = comm_.alltoallv<NodeId>(grouped_, counts_);
+  const auto grads = comm_.alltoallv<float>(std::span<const float>(send.data_ptr<float>(), static_cast<std::size_t>(send.numel())), row_counts);
+  if (rows.data.empty()) return;
+  const NodeId first = book_.begin(comm_.rank());
+  std::vector<std::int64_t> local(rows.data.size());
+  for (std::size_t i = 0; i < local.size(); ++i) local[i] = rows.data[i] - first;
+  local_.apply(torch::tensor(local, torch::kInt64),
+               torch::from_blob(const_cast<float*>(grads.data.data()), {static_cast<std::int64_t>(local.size()), dim_}, torch::kFloat));
+}
+
+}  // namespace shardgnn
