@@ -223,8 +223,11 @@ Dataset read_igbh_dataset(const std::string& dir, const ReadOptions& options) {
   for (std::size_t t = 0; t < types.size(); ++t) {
     Dataset tmp;
     const std::string f = (root / types[t].name / "node_feat.npy").string();
-    read_feature_matrix(tmp, npy_stream(feats[t]), &feats[t], types[t].count, options, f, "row ");
-    in.features[t] = std::move(tmp.features);
+    // A type without features may come as [N, 0] (what `data export --format igbh` writes).
+    if (types[t].feature_dim > 0) {
+      read_feature_matrix(tmp, npy_stream(feats[t]), &feats[t], types[t].count, options, f, "row ");
+      in.features[t] = std::move(tmp.features);
+    }
     const fs::path lp = root / types[t].name / ("node_label_" + options.igb_labels + ".npy");
     if (!fs::exists(lp, ec)) continue;
     // IGB-Het stores its labels as floats in some releases: whole numbers are accepted.

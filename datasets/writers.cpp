@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <vector>
 
 #include "datasets/error.hpp"
 #include "datasets/fileio.hpp"
+#include "datasets/npy.hpp"
 
 namespace shardgnn {
 
@@ -106,6 +108,45 @@ void write_edge_list_file(const Dataset& ds, const std::string& path) {
       }
     out.flush();
   });
+  });
+}
+
+void write_igbh_layout(const Dataset& ds, const std::string& dir) {
+  const GraphSchema& s = ds.schema;
+  if (!s.typed()) throw InputError(dir, "", "the IGB-Het layout is for typed graphs; this dataset has one node type");
+  write_dir_atomic(dir, false, [&](const std::string& tmp) {
+    const std::string root = tmp + "/processed";
+    for (int t = 0; t < s.num_types(); ++t) {
+      const NodeType& nt = s.types()[static_cast<std::size_t>(t)];
+      const std::string tdir = root + "/" + nt.name;
+      std::filesystem::create_directories(tdir);
+      write_npy_streamed(tdir + "/node_feat.npy", DType::kFloat32, std::vector<std::int64_t>{nt.count, nt.feature_dim}, [&](const NpySink& out) {
+        std::vector<float> row(static_cast<std::size_t>(nt.feature_dim));
+        for (std::int64_t i = 0; i < nt.count && nt.feature_dim > 0; ++i) out(ds.type_row_f32(t, i, row.data()), row.size() * sizeof(float));
+      });
+      bool labelled = false;
+      std::vector<std::int64_t> labels(static_cast<std::size_t>(nt.count), -1);
+      for (std::int64_t i = 0; i < nt.count; ++i)
+        for_each_label(ds, s.begin(t) + i, [&](std::int64_t c) { labels[static_cast<std::size_t>(i)] = c, labelled = true; });
+      if (labelled && !ds.multilabel) write_npy(tdir + "/node_label_" + std::to_string(ds.num_classes) + ".npy", std::span<const std::int64_t>(labels));
+    }
+    std::vector<std::vector<std::int64_t>> pairs(s.relations().size());
+    ds.graph.visit([&](const auto& g) {
+      for (NodeId u = 0; u < g.num_nodes(); ++u) {
+        const int tu = s.type_of(u);
+        for (const auto v : g.neighbors(u)) {
+          const int tv = s.type_of(static_cast<NodeId>(v));
+          auto& p = pairs[static_cast<std::size_t>(s.relation_between(tu, tv))];
+          p.push_back(u - s.begin(tu));
+          p.push_back(static_cast<NodeId>(v) - s.begin(tv));
+        }
+      }
+    });
+    for (std::size_t r = 0; r < pairs.size(); ++r) {
+      const std::string rdir = root + "/" + s.relation_label(static_cast<int>(r));
+      std::filesystem::create_directories(rdir);
+      write_npy(rdir + "/edge_index.npy", DType::kInt64, pairs[r].data(), std::vector<std::int64_t>{static_cast<std::int64_t>(pairs[r].size() / 2), 2});
+    }
   });
 }
 

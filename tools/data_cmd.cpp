@@ -572,17 +572,22 @@ int export_cmd(const std::vector<std::string>& args) {
   g_command = "shardgnn data export";
   po::options_description o("options");
   o.add_options()
-      ("format,f", po::value<std::string>()->default_value("metis"), "metis (graph text, for gpmetis) or edgelist (tab-separated, original ids)")
-      ("out,o", po::value<std::string>()->required(), "output file");
+      ("format,f", po::value<std::string>()->default_value("metis"),
+       "metis (graph text, for gpmetis), edgelist (tab-separated, original ids), or igbh (a typed graph as IGB-Het's numpy folder, "
+       "which MLPerf's GNN reference and DGL's IGB loaders read; splits are not part of it)")
+      ("out,o", po::value<std::string>()->required(), "output file (igbh: folder)");
   po::variables_map vm;
-  if (!parse(args, "shardgnn data export <dataset-dir> --format metis|edgelist --out FILE", o, {"dataset"}, vm)) return 0;
+  if (!parse(args, "shardgnn data export <dataset-dir> --format metis|edgelist|igbh --out PATH\n\n"
+                   "A typed graph exports as its one graph over global ids (metis, edgelist) or per type and relation (igbh).",
+             o, {"dataset"}, vm))
+    return 0;
   const std::string fmt = vm["format"].as<std::string>();
-  if (fmt != "metis" && fmt != "edgelist") throw UsageError("unknown --format '" + fmt + "', expected metis or edgelist");
+  if (fmt != "metis" && fmt != "edgelist" && fmt != "igbh") throw UsageError("unknown --format '" + fmt + "', expected metis, edgelist or igbh");
   const Dataset ds = load_dataset(vm["dataset"].as<std::string>());
-  require_untyped(ds.schema, vm["dataset"].as<std::string>(), "data export");
   const std::string out = vm["out"].as<std::string>();
   if (fmt == "metis") write_metis_graph(ds, out);
-  else write_edge_list_file(ds, out);
+  else if (fmt == "edgelist") write_edge_list_file(ds, out);
+  else write_igbh_layout(ds, out);
   std::printf("wrote %s (%s): %lld nodes, %lld directed entries\n", out.c_str(), fmt.c_str(), static_cast<long long>(ds.num_nodes()),
               static_cast<long long>(ds.graph.num_edges()));
   return 0;
