@@ -13,6 +13,41 @@ constexpr EnumName<WireDtype> kWireDtypes[] = {{WireDtype::kFloat32, "float32"},
 
 WireDtype parse_wire_dtype(const std::string& name) { return parse_enum(kWireDtypes, name, "--wire-dtype"); }
 std::string wire_dtype_name(WireDtype d) { return enum_name(kWireDtypes, d); }
+std::vector<std::vector<int>> parse_relation_fanouts(const std::string& text, const GraphSchema& schema) {
+  std::vector<std::string> items;
+  for (std::size_t at = 0;;) {
+    const std::size_t semi = text.find(';', at);
+    items.push_back(text.substr(at, semi == std::string::npos ? std::string::npos : semi - at));
+    if (semi == std::string::npos) break;
+    at = semi + 1;
+  }
+  if (items.front().find('=') != std::string::npos)
+    throw InputError("--fanouts '" + text + "': expected the default fanouts first (\"15,10,5;cites=5,5,5\")");
+  const std::vector<int> base = parse_fanouts(items.front());
+  const std::size_t R = schema.relations().size();
+  std::vector<std::vector<int>> out(base.size(), std::vector<int>(R));
+  for (std::size_t h = 0; h < base.size(); ++h) std::fill(out[h].begin(), out[h].end(), base[h]);
+  for (std::size_t i = 1; i < items.size(); ++i) {
+    const std::size_t eq = items[i].find('=');
+    if (eq == std::string::npos) throw InputError("--fanouts item '" + items[i] + "': expected relation=fanouts, e.g. cites=5,5,5");
+    const std::string name = items[i].substr(0, eq);
+    int found = -1, matches = 0;
+    for (std::size_t r = 0; r < R; ++r)
+      if (schema.relations()[r].name == name || schema.relation_label(static_cast<int>(r)) == name) found = static_cast<int>(r), ++matches;
+    if (matches == 0) {
+      std::string known;
+      for (std::size_t r = 0; r < R; ++r) known += (known.empty() ? "" : ", ") + schema.relations()[r].name;
+      throw InputError("--fanouts item '" + items[i] + "': no relation named '" + name + "' (" + known + ")");
+    }
+    if (matches > 1) throw InputError("--fanouts item '" + items[i] + "': several relations are named '" + name + "'; use its full label, src__name__dst");
+    const std::vector<int> f = parse_fanouts(items[i].substr(eq + 1));
+    if (f.size() != base.size())
+      throw InputError("--fanouts item '" + items[i] + "': " + std::to_string(f.size()) + " hops, the default has " + std::to_string(base.size()));
+    for (std::size_t h = 0; h < f.size(); ++h) out[h][static_cast<std::size_t>(found)] = f[h];
+  }
+  return out;
+}
+
 CachePolicy parse_cache_policy(const std::string& name) { return parse_enum(kCachePolicies, name, "--cache-policy"); }
 std::string cache_policy_name(CachePolicy p) { return enum_name(kCachePolicies, p); }
 

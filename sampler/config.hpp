@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "datasets/schema.hpp"
 #include "partition/config.hpp"
 
 namespace shardgnn {
@@ -67,6 +68,13 @@ std::string cache_policy_name(CachePolicy p);
 WireDtype parse_wire_dtype(const std::string& name);  // float32, bf16
 std::string wire_dtype_name(WireDtype d);
 inline std::size_t wire_value_bytes(WireDtype d) { return d == WireDtype::kBFloat16 ? 2 : 4; }  // one feature value on the wire
+// Per-relation fanouts from `--fanouts` text on a typed graph: "15,10,5" gives every relation
+// those fanouts by hop (MLPerf's convention); "15,10,5;cites=5,5,5;topic=0,0,0" then overrides the
+// named relations (a relation's name, or its full label "paper__cites__paper" where two share a
+// name). Each override lists as many hops as the default. [hop][relation], InputError naming the
+// item otherwise.
+std::vector<std::vector<int>> parse_relation_fanouts(const std::string& text, const GraphSchema& schema);
+
 // Throws InputError for a configuration no run can use (batch size < 1, no fanouts, ...).
 void validate(const SamplerConfig& c);
 

@@ -188,3 +188,14 @@ TEST_CASE("a typed batch's input rows arrive per node type at each type's width,
   }
   }
 }
+
+TEST_CASE("per-relation fanouts parse from --fanouts text: defaults, then overrides by name or label", "[sampler][typed]") {
+  const GraphSchema s({{"paper", 3, 2}, {"author", 2, 0}},
+                      {{"paper", "cites", "paper"}, {"paper", "written_by", "author"}, {"author", "writes", "paper"}}, "test");
+  CHECK(parse_relation_fanouts("15,10", s) == std::vector<std::vector<int>>{{15, 15, 15}, {10, 10, 10}});
+  CHECK(parse_relation_fanouts("15,10;cites=5,0;author__writes__paper=-1,2", s) == std::vector<std::vector<int>>{{5, 15, -1}, {0, 10, 2}});
+  using Catch::Matchers::Contains;
+  CHECK_THROWS_WITH(parse_relation_fanouts("15,10;cited=5,5", s), Contains("no relation named 'cited'") && Contains("written_by"));
+  CHECK_THROWS_WITH(parse_relation_fanouts("15,10;cites=5", s), Contains("1 hops, the default has 2"));
+  CHECK_THROWS_WITH(parse_relation_fanouts("cites=5,5", s), Contains("default fanouts first"));
+}
