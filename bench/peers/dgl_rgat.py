@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""DGL's R-GAT on a typed shardgnn dataset folder, one process: the peer of `bench hetero` (issue
+43), in the shape of MLPerf's GNN reference (a HeteroGraphConv of one GATConv per relation, summed
+per destination type, DGL's neighbour sampler with the fanouts applied per relation), with the
+parts shardgnn's RelGnn adds so that both train the same model: a linear encoder per node type to
+the hidden width first (the reference feeds IGB-Het's equal-width features straight in), a self
+term per layer (the reference relies on IGB-Het's cites self-loops), ELU between layers and the
+heads averaged at the output. An entry u -> v of relation (src, name, dst) in shardgnn's rows is
+v's message to u, so it becomes the DGL edge v -> u of type (dst, name, src). Writes one JSON
+object to --result: each epoch's seconds and validation accuracy (sampled with the training
+fanouts), and when --target is reached, the seconds of training until then. Benchmark-only."""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from result import write_result  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dataset")
+    ap.add_argument("--result", required=True)
+    ap.add_argument("--fanouts", default="5,10,15", help="DGL order: input layer first (MLPerf: 5,10,15)")
+    ap.add_argument("--batch", type=int, default=1024)
+    ap.add_argument("--hidden", type=int, default=512)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--dropout", type=float, default=0.2)
+    ap.add_argument("--lr", type=float, default=0.001)
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--target", type=float, default=0.0, help="validation accuracy whose first epoch ends the clock")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args()
+
+    os.environ.setdefault("DGLBACKEND", "pytorch")
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    import dgl
+    import dgl.nn as dglnn
+
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    meta = json.load(open(os.path.join(a.dataset, "meta.json")))
+    load = lambda name: np.load(os.path.join(a.dataset, name + ".npy"))
+    types = meta["node_types"]
+    offsets = np.cumsum([0] + [t["count"] for t in types])
+    type_of = lambda ids: np.searchsorted(offsets, ids, side="right") - 1
+    indptr, indices = load("indptr"), load("indices").astype(np.int64)
+    rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+    tu, tv = type_of(rows), type_of(indices)
+    names = [t["name"] for t in types]
+    data = {}
+    for r in meta["relations"]:
+        s, d = names.index(r["src"]), names.index(r["dst"])
+        m = (tu == s) & (tv == d)
+        data[(r["dst"], r["name"], r["src"])] = (torch.from_numpy(indices[m] - offsets[d]), torch.from_numpy(rows[m] - offsets[s]))
+    g = dgl.heterograph(data, num_nodes_dict={t["name"]: t["count"] for t in types})
+    feats = {t["name"]: torch.from_numpy(load("features_" + t["name"]).astype(np.float32)) for t in types if t["feature_dim"] > 0}
+    labels_all = load("labels").astype(np.int64)
+    labelled = [i for i, t in enumerate(types) if (labels_all[offsets[i]:offsets[i + 1]] >= 0).any()]
+    if len(labelled) != 1:
+        raise SystemExit("dgl_rgat: expected one labelled node type")
+    target_type = names[labelled[0]]
+    first = offsets[labelled[0]]
+    labels = torch.from_numpy(labels_all[first:offsets[labelled[0] + 1]])
+    split = lambda s: torch.from_numpy(load(s).astype(np.int64) - first)
+    train, val = split("train_idx"), split("val_idx")
+    classes = int(labels.max()) + 1
+    fanouts = [int(x) for x in a.fanouts.split(",")]
+    etypes = g.canonical_etypes
+    H, hidden = a.heads, a.hidden
+
+    class RGAT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc = nn.ModuleDict({t: nn.Linear(f.shape[1], hidden) for t, f in feats.items()})
+            self.emb = nn.ModuleDict({t["name"]: nn.Embedding(t["count"], hidden) for t in types if t["feature_dim"] == 0})
+            self.convs, self.selfs = nn.ModuleList(), nn.ModuleList()
+            for l in range(len(fanouts)):
+                out = classes if l + 1 == len(fanouts) else hidden // H
+                self.convs.append(dglnn.HeteroGraphConv({e: dglnn.GATConv(hidden, out, H, allow_zero_in_degree=True, bias=False) for e in etypes}, aggregate="sum"))
+                self.selfs.append(nn.ModuleDict({t["name"]: nn.Linear(hidden, out * H) for t in types}))
+            self.drop = nn.Dropout(a.dropout)
+
+        def forward(self, blocks, input_nodes):
+            h = {t: (self.enc[t](feats[t][ids]) if t in self.enc else self.emb[t](ids)) for t, ids in input_nodes.items()}
+            for l, (conv, block) in enumerate(zip(self.convs, blocks)):
+                h = {t: self.drop(x) for t, x in h.items()}
+                msg = conv(block, h)
+                last = l + 1 == len(self.convs)
+                out = {}
+                for t in block.dsttypes:
+                    n = block.num_dst_nodes(t)
+                    if n == 0:
+                        continue
+                    x = self.selfs[l][t](h[t][:n]).view(n, H, -1)
+                    if t in msg:
+                        x = x + msg[t]
+                    out[t] = x.mean(1) if last else F.elu(x.flatten(1))
+                h = out
+            return h[target_type]
+
+    model = RGAT()
+    opt = torch.optim.Adam(model.parameters(), lr=a.lr)
+    sampler = dgl.dataloading.NeighborSampler(fanouts)
+    loader = dgl.dataloading.DataLoader(g, {target_type: train}, sampler, batch_size=a.batch, shuffle=True, num_workers=0)
+    val_loader = dgl.dataloading.DataLoader(g, {target_type: val}, sampler, batch_size=4096, shuffle=False, num_workers=0)
+    epoch_times, val_accs, to_target = [], [], None
+    trained = 0.0
+    for _ in range(a.epochs):
+        model.train()
+        t0 = time.perf_counter()
+        for input_nodes, output_nodes, blocks in loader:
+            loss = F.cross_entropy(model(blocks, input_nodes), labels[output_nodes[target_type]])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        epoch_times.append(time.perf_counter() - t0)
+        trained += epoch_times[-1]
+        model.eval()
+        correct = 0
+        with torch.no_grad():
+            for input_nodes, output_nodes, blocks in val_loader:
+                correct += int((model(blocks, input_nodes).argmax(1) == labels[output_nodes[target_type]]).sum())
+        val_accs.append(correct / len(val))
+        if to_target is None and a.target > 0 and val_accs[-1] >= a.target:
+            to_target = trained
+    write_result(a.result, {"dgl_version": dgl.__version__, "torch_version": torch.__version__, "threads": a.threads, "epoch_s": min(epoch_times),
+                            "epoch_times": epoch_times, "val_acc": val_accs, "seconds_to_target": to_target, "target": a.target})
+
+
+if __name__ == "__main__":
+    sys.exit(main())
