@@ -465,7 +465,8 @@ int info(const std::vector<std::string>& args) {
   std::printf("source            %s\n", ds.source.c_str());
   std::printf("nodes             %lld\n", ll(s.nodes));
   std::printf("edges             %lld undirected, %lld directed entries\n", ll(s.undirected_edges), ll(s.directed_edges));
-  std::printf("features          %lld (%s)\n", ll(s.feature_dim), feature_dtype_name(ds.feature_dtype).c_str());
+  if (ds.schema.typed()) std::printf("features          per node type (%s)\n", feature_dtype_name(ds.feature_dtype).c_str());
+  else std::printf("features          %lld (%s)\n", ll(s.feature_dim), feature_dtype_name(ds.feature_dtype).c_str());
   if (ds.schema.typed()) {
     const auto labelled = labelled_per_type(ds);
     for (int t = 0; t < ds.schema.num_types(); ++t) {
