@@ -39,7 +39,22 @@ TypedFeatureStore::TypedFeatureStore(const Shard& own, const comm::Communicator&
     s.halo_nodes = IntArray(Array<NodeId>(std::move(halo)));
     s.halo_owner = Array<PartId>(std::move(owner));
     p.comm = std::make_unique<comm::Communicator>(comm.dup());
-    p.view = std::make_unique<ShardView>(s);
+    // Node-local reads as the FeatureStore makes them: the other ranks' type rows on this node,
+    // mapped from their shards (the partition.json the own shard came with lists them).
+    s.info = own.info;
+    const PartitionBook type_book = s.book;
+    const auto load = [t, type_book, F](const PartitionInfo& info, PartId k) {
+      Shard peer = load_shard_rows(info, k);
+      Shard v;
+      v.part = k;
+      v.book = type_book;
+      v.feature_dim = F;
+      v.feature_dtype = peer.feature_dtype;
+      if (peer.feature_dtype == FeatureDtype::kFloat32) v.features = std::move(peer.type_features[static_cast<std::size_t>(t)]);
+      else v.features16 = std::move(peer.type_features16[static_cast<std::size_t>(t)]);
+      return v;
+    };
+    p.view = std::make_unique<ShardView>(s, *p.comm, p.comm->node_ids(), config.node_local && comm.size() > 1, load);
     p.store = std::make_unique<FeatureStore>(*p.view, *p.comm);
     p.store->build_cache(config, nullptr);
   }

@@ -24,8 +24,9 @@ class TypedFeatureStore {
  public:
   // Collective on `comm`: a store per featured type of `own`'s graph (a typed shard: Shard::schema),
   // each with its cache built per `config` (the degree policy counts each type's halo rows by
-  // their degree; presampling is not available per type and builds none). `own` and `comm` must
-  // outlive the store. Rows of other ranks always come over MPI (no node-local reads yet).
+  // their degree; presampling is not available per type and builds none) and, with
+  // config.node_local, the rows of the other ranks on this node read from their shards' files.
+  // `own` and `comm` must outlive the store.
   TypedFeatureStore(const Shard& own, const comm::Communicator& comm, const SamplerConfig& config);
   ~TypedFeatureStore();
 

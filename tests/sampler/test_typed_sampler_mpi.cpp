@@ -140,8 +140,10 @@ TEST_CASE("a typed batch's input rows arrive per node type at each type's width,
   for (const FeatureDtype dtype : {FeatureDtype::kFloat32, FeatureDtype::kFloat16}) {
   TypedParts fx(dtype);
   const GraphSchema& s = fx.ds.schema;
+  for (const bool node_local : {false, true})
   for (const CachePolicy policy : {CachePolicy::kNone, CachePolicy::kDegree}) {
     SamplerConfig cfg;
+    cfg.node_local = node_local;
     cfg.fanouts = {4, 3};
     cfg.batch_size = 40;
     cfg.cache_policy = policy;
@@ -176,14 +178,19 @@ TEST_CASE("a typed batch's input rows arrive per node type at each type's width,
         }
       }
     }
-    INFO("policy " << cache_policy_name(policy));
+    INFO("policy " << cache_policy_name(policy) << ", node-local reads " << node_local);
     CHECK(rows > 0);
     CHECK(misplaced == 0);
     CHECK(wrong == 0);
-    std::int64_t hits = 0, remote = 0;
-    for (int t = 0; t < s.num_types(); ++t) hits += store.store(t)->counters().cache_hits, remote += store.store(t)->counters().remote_rows;
-    if (fx.world.size() > 1 && policy == CachePolicy::kDegree) CHECK(hits > 0);
-    if (fx.world.size() > 1) CHECK(remote > 0);
+    std::int64_t hits = 0, remote = 0, same_node = 0;
+    for (int t = 0; t < s.num_types(); ++t) {
+      const FeatureCounters& c = store.store(t)->counters();
+      hits += c.cache_hits, remote += c.remote_rows, same_node += c.node_local_rows;
+    }
+    // One machine: with node-local reads every other rank's rows are read from its shard.
+    if (fx.world.size() > 1 && !node_local && policy == CachePolicy::kDegree) CHECK(hits > 0);
+    if (fx.world.size() > 1) CHECK((node_local ? same_node : remote) > 0);
+    if (node_local) CHECK(remote == 0);
     if (fx.world.size() > 1 && dtype != FeatureDtype::kFloat32) CHECK(store.store(0)->wire_value_bytes() == 2);
   }
   }
