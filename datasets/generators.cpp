@@ -215,12 +215,7 @@ void add_random_node_data(Dataset& ds, int feature_dim, int num_classes, double 
   }
   ds.num_classes = num_classes;
   ds.labels = Array<std::int64_t>(std::move(labels));
-  SplitSpec spec;
-  spec.kind = SplitSpec::Kind::kRandom;
-  spec.train_fraction = train_fraction;
-  spec.val_fraction = val_fraction;
-  spec.seed = derive_seed(seed, 0x5b117);
-  assign_split(ds, spec);
+  assign_random_split(ds, train_fraction, val_fraction, derive_seed(seed, 0x5b117));
 }
 
 namespace {
@@ -351,12 +346,7 @@ Dataset sbm_dataset(const SbmOptions& options, const SbmBuild& build) {
   ds.labels = Array<std::int64_t>(std::move(labels));
 
   // Every node is labelled, so a random split of the labelled nodes is a split of all nodes.
-  SplitSpec split;
-  split.kind = SplitSpec::Kind::kRandom;
-  split.train_fraction = options.train_fraction;
-  split.val_fraction = options.val_fraction;
-  split.seed = derive_seed(options.seed, kSbmSplit);
-  assign_split(ds, split);
+  assign_random_split(ds, options.train_fraction, options.val_fraction, derive_seed(options.seed, kSbmSplit));
   if (options.multilabel > 0) give_label_sets(ds, options);
   return ds;
 }

@@ -231,12 +231,7 @@ Dataset generate_hetero(const HeteroOptions& o, const std::string& scratch, std:
   std::vector<std::int32_t>().swap(cls);
   ds.num_classes = K;
   ds.labels = Array<std::int64_t>(std::move(labels));
-  SplitSpec split;
-  split.kind = SplitSpec::Kind::kRandom;
-  split.train_fraction = o.train_fraction;
-  split.val_fraction = o.val_fraction;
-  split.seed = derive_seed(o.seed, kSplit);
-  assign_split(ds, split);
+  assign_random_split(ds, o.train_fraction, o.val_fraction, derive_seed(o.seed, kSplit));
 
   ds.name = "hetero-p" + std::to_string(o.papers);
   std::string featureless;

@@ -178,4 +178,13 @@ void assign_split(Dataset& ds, const SplitSpec& spec) {
   store(ds, {std::move(train), std::move(val), std::move(test)});
 }
 
+void assign_random_split(Dataset& ds, double train_fraction, double val_fraction, std::uint64_t seed) {
+  SplitSpec spec;
+  spec.kind = SplitSpec::Kind::kRandom;
+  spec.train_fraction = train_fraction;
+  spec.val_fraction = val_fraction;
+  spec.seed = seed;
+  assign_split(ds, spec);
+}
+
 }  // namespace shardgnn

@@ -21,5 +21,7 @@ SplitSpec parse_split_spec(const std::string& text, std::uint64_t seed);
 // Replaces ds's split with one drawn from its labelled nodes. Per-class: a class with too few
 // nodes is an error naming the class.
 void assign_split(Dataset& ds, const SplitSpec& spec);
+// assign_split of a seeded random split: these fractions of the labelled nodes, the rest test.
+void assign_random_split(Dataset& ds, double train_fraction, double val_fraction, std::uint64_t seed);
 
 }  // namespace shardgnn
