@@ -209,7 +209,8 @@ void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite, std
       if (nt.feature_dim == 0) continue;
       const std::string name = "features_" + nt.name;
       arrays[name] = write_listed_array_streamed(tmp, name, feature_npy_dtype(stored), {nt.count, nt.feature_dim}, [&](const NpySink& out) {
-        write_type_rows(ds, t, stored, 0, nt.count, out, "--feature-dtype: " + dir + ": " + nt.name + " ");
+        FeatureRowScratch scratch;
+        write_type_rows(ds, t, stored, nt.count, [](std::int64_t i) { return i; }, scratch, out, "--feature-dtype: " + dir + ": " + nt.name + " ");
       });
     }
     boost::json::object meta;

@@ -72,8 +72,8 @@ struct TypeLayout {
   std::int64_t n = 0;
   int classes = 1;
   Scatter scatter;
-  // A node drawn by popularity: the slot's rank is floor(count * u^2), so the first 1% of a
-  // class's nodes receives 10% of the draws (the skew of real citation and authorship counts).
+  // A node drawn by popularity: the slot's rank is floor(count * u^2), so a rank below x * count
+  // has probability sqrt(x), a skew toward popular nodes as real citation and authorship show.
   NodeId draw(int y, double u) const {
     const std::int64_t in_class = y < n ? (n - y + classes - 1) / classes : 0;
     if (in_class == 0) return draw_any(u);

@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <map>
 
+#include <boost/algorithm/string/finder.hpp>
+#include <boost/algorithm/string/iter_find.hpp>
+
 #include "datasets/error.hpp"
 #include "datasets/npy.hpp"
 #include "datasets/reader_parts.hpp"
@@ -106,12 +109,8 @@ Dataset assemble(TypedInput&& in, const std::string& where, const std::string& n
 // The parts of a folder name joined by `sep` ("author___writes___paper", "paper__cites__paper").
 std::vector<std::string> split_name(const std::string& s, const std::string& sep) {
   std::vector<std::string> parts;
-  for (std::size_t at = 0;;) {
-    const std::size_t next = s.find(sep, at);
-    parts.push_back(s.substr(at, next == std::string::npos ? std::string::npos : next - at));
-    if (next == std::string::npos) return parts;
-    at = next + sep.size();
-  }
+  boost::algorithm::iter_split(parts, s, boost::algorithm::first_finder(sep));
+  return parts;
 }
 
 std::vector<fs::path> subfolders(const fs::path& dir) {

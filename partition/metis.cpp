@@ -245,18 +245,18 @@ std::vector<PartId> MetisPartitioner::run(const Dataset& ds, const PartitionConf
   ds.graph.indptr().release_pages();
 
   std::vector<idx_t> part(static_cast<std::size_t>(n));
+  int ncon = 1;
+  std::vector<std::int64_t> w;  // the last pass's vertex weights
   auto kway = [&](const std::vector<std::int64_t>& cost_column) {
     // Plain node balance is METIS's default (no vertex weights): pass none, as gpmetis does.
-    int ncon = 1;
-    std::vector<std::int64_t> w;
+    ncon = 1;
+    w.clear();
     if (!(cfg.balance.size() == 1 && cfg.balance[0] == BalanceKey::kNodes)) w = balance_weights(ds, cfg.balance, &ncon, cost_column);  // sets ncon
     part = metis_kway(mg.xadj, mg.adjncy, mg.adjwgt, w, ncon, cfg, ds.name);
   };
   kway(cost);
   if (!by_cost) {
     std::vector<PartId> out(part.begin(), part.end());
-    int ncon = 1;
-    const std::vector<std::int64_t> w = balance_weights(ds, cfg.balance, &ncon);
     // Several constraints: METIS may leave one a little over its bound (repair_balance).
     if (ncon > 1) repair_balance(ds.graph, w, ncon, cfg.parts, cfg.imbalance, out);
     return out;

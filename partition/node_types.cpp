@@ -27,10 +27,10 @@ NodeTypeIndex NodeTypeIndex::of(const Shard& s) {
   return NodeTypeIndex(s.info->book, counts);
 }
 
-int NodeTypeIndex::operator()(NodeId v) const noexcept {
-  const auto k = static_cast<std::size_t>(book_.owner(v));
-  const auto first = ends_.begin() + static_cast<std::ptrdiff_t>(k * static_cast<std::size_t>(types_));
-  return static_cast<int>(std::upper_bound(first, first + types_, v) - first);
+std::pair<PartId, int> NodeTypeIndex::locate(NodeId v) const noexcept {
+  const PartId k = book_.owner(v);
+  const auto first = ends_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(k) * static_cast<std::size_t>(types_));
+  return {k, static_cast<int>(std::upper_bound(first, first + types_, v) - first)};
 }
 
 }  // namespace shardgnn

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "datasets/schema.hpp"
@@ -24,7 +25,9 @@ class NodeTypeIndex {
 
   bool typed() const noexcept { return types_ > 0; }
   int num_types() const noexcept { return types_; }
-  int operator()(NodeId v) const noexcept;
+  int operator()(NodeId v) const noexcept { return locate(v).second; }
+  // v's part and type.
+  std::pair<PartId, int> locate(NodeId v) const noexcept;
   // The first global id of part k's run of type t.
   NodeId run_begin(PartId k, int t) const noexcept {
     return t == 0 ? book_.begin(k) : ends_[static_cast<std::size_t>(k) * static_cast<std::size_t>(types_) + static_cast<std::size_t>(t) - 1];

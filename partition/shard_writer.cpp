@@ -407,11 +407,11 @@ void ShardWriter::write_typed(const std::string& pdir, const std::vector<NodeId>
     const std::int64_t F = s.types()[static_cast<std::size_t>(t)].feature_dim;
     if (F == 0) continue;
     const std::string name = "features_" + s.types()[static_cast<std::size_t>(t)].name;
-    // The run's rows within the type, for write_type_rows.
-    std::vector<std::int64_t> rows_of(static_cast<std::size_t>(rows));
-    for (std::int64_t i = 0; i < rows; ++i) rows_of[static_cast<std::size_t>(i)] = first[i] - s.begin(t);
+    const NodeId type_first = s.begin(t);
     arrays[name] = write_listed_array_streamed(pdir, name, feature_npy_dtype(feature_dtype_), {rows, F}, [&](const NpySink& out) {
-      write_type_rows(ds_, t, feature_dtype_, 0, rows, out, "partition --feature-dtype: " + s.types()[static_cast<std::size_t>(t)].name + " ", rows_of.data());
+      FeatureRowScratch scratch;
+      write_type_rows(ds_, t, feature_dtype_, rows, [&](std::int64_t i) { return first[i] - type_first; }, scratch, out,
+                      "partition --feature-dtype: " + s.types()[static_cast<std::size_t>(t)].name + " ");
     });
   }
 }

@@ -39,12 +39,14 @@ bool same_weighted_row(const Shard& s, const ShardView& sg, NodeId i, const std:
 
 // Whether shard row i's features are the dataset row's (float32, or narrowed to the shard's
 // 2-byte dtype as the writer narrows it: the same bits). `narrowed` is scratch.
-bool same_features(const Shard& s, NodeId i, const float* want, std::vector<std::uint16_t>& narrowed) {
-  const auto F = static_cast<std::size_t>(s.feature_dim);
-  if (s.feature_dtype == FeatureDtype::kFloat32) return std::equal(want, want + F, s.features.data() + i * s.feature_dim);
+bool same_row(FeatureDtype stored, const void* got, const float* want, std::size_t F, std::vector<std::uint16_t>& narrowed) {
+  if (stored == FeatureDtype::kFloat32) return std::equal(want, want + F, static_cast<const float*>(got));
   narrowed.resize(F);
-  narrow_values(s.feature_dtype, want, F, narrowed.data());
-  return std::memcmp(narrowed.data(), s.feature_row(i), F * sizeof(std::uint16_t)) == 0;
+  narrow_values(stored, want, F, narrowed.data());
+  return std::memcmp(narrowed.data(), got, F * sizeof(std::uint16_t)) == 0;
+}
+bool same_features(const Shard& s, NodeId i, const float* want, std::vector<std::uint16_t>& narrowed) {
+  return same_row(s.feature_dtype, s.feature_row(i), want, static_cast<std::size_t>(s.feature_dim), narrowed);
 }
 
 // The comparison of loaded shards with their dataset, step by step; problems go to `err`, at most
@@ -141,26 +143,14 @@ class ShardComparison {
       for (int t = 0; t < g.num_types(); ++t) {
         const std::int64_t F = g.types()[static_cast<std::size_t>(t)].feature_dim;
         std::vector<float> want_row(static_cast<std::size_t>(F));
-        std::vector<std::uint16_t> narrowed(static_cast<std::size_t>(F));
         for (std::int64_t r = 0; r < s.type_nodes[static_cast<std::size_t>(t)]; ++r, ++i) {
           if (F == 0) continue;
           const NodeId u = s.orig_ids[static_cast<std::size_t>(i)];
-          // The dataset's row as the shard stores it: bits kept, or narrowed from float32.
-          bool same;
-          if (s.feature_dtype == FeatureDtype::kFloat32) {
-            const float* want = ds_.type_row_f32(t, u - g.begin(t), want_row.data());
-            const float* got = s.type_features[static_cast<std::size_t>(t)].data() + r * F;
-            same = std::equal(got, got + F, want);
-          } else {
-            const std::uint16_t* got = s.type_features16[static_cast<std::size_t>(t)].data() + r * F;
-            if (ds_.feature_dtype == s.feature_dtype) {
-              const std::uint16_t* want = ds_.type_features16[static_cast<std::size_t>(t)].data() + (u - g.begin(t)) * F;
-              same = std::equal(got, got + F, want);
-            } else {
-              narrow_values(s.feature_dtype, ds_.type_row_f32(t, u - g.begin(t), want_row.data()), static_cast<std::size_t>(F), narrowed.data());
-              same = std::equal(got, got + F, narrowed.data());
-            }
-          }
+          // The dataset's row, widened and narrowed again as the shard stores it (a 2-byte row
+          // narrows back to its own bits).
+          const void* got = s.feature_dtype == FeatureDtype::kFloat32 ? static_cast<const void*>(s.type_features[static_cast<std::size_t>(t)].data() + r * F)
+                                                                       : static_cast<const void*>(s.type_features16[static_cast<std::size_t>(t)].data() + r * F);
+          const bool same = same_row(s.feature_dtype, got, ds_.type_row_f32(t, u - g.begin(t), want_row.data()), static_cast<std::size_t>(F), narrowed_);
           if (!same)
             fail(s.part, "features_" + g.types()[static_cast<std::size_t>(t)].name + ".npy: row " + std::to_string(r) + " differs from dataset node " +
                              std::to_string(u));

@@ -1,5 +1,8 @@
 #include "sampler/config.hpp"
 
+#include <boost/algorithm/string/classification.hpp>
+#include <boost/algorithm/string/split.hpp>
+
 #include "datasets/error.hpp"
 #include "datasets/names.hpp"
 
@@ -15,12 +18,7 @@ WireDtype parse_wire_dtype(const std::string& name) { return parse_enum(kWireDty
 std::string wire_dtype_name(WireDtype d) { return enum_name(kWireDtypes, d); }
 std::vector<std::vector<int>> parse_relation_fanouts(const std::string& text, const GraphSchema& schema) {
   std::vector<std::string> items;
-  for (std::size_t at = 0;;) {
-    const std::size_t semi = text.find(';', at);
-    items.push_back(text.substr(at, semi == std::string::npos ? std::string::npos : semi - at));
-    if (semi == std::string::npos) break;
-    at = semi + 1;
-  }
+  boost::algorithm::split(items, text, boost::algorithm::is_any_of(";"));
   if (items.front().find('=') != std::string::npos)
     throw InputError("--fanouts '" + text + "': expected the default fanouts first (\"15,10,5;cites=5,5,5\")");
   const std::vector<int> base = parse_fanouts(items.front());

@@ -33,7 +33,7 @@ TypedFeatureStore::TypedFeatureStore(const Shard& own, const comm::Communicator&
     std::vector<PartId> owner;
     for (std::size_t i = 0; i < own.halo_nodes.size(); ++i)
       if (const NodeId v = own.halo_nodes[i]; types_(v) == t) {
-        halo.push_back(type_id(t, v));
+        halo.push_back(type_id(t, own.halo_owner[i], v));
         owner.push_back(own.halo_owner[i]);
       }
     s.halo_nodes = IntArray(Array<NodeId>(std::move(halo)));
@@ -62,8 +62,7 @@ TypedFeatureStore::TypedFeatureStore(const Shard& own, const comm::Communicator&
 
 TypedFeatureStore::~TypedFeatureStore() = default;
 
-NodeId TypedFeatureStore::type_id(int t, NodeId v) const noexcept {
-  const PartId k = types_.book().owner(v);
+NodeId TypedFeatureStore::type_id(int t, PartId k, NodeId v) const noexcept {
   return per_type_[static_cast<std::size_t>(t)].first[static_cast<std::size_t>(k)] + (v - types_.run_begin(k, t));
 }
 
@@ -71,7 +70,13 @@ void TypedFeatureStore::fetch(std::span<const NodeId> nodes, std::vector<Feature
   const auto T = static_cast<std::size_t>(types_.num_types());
   rows.resize(T);
   at.assign(T, {});
-  for (std::size_t i = 0; i < nodes.size(); ++i) at[static_cast<std::size_t>(types_(nodes[i]))].push_back(static_cast<std::int64_t>(i));
+  for (PerType& p : per_type_) p.ids.clear();
+  // One lookup a node: its type picks the list, its part its place in the type's numbering.
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const auto [k, t] = types_.locate(nodes[i]);
+    at[static_cast<std::size_t>(t)].push_back(static_cast<std::int64_t>(i));
+    if (per_type_[static_cast<std::size_t>(t)].store) per_type_[static_cast<std::size_t>(t)].ids.push_back(type_id(t, k, nodes[i]));
+  }
   // Every rank fetches every featured type, in type order, whatever it holds of it: each fetch is
   // a collective on the type's communicator.
   for (std::size_t t = 0; t < T; ++t) {
@@ -81,8 +86,6 @@ void TypedFeatureStore::fetch(std::span<const NodeId> nodes, std::vector<Feature
       at[t].clear();
       continue;
     }
-    p.ids.clear();
-    for (const std::int64_t i : at[t]) p.ids.push_back(type_id(static_cast<int>(t), nodes[static_cast<std::size_t>(i)]));
     p.store->fetch(p.ids, rows[t]);
   }
 }

@@ -36,8 +36,8 @@ class TypedFeatureStore {
   void fetch(std::span<const NodeId> nodes, std::vector<FeatureRows>& rows, std::vector<std::vector<std::int64_t>>& at);
 
   const NodeTypeIndex& types() const noexcept { return types_; }
-  // Type t's id for global id v (v of type t): its place in type t's own numbering.
-  NodeId type_id(int t, NodeId v) const noexcept;
+  // Type t's id for global id v (v of type t, in part k): its place in type t's own numbering.
+  NodeId type_id(int t, PartId k, NodeId v) const noexcept;
   // Type t's store (null for a type without features), for its counters.
   const FeatureStore* store(int t) const noexcept { return per_type_[static_cast<std::size_t>(t)].store.get(); }
 

@@ -18,6 +18,24 @@
 
 namespace shardgnn::test {
 
+// A folder every rank sees, named `prefix` plus the pid of rank 0, which makes it and fills it
+// with `write` while the others wait; returns its path on every rank.
+inline std::string shared_folder(const comm::Communicator& world, const std::string& prefix, const std::function<void(const std::string&)>& write) {
+  namespace fs = std::filesystem;
+  std::string dir;
+  if (world.rank() == 0) {
+    dir = (fs::temp_directory_path() / (prefix + std::to_string(::getpid()))).string();
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    write(dir);
+  }
+  std::int64_t len = static_cast<std::int64_t>(dir.size());
+  world.broadcast(std::span<std::int64_t>(&len, 1), 0);
+  dir.resize(static_cast<std::size_t>(len));
+  world.broadcast(std::span<char>(dir.data(), dir.size()), 0);
+  return dir;
+}
+
 struct CoraParts {
   comm::Communicator world = comm::Communicator::world();
   std::string root;
@@ -29,12 +47,7 @@ struct CoraParts {
   // parts 0: one per rank; else that many, each rank loading its parts_of_rank merged. `edit`
   // changes the dataset before it is partitioned; the shards store features as `feature_dtype`.
   explicit CoraParts(int parts = 0, const std::function<void(Dataset&)>& edit = {}, FeatureDtype feature_dtype = FeatureDtype::kFloat32) {
-    namespace fs = std::filesystem;
-    std::string dir;
-    if (world.rank() == 0) {
-      dir = (fs::temp_directory_path() / ("shardgnn-mpi-" + std::to_string(::getpid()))).string();
-      fs::remove_all(dir);
-      fs::create_directories(dir);
+    root = shared_folder(world, "shardgnn-mpi-", [&](const std::string& dir) {
       Dataset raw = read_dataset(sample("cora.npz"), {});
       if (edit) edit(raw);
       save_dataset(raw, dir + "/cora");
@@ -45,12 +58,7 @@ struct CoraParts {
       r.config.seed = 3;
       r.assignment = make_partitioner(r.config.method)->partition(d, r.config);
       write_partitioned(d, dir + "/cora", r, dir + "/parts", {.feature_dtype = feature_dtype});
-    }
-    std::int64_t len = static_cast<std::int64_t>(dir.size());
-    world.broadcast(std::span<std::int64_t>(&len, 1), 0);
-    dir.resize(static_cast<std::size_t>(len));
-    world.broadcast(std::span<char>(dir.data(), dir.size()), 0);
-    root = dir;
+    });
     ds = load_dataset(root + "/cora");
     info = load_partition_info(root + "/parts");
     shard = parts > 0 ? load_shard_for_rank(info, world.rank(), world.size()) : load_shard(info, world.rank());

@@ -1,4 +1,6 @@
 // `shardgnn data convert|generate|info|validate`
+#include <boost/algorithm/string/classification.hpp>
+#include <boost/algorithm/string/split.hpp>
 #include <boost/json.hpp>
 #include <chrono>
 #include <cstdio>
@@ -255,12 +257,7 @@ int generate_hetero_cmd(const std::vector<std::string>& rest, po::options_descri
   const std::string out = vm["out"].as<std::string>();
   check_output_dir(out, vm.count("force") > 0);  // before the work, not after
   const FeatureDtype features_as = feature_dtype_option(vm);
-  for (std::size_t at = 0; !featureless.empty();) {
-    const std::size_t comma = featureless.find(',', at);
-    h.featureless.push_back(featureless.substr(at, comma - at));
-    if (comma == std::string::npos) break;
-    at = comma + 1;
-  }
+  if (!featureless.empty()) boost::algorithm::split(h.featureless, featureless, boost::algorithm::is_any_of(","));
   const auto t0 = Clock::now();
   const std::uint64_t limit = memory_limit_option(vm);
   const CleanOptions c{true, true, true};

@@ -2,7 +2,6 @@
 // each count): each relation sampled with its own fanout, every drawn entry an edge of the graph,
 // and one rank the serial reference exactly. Only CHECK after the first collective.
 #include <catch2/catch.hpp>
-#include <unistd.h>
 
 #include <filesystem>
 
@@ -14,6 +13,7 @@
 #include "sampler/sampler.hpp"
 #include "sampler/shard_view.hpp"
 #include "sampler/typed_features.hpp"
+#include "cora_parts.hpp"
 #include "tests/graph_rows.hpp"
 
 using namespace shardgnn;
@@ -31,11 +31,7 @@ struct TypedParts {
   std::vector<NodeId> old_of_new;
 
   explicit TypedParts(FeatureDtype dtype = FeatureDtype::kFloat32) {
-    std::string dir;
-    if (world.rank() == 0) {
-      dir = (fs::temp_directory_path() / ("shardgnn-typed-" + std::to_string(::getpid()))).string();
-      fs::remove_all(dir);
-      fs::create_directories(dir);
+    root = test::shared_folder(world, "shardgnn-typed-", [&](const std::string& dir) {
       HeteroOptions o;
       o.papers = 1500;
       o.feature_dim = 8;
@@ -46,12 +42,7 @@ struct TypedParts {
       r.config.balance = {BalanceKey::kNtypes, BalanceKey::kTrain};
       r.assignment = make_partitioner(r.config.method)->partition(d, r.config);
       write_partitioned(d, dir + "/h", r, dir + "/parts", {.feature_dtype = dtype});
-    }
-    std::int64_t len = static_cast<std::int64_t>(dir.size());
-    world.broadcast(std::span<std::int64_t>(&len, 1), 0);
-    dir.resize(static_cast<std::size_t>(len));
-    world.broadcast(std::span<char>(dir.data(), dir.size()), 0);
-    root = dir;
+    });
     ds = load_dataset(root + "/h");
     info = load_partition_info(root + "/parts");
     shard = load_shard(info, world.rank());
