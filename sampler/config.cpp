@@ -46,6 +46,26 @@ std::vector<std::vector<int>> parse_relation_fanouts(const std::string& text, co
   return out;
 }
 
+std::vector<int> parse_fanouts_option(const std::string& text, std::string& overrides) {
+  const std::size_t semi = text.find(';');
+  overrides = semi == std::string::npos ? std::string() : text.substr(semi + 1);
+  const std::string base = text.substr(0, semi);
+  if (base.find('=') != std::string::npos) throw InputError("--fanouts '" + text + "': expected the default fanouts first (\"15,10,5;cites=5,5,5\")");
+  return parse_fanouts(base);
+}
+
+void resolve_relation_fanouts(SamplerConfig& c, const GraphSchema& schema) {
+  if (!schema.typed()) {
+    if (!c.relation_overrides.empty())
+      throw InputError("--fanouts '..;" + c.relation_overrides + "': per-relation fanouts need a typed graph, and this one has one node type");
+    return;
+  }
+  std::string text;
+  for (const int f : c.fanouts) text += (text.empty() ? "" : ",") + std::to_string(f);
+  if (!c.relation_overrides.empty()) text += ";" + c.relation_overrides;
+  c.relation_fanouts = parse_relation_fanouts(text, schema);
+}
+
 CachePolicy parse_cache_policy(const std::string& name) { return parse_enum(kCachePolicies, name, "--cache-policy"); }
 std::string cache_policy_name(CachePolicy p) { return enum_name(kCachePolicies, p); }
 

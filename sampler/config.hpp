@@ -32,6 +32,9 @@ struct SamplerConfig {
   // fanouts[hop] for every relation, MLPerf's and PyG's convention (a node of a typed graph
   // draws up to fanouts[hop] neighbours along each of its relations).
   std::vector<std::vector<int>> relation_fanouts;
+  // `--fanouts` text past its first ';' ("cites=5,5,5;topic=0,0,0"): the per-relation overrides,
+  // resolved into relation_fanouts once the graph's schema is known (resolve_relation_fanouts).
+  std::string relation_overrides;
   bool replace = false;       // sample with replacement
   int batch_size = 1024;      // seeds per batch, per rank
   std::uint64_t seed = 0;
@@ -74,6 +77,12 @@ inline std::size_t wire_value_bytes(WireDtype d) { return d == WireDtype::kBFloa
 // name). Each override lists as many hops as the default. [hop][relation], InputError naming the
 // item otherwise.
 std::vector<std::vector<int>> parse_relation_fanouts(const std::string& text, const GraphSchema& schema);
+// `--fanouts` as the command line gives it: the default fanouts (returned) and, past the first
+// ';', the per-relation overrides (into `overrides`, checked once the schema is known).
+std::vector<int> parse_fanouts_option(const std::string& text, std::string& overrides);
+// Sets c.relation_fanouts from c.fanouts and c.relation_overrides on a typed graph; an InputError
+// when overrides are given for an untyped one.
+void resolve_relation_fanouts(SamplerConfig& c, const GraphSchema& schema);
 
 // Throws InputError for a configuration no run can use (batch size < 1, no fanouts, ...).
 void validate(const SamplerConfig& c);

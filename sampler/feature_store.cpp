@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "datasets/feature_dtype.hpp"
+#include "sampler/typed_features.hpp"
 #include "datasets/memory_limit.hpp"
 #include "sampler/sampler.hpp"
 
@@ -346,7 +347,12 @@ std::string FeatureStore::wire_name() const {
   return shard_.feature_dtype != FeatureDtype::kFloat32 ? feature_dtype_name(shard_.feature_dtype) + " (as stored)" : wire_dtype_name(wire_);
 }
 
+FeatureStore::~FeatureStore() = default;
+
+FeatureCounters FeatureStore::counters() const { return typed_ ? counters_ + typed_->counters() : counters_; }
+
 void FeatureStore::build_cache(const SamplerConfig& config, DistSampler* sampler) {
+  if (shard_.schema.typed()) typed_ = std::make_unique<TypedFeatureStore>(shard_, comm_, config);
   wire_ = config.wire_dtype;
   wire_16_ = wire_ == WireDtype::kBFloat16 || shard_.feature_dtype != FeatureDtype::kFloat32;
   populate_rows();

@@ -7,6 +7,7 @@
 #include <boost/unordered/unordered_flat_map.hpp>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -20,6 +21,7 @@
 namespace shardgnn {
 
 class DistSampler;
+class TypedFeatureStore;
 
 struct FeatureCounters {
   // remote_rows: rows owned by ranks on other nodes (or by any other rank with node-local reads
@@ -38,6 +40,7 @@ struct FeatureCounters {
 };
 // Field by field: an epoch's counts are the counters at its end less those at its start.
 FeatureCounters operator-(const FeatureCounters& a, const FeatureCounters& b);
+FeatureCounters operator+(const FeatureCounters& a, const FeatureCounters& b);
 
 class FeatureStore {
  public:
@@ -45,6 +48,9 @@ class FeatureStore {
   // their shards, the others come from the cache or their owners (one exchange per fetch, skipped
   // when no rank needs it).
   FeatureStore(const ShardView& shards, const comm::Communicator& comm);
+  ~FeatureStore();
+  FeatureStore(const FeatureStore&) = delete;
+  FeatureStore& operator=(const FeatureStore&) = delete;
 
   // Collective: the setup before the first fetch. Also takes config.wire_dtype for every later fetch.
   // - Maps the pages of the feature rows read here in up front, where memory allows, so that no
@@ -52,7 +58,11 @@ class FeatureStore {
   // - Fills the cache per `config` (policy and size) with rows owned on other nodes; kPresample
   //   draws config.presample_batches batches with `sampler` (epoch -1, so training epochs are
   //   untouched; pass the same sampler, or none, on every rank).
+  // - A typed graph's shard (Shard::schema): builds the TypedFeatureStore that fetches its rows per
+  //   node type (typed()), with its caches per `config`.
   void build_cache(const SamplerConfig& config, DistSampler* sampler);
+  // A typed graph's per-type rows (after build_cache); null for an untyped graph.
+  TypedFeatureStore* typed() const noexcept { return typed_.get(); }
 
   // Collective: every rank calls it once per step. Writes the rows of `nodes` (global ids),
   // row-major, into `out` (resized to nodes.size() x feature_dim). Rows that came over the wire
@@ -79,8 +89,8 @@ class FeatureStore {
   // have one, else --wire-dtype's; and its bytes.
   std::string wire_name() const;
   std::size_t wire_value_bytes() const noexcept { return wire_16_ ? 2 : 4; }
-  const FeatureCounters& counters() const noexcept { return counters_; }
-  FeatureCounters& counters() noexcept { return counters_; }
+  // The store's counters, with every node type's of a typed graph.
+  FeatureCounters counters() const;
   // Hooks a benchmark installs (none by default), called on every rank alike.
   struct Observer {
     // Per fetch while node-local shards are read: the floats read from each rank's shard.
@@ -151,6 +161,7 @@ class FeatureStore {
   std::vector<std::int64_t> per_owner_;
   FeatureCounters counters_;
   Observer observer_;
+  std::unique_ptr<TypedFeatureStore> typed_;
 };
 
 }  // namespace shardgnn

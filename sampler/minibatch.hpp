@@ -39,11 +39,20 @@ struct MiniBatch {
   // Full-graph degree of each input node (SamplerConfig::with_degrees); empty otherwise. Exact
   // GCN normalisation needs it: a block sees only the sampled edges of its src nodes.
   std::vector<std::int64_t> degrees;
+  // A typed graph's batch (Shard::schema; `features` then empty): per node type t the rows of the
+  // input nodes of type t at the type's width (empty for a type without features), their positions
+  // among the input nodes, and for a type without features their ids in the type's own numbering
+  // (the rows of its embedding table, TypedFeatureStore's numbering); the input nodes' types.
+  std::vector<FeatureRows> type_features;
+  std::vector<std::vector<std::int64_t>> type_at;
+  std::vector<std::vector<NodeId>> type_ids;
+  std::vector<std::int64_t> node_types;
   // What a consumer's stage hook (Prefetcher) made of the batch ahead of its step, e.g. its tensors
   // already on their way to a GPU; type-erased, so that the sampler needs no torch. Null: not staged.
   std::shared_ptr<const void> staged;
 
   const std::vector<NodeId>& seeds() const { return layer_nodes.front(); }
+  bool typed() const noexcept { return !type_at.empty(); }
   const std::vector<NodeId>& input_nodes() const { return layer_nodes.back(); }
   std::int64_t sampled_edges() const {
     std::int64_t e = 0;

@@ -4,6 +4,7 @@
 
 #include "comm/communicator.hpp"
 #include "sampler/huge_pages.hpp"
+#include "sampler/typed_features.hpp"
 
 namespace shardgnn {
 
@@ -23,6 +24,7 @@ MiniBatch sample_with_features(DistSampler& sampler, FeatureStore& features, std
   MiniBatch mb = sampler.sample(seeds, epoch, step);
   mb.feature_dim = features.feature_dim();
   features.fetch(mb.input_nodes(), mb.features);
+  if (TypedFeatureStore* typed = features.typed()) typed->fetch(mb);
   if (sampler.config().with_degrees) features.fetch_degrees(mb.input_nodes(), mb.degrees);
   return mb;
 }

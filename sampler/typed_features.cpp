@@ -14,6 +14,7 @@ TypedFeatureStore::TypedFeatureStore(const Shard& own, const comm::Communicator&
       p.first.push_back(offsets.back());
       offsets.push_back(offsets.back() + types_.run_size(k, t));
     }
+    p.first.push_back(offsets.back());
     const std::int64_t F = own.schema.types()[static_cast<std::size_t>(t)].feature_dim;
     if (F == 0) continue;
     Shard& s = p.shard;
@@ -66,16 +67,21 @@ NodeId TypedFeatureStore::type_id(int t, PartId k, NodeId v) const noexcept {
   return per_type_[static_cast<std::size_t>(t)].first[static_cast<std::size_t>(k)] + (v - types_.run_begin(k, t));
 }
 
-void TypedFeatureStore::fetch(std::span<const NodeId> nodes, std::vector<FeatureRows>& rows, std::vector<std::vector<std::int64_t>>& at) {
+PartitionBook TypedFeatureStore::type_book(int t) const { return PartitionBook(per_type_[static_cast<std::size_t>(t)].first); }
+
+void TypedFeatureStore::fetch(std::span<const NodeId> nodes, std::vector<FeatureRows>& rows, std::vector<std::vector<std::int64_t>>& at,
+                              std::vector<std::vector<NodeId>>& ids) {
   const auto T = static_cast<std::size_t>(types_.num_types());
   rows.resize(T);
   at.assign(T, {});
+  ids.assign(T, {});
   for (PerType& p : per_type_) p.ids.clear();
   // One lookup a node: its type picks the list, its part its place in the type's numbering.
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const auto [k, t] = types_.locate(nodes[i]);
-    at[static_cast<std::size_t>(t)].push_back(static_cast<std::int64_t>(i));
-    if (per_type_[static_cast<std::size_t>(t)].store) per_type_[static_cast<std::size_t>(t)].ids.push_back(type_id(t, k, nodes[i]));
+    const auto ti = static_cast<std::size_t>(t);
+    at[ti].push_back(static_cast<std::int64_t>(i));
+    (per_type_[ti].store ? per_type_[ti].ids : ids[ti]).push_back(type_id(t, k, nodes[i]));
   }
   // Every rank fetches every featured type, in type order, whatever it holds of it: each fetch is
   // a collective on the type's communicator.
@@ -83,11 +89,24 @@ void TypedFeatureStore::fetch(std::span<const NodeId> nodes, std::vector<Feature
     PerType& p = per_type_[t];
     if (!p.store) {
       rows[t].clear();
-      at[t].clear();
       continue;
     }
     p.store->fetch(p.ids, rows[t]);
   }
+}
+
+void TypedFeatureStore::fetch(MiniBatch& mb) {
+  fetch(mb.input_nodes(), mb.type_features, mb.type_at, mb.type_ids);
+  mb.node_types.assign(mb.input_nodes().size(), 0);
+  for (std::size_t t = 0; t < mb.type_at.size(); ++t)
+    for (const std::int64_t i : mb.type_at[t]) mb.node_types[static_cast<std::size_t>(i)] = static_cast<std::int64_t>(t);
+}
+
+FeatureCounters TypedFeatureStore::counters() const {
+  FeatureCounters sum;
+  for (const PerType& p : per_type_)
+    if (p.store) sum = sum + p.store->counters();
+  return sum;
 }
 
 }  // namespace shardgnn

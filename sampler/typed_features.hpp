@@ -30,15 +30,23 @@ class TypedFeatureStore {
   TypedFeatureStore(const Shard& own, const comm::Communicator& comm, const SamplerConfig& config);
   ~TypedFeatureStore();
 
-  // Collective: every rank calls it once per step. For each type t with features: rows[t] holds
-  // the rows of the nodes of `nodes` (global ids) of type t, in their order, [n_t x F_t], and
-  // at[t] their positions in `nodes`; both empty for a type without features.
-  void fetch(std::span<const NodeId> nodes, std::vector<FeatureRows>& rows, std::vector<std::vector<std::int64_t>>& at);
+  // Collective: every rank calls it once per step. For each type t: at[t] holds the positions in
+  // `nodes` (global ids) of its nodes of type t, in their order; with features rows[t] holds their
+  // rows [n_t x F_t] (ids[t] empty), without them ids[t] holds their type ids (the rows of the
+  // type's embedding table, numbered as type_book(t) says; rows[t] empty).
+  void fetch(std::span<const NodeId> nodes, std::vector<FeatureRows>& rows, std::vector<std::vector<std::int64_t>>& at,
+             std::vector<std::vector<NodeId>>& ids);
+  // The typed batch of `mb`'s input nodes: its type_features, type_at, type_ids and node_types.
+  void fetch(MiniBatch& mb);
 
   const NodeTypeIndex& types() const noexcept { return types_; }
   // Type t's id for global id v (v of type t, in part k): its place in type t's own numbering.
   NodeId type_id(int t, PartId k, NodeId v) const noexcept;
+  // Type t's own numbering: part k's run of it is [begin(k), end(k)).
+  PartitionBook type_book(int t) const;
   // Type t's store (null for a type without features), for its counters.
+  // Every type's store's counters, summed.
+  FeatureCounters counters() const;
   const FeatureStore* store(int t) const noexcept { return per_type_[static_cast<std::size_t>(t)].store.get(); }
 
  private:
@@ -47,7 +55,7 @@ class TypedFeatureStore {
     std::unique_ptr<ShardView> view;
     std::unique_ptr<comm::Communicator> comm;
     std::unique_ptr<FeatureStore> store;
-    std::vector<NodeId> first;  // per part, the type id of its run's first node
+    std::vector<NodeId> first;  // per part, the type id of its run's first node, then the type's count
     std::vector<NodeId> ids;    // a fetch's type ids, kept between fetches
   };
   NodeTypeIndex types_;

@@ -13,7 +13,9 @@ namespace shardgnn::cli {
 
 inline void add_sampler_options(po::options_description& o, SamplerConfig& c) {
   o.add_options()
-      ("fanouts", bound(c.fanouts, parse_fanouts, fanouts_text), "neighbours per hop from the seeds outward (-1 = all, 0 = none: a features-only baseline); their count is the depth")
+      ("fanouts", bound(c.fanouts, [&c](const std::string& v) { return parse_fanouts_option(v, c.relation_overrides); }, fanouts_text),
+       "neighbours per hop from the seeds outward (-1 = all, 0 = none: a features-only baseline); their count is the depth. "
+       "Typed graphs: along each relation; \"15,10,5;cites=5,5,5\" sets a relation's own")
       ("batch", bound(c.batch_size), "seeds per batch per rank")
       ("replace", po::bool_switch(&c.replace), "sample with replacement")
       ("cache-policy", bound(c.cache_policy, parse_cache_policy, cache_policy_name), "remote feature cache: none, degree or presample")

@@ -143,9 +143,13 @@ po::options_description train_options(TrainConfig& tc, SamplerConfig& sc, ExtraO
        })->default_value("reverse"), "link: reverse cuts a batch's positives (both directions) from its sampled blocks; none keeps them (GAE's full-batch protocol, for comparison)")
       ("hits", bound(tc.link.hits_k), "link: K of Hits@K over the ranking negatives")
       ("embedding-dim", bound(tc.link.embedding_dim), "link: the last layer's width, the embedding (0 = --hidden)")
-      ("model", bound(tc.model.kind, parse_model, model_name), "sage, gcn or gat")
-      ("hidden", bound(tc.model.hidden), "hidden width (GAT: split between the heads)")
-      ("heads", bound(tc.model.heads), "GAT attention heads")
+      ("model", bound(tc.model.kind, parse_model, model_name), "sage, gcn or gat; on a typed graph rgcn or rgat")
+      ("hidden", bound(tc.model.hidden), "hidden width (GAT, R-GAT: split between the heads)")
+      ("heads", bound(tc.model.heads), "GAT and R-GAT attention heads")
+      ("embedding-optimizer", bound(tc.embedding.optimizer, parse_sparse_optimizer, sparse_optimizer_name),
+       "typed graphs: the sparse optimizer of the learnable rows of node types without features, adam or adagrad")
+      ("embedding-lr", bound(tc.embedding.lr), "typed graphs: the learning rate of those rows")
+      ("bases", bound(tc.model.bases), "R-GCN: relation weights as combinations of this many bases (0 = a weight per relation)")
       ("dropout", bound(tc.model.dropout), "dropout on every layer's input");
   po::options_description optim("optimiser");
   optim.add_options()

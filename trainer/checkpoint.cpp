@@ -1,4 +1,6 @@
 #include "trainer/checkpoint.hpp"
+
+#include "trainer/dist_embedding.hpp"
 #include "trainer/task.hpp"
 
 #include <torch/csrc/jit/serialization/export.h>
@@ -10,6 +12,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <span>
@@ -22,6 +25,8 @@
 #include "datasets/fileio.hpp"
 
 namespace shardgnn {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -408,6 +413,78 @@ void load_checkpoint(const std::string& path, const CheckpointIdentity& id, torc
     throw;
   } catch (const std::exception& e) {
     throw InputError(path, "", "damaged checkpoint: " + first_line(e.what()));
+  }
+}
+
+namespace {
+constexpr char kEmbeddingFormat[] = "shardgnn-embeddings";
+
+// "DIR/checkpoint-embeddings-rank1-" and its epoch and step: "DIR/checkpoint-embeddings-rank1-epoch3-step0.pt".
+std::string embeddings_prefix(const std::string& path, int rank) {
+  const fs::path p(path);
+  return (p.parent_path() / (p.stem().string() + "-embeddings-rank" + std::to_string(rank) + "-")).string();
+}
+std::string embeddings_path(const std::string& path, const TrainState& state, int rank) {
+  return embeddings_prefix(path, rank) + "epoch" + std::to_string(state.next_epoch) + "-step" + std::to_string(state.next_step) + ".pt";
+}
+}  // namespace
+
+void save_embeddings(const std::string& path, const TrainState& state, const TypedEmbeddings& tables, int rank) {
+  c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
+  d.insert("format", std::string(kEmbeddingFormat));
+  d.insert("rank", static_cast<std::int64_t>(rank));
+  d.insert("next_epoch", static_cast<std::int64_t>(state.next_epoch));
+  d.insert("next_step", state.next_step);
+  for (const int t : tables.types()) {
+    const SparseEmbedding& e = tables.table(t).local();
+    const std::string n = std::to_string(t);
+    d.insert("rows" + n, or_empty(e.rows()));
+    d.insert("first" + n, or_empty(e.first()));
+    d.insert("second" + n, or_empty(e.second()));
+    d.insert("steps" + n, or_empty(e.steps()));
+  }
+  std::vector<char> bytes = pickle_archive(d);
+  seal(bytes);
+  const std::string file = embeddings_path(path, state, rank);
+  try {
+    write_bytes_atomic(file, bytes);
+  } catch (const InputError& e) {
+    throw InputError(std::string("checkpoint not written, the previous one (if any) is intact: ") + e.what());
+  }
+}
+
+void drop_old_embeddings(const std::string& path, const TrainState& state, int rank) {
+  const std::string prefix = embeddings_prefix(path, rank), keep = embeddings_path(path, state, rank);
+  const fs::path dir = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = (fs::path(path).parent_path() / entry.path().filename()).string();
+    if (name.rfind(prefix, 0) == 0 && name != keep) fs::remove(entry.path(), ec);  // a leftover only costs disk
+  }
+}
+
+void load_embeddings(const std::string& path, const TrainState& state, TypedEmbeddings& tables, int rank) {
+  const std::string file = embeddings_path(path, state, rank);
+  if (!fs::exists(file))
+    throw InputError(file, "", "missing: the checkpoint's embedding rows of rank " + std::to_string(rank) + " (the checkpoint folder must hold every rank's)");
+  const c10::IValue root = unpickle(file, unseal(file), "not a readable embedding file: ");
+  if (!root.isGenericDict()) throw InputError(file, "", "not a shardgnn embedding file (not a dictionary)");
+  const c10::impl::GenericDict d = root.toGenericDict();
+  const auto get = [&](const std::string& key) {
+    if (!d.contains(key)) throw InputError(file, "", "no entry '" + key + "' (not the embedding rows of this run)");
+    return d.at(key);
+  };
+  if (!get("format").isString() || get("format").toStringRef() != kEmbeddingFormat) throw InputError(file, "", "not a shardgnn embedding file");
+  const auto tensor = [&](const std::string& key) {
+    const c10::IValue v = get(key);
+    if (!v.isTensor()) throw InputError(file, "", "entry '" + key + "' is not a tensor");
+    const torch::Tensor x = v.toTensor();
+    return x.numel() == 0 ? torch::Tensor() : x;
+  };
+  for (const int t : tables.types()) {
+    const std::string n = std::to_string(t);
+    if (!tables.table(t).local().restore(tensor("rows" + n), tensor("first" + n), tensor("second" + n), tensor("steps" + n)))
+      throw InputError(file, "", "its rows of node type " + n + " differ in shape from this run's table (another partition, --hidden or optimizer)");
   }
 }
 

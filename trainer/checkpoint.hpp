@@ -58,6 +58,17 @@ void save_checkpoint(const std::string& path, const CheckpointIdentity& id, cons
 void load_checkpoint(const std::string& path, const CheckpointIdentity& id, torch::nn::Module& model, torch::optim::Optimizer& optimizer, TrainState& state,
                      const torch::Device& device);
 
+// A typed graph's embedding tables (TypedEmbeddings): each rank's own rows and their sparse
+// optimizer's state, in a file of the rank's beside the checkpoint at `path`, named after the rank
+// and the state's epoch and step, so that a checkpoint written later never meets an older rank's
+// rows: save_embeddings on every rank, then save_checkpoint, then drop_old_embeddings.
+class TypedEmbeddings;
+void save_embeddings(const std::string& path, const TrainState& state, const TypedEmbeddings& tables, int rank);
+void drop_old_embeddings(const std::string& path, const TrainState& state, int rank);
+// This rank's rows for the checkpoint's `state` put back; an InputError naming the file when it is
+// missing, damaged, or holds other tables.
+void load_embeddings(const std::string& path, const TrainState& state, TypedEmbeddings& tables, int rank);
+
 // The model's parameters as {name: tensor} (CPU), pickled as torch.save does: Python reads it
 // with torch.load(path). Written atomically.
 void save_weights(const std::string& path, const torch::nn::Module& model);

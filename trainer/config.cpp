@@ -13,12 +13,14 @@
 namespace shardgnn {
 
 namespace {
-constexpr EnumName<ModelKind> kModels[] = {{ModelKind::kSage, "sage"}, {ModelKind::kGcn, "gcn"}, {ModelKind::kGat, "gat"}, {ModelKind::kSage, "graphsage"}};
+constexpr EnumName<ModelKind> kModels[] = {{ModelKind::kSage, "sage"}, {ModelKind::kGcn, "gcn"}, {ModelKind::kGat, "gat"},
+                                        {ModelKind::kRgcn, "rgcn"}, {ModelKind::kRgat, "rgat"}, {ModelKind::kSage, "graphsage"}};
 constexpr EnumName<OptimizerKind> kOptimizers[] = {{OptimizerKind::kAdam, "adam"}, {OptimizerKind::kSgd, "sgd"}};
 constexpr EnumName<LrSchedule> kLrSchedules[] = {{LrSchedule::kNone, "none"}, {LrSchedule::kStep, "step"}, {LrSchedule::kCosine, "cosine"}};
 constexpr EnumName<EvalMode> kEvalModes[] = {{EvalMode::kSampled, "sampled"}, {EvalMode::kFull, "full"}};
 constexpr EnumName<TaskKind> kTasks[] = {{TaskKind::kAuto, "auto"}, {TaskKind::kClasses, "classes"}, {TaskKind::kLabelSets, "label-sets"}, {TaskKind::kLink, "link"}};
 constexpr EnumName<Precision> kPrecisions[] = {{Precision::kFloat32, "fp32"}, {Precision::kBFloat16, "bf16"}};
+constexpr EnumName<SparseOptimizer> kSparseOptimizers[] = {{SparseOptimizer::kAdam, "adam"}, {SparseOptimizer::kAdagrad, "adagrad"}};
 }  // namespace
 
 ModelKind parse_model(const std::string& name) { return parse_enum(kModels, name, "--model"); }
@@ -33,6 +35,8 @@ EvalMode parse_eval_mode(const std::string& name) { return parse_enum(kEvalModes
 std::string eval_mode_name(EvalMode m) { return enum_name(kEvalModes, m); }
 Precision parse_precision(const std::string& name) { return parse_enum(kPrecisions, name, "--precision"); }
 std::string precision_name(Precision p) { return enum_name(kPrecisions, p); }
+SparseOptimizer parse_sparse_optimizer(const std::string& name) { return parse_enum(kSparseOptimizers, name, "--embedding-optimizer"); }
+std::string sparse_optimizer_name(SparseOptimizer o) { return enum_name(kSparseOptimizers, o); }
 
 namespace {
 std::string num(double x) {
@@ -53,14 +57,19 @@ bool valid_device(const std::string& d) {
 void validate(const TrainConfig& c) {
   if (c.link.negatives < 0) throw InputError("--negatives must be 0 or more, got " + std::to_string(c.link.negatives));
   if (c.link.embedding_dim < 0) throw InputError("--embedding-dim must be 0 (--hidden) or more, got " + std::to_string(c.link.embedding_dim));
-  if (c.model.kind == ModelKind::kGat && c.link.embedding_dim > 0 && c.link.embedding_dim % c.model.heads != 0)
+  if (attention(c.model.kind) && c.link.embedding_dim > 0 && c.link.embedding_dim % c.model.heads != 0)
     throw InputError("--embedding-dim " + std::to_string(c.link.embedding_dim) + " is not divisible by --heads " + std::to_string(c.model.heads));
   if (c.model.hidden < 1) throw InputError("--hidden must be at least 1, got " + std::to_string(c.model.hidden));
   if (c.model.heads < 1) throw InputError("--heads must be at least 1, got " + std::to_string(c.model.heads));
-  if (c.model.kind == ModelKind::kGat && c.model.hidden % c.model.heads != 0)
+  if (c.model.bases < 0) throw InputError("--bases must be 0 (a weight per relation) or more, got " + std::to_string(c.model.bases));
+  if (c.model.bases > 0 && c.model.kind != ModelKind::kRgcn) throw InputError("--bases is R-GCN's basis decomposition (--model rgcn)");
+  if (attention(c.model.kind) && c.model.hidden % c.model.heads != 0)
     throw InputError("--hidden " + std::to_string(c.model.hidden) + " is not divisible by --heads " + std::to_string(c.model.heads) +
                      " (GAT splits the hidden width between the heads)");
   if (!(c.model.dropout >= 0 && c.model.dropout < 1)) throw InputError("--dropout must be in [0, 1), got " + num(c.model.dropout));
+  if (!(c.embedding.lr > 0) || !std::isfinite(c.embedding.lr)) throw InputError("--embedding-lr must be > 0, got " + num(c.embedding.lr));
+  if (relational(c.model.kind) && c.model.precision != Precision::kFloat32)
+    throw InputError("--precision bf16 runs sage, gcn and gat; R-GCN and R-GAT compute in float32 (leave the option out)");
   if (!(c.optim.lr > 0) || !std::isfinite(c.optim.lr)) throw InputError("--lr must be > 0, got " + num(c.optim.lr));
   if (!(c.optim.weight_decay >= 0) || !std::isfinite(c.optim.weight_decay)) throw InputError("--weight-decay must be >= 0, got " + num(c.optim.weight_decay));
   if (!(c.optim.momentum >= 0 && c.optim.momentum < 1)) throw InputError("--momentum must be in [0, 1), got " + num(c.optim.momentum));

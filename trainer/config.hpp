@@ -13,7 +13,14 @@ enum class ModelKind {
   kSage,  // GraphSAGE, mean aggregator (Hamilton et al. 2017; DGL SAGEConv 'mean')
   kGcn,   // GCN (Kipf & Welling 2017; DGL GraphConv norm='both' on blocks, with self-loops)
   kGat,   // GAT (Velickovic et al. 2018; DGL GATConv)
+  // Typed graphs only (trainer/relational.hpp):
+  kRgcn,  // R-GCN (Schlichtkrull et al. 2018; DGL RelGraphConv, mean per relation)
+  kRgat,  // R-GAT (MLPerf's GNN reference: a GATConv per relation, summed per destination type)
 };
+// R-GCN and R-GAT: the models of typed graphs.
+constexpr bool relational(ModelKind k) noexcept { return k == ModelKind::kRgcn || k == ModelKind::kRgat; }
+// The models whose hidden width the heads split.
+constexpr bool attention(ModelKind k) noexcept { return k == ModelKind::kGat || k == ModelKind::kRgat; }
 enum class OptimizerKind { kAdam, kSgd };
 enum class LrSchedule {
   kNone,
@@ -39,7 +46,8 @@ enum class Precision {
 struct ModelConfig {
   ModelKind kind = ModelKind::kSage;
   int hidden = 256;       // hidden width; for GAT the heads split it (hidden / heads each)
-  int heads = 4;          // GAT attention heads (hidden layers concatenate, the output averages)
+  int heads = 4;          // GAT and R-GAT attention heads (hidden layers concatenate, the output averages)
+  int bases = 0;          // R-GCN: basis decomposition of the relation weights (0: a full weight per relation)
   double dropout = 0.5;   // on every layer's input (GAT: also on the attention weights)
   Precision precision = Precision::kFloat32;
 };
@@ -115,10 +123,21 @@ struct LinkConfig {
   bool exclude_positives = true;
 };
 
+// The sparse optimizer of embedding rows (trainer/sparse_embedding.hpp).
+enum class SparseOptimizer { kAdam, kAdagrad };
+
+// The learnable rows of a typed graph's node types without features (DistDGL's DistEmbedding
+// with its sparse optimizers), at the model's hidden width.
+struct EmbeddingConfig {
+  SparseOptimizer optimizer = SparseOptimizer::kAdam;
+  double lr = 0.01;  // DGL's R-GCN examples' sparse learning rate
+};
+
 struct TrainConfig {
   TaskKind task = TaskKind::kAuto;
   LinkConfig link;
   ModelConfig model;
+  EmbeddingConfig embedding;
   OptimizerConfig optim;
   int epochs = 20;
   std::uint64_t seed = 0;  // weights, dropout and (through SamplerConfig::seed) sampling
@@ -148,6 +167,8 @@ EvalMode parse_eval_mode(const std::string& name);
 std::string eval_mode_name(EvalMode m);
 Precision parse_precision(const std::string& name);
 std::string precision_name(Precision p);
+SparseOptimizer parse_sparse_optimizer(const std::string& name);
+std::string sparse_optimizer_name(SparseOptimizer o);
 
 // Throws InputError for a configuration no run can use (hidden 0, lr <= 0, dropout outside
 // [0, 1), GAT hidden not divisible by heads, ...), naming the option.

@@ -74,4 +74,49 @@ void DistEmbedding::apply(std::span<const NodeId> ids, const torch::Tensor& grad
                torch::from_blob(const_cast<float*>(grads.data.data()), {static_cast<std::int64_t>(local.size()), dim_}, torch::kFloat));
 }
 
+TypedEmbeddings::TypedEmbeddings(const TypedFeatureStore& store, const GraphSchema& schema, std::int64_t dim, SparseEmbeddingOptions options,
+                                 std::uint64_t seed, const comm::Communicator& comm)
+    : dim_(dim), comm_(std::make_unique<comm::Communicator>(comm.dup())) {
+  tables_.resize(static_cast<std::size_t>(schema.num_types()));
+  for (int t = 0; t < schema.num_types(); ++t)
+    if (schema.types()[static_cast<std::size_t>(t)].feature_dim == 0) {
+      types_.push_back(t);
+      tables_[static_cast<std::size_t>(t)] =
+          std::make_unique<DistEmbedding>(store.type_book(t), dim, options, derive_seed(seed, static_cast<std::uint64_t>(t)), *comm_);
+    }
+}
+
+std::vector<torch::Tensor> TypedEmbeddings::gather(const std::vector<std::vector<NodeId>>& ids) {
+  std::vector<torch::Tensor> rows(tables_.size());
+  const bool keep = torch::GradMode::is_enabled();
+  kept_ids_.assign(tables_.size(), {});
+  kept_rows_.assign(tables_.size(), {});
+  for (const int t : types_) {
+    const auto ti = static_cast<std::size_t>(t);
+    const std::span<const NodeId> mine = ti < ids.size() ? std::span<const NodeId>(ids[ti]) : std::span<const NodeId>();
+    rows[ti] = tables_[ti]->gather(mine);
+    if (keep) {
+      kept_ids_[ti].assign(mine.begin(), mine.end());
+      kept_rows_[ti] = rows[ti];
+    }
+  }
+  return rows;
+}
+
+void TypedEmbeddings::gather_nothing() { gather({}); }
+
+void TypedEmbeddings::step() {
+  kept_ids_.resize(tables_.size());
+  kept_rows_.resize(tables_.size());
+  for (const int t : types_) {
+    const auto ti = static_cast<std::size_t>(t);
+    const torch::Tensor& leaf = kept_rows_[ti];
+    // A leaf autograd never reached (its rows fed no seed) has no gradient: zero rows.
+    const torch::Tensor grad = !leaf.defined() ? torch::zeros({0, dim_}) : leaf.grad().defined() ? leaf.grad() : torch::zeros_like(leaf);
+    tables_[ti]->apply(kept_ids_[ti], grad);
+  }
+  kept_ids_.assign(tables_.size(), {});
+  kept_rows_.assign(tables_.size(), {});
+}
+
 }  // namespace shardgnn

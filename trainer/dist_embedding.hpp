@@ -10,10 +10,13 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <vector>
 
 #include "comm/communicator.hpp"
 #include "partition/book.hpp"
+#include "sampler/typed_features.hpp"
 #include "trainer/sparse_embedding.hpp"
 
 namespace shardgnn {
@@ -35,6 +38,7 @@ class DistEmbedding {
   void apply(std::span<const NodeId> ids, const torch::Tensor& grad);
 
   const SparseEmbedding& local() const noexcept { return local_; }  // this rank's rows and optimizer state
+  SparseEmbedding& local() noexcept { return local_; }
   const PartitionBook& book() const noexcept { return book_; }
 
  private:
@@ -47,6 +51,38 @@ class DistEmbedding {
   SparseEmbedding local_;
   std::vector<NodeId> grouped_;
   std::vector<std::int64_t> counts_, order_;
+};
+
+// The embedding tables of a typed graph: one DistEmbedding per node type without features, its
+// rows numbered as the TypedFeatureStore numbers the type (MiniBatch::type_ids), over one
+// communicator of their own (a dup() of the one given), collectives in type order.
+class TypedEmbeddings {
+ public:
+  // Collective on `comm`. Rows of `dim` columns; type t's table starts from derive_seed(seed, t).
+  TypedEmbeddings(const TypedFeatureStore& store, const GraphSchema& schema, std::int64_t dim, SparseEmbeddingOptions options, std::uint64_t seed,
+                  const comm::Communicator& comm);
+
+  // Collective: per node type the rows of ids[t] ([n_t, dim] leaves on the CPU) for a type with a
+  // table, undefined for the others. With autograd on, the leaves are kept for step().
+  std::vector<torch::Tensor> gather(const std::vector<std::vector<NodeId>>& ids);
+  // Collective: gather of no rows (a rank with nothing to compute).
+  void gather_nothing();
+  // Collective: the kept leaves' gradients to their rows' owners, applied there; then forgets them
+  // (a rank that kept none sends none).
+  void step();
+
+  std::int64_t dim() const noexcept { return dim_; }
+  const std::vector<int>& types() const noexcept { return types_; }  // the types with a table, in order
+  DistEmbedding& table(int t) { return *tables_[static_cast<std::size_t>(t)]; }
+  const DistEmbedding& table(int t) const { return *tables_[static_cast<std::size_t>(t)]; }
+
+ private:
+  std::int64_t dim_;
+  std::unique_ptr<comm::Communicator> comm_;
+  std::vector<int> types_;
+  std::vector<std::unique_ptr<DistEmbedding>> tables_;  // per node type; null for a type with features
+  std::vector<std::vector<NodeId>> kept_ids_;
+  std::vector<torch::Tensor> kept_rows_;
 };
 
 }  // namespace shardgnn

@@ -28,13 +28,13 @@ class EvalScope {
 // into validation and test).
 void score_batch(Gnn& model, const KeptBatch& kb, const torch::Device& device, TaskMetrics& metrics) {
   const BatchTensors t = to_tensors(kb.mb, device);
-  metrics.add_batch(kb.aggregated.defined() ? model->forward_aggregated(t.blocks, kb.aggregated) : model->forward(t.blocks, t.x), kb.mb);
+  metrics.add_batch(kb.aggregated.defined() ? model->forward_aggregated(t.blocks, kb.aggregated) : model->forward(t), kb.mb);
 }
 
 // A batch to keep: for GraphSAGE and GCN its first layer's sums, its features released.
 KeptBatch keepable(Gnn& model, MiniBatch mb, const torch::Device& device) {
   KeptBatch kb;
-  if (model->options.kind() != ModelKind::kGat && !mb.blocks.empty()) {
+  if ((model->options.kind() == ModelKind::kSage || model->options.kind() == ModelKind::kGcn) && !mb.blocks.empty()) {
     const BatchTensors t = to_tensors(mb, device);
     kb.aggregated = model->aggregate_input(t.blocks.front(), t.x);  // a new tensor: the features may go
     FeatureRows().swap(mb.features);
@@ -51,6 +51,9 @@ std::size_t batch_bytes(const KeptBatch& kb) {
   std::size_t n = 2 * sizeof(float) * mb.features.size() + sizeof(std::int64_t) * (mb.labels.size() + mb.degrees.size());
   if (kb.aggregated.defined()) n += static_cast<std::size_t>(kb.aggregated.numel() * kb.aggregated.element_size());
   for (const auto& nodes : mb.layer_nodes) n += sizeof(NodeId) * nodes.size();
+  for (std::size_t t = 0; t < mb.type_at.size(); ++t)
+    n += 2 * sizeof(float) * mb.type_features[t].size() + sizeof(std::int64_t) * (mb.type_at[t].size() + mb.type_ids[t].size());
+  n += sizeof(std::int64_t) * mb.node_types.size();
   for (const Block& b : mb.blocks) n += sizeof(std::int64_t) * (b.indptr.size() + b.indices.size());
   return n;
 }
@@ -68,7 +71,10 @@ SplitMetrics evaluate_sampled(const Task& task, Gnn& model, DistSampler& sampler
   bool keeping = keep != nullptr;
   for (std::size_t step = 0; step < batches.size(); ++step) {
     MiniBatch mb = produce_batch(sampler, features, batches[step], kEvalEpoch, static_cast<std::int64_t>(step));
-    if (mb.seeds().empty()) continue;
+    if (mb.seeds().empty()) {
+      model->skip_batch();  // the embedding tables' collectives of a forward
+      continue;
+    }
     // A batch to keep is scored as it will be later, so that every validation gives the same.
     KeptBatch kb = keeping ? keepable(model, std::move(mb), device) : KeptBatch{std::move(mb), {}};
     score_batch(model, kb, device, *metrics);

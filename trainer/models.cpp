@@ -7,6 +7,8 @@
 
 #include "datasets/random.hpp"
 #include "trainer/autocast.hpp"
+#include "trainer/dist_embedding.hpp"
+#include "trainer/relational.hpp"
 #include "trainer/dropout_hash.hpp"
 #include "trainer/gemm.hpp"
 
@@ -150,6 +152,17 @@ BatchTensors to_tensors(const MiniBatch& mb, const torch::Device& device) {
   else
     t.x = torch::from_blob(const_cast<float*>(mb.features.data()), {n, mb.feature_dim}, torch::kFloat).to(device);
   t.y = view_int64(mb.labels, device);
+  if (mb.typed()) {
+    t.node_type = view_int64(mb.node_types, device);
+    t.type_ids = &mb.type_ids;
+    for (std::size_t ty = 0; ty < mb.type_at.size(); ++ty) {
+      const auto n_t = static_cast<std::int64_t>(mb.type_at[ty].size());
+      t.at.push_back(view_int64(mb.type_at[ty], device));
+      const FeatureRows& rows = mb.type_features[ty];
+      if (rows.empty()) t.xs.emplace_back();  // no features (embedding rows) or no node of the type
+      else t.xs.push_back(torch::from_blob(const_cast<float*>(rows.data()), {n_t, static_cast<std::int64_t>(rows.size()) / n_t}, torch::kFloat).to(device));
+    }
+  }
   return t;
 }
 
@@ -338,6 +351,16 @@ torch::Tensor GATConvImpl::forward(const BlockTensors& b, const torch::Tensor& h
 
 GnnImpl::GnnImpl(const GnnOptions& o) : options(o) {
   dropout_ = register_module("dropout", torch::nn::Dropout(o.dropout()));
+  if (shardgnn::relational(o.kind())) {
+    // Each type's feature width; a type without features gets embedding rows at the hidden width.
+    std::vector<std::int64_t> dims;
+    for (const NodeType& t : o.schema().types()) dims.push_back(t.feature_dim);
+    RelGnnOptions ro(o.kind() == ModelKind::kRgcn ? RelModelKind::kRgcn : RelModelKind::kRgat, std::move(dims),
+                     static_cast<std::int64_t>(o.schema().relations().size()), o.hidden(), o.out(), o.layers());
+    ro.heads(o.heads()).bases(o.model().bases).dropout(o.dropout());
+    rel_ = register_module("rgnn", RelGnn(ro).ptr());
+    return;
+  }
   for (std::int64_t l = 0; l < o.layers(); ++l) {
     const std::int64_t in = l == 0 ? o.in() : o.hidden();
     const bool last = l + 1 == o.layers();
@@ -349,6 +372,8 @@ GnnImpl::GnnImpl(const GnnOptions& o) : options(o) {
         gat_.push_back(register_module(
             name, GATConv(GATConvOptions(in, last ? o.out() : o.hidden() / o.heads(), o.heads()).attn_dropout(o.dropout()))));
         break;
+      case ModelKind::kRgcn:
+      case ModelKind::kRgat: break;  // above
     }
   }
 }
@@ -398,13 +423,15 @@ torch::Tensor GnnImpl::forward_layer(std::int64_t l, const BlockTensors& b, torc
       case ModelKind::kSage: h = sage_[i](b, h, projected); break;
       case ModelKind::kGcn: h = gcn_[i](b, h, projected); break;
       case ModelKind::kGat: h = gat_[i](b, h, nullptr, projected); break;
+      case ModelKind::kRgcn:
+      case ModelKind::kRgat: TORCH_CHECK(false, "R-GCN and R-GAT run whole batches (forward(BatchTensors))");
     }
   }
   return finish_layer(l, h);
 }
 
 bool GnnImpl::projects_table(std::int64_t l, std::int64_t edges, std::int64_t num_src, std::int64_t num_dst) const {
-  if (options.kind() == ModelKind::kGat) return true;  // attention scores need every projected src row anyway
+  if (attention(options.kind())) return true;  // attention scores need every projected src row anyway
   return project_first(edges, num_src, num_dst, l == 0 ? options.in() : options.hidden(), layer_out_dim(l));
 }
 
@@ -414,6 +441,8 @@ std::int64_t GnnImpl::projected_width(std::int64_t l) const {
     case ModelKind::kSage: return 2 * sage_[i]->options.out();
     case ModelKind::kGcn: return gcn_[i]->options.out();
     case ModelKind::kGat: return gat_[i]->options.out() * gat_[i]->options.heads();
+    case ModelKind::kRgcn:
+    case ModelKind::kRgat: break;
   }
   return 0;
 }
@@ -428,20 +457,22 @@ torch::Tensor GnnImpl::project_layer(std::int64_t l, const torch::Tensor& h) {
       case ModelKind::kSage: p = sage_[i]->project(h); break;
       case ModelKind::kGcn: p = gcn_[i]->project(h); break;
       case ModelKind::kGat: p = linear_map(gat_[i]->fc, h); break;
+      case ModelKind::kRgcn:
+      case ModelKind::kRgat: TORCH_CHECK(false, "R-GCN and R-GAT run whole batches (forward(BatchTensors))");
     }
   }
   return p.scalar_type() == torch::kFloat ? p : p.to(torch::kFloat);
 }
 
 torch::Tensor GnnImpl::aggregate_input(const BlockTensors& b, const torch::Tensor& x) {
-  TORCH_CHECK(!is_training() && options.kind() != ModelKind::kGat, "aggregate_input: GraphSAGE or GCN, in eval mode");
+  TORCH_CHECK(!is_training() && (options.kind() == ModelKind::kSage || options.kind() == ModelKind::kGcn), "aggregate_input: GraphSAGE or GCN, in eval mode");
   return options.kind() == ModelKind::kSage ? sage_[0]->aggregate(b, x) : gcn_[0]->aggregate(b, x);
 }
 
 torch::Tensor GnnImpl::forward_aggregated(const std::vector<BlockTensors>& blocks, const torch::Tensor& a) {
   TORCH_CHECK(static_cast<std::int64_t>(blocks.size()) == options.layers(), "the model has ", options.layers(), " layers, the batch ", blocks.size(),
               " blocks");
-  TORCH_CHECK(!is_training() && options.kind() != ModelKind::kGat, "forward_aggregated: GraphSAGE or GCN, in eval mode");
+  TORCH_CHECK(!is_training() && (options.kind() == ModelKind::kSage || options.kind() == ModelKind::kGcn), "forward_aggregated: GraphSAGE or GCN, in eval mode");
   torch::Tensor x;
   {
     const Bf16Scope bf16(a.device(), options.precision() == Precision::kBFloat16);
@@ -457,6 +488,29 @@ torch::Tensor GnnImpl::forward(const std::vector<BlockTensors>& blocks, torch::T
               " blocks");
   for (std::size_t l = 0; l < blocks.size(); ++l) x = forward_layer(static_cast<std::int64_t>(l), blocks[l], x);
   return x;
+}
+
+torch::Tensor GnnImpl::forward(const BatchTensors& t) {
+  if (!rel_) return forward(t.blocks, t.x);
+  TORCH_CHECK(t.typed(), "R-GCN and R-GAT train on typed graphs: the batch has no node types");
+  TORCH_CHECK(static_cast<std::int64_t>(t.blocks.size()) == options.layers(), "the model has ", options.layers(), " layers, the batch ", t.blocks.size(),
+              " blocks");
+  std::vector<RelationBlocks> blocks;
+  for (const BlockTensors& b : t.blocks) blocks.push_back(split_by_relation(b, t.node_type, options.schema()));
+  std::vector<torch::Tensor> xs = t.xs;
+  if (embeddings_) {
+    std::vector<torch::Tensor> rows = embeddings_->gather(*t.type_ids);
+    for (const int ty : embeddings_->types()) xs[static_cast<std::size_t>(ty)] = rows[static_cast<std::size_t>(ty)].to(t.node_type.device());
+  }
+  return rel_->forward(blocks, xs, t.at, t.blocks.front().num_src);
+}
+
+void GnnImpl::skip_batch() {
+  if (embeddings_) embeddings_->gather_nothing();
+}
+
+void GnnImpl::step_embeddings() {
+  if (embeddings_) embeddings_->step();
 }
 
 }  // namespace shardgnn

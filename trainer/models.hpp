@@ -28,8 +28,10 @@
 #include <torch/nn.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "datasets/schema.hpp"
 #include "sampler/minibatch.hpp"
 #include "trainer/config.hpp"
 
@@ -62,6 +64,14 @@ std::vector<BlockTensors> to_tensors(std::vector<Block>&& blocks, const torch::D
 struct BatchTensors {
   std::vector<BlockTensors> blocks;
   torch::Tensor x, y;
+  // A typed graph's batch (MiniBatch::typed): the input nodes' types (int64 [num_input]) and per
+  // node type its rows (float [n_t, F_t]; undefined for a type without features, whose rows come
+  // from its embedding table) and their positions among the input nodes (int64 [n_t]); `type_ids`
+  // the batch's embedding rows per type (MiniBatch::type_ids).
+  torch::Tensor node_type;
+  std::vector<torch::Tensor> xs, at;
+  const std::vector<std::vector<NodeId>>* type_ids = nullptr;
+  bool typed() const noexcept { return node_type.defined(); }
 };
 BatchTensors to_tensors(const MiniBatch& mb, const torch::Device& device);
 BatchTensors to_tensors(MiniBatch&& mb, const torch::Device& device) = delete;
@@ -180,7 +190,12 @@ struct GnnOptions {
   TORCH_ARG(std::int64_t, in);      // feature width
   TORCH_ARG(std::int64_t, out);     // output width (the task's head: classes)
   TORCH_ARG(std::int64_t, layers);  // = number of fanouts
+  // R-GCN and R-GAT: the typed graph's schema (its types' feature widths, its relations).
+  TORCH_ARG(GraphSchema, schema);
 };
+
+class RelGnnImpl;
+class TypedEmbeddings;
 
 // `layers` convolutions; between them ReLU (GAT: ELU, as in the paper); dropout on every layer's
 // input (as Kipf & Welling and the GAT paper do). The output layer gives logits; GAT averages its
@@ -190,6 +205,20 @@ class GnnImpl : public torch::nn::Module {
   explicit GnnImpl(const GnnOptions& options);
   // blocks[0] is the input layer; x: [blocks[0].num_src, in] -> [blocks.back().num_dst, out]
   torch::Tensor forward(const std::vector<BlockTensors>& blocks, torch::Tensor x);
+  // A batch's output rows: the blocks and x above, or a typed batch through R-GCN / R-GAT (its
+  // types' rows, and embedding rows gathered from their owners for types without features:
+  // collective then, see use_embeddings).
+  torch::Tensor forward(const BatchTensors& t);
+  bool relational() const noexcept { return rel_ != nullptr; }
+  // Learnable rows for the types without features. With them every forward(BatchTensors) is
+  // collective over the tables' communicator: every rank calls forward or skip_batch for each
+  // batch of a schedule, and during training step_embeddings after each step's backward.
+  void use_embeddings(std::shared_ptr<TypedEmbeddings> tables) { embeddings_ = std::move(tables); }
+  TypedEmbeddings* embeddings() const noexcept { return embeddings_.get(); }
+  // A batch this rank does not compute (no seeds): the tables' collectives of a forward, empty.
+  void skip_batch();
+  // Collective with embeddings (nothing without): the last forward's gradient rows to their owners.
+  void step_embeddings();
   // Layer `l` alone (dropout, convolution, activation unless last), for layer-wise inference.
   // With `projected` (eval mode only), h holds project_layer(l, ...) of the src rows.
   torch::Tensor forward_layer(std::int64_t l, const BlockTensors& b, torch::Tensor h, bool projected = false);
@@ -223,6 +252,8 @@ class GnnImpl : public torch::nn::Module {
   std::vector<GraphConv> gcn_;
   std::vector<GATConv> gat_;
   torch::nn::Dropout dropout_{nullptr};
+  std::shared_ptr<RelGnnImpl> rel_;  // R-GCN, R-GAT (registered as "rgnn")
+  std::shared_ptr<TypedEmbeddings> embeddings_;
   torch::Tensor finish_layer(std::int64_t l, torch::Tensor h) const;  // float32, then the activation
   std::uint64_t dropout_seed_ = 0, dropout_calls_ = 0;
 };

@@ -44,4 +44,17 @@ void SparseEmbedding::apply(const torch::Tensor& ids, const torch::Tensor& grad)
   rows_.index_copy_(0, unique, rows_.index_select(0, unique) - options_.lr * (m / c1) / denom);
 }
 
+bool SparseEmbedding::restore(const torch::Tensor& rows, const torch::Tensor& first, const torch::Tensor& second, const torch::Tensor& steps) {
+  const auto same = [](const torch::Tensor& have, const torch::Tensor& got) {
+    return have.defined() ? got.defined() && got.sizes() == have.sizes() : !got.defined() || got.numel() == 0;
+  };
+  if (!same(rows_, rows) || !same(m_, first) || !same(v_, second) || !same(step_, steps)) return false;
+  torch::NoGradGuard no_grad;
+  rows_.copy_(rows);
+  if (m_.defined()) m_.copy_(first);
+  v_.copy_(second);
+  if (step_.defined()) step_.copy_(steps);
+  return true;
+}
+
 }  // namespace shardgnn

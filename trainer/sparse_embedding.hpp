@@ -13,9 +13,10 @@
 
 #include <cstdint>
 
+#include "trainer/config.hpp"
+
 namespace shardgnn {
 
-enum class SparseOptimizer { kAdam, kAdagrad };
 
 struct SparseEmbeddingOptions {
   SparseOptimizer optimizer = SparseOptimizer::kAdam;
@@ -46,6 +47,9 @@ class SparseEmbedding {
   const torch::Tensor& second() const noexcept { return v_; }
   const torch::Tensor& steps() const noexcept { return step_; }
   const SparseEmbeddingOptions& options() const noexcept { return options_; }
+  // A checkpoint's rows and state put back (the tensors as rows(), first(), second() and steps()
+  // gave them; undefined where those are). False, with nothing changed, when a shape differs.
+  bool restore(const torch::Tensor& rows, const torch::Tensor& first, const torch::Tensor& second, const torch::Tensor& steps);
 
  private:
   SparseEmbeddingOptions options_;

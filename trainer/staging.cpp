@@ -74,7 +74,8 @@ BatchStager::BatchStager(torch::Device device) : device_(device) {
 }
 
 void BatchStager::stage(MiniBatch& mb) const {
-  if (!side_) return;
+  // A typed batch's per-type rows are not packed: take() copies them on the training thread.
+  if (!side_ || mb.typed()) return;
   // Also makes the batch's device current on this thread, which may be the prefetch thread.
   c10::StreamGuard on_side(*side_);
   auto staged = std::make_shared<Staged>(Staged{pack_batch(mb, device_, /*pinned=*/true), c10::Event(device_.type())});

@@ -31,7 +31,7 @@ class BatchStager {
   explicit BatchStager(torch::Device device);
 
   // Producer side (any thread): attaches the batch's packed tensors, copied on the side stream, to
-  // mb.staged. Nothing to do on the CPU.
+  // mb.staged. Nothing to do on the CPU, nor for a typed batch (converted by take()).
   void stage(MiniBatch& mb) const;
   // Consumer side: the batch's tensors for the current stream, which waits (on the device) for the
   // staged copies; a batch that was not staged is converted here.

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <thread>
 
@@ -26,6 +27,8 @@
 #include "sampler/seed_scheduler.hpp"
 #include "trainer/checkpoint.hpp"
 #include "trainer/device.hpp"
+#include "trainer/dist_embedding.hpp"
+#include "sampler/typed_features.hpp"
 #include "trainer/data_parallel.hpp"
 #include "trainer/evaluate.hpp"
 #include "trainer/gemm.hpp"
@@ -168,7 +171,7 @@ CheckpointIdentity checkpoint_identity(const TrainConfig& cfg, const SamplerConf
   id.dataset = dataset;
   id.hidden = cfg.model.hidden;
   id.layers = static_cast<std::int64_t>(scfg.fanouts.size());
-  id.heads = cfg.model.kind == ModelKind::kGat ? cfg.model.heads : 0;
+  id.heads = attention(cfg.model.kind) ? cfg.model.heads : 0;
   id.in = shard.feature_dim;
   id.classes = task.output_width();
   id.num_nodes = shard.book.num_nodes();
@@ -177,9 +180,17 @@ CheckpointIdentity checkpoint_identity(const TrainConfig& cfg, const SamplerConf
   return id;
 }
 
-// Rank 0's part of a checkpoint write (nothing without a path); call inside comm::agree.
-void write_checkpoint(const Learner& l, const Checkpoints& k) {
-  if (l.comm.rank() == 0 && !k.path.empty()) save_checkpoint(k.path, k.identity, *l.model, *l.optimizer, k.state);
+// Collective: the checkpoint (nothing without a path). A typed graph's embedding rows first, each
+// rank its own, then rank 0's checkpoint file (and `also`, under the same agreement), then the
+// embedding files of earlier checkpoints go: a checkpoint never names rows that are not written.
+void write_checkpoint(const Learner& l, const Checkpoints& k, const std::function<void()>& also = {}) {
+  const TypedEmbeddings* tables = k.path.empty() ? nullptr : l.model->embeddings();
+  if (tables) comm::agree(l.comm, [&] { save_embeddings(k.path, k.state, *tables, l.comm.rank()); });
+  comm::agree(l.comm, [&] {
+    if (l.comm.rank() == 0 && !k.path.empty()) save_checkpoint(k.path, k.identity, *l.model, *l.optimizer, k.state);
+    if (also) also();
+  });
+  if (tables) comm::agree(l.comm, [&] { drop_old_embeddings(k.path, k.state, l.comm.rank()); });
 }
 
 }  // namespace
@@ -218,6 +229,23 @@ struct detail::TrainerParts {
 using detail::TrainerParts;
 
 namespace {
+
+// A typed graph trains R-GCN or R-GAT on its labelled nodes' classes, and those models train typed
+// graphs only; per-relation fanouts are resolved against the graph's schema.
+void check_typed(const TrainConfig& c, SamplerConfig& sc, const Shard& shard, const std::string& dataset) {
+  resolve_relation_fanouts(sc, shard.schema);
+  const GraphSchema& schema = shard.schema;
+  if (!schema.typed()) {
+    if (relational(c.model.kind))
+      throw InputError("--model " + model_name(c.model.kind) + " trains typed graphs; dataset '" + dataset + "' has one node type (use sage, gcn or gat)");
+    return;
+  }
+  const std::string what = "dataset '" + dataset + "' is a typed graph (" + std::to_string(schema.num_types()) + " node types, " +
+                           std::to_string(schema.relations().size()) + " relations)";
+  if (!relational(c.model.kind)) throw InputError(what + ": train it with --model rgcn or --model rgat");
+  if (c.task == TaskKind::kLink) throw InputError(what + ": --task link trains untyped graphs");
+  if (c.balance.personalize_epochs > 0) throw InputError(what + ": --personalize fine-tunes untyped models");
+}
 
 // This rank's share of a validation sample of at most `limit` nodes over all ranks (0 = all), the
 // same every epoch so that epochs compare on equal terms: each rank keeps its proportional part,
@@ -261,6 +289,7 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     torch::manual_seed(derive_seed(c.seed, 0x7a5c));
     l.task = make_task(c, shard);
     l.task->check(shard, dataset);
+    check_typed(c, s.scfg, shard, dataset);
     if (c.task == TaskKind::kLink && (c.balance.class_balanced || c.balance.personalize_epochs > 0))
       throw InputError("--task link trains edges: --seed-sampling class-balanced and --personalize are node tasks' options");
     l.device = resolve_device(c.device.name, s.cores.local_rank);
@@ -300,7 +329,8 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
   // torch's default (the physical cores it counts), which a rank alone on its cores keeps.
   s.threads_from = set_rank_threads(c.device.threads, s.cores);
   torch::manual_seed(c.seed);
-  const GnnOptions mo(c.model, shard.feature_dim, l.task->output_width(), static_cast<std::int64_t>(s.scfg.fanouts.size()));
+  GnnOptions mo(c.model, shard.feature_dim, l.task->output_width(), static_cast<std::int64_t>(s.scfg.fanouts.size()));
+  mo.schema(shard.schema);
   l.model = Gnn(mo);
   // The task's own weights (a pair scorer's) train, travel and checkpoint with the model's.
   for (const auto& [name, module] : l.task->modules()) l.model->register_module(name, module);
@@ -324,11 +354,28 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
   f.sampler = std::make_unique<DistSampler>(*f.shards, f.comm, s.scfg);
   f.features = std::make_unique<FeatureStore>(*f.shards, f.comm);
   f.features->build_cache(s.scfg, f.sampler.get());
-  if (c.eval.mode == EvalMode::kFull) {
+  if (const TypedFeatureStore* typed = f.features->typed(); typed != nullptr && shard.schema.num_types() > 0) {
+    bool featureless = false;
+    for (const NodeType& t : shard.schema.types()) featureless = featureless || t.feature_dim == 0;
+    if (featureless) {
+      SparseEmbeddingOptions eo;
+      eo.optimizer = c.embedding.optimizer;
+      eo.lr = c.embedding.lr;
+      l.model->use_embeddings(std::make_shared<TypedEmbeddings>(*typed, shard.schema, c.model.hidden, eo, derive_seed(c.seed, 0xe3bedULL), l.comm));
+      // Every validation gathers embedding rows from their owners (collective): each rank samples
+      // its batches again rather than keeping a count of its own.
+      s.scoring.cache = Scoring::Cache::kOff;
+      if (k.resume_from_file) comm::agree(l.comm, [&] { load_embeddings(k.path, k.state, *l.model->embeddings(), l.comm.rank()); });
+    }
+  }
+  // A typed graph's final scoring over whole neighbourhoods goes through a sampler taking every
+  // neighbour (layer-wise inference runs the homogeneous layers).
+  if (c.eval.mode == EvalMode::kFull || (shard.schema.typed() && c.eval.final_full && c.eval.final_test)) {
     // Full-neighbourhood validation needs only the validation nodes' L-hop neighbourhoods, not
     // layer-wise inference over every node: a sampler that takes every neighbour gives exactly those.
     SamplerConfig all = s.scfg;
     all.fanouts.assign(all.fanouts.size(), -1);
+    for (auto& hop : all.relation_fanouts) hop.assign(hop.size(), -1);
     all.prefetch = 0;
     f.all_neighbours = std::make_unique<DistSampler>(*f.shards, f.comm, all);
   }
@@ -376,6 +423,8 @@ SplitMetrics evaluate(Learner& l, Feeds& f, Scoring& v, EvalMode mode, bool with
   }
   if (mode == EvalMode::kSampled)
     return evaluate_sampled(*l.task, l.model, *f.sampler, *f.features, l.device, v.shard.val_idx.widened(), v.shard.test_idx.widened());
+  if (l.model->relational())
+    return evaluate_sampled(*l.task, l.model, *f.all_neighbours, *f.features, l.device, v.shard.val_idx.widened(), v.shard.test_idx.widened());
   // Full-neighbourhood inference allocates layer by layer through torch: the training batches'
   // idle feature buffers go back to the system first (mapped again by the next epoch).
   huge_buffer_pool_trim();
@@ -401,9 +450,10 @@ StepResult train_step(const Task& task, Gnn& model, torch::optim::Optimizer& opt
   optimizer.zero_grad();
   StepResult r;
   std::vector<double> extras{stop_here ? 1.0 : 0.0};  // ranks asked to stop
-  if (!mb.seeds().empty()) {
+  if (mb.seeds().empty()) model->skip_batch();
+  else {
     const BatchTensors t = stager.take(mb);
-    const torch::Tensor output = model->forward(t.blocks, t.x);
+    const torch::Tensor output = model->forward(t);
     const torch::Tensor loss = task.loss_sum(output, t);
     loss.backward();
     torch::NoGradGuard no_grad;
@@ -412,6 +462,8 @@ StepResult train_step(const Task& task, Gnn& model, torch::optim::Optimizer& opt
     // Counted on the host, where the targets are.
     r.local_examples = static_cast<double>(task.examples(mb));
   }
+  // Embedding rows' gradients to their owners, every rank every step (collective).
+  model->step_embeddings();
   r.compute_s = since(t0);
   r.examples = allreducer.average(r.local_examples, extras);
   t0 = Clock::now();
@@ -625,8 +677,7 @@ void open_log(const comm::Communicator& comm, const RunFiles& files, bool append
 void save_epoch(const Learner& l, const Checkpoints& k, const EpochRecord& r, std::optional<MetricsLog>& log) {
   comm::set_position("checkpoint", r.epoch);
   const comm::LongWaits writing(comm::kLongWaitFactor);  // the other ranks wait for rank 0's write
-  comm::agree(l.comm, [&] {
-    write_checkpoint(l, k);
+  write_checkpoint(l, k, [&] {
     if (log) log->write(r);
   });
 }
@@ -641,7 +692,7 @@ void stop(const Learner& l, const Checkpoints& k, TrainResult& result, Progress&
   if (save) {
     comm::set_position("checkpoint", epoch, step, steps);
     const comm::LongWaits writing(comm::kLongWaitFactor);
-    comm::agree(l.comm, [&] { write_checkpoint(l, k); });
+    write_checkpoint(l, k);
   }
   std::string where = step > 0 ? "after step " + std::to_string(step) + " of " + std::to_string(steps) + " of epoch " + std::to_string(epoch + 1)
                                : "after epoch " + std::to_string(epoch);
@@ -711,7 +762,7 @@ void personalize(Learner& l, Feeds& f, const Shard& shard, const TrainConfig& c,
       if (l.task->examples(*mb) == 0) continue;
       optimizer->zero_grad();
       const BatchTensors t = l.stager->take(*mb);
-      const torch::Tensor loss = l.task->loss_mean(l.model->forward(t.blocks, t.x), t);
+      const torch::Tensor loss = l.task->loss_mean(l.model->forward(t), t);
       loss.backward();
       optimizer->step();
     }

@@ -149,7 +149,8 @@ TEST_CASE("a typed batch's input rows arrive per node type at each type's width,
       const MiniBatch mb = sampler.sample(sampler.seeds_for(0, step), 0, step);
       std::vector<FeatureRows> x;
       std::vector<std::vector<std::int64_t>> at;
-      store.fetch(mb.input_nodes(), x, at);
+      std::vector<std::vector<NodeId>> ids;
+      store.fetch(mb.input_nodes(), x, at, ids);
       for (int t = 0; t < s.num_types(); ++t) {
         const std::int64_t F = s.types()[static_cast<std::size_t>(t)].feature_dim;
         const auto& pos = at[static_cast<std::size_t>(t)];
