@@ -3,7 +3,10 @@
 # those layouts, convert (with --add-reverse) into typed datasets whose per-type features numpy reads
 # back as the input's; export --format igbh round-trips one; data info lists types and relations; the hetero generator writes one;
 # partition --balance ntypes keeps each type within --imbalance at 1 and 2 ranks and the verifier
-# passes; float16 and bfloat16 storage halve every type's feature bytes and verify.
+# passes; float16 and bfloat16 storage halve every type's feature bytes and verify. With the trainer
+# built (WITH_TORCH=ON): both converted folders train, R-GAT over a 2-part partition of the
+# generator's graph (float16 features, featureless institutes) with per-relation fanouts, and the wrong model or
+# relation is a one-line error.
 set -euo pipefail
 : "${SHARDGNN:?}"
 work=$(mktemp -d)
@@ -107,4 +110,27 @@ PY
 "$SHARDGNN" partition "$work/gen16" --parts 2 --balance ntypes --out "$work/p16" --verify > "$work/part.txt" 2>&1 || fail "float16 partition: $(cat "$work/part.txt")"
 "$SHARDGNN" partition "$work/gen" --parts 2 --balance ntypes --feature-dtype bfloat16 --out "$work/pb16" --verify > "$work/part.txt" 2>&1 ||
   fail "bfloat16 partition: $(cat "$work/part.txt")"
+if [ "${WITH_TORCH:-OFF}" = ON ]; then
+  export OMP_NUM_THREADS=1
+  for ds in mag-ds igbh-ds; do
+    timeout 120 "$SHARDGNN" train "$work/$ds" --model rgcn --fanouts 5,5 --hidden 16 --batch 8 --epochs 2 > "$work/out.txt" 2>&1 ||
+      fail "train $ds: $(cat "$work/out.txt")"
+    grep -qE "^test accuracy [0-9.]+, macro-F1 .* \(full neighbourhoods" "$work/out.txt" || fail "train $ds printed no test accuracy: $(cat "$work/out.txt")"
+  done
+  timeout 300 ${MPIEXEC:-mpiexec} -n 2 "$SHARDGNN" train "$work/p16" --model rgat --fanouts "5,5;cites=3,3" --hidden 16 --heads 2 --batch 64 --epochs 2 \
+    --checkpoint-dir "$work/ck" > "$work/out.txt" 2>&1 || fail "train rgat on 2 ranks: $(cat "$work/out.txt")"
+  grep -q "^training rgat on .* 2 ranks" "$work/out.txt" || fail "rgat header: $(cat "$work/out.txt")"
+  ls "$work/ck" | grep -q "^checkpoint-embeddings-rank1-epoch2-step0.pt$" || fail "no embedding rows of rank 1 beside the checkpoint: $(ls "$work/ck")"
+  expect_train_error() {  # the message, one line, status 1
+    local want=$1; shift
+    set +e
+    timeout 120 "$SHARDGNN" train "$@" > "$work/out.txt" 2> "$work/err.txt"
+    local status=$?
+    set -e
+    [ "$status" = 1 ] || fail "train $* exited $status: $(cat "$work/err.txt")"
+    [ "$(wc -l < "$work/err.txt")" = 1 ] && grep -q -- "$want" "$work/err.txt" || fail "train $* said: $(cat "$work/err.txt")"
+  }
+  expect_train_error "train it with --model rgcn or --model rgat" "$work/gen" --model sage --epochs 1
+  expect_train_error "no relation named 'citez'" "$work/gen" --model rgcn --fanouts "5,5;citez=1,1" --epochs 1
+fi
 echo "typed graphs: ok"
