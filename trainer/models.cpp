@@ -502,7 +502,7 @@ torch::Tensor GnnImpl::forward(const BatchTensors& t) {
     std::vector<torch::Tensor> rows = embeddings_->gather(*t.type_ids);
     for (const int ty : embeddings_->types()) xs[static_cast<std::size_t>(ty)] = rows[static_cast<std::size_t>(ty)].to(t.node_type.device());
   }
-  return rel_->forward(blocks, xs, t.at, t.blocks.front().num_src);
+  return rel_->forward(blocks, xs, t.at, t.blocks.front().num_src, [this](const torch::Tensor& h) { return dropout(h); });
 }
 
 void GnnImpl::skip_batch() {

@@ -22,7 +22,17 @@ RelationBlocks split_by_relation(const BlockTensors& b, const torch::Tensor& nod
     const torch::Tensor dst = b.dst.index_select(0, idx);
     const torch::Tensor counts = torch::bincount(dst, /*weights=*/{}, /*minlength=*/b.num_dst);
     const torch::Tensor indptr = torch::cat({torch::zeros({1}, counts.options()), counts.cumsum(0)});
-    out.relations.push_back(block_tensors(b.num_src, b.num_dst, indptr, b.src.index_select(0, idx)));
+    const torch::Tensor src = b.src.index_select(0, idx);
+    out.relations.push_back(block_tensors(b.num_src, b.num_dst, indptr, src));
+    // Sorted uniques keep the edges grouped by dst (the block's CSR order).
+    const auto [dst_rows, dst_at] = torch::_unique(dst, /*sorted=*/true, /*return_inverse=*/true);
+    const auto [src_rows, src_at] = torch::_unique(src, /*sorted=*/true, /*return_inverse=*/true);
+    const std::int64_t nd = dst_rows.size(0);
+    const torch::Tensor c_counts = torch::bincount(dst_at, /*weights=*/{}, /*minlength=*/nd);
+    const torch::Tensor c_indptr = torch::cat({torch::zeros({1}, c_counts.options()), c_counts.cumsum(0)});
+    out.compact.push_back(block_tensors(nd + src_rows.size(0), nd, c_indptr, src_at + nd));
+    out.rows.push_back(torch::cat({dst_rows, src_rows}));
+    out.dst_rows.push_back(dst_rows);
   }
   return out;
 }
@@ -68,15 +78,16 @@ RelGATConvImpl::RelGATConvImpl(const RelGATConvOptions& o) : options(o) {
   for (std::int64_t r = 0; r < o.relations(); ++r)
     per_relation.push_back(register_module("relation" + std::to_string(r),
                                            GATConv(GATConvOptions(o.in(), o.out(), o.heads()).self_loop(false).bias(false).attn_dropout(o.attn_dropout()))));
+  // torch's default Linear initialisation, as the self term of the DGL peer (bench/peers/dgl_rgat.py).
   self_fc = register_module("self_fc", torch::nn::Linear(torch::nn::LinearOptions(o.in(), o.out() * o.heads()).bias(false)));
-  torch::nn::init::xavier_normal_(self_fc->weight, std::sqrt(2.0));
   bias = register_parameter("bias", torch::zeros({o.heads(), o.out()}));
 }
 
 torch::Tensor RelGATConvImpl::forward(const RelationBlocks& b, const torch::Tensor& h) {
   torch::Tensor out = self_fc(h.slice(0, 0, b.num_dst)).view({b.num_dst, options.heads(), options.out()}) + bias;
   for (std::size_t r = 0; r < b.relations.size(); ++r)
-    if (b.relations[r].src.size(0) > 0) out = out + per_relation[r]->forward(b.relations[r], h);
+    if (b.relations[r].src.size(0) > 0)
+      out = out.index_add(0, b.dst_rows[r], per_relation[r]->forward(b.compact[r], h.index_select(0, b.rows[r])));
   return out;
 }
 
@@ -93,13 +104,13 @@ RelGnnImpl::RelGnnImpl(const RelGnnOptions& o) : options(o) {
       rgcn_.push_back(register_module(name, RelGraphConv(RelGraphConvOptions(o.hidden(), last ? o.out() : o.hidden(), o.relations()).bases(o.bases()))));
     } else {
       rgat_.push_back(register_module(
-          name, RelGATConv(RelGATConvOptions(o.hidden(), last ? o.out() : o.hidden() / o.heads(), o.heads(), o.relations()).attn_dropout(o.dropout()))));
+          name, RelGATConv(RelGATConvOptions(o.hidden(), last ? o.out() : o.hidden() / o.heads(), o.heads(), o.relations()))));
     }
   }
 }
 
 torch::Tensor RelGnnImpl::forward(const std::vector<RelationBlocks>& blocks, const std::vector<torch::Tensor>& x, const std::vector<torch::Tensor>& at,
-                                  std::int64_t num_input) {
+                                  std::int64_t num_input, const std::function<torch::Tensor(const torch::Tensor&)>& drop) {
   torch::Tensor h;
   for (std::size_t t = 0; t < x.size(); ++t) {
     if (!x[t].defined() || x[t].size(0) == 0) continue;
@@ -111,7 +122,7 @@ torch::Tensor RelGnnImpl::forward(const std::vector<RelationBlocks>& blocks, con
   for (std::int64_t l = 0; l < options.layers(); ++l) {
     const bool last = l + 1 == options.layers();
     const RelationBlocks& b = blocks[static_cast<std::size_t>(l)];
-    h = dropout_(h);
+    h = drop ? drop(h) : dropout_(h);
     if (options.kind() == RelModelKind::kRgcn) {
       h = rgcn_[static_cast<std::size_t>(l)]->forward(b, h);
       if (!last) h = torch::relu(h);

@@ -11,7 +11,8 @@
 //   RelGnn        an input encoder per node type (its features -> hidden, a linear map; a
 //                 featureless type's learnable embedding rows come in at hidden width as they are),
 //                 then relational layers, ReLU (R-GAT: ELU) and dropout between them; the last
-//                 layer gives the logits (R-GAT averages its heads there).
+//                 layer gives the logits (R-GAT averages its heads there). No attention dropout,
+//                 as MLPerf's reference (DGL GATConv's default attn_drop 0).
 // A block's edge u -> v (v a dst, u a src) carries the relation from v's type to u's: rows hold
 // the relation of their entries (datasets/schema.hpp), and the sampler draws a dst's neighbours
 // from its row.
@@ -20,6 +21,7 @@
 #include <torch/nn.h>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "datasets/schema.hpp"
@@ -28,10 +30,14 @@
 namespace shardgnn {
 
 // A block split by relation: sub-blocks over the same src and dst nodes, one per relation of the
-// schema, each holding that relation's edges in the block's order.
+// schema, each holding that relation's edges in the block's order; and each also compacted to the
+// nodes its edges touch (compact[r] over rows[r] of the block's src list: its dst nodes, which are
+// dst_rows[r], then its src nodes), so that a per-relation projection (R-GAT's) maps only the
+// rows of the relation's two types rather than every src row once per relation.
 struct RelationBlocks {
   std::int64_t num_src = 0, num_dst = 0;
-  std::vector<BlockTensors> relations;
+  std::vector<BlockTensors> relations, compact;
+  std::vector<torch::Tensor> rows, dst_rows;
 };
 // `node_type`: int64 [num_src], the block's src nodes' types (its dst nodes are their prefix).
 RelationBlocks split_by_relation(const BlockTensors& b, const torch::Tensor& node_type, const GraphSchema& schema);
@@ -100,8 +106,9 @@ class RelGnnImpl : public torch::nn::Module {
   explicit RelGnnImpl(const RelGnnOptions& options);
   // blocks[0] is the input layer. x[t]: the rows of the input nodes of type t ([n_t, F_t], or
   // [n_t, hidden] embedding rows), at[t] their positions among the num_input input nodes.
+  // `drop`: the dropout on each layer's input (Gnn's keyed one), else torch's at options.dropout.
   torch::Tensor forward(const std::vector<RelationBlocks>& blocks, const std::vector<torch::Tensor>& x, const std::vector<torch::Tensor>& at,
-                        std::int64_t num_input);
+                        std::int64_t num_input, const std::function<torch::Tensor(const torch::Tensor&)>& drop = {});
   RelGnnOptions options;
 
  private:
