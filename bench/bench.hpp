@@ -16,6 +16,7 @@ int bench_data_main(const std::vector<std::string>& args);
 int bench_partition_main(const std::vector<std::string>& args);
 int bench_partition_one_main(const std::vector<std::string>& args);
 int bench_train_main(const std::vector<std::string>& args);
+int bench_hetero_main(const std::vector<std::string>& args);
 int bench_balance_main(const std::vector<std::string>& args);
 int bench_strategies_main(const std::vector<std::string>& args);
 int bench_scale_main(const std::vector<std::string>& args);

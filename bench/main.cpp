@@ -61,6 +61,7 @@ int bench_main(int argc, char** argv) {
       "  partition   partitioning methods x K: time, peak memory, cut, volume, halo, balance, label entropy\n"
       "  sampler     the distributed sampler and feature fetch (under mpiexec)\n"
       "  train       epoch time of data-parallel training on a generated graph, beside DGL\n"
+      "  hetero      MLPerf's GNN protocol scaled: R-GAT on the hetero generator's graph to a target accuracy, beside DGL's R-GAT\n"
       "  balance     rebalancing on heterogeneous shards and ranks (4 ranks): without vs with\n"
       "  strategies  partitioning strategies x K x seed sampling, trained end to end: micro/macro-F1, epoch time, label entropy\n"
       "  scale       generate, partition and train an R-MAT graph: each stage's time, memory and disk\n";
@@ -74,7 +75,7 @@ int bench_main(int argc, char** argv) {
   if (args[0] == "sampler") return run_mpi_program(argc - 1, argv + 1, "bench sampler", /*threads=*/false, bench_sampler_main);
   using Main = int (*)(const std::vector<std::string>&);
   const std::map<std::string, Main> benchmarks = {{"data", bench_data_main},         {"partition", bench_partition_main},   {"partition-one", bench_partition_one_main},
-                                                  {"train", bench_train_main},       {"balance", bench_balance_main},       {"strategies", bench_strategies_main},
+                                                  {"train", bench_train_main},       {"hetero", bench_hetero_main},         {"balance", bench_balance_main},       {"strategies", bench_strategies_main},
                                                   {"scale", bench_scale_main}};
   const auto it = benchmarks.find(args[0]);
   if (it == benchmarks.end()) throw UsageError("unknown benchmark '" + args[0] + "'");
