@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "datasets/random.hpp"
+#include "trainer/attention_sum.hpp"
 #include "trainer/autocast.hpp"
 #include "trainer/dist_embedding.hpp"
 #include "trainer/relational.hpp"
@@ -344,8 +345,9 @@ torch::Tensor GATConvImpl::forward(const BlockTensors& b, const torch::Tensor& h
   torch::Tensor a = edge_softmax(b, e, options.self_loop());
   if (attention) *attention = a;
   if (options.attn_dropout() > 0) a = F::dropout(a, F::DropoutFuncOptions().p(options.attn_dropout()).training(is_training()));
-  const torch::Tensor msgs = z.index_select(0, src) * a.unsqueeze(-1);
-  torch::Tensor out = torch::zeros({b.num_dst, H, D}, msgs.options()).index_add(0, dst, msgs);
+  // The block's edges in one pass (attention_sum), the self-loops (the last num_dst scores) apart.
+  torch::Tensor out = attention_sum(b, z, a);
+  if (options.self_loop()) out = out + z.slice(0, 0, b.num_dst) * a.slice(0, b.src.size(0)).unsqueeze(-1);
   return bias.defined() ? out + bias : out;
 }
 

@@ -85,9 +85,23 @@ RelGATConvImpl::RelGATConvImpl(const RelGATConvOptions& o) : options(o) {
 
 torch::Tensor RelGATConvImpl::forward(const RelationBlocks& b, const torch::Tensor& h) {
   torch::Tensor out = self_fc(h.slice(0, 0, b.num_dst)).view({b.num_dst, options.heads(), options.out()}) + bias;
+  // Every relation's rows in one gather, split into views: backward, the split's gradients are
+  // concatenated and land in h's in one scatter, not in a zeroed h-sized tensor per relation.
+  std::vector<std::size_t> active;
+  std::vector<torch::Tensor> rows;
+  std::vector<std::int64_t> sizes;
   for (std::size_t r = 0; r < b.relations.size(); ++r)
-    if (b.relations[r].src.size(0) > 0)
-      out = out.index_add(0, b.dst_rows[r], per_relation[r]->forward(b.compact[r], h.index_select(0, b.rows[r])));
+    if (b.relations[r].src.size(0) > 0) {
+      active.push_back(r);
+      rows.push_back(b.rows[r]);
+      sizes.push_back(b.rows[r].size(0));
+    }
+  if (active.empty()) return out;
+  const std::vector<torch::Tensor> parts = h.index_select(0, torch::cat(rows)).split_with_sizes(sizes);
+  for (std::size_t i = 0; i < active.size(); ++i) {
+    const std::size_t r = active[i];
+    out = out.index_add(0, b.dst_rows[r], per_relation[r]->forward(b.compact[r], parts[i]));
+  }
   return out;
 }
 

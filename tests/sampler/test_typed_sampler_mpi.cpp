@@ -31,18 +31,10 @@ struct TypedParts {
   std::vector<NodeId> old_of_new;
 
   explicit TypedParts(FeatureDtype dtype = FeatureDtype::kFloat32) {
-    root = test::shared_folder(world, "shardgnn-typed-", [&](const std::string& dir) {
-      HeteroOptions o;
-      o.papers = 1500;
-      o.feature_dim = 8;
-      save_dataset(generate_hetero(o), dir + "/h");
-      const Dataset d = load_dataset(dir + "/h");
-      PartitionResult r;
-      r.config.parts = world.size();
-      r.config.balance = {BalanceKey::kNtypes, BalanceKey::kTrain};
-      r.assignment = make_partitioner(r.config.method)->partition(d, r.config);
-      write_partitioned(d, dir + "/h", r, dir + "/parts", {.feature_dtype = dtype});
-    });
+    HeteroOptions o;
+    o.papers = 1500;
+    o.feature_dim = 8;
+    root = test::typed_parts_folder(world, "shardgnn-typed-", o, dtype);
     ds = load_dataset(root + "/h");
     info = load_partition_info(root + "/parts");
     shard = load_shard(info, world.rank());

@@ -7,6 +7,7 @@
 
 #include "trainer/torch_catch.hpp"  // torch, then Catch
 #include "datasets/error.hpp"
+#include "trainer/attention_sum.hpp"
 #include "trainer/config.hpp"
 #include "trainer/gemm.hpp"
 #include "trainer/metrics.hpp"
@@ -467,4 +468,30 @@ TEST_CASE("linear maps through the CPU product path equal torch's, values and gr
   const torch::Tensor b = torch::randn({3});
   CHECK(torch::equal(linear_map(torch::zeros({2, 0}), torch::zeros({3, 0}), b), b.expand({2, 3})));
   CHECK(torch::equal(linear_map(torch::zeros({2, 0}), torch::zeros({3, 0})), torch::zeros({2, 3})));
+}
+
+TEST_CASE("GAT's attention sum in one pass over the CSR equals the gathered messages' sum, values and gradients", "[trainer][layers]") {
+  torch::manual_seed(9);
+  // A block with a dst of no in-edges, repeated sources and 3 heads of width 5.
+  Block blk;
+  blk.num_dst = 4;
+  blk.num_src = 7;
+  blk.indptr = {0, 3, 3, 7, 9};
+  blk.indices = {1, 4, 6, 0, 4, 4, 5, 2, 3};
+  const BlockTensors b = to_tensors(blk, torch::kCPU);
+  for (const int threads : {1, 2}) {
+    INFO(threads << " threads");
+    torch::set_num_threads(threads);
+    const torch::Tensor z = torch::randn({7, 3, 5}, torch::requires_grad()), a = torch::rand({9, 3}, torch::requires_grad());
+    const torch::Tensor up = torch::randn({4, 3, 5});
+    (attention_sum(b, z, a) * up).sum().backward();
+    const torch::Tensor z2 = z.detach().clone().set_requires_grad(true), a2 = a.detach().clone().set_requires_grad(true);
+    const torch::Tensor ref = torch::zeros({4, 3, 5}).index_add(0, b.dst, z2.index_select(0, b.src) * a2.unsqueeze(-1));
+    (ref * up).sum().backward();
+    CHECK(torch::allclose(attention_sum(b, z, a), ref, 1e-5, 1e-6));
+    CHECK(torch::allclose(z.grad(), z2.grad(), 1e-5, 1e-6));
+    CHECK(torch::allclose(a.grad(), a2.grad(), 1e-5, 1e-6));
+    CHECK(torch::equal(attention_sum(b, z, a)[1], torch::zeros({3, 5})));  // no in-edges: zeros
+  }
+  torch::set_num_threads(1);
 }

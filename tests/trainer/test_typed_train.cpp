@@ -29,20 +29,12 @@ struct TypedTraining {
   Shard shard;
 
   explicit TypedTraining(std::vector<std::string> featureless = {}) {
-    root = test::shared_folder(world, "shardgnn-typed-train-", [&](const std::string& dir) {
-      HeteroOptions o;
-      o.papers = 2000;
-      o.feature_dim = 16;
-      o.separation = 0.3;
-      o.featureless = featureless;
-      save_dataset(generate_hetero(o), dir + "/h");
-      const Dataset d = load_dataset(dir + "/h");
-      PartitionResult r;
-      r.config.parts = world.size();
-      r.config.balance = {BalanceKey::kNtypes, BalanceKey::kTrain};
-      r.assignment = make_partitioner(r.config.method)->partition(d, r.config);
-      write_partitioned(d, dir + "/h", r, dir + "/parts", {});
-    });
+    HeteroOptions o;
+    o.papers = 2000;
+    o.feature_dim = 16;
+    o.separation = 0.3;
+    o.featureless = std::move(featureless);
+    root = test::typed_parts_folder(world, "shardgnn-typed-train-", o);
     info = load_partition_info(root + "/parts");
     shard = load_shard(info, world.rank());
   }
