@@ -351,6 +351,20 @@ torch::Tensor GATConvImpl::forward(const BlockTensors& b, const torch::Tensor& h
   return bias.defined() ? out + bias : out;
 }
 
+torch::Tensor GATConvImpl::forward_bipartite(const BlockTensors& b, const torch::Tensor& h_src, const torch::Tensor& h_dst) {
+  const std::int64_t H = options.heads(), D = options.out();
+  const torch::Tensor z = linear_map(fc, h_src).view({b.num_src, H, D});
+  const torch::Tensor el = (z * attn_l).sum(-1);  // [num_src, H]
+  // er = ((h_dst W^T) viewed [n, H, D] * attn_r).sum(-1) = h_dst (W viewed [H, D, in] * attn_r).sum(1)^T
+  const torch::Tensor w_r = (fc->weight.view({H, D, -1}) * attn_r.view({H, D, 1})).sum(1).t();  // [in, H]
+  const torch::Tensor er = torch::matmul(h_dst, w_r);                                          // [num_dst, H]
+  const torch::Tensor e = F::leaky_relu(el.index_select(0, b.src) + er.index_select(0, b.dst), F::LeakyReLUFuncOptions().negative_slope(options.negative_slope()));
+  torch::Tensor a = edge_softmax(b, e, /*self_loops=*/false);
+  if (options.attn_dropout() > 0) a = F::dropout(a, F::DropoutFuncOptions().p(options.attn_dropout()).training(is_training()));
+  const torch::Tensor out = attention_sum(b, z, a);
+  return bias.defined() ? out + bias : out;
+}
+
 GnnImpl::GnnImpl(const GnnOptions& o) : options(o) {
   dropout_ = register_module("dropout", torch::nn::Dropout(o.dropout()));
   if (shardgnn::relational(o.kind())) {

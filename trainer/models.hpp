@@ -169,6 +169,10 @@ class GATConvImpl : public torch::nn::Module {
   // weights [E', heads] (E' = E + num_dst with self-loops, laid out as edge_softmax says). With
   // `projected`, h holds fc(h) of the src rows.
   torch::Tensor forward(const BlockTensors& b, const torch::Tensor& h, torch::Tensor* attention = nullptr, bool projected = false);
+  // A bipartite block (no dst prefix, no self-loops): src rows h_src [b.num_src, in] send to dst
+  // rows h_dst [b.num_dst, in] -> [num_dst, heads, out]. The dst rows enter only their attention
+  // scores, through the [in, heads] product of fc and attn_r, never the full projection.
+  torch::Tensor forward_bipartite(const BlockTensors& b, const torch::Tensor& h_src, const torch::Tensor& h_dst);
   GATConvOptions options;
   torch::nn::Linear fc{nullptr};
   torch::Tensor attn_l, attn_r, bias;

@@ -1,5 +1,7 @@
 #include "trainer/relational.hpp"
 
+#include "trainer/gemm.hpp"
+
 #include <cmath>
 
 namespace shardgnn {
@@ -24,14 +26,15 @@ RelationBlocks split_by_relation(const BlockTensors& b, const torch::Tensor& nod
     const torch::Tensor indptr = torch::cat({torch::zeros({1}, counts.options()), counts.cumsum(0)});
     const torch::Tensor src = b.src.index_select(0, idx);
     out.relations.push_back(block_tensors(b.num_src, b.num_dst, indptr, src));
-    // Sorted uniques keep the edges grouped by dst (the block's CSR order).
-    const auto [dst_rows, dst_at] = torch::_unique(dst, /*sorted=*/true, /*return_inverse=*/true);
-    const auto [src_rows, src_at] = torch::_unique(src, /*sorted=*/true, /*return_inverse=*/true);
-    const std::int64_t nd = dst_rows.size(0);
-    const torch::Tensor c_counts = torch::bincount(dst_at, /*weights=*/{}, /*minlength=*/nd);
+    // The edges are grouped by dst (CSR order): runs of equal dst are its rows. The src nodes are
+    // marked and numbered in one pass over the src list (no sort).
+    const auto [dst_rows, dst_at, c_counts] = torch::unique_consecutive(dst, /*return_inverse=*/true, /*return_counts=*/true);
+    const torch::Tensor mark = torch::zeros({b.num_src}, src.options()).index_fill_(0, src, 1);
+    const torch::Tensor src_rows = mark.nonzero().squeeze(1);
+    const torch::Tensor src_at = (mark.cumsum(0) - 1).index_select(0, src);
     const torch::Tensor c_indptr = torch::cat({torch::zeros({1}, c_counts.options()), c_counts.cumsum(0)});
-    out.compact.push_back(block_tensors(nd + src_rows.size(0), nd, c_indptr, src_at + nd));
-    out.rows.push_back(torch::cat({dst_rows, src_rows}));
+    out.compact.push_back(block_tensors(src_rows.size(0), dst_rows.size(0), c_indptr, src_at));
+    out.src_rows.push_back(src_rows);
     out.dst_rows.push_back(dst_rows);
   }
   return out;
@@ -84,23 +87,23 @@ RelGATConvImpl::RelGATConvImpl(const RelGATConvOptions& o) : options(o) {
 }
 
 torch::Tensor RelGATConvImpl::forward(const RelationBlocks& b, const torch::Tensor& h) {
-  torch::Tensor out = self_fc(h.slice(0, 0, b.num_dst)).view({b.num_dst, options.heads(), options.out()}) + bias;
-  // Every relation's rows in one gather, split into views: backward, the split's gradients are
-  // concatenated and land in h's in one scatter, not in a zeroed h-sized tensor per relation.
+  torch::Tensor out = linear_map(self_fc, h.slice(0, 0, b.num_dst)).view({b.num_dst, options.heads(), options.out()}) + bias;
+  // Every relation's src and dst rows in one gather, split into views: backward, the split's
+  // gradients are concatenated and land in h's in one scatter, not in an h-sized tensor each.
   std::vector<std::size_t> active;
   std::vector<torch::Tensor> rows;
   std::vector<std::int64_t> sizes;
   for (std::size_t r = 0; r < b.relations.size(); ++r)
     if (b.relations[r].src.size(0) > 0) {
       active.push_back(r);
-      rows.push_back(b.rows[r]);
-      sizes.push_back(b.rows[r].size(0));
+      rows.insert(rows.end(), {b.src_rows[r], b.dst_rows[r]});
+      sizes.insert(sizes.end(), {b.src_rows[r].size(0), b.dst_rows[r].size(0)});
     }
   if (active.empty()) return out;
   const std::vector<torch::Tensor> parts = h.index_select(0, torch::cat(rows)).split_with_sizes(sizes);
   for (std::size_t i = 0; i < active.size(); ++i) {
     const std::size_t r = active[i];
-    out = out.index_add(0, b.dst_rows[r], per_relation[r]->forward(b.compact[r], parts[i]));
+    out = out.index_add(0, b.dst_rows[r], per_relation[r]->forward_bipartite(b.compact[r], parts[2 * i], parts[2 * i + 1]));
   }
   return out;
 }

@@ -30,14 +30,15 @@
 namespace shardgnn {
 
 // A block split by relation: sub-blocks over the same src and dst nodes, one per relation of the
-// schema, each holding that relation's edges in the block's order; and each also compacted to the
-// nodes its edges touch (compact[r] over rows[r] of the block's src list: its dst nodes, which are
-// dst_rows[r], then its src nodes), so that a per-relation projection (R-GAT's) maps only the
-// rows of the relation's two types rather than every src row once per relation.
+// schema, each holding that relation's edges in the block's order; and each also as a bipartite
+// block over only the nodes its edges touch (compact[r]: its edges' dst among dst_rows[r], its src
+// among src_rows[r], both positions in the block's src list), so that a per-relation projection
+// (R-GAT's) maps only the rows of the relation's source type rather than every src row once per
+// relation.
 struct RelationBlocks {
   std::int64_t num_src = 0, num_dst = 0;
   std::vector<BlockTensors> relations, compact;
-  std::vector<torch::Tensor> rows, dst_rows;
+  std::vector<torch::Tensor> src_rows, dst_rows;
 };
 // `node_type`: int64 [num_src], the block's src nodes' types (its dst nodes are their prefix).
 RelationBlocks split_by_relation(const BlockTensors& b, const torch::Tensor& node_type, const GraphSchema& schema);
