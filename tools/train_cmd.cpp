@@ -164,6 +164,8 @@ po::options_description train_options(TrainConfig& tc, SamplerConfig& sc, ExtraO
       ("seed", bound(tc.seed), "seed of weights, dropout and sampling");
   po::options_description eval("evaluation");
   eval.add_options()
+      ("eval-fraction", bound(tc.eval.fraction),
+       "also validate every this fraction of an epoch inside it (MLPerf's GNN: 0.05): reported in the metrics, the best model still chosen at epoch ends")
       ("eval-every", bound(tc.eval.every), "validate every N epochs (and after the last); the test set is scored once, on the best model")
       ("eval-sample", bound(tc.eval.sample), "validate on at most N validation nodes, the same ones each time (0 = all)")
       ("eval", bound(tc.eval.mode, parse_eval_mode, eval_mode_name), "per-epoch validation: sampled (training fanouts) or full (all neighbours)")

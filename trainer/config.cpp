@@ -78,6 +78,7 @@ void validate(const TrainConfig& c) {
   if (c.balance.personalize_epochs > 0 && !c.eval.final_test) throw InputError("--personalize scores the test set, which --no-test leaves out");
   if (!(c.optim.gamma > 0 && c.optim.gamma <= 1)) throw InputError("--lr-gamma must be in (0, 1], got " + num(c.optim.gamma));
   if (c.epochs < 1) throw InputError("--epochs must be at least 1, got " + std::to_string(c.epochs));
+  if (!(c.eval.fraction >= 0 && c.eval.fraction < 1)) throw InputError("--eval-fraction must be in [0, 1), got " + num(c.eval.fraction));
   if (c.eval.every < 1) throw InputError("--eval-every must be at least 1, got " + std::to_string(c.eval.every));
   if (c.eval.sample < 0) throw InputError("--eval-sample must be 0 (all) or a node count, got " + std::to_string(c.eval.sample));
   if (c.eval.patience < 0) throw InputError("--patience must be >= 0, got " + std::to_string(c.eval.patience));

@@ -64,6 +64,7 @@ struct OptimizerConfig {
 
 struct EvalConfig {
   int every = 1;               // validate every this many epochs (and after the last); the test set only at the end
+  double fraction = 0;         // also validate every this fraction of an epoch's steps inside it (MLPerf's GNN: 0.05); reported, not selecting
   std::int64_t sample = 0;     // validate on at most this many validation nodes, the same ones every time (0 = all)
   int patience = 0;            // stop after this many validations without a better score (0 = never)
   EvalMode mode = EvalMode::kSampled;

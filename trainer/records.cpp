@@ -74,6 +74,11 @@ void tag_invoke(json::value_from_tag, json::value& v, const EpochRecord& r) {
     o["test_acc"] = r.test.accuracy;
     o["test"] = json::value_from(r.test);
   }
+  if (!r.inner.empty()) {
+    json::array inner;
+    for (const InnerValidation& i : r.inner) inner.push_back(json::object{{"step", i.step}, {"score", i.score}, {"train_s", i.train_s}});
+    o["inner_val"] = std::move(inner);
+  }
   v = std::move(o);
 }
 
@@ -355,6 +360,13 @@ EpochRecord tag_invoke(json::value_to_tag<EpochRecord>, const json::value& v) {
   if (e.evaluated) {
     read_split(o, "val", val_acc, e.val);
     read_split(o, "test", test_acc, e.test);
+  }
+  if (const json::value* inner = o.if_contains("inner_val")) {
+    if (!inner->is_array()) fail("key 'inner_val': expected an array, found " + found(*inner));
+    for (const json::value& x : inner->get_array()) {
+      if (!x.is_object()) fail("key 'inner_val': expected objects, found " + found(x));
+      e.inner.push_back({count(x.get_object(), "step", "inner_val."), number(x.get_object(), "score", "inner_val."), number(x.get_object(), "train_s", "inner_val.")});
+    }
   }
   return e;
 }

@@ -46,6 +46,13 @@ struct RankEpoch {
   double eval_s = 0, train_s = 0;    // this rank's evaluation time and training wall time (not written: the epoch's mean / max are)
 };
 
+// A validation inside an epoch (EvalConfig::fraction): after `step` steps, the task's selection
+// score on the validation sample, and the epoch's training seconds until then (slowest rank).
+struct InnerValidation {
+  std::int64_t step = 0;
+  double score = 0, train_s = 0;
+};
+
 struct EpochRecord {
   int epoch = 0;
   double lr = 0;
@@ -66,6 +73,7 @@ struct EpochRecord {
   std::int64_t moved = 0;   // seeds trained by a rank other than their owner
   std::string blas_core;    // the BLAS kernels the ranks computed with (OpenBLAS's core name; "" = unknown)
   std::string gemm;         // what ran the layers' float32 CPU products ("oneDNN sgemm", "torch"; "" = unknown)
+  std::vector<InnerValidation> inner;  // validations inside the epoch, in step order (their time is in eval_s)
 };
 
 // A run's outcome, written by rank 0 as the metrics file's last line ({"result": {...}}) once the

@@ -483,6 +483,8 @@ struct EpochSums {
   std::int64_t profiled_steps = 0;
   double profiled_s = 0;  // their compute
   std::int64_t first_step = 0;    // > 0: resumed inside the epoch (the sums above include the steps before)
+  std::vector<InnerValidation> inner;  // validations inside the epoch (EvalConfig::fraction)
+  double inner_eval_s = 0;             // their time
   std::int64_t stopped_after = 0;  // > 0: stopped on a signal after this many steps (the sums are theirs)
 };
 
@@ -522,8 +524,9 @@ std::int64_t link_positives(const MiniBatch& mb) {
 // by op: past the first (which warms the allocator and caches up) and past the prefetch thread's
 // start, when it samples several batches ahead on the same cores.
 // A stop signal on any rank ends the epoch after the step in progress (stopped_after).
-EpochSums train_epoch(Learner& l, Feeds& f, const Checkpoints& k, const TrainConfig& c, int epoch, Progress& progress, OpRecorder* recorder) {
+EpochSums train_epoch(Learner& l, Feeds& f, Scoring& v, const Checkpoints& k, const TrainConfig& c, int epoch, Progress& progress, OpRecorder* recorder) {
   const int rank = l.comm.rank();
+  const auto t_start = Clock::now();
   EpochSums e;
   if (k.state.next_epoch == epoch && k.state.next_step > 0) {
     e.first_step = k.state.next_step;
@@ -539,7 +542,14 @@ EpochSums train_epoch(Learner& l, Feeds& f, const Checkpoints& k, const TrainCon
   l.comm.check_all(e.first_step < e.steps, k.path + ": resumes at step " + std::to_string(e.first_step + 1) + " of epoch " +
                                                std::to_string(epoch + 1) + ", which has " + std::to_string(e.steps) + " steps here (another partition or --batch?)");
   progress.start_epoch(epoch, c.epochs, e.steps);
-  Prefetcher pipe = training_batches(*f.sampler, *f.features, *l.stager, f.prefetch, epoch, e.steps, e.first_step, f.links.get(), c.link.exclude_positives);
+  // A pointer: a validation inside the epoch ends the pipeline and starts another after it.
+  const auto batches = [&](std::int64_t first) {
+    return std::unique_ptr<Prefetcher>(
+        new Prefetcher(training_batches(*f.sampler, *f.features, *l.stager, f.prefetch, epoch, e.steps, first, f.links.get(), c.link.exclude_positives)));
+  };
+  std::unique_ptr<Prefetcher> pipe = batches(e.first_step);
+  // Validations inside the epoch every `inner` steps (none after its last: the epoch's own follows).
+  const std::int64_t inner = c.eval.fraction > 0 ? std::max<std::int64_t>(1, std::llround(c.eval.fraction * static_cast<double>(e.steps))) : 0;
   // This rank's loss sum and training statistic over the epoch's steps, kept on the device.
   torch::Tensor sums = torch::zeros({2}, torch::TensorOptions().dtype(torch::kDouble).device(l.device));
   double local_examples = 0;
@@ -549,7 +559,7 @@ EpochSums train_epoch(Learner& l, Feeds& f, const Checkpoints& k, const TrainCon
     if (rank == 0 && epoch == c.levers.stop_epoch && step == c.levers.stop_step) request_stop(SIGTERM);
     seed_dropout(l.model, c.seed, l.comm.rank(), epoch, step);
     const auto t0 = Clock::now();
-    std::optional<MiniBatch> mb = pipe.next();
+    std::optional<MiniBatch> mb = pipe->next();
     e.wait_s += since(t0);
     // Link prediction's seeds are its training edges (what a rebalancing plan moves).
     e.seeds += f.links ? link_positives(*mb) : static_cast<std::int64_t>(mb->seeds().size());
@@ -574,11 +584,24 @@ EpochSums train_epoch(Learner& l, Feeds& f, const Checkpoints& k, const TrainCon
     progress.step(step + 1, [&] { return local_examples > 0 ? sums[0].item<double>() / local_examples : 0.0; });
     if (r.stop && step + 1 < e.steps) {
       e.stopped_after = step + 1;
-      pipe.stop_early();
+      pipe->stop_early();
       break;
     }
+    if (inner > 0 && (step + 1) % inner == 0 && step + 1 < e.steps) {
+      // The pipeline's batches ahead are dropped (sampling is keyed by step: the next one draws them again).
+      const auto t_inner = Clock::now();
+      const double trained = since(t_start) - e.inner_eval_s;
+      pipe->stop_early();
+      e.sample_work_s += pipe->work_seconds();
+      pipe.reset();
+      comm::set_position("validation", epoch, step + 1, e.steps);
+      const double score = l.task->selection_score(evaluate(l, f, v, c.eval.mode, /*with_test=*/false).val);
+      e.inner.push_back({step + 1, score, l.comm.allreduce(trained, comm::Op::kMax)});
+      e.inner_eval_s += since(t_inner);
+      pipe = batches(step + 1);
+    }
   }
-  e.sample_work_s = pipe.work_seconds();
+  e.sample_work_s += pipe->work_seconds();
   // Every rank's sums, read from the device once (every rank gets here after the same steps).
   const torch::Tensor host = sums.to(torch::kCPU);
   std::vector<double> total{host[0].item<double>(), host[1].item<double>()};
@@ -808,7 +831,7 @@ TrainResult Trainer::fit() {
     r.blas_core = blas_core();
     r.gemm = gemm_backend();
     const Counters before = counters(*f.sampler, *f.features, *l.allreducer);
-    const EpochSums sums = train_epoch(l, f, k, c, epoch, progress, recorder && epoch == result.start_epoch ? &*recorder : nullptr);
+    const EpochSums sums = train_epoch(l, f, s.scoring, k, c, epoch, progress, recorder && epoch == result.start_epoch ? &*recorder : nullptr);
     profiled_steps += sums.profiled_steps;
     profiled_s += sums.profiled_s;
     if (sums.stopped_after > 0) {
@@ -820,7 +843,8 @@ TrainResult Trainer::fit() {
       stop(l, k, result, progress, epoch, c.epochs, sums.stopped_after, sums.steps, /*save=*/true);
       return result;
     }
-    const double train_s = since(t_epoch);
+    const double train_s = since(t_epoch) - sums.inner_eval_s;
+    r.inner = sums.inner;
     const auto t_eval = Clock::now();
     if ((epoch + 1) % c.eval.every == 0 || epoch + 1 == c.epochs) {
       comm::set_position("validation", epoch);
@@ -828,7 +852,7 @@ TrainResult Trainer::fit() {
       r.evaluated = true;
       result.stopped_early = keep_best(state, *l.model, epoch, l.task->selection_score(r.val), c.eval.patience);
     }
-    r.ranks = l.comm.allgather(rank_share(l.comm.rank(), sums, before, counters(*f.sampler, *f.features, *l.allreducer), train_s, since(t_eval)));
+    r.ranks = l.comm.allgather(rank_share(l.comm.rank(), sums, before, counters(*f.sampler, *f.features, *l.allreducer), train_s, since(t_eval) + sums.inner_eval_s));
     summarize(r, sums);
     std::vector<SeedScheduler::RankWork> work;
     for (const RankEpoch& k : r.ranks) work.push_back({k.seeds, k.busy_s});

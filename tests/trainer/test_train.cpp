@@ -536,3 +536,35 @@ TEST_CASE("with every fanout -1 the final evaluation scores the full neighbourho
   CHECK_FALSE(s.sampled_is_full);
   CHECK(s.has_full);
 }
+
+TEST_CASE("validations inside epochs are recorded in step order and change nothing of the training", "[trainer][mpi][eval]") {
+  PartFixture fx;
+  TrainConfig c = quick_config(ModelKind::kSage);
+  c.epochs = 2;
+  c.eval.final_full = false;
+  c.eval.sample = 100;
+  SamplerConfig s = quick_sampler();
+  s.batch_size = 16;  // several steps per epoch
+  Trainer plain(fx.shard, "cora", fx.world, c, s);
+  const TrainResult rp = plain.fit();
+  c.eval.fraction = 0.25;
+  Trainer inner(fx.shard, "cora", fx.world, c, s);
+  const TrainResult ri = inner.fit();
+  CHECK(inner.weights_checksum() == plain.weights_checksum());
+  REQUIRE(ri.history.size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const EpochRecord& e = ri.history[i];
+    CHECK(e.loss == rp.history[i].loss);
+    CHECK(e.val.accuracy == rp.history[i].val.accuracy);
+    CHECK(rp.history[i].inner.empty());
+    // Every quarter of the epoch's steps, none at its end.
+    const std::int64_t every = std::max<std::int64_t>(1, std::llround(0.25 * static_cast<double>(e.steps)));
+    CHECK(static_cast<std::int64_t>(e.inner.size()) == (e.steps - 1) / every);
+    for (std::size_t j = 0; j < e.inner.size(); ++j) {
+      CHECK(e.inner[j].step == static_cast<std::int64_t>(j + 1) * every);
+      CHECK(e.inner[j].score > 0);
+      CHECK(e.inner[j].train_s <= e.train_s);
+      if (j > 0) CHECK(e.inner[j].train_s > e.inner[j - 1].train_s);
+    }
+  }
+}
