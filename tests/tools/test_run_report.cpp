@@ -161,3 +161,15 @@ TEST_CASE("a run's result line is read back, and one that later epochs follow is
   CHECK_THROWS_WITH(parse_run_metrics(epoch0 + "{\"result\":{\"best_epoch\":\"x\"}}\n", "m.jsonl"),
                     Catch::Contains("m.jsonl: line 2: key 'result.best_epoch': expected an integer >= -1"));
 }
+
+TEST_CASE("validations inside an epoch are read back in order, and a bad entry names the key", "[report]") {
+  const RunMetrics run = parse_run_metrics(
+      "{\"epoch\":0,\"epoch_s\":2,\"train_s\":1.5,\"val_acc\":0.5,\"inner_val\":[{\"step\":3,\"score\":0.25,\"train_s\":0.5},{\"step\":6,\"score\":0.375,\"train_s\":1}]}\n",
+      "m.jsonl");
+  REQUIRE(run.epochs[0].inner.size() == 2);
+  CHECK(run.epochs[0].inner[1].step == 6);
+  CHECK(run.epochs[0].inner[1].score == 0.375);
+  CHECK(run.epochs[0].inner[0].train_s == 0.5);
+  CHECK(parse_run_metrics("{\"epoch\":0,\"epoch_s\":2}\n", "m.jsonl").epochs[0].inner.empty());
+  CHECK_THAT(message_of("{\"epoch\":0,\"epoch_s\":2,\"inner_val\":[{\"step\":3,\"train_s\":1}]}\n"), Catch::Matchers::Contains("score"));
+}
