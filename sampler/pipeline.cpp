@@ -23,8 +23,9 @@ MiniBatch timed_produce(DistSampler& sampler, FeatureStore& features, std::int64
 MiniBatch sample_with_features(DistSampler& sampler, FeatureStore& features, std::span<const NodeId> seeds, std::int64_t epoch, std::int64_t step) {
   MiniBatch mb = sampler.sample(seeds, epoch, step);
   mb.feature_dim = features.feature_dim();
-  features.fetch(mb.input_nodes(), mb.features);
+  // A typed graph's rows are per type; the store's own matrix has no columns.
   if (TypedFeatureStore* typed = features.typed()) typed->fetch(mb);
+  else features.fetch(mb.input_nodes(), mb.features);
   if (sampler.config().with_degrees) features.fetch_degrees(mb.input_nodes(), mb.degrees);
   return mb;
 }

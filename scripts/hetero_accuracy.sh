@@ -5,12 +5,14 @@
 # 10 epochs, no weight decay) at 1, 2 and 4 ranks over metis --balance ntypes,train partitions,
 # and the same models on features alone (fanouts 0,0), seeds 0-2; prints one line per run:
 # graph model ranks fanouts seed best-val test (sampled neighbourhoods).
+# PAPERS (default 4000) and SEEDS (default "0 1 2") change the graph's size and the seeds;
+# DISTRIBUTED_ONLY=1 runs only the relational models at 1, 2 and 4 ranks.
 # Usage: scripts/hetero_accuracy.sh BUILD_TOOLS_DIR WORKDIR
 set -euo pipefail
 B=${1:?build/tools}; W=${2:?workdir}
 mkdir -p "$W"
 export OMP_NUM_THREADS=1
-gen() { [ -e "$W/$1/meta.json" ] || "$B/shardgnn" data generate hetero --papers 4000 --feature-dim 16 --separation 0.3 "${@:2}" --out "$W/$1" > /dev/null; }
+gen() { [ -e "$W/$1/meta.json" ] || "$B/shardgnn" data generate hetero --papers "${PAPERS:-4000}" --feature-dim 16 --separation 0.3 "${@:2}" --out "$W/$1" > /dev/null; }
 gen fp32
 gen fp16 --feature-dtype float16
 gen mag --featureless author,institute,fos
@@ -24,9 +26,10 @@ run() {  # graph model ranks fanouts seed
         --lr 0.005 --weight-decay 0 --dropout 0.2 --epochs 10 --no-full-eval --threads 1 --quiet 2>&1)
   echo "$1 $2 $3 $4 $5 $(echo "$out" | sed -n 's/^best validation accuracy \([0-9.]*\) .*/\1/p') $(echo "$out" | sed -n 's/^test accuracy \([0-9.]*\),.*/\1/p')"
 }
-for seed in 0 1 2; do
+for seed in ${SEEDS:-0 1 2}; do
   for m in rgcn rgat; do
     for p in 1 2 4; do run fp32 $m $p 10,5 $seed; run mag $m $p 10,5 $seed; done
+    [ "${DISTRIBUTED_ONLY:-0}" = 1 ] && continue
     run fp32 $m 1 0,0 $seed
     run mag $m 1 0,0 $seed
     run fp16 $m 1 10,5 $seed

@@ -263,6 +263,7 @@ std::string scores(const ClassMetrics& m) { return m.auc >= 0 ? headline_score(m
 void print_result(const comm::Communicator& world, const TrainConfig& tc, const TrainResult& r) {
   if (world.rank() != 0) return;
   std::printf("best validation %s %s at epoch %d%s\n", r.score.c_str(), fixed4(r.best_val).c_str(), r.best_epoch + 1, r.stopped_early ? " (stopped early)" : "");
+  if (r.last_model) std::printf("the last epoch's model is scored and saved: the embedding rows of featureless types are not kept per epoch\n");
   if (!r.tested) std::printf("test set not scored (--no-test)\n");
   else if (!r.sampled_is_full) std::printf("test %s (sampled neighbourhoods, %.2f s)\n", scores(r.sampled.test).c_str(), r.sampled_s);
   if (r.has_full) std::printf("test %s (full neighbourhoods, %.2f s)\n", scores(r.full.test).c_str(), r.full_s);

@@ -105,7 +105,7 @@ std::vector<torch::Tensor> TypedEmbeddings::gather(const std::vector<std::vector
 
 void TypedEmbeddings::gather_nothing() { gather({}); }
 
-void TypedEmbeddings::step() {
+void TypedEmbeddings::step(double scale) {
   kept_ids_.resize(tables_.size());
   kept_rows_.resize(tables_.size());
   for (const int t : types_) {
@@ -113,7 +113,7 @@ void TypedEmbeddings::step() {
     const torch::Tensor& leaf = kept_rows_[ti];
     // A leaf autograd never reached (its rows fed no seed) has no gradient: zero rows.
     const torch::Tensor grad = !leaf.defined() ? torch::zeros({0, dim_}) : leaf.grad().defined() ? leaf.grad() : torch::zeros_like(leaf);
-    tables_[ti]->apply(kept_ids_[ti], grad);
+    tables_[ti]->apply(kept_ids_[ti], scale == 1 ? grad : grad * scale);
   }
   kept_ids_.assign(tables_.size(), {});
   kept_rows_.assign(tables_.size(), {});

@@ -67,9 +67,9 @@ class TypedEmbeddings {
   std::vector<torch::Tensor> gather(const std::vector<std::vector<NodeId>>& ids);
   // Collective: gather of no rows (a rank with nothing to compute).
   void gather_nothing();
-  // Collective: the kept leaves' gradients to their rows' owners, applied there; then forgets them
-  // (a rank that kept none sends none).
-  void step();
+  // Collective: the kept leaves' gradients times `scale` to their rows' owners, applied there;
+  // then forgets them (a rank that kept none sends none).
+  void step(double scale = 1);
 
   std::int64_t dim() const noexcept { return dim_; }
   const std::vector<int>& types() const noexcept { return types_; }  // the types with a table, in order

@@ -525,8 +525,8 @@ void GnnImpl::skip_batch() {
   if (embeddings_) embeddings_->gather_nothing();
 }
 
-void GnnImpl::step_embeddings() {
-  if (embeddings_) embeddings_->step();
+void GnnImpl::step_embeddings(double scale) {
+  if (embeddings_) embeddings_->step(scale);
 }
 
 }  // namespace shardgnn

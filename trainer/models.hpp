@@ -221,8 +221,9 @@ class GnnImpl : public torch::nn::Module {
   TypedEmbeddings* embeddings() const noexcept { return embeddings_.get(); }
   // A batch this rank does not compute (no seeds): the tables' collectives of a forward, empty.
   void skip_batch();
-  // Collective with embeddings (nothing without): the last forward's gradient rows to their owners.
-  void step_embeddings();
+  // Collective with embeddings (nothing without): the last forward's gradient rows, times `scale`
+  // (the dense gradients' average over all ranks' examples), to their owners.
+  void step_embeddings(double scale = 1);
   // Layer `l` alone (dropout, convolution, activation unless last), for layer-wise inference.
   // With `projected` (eval mode only), h holds project_layer(l, ...) of the src rows.
   torch::Tensor forward_layer(std::int64_t l, const BlockTensors& b, torch::Tensor h, bool projected = false);

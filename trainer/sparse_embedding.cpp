@@ -45,15 +45,15 @@ void SparseEmbedding::apply(const torch::Tensor& ids, const torch::Tensor& grad)
 }
 
 bool SparseEmbedding::restore(const torch::Tensor& rows, const torch::Tensor& first, const torch::Tensor& second, const torch::Tensor& steps) {
-  const auto same = [](const torch::Tensor& have, const torch::Tensor& got) {
-    return have.defined() ? got.defined() && got.sizes() == have.sizes() : !got.defined() || got.numel() == 0;
+  // An empty tensor and an undefined one are the same state (a rank owning no row of the type).
+  const auto empty = [](const torch::Tensor& t) { return !t.defined() || t.numel() == 0; };
+  const auto same = [&](const torch::Tensor& have, const torch::Tensor& got) {
+    return empty(have) ? empty(got) : got.defined() && got.sizes() == have.sizes();
   };
   if (!same(rows_, rows) || !same(m_, first) || !same(v_, second) || !same(step_, steps)) return false;
   torch::NoGradGuard no_grad;
-  rows_.copy_(rows);
-  if (m_.defined()) m_.copy_(first);
-  v_.copy_(second);
-  if (step_.defined()) step_.copy_(steps);
+  for (const auto& [have, got] : {std::pair{rows_, rows}, std::pair{m_, first}, std::pair{v_, second}, std::pair{step_, steps}})
+    if (!empty(have)) have.copy_(got);
   return true;
 }
 

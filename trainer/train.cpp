@@ -365,7 +365,13 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
       // Every validation gathers embedding rows from their owners (collective): each rank samples
       // its batches again rather than keeping a count of its own.
       s.scoring.cache = Scoring::Cache::kOff;
-      if (k.resume_from_file) comm::agree(l.comm, [&] { load_embeddings(k.path, k.state, *l.model->embeddings(), l.comm.rank()); });
+      if (k.resume_from_file)
+        comm::agree(l.comm, [&] {
+          // Each rank's rows are its part's: another rank count would need them redistributed.
+          if (!k.resumed_note.empty())
+            throw InputError(k.path, "", "written by another rank count; a typed graph's embedding rows resume on as many ranks as wrote them");
+          load_embeddings(k.path, k.state, *l.model->embeddings(), l.comm.rank());
+        });
     }
   }
   // A typed graph's final scoring over whole neighbourhoods goes through a sampler taking every
@@ -462,11 +468,12 @@ StepResult train_step(const Task& task, Gnn& model, torch::optim::Optimizer& opt
     // Counted on the host, where the targets are.
     r.local_examples = static_cast<double>(task.examples(mb));
   }
-  // Embedding rows' gradients to their owners, every rank every step (collective).
-  model->step_embeddings();
   r.compute_s = since(t0);
   r.examples = allreducer.average(r.local_examples, extras);
   t0 = Clock::now();
+  // Embedding rows' gradients, averaged as the dense ones, to their owners: every rank every step
+  // (collective).
+  model->step_embeddings(r.examples > 0 ? 1.0 / r.examples : 0.0);
   if (r.examples > 0) optimizer.step();
   r.compute_s += since(t0);
   r.stop = extras[0] > 0;
@@ -730,7 +737,10 @@ void stop(const Learner& l, const Checkpoints& k, TrainResult& result, Progress&
 void finish(Learner& l, Feeds& f, Scoring& v, const TrainState& state, const EvalConfig& eval, const RunFiles& files, TrainResult& result) {
   comm::set_position("final evaluation");
   const comm::LongWaits scoring(comm::kLongWaitFactor);  // whole neighbourhoods, unequal per rank
-  if (!state.best.empty()) assign_parameters(*l.model, state.best);
+  // Embedding rows are not kept per validation: with them, the last epoch's model is the one
+  // scored and saved (its weights and rows belong together).
+  result.last_model = l.model->embeddings() != nullptr;
+  if (!state.best.empty() && !result.last_model) assign_parameters(*l.model, state.best);
   result.best_epoch = state.best_epoch;
   result.best_val = state.best_val;
   result.score = std::string(l.task->selection_name());

@@ -37,6 +37,7 @@ struct TrainResult {
   int best_epoch = -1;
   double best_val = -1;
   std::string score = "accuracy";    // what best_val is: the task's selection score (Task::selection_name)
+  bool last_model = false;           // the last epoch's model was scored and saved, not the best one (embedding tables)
   bool stopped_early = false;
   int stop_signal = 0;               // > 0: stopped by this signal (nothing evaluated after)
   bool checkpointed = false;         // when stopped: a checkpoint holds where it stood
