@@ -6,7 +6,8 @@
 # and the same models on features alone (fanouts 0,0), seeds 0-2; prints one line per run:
 # graph model ranks fanouts seed best-val test (sampled neighbourhoods).
 # PAPERS (default 4000) and SEEDS (default "0 1 2") change the graph's size and the seeds;
-# DISTRIBUTED_ONLY=1 runs only the relational models at 1, 2 and 4 ranks.
+# DISTRIBUTED_ONLY=1 runs only the relational models at 1, 2 and 4 ranks, on GRAPHS (default
+# "fp32 mag").
 # Usage: scripts/hetero_accuracy.sh BUILD_TOOLS_DIR WORKDIR
 set -euo pipefail
 B=${1:?build/tools}; W=${2:?workdir}
@@ -28,7 +29,7 @@ run() {  # graph model ranks fanouts seed
 }
 for seed in ${SEEDS:-0 1 2}; do
   for m in rgcn rgat; do
-    for p in 1 2 4; do run fp32 $m $p 10,5 $seed; run mag $m $p 10,5 $seed; done
+    for p in 1 2 4; do for g in ${GRAPHS:-fp32 mag}; do run $g $m $p 10,5 $seed; done; done
     [ "${DISTRIBUTED_ONLY:-0}" = 1 ] && continue
     run fp32 $m 1 0,0 $seed
     run mag $m 1 0,0 $seed
