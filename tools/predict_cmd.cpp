@@ -180,11 +180,17 @@ int predict_main(const std::vector<std::string>& args, const comm::Communicator&
       po_.weights = weights_path(vm["model"].as<std::string>());
       device = resolve_device(device_name, cores.local_rank);
       threads_from = set_rank_threads(threads, cores);
-      model = load_weights(po_.weights, device);
+      // A run folder's checkpoint holds a typed graph's embedding rows (beside it, per rank).
+      if (const fs::path ck = fs::path(vm["model"].as<std::string>()) / "checkpoint.pt"; fs::is_directory(vm["model"].as<std::string>()) && fs::exists(ck))
+        po_.checkpoint = ck.string();
     });
+    // The input first: a typed graph's model is read against its schema.
     load_input(world, input, scratch, "predicts", in);
     comm::agree(world, [&] {
-      if (in.shard.feature_dim != model->options.in())
+      model = load_weights(po_.weights, device, &in.shard.schema);
+      if (in.shard.schema.typed() && !model->relational())
+        throw InputError(input + ": a typed graph; the model in " + po_.weights + " is " + model_name(model->options.kind()) + ", which runs on untyped ones");
+      if (!model->relational() && in.shard.feature_dim != model->options.in())
         throw InputError(input + ": nodes have " + std::to_string(in.shard.feature_dim) + " features, the model in " + po_.weights + " takes " +
                          std::to_string(model->options.in()));
       if (in.shard.info) source = source_dataset(*in.shard.info, note);

@@ -17,7 +17,7 @@ void load_input(const comm::Communicator& world, const std::string& dir, const s
   comm::agree(world, [&] {
     if (fs::exists(fs::path(dir) / "partition.json")) {
       const PartitionInfo info = load_partition_info(dir);
-      if (verb != "trains") require_untyped(info.schema, dir, "this command");
+      if (verb != "trains" && verb != "predicts") require_untyped(info.schema, dir, "this command");
       in.shard = load_shard_for_rank(info, world.rank(), world.size(), scratch);
       in.name = info.dataset_name;
       in.kind = "partitioned";
@@ -28,7 +28,7 @@ void load_input(const comm::Communicator& world, const std::string& dir, const s
         throw InputError(dir + ": a dataset folder " + verb + " in one process; for " + std::to_string(world.size()) + " ranks partition it first (shardgnn partition " +
                          dir + " --parts " + std::to_string(world.size()) + " --out DIR)");
       in.dataset = load_dataset(dir);
-      if (verb != "trains") require_untyped(in.dataset.schema, dir, "this command");
+      if (verb != "trains" && verb != "predicts") require_untyped(in.dataset.schema, dir, "this command");
       in.shard = shard_from_dataset(in.dataset);
       in.name = in.dataset.name;
       in.kind = "dataset";

@@ -429,6 +429,11 @@ std::string embeddings_path(const std::string& path, const TrainState& state, in
 }
 }  // namespace
 
+TrainState checkpoint_state(const std::string& path) {
+  StoredCheckpoint ck{path, read_root(path)};
+  return read_train_state(ck);
+}
+
 void save_embeddings(const std::string& path, const TrainState& state, const TypedEmbeddings& tables, int rank) {
   c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
   d.insert("format", std::string(kEmbeddingFormat));
@@ -519,9 +524,75 @@ std::map<std::string, torch::Tensor> read_tensor_dict(const std::string& path) {
 
 }  // namespace
 
-Gnn load_weights(const std::string& path, const torch::Device& device) {
+namespace {
+
+// Every parameter `model` has must be in `w` with its shape, and nothing else may be; then its
+// values are copied in, and the model goes to `device` in eval mode.
+void fill_model(Gnn& model, const std::map<std::string, torch::Tensor>& w, const std::string& path, const std::string& what, const torch::Device& device) {
+  torch::NoGradGuard no_grad;
+  std::size_t matched = 0;
+  for (auto& item : model->named_parameters()) {
+    const auto it = w.find(item.key());
+    if (it == w.end()) throw InputError(path, "", "lacks entry '" + item.key() + "' (" + what + ")");
+    if (it->second.sizes() != item.value().sizes())
+      throw InputError(path, "entry '" + item.key() + "'", "has shape " + shape_text(it->second.sizes()) + ", the model its other entries describe needs " +
+                                                               shape_text(item.value().sizes()));
+    item.value().copy_(it->second);
+    ++matched;
+  }
+  if (matched != w.size())
+    for (const auto& [key, t] : w)
+      if (model->named_parameters().find(key) == nullptr) throw InputError(path, "entry '" + key + "'", "is not a parameter of a " + what);
+  model->to(device);
+  model->eval();
+}
+
+// R-GCN or R-GAT weights (their entries under "rgnn."), read against the typed graph's schema.
+Gnn load_relational_weights(const std::string& path, const std::map<std::string, torch::Tensor>& w, const GraphSchema* schema, const torch::Device& device) {
+  const auto has = [&](const std::string& key) { return w.count(key) > 0; };
+  if (schema == nullptr || !schema->typed())
+    throw InputError(path, "", "an R-GCN or R-GAT model (rgnn.* entries): it runs on a typed graph, and this input has one node type");
+  ModelConfig mc;
+  mc.dropout = 0;
+  mc.kind = has("rgnn.conv0.loop_weight") ? ModelKind::kRgcn : ModelKind::kRgat;
+  const std::string key = mc.kind == ModelKind::kRgcn ? "loop_weight" : "self_fc.weight";
+  std::int64_t layers = 0;
+  while (has("rgnn.conv" + std::to_string(layers) + "." + key)) ++layers;
+  const auto entry = [&](std::int64_t l, const std::string& name, std::int64_t dims) -> const torch::Tensor& {
+    const std::string k = "rgnn.conv" + std::to_string(l) + "." + name;
+    const auto it = w.find(k);
+    if (it == w.end()) throw InputError(path, "", "lacks entry '" + k + "' (" + model_name(mc.kind) + ", " + std::to_string(layers) + " layers)");
+    if (it->second.dim() != dims) throw InputError(path, "entry '" + k + "'", "expected a " + std::to_string(dims) + "-d tensor, found " + shape_text(it->second.sizes()));
+    return it->second;
+  };
+  if (layers == 0) throw InputError(path, "", "no first layer: expected rgnn.conv0.loop_weight (R-GCN) or rgnn.conv0.self_fc.weight (R-GAT)");
+  std::int64_t hidden = 0, out = 0;
+  if (mc.kind == ModelKind::kRgcn) {
+    hidden = entry(0, "loop_weight", 2).size(0);
+    out = entry(layers - 1, "loop_weight", 2).size(1);
+    if (has("rgnn.conv0.basis")) mc.bases = static_cast<int>(std::clamp<std::int64_t>(entry(0, "basis", 3).size(0), 0, std::numeric_limits<int>::max()));
+  } else {
+    hidden = entry(0, "self_fc.weight", 2).size(1);
+    mc.heads = static_cast<int>(std::clamp<std::int64_t>(entry(0, "bias", 2).size(0), 0, std::numeric_limits<int>::max()));
+    out = entry(layers - 1, "bias", 2).size(1);
+  }
+  const auto width_ok = [](std::int64_t x) { return x >= 1 && x <= (std::int64_t{1} << 20); };
+  if (!width_ok(hidden) || !width_ok(out) || layers > 64 || (mc.kind == ModelKind::kRgat && (mc.heads < 1 || hidden % mc.heads != 0)))
+    throw InputError(path, "", "widths hidden " + std::to_string(hidden) + ", out " + std::to_string(out) + " make no " + model_name(mc.kind));
+  mc.hidden = static_cast<int>(hidden);
+  GnnOptions o(mc, 0, out, layers);
+  o.schema(*schema);
+  Gnn model(o);
+  fill_model(model, w, path, model_name(mc.kind) + " of " + std::to_string(layers) + " layers over the input's schema", device);
+  return model;
+}
+
+}  // namespace
+
+Gnn load_weights(const std::string& path, const torch::Device& device, const GraphSchema* schema) {
   const std::map<std::string, torch::Tensor> w = read_tensor_dict(path);
   const auto has = [&](const std::string& key) { return w.count(key) > 0; };
+  if (has("rgnn.conv0.loop_weight") || has("rgnn.conv0.self_fc.weight")) return load_relational_weights(path, w, schema, device);
   ModelConfig mc;
   mc.dropout = 0;
   std::string weight = "fc.weight";
@@ -574,23 +645,7 @@ Gnn load_weights(const std::string& path, const torch::Device& device) {
   // A link-prediction model's MLP pair scorer (its weights saved with the layers').
   if (has("scorer.fc1.weight")) model->register_module("scorer", PairScorer(out, /*mlp=*/true));
   // Every parameter the widths imply must be there with its shape, and nothing else may be.
-  torch::NoGradGuard no_grad;
-  std::size_t matched = 0;
-  for (auto& item : model->named_parameters()) {
-    const auto it = w.find(item.key());
-    if (it == w.end()) throw InputError(path, "", "lacks entry '" + item.key() + "' (" + model_name(mc.kind) + ", " + std::to_string(layers) + " layers)");
-    if (it->second.sizes() != item.value().sizes())
-      throw InputError(path, "entry '" + item.key() + "'", "has shape " + shape_text(it->second.sizes()) + ", the model its other entries describe needs " +
-                                                               shape_text(item.value().sizes()));
-    item.value().copy_(it->second);
-    ++matched;
-  }
-  if (matched != w.size())
-    for (const auto& [key, t] : w)
-      if (model->named_parameters().find(key) == nullptr)
-        throw InputError(path, "entry '" + key + "'", "is not a parameter of a " + model_name(mc.kind) + " of " + std::to_string(layers) + " layers");
-  model->to(device);
-  model->eval();
+  fill_model(model, w, path, model_name(mc.kind) + " of " + std::to_string(layers) + " layers", device);
   return model;
 }
 

@@ -80,6 +80,9 @@ void save_weights(const std::string& path, const torch::nn::Module& model);
 // another shape or one the model has no place for is an InputError naming the file and the entry.
 // A link-prediction model's MLP scorer (scorer.fc1, scorer.fc2) is loaded as the model's child
 // "scorer" (a PairScorer).
-Gnn load_weights(const std::string& path, const torch::Device& device);
+// R-GCN and R-GAT weights (entries under "rgnn.") need the typed graph's `schema` they run on.
+Gnn load_weights(const std::string& path, const torch::Device& device, const GraphSchema* schema = nullptr);
+// The training state a checkpoint holds (its epoch and step: the stamp of its embedding files).
+TrainState checkpoint_state(const std::string& path);
 
 }  // namespace shardgnn

@@ -506,7 +506,9 @@ torch::Tensor GnnImpl::forward(const std::vector<BlockTensors>& blocks, torch::T
   return x;
 }
 
-torch::Tensor GnnImpl::forward(const BatchTensors& t) {
+torch::Tensor GnnImpl::forward(const BatchTensors& t) { return forward(t, -1, nullptr); }
+
+torch::Tensor GnnImpl::forward(const BatchTensors& t, std::int64_t keep_layer, torch::Tensor* kept) {
   if (!rel_) return forward(t.blocks, t.x);
   TORCH_CHECK(t.typed(), "R-GCN and R-GAT train on typed graphs: the batch has no node types");
   TORCH_CHECK(static_cast<std::int64_t>(t.blocks.size()) == options.layers(), "the model has ", options.layers(), " layers, the batch ", t.blocks.size(),
@@ -518,7 +520,7 @@ torch::Tensor GnnImpl::forward(const BatchTensors& t) {
     std::vector<torch::Tensor> rows = embeddings_->gather(*t.type_ids);
     for (const int ty : embeddings_->types()) xs[static_cast<std::size_t>(ty)] = rows[static_cast<std::size_t>(ty)].to(t.node_type.device());
   }
-  return rel_->forward(blocks, xs, t.at, t.blocks.front().num_src, [this](const torch::Tensor& h) { return dropout(h); });
+  return rel_->forward(blocks, xs, t.at, t.blocks.front().num_src, [this](const torch::Tensor& h) { return dropout(h); }, keep_layer, kept);
 }
 
 void GnnImpl::skip_batch() {

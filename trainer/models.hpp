@@ -213,6 +213,8 @@ class GnnImpl : public torch::nn::Module {
   // types' rows, and embedding rows gathered from their owners for types without features:
   // collective then, see use_embeddings).
   torch::Tensor forward(const BatchTensors& t);
+  // R-GCN, R-GAT: also the seeds' rows after `keep_layer` layers into `kept` (predict's embeddings).
+  torch::Tensor forward(const BatchTensors& t, std::int64_t keep_layer, torch::Tensor* kept);
   bool relational() const noexcept { return rel_ != nullptr; }
   // Learnable rows for the types without features. With them every forward(BatchTensors) is
   // collective over the tables' communicator: every rank calls forward or skip_batch for each

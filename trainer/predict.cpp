@@ -6,12 +6,17 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <numeric>
 #include <vector>
 
 #include "datasets/array_dir.hpp"
 #include "datasets/error.hpp"
 #include "datasets/fileio.hpp"
 #include "datasets/npy.hpp"
+#include "sampler/pipeline.hpp"
+#include "sampler/typed_features.hpp"
+#include "trainer/checkpoint.hpp"
+#include "trainer/dist_embedding.hpp"
 #include "trainer/evaluate.hpp"
 
 namespace fs = std::filesystem;
@@ -192,6 +197,64 @@ void write_output(const std::vector<OutFile>& files, const Slices& s, std::span<
 
 }  // namespace
 
+namespace {
+
+// A typed graph's model (R-GCN, R-GAT) over every owned node, in batches of kTypedBatch with every
+// neighbour (the sampler the trainer's final full-neighbourhood score uses; layer-wise inference
+// runs the homogeneous layers), the rows of featureless types from the run's per-rank embedding
+// files. Collective over `comm`. Returns the output rows of the owned nodes; `emb` gets their rows
+// after `layer` layers.
+constexpr int kTypedBatch = 1024;
+torch::Tensor typed_inference(Gnn& model, const Shard& shard, const comm::Communicator& comm, const torch::Device& device, std::int64_t layer,
+                              const PredictOptions& o, torch::Tensor& emb) {
+  const comm::Communicator feeds = comm.dup();
+  SamplerConfig sc;
+  const std::int64_t L = model->options.layers();
+  sc.fanouts.assign(static_cast<std::size_t>(L), -1);
+  sc.relation_fanouts.assign(static_cast<std::size_t>(L), std::vector<int>(shard.schema.relations().size(), -1));
+  sc.batch_size = kTypedBatch;
+  sc.prefetch = 0;
+  sc.cache_policy = CachePolicy::kNone;
+  const ShardView view(shard, feeds, sc.node_local);
+  DistSampler sampler(view, feeds, sc);
+  FeatureStore features(view, feeds);
+  features.build_cache(sc, nullptr);
+  bool featureless = false;
+  for (const NodeType& t : shard.schema.types()) featureless = featureless || t.feature_dim == 0;
+  if (featureless) {
+    auto tables = std::make_shared<TypedEmbeddings>(*features.typed(), shard.schema, model->options.hidden(), SparseEmbeddingOptions{}, 0, comm);
+    comm::agree(comm, [&] {
+      if (o.checkpoint.empty())
+        throw InputError(o.weights, "", "the graph has node types without features, whose learnt rows live in the run folder's embedding files: pass the run folder");
+      load_embeddings(o.checkpoint, checkpoint_state(o.checkpoint), *tables, comm.rank());
+    });
+    model->use_embeddings(tables);
+  }
+  std::vector<NodeId> own(static_cast<std::size_t>(shard.graph.num_nodes()));
+  std::iota(own.begin(), own.end(), shard.book.begin(shard.part));
+  const auto batches = sampler.eval_batches(own);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> outs, embs;
+  for (std::size_t step = 0; step < batches.size(); ++step) {
+    const MiniBatch mb = produce_batch(sampler, features, batches[step], kEvalEpoch, static_cast<std::int64_t>(step));
+    if (mb.seeds().empty()) {
+      model->skip_batch();
+      continue;
+    }
+    const BatchTensors t = to_tensors(mb, device);
+    torch::Tensor kept;
+    outs.push_back(model->forward(t, layer, &kept));
+    embs.push_back(kept);
+  }
+  model->use_embeddings(nullptr);
+  const std::int64_t width = layer == L ? model->options.out() : model->options.hidden();
+  emb = embs.empty() ? torch::zeros({0, width}) : torch::cat(embs);
+  return outs.empty() ? torch::zeros({0, model->options.out()}) : torch::cat(outs);
+}
+
+}  // namespace
+
 PredictResult predict(Gnn& model, const Shard& shard, const Task& task, bool score, const comm::Communicator& comm, const torch::Device& device,
                       const PredictOptions& o) {
   const std::int64_t L = model->options.layers();
@@ -208,7 +271,8 @@ PredictResult predict(Gnn& model, const Shard& shard, const Task& task, bool sco
   res.layer = layer;
   auto t0 = Clock::now();
   torch::Tensor emb;
-  const torch::Tensor output = full_inference(model, shard, comm, device, o.chunk, kEvalSrcBytes, kEvalKeptBlockBytes, layer, &emb);
+  const torch::Tensor output = model->relational() ? typed_inference(model, shard, comm, device, layer, o, emb)
+                                                   : full_inference(model, shard, comm, device, o.chunk, kEvalSrcBytes, kEvalKeptBlockBytes, layer, &emb);
   if (score) res.metrics = score_full(task, output, shard, comm);
   const torch::Tensor emb_host = emb.to(torch::kCPU, torch::kFloat).contiguous();
   const torch::Tensor pred_host = task.predictions(output);
@@ -226,8 +290,14 @@ PredictResult predict(Gnn& model, const Shard& shard, const Task& task, bool sco
   const std::vector<std::int64_t> first = write_ranges(res.rows, comm.size());
   const Slices slices = route_rows(shard, o, files, first, emb_host, pred_host, comm);
   const GnnOptions& m = model->options;
+  boost::json::array types;  // a typed graph's node types: their rows, contiguous in dataset order
+  if (o.nodes.empty())
+    for (int t = 0; t < m.schema().num_types(); ++t)
+      types.push_back({{"name", m.schema().types()[static_cast<std::size_t>(t)].name}, {"first", m.schema().begin(t)},
+                       {"count", m.schema().types()[static_cast<std::size_t>(t)].count}});
   write_output(files, slices, first,
                {{"format", kFormat},
+                {"node_types", types},
                 {"version", 1},
                 {"created", o.created},
                 {"model", {{"kind", model_name(m.kind())}, {"layers", m.layers()}, {"in", m.in()}, {"hidden", m.hidden()}, {"heads", m.heads()}, {"out", m.out()}}},

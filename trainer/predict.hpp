@@ -7,7 +7,10 @@
 //                    float32 [N, labels] label scores)
 //   node_ids.npy     int64 [N]       each row's id in the input (the dataset's node_ids.npy when
 //                                    it was relabelled, else its dataset id)
-//   predictions.json format, model, weights, input, layer, and per array its dtype, shape, CRC-32
+//   predictions.json format, model, weights, input, layer, and per array its dtype, shape, CRC-32;
+//                    a typed graph's node types with their first row and count
+// A typed graph's model (R-GCN, R-GAT) runs through the sampler with every neighbour instead of
+// layer-wise inference, over every node of every type (each type's rows are contiguous: its ids).
 // Writing is two-phase, as MPI-IO's collective writes are: the rows travel (one all-to-all) to the
 // rank that writes their range of rows, and each rank writes one contiguous byte range of each
 // file with pwrite (disjoint ranges by pwrite are safe on NFS and Lustre; see write_at), so no rank
@@ -38,6 +41,9 @@ struct PredictOptions {
   std::span<const std::int64_t> nodes;
   // Each dataset id's id in the input (the dataset's node_ids.npy; empty: the dataset ids).
   std::span<const std::int64_t> original_ids;
+  // A typed graph's run: its checkpoint.pt, beside which each rank's embedding rows of the node
+  // types without features lie ("" = none).
+  std::string checkpoint;
   // What predictions.json records of where the model and the input came from.
   std::string weights, input, dataset;
   std::string created;  // predictions.json's timestamp

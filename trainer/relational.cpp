@@ -127,7 +127,9 @@ RelGnnImpl::RelGnnImpl(const RelGnnOptions& o) : options(o) {
 }
 
 torch::Tensor RelGnnImpl::forward(const std::vector<RelationBlocks>& blocks, const std::vector<torch::Tensor>& x, const std::vector<torch::Tensor>& at,
-                                  std::int64_t num_input, const std::function<torch::Tensor(const torch::Tensor&)>& drop) {
+                                  std::int64_t num_input, const std::function<torch::Tensor(const torch::Tensor&)>& drop, std::int64_t keep_layer,
+                                  torch::Tensor* kept) {
+  const std::int64_t seeds = blocks.empty() ? num_input : blocks.back().num_dst;
   torch::Tensor h;
   for (std::size_t t = 0; t < x.size(); ++t) {
     if (!x[t].defined() || x[t].size(0) == 0) continue;
@@ -136,6 +138,7 @@ torch::Tensor RelGnnImpl::forward(const std::vector<RelationBlocks>& blocks, con
     h = h.index_copy(0, at[t], rows);
   }
   if (!h.defined()) throw std::invalid_argument("RelGnn: a batch without input rows");
+  if (kept && keep_layer == 0) *kept = h.slice(0, 0, seeds);
   for (std::int64_t l = 0; l < options.layers(); ++l) {
     const bool last = l + 1 == options.layers();
     const RelationBlocks& b = blocks[static_cast<std::size_t>(l)];
@@ -147,6 +150,7 @@ torch::Tensor RelGnnImpl::forward(const std::vector<RelationBlocks>& blocks, con
       h = rgat_[static_cast<std::size_t>(l)]->forward(b, h);
       h = last ? h.mean(1) : F::elu(h.flatten(1));
     }
+    if (kept && keep_layer == l + 1) *kept = h.slice(0, 0, seeds);
   }
   return h;
 }

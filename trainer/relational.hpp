@@ -108,8 +108,10 @@ class RelGnnImpl : public torch::nn::Module {
   // blocks[0] is the input layer. x[t]: the rows of the input nodes of type t ([n_t, F_t], or
   // [n_t, hidden] embedding rows), at[t] their positions among the num_input input nodes.
   // `drop`: the dropout on each layer's input (Gnn's keyed one), else torch's at options.dropout.
+  // With `kept`, the seeds' rows after `keep_layer` layers (0: the encoded inputs) land there.
   torch::Tensor forward(const std::vector<RelationBlocks>& blocks, const std::vector<torch::Tensor>& x, const std::vector<torch::Tensor>& at,
-                        std::int64_t num_input, const std::function<torch::Tensor(const torch::Tensor&)>& drop = {});
+                        std::int64_t num_input, const std::function<torch::Tensor(const torch::Tensor&)>& drop = {}, std::int64_t keep_layer = -1,
+                        torch::Tensor* kept = nullptr);
   RelGnnOptions options;
 
  private:

@@ -5,8 +5,8 @@
 # partition --balance ntypes keeps each type within --imbalance at 1 and 2 ranks and the verifier
 # passes; float16 and bfloat16 storage halve every type's feature bytes and verify. With the trainer
 # built (WITH_TORCH=ON): both converted folders train, R-GAT over a 2-part partition of the
-# generator's graph (float16 features, featureless institutes) with per-relation fanouts, and the wrong model or
-# relation is a one-line error.
+# generator's graph (float16 features, featureless institutes) with per-relation fanouts, predict
+# from its run folder scores as train did, and the wrong model or relation is a one-line error.
 set -euo pipefail
 : "${SHARDGNN:?}"
 work=$(mktemp -d)
@@ -121,6 +121,17 @@ if [ "${WITH_TORCH:-OFF}" = ON ]; then
     --checkpoint-dir "$work/ck" > "$work/out.txt" 2>&1 || fail "train rgat on 2 ranks: $(cat "$work/out.txt")"
   grep -q "^training rgat on .* 2 ranks" "$work/out.txt" || fail "rgat header: $(cat "$work/out.txt")"
   ls "$work/ck" | grep -q "^checkpoint-embeddings-rank1-epoch2-step0.pt$" || fail "no embedding rows of rank 1 beside the checkpoint: $(ls "$work/ck")"
+  # predict from the run folder (the embedding rows beside its checkpoint) scores what train's
+  # full-neighbourhood line printed, and lists each type's rows.
+  want=$(sed -n 's/^test \(accuracy [0-9.]*\), .*(full neighbourhoods.*/\1/p' "$work/out.txt")
+  timeout 300 ${MPIEXEC:-mpiexec} -n 2 "$SHARDGNN" predict "$work/ck" "$work/p16" --out "$work/pred" > "$work/pout.txt" 2>&1 || fail "predict: $(cat "$work/pout.txt")"
+  grep -q "test $want, " "$work/pout.txt" || fail "predict scored otherwise than train ($want): $(cat "$work/pout.txt")"
+  grep -q '"node_types":\[{"name":"' "$work/pred/predictions.json" || fail "predictions.json lacks the node types: $(head -c 300 "$work/pred/predictions.json")"
+  set +e
+  timeout 120 ${MPIEXEC:-mpiexec} -n 2 "$SHARDGNN" predict "$work/ck/weights.pt" "$work/p16" --out "$work/pred2" > /dev/null 2> "$work/err.txt"
+  status=$?
+  set -e
+  [ "$status" = 1 ] && grep -q "pass the run folder" "$work/err.txt" || fail "predict without the embedding rows said ($status): $(cat "$work/err.txt")"
   expect_train_error() {  # the message, one line, status 1
     local want=$1; shift
     set +e
