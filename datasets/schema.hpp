@@ -8,6 +8,7 @@
 // are as they were.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,6 +38,10 @@ class GraphSchema {
   GraphSchema(std::vector<NodeType> types, std::vector<Relation> relations, const std::string& where);
 
   bool typed() const noexcept { return !types_.empty(); }
+  // Some node type has no features (its rows are learnt: trainer/dist_embedding.hpp).
+  bool featureless() const noexcept {
+    return std::any_of(types_.begin(), types_.end(), [](const NodeType& t) { return t.feature_dim == 0; });
+  }
   const std::vector<NodeType>& types() const noexcept { return types_; }
   const std::vector<Relation>& relations() const noexcept { return relations_; }
   int num_types() const noexcept { return static_cast<int>(types_.size()); }

@@ -547,6 +547,18 @@ void fill_model(Gnn& model, const std::map<std::string, torch::Tensor>& w, const
   model->eval();
 }
 
+// Entry `prefix`conv<l>.<name> of a weights dictionary, a `dims`-d floating-point tensor; else an
+// InputError naming the file, the entry and the model `what` the other entries describe.
+const torch::Tensor& layer_entry(const std::map<std::string, torch::Tensor>& w, const std::string& path, const std::string& prefix, std::int64_t l,
+                                 const std::string& name, std::int64_t dims, const std::string& what) {
+  const std::string key = prefix + "conv" + std::to_string(l) + "." + name;
+  const auto it = w.find(key);
+  if (it == w.end()) throw InputError(path, "", "lacks entry '" + key + "' (" + what + ")");
+  if (it->second.dim() != dims || !it->second.is_floating_point())
+    throw InputError(path, "entry '" + key + "'", "expected a " + std::to_string(dims) + "-d floating-point tensor, found " + shape_text(it->second.sizes()));
+  return it->second;
+}
+
 // R-GCN or R-GAT weights (their entries under "rgnn."), read against the typed graph's schema.
 Gnn load_relational_weights(const std::string& path, const std::map<std::string, torch::Tensor>& w, const GraphSchema* schema, const torch::Device& device) {
   const auto has = [&](const std::string& key) { return w.count(key) > 0; };
@@ -559,11 +571,7 @@ Gnn load_relational_weights(const std::string& path, const std::map<std::string,
   std::int64_t layers = 0;
   while (has("rgnn.conv" + std::to_string(layers) + "." + key)) ++layers;
   const auto entry = [&](std::int64_t l, const std::string& name, std::int64_t dims) -> const torch::Tensor& {
-    const std::string k = "rgnn.conv" + std::to_string(l) + "." + name;
-    const auto it = w.find(k);
-    if (it == w.end()) throw InputError(path, "", "lacks entry '" + k + "' (" + model_name(mc.kind) + ", " + std::to_string(layers) + " layers)");
-    if (it->second.dim() != dims) throw InputError(path, "entry '" + k + "'", "expected a " + std::to_string(dims) + "-d tensor, found " + shape_text(it->second.sizes()));
-    return it->second;
+    return layer_entry(w, path, "rgnn.", l, name, dims, model_name(mc.kind) + ", " + std::to_string(layers) + " layers");
   };
   if (layers == 0) throw InputError(path, "", "no first layer: expected rgnn.conv0.loop_weight (R-GCN) or rgnn.conv0.self_fc.weight (R-GAT)");
   std::int64_t hidden = 0, out = 0;
@@ -609,12 +617,7 @@ Gnn load_weights(const std::string& path, const torch::Device& device, const Gra
   std::int64_t layers = 0;
   while (has("conv" + std::to_string(layers) + "." + weight)) ++layers;
   const auto entry = [&](std::int64_t l, const std::string& name, std::int64_t dims) -> const torch::Tensor& {
-    const std::string key = "conv" + std::to_string(l) + "." + name;
-    const auto it = w.find(key);
-    if (it == w.end()) throw InputError(path, "", "lacks entry '" + key + "' (" + model_name(mc.kind) + ", " + std::to_string(layers) + " layers)");
-    if (it->second.dim() != dims || !it->second.is_floating_point())
-      throw InputError(path, "entry '" + key + "'", "expected a " + std::to_string(dims) + "-d floating-point tensor, found " + shape_text(it->second.sizes()));
-    return it->second;
+    return layer_entry(w, path, "", l, name, dims, model_name(mc.kind) + ", " + std::to_string(layers) + " layers");
   };
   const std::int64_t in = entry(0, weight, 2).size(1);
   std::int64_t out = 0, hidden = 1;

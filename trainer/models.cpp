@@ -514,7 +514,8 @@ torch::Tensor GnnImpl::forward(const BatchTensors& t, std::int64_t keep_layer, t
   TORCH_CHECK(static_cast<std::int64_t>(t.blocks.size()) == options.layers(), "the model has ", options.layers(), " layers, the batch ", t.blocks.size(),
               " blocks");
   std::vector<RelationBlocks> blocks;
-  for (const BlockTensors& b : t.blocks) blocks.push_back(split_by_relation(b, t.node_type, options.schema()));
+  const bool rgcn = options.kind() == ModelKind::kRgcn;
+  for (const BlockTensors& b : t.blocks) blocks.push_back(split_by_relation(b, t.node_type, options.schema(), /*whole=*/rgcn, /*compact=*/!rgcn));
   std::vector<torch::Tensor> xs = t.xs;
   if (embeddings_) {
     std::vector<torch::Tensor> rows = embeddings_->gather(*t.type_ids);

@@ -219,9 +219,7 @@ torch::Tensor typed_inference(Gnn& model, const Shard& shard, const comm::Commun
   DistSampler sampler(view, feeds, sc);
   FeatureStore features(view, feeds);
   features.build_cache(sc, nullptr);
-  bool featureless = false;
-  for (const NodeType& t : shard.schema.types()) featureless = featureless || t.feature_dim == 0;
-  if (featureless) {
+  if (shard.schema.featureless()) {
     auto tables = std::make_shared<TypedEmbeddings>(*features.typed(), shard.schema, model->options.hidden(), SparseEmbeddingOptions{}, 0, comm);
     comm::agree(comm, [&] {
       if (o.checkpoint.empty())

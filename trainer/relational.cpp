@@ -8,7 +8,7 @@ namespace shardgnn {
 
 namespace F = torch::nn::functional;
 
-RelationBlocks split_by_relation(const BlockTensors& b, const torch::Tensor& node_type, const GraphSchema& schema) {
+RelationBlocks split_by_relation(const BlockTensors& b, const torch::Tensor& node_type, const GraphSchema& schema, bool whole, bool compact) {
   const int T = schema.num_types();
   std::vector<std::int64_t> table(static_cast<std::size_t>(T * T), -1);
   for (int d = 0; d < T; ++d)
@@ -22,10 +22,13 @@ RelationBlocks split_by_relation(const BlockTensors& b, const torch::Tensor& nod
   for (std::size_t r = 0; r < schema.relations().size(); ++r) {
     const torch::Tensor idx = (rel == static_cast<std::int64_t>(r)).nonzero().squeeze(1);
     const torch::Tensor dst = b.dst.index_select(0, idx);
-    const torch::Tensor counts = torch::bincount(dst, /*weights=*/{}, /*minlength=*/b.num_dst);
-    const torch::Tensor indptr = torch::cat({torch::zeros({1}, counts.options()), counts.cumsum(0)});
     const torch::Tensor src = b.src.index_select(0, idx);
-    out.relations.push_back(block_tensors(b.num_src, b.num_dst, indptr, src));
+    if (whole) {
+      const torch::Tensor counts = torch::bincount(dst, /*weights=*/{}, /*minlength=*/b.num_dst);
+      const torch::Tensor indptr = torch::cat({torch::zeros({1}, counts.options()), counts.cumsum(0)});
+      out.relations.push_back(block_tensors(b.num_src, b.num_dst, indptr, src));
+    }
+    if (!compact) continue;
     // The edges are grouped by dst (CSR order): runs of equal dst are its rows. The src nodes are
     // marked and numbered in one pass over the src list (no sort).
     const auto [dst_rows, dst_at, c_counts] = torch::unique_consecutive(dst, /*return_inverse=*/true, /*return_counts=*/true);
@@ -93,8 +96,8 @@ torch::Tensor RelGATConvImpl::forward(const RelationBlocks& b, const torch::Tens
   std::vector<std::size_t> active;
   std::vector<torch::Tensor> rows;
   std::vector<std::int64_t> sizes;
-  for (std::size_t r = 0; r < b.relations.size(); ++r)
-    if (b.relations[r].src.size(0) > 0) {
+  for (std::size_t r = 0; r < b.compact.size(); ++r)
+    if (b.compact[r].src.size(0) > 0) {
       active.push_back(r);
       rows.insert(rows.end(), {b.src_rows[r], b.dst_rows[r]});
       sizes.insert(sizes.end(), {b.src_rows[r].size(0), b.dst_rows[r].size(0)});

@@ -41,7 +41,9 @@ struct RelationBlocks {
   std::vector<torch::Tensor> src_rows, dst_rows;
 };
 // `node_type`: int64 [num_src], the block's src nodes' types (its dst nodes are their prefix).
-RelationBlocks split_by_relation(const BlockTensors& b, const torch::Tensor& node_type, const GraphSchema& schema);
+// `whole` and `compact` say which of the two forms to build (R-GCN reads the whole sub-blocks,
+// R-GAT the compact ones); a form not built is left empty.
+RelationBlocks split_by_relation(const BlockTensors& b, const torch::Tensor& node_type, const GraphSchema& schema, bool whole = true, bool compact = true);
 
 struct RelGraphConvOptions {
   RelGraphConvOptions(std::int64_t in, std::int64_t out, std::int64_t relations) : in_(in), out_(out), relations_(relations) {}

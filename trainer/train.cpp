@@ -354,25 +354,21 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
   f.sampler = std::make_unique<DistSampler>(*f.shards, f.comm, s.scfg);
   f.features = std::make_unique<FeatureStore>(*f.shards, f.comm);
   f.features->build_cache(s.scfg, f.sampler.get());
-  if (const TypedFeatureStore* typed = f.features->typed(); typed != nullptr && shard.schema.num_types() > 0) {
-    bool featureless = false;
-    for (const NodeType& t : shard.schema.types()) featureless = featureless || t.feature_dim == 0;
-    if (featureless) {
-      SparseEmbeddingOptions eo;
-      eo.optimizer = c.embedding.optimizer;
-      eo.lr = c.embedding.lr;
-      l.model->use_embeddings(std::make_shared<TypedEmbeddings>(*typed, shard.schema, c.model.hidden, eo, derive_seed(c.seed, 0xe3bedULL), l.comm));
-      // Every validation gathers embedding rows from their owners (collective): each rank samples
-      // its batches again rather than keeping a count of its own.
-      s.scoring.cache = Scoring::Cache::kOff;
-      if (k.resume_from_file)
-        comm::agree(l.comm, [&] {
-          // Each rank's rows are its part's: another rank count would need them redistributed.
-          if (!k.resumed_note.empty())
-            throw InputError(k.path, "", "written by another rank count; a typed graph's embedding rows resume on as many ranks as wrote them");
-          load_embeddings(k.path, k.state, *l.model->embeddings(), l.comm.rank());
-        });
-    }
+  if (const TypedFeatureStore* typed = f.features->typed(); typed != nullptr && shard.schema.featureless()) {
+    SparseEmbeddingOptions eo;
+    eo.optimizer = c.embedding.optimizer;
+    eo.lr = c.embedding.lr;
+    l.model->use_embeddings(std::make_shared<TypedEmbeddings>(*typed, shard.schema, c.model.hidden, eo, derive_seed(c.seed, 0xe3bedULL), l.comm));
+    // Every validation gathers embedding rows from their owners (collective): each rank samples
+    // its batches again rather than keeping a count of its own.
+    s.scoring.cache = Scoring::Cache::kOff;
+    if (k.resume_from_file)
+      comm::agree(l.comm, [&] {
+        // Each rank's rows are its part's: another rank count would need them redistributed.
+        if (!k.resumed_note.empty())
+          throw InputError(k.path, "", "written by another rank count; a typed graph's embedding rows resume on as many ranks as wrote them");
+        load_embeddings(k.path, k.state, *l.model->embeddings(), l.comm.rank());
+      });
   }
   // A typed graph's final scoring over whole neighbourhoods goes through a sampler taking every
   // neighbour (layer-wise inference runs the homogeneous layers).
