@@ -16,34 +16,41 @@ constexpr EnumName<WireDtype> kWireDtypes[] = {{WireDtype::kFloat32, "float32"},
 
 WireDtype parse_wire_dtype(const std::string& name) { return parse_enum(kWireDtypes, name, "--wire-dtype"); }
 std::string wire_dtype_name(WireDtype d) { return enum_name(kWireDtypes, d); }
-std::vector<std::vector<int>> parse_relation_fanouts(const std::string& text, const GraphSchema& schema) {
-  std::vector<std::string> items;
-  boost::algorithm::split(items, text, boost::algorithm::is_any_of(";"));
-  if (items.front().find('=') != std::string::npos)
-    throw InputError("--fanouts '" + text + "': expected the default fanouts first (\"15,10,5;cites=5,5,5\")");
-  const std::vector<int> base = parse_fanouts(items.front());
+namespace {
+// [hop][relation]: `base` along every relation, then the overrides ("cites=5,5,5;topic=0,0,0").
+std::vector<std::vector<int>> with_overrides(const std::vector<int>& base, const std::string& overrides, const GraphSchema& schema) {
   const std::size_t R = schema.relations().size();
   std::vector<std::vector<int>> out(base.size(), std::vector<int>(R));
   for (std::size_t h = 0; h < base.size(); ++h) std::fill(out[h].begin(), out[h].end(), base[h]);
-  for (std::size_t i = 1; i < items.size(); ++i) {
-    const std::size_t eq = items[i].find('=');
-    if (eq == std::string::npos) throw InputError("--fanouts item '" + items[i] + "': expected relation=fanouts, e.g. cites=5,5,5");
-    const std::string name = items[i].substr(0, eq);
+  if (overrides.empty()) return out;
+  std::vector<std::string> items;
+  boost::algorithm::split(items, overrides, boost::algorithm::is_any_of(";"));
+  for (const std::string& item : items) {
+    const std::size_t eq = item.find('=');
+    if (eq == std::string::npos) throw InputError("--fanouts item '" + item + "': expected relation=fanouts, e.g. cites=5,5,5");
+    const std::string name = item.substr(0, eq);
     int found = -1, matches = 0;
     for (std::size_t r = 0; r < R; ++r)
       if (schema.relations()[r].name == name || schema.relation_label(static_cast<int>(r)) == name) found = static_cast<int>(r), ++matches;
     if (matches == 0) {
       std::string known;
       for (std::size_t r = 0; r < R; ++r) known += (known.empty() ? "" : ", ") + schema.relations()[r].name;
-      throw InputError("--fanouts item '" + items[i] + "': no relation named '" + name + "' (" + known + ")");
+      throw InputError("--fanouts item '" + item + "': no relation named '" + name + "' (" + known + ")");
     }
-    if (matches > 1) throw InputError("--fanouts item '" + items[i] + "': several relations are named '" + name + "'; use its full label, src__name__dst");
-    const std::vector<int> f = parse_fanouts(items[i].substr(eq + 1));
+    if (matches > 1) throw InputError("--fanouts item '" + item + "': several relations are named '" + name + "'; use its full label, src__name__dst");
+    const std::vector<int> f = parse_fanouts(item.substr(eq + 1));
     if (f.size() != base.size())
-      throw InputError("--fanouts item '" + items[i] + "': " + std::to_string(f.size()) + " hops, the default has " + std::to_string(base.size()));
+      throw InputError("--fanouts item '" + item + "': " + std::to_string(f.size()) + " hops, the default has " + std::to_string(base.size()));
     for (std::size_t h = 0; h < f.size(); ++h) out[h][static_cast<std::size_t>(found)] = f[h];
   }
   return out;
+}
+}  // namespace
+
+std::vector<std::vector<int>> parse_relation_fanouts(const std::string& text, const GraphSchema& schema) {
+  std::string overrides;
+  const std::vector<int> base = parse_fanouts_option(text, overrides);
+  return with_overrides(base, overrides, schema);
 }
 
 std::vector<int> parse_fanouts_option(const std::string& text, std::string& overrides) {
@@ -60,10 +67,7 @@ void resolve_relation_fanouts(SamplerConfig& c, const GraphSchema& schema) {
       throw InputError("--fanouts '..;" + c.relation_overrides + "': per-relation fanouts need a typed graph, and this one has one node type");
     return;
   }
-  std::string text;
-  for (const int f : c.fanouts) text += (text.empty() ? "" : ",") + std::to_string(f);
-  if (!c.relation_overrides.empty()) text += ";" + c.relation_overrides;
-  c.relation_fanouts = parse_relation_fanouts(text, schema);
+  c.relation_fanouts = with_overrides(c.fanouts, c.relation_overrides, schema);
 }
 
 CachePolicy parse_cache_policy(const std::string& name) { return parse_enum(kCachePolicies, name, "--cache-policy"); }

@@ -1,5 +1,5 @@
-// The counters' differences (and the feature counters' sums), field by field. Boost.PFR walks the fields, so a counter added to (or
-// removed from) a struct needs no edit here.
+// The counters' differences (and the feature counters' sums), field by field. Boost.PFR walks the
+// fields, so a counter added to (or removed from) a struct needs no edit here.
 #include <boost/pfr.hpp>
 #include <tuple>
 #include <utility>
