@@ -209,6 +209,19 @@ Shard merged(const Group& g, int rank, PartitionBook book) {
   s.val_idx = concatenated_ints(g, &Shard::val_idx, "val_idx");
   s.test_idx = concatenated_ints(g, &Shard::test_idx, "test_idx");
   s.edge_weights = concatenated<std::int64_t>(g, &Shard::edge_weights, "edge_weights");
+  // A typed graph's rows per type end to end: type t's rows of the rank's parts are contiguous in
+  // type t's own numbering (part k's run after the runs of the parts before it, TypedFeatureStore),
+  // while in the shard's node order they stay one run per part and type.
+  const Shard& head = g.shards.front();
+  s.schema = head.schema;
+  s.type_nodes.assign(head.type_nodes.size(), 0);
+  for (const Shard& part : g.shards)
+    for (std::size_t t = 0; t < part.type_nodes.size(); ++t) s.type_nodes[t] += part.type_nodes[t];
+  for (std::size_t t = 0; t < head.type_features.size(); ++t)
+    s.type_features.push_back(concatenated<float>(g, [t](const Shard& x) -> const Array<float>& { return x.type_features[t]; }, "features_" + s.schema.types()[t].name));
+  for (std::size_t t = 0; t < head.type_features16.size(); ++t)
+    s.type_features16.push_back(
+        concatenated<std::uint16_t>(g, [t](const Shard& x) -> const Array<std::uint16_t>& { return x.type_features16[t]; }, "features_" + s.schema.types()[t].name));
   for (auto [member, name] : {std::pair{&Shard::val_pos, "val_pos_edges"}, {&Shard::val_neg, "val_neg_edges"}, {&Shard::test_pos, "test_pos_edges"},
                               {&Shard::test_neg, "test_neg_edges"}, {&Shard::val_neg_dst, "val_neg_dst"}, {&Shard::test_neg_dst, "test_neg_dst"}})
     s.*member = concatenated<NodeId>(g, member, name);
@@ -258,9 +271,6 @@ Shard load_shard_for_rank(const PartitionInfo& info, int rank, int ranks, const 
   if (parts < ranks)
     throw InputError(info.dir + ": " + std::to_string(parts) + " parts, but the job has " + std::to_string(ranks) +
                      " ranks (run with mpiexec -n " + std::to_string(parts) + " or fewer: a rank serves one part or more, never less)");
-  if (info.schema.typed() && parts != ranks)
-    throw InputError(info.dir + ": a typed graph's partition loads one part per rank; this one has " + std::to_string(parts) + " parts for " +
-                     std::to_string(ranks) + " ranks (partition it into " + std::to_string(ranks) + ")");
   auto shared = std::make_shared<const PartitionInfo>(info);
   if (parts == ranks) {
     verify_shard_checksums(info, rank);

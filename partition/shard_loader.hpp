@@ -36,8 +36,9 @@ struct Shard {
   IntArray orig_ids;  // int32 where every dataset id fits, else int64
   Array<std::int64_t> edge_weights;
   // A typed graph's part (PartitionInfo::schema): its owned nodes per type, each type one run of
-  // its ids in type order, and each featured type's rows as feature_dtype says (float32 in
-  // type_features, else type_features16; empty for a type without).
+  // its ids in type order (a merged shard: one run per part and type, its parts' in order), and
+  // each featured type's rows in that order as feature_dtype says (float32 in type_features, else
+  // type_features16; empty for a type without).
   GraphSchema schema;
   std::vector<std::int64_t> type_nodes;
   std::vector<Array<float>> type_features;

@@ -40,10 +40,15 @@ class TypedFeatureStore {
   void fetch(MiniBatch& mb);
 
   const NodeTypeIndex& types() const noexcept { return types_; }
-  // Type t's id for global id v (v of type t, in part k): its place in type t's own numbering.
+  // Type t's id for global id v (v of type t, in part k of the partition): its place in type t's
+  // own numbering.
   NodeId type_id(int t, PartId k, NodeId v) const noexcept;
-  // Type t's own numbering: part k's run of it is [begin(k), end(k)).
-  PartitionBook type_book(int t) const;
+  // Type t's rows by rank: rank r's (its parts' runs of the type) are [begin(r), end(r)) of the
+  // type's own numbering.
+  const PartitionBook& type_book(int t) const;
+  // The dataset ids (Shard::orig_ids) of this rank's nodes of type t, in the type's numbering: what
+  // keys its embedding rows in a checkpoint, whatever the partition and rank count.
+  std::vector<NodeId> owned_dataset_ids(int t) const;
   // Type t's store (null for a type without features), for its counters.
   // Every type's store's counters, summed.
   FeatureCounters counters() const;
@@ -55,9 +60,11 @@ class TypedFeatureStore {
     std::unique_ptr<ShardView> view;
     std::unique_ptr<comm::Communicator> comm;
     std::unique_ptr<FeatureStore> store;
-    std::vector<NodeId> first;  // per part, the type id of its run's first node, then the type's count
+    std::vector<NodeId> first;  // per part of the partition, the type id of its run's first node, then the type's count
+    PartitionBook book;         // per rank
     std::vector<NodeId> ids;    // a fetch's type ids, kept between fetches
   };
+  const Shard& own_;
   NodeTypeIndex types_;
   std::vector<PerType> per_type_;
 };

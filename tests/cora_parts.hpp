@@ -39,15 +39,16 @@ inline std::string shared_folder(const comm::Communicator& world, const std::str
 }
 
 // The hetero generator's graph `o` saved in DIR/h and partitioned by METIS with one balance
-// constraint per node type (and the training split) into a part per rank in DIR/parts, features
-// stored as `dtype`: a folder every rank sees (shared_folder), returned.
+// constraint per node type (and the training split) into a part per rank (or `parts`, which the
+// ranks share) in DIR/parts, features stored as `dtype`: a folder every rank sees (shared_folder),
+// returned.
 inline std::string typed_parts_folder(const comm::Communicator& world, const std::string& prefix, const HeteroOptions& o,
-                                      FeatureDtype dtype = FeatureDtype::kFloat32) {
+                                      FeatureDtype dtype = FeatureDtype::kFloat32, int parts = 0) {
   return shared_folder(world, prefix, [&](const std::string& dir) {
     save_dataset(generate_hetero(o), dir + "/h");
     const Dataset d = load_dataset(dir + "/h");
     PartitionResult r;
-    r.config.parts = world.size();
+    r.config.parts = parts > 0 ? parts : world.size();
     r.config.balance = {BalanceKey::kNtypes, BalanceKey::kTrain};
     r.assignment = make_partitioner(r.config.method)->partition(d, r.config);
     write_partitioned(d, dir + "/h", r, dir + "/parts", {.feature_dtype = dtype});

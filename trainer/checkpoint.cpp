@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <unordered_map>
 #include <span>
 #include <sstream>
 #include <type_traits>
@@ -443,6 +444,8 @@ void save_embeddings(const std::string& path, const TrainState& state, const Typ
   for (const int t : tables.types()) {
     const SparseEmbedding& e = tables.table(t).local();
     const std::string n = std::to_string(t);
+    const std::vector<NodeId>& ids = tables.dataset_ids(t);
+    d.insert("ids" + n, torch::tensor(std::vector<std::int64_t>(ids.begin(), ids.end()), torch::kInt64));
     d.insert("rows" + n, or_empty(e.rows()));
     d.insert("first" + n, or_empty(e.first()));
     d.insert("second" + n, or_empty(e.second()));
@@ -468,29 +471,115 @@ void drop_old_embeddings(const std::string& path, const TrainState& state, int r
   }
 }
 
-void load_embeddings(const std::string& path, const TrainState& state, TypedEmbeddings& tables, int rank) {
-  const std::string file = embeddings_path(path, state, rank);
-  if (!fs::exists(file))
-    throw InputError(file, "", "missing: the checkpoint's embedding rows of rank " + std::to_string(rank) + " (the checkpoint folder must hold every rank's)");
-  const c10::IValue root = unpickle(file, unseal(file), "not a readable embedding file: ");
-  if (!root.isGenericDict()) throw InputError(file, "", "not a shardgnn embedding file (not a dictionary)");
-  const c10::impl::GenericDict d = root.toGenericDict();
-  const auto get = [&](const std::string& key) {
+namespace {
+
+// An embedding file's entries, checked to be one.
+struct EmbeddingFile {
+  std::string file;
+  c10::impl::GenericDict d;
+
+  explicit EmbeddingFile(const std::string& f) : file(f), d(c10::StringType::get(), c10::AnyType::get()) {
+    const c10::IValue root = unpickle(file, unseal(file), "not a readable embedding file: ");
+    if (!root.isGenericDict()) throw InputError(file, "", "not a shardgnn embedding file (not a dictionary)");
+    d = root.toGenericDict();
+    if (!has("format") || !get("format").isString() || get("format").toStringRef() != kEmbeddingFormat) throw InputError(file, "", "not a shardgnn embedding file");
+  }
+  bool has(const std::string& key) const { return d.contains(key); }
+  c10::IValue get(const std::string& key) const {
     if (!d.contains(key)) throw InputError(file, "", "no entry '" + key + "' (not the embedding rows of this run)");
     return d.at(key);
-  };
-  if (!get("format").isString() || get("format").toStringRef() != kEmbeddingFormat) throw InputError(file, "", "not a shardgnn embedding file");
-  const auto tensor = [&](const std::string& key) {
+  }
+  torch::Tensor tensor(const std::string& key) const {
     const c10::IValue v = get(key);
     if (!v.isTensor()) throw InputError(file, "", "entry '" + key + "' is not a tensor");
     const torch::Tensor x = v.toTensor();
     return x.numel() == 0 ? torch::Tensor() : x;
-  };
-  for (const int t : tables.types()) {
-    const std::string n = std::to_string(t);
-    if (!tables.table(t).local().restore(tensor("rows" + n), tensor("first" + n), tensor("second" + n), tensor("steps" + n)))
-      throw InputError(file, "", "its rows of node type " + n + " differ in shape from this run's table (another partition, --hidden or optimizer)");
   }
+};
+
+std::string missing_rows(int rank) { return "missing: the checkpoint's embedding rows of rank " + std::to_string(rank) + " (the checkpoint folder must hold every rank's)"; }
+
+}  // namespace
+
+void load_embeddings(const std::string& path, const TrainState& state, TypedEmbeddings& tables, int rank, int written_by) {
+  if (tables.types().empty()) return;
+  const int ranks = tables.table(tables.types().front()).book().parts();
+  const auto same_ids = [&](const EmbeddingFile& f, const std::string& n, int t) {
+    if (!f.has("ids" + n)) return true;  // written before files carried ids: by as many ranks, over the same partition
+    const torch::Tensor ids = f.tensor("ids" + n);
+    const std::vector<NodeId>& mine = tables.dataset_ids(t);
+    const std::int64_t k = ids.defined() ? ids.numel() : 0;
+    if (k != static_cast<std::int64_t>(mine.size())) return false;
+    const torch::Tensor own = torch::tensor(std::vector<std::int64_t>(mine.begin(), mine.end()), torch::kInt64);
+    return k == 0 || torch::equal(ids.to(torch::kInt64).view(-1), own);
+  };
+  // As many ranks over the same partition: the rank's own file holds its rows as they are.
+  if (written_by == 0 || written_by == ranks) {
+    const std::string file = embeddings_path(path, state, rank);
+    if (!fs::exists(file)) throw InputError(file, "", missing_rows(rank));
+    const EmbeddingFile f(file);
+    bool same = true;
+    for (const int t : tables.types()) same = same && same_ids(f, std::to_string(t), t);
+    if (same) {
+      for (const int t : tables.types()) {
+        const std::string n = std::to_string(t);
+        if (!tables.table(t).local().restore(f.tensor("rows" + n), f.tensor("first" + n), f.tensor("second" + n), f.tensor("steps" + n)))
+          throw InputError(file, "", "its rows of node type " + n + " differ in shape from this run's table (another --hidden or optimizer)");
+      }
+      return;
+    }
+  }
+  // Another rank count or partition: every writer's file, its rows matched to this rank's by
+  // dataset id (each file read once, one at a time).
+  struct Wanted {
+    std::unordered_map<NodeId, std::int64_t> at;  // dataset id -> own row
+    std::vector<char> filled;
+  };
+  std::vector<Wanted> wanted(tables.types().size());
+  for (std::size_t i = 0; i < wanted.size(); ++i) {
+    const std::vector<NodeId>& ids = tables.dataset_ids(tables.types()[i]);
+    wanted[i].at.reserve(ids.size());
+    for (std::size_t j = 0; j < ids.size(); ++j) wanted[i].at.emplace(ids[j], static_cast<std::int64_t>(j));
+    wanted[i].filled.assign(ids.size(), 0);
+  }
+  const int writers = written_by == 0 ? ranks : written_by;
+  for (int r = 0; r < writers; ++r) {
+    const std::string file = embeddings_path(path, state, r);
+    if (!fs::exists(file)) throw InputError(file, "", missing_rows(r));
+    const EmbeddingFile f(file);
+    for (std::size_t i = 0; i < wanted.size(); ++i) {
+      const int t = tables.types()[i];
+      const std::string n = std::to_string(t);
+      if (!f.has("ids" + n))
+        throw InputError(file, "", "written by " + std::to_string(writers) + " ranks before embedding files kept their rows' node ids: resume on " +
+                                       std::to_string(writers) + " ranks over the same partition");
+      const torch::Tensor ids = f.tensor("ids" + n);
+      if (!ids.defined()) continue;
+      const torch::Tensor theirs = ids.to(torch::kInt64).contiguous().view(-1);
+      const std::int64_t* v = theirs.data_ptr<std::int64_t>();
+      std::vector<std::int64_t> from, to;
+      for (std::int64_t j = 0; j < theirs.numel(); ++j)
+        if (const auto it = wanted[i].at.find(v[j]); it != wanted[i].at.end()) {
+          if (wanted[i].filled[static_cast<std::size_t>(it->second)]++)
+            throw InputError(file, "entry 'ids" + n + "'", "node " + std::to_string(v[j]) + " has rows in two files of the checkpoint");
+          from.push_back(j);
+          to.push_back(it->second);
+        }
+      if (from.empty()) continue;
+      const torch::Tensor src = torch::tensor(from, torch::kInt64);
+      const auto pick = [&](const std::string& key) {
+        const torch::Tensor x = f.tensor(key);
+        return x.defined() && x.size(0) == theirs.numel() ? x.index_select(0, src) : x;
+      };
+      if (!tables.table(t).local().restore_rows(torch::tensor(to, torch::kInt64), pick("rows" + n), pick("first" + n), pick("second" + n), pick("steps" + n)))
+        throw InputError(file, "", "its rows of node type " + n + " differ in shape from this run's table (another --hidden or optimizer)");
+    }
+  }
+  for (std::size_t i = 0; i < wanted.size(); ++i)
+    if (const auto lacking = std::count(wanted[i].filled.begin(), wanted[i].filled.end(), 0); lacking > 0)
+      throw InputError(embeddings_path(path, state, 0), "", "the checkpoint's embedding files hold no rows for " + std::to_string(lacking) + " of rank " +
+                                                                std::to_string(rank) + "'s nodes of type " + std::to_string(tables.types()[i]) +
+                                                                " (written for another dataset?)");
 }
 
 void save_weights(const std::string& path, const torch::nn::Module& model) {

@@ -65,9 +65,11 @@ void load_checkpoint(const std::string& path, const CheckpointIdentity& id, torc
 class TypedEmbeddings;
 void save_embeddings(const std::string& path, const TrainState& state, const TypedEmbeddings& tables, int rank);
 void drop_old_embeddings(const std::string& path, const TrainState& state, int rank);
-// This rank's rows for the checkpoint's `state` put back; an InputError naming the file when it is
-// missing, damaged, or holds other tables.
-void load_embeddings(const std::string& path, const TrainState& state, TypedEmbeddings& tables, int rank);
+// This rank's rows for the checkpoint's `state` put back, from the files of the `written_by` ranks
+// that wrote it (0: as many as now): its own file when they are as many over the same partition,
+// else every file's rows matched by dataset id (any partition of the dataset, any rank count); an
+// InputError naming the file when one is missing, damaged, holds other tables or lacks rows.
+void load_embeddings(const std::string& path, const TrainState& state, TypedEmbeddings& tables, int rank, int written_by);
 
 // The model's parameters as {name: tensor} (CPU), pickled as torch.save does: Python reads it
 // with torch.load(path). Written atomically.

@@ -83,6 +83,8 @@ TypedEmbeddings::TypedEmbeddings(const TypedFeatureStore& store, const GraphSche
       types_.push_back(t);
       tables_[static_cast<std::size_t>(t)] =
           std::make_unique<DistEmbedding>(store.type_book(t), dim, options, derive_seed(seed, static_cast<std::uint64_t>(t)), *comm_);
+      dataset_ids_.resize(tables_.size());
+      dataset_ids_[static_cast<std::size_t>(t)] = store.owned_dataset_ids(t);
     }
 }
 

@@ -75,12 +75,16 @@ class TypedEmbeddings {
   const std::vector<int>& types() const noexcept { return types_; }  // the types with a table, in order
   DistEmbedding& table(int t) { return *tables_[static_cast<std::size_t>(t)]; }
   const DistEmbedding& table(int t) const { return *tables_[static_cast<std::size_t>(t)]; }
+  // The dataset ids of this rank's rows of type t's table, in its order (what a checkpoint keys
+  // them by).
+  const std::vector<NodeId>& dataset_ids(int t) const { return dataset_ids_[static_cast<std::size_t>(t)]; }
 
  private:
   std::int64_t dim_;
   std::unique_ptr<comm::Communicator> comm_;
   std::vector<int> types_;
   std::vector<std::unique_ptr<DistEmbedding>> tables_;  // per node type; null for a type with features
+  std::vector<std::vector<NodeId>> dataset_ids_;        // per node type with a table
   std::vector<std::vector<NodeId>> kept_ids_;
   std::vector<torch::Tensor> kept_rows_;
 };

@@ -224,7 +224,8 @@ torch::Tensor typed_inference(Gnn& model, const Shard& shard, const comm::Commun
     comm::agree(comm, [&] {
       if (o.checkpoint.empty())
         throw InputError(o.weights, "", "the graph has node types without features, whose learnt rows live in the run folder's embedding files: pass the run folder");
-      load_embeddings(o.checkpoint, checkpoint_state(o.checkpoint), *tables, comm.rank());
+      const TrainState written = checkpoint_state(o.checkpoint);
+      load_embeddings(o.checkpoint, written, *tables, comm.rank(), written.ranks);
     });
     model->use_embeddings(tables);
   }

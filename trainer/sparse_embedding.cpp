@@ -57,4 +57,21 @@ bool SparseEmbedding::restore(const torch::Tensor& rows, const torch::Tensor& fi
   return true;
 }
 
+bool SparseEmbedding::restore_rows(const torch::Tensor& at, const torch::Tensor& rows, const torch::Tensor& first, const torch::Tensor& second,
+                                   const torch::Tensor& steps) {
+  const std::int64_t k = at.numel();
+  const auto empty = [](const torch::Tensor& t) { return !t.defined() || t.numel() == 0; };
+  // Each state tensor: k rows of the own one's shape past its first dimension, or absent as it is.
+  const auto fits = [&](const torch::Tensor& have, const torch::Tensor& got) {
+    if (!have.defined()) return empty(got);
+    return got.defined() && got.dim() == have.dim() && got.size(0) == k && got.sizes().slice(1) == have.sizes().slice(1);
+  };
+  if (k == 0) return true;
+  if (!fits(rows_, rows) || !fits(m_, first) || !fits(v_, second) || !fits(step_, steps)) return false;
+  torch::NoGradGuard no_grad;
+  for (const auto& [have, got] : {std::pair{rows_, rows}, std::pair{m_, first}, std::pair{v_, second}, std::pair{step_, steps}})
+    if (have.defined()) have.index_copy_(0, at, got.to(have.scalar_type()));
+  return true;
+}
+
 }  // namespace shardgnn

@@ -50,6 +50,9 @@ class SparseEmbedding {
   // A checkpoint's rows and state put back (the tensors as rows(), first(), second() and steps()
   // gave them; undefined where those are). False, with nothing changed, when a shape differs.
   bool restore(const torch::Tensor& rows, const torch::Tensor& first, const torch::Tensor& second, const torch::Tensor& steps);
+  // The same for rows `at` (int64 [k]) alone, from tensors of k rows each (a checkpoint written
+  // by another partition or rank count holds them among other ranks' rows).
+  bool restore_rows(const torch::Tensor& at, const torch::Tensor& rows, const torch::Tensor& first, const torch::Tensor& second, const torch::Tensor& steps);
 
  private:
   SparseEmbeddingOptions options_;

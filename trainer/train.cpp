@@ -342,8 +342,14 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
   l.nccl = nccl_connect(l.comm, l.device, own_gpu);
   l.allreducer = std::make_unique<GradientAllreducer>(*l.model, l.comm, l.nccl.get());
   l.stager = std::make_unique<BatchStager>(l.device);
+  // The checkpoint as written (resume_elsewhere moves a stop mid-epoch to the next epoch): what
+  // names its embedding files, and how many ranks wrote them.
+  TrainState written;
   if (k.resume_from_file) {
     comm::agree(l.comm, [&] { load_checkpoint(k.path, k.identity, *l.model, *l.optimizer, k.state, l.device); });
+    written.next_epoch = k.state.next_epoch;
+    written.next_step = k.state.next_step;
+    written.ranks = k.state.ranks;
     resume_elsewhere(k, l.comm.size());
   }
   k.state.ranks = l.comm.size();
@@ -363,12 +369,7 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     // its batches again rather than keeping a count of its own.
     s.scoring.cache = Scoring::Cache::kOff;
     if (k.resume_from_file)
-      comm::agree(l.comm, [&] {
-        // Each rank's rows are its part's: another rank count would need them redistributed.
-        if (!k.resumed_note.empty())
-          throw InputError(k.path, "", "written by another rank count; a typed graph's embedding rows resume on as many ranks as wrote them");
-        load_embeddings(k.path, k.state, *l.model->embeddings(), l.comm.rank());
-      });
+      comm::agree(l.comm, [&] { load_embeddings(k.path, written, *l.model->embeddings(), l.comm.rank(), written.ranks); });
   }
   // A typed graph's final scoring over whole neighbourhoods goes through a sampler taking every
   // neighbour (layer-wise inference runs the homogeneous layers).

@@ -6,7 +6,8 @@
 # passes; float16 and bfloat16 storage halve every type's feature bytes and verify. With the trainer
 # built (WITH_TORCH=ON): both converted folders train, R-GAT over a 2-part partition of the
 # generator's graph (float16 features, featureless institutes) with per-relation fanouts, predict
-# from its run folder scores as train did, and the wrong model or relation is a one-line error.
+# from its run folder scores as train did (on 2 ranks, and on 1 over both parts), a 4-part partition
+# trains on 2 ranks and resumes on 1, and the wrong model or relation is a one-line error.
 set -euo pipefail
 : "${SHARDGNN:?}"
 work=$(mktemp -d)
@@ -127,6 +128,15 @@ if [ "${WITH_TORCH:-OFF}" = ON ]; then
   timeout 300 ${MPIEXEC:-mpiexec} -n 2 "$SHARDGNN" predict "$work/ck" "$work/p16" --out "$work/pred" > "$work/pout.txt" 2>&1 || fail "predict: $(cat "$work/pout.txt")"
   grep -q "test $want, " "$work/pout.txt" || fail "predict scored otherwise than train ($want): $(cat "$work/pout.txt")"
   grep -q '"node_types":\[{"name":"' "$work/pred/predictions.json" || fail "predictions.json lacks the node types: $(head -c 300 "$work/pred/predictions.json")"
+  # One rank over both parts (merged) reads both ranks' embedding files, matched by node id: the same scores.
+  timeout 300 "$SHARDGNN" predict "$work/ck" "$work/p16" --out "$work/pred1" > "$work/pout.txt" 2>&1 || fail "predict on 1 rank: $(cat "$work/pout.txt")"
+  grep -q "test $want, " "$work/pout.txt" || fail "predict on 1 rank scored otherwise than train ($want): $(cat "$work/pout.txt")"
+  # Four parts on 2 ranks (each rank's two merged), stopped after an epoch, resumed on 1 rank.
+  q=(--model rgcn --fanouts 5,5 --hidden 16 --batch 64 --run-dir "$work/four")
+  timeout 300 ${MPIEXEC:-mpiexec} -n 2 "$SHARDGNN" train "$work/gen-p1" "${q[@]}" --epochs 1 > "$work/out.txt" 2>&1 || fail "4 parts on 2 ranks: $(cat "$work/out.txt")"
+  grep -q "4 parts merged 2 per rank" "$work/out.txt" || fail "4 parts on 2 ranks not said: $(cat "$work/out.txt")"
+  timeout 300 "$SHARDGNN" train "$work/gen-p1" "${q[@]}" --epochs 2 --resume > "$work/out.txt" 2>&1 || fail "resumed on 1 rank: $(cat "$work/out.txt")"
+  grep -q "at epoch 2 of 2 (the checkpoint was written by 2 ranks" "$work/out.txt" || fail "resume on 1 rank not said: $(cat "$work/out.txt")"
   set +e
   timeout 120 ${MPIEXEC:-mpiexec} -n 2 "$SHARDGNN" predict "$work/ck/weights.pt" "$work/p16" --out "$work/pred2" > /dev/null 2> "$work/err.txt"
   status=$?

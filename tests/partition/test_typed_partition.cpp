@@ -61,8 +61,18 @@ TEST_CASE("balancing node types gives every part its share of each node type, an
       CHECK(sh.type_features[2].empty());  // the featureless institutes
       CHECK(sh.type_features[0].size() == static_cast<std::size_t>(sh.type_nodes[0] * 128));
     }
-    // A typed partition loads one part per rank.
-    if (k == 4) CHECK_THROWS_WITH(load_shard_for_rank(info, 0, 2), Contains("one part per rank"));
+    // Two ranks over four parts: each rank's two parts merged, type by type, rows end to end.
+    if (k == 4)
+      for (int rank = 0; rank < 2; ++rank) {
+        const Shard m = load_shard_for_rank(info, rank, 2, dir.path());
+        const Shard a = load_shard(info, 2 * rank), b = load_shard(info, 2 * rank + 1);
+        CHECK(m.merged_parts == 2);
+        for (int t = 0; t < s.num_types(); ++t) CHECK(m.type_nodes[static_cast<std::size_t>(t)] == a.type_nodes[static_cast<std::size_t>(t)] + b.type_nodes[static_cast<std::size_t>(t)]);
+        std::vector<float> want(a.type_features[0].begin(), a.type_features[0].end());
+        want.insert(want.end(), b.type_features[0].begin(), b.type_features[0].end());
+        CHECK(std::equal(want.begin(), want.end(), m.type_features[0].begin(), m.type_features[0].end()));
+        CHECK(m.type_features[2].empty());
+      }
   }
 }
 

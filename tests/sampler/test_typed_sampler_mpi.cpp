@@ -21,7 +21,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A small IGB-Het-shaped graph partitioned by METIS with --balance ntypes into one part per rank.
+// A small IGB-Het-shaped graph partitioned by METIS with --balance ntypes into one part per rank,
+// or into `parts` that the ranks share (each rank's merged, load_shard_for_rank).
 struct TypedParts {
   comm::Communicator world = comm::Communicator::world();
   std::string root;
@@ -30,14 +31,14 @@ struct TypedParts {
   Shard shard;
   std::vector<NodeId> old_of_new;
 
-  explicit TypedParts(FeatureDtype dtype = FeatureDtype::kFloat32) {
+  explicit TypedParts(FeatureDtype dtype = FeatureDtype::kFloat32, int parts = 0) {
     HeteroOptions o;
     o.papers = 1500;
     o.feature_dim = 8;
-    root = test::typed_parts_folder(world, "shardgnn-typed-", o, dtype);
+    root = test::typed_parts_folder(world, "shardgnn-typed-", o, dtype, parts);
     ds = load_dataset(root + "/h");
     info = load_partition_info(root + "/parts");
-    shard = load_shard(info, world.rank());
+    shard = parts > 0 ? load_shard_for_rank(info, world.rank(), world.size()) : load_shard(info, world.rank());
     old_of_new.resize(static_cast<std::size_t>(ds.num_nodes()));
     for (PartId k = 0; k < info.book.parts(); ++k) {
       const Shard s = load_shard(info, k);
@@ -120,8 +121,10 @@ TEST_CASE("per-relation fanouts that do not fit the graph are refused", "[sample
 
 TEST_CASE("a typed batch's input rows arrive per node type at each type's width, with and without a cache, stored 4 or 2 bytes a value",
           "[sampler][mpi][typed]") {
-  for (const FeatureDtype dtype : {FeatureDtype::kFloat32, FeatureDtype::kFloat16}) {
-  TypedParts fx(dtype);
+  // float32, float16, and float32 over twice as many parts as ranks (each rank's merged).
+  for (const auto& [dtype, parts] : {std::pair{FeatureDtype::kFloat32, 0}, {FeatureDtype::kFloat16, 0}, {FeatureDtype::kFloat32, -1}}) {
+  TypedParts fx(dtype, parts < 0 ? 2 * comm::Communicator::world().size() : 0);
+  INFO("feature dtype " << feature_dtype_name(dtype) << ", " << fx.info.book.parts() << " parts");
   const GraphSchema& s = fx.ds.schema;
   for (const bool node_local : {false, true})
   for (const CachePolicy policy : {CachePolicy::kNone, CachePolicy::kDegree}) {
@@ -171,10 +174,12 @@ TEST_CASE("a typed batch's input rows arrive per node type at each type's width,
       const FeatureCounters& c = store.store(t)->counters();
       hits += c.cache_hits, remote += c.remote_rows, same_node += c.node_local_rows;
     }
-    // One machine: with node-local reads every other rank's rows are read from its shard.
+    // One machine: with node-local reads every other rank's rows are read from its shard (with
+    // a part per rank; merged shards exchange theirs).
+    const bool reads_local = node_local && fx.shard.merged_parts == 1;
     if (fx.world.size() > 1 && !node_local && policy == CachePolicy::kDegree) CHECK(hits > 0);
-    if (fx.world.size() > 1) CHECK((node_local ? same_node : remote) > 0);
-    if (node_local) CHECK(remote == 0);
+    if (fx.world.size() > 1) CHECK((reads_local ? same_node : remote) > 0);
+    if (reads_local) CHECK(remote == 0);
     if (fx.world.size() > 1 && dtype != FeatureDtype::kFloat32) CHECK(store.store(0)->wire_value_bytes() == 2);
   }
   }

@@ -12,6 +12,9 @@
 #include "datasets/hetero.hpp"
 #include "partition/partitioner.hpp"
 #include "partition/shards.hpp"
+#include "sampler/typed_features.hpp"
+#include "trainer/checkpoint.hpp"
+#include "trainer/dist_embedding.hpp"
 #include "trainer/stop.hpp"
 #include "trainer/train.hpp"
 
@@ -28,15 +31,16 @@ struct TypedTraining {
   PartitionInfo info;
   Shard shard;
 
-  explicit TypedTraining(std::vector<std::string> featureless = {}) {
+  // `parts` > 0: that many parts, the ranks' merged (load_shard_for_rank).
+  explicit TypedTraining(std::vector<std::string> featureless = {}, int parts = 0) {
     HeteroOptions o;
     o.papers = 2000;
     o.feature_dim = 16;
     o.separation = 0.3;
     o.featureless = std::move(featureless);
-    root = test::typed_parts_folder(world, "shardgnn-typed-train-", o);
+    root = test::typed_parts_folder(world, "shardgnn-typed-train-", o, FeatureDtype::kFloat32, parts);
     info = load_partition_info(root + "/parts");
-    shard = load_shard(info, world.rank());
+    shard = parts > 0 ? load_shard_for_rank(info, world.rank(), world.size()) : load_shard(info, world.rank());
   }
   ~TypedTraining() {
     world.barrier();
@@ -152,4 +156,66 @@ TEST_CASE("featureless types train through embedding rows, and a run stopped at 
   Trainer alone(fx.shard, "hetero", fx.world, c, typed_sampler(fx.world, {0, 0}));
   const TrainResult r0 = alone.fit();
   CHECK(ra.best_val > r0.best_val + 0.05);
+}
+
+TEST_CASE("featureless types train over merged parts, and their rows resume on another rank count, matched by node id", "[trainer][mpi][typed][checkpoint]") {
+  // Twice as many parts as ranks: each rank serves two, merged.
+  TypedTraining fx({"author", "institute", "fos"}, 2 * comm::Communicator::world().size());
+  const std::string ck = fx.root + "/rows/checkpoint.pt";
+  if (fx.world.rank() == 0) fs::create_directories(fx.root + "/rows");
+  fx.world.barrier();
+  SamplerConfig sc;
+  sc.cache_policy = CachePolicy::kNone;
+  // Rows and Adam state that say their node: value(id, column), written by this rank count.
+  const auto value = [](const std::vector<NodeId>& ids, std::int64_t dim, double scale) {
+    const torch::Tensor id = torch::tensor(std::vector<std::int64_t>(ids.begin(), ids.end()), torch::kInt64).to(torch::kFloat).unsqueeze(1);
+    return (id * 0.001 + torch::arange(dim, torch::kFloat).unsqueeze(0)) * scale;
+  };
+  TrainState state;
+  state.next_epoch = 1;
+  {
+    TypedFeatureStore store(fx.shard, fx.world, sc);
+    TypedEmbeddings rows(store, fx.shard.schema, 8, SparseEmbeddingOptions{}, 1, fx.world);
+    torch::NoGradGuard no_grad;
+    for (const int t : rows.types()) {
+      const SparseEmbedding& e = rows.table(t).local();
+      e.rows().copy_(value(rows.dataset_ids(t), 8, 1));
+      e.first().copy_(value(rows.dataset_ids(t), 8, 2));
+      e.second().copy_(value(rows.dataset_ids(t), 8, 3));
+    }
+    save_embeddings(ck, state, rows, fx.world.rank());
+  }
+  fx.world.barrier();
+  // Rank 0 alone, over every part merged, reads every writer's file.
+  if (fx.world.rank() == 0) {
+    const comm::Communicator one = comm::Communicator::one_rank();
+    const Shard all = load_shard_for_rank(fx.info, 0, 1, fx.root);
+    TypedFeatureStore store(all, one, sc);
+    TypedEmbeddings rows(store, all.schema, 8, SparseEmbeddingOptions{}, 2, one);
+    CHECK_NOTHROW(load_embeddings(ck, state, rows, 0, fx.world.size()));
+    std::size_t n = 0;
+    for (const int t : rows.types()) {
+      const SparseEmbedding& e = rows.table(t).local();
+      n += rows.dataset_ids(t).size();
+      CHECK(torch::equal(e.rows(), value(rows.dataset_ids(t), 8, 1)));
+      CHECK(torch::equal(e.first(), value(rows.dataset_ids(t), 8, 2)));
+      CHECK(torch::equal(e.second(), value(rows.dataset_ids(t), 8, 3)));
+    }
+    CHECK(static_cast<std::int64_t>(n) == fx.info.num_nodes - fx.info.schema.types()[0].count);  // every author, institute and topic
+    // A writer's file gone: the rank that needs its rows says which.
+    if (fx.world.size() > 1) {
+      fs::rename(fx.root + "/rows/checkpoint-embeddings-rank1-epoch1-step0.pt", fx.root + "/rows/moved.pt");
+      CHECK_THROWS_WITH(load_embeddings(ck, state, rows, 0, fx.world.size()), Catch::Matchers::Contains("rank1-epoch1-step0.pt: missing"));
+    }
+  }
+  fx.world.barrier();
+  // And training runs over the merged parts, beyond the papers' features alone.
+  TrainConfig c = typed_config(ModelKind::kRgcn);
+  c.epochs = 2;
+  Trainer rel(fx.shard, "hetero", fx.world, c, typed_sampler(fx.world, {10, 5}));
+  const TrainResult rr = rel.fit();
+  Trainer alone(fx.shard, "hetero", fx.world, c, typed_sampler(fx.world, {0, 0}));
+  const TrainResult ra = alone.fit();
+  CHECK(all_equal(fx.world.allgather(rel.weights_checksum())));
+  CHECK(rr.best_val > ra.best_val + 0.05);
 }
