@@ -12,6 +12,7 @@
 #include "trainer/relational.hpp"
 #include "trainer/dropout_hash.hpp"
 #include "trainer/gemm.hpp"
+#include "trainer/vector_clones.hpp"
 
 #ifdef SHARDGNN_CUDA
 #include <c10/cuda/CUDAGuard.h>
@@ -57,11 +58,7 @@ inline void dropout_lanes(float* out, const float* in, std::uint32_t len, std::u
 // AVX2 and baseline x86-64, picked at load time. One 64-bit hash per element and a branch each
 // (mispredicted half the time) was a large part of a GraphSAGE step. `stream`: the CUDA stream
 // of a GPU's tensors, null for the CPU's.
-#if defined(__x86_64__) && defined(__GLIBC__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-#endif
+SHARDGNN_VECTOR_CLONES
 void dropout_mask(float* out, const float* in, std::uint64_t n, std::uint64_t key, std::uint32_t threshold, float keep, [[maybe_unused]] void* stream) {
   constexpr std::uint64_t kChunk = 1ULL << 30;  // a fresh 32-bit key per chunk: lanes never repeat
   for (std::uint64_t base = 0; base < n; base += kChunk) {
@@ -351,15 +348,24 @@ torch::Tensor GATConvImpl::forward(const BlockTensors& b, const torch::Tensor& h
   return bias.defined() ? out + bias : out;
 }
 
-torch::Tensor GATConvImpl::forward_bipartite(const BlockTensors& b, const torch::Tensor& h_src, const torch::Tensor& h_dst) {
+namespace {
+// er = ((h W^T) viewed [n, H, D] * attn).sum(-1) = h ((W viewed [H, D, in] * attn).sum(1))^T: the
+// scores of a side as a product with fc's rows folded by its attention vector, [H, in].
+torch::Tensor folded(const torch::Tensor& weight, const torch::Tensor& attn, std::int64_t H, std::int64_t D) {
+  return (weight.view({H, D, -1}) * attn.view({H, D, 1})).sum(1);
+}
+}  // namespace
+
+torch::Tensor GATConvImpl::attn_dst_weight() const { return folded(fc->weight, attn_r, options.heads(), options.out()); }
+
+torch::Tensor GATConvImpl::forward_bipartite(const BlockTensors& b, const torch::Tensor& h_src, const torch::Tensor& er) {
   const std::int64_t H = options.heads(), D = options.out();
-  const torch::Tensor z = linear_map(fc, h_src).view({b.num_src, H, D});
-  const torch::Tensor el = (z * attn_l).sum(-1);  // [num_src, H]
-  // er = ((h_dst W^T) viewed [n, H, D] * attn_r).sum(-1) = h_dst (W viewed [H, D, in] * attn_r).sum(1)^T
-  const torch::Tensor w_r = (fc->weight.view({H, D, -1}) * attn_r.view({H, D, 1})).sum(1).t();  // [in, H]
-  const torch::Tensor er = torch::matmul(h_dst, w_r);                                          // [num_dst, H]
-  const torch::Tensor e = F::leaky_relu(el.index_select(0, b.src) + er.index_select(0, b.dst), F::LeakyReLUFuncOptions().negative_slope(options.negative_slope()));
-  torch::Tensor a = edge_softmax(b, e, /*self_loops=*/false);
+  // z and the src scores el in one product (fc's rows, then its rows folded by attn_l): no
+  // [num_src, H, D] product with attn_l forward or backward. z stays a view of it, rows apart by
+  // H more floats, which attention_sum reads as they are.
+  const std::vector<torch::Tensor> zl = linear_map(h_src, torch::cat({fc->weight, folded(fc->weight, attn_l, H, D)})).split_with_sizes({H * D, H}, 1);
+  const torch::Tensor z = zl[0].view({b.num_src, H, D}), el = zl[1];
+  torch::Tensor a = attention_softmax(b, el, er, options.negative_slope());
   if (options.attn_dropout() > 0) a = F::dropout(a, F::DropoutFuncOptions().p(options.attn_dropout()).training(is_training()));
   const torch::Tensor out = attention_sum(b, z, a);
   return bias.defined() ? out + bias : out;

@@ -170,9 +170,12 @@ class GATConvImpl : public torch::nn::Module {
   // `projected`, h holds fc(h) of the src rows.
   torch::Tensor forward(const BlockTensors& b, const torch::Tensor& h, torch::Tensor* attention = nullptr, bool projected = false);
   // A bipartite block (no dst prefix, no self-loops): src rows h_src [b.num_src, in] send to dst
-  // rows h_dst [b.num_dst, in] -> [num_dst, heads, out]. The dst rows enter only their attention
-  // scores, through the [in, heads] product of fc and attn_r, never the full projection.
-  torch::Tensor forward_bipartite(const BlockTensors& b, const torch::Tensor& h_src, const torch::Tensor& h_dst);
+  // rows whose attention scores are er [b.num_dst, heads] -> [num_dst, heads, out]. The dst rows
+  // enter only through er = h_dst attn_dst_weight()^T, never the full projection (so a caller can
+  // join that narrow product to a wider one on the same rows).
+  torch::Tensor forward_bipartite(const BlockTensors& b, const torch::Tensor& h_src, const torch::Tensor& er);
+  // fc and attn_r folded, [heads, in]: a dst row's scores are its features times its transpose.
+  torch::Tensor attn_dst_weight() const;
   GATConvOptions options;
   torch::nn::Linear fc{nullptr};
   torch::Tensor attn_l, attn_r, bias;

@@ -1,5 +1,6 @@
 #include "trainer/relational.hpp"
 
+#include "trainer/attention_sum.hpp"
 #include "trainer/gemm.hpp"
 
 #include <cmath>
@@ -66,7 +67,8 @@ torch::Tensor RelGraphConvImpl::relation_weights() const {
 }
 
 torch::Tensor RelGraphConvImpl::forward(const RelationBlocks& b, const torch::Tensor& h) {
-  torch::Tensor out = torch::matmul(h.slice(0, 0, b.num_dst), loop_weight);
+  // Products through linear_map (oneDNN's sgemm, trainer/gemm.hpp), which takes W^T.
+  torch::Tensor out = linear_map(h.slice(0, 0, b.num_dst), loop_weight.t());
   const torch::Tensor W = relation_weights();
   for (std::size_t r = 0; r < b.relations.size(); ++r) {
     const BlockTensors& br = b.relations[r];
@@ -75,7 +77,7 @@ torch::Tensor RelGraphConvImpl::forward(const RelationBlocks& b, const torch::Te
     // project_first decides for the homogeneous layers; the mean first keeps one GEMM per relation
     // on the dst rows.
     const torch::Tensor mean = aggregate_sum(br, h) * br.in_degree.clamp_min(1).reciprocal().unsqueeze(1);
-    out = out + torch::matmul(mean, W[static_cast<std::int64_t>(r)]);
+    out = out + linear_map(mean, W[static_cast<std::int64_t>(r)].t());
   }
   return bias.defined() ? out + bias : out;
 }
@@ -90,23 +92,35 @@ RelGATConvImpl::RelGATConvImpl(const RelGATConvOptions& o) : options(o) {
 }
 
 torch::Tensor RelGATConvImpl::forward(const RelationBlocks& b, const torch::Tensor& h) {
-  torch::Tensor out = linear_map(self_fc, h.slice(0, 0, b.num_dst)).view({b.num_dst, options.heads(), options.out()}) + bias;
-  // Every relation's src and dst rows in one gather, split into views: backward, the split's
-  // gradients are concatenated and land in h's in one scatter, not in an h-sized tensor each.
+  const std::int64_t H = options.heads(), HD = H * options.out();
   std::vector<std::size_t> active;
+  for (std::size_t r = 0; r < b.compact.size(); ++r)
+    if (b.compact[r].src.size(0) > 0) active.push_back(r);
+  // The dst rows in one product: the self term's W_0 and each relation's [heads, in] attention
+  // side (its er) stacked, rather than a product per relation only `heads` wide.
+  std::vector<torch::Tensor> w = {self_fc->weight};
+  for (const std::size_t r : active) w.push_back(per_relation[r]->attn_dst_weight());
+  // Split, not sliced: backward, the parts' gradients join in one cat rather than a zero-filled
+  // product-sized tensor per slice.
+  std::vector<std::int64_t> widths = {HD};
+  widths.resize(w.size(), H);
+  const std::vector<torch::Tensor> dst = linear_map(h.slice(0, 0, b.num_dst), w.size() == 1 ? w.front() : torch::cat(w)).split_with_sizes(widths, 1);
+  torch::Tensor out = dst.front().view({b.num_dst, H, options.out()}) + bias;
+  if (active.empty()) return out;
+  // Every relation's src rows in one gather, split into views: backward, the split's gradients
+  // are concatenated and land in h's in one scatter, not in an h-sized tensor each.
   std::vector<torch::Tensor> rows;
   std::vector<std::int64_t> sizes;
-  for (std::size_t r = 0; r < b.compact.size(); ++r)
-    if (b.compact[r].src.size(0) > 0) {
-      active.push_back(r);
-      rows.insert(rows.end(), {b.src_rows[r], b.dst_rows[r]});
-      sizes.insert(sizes.end(), {b.src_rows[r].size(0), b.dst_rows[r].size(0)});
-    }
-  if (active.empty()) return out;
-  const std::vector<torch::Tensor> parts = h.index_select(0, torch::cat(rows)).split_with_sizes(sizes);
+  for (const std::size_t r : active) {
+    rows.push_back(b.src_rows[r]);
+    sizes.push_back(b.src_rows[r].size(0));
+  }
+  const std::vector<torch::Tensor> src = gather_rows(h, torch::cat(rows)).split_with_sizes(sizes);
   for (std::size_t i = 0; i < active.size(); ++i) {
     const std::size_t r = active[i];
-    out = out.index_add(0, b.dst_rows[r], per_relation[r]->forward_bipartite(b.compact[r], parts[2 * i], parts[2 * i + 1]));
+    const torch::Tensor er = gather_rows(dst[i + 1].contiguous(), b.dst_rows[r]);
+    // In place: `out` is this layer's own sum, which no other node of the graph reads.
+    add_rows_(out, b.dst_rows[r], per_relation[r]->forward_bipartite(b.compact[r], src[i], er));
   }
   return out;
 }
@@ -136,7 +150,7 @@ torch::Tensor RelGnnImpl::forward(const std::vector<RelationBlocks>& blocks, con
   torch::Tensor h;
   for (std::size_t t = 0; t < x.size(); ++t) {
     if (!x[t].defined() || x[t].size(0) == 0) continue;
-    const torch::Tensor rows = encoders_[t].is_empty() ? x[t] : encoders_[t](x[t]);
+    const torch::Tensor rows = encoders_[t].is_empty() ? x[t] : linear_map(encoders_[t], x[t]);
     if (!h.defined()) h = torch::zeros({num_input, options.hidden()}, rows.options());
     h = h.index_copy(0, at[t], rows);
   }

@@ -495,3 +495,57 @@ TEST_CASE("GAT's attention sum in one pass over the CSR equals the gathered mess
   }
   torch::set_num_threads(1);
 }
+
+TEST_CASE("GAT's attention weights in one pass over the CSR, row gathers and row sums equal torch's ops, values and gradients", "[trainer][layers]") {
+  torch::manual_seed(10);
+  Block blk;
+  blk.num_dst = 4;
+  blk.num_src = 7;
+  blk.indptr = {0, 3, 3, 7, 9};
+  blk.indices = {1, 4, 6, 0, 4, 4, 5, 2, 3};
+  const BlockTensors b = to_tensors(blk, torch::kCPU);
+  for (const int threads : {1, 2}) {
+    INFO(threads << " threads");
+    torch::set_num_threads(threads);
+    // attention_softmax against leaky_relu, then the edge softmax.
+    const torch::Tensor el = torch::randn({7, 3}, torch::requires_grad()), er = torch::randn({4, 3}, torch::requires_grad());
+    const torch::Tensor up = torch::randn({9, 3});
+    const torch::Tensor a = attention_softmax(b, el, er, 0.2);
+    (a * up).sum().backward();
+    const torch::Tensor el2 = el.detach().clone().set_requires_grad(true), er2 = er.detach().clone().set_requires_grad(true);
+    const torch::Tensor ref =
+        edge_softmax(b, torch::nn::functional::leaky_relu(el2.index_select(0, b.src) + er2.index_select(0, b.dst), torch::nn::functional::LeakyReLUFuncOptions().negative_slope(0.2)), false);
+    (ref * up).sum().backward();
+    CHECK(torch::allclose(a, ref, 1e-5, 1e-6));
+    CHECK(torch::allclose(el.grad(), el2.grad(), 1e-5, 1e-6));
+    CHECK(torch::allclose(er.grad(), er2.grad(), 1e-5, 1e-6));
+    // Each dst's weights per head sum to one (the dst without in-edges has none).
+    CHECK(torch::allclose(torch::zeros({4, 3}).index_add(0, b.dst, a).index_select(0, torch::tensor({0, 2, 3})), torch::ones({3, 3})));
+    // gather_rows and add_rows_ against index_select and index_add, with repeated rows.
+    const torch::Tensor x = torch::randn({6, 2, 5}, torch::requires_grad()), idx = torch::tensor({4, 1, 4, 0, 5});
+    const torch::Tensor src = torch::randn({5, 2, 5}, torch::requires_grad());
+    const torch::Tensor up2 = torch::randn({5, 2, 5}), up3 = torch::randn({6, 2, 5});
+    torch::Tensor sum = x * 2;
+    add_rows_(sum, idx, src);
+    ((gather_rows(x, idx) * up2).sum() + (sum * up3).sum()).backward();
+    const torch::Tensor x2 = x.detach().clone().set_requires_grad(true), src2 = src.detach().clone().set_requires_grad(true);
+    const torch::Tensor sum2 = (x2 * 2).index_add(0, idx, src2);
+    ((x2.index_select(0, idx) * up2).sum() + (sum2 * up3).sum()).backward();
+    CHECK(torch::allclose(sum, sum2, 1e-5, 1e-6));
+    CHECK(torch::allclose(x.grad(), x2.grad(), 1e-5, 1e-6));
+    CHECK(torch::allclose(src.grad(), src2.grad(), 1e-5, 1e-6));
+  }
+  torch::set_num_threads(1);
+  // attention_sum reads z as a view of a wider product (rows further apart than its heads).
+  const torch::Tensor wide = torch::randn({7, 3 * 5 + 3}, torch::requires_grad());
+  const torch::Tensor z = wide.split_with_sizes({15, 3}, 1)[0].view({7, 3, 5});
+  const torch::Tensor a = torch::rand({9, 3});
+  const torch::Tensor up = torch::randn({4, 3, 5});
+  (attention_sum(b, z, a) * up).sum().backward();
+  const torch::Tensor wide2 = wide.detach().clone().set_requires_grad(true);
+  const torch::Tensor z2 = wide2.slice(1, 0, 15).reshape({7, 3, 5});
+  const torch::Tensor ref = torch::zeros({4, 3, 5}).index_add(0, b.dst, z2.index_select(0, b.src) * a.unsqueeze(-1));
+  (ref * up).sum().backward();
+  CHECK(torch::allclose(attention_sum(b, z, a), ref, 1e-5, 1e-6));
+  CHECK(torch::allclose(wide.grad(), wide2.grad(), 1e-5, 1e-6));
+}
