@@ -141,6 +141,30 @@ void Prefetcher::stop_early() {
   if (error_) std::rethrow_exception(error_);
 }
 
+void Prefetcher::pause() {
+  if (!thread_.joinable()) return;
+  {
+    std::unique_lock lock(mu_);
+    limit_ = std::min(steps_, next_step_ + static_cast<std::int64_t>(depth_));
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return done_; });
+  }
+  thread_.join();
+  if (error_) std::rethrow_exception(error_);
+}
+
+void Prefetcher::resume() {
+  if (depth_ == 0 || thread_.joinable()) return;
+  std::int64_t first = 0;
+  {
+    std::lock_guard lock(mu_);
+    first = next_step_ + static_cast<std::int64_t>(queue_.size());
+    limit_ = steps_;
+    done_ = false;
+  }
+  thread_ = std::thread([this, first] { run(first); });
+}
+
 std::optional<MiniBatch> Prefetcher::next() {
   if (next_step_ >= steps_) return std::nullopt;
   if (depth_ == 0) {

@@ -51,6 +51,12 @@ class Prefetcher {
   // which are dropped, and stops. Collective: every rank calls it after the same number of next()
   // calls, so every rank's thread leaves the same sampling collectives behind it.
   void stop_early();
+  // Stops the thread after the batches it may have begun (up to `depth` past the last handed out,
+  // as stop_early), keeping them: the communicators are then free for other collectives (a
+  // validation inside the epoch) until resume() starts the thread after them. Collective as
+  // stop_early.
+  void pause();
+  void resume();
   // Time spent producing the batches handed out so far, less the producer's time inside
   // collectives (waiting for and exchanging with other ranks): this rank's own sampling work.
   double work_seconds();

@@ -546,12 +546,7 @@ EpochSums train_epoch(Learner& l, Feeds& f, Scoring& v, const Checkpoints& k, co
   l.comm.check_all(e.first_step < e.steps, k.path + ": resumes at step " + std::to_string(e.first_step + 1) + " of epoch " +
                                                std::to_string(epoch + 1) + ", which has " + std::to_string(e.steps) + " steps here (another partition or --batch?)");
   progress.start_epoch(epoch, c.epochs, e.steps);
-  // A pointer: a validation inside the epoch ends the pipeline and starts another after it.
-  const auto batches = [&](std::int64_t first) {
-    return std::unique_ptr<Prefetcher>(
-        new Prefetcher(training_batches(*f.sampler, *f.features, *l.stager, f.prefetch, epoch, e.steps, first, f.links.get(), c.link.exclude_positives)));
-  };
-  std::unique_ptr<Prefetcher> pipe = batches(e.first_step);
+  Prefetcher pipe = training_batches(*f.sampler, *f.features, *l.stager, f.prefetch, epoch, e.steps, e.first_step, f.links.get(), c.link.exclude_positives);
   // Validations inside the epoch every `inner` steps (none after its last: the epoch's own follows).
   const std::int64_t inner = c.eval.fraction > 0 ? std::max<std::int64_t>(1, std::llround(c.eval.fraction * static_cast<double>(e.steps))) : 0;
   // This rank's loss sum and training statistic over the epoch's steps, kept on the device.
@@ -563,7 +558,7 @@ EpochSums train_epoch(Learner& l, Feeds& f, Scoring& v, const Checkpoints& k, co
     if (rank == 0 && epoch == c.levers.stop_epoch && step == c.levers.stop_step) request_stop(SIGTERM);
     seed_dropout(l.model, c.seed, l.comm.rank(), epoch, step);
     const auto t0 = Clock::now();
-    std::optional<MiniBatch> mb = pipe->next();
+    std::optional<MiniBatch> mb = pipe.next();
     e.wait_s += since(t0);
     // Link prediction's seeds are its training edges (what a rebalancing plan moves).
     e.seeds += f.links ? link_positives(*mb) : static_cast<std::int64_t>(mb->seeds().size());
@@ -588,24 +583,23 @@ EpochSums train_epoch(Learner& l, Feeds& f, Scoring& v, const Checkpoints& k, co
     progress.step(step + 1, [&] { return local_examples > 0 ? sums[0].item<double>() / local_examples : 0.0; });
     if (r.stop && step + 1 < e.steps) {
       e.stopped_after = step + 1;
-      pipe->stop_early();
+      pipe.stop_early();
       break;
     }
     if (inner > 0 && (step + 1) % inner == 0 && step + 1 < e.steps) {
-      // The pipeline's batches ahead are dropped (sampling is keyed by step: the next one draws them again).
+      // The pipeline pauses with the batches it sampled ahead kept, leaving the sampler's
+      // communicators to the validation, and goes on after it.
       const auto t_inner = Clock::now();
       const double trained = since(t_start) - e.inner_eval_s;
-      pipe->stop_early();
-      e.sample_work_s += pipe->work_seconds();
-      pipe.reset();
+      pipe.pause();
       comm::set_position("validation", epoch, step + 1, e.steps);
       const double score = l.task->selection_score(evaluate(l, f, v, c.eval.mode, /*with_test=*/false).val);
       e.inner.push_back({step + 1, score, l.comm.allreduce(trained, comm::Op::kMax)});
       e.inner_eval_s += since(t_inner);
-      pipe = batches(step + 1);
+      pipe.resume();
     }
   }
-  e.sample_work_s += pipe->work_seconds();
+  e.sample_work_s += pipe.work_seconds();
   // Every rank's sums, read from the device once (every rank gets here after the same steps).
   const torch::Tensor host = sums.to(torch::kCPU);
   std::vector<double> total{host[0].item<double>(), host[1].item<double>()};

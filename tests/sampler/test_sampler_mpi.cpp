@@ -702,3 +702,38 @@ TEST_CASE("bad sampler options are clear errors", "[sampler][bad-input]") {
   CHECK_THROWS_WITH(validate(c), Contains("--batch must be at least 1"));
   CHECK_THROWS_WITH(parse_cache_policy("lru"), Contains("unknown --cache-policy 'lru'"));
 }
+
+TEST_CASE("a paused pipeline keeps its batches ahead, frees the sampler for other collectives, and goes on as if never paused", "[sampler][mpi]") {
+  Fixture fx;
+  SamplerConfig cfg;
+  cfg.fanouts = {4, 3};
+  cfg.batch_size = 16;
+  auto comm = fx.world.dup();
+  const ShardView view(fx.shard, comm, false);
+  DistSampler sampler(view, comm, cfg);
+  FeatureStore store(view, comm);
+  const std::int64_t steps = std::min<std::int64_t>(sampler.steps_in_epoch(0), 12);
+  std::vector<std::vector<NodeId>> plain;
+  {
+    Prefetcher pipe(sampler, store, 0, steps, /*depth=*/3);
+    while (auto mb = pipe.next()) plain.push_back(mb->input_nodes());
+  }
+  std::vector<std::vector<NodeId>> paused;
+  std::int64_t between = 0;
+  {
+    Prefetcher pipe(sampler, store, 0, steps, /*depth=*/3);
+    for (std::int64_t step = 0; auto mb = pipe.next(); ++step) {
+      paused.push_back(mb->input_nodes());
+      // Every third step (and after the last), a batch of another epoch in between, collective on
+      // the sampler's communicator as a validation's.
+      if (step % 3 == 0) {
+        pipe.pause();
+        between += static_cast<std::int64_t>(produce_batch(sampler, store, 7, step).input_nodes().size());
+        pipe.resume();
+      }
+    }
+  }
+  CHECK(between > 0);
+  CHECK(paused == plain);
+  CHECK(static_cast<std::int64_t>(plain.size()) == steps);
+}
