@@ -147,14 +147,19 @@ torch::Tensor RelGnnImpl::forward(const std::vector<RelationBlocks>& blocks, con
                                   std::int64_t num_input, const std::function<torch::Tensor(const torch::Tensor&)>& drop, std::int64_t keep_layer,
                                   torch::Tensor* kept) {
   const std::int64_t seeds = blocks.empty() ? num_input : blocks.back().num_dst;
-  torch::Tensor h;
+  // Each type's encoded rows end to end, then put in input order by one gather (its backward one
+  // scatter), rather than an input-sized copy per type forward and backward (index_copy).
+  std::vector<torch::Tensor> rows, where;
   for (std::size_t t = 0; t < x.size(); ++t) {
     if (!x[t].defined() || x[t].size(0) == 0) continue;
-    const torch::Tensor rows = encoders_[t].is_empty() ? x[t] : linear_map(encoders_[t], x[t]);
-    if (!h.defined()) h = torch::zeros({num_input, options.hidden()}, rows.options());
-    h = h.index_copy(0, at[t], rows);
+    rows.push_back(encoders_[t].is_empty() ? x[t] : linear_map(encoders_[t], x[t]));
+    where.push_back(at[t]);
   }
-  if (!h.defined()) throw std::invalid_argument("RelGnn: a batch without input rows");
+  if (rows.empty()) throw std::invalid_argument("RelGnn: a batch without input rows");
+  const torch::Tensor positions = torch::cat(where);
+  if (positions.size(0) != num_input) throw std::invalid_argument("RelGnn: the types' rows do not cover the batch's input nodes");
+  const torch::Tensor order = torch::empty({num_input}, positions.options()).index_put_({positions}, torch::arange(num_input, positions.options()));
+  torch::Tensor h = gather_rows(torch::cat(rows), order);
   if (kept && keep_layer == 0) *kept = h.slice(0, 0, seeds);
   for (std::int64_t l = 0; l < options.layers(); ++l) {
     const bool last = l + 1 == options.layers();
