@@ -470,15 +470,27 @@ TEST_CASE("linear maps through the CPU product path equal torch's, values and gr
   CHECK(torch::equal(linear_map(torch::zeros({2, 0}), torch::zeros({3, 0})), torch::zeros({2, 3})));
 }
 
+namespace {
+// A block with a dst of no in-edges and repeated sources (7 src, 4 dst, 9 edges), as the CSR
+// kernels' tests take it; the Block's arrays are kept alive beside their tensors.
+struct KernelBlock {
+  Block blk;
+  BlockTensors b;
+  KernelBlock() {
+    blk.num_dst = 4;
+    blk.num_src = 7;
+    blk.indptr = {0, 3, 3, 7, 9};
+    blk.indices = {1, 4, 6, 0, 4, 4, 5, 2, 3};
+    b = to_tensors(blk, torch::kCPU);
+  }
+};
+}  // namespace
+
 TEST_CASE("GAT's attention sum in one pass over the CSR equals the gathered messages' sum, values and gradients", "[trainer][layers]") {
   torch::manual_seed(9);
-  // A block with a dst of no in-edges, repeated sources and 3 heads of width 5.
-  Block blk;
-  blk.num_dst = 4;
-  blk.num_src = 7;
-  blk.indptr = {0, 3, 3, 7, 9};
-  blk.indices = {1, 4, 6, 0, 4, 4, 5, 2, 3};
-  const BlockTensors b = to_tensors(blk, torch::kCPU);
+  // 3 heads of width 5.
+  const KernelBlock kb;
+  const BlockTensors& b = kb.b;
   for (const int threads : {1, 2}) {
     INFO(threads << " threads");
     torch::set_num_threads(threads);
@@ -498,12 +510,8 @@ TEST_CASE("GAT's attention sum in one pass over the CSR equals the gathered mess
 
 TEST_CASE("GAT's attention weights in one pass over the CSR, row gathers and row sums equal torch's ops, values and gradients", "[trainer][layers]") {
   torch::manual_seed(10);
-  Block blk;
-  blk.num_dst = 4;
-  blk.num_src = 7;
-  blk.indptr = {0, 3, 3, 7, 9};
-  blk.indices = {1, 4, 6, 0, 4, 4, 5, 2, 3};
-  const BlockTensors b = to_tensors(blk, torch::kCPU);
+  const KernelBlock kb;
+  const BlockTensors& b = kb.b;
   for (const int threads : {1, 2}) {
     INFO(threads << " threads");
     torch::set_num_threads(threads);
