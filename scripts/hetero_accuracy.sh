@@ -7,7 +7,8 @@
 # graph model ranks fanouts seed best-val test (sampled neighbourhoods).
 # PAPERS (default 4000) and SEEDS (default "0 1 2") change the graph's size and the seeds;
 # DISTRIBUTED_ONLY=1 runs only the relational models at 1, 2 and 4 ranks, on GRAPHS (default
-# "fp32 mag").
+# "fp32 mag"); RANKS (default "1 2 4") the rank counts; SEED_SAMPLING passes --seed-sampling
+# (e.g. class-balanced).
 # Usage: scripts/hetero_accuracy.sh BUILD_TOOLS_DIR WORKDIR
 set -euo pipefail
 B=${1:?build/tools}; W=${2:?workdir}
@@ -24,12 +25,12 @@ run() {  # graph model ranks fanouts seed
   local input="$W/$1"; [ "$3" = 1 ] || input="$W/$1-p$3"
   local out
   out=$(mpiexec -n "$3" "$B/shardgnn-train" "$input" --model "$2" --fanouts "$4" --seed "$5" --hidden 64 --heads 4 --batch $((256 / $3)) \
-        --lr 0.005 --weight-decay 0 --dropout 0.2 --epochs 10 --no-full-eval --threads 1 --quiet 2>&1)
+        --lr 0.005 --weight-decay 0 --dropout 0.2 --epochs 10 --no-full-eval --threads 1 --quiet ${SEED_SAMPLING:+--seed-sampling "$SEED_SAMPLING"} 2>&1)
   echo "$1 $2 $3 $4 $5 $(echo "$out" | sed -n 's/^best validation accuracy \([0-9.]*\) .*/\1/p') $(echo "$out" | sed -n 's/^test accuracy \([0-9.]*\),.*/\1/p')"
 }
 for seed in ${SEEDS:-0 1 2}; do
   for m in rgcn rgat; do
-    for p in 1 2 4; do for g in ${GRAPHS:-fp32 mag}; do run $g $m $p 10,5 $seed; done; done
+    for p in ${RANKS:-1 2 4}; do for g in ${GRAPHS:-fp32 mag}; do run $g $m $p 10,5 $seed; done; done
     [ "${DISTRIBUTED_ONLY:-0}" = 1 ] && continue
     run fp32 $m 1 0,0 $seed
     run mag $m 1 0,0 $seed
