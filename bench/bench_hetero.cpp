@@ -20,6 +20,7 @@
 #include "datasets/json_util.hpp"
 #include "partition/partitioner.hpp"
 #include "partition/shards.hpp"
+#include "sampler/config.hpp"
 #include "tools/run_report.hpp"
 
 namespace fs = std::filesystem;
@@ -47,7 +48,8 @@ std::optional<HeteroBenchOptions> parse_options(const std::vector<std::string>& 
       ("feature-dim", po::value<int>()->default_value(128), "feature width of the paper, author and fos types")
       ("feature-dtype", po::value<std::string>()->default_value("float16"), "feature storage, float16 as MLPerf's reference stores IGB-Het, or float32")
       ("ranks", po::value<std::string>()->default_value("1"), "our rank counts (more than one: a metis --balance ntypes,train partition per count)")
-      ("fanouts", po::value<std::string>()->default_value("15,10,5"), "per relation, from the seeds outward (MLPerf's)")
+      ("fanouts", po::value<std::string>()->default_value("15,10,5"),
+       "per relation, from the seeds outward (MLPerf's); \"15,10,5;cites=5,5,5\" gives a relation its own (train's syntax, DGL's sampler given the same)")
       ("batch", po::value<int>()->default_value(1024), "seed papers per batch per rank (MLPerf's per GPU)")
       ("hidden", po::value<int>()->default_value(128), "hidden width (MLPerf's is 512: scaled to this machine)")
       ("heads", po::value<int>()->default_value(4), "attention heads (MLPerf's)")
@@ -69,7 +71,8 @@ std::optional<HeteroBenchOptions> parse_options(const std::vector<std::string>& 
   if (opt.feature_dtype != "float16" && opt.feature_dtype != "float32") throw UsageError("--feature-dtype: float16 or float32, got '" + opt.feature_dtype + "'");
   opt.ranks = split_int_list(vm["ranks"].as<std::string>(), "--ranks", 1);
   opt.fanouts = vm["fanouts"].as<std::string>();
-  parse_fanouts(opt.fanouts);  // checked before any work
+  std::string overrides;
+  parse_fanouts_option(opt.fanouts, overrides);  // checked before any work; the overrides once the graph is there
   opt.batch = vm["batch"].as<int>();
   opt.hidden = vm["hidden"].as<int>();
   opt.heads = vm["heads"].as<int>();
@@ -174,14 +177,30 @@ Run run_ours(const HeteroBenchOptions& opt, const std::string& input, int p) {
   return r;
 }
 
-Run run_dgl(const HeteroBenchOptions& opt, const std::string& data) {
+// DGL's fanouts: one list input layer first, or with per-relation overrides a {relation label:
+// fanout} object per layer, input layer first, as its sampler takes a dict per layer.
+std::vector<std::string> dgl_fanouts(const HeteroBenchOptions& opt, const std::vector<std::vector<int>>& per_relation, const GraphSchema& schema) {
+  if (opt.fanouts.find(';') == std::string::npos) return {"--fanouts", input_first_fanouts(parse_fanouts(opt.fanouts))};
+  boost::json::array layers;
+  for (auto hop = per_relation.rbegin(); hop != per_relation.rend(); ++hop) {
+    boost::json::object layer;
+    for (std::size_t r = 0; r < hop->size(); ++r) layer[schema.relation_label(static_cast<int>(r))] = (*hop)[r];
+    layers.push_back(std::move(layer));
+  }
+  return {"--relation-fanouts", boost::json::serialize(layers)};
+}
+
+Run run_dgl(const HeteroBenchOptions& opt, const std::string& data, const std::vector<std::vector<int>>& per_relation, const GraphSchema& schema) {
   const fs::path result = opt.work / "dgl-rgat.json";
   fs::remove(result);
   std::fprintf(stderr, "training DGL's R-GAT ...\n");
-  const ProcessResult pr = run_process({*opt.dgl_python, std::string(SHARDGNN_SOURCE_DIR) + "/bench/peers/dgl_rgat.py", data, "--result", result.string(),
-                                        "--fanouts", input_first_fanouts(parse_fanouts(opt.fanouts)), "--batch", std::to_string(opt.batch), "--hidden",
-                                        std::to_string(opt.hidden), "--heads", std::to_string(opt.heads), "--lr", std::to_string(opt.lr), "--dropout",
-                                        std::to_string(opt.dropout), "--epochs", std::to_string(opt.epochs), "--threads", "1"});
+  std::vector<std::string> argv = {*opt.dgl_python, std::string(SHARDGNN_SOURCE_DIR) + "/bench/peers/dgl_rgat.py", data, "--result", result.string()};
+  for (std::string& a : dgl_fanouts(opt, per_relation, schema)) argv.push_back(std::move(a));
+  for (const std::string& a : {std::string("--batch"), std::to_string(opt.batch), std::string("--hidden"), std::to_string(opt.hidden), std::string("--heads"),
+                               std::to_string(opt.heads), std::string("--lr"), std::to_string(opt.lr), std::string("--dropout"), std::to_string(opt.dropout),
+                               std::string("--epochs"), std::to_string(opt.epochs), std::string("--threads"), std::string("1")})
+    argv.push_back(a);
+  const ProcessResult pr = run_process(argv);
   Run r;
   r.who = "dgl";
   r.cores = 1;
@@ -216,9 +235,12 @@ int bench_hetero_main(const std::vector<std::string>& args) {
   const std::optional<HeteroBenchOptions> opt = parse_options(args);
   if (!opt) return 0;
   const std::string data = prepare_graph(*opt);
+  // Per-relation overrides named against the graph's relations before anything trains.
+  const GraphSchema schema = load_dataset(data).schema;
+  const std::vector<std::vector<int>> per_relation = parse_relation_fanouts(opt->fanouts, schema);
   std::vector<Run> runs;
   for (const int p : opt->ranks) runs.push_back(run_ours(*opt, partitions_for(data, p), p));
-  if (opt->dgl_python) runs.push_back(run_dgl(*opt, data));
+  if (opt->dgl_python) runs.push_back(run_dgl(*opt, data, per_relation, schema));
   std::printf("R-GAT on %s: hidden %d, %d heads, fanouts %s per relation, batch %d per rank, Adam lr %g, dropout %g, %s features\n", data.c_str(), opt->hidden,
               opt->heads, opt->fanouts.c_str(), opt->batch, opt->lr, opt->dropout, opt->feature_dtype.c_str());
   std::printf("%-9s %5s %9s %9s %9s %9s %12s %12s  %s\n", "who", "cores", "epoch s", "wait s", "compute s", "allred s", "s to target", "(inner)",

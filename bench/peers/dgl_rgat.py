@@ -26,6 +26,7 @@ def main():
     ap.add_argument("dataset")
     ap.add_argument("--result", required=True)
     ap.add_argument("--fanouts", default="5,10,15", help="DGL order: input layer first (MLPerf: 5,10,15)")
+    ap.add_argument("--relation-fanouts", help="JSON: per layer, input layer first, {relation label src__name__dst: fanout}; replaces --fanouts")
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--hidden", type=int, default=512)
     ap.add_argument("--heads", type=int, default=4)
@@ -74,6 +75,11 @@ def main():
     classes = int(labels.max()) + 1
     fanouts = [int(x) for x in a.fanouts.split(",")]
     etypes = g.canonical_etypes
+    if a.relation_fanouts:
+        # Our relation (src, name, dst) is DGL's edge type (dst, name, src): its edges run from
+        # the entries to the rows that list them.
+        etype_of = {f'{r["src"]}__{r["name"]}__{r["dst"]}': (r["dst"], r["name"], r["src"]) for r in meta["relations"]}
+        fanouts = [{etype_of[label]: n for label, n in layer.items()} for layer in json.loads(a.relation_fanouts)]
     H, hidden = a.heads, a.hidden
 
     class RGAT(nn.Module):
