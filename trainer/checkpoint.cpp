@@ -501,7 +501,7 @@ std::string missing_rows(int rank) { return "missing: the checkpoint's embedding
 
 }  // namespace
 
-void load_embeddings(const std::string& path, const TrainState& state, TypedEmbeddings& tables, int rank, int written_by) {
+void load_embeddings(const std::string& path, const TrainState& state, TypedEmbeddings& tables, int rank, int written_by, bool rows_only) {
   if (tables.types().empty()) return;
   const int ranks = tables.table(tables.types().front()).book().parts();
   const auto same_ids = [&](const EmbeddingFile& f, const std::string& n, int t) {
@@ -523,7 +523,11 @@ void load_embeddings(const std::string& path, const TrainState& state, TypedEmbe
     if (same) {
       for (const int t : tables.types()) {
         const std::string n = std::to_string(t);
-        if (!tables.table(t).local().restore(f.tensor("rows" + n), f.tensor("first" + n), f.tensor("second" + n), f.tensor("steps" + n)))
+        const SparseEmbedding& e = tables.table(t).local();
+        // Rows only: the table keeps its own (unused) optimizer state, whichever the file holds.
+        const auto state_of = [&](const std::string& key, const torch::Tensor& own) { return rows_only ? own : f.tensor(key); };
+        if (!tables.table(t).local().restore(f.tensor("rows" + n), state_of("first" + n, e.first()), state_of("second" + n, e.second()),
+                                             state_of("steps" + n, e.steps())))
           throw InputError(file, "", "its rows of node type " + n + " differ in shape from this run's table (another --hidden or optimizer)");
       }
       return;
@@ -550,9 +554,12 @@ void load_embeddings(const std::string& path, const TrainState& state, TypedEmbe
     for (std::size_t i = 0; i < wanted.size(); ++i) {
       const int t = tables.types()[i];
       const std::string n = std::to_string(t);
-      if (!f.has("ids" + n))
+      if (!f.has("ids" + n)) {
+        const bool any_ids = std::any_of(tables.types().begin(), tables.types().end(), [&](int u) { return f.has("ids" + std::to_string(u)); });
+        if (any_ids) throw InputError(file, "", "holds no rows of node type " + n + " (another dataset's featureless types?)");
         throw InputError(file, "", "written by " + std::to_string(writers) + " ranks before embedding files kept their rows' node ids: resume on " +
                                        std::to_string(writers) + " ranks over the same partition");
+      }
       const torch::Tensor ids = f.tensor("ids" + n);
       if (!ids.defined()) continue;
       const torch::Tensor theirs = ids.to(torch::kInt64).contiguous().view(-1);
@@ -571,7 +578,13 @@ void load_embeddings(const std::string& path, const TrainState& state, TypedEmbe
         const torch::Tensor x = f.tensor(key);
         return x.defined() && x.size(0) == theirs.numel() ? x.index_select(0, src) : x;
       };
-      if (!tables.table(t).local().restore_rows(torch::tensor(to, torch::kInt64), pick("rows" + n), pick("first" + n), pick("second" + n), pick("steps" + n)))
+      const torch::Tensor at = torch::tensor(to, torch::kInt64);
+      const SparseEmbedding& e = tables.table(t).local();
+      const auto state_of = [&](const std::string& key, const torch::Tensor& own) {
+        return rows_only ? (own.defined() ? own.index_select(0, at) : own) : pick(key);
+      };
+      if (!tables.table(t).local().restore_rows(at, pick("rows" + n), state_of("first" + n, e.first()), state_of("second" + n, e.second()),
+                                                state_of("steps" + n, e.steps())))
         throw InputError(file, "", "its rows of node type " + n + " differ in shape from this run's table (another --hidden or optimizer)");
     }
   }

@@ -69,7 +69,9 @@ void drop_old_embeddings(const std::string& path, const TrainState& state, int r
 // that wrote it (0: as many as now): its own file when they are as many over the same partition,
 // else every file's rows matched by dataset id (any partition of the dataset, any rank count); an
 // InputError naming the file when one is missing, damaged, holds other tables or lacks rows.
-void load_embeddings(const std::string& path, const TrainState& state, TypedEmbeddings& tables, int rank, int written_by);
+// `rows_only` (inference): the rows alone, the tables' optimizer state left as it is (the file's
+// may be another optimizer's).
+void load_embeddings(const std::string& path, const TrainState& state, TypedEmbeddings& tables, int rank, int written_by, bool rows_only = false);
 
 // The model's parameters as {name: tensor} (CPU), pickled as torch.save does: Python reads it
 // with torch.load(path). Written atomically.

@@ -225,7 +225,7 @@ torch::Tensor typed_inference(Gnn& model, const Shard& shard, const comm::Commun
       if (o.checkpoint.empty())
         throw InputError(o.weights, "", "the graph has node types without features, whose learnt rows live in the run folder's embedding files: pass the run folder");
       const TrainState written = checkpoint_state(o.checkpoint);
-      load_embeddings(o.checkpoint, written, *tables, comm.rank(), written.ranks);
+      load_embeddings(o.checkpoint, written, *tables, comm.rank(), written.ranks, /*rows_only=*/true);
     });
     model->use_embeddings(tables);
   }
