@@ -504,61 +504,46 @@ std::string missing_rows(int rank) { return "missing: the checkpoint's embedding
 void load_embeddings(const std::string& path, const TrainState& state, TypedEmbeddings& tables, int rank, int written_by, bool rows_only) {
   if (tables.types().empty()) return;
   const int ranks = tables.table(tables.types().front()).book().parts();
-  const auto same_ids = [&](const EmbeddingFile& f, const std::string& n, int t) {
-    if (!f.has("ids" + n)) return true;  // written before files carried ids: by as many ranks, over the same partition
-    const torch::Tensor ids = f.tensor("ids" + n);
-    const std::vector<NodeId>& mine = tables.dataset_ids(t);
-    const std::int64_t k = ids.defined() ? ids.numel() : 0;
-    if (k != static_cast<std::int64_t>(mine.size())) return false;
-    const torch::Tensor own = torch::tensor(std::vector<std::int64_t>(mine.begin(), mine.end()), torch::kInt64);
-    return k == 0 || torch::equal(ids.to(torch::kInt64).view(-1), own);
-  };
-  // As many ranks over the same partition: the rank's own file holds its rows as they are.
-  if (written_by == 0 || written_by == ranks) {
-    const std::string file = embeddings_path(path, state, rank);
-    if (!fs::exists(file)) throw InputError(file, "", missing_rows(rank));
-    const EmbeddingFile f(file);
-    bool same = true;
-    for (const int t : tables.types()) same = same && same_ids(f, std::to_string(t), t);
-    if (same) {
-      for (const int t : tables.types()) {
-        const std::string n = std::to_string(t);
-        const SparseEmbedding& e = tables.table(t).local();
-        // Rows only: the table keeps its own (unused) optimizer state, whichever the file holds.
-        const auto state_of = [&](const std::string& key, const torch::Tensor& own) { return rows_only ? own : f.tensor(key); };
-        if (!tables.table(t).local().restore(f.tensor("rows" + n), state_of("first" + n, e.first()), state_of("second" + n, e.second()),
-                                             state_of("steps" + n, e.steps())))
-          throw InputError(file, "", "its rows of node type " + n + " differ in shape from this run's table (another --hidden or optimizer)");
-      }
-      return;
-    }
-  }
-  // Another rank count or partition: every writer's file, its rows matched to this rank's by
-  // dataset id (each file read once, one at a time).
+  const int writers = written_by == 0 ? ranks : written_by;
+  // This rank's rows by dataset id. The writers' files are read one at a time from this rank's
+  // own on, until every row is found: as many ranks over the same partition read their own alone.
   struct Wanted {
     std::unordered_map<NodeId, std::int64_t> at;  // dataset id -> own row
     std::vector<char> filled;
   };
   std::vector<Wanted> wanted(tables.types().size());
+  std::int64_t missing = 0;
   for (std::size_t i = 0; i < wanted.size(); ++i) {
     const std::vector<NodeId>& ids = tables.dataset_ids(tables.types()[i]);
     wanted[i].at.reserve(ids.size());
     for (std::size_t j = 0; j < ids.size(); ++j) wanted[i].at.emplace(ids[j], static_cast<std::int64_t>(j));
     wanted[i].filled.assign(ids.size(), 0);
+    missing += static_cast<std::int64_t>(ids.size());
   }
-  const int writers = written_by == 0 ? ranks : written_by;
-  for (int r = 0; r < writers; ++r) {
+  for (int i = 0; i < writers && missing > 0; ++i) {
+    const int r = (rank + i) % writers;
     const std::string file = embeddings_path(path, state, r);
     if (!fs::exists(file)) throw InputError(file, "", missing_rows(r));
     const EmbeddingFile f(file);
-    for (std::size_t i = 0; i < wanted.size(); ++i) {
-      const int t = tables.types()[i];
+    for (std::size_t w = 0; w < wanted.size(); ++w) {
+      const int t = tables.types()[w];
       const std::string n = std::to_string(t);
+      const SparseEmbedding& e = tables.table(t).local();
+      // Rows only: the table keeps its own (unused) optimizer state, whichever the file holds.
+      const auto state_of = [&](const std::string& key, const torch::Tensor& own) { return rows_only ? own : f.tensor(key); };
       if (!f.has("ids" + n)) {
         const bool any_ids = std::any_of(tables.types().begin(), tables.types().end(), [&](int u) { return f.has("ids" + std::to_string(u)); });
         if (any_ids) throw InputError(file, "", "holds no rows of node type " + n + " (another dataset's featureless types?)");
-        throw InputError(file, "", "written by " + std::to_string(writers) + " ranks before embedding files kept their rows' node ids: resume on " +
-                                       std::to_string(writers) + " ranks over the same partition");
+        if (writers != ranks || r != rank)
+          throw InputError(file, "", "written by " + std::to_string(writers) + " ranks before embedding files kept their rows' node ids: resume on " +
+                                         std::to_string(writers) + " ranks over the same partition");
+        // Such a file holds this rank's rows as they are.
+        if (!tables.table(t).local().restore(f.tensor("rows" + n), state_of("first" + n, e.first()), state_of("second" + n, e.second()),
+                                             state_of("steps" + n, e.steps())))
+          throw InputError(file, "", "its rows of node type " + n + " differ in shape from this run's table (another --hidden or optimizer)");
+        missing -= static_cast<std::int64_t>(wanted[w].filled.size());
+        std::fill(wanted[w].filled.begin(), wanted[w].filled.end(), 1);
+        continue;
       }
       const torch::Tensor ids = f.tensor("ids" + n);
       if (!ids.defined()) continue;
@@ -566,32 +551,26 @@ void load_embeddings(const std::string& path, const TrainState& state, TypedEmbe
       const std::int64_t* v = theirs.data_ptr<std::int64_t>();
       std::vector<std::int64_t> from, to;
       for (std::int64_t j = 0; j < theirs.numel(); ++j)
-        if (const auto it = wanted[i].at.find(v[j]); it != wanted[i].at.end()) {
-          if (wanted[i].filled[static_cast<std::size_t>(it->second)]++)
+        if (const auto it = wanted[w].at.find(v[j]); it != wanted[w].at.end()) {
+          if (wanted[w].filled[static_cast<std::size_t>(it->second)]++)
             throw InputError(file, "entry 'ids" + n + "'", "node " + std::to_string(v[j]) + " has rows in two files of the checkpoint");
           from.push_back(j);
           to.push_back(it->second);
         }
       if (from.empty()) continue;
-      const torch::Tensor src = torch::tensor(from, torch::kInt64);
-      const auto pick = [&](const std::string& key) {
-        const torch::Tensor x = f.tensor(key);
-        return x.defined() && x.size(0) == theirs.numel() ? x.index_select(0, src) : x;
-      };
-      const torch::Tensor at = torch::tensor(to, torch::kInt64);
-      const SparseEmbedding& e = tables.table(t).local();
-      const auto state_of = [&](const std::string& key, const torch::Tensor& own) {
-        return rows_only ? (own.defined() ? own.index_select(0, at) : own) : pick(key);
-      };
-      if (!tables.table(t).local().restore_rows(at, pick("rows" + n), state_of("first" + n, e.first()), state_of("second" + n, e.second()),
-                                                state_of("steps" + n, e.steps())))
+      missing -= static_cast<std::int64_t>(from.size());
+      const torch::Tensor src = torch::tensor(from, torch::kInt64), at = torch::tensor(to, torch::kInt64);
+      const auto pick = [&](const torch::Tensor& x) { return x.defined() && x.size(0) == theirs.numel() ? x.index_select(0, src) : x; };
+      const auto state_rows = [&](const std::string& key, const torch::Tensor& own) { return rows_only ? (own.defined() ? own.index_select(0, at) : own) : pick(f.tensor(key)); };
+      if (!tables.table(t).local().restore_rows(at, pick(f.tensor("rows" + n)), state_rows("first" + n, e.first()), state_rows("second" + n, e.second()),
+                                                state_rows("steps" + n, e.steps())))
         throw InputError(file, "", "its rows of node type " + n + " differ in shape from this run's table (another --hidden or optimizer)");
     }
   }
-  for (std::size_t i = 0; i < wanted.size(); ++i)
-    if (const auto lacking = std::count(wanted[i].filled.begin(), wanted[i].filled.end(), 0); lacking > 0)
+  for (std::size_t w = 0; w < wanted.size(); ++w)
+    if (const auto lacking = std::count(wanted[w].filled.begin(), wanted[w].filled.end(), 0); lacking > 0)
       throw InputError(embeddings_path(path, state, 0), "", "the checkpoint's embedding files hold no rows for " + std::to_string(lacking) + " of rank " +
-                                                                std::to_string(rank) + "'s nodes of type " + std::to_string(tables.types()[i]) +
+                                                                std::to_string(rank) + "'s nodes of type " + std::to_string(tables.types()[w]) +
                                                                 " (written for another dataset?)");
 }
 

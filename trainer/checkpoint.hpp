@@ -66,9 +66,9 @@ class TypedEmbeddings;
 void save_embeddings(const std::string& path, const TrainState& state, const TypedEmbeddings& tables, int rank);
 void drop_old_embeddings(const std::string& path, const TrainState& state, int rank);
 // This rank's rows for the checkpoint's `state` put back, from the files of the `written_by` ranks
-// that wrote it (0: as many as now): its own file when they are as many over the same partition,
-// else every file's rows matched by dataset id (any partition of the dataset, any rank count); an
-// InputError naming the file when one is missing, damaged, holds other tables or lacks rows.
+// that wrote it (0: as many as now), rows matched by dataset id (any partition of the dataset, any
+// rank count), files read from this rank's own on until every row is found; an InputError naming
+// the file when one is missing, damaged, holds other tables or lacks rows.
 // `rows_only` (inference): the rows alone, the tables' optimizer state left as it is (the file's
 // may be another optimizer's).
 void load_embeddings(const std::string& path, const TrainState& state, TypedEmbeddings& tables, int rank, int written_by, bool rows_only = false);

@@ -78,12 +78,12 @@ TypedEmbeddings::TypedEmbeddings(const TypedFeatureStore& store, const GraphSche
                                  std::uint64_t seed, const comm::Communicator& comm)
     : dim_(dim), comm_(std::make_unique<comm::Communicator>(comm.dup())) {
   tables_.resize(static_cast<std::size_t>(schema.num_types()));
+  dataset_ids_.resize(tables_.size());
   for (int t = 0; t < schema.num_types(); ++t)
     if (schema.types()[static_cast<std::size_t>(t)].feature_dim == 0) {
       types_.push_back(t);
       tables_[static_cast<std::size_t>(t)] =
           std::make_unique<DistEmbedding>(store.type_book(t), dim, options, derive_seed(seed, static_cast<std::uint64_t>(t)), *comm_);
-      dataset_ids_.resize(tables_.size());
       dataset_ids_[static_cast<std::size_t>(t)] = store.owned_dataset_ids(t);
     }
 }
