@@ -4,12 +4,13 @@
 #include "trainer/gemm.hpp"
 
 #include <cmath>
+#include <limits>
 
 namespace shardgnn {
 
 namespace F = torch::nn::functional;
 
-RelationBlocks split_by_relation(const BlockTensors& b, const torch::Tensor& node_type, const GraphSchema& schema, bool whole, bool compact) {
+RelationBlocks split_by_relation_ops(const BlockTensors& b, const torch::Tensor& node_type, const GraphSchema& schema, bool whole, bool compact) {
   const int T = schema.num_types();
   std::vector<std::int64_t> table(static_cast<std::size_t>(T * T), -1);
   for (int d = 0; d < T; ++d)
@@ -42,6 +43,121 @@ RelationBlocks split_by_relation(const BlockTensors& b, const torch::Tensor& nod
     out.dst_rows.push_back(dst_rows);
   }
   return out;
+}
+
+namespace {
+
+// The split on the CPU as loops over the block's CSR: the edges bucketed by relation in one pass
+// (stable, so each relation's keep the block's dst order), then per relation its sub-block's arrays
+// written directly. The tensor composition (split_by_relation_ops) costs a dozen ops a relation:
+// 40 ms of a 740 ms R-GAT step on one core (bench hetero's), these loops 11.
+RelationBlocks split_on_cpu(const BlockTensors& b, const torch::Tensor& node_type, const GraphSchema& schema, bool whole, bool compact) {
+  const auto R = static_cast<std::int64_t>(schema.relations().size());
+  const torch::Tensor types = node_type.to(torch::kInt64).contiguous();
+  const torch::Tensor indptr = b.indptr.contiguous(), src = b.src.contiguous();
+  const std::int64_t *ip = indptr.data_ptr<std::int64_t>(), *s = src.data_ptr<std::int64_t>(), *ty = types.data_ptr<std::int64_t>();
+  // Each relation's edges in block order (a counting sort); the relation is looked up again in
+  // the second pass rather than kept per edge.
+  const auto relation = [&](std::int64_t v, std::int64_t e) { return schema.relation_between(static_cast<int>(ty[v]), static_cast<int>(ty[s[e]])); };
+  std::vector<std::int64_t> count(static_cast<std::size_t>(R + 1), 0);
+  for (std::int64_t v = 0; v < b.num_dst; ++v)
+    for (std::int64_t e = ip[v]; e < ip[v + 1]; ++e)
+      if (const int r = relation(v, e); r >= 0) ++count[static_cast<std::size_t>(r + 1)];
+  for (std::int64_t r = 0; r < R; ++r) count[static_cast<std::size_t>(r + 1)] += count[static_cast<std::size_t>(r)];
+  // 32-bit positions: these two are the split's largest temporaries, and a block holds far fewer
+  // than 2^31 edges.
+  TORCH_CHECK(count.back() < std::numeric_limits<std::int32_t>::max(), "split_by_relation: a block of ", count.back(), " edges (at most 2^31 - 1)");
+  const torch::Tensor order_t = torch::empty({count.back()}, torch::kInt32), dst_t = torch::empty({count.back()}, torch::kInt32);
+  std::int32_t *order = order_t.data_ptr<std::int32_t>(), *dst_of = dst_t.data_ptr<std::int32_t>();
+  {
+    std::vector<std::int64_t> next(count.begin(), count.end() - 1);
+    for (std::int64_t v = 0; v < b.num_dst; ++v)
+      for (std::int64_t e = ip[v]; e < ip[v + 1]; ++e) {
+        const int r = relation(v, e);
+        if (r < 0) continue;
+        const std::int64_t at = next[static_cast<std::size_t>(r)]++;
+        order[static_cast<std::size_t>(at)] = static_cast<std::int32_t>(e);
+        dst_of[static_cast<std::size_t>(at)] = static_cast<std::int32_t>(v);
+      }
+  }
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat);
+  RelationBlocks out;
+  out.num_src = b.num_src;
+  out.num_dst = b.num_dst;
+  // Src positions numbered per relation in ascending order; -1 between relations.
+  const torch::Tensor number_t = torch::full({b.num_src}, -1, torch::kInt64);
+  std::int64_t* number = number_t.data_ptr<std::int64_t>();
+  for (std::int64_t r = 0; r < R; ++r) {
+    const std::int64_t e0 = count[static_cast<std::size_t>(r)], n = count[static_cast<std::size_t>(r + 1)] - e0;
+    const std::int32_t *edges = order + e0, *dsts = dst_of + e0;
+    if (whole) {
+      BlockTensors w;
+      w.num_src = b.num_src;
+      w.num_dst = b.num_dst;
+      w.indptr = torch::zeros({b.num_dst + 1}, i64);
+      w.src = torch::empty({n}, i64);
+      w.dst = torch::from_blob(const_cast<std::int32_t*>(dsts), {n}, torch::kInt32).to(torch::kInt64);
+      w.in_degree = torch::zeros({b.num_dst}, f32);
+      std::int64_t *wp = w.indptr.data_ptr<std::int64_t>(), *ws = w.src.data_ptr<std::int64_t>();
+      float* deg = w.in_degree.data_ptr<float>();
+      for (std::int64_t i = 0; i < n; ++i) {
+        ws[i] = s[edges[i]];
+        ++wp[dsts[i] + 1];
+        deg[dsts[i]] += 1;
+      }
+      for (std::int64_t v = 0; v < b.num_dst; ++v) wp[v + 1] += wp[v];
+      out.relations.push_back(std::move(w));
+    }
+    if (!compact) continue;
+    std::int64_t n_src = 0, n_dst = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      number[s[edges[i]]] = 0;
+      if (i == 0 || dsts[i] != dsts[i - 1]) ++n_dst;
+    }
+    for (std::int64_t u = 0; u < b.num_src; ++u)
+      if (number[u] == 0) ++n_src;
+    BlockTensors c;
+    c.num_src = n_src;
+    c.num_dst = n_dst;
+    torch::Tensor src_rows = torch::empty({n_src}, i64), dst_rows = torch::empty({n_dst}, i64);
+    c.indptr = torch::empty({n_dst + 1}, i64);
+    c.src = torch::empty({n}, i64);
+    c.dst = torch::empty({n}, i64);
+    c.in_degree = torch::empty({n_dst}, f32);
+    std::int64_t *sr = src_rows.data_ptr<std::int64_t>(), *dr = dst_rows.data_ptr<std::int64_t>(), *cp = c.indptr.data_ptr<std::int64_t>();
+    std::int64_t *cs = c.src.data_ptr<std::int64_t>(), *cd = c.dst.data_ptr<std::int64_t>();
+    float* deg = c.in_degree.data_ptr<float>();
+    for (std::int64_t u = 0, k = 0; u < b.num_src; ++u)
+      if (number[u] == 0) {
+        sr[k] = u;
+        number[u] = k++;
+      }
+    std::int64_t row = -1;
+    cp[0] = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (i == 0 || dsts[i] != dsts[i - 1]) {
+        if (row >= 0) cp[row + 1] = i;
+        dr[++row] = dsts[i];
+      }
+      cs[i] = number[s[edges[i]]];
+      cd[i] = row;
+    }
+    if (row >= 0) cp[row + 1] = n;
+    for (std::int64_t v = 0; v < n_dst; ++v) deg[v] = static_cast<float>(cp[v + 1] - cp[v]);
+    for (std::int64_t k = 0; k < n_src; ++k) number[sr[k]] = -1;
+    out.compact.push_back(std::move(c));
+    out.src_rows.push_back(std::move(src_rows));
+    out.dst_rows.push_back(std::move(dst_rows));
+  }
+  return out;
+}
+
+}  // namespace
+
+RelationBlocks split_by_relation(const BlockTensors& b, const torch::Tensor& node_type, const GraphSchema& schema, bool whole, bool compact) {
+  if (b.src.device().is_cpu() && node_type.device().is_cpu()) return split_on_cpu(b, node_type, schema, whole, compact);
+  return split_by_relation_ops(b, node_type, schema, whole, compact);
 }
 
 RelGraphConvImpl::RelGraphConvImpl(const RelGraphConvOptions& o) : options(o) {

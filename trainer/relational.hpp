@@ -44,6 +44,10 @@ struct RelationBlocks {
 // `whole` and `compact` say which of the two forms to build (R-GCN reads the whole sub-blocks,
 // R-GAT the compact ones); a form not built is left empty.
 RelationBlocks split_by_relation(const BlockTensors& b, const torch::Tensor& node_type, const GraphSchema& schema, bool whole = true, bool compact = true);
+// The same in torch ops, on any device (split_by_relation's path off the CPU; the CPU loops are
+// tested against it).
+RelationBlocks split_by_relation_ops(const BlockTensors& b, const torch::Tensor& node_type, const GraphSchema& schema, bool whole = true,
+                                     bool compact = true);
 
 struct RelGraphConvOptions {
   RelGraphConvOptions(std::int64_t in, std::int64_t out, std::int64_t relations) : in_(in), out_(out), relations_(relations) {}
