@@ -110,12 +110,6 @@ class AttentionSum : public torch::autograd::Function<AttentionSum> {
 
 bool cpu_float(const torch::Tensor& t) { return t.device().is_cpu() && t.scalar_type() == torch::kFloat; }
 
-// out[idx[i], :] += src[i, :] for rows of w floats: each thread owns a range of columns when the
-// rows are wide enough to split, so no two threads write one float.
-void scatter_add(float* out, const std::int64_t* idx, const float* src, std::int64_t k, std::int64_t w) {
-  const std::int64_t grain = w >= 64 ? 16 : w;
-  at::parallel_for(0, w, grain, [&](std::int64_t c0, std::int64_t c1) { scatter_columns(out, idx, src, k, w, c0, c1); });
-}
 
 class AttentionSoftmax : public torch::autograd::Function<AttentionSoftmax> {
  public:
@@ -214,6 +208,13 @@ class AddRows : public torch::autograd::Function<AddRows> {
 };
 
 }  // namespace
+
+// Each thread owns a range of columns when the rows are wide enough to split, so no two threads
+// write one float.
+void scatter_add(float* out, const std::int64_t* idx, const float* src, std::int64_t k, std::int64_t w) {
+  const std::int64_t grain = w >= 64 ? 16 : w;
+  at::parallel_for(0, w, grain, [&](std::int64_t c0, std::int64_t c1) { scatter_columns(out, idx, src, k, w, c0, c1); });
+}
 
 torch::Tensor attention_softmax(const BlockTensors& b, const torch::Tensor& el, const torch::Tensor& er, double negative_slope) {
   const std::int64_t E = b.src.size(0);

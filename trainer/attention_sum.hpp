@@ -33,5 +33,7 @@ torch::Tensor gather_rows(const torch::Tensor& x, const torch::Tensor& idx);
 // out[idx[i]] += src[i] in place on `out` (a tensor autograd may track), src [k, ...] with out's
 // row shape; backward, src's gradient is the rows idx of out's.
 void add_rows_(torch::Tensor& out, const torch::Tensor& idx, const torch::Tensor& src);
+// out[idx[i], :] += src[i, :] for i < k, rows w floats wide (threads split the columns).
+void scatter_add(float* out, const std::int64_t* idx, const float* src, std::int64_t k, std::int64_t w);
 
 }  // namespace shardgnn

@@ -23,4 +23,12 @@ std::string cpu_gemm_backend();
 torch::Tensor linear_map(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b = {});
 inline torch::Tensor linear_map(const torch::nn::Linear& fc, const torch::Tensor& x) { return linear_map(x, fc->weight, fc->bias); }
 
+// Whether float32 products of x's take oneDNN's sgemm (as linear_map's would).
+bool on_cpu_sgemm(const torch::Tensor& x);
+// c = op(a) op(b) in place on oneDNN's sgemm (on_cpu_sgemm), for float32 matrices of contiguous
+// rows as they are (a slice of rows or of columns qualifies); not differentiable.
+void sgemm_into(bool transpose_a, bool transpose_b, const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c);
+// w [N, K] -> W^T [K, N] contiguous: x W^T is faster on oneDNN's sgemm as x times these rows.
+torch::Tensor weight_rows(const torch::Tensor& w);
+
 }  // namespace shardgnn

@@ -78,6 +78,31 @@ void dropout_mask(float* out, const float* in, std::uint64_t n, std::uint64_t ke
   }
 }
 
+// Dropout on the CPU as one node that keeps no mask: forward the input with the mask applied in
+// one pass; backward the same mask (the same key's hashes) applied to the gradient. A mask
+// written, then multiplied in forward and read again backward, took two more passes each way.
+class HashDropout : public torch::autograd::Function<HashDropout> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& h, std::int64_t key, std::int64_t threshold, double keep) {
+    ctx->saved_data["key"] = key;
+    ctx->saved_data["threshold"] = threshold;
+    ctx->saved_data["keep"] = keep;
+    return apply_mask(h, key, threshold, keep);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads) {
+    return {apply_mask(grads[0].contiguous(), ctx->saved_data["key"].toInt(), ctx->saved_data["threshold"].toInt(), ctx->saved_data["keep"].toDouble()),
+            torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+
+ private:
+  static torch::Tensor apply_mask(const torch::Tensor& x, std::int64_t key, std::int64_t threshold, double keep) {
+    torch::Tensor out = torch::empty_like(x);
+    dropout_mask(out.data_ptr<float>(), x.data_ptr<float>(), static_cast<std::uint64_t>(x.numel()), static_cast<std::uint64_t>(key),
+                 static_cast<std::uint32_t>(threshold), static_cast<float>(keep), nullptr);
+    return out;
+  }
+};
+
 // Matrix products in bfloat16 for a scope: torch's autocast on the device's type (CPU or CUDA),
 // restored after; the autocast's cache of cast weights is dropped when the outermost scope ends,
 // as Python's torch.autocast does.
@@ -357,13 +382,14 @@ torch::Tensor folded(const torch::Tensor& weight, const torch::Tensor& attn, std
 }  // namespace
 
 torch::Tensor GATConvImpl::attn_dst_weight() const { return folded(fc->weight, attn_r, options.heads(), options.out()); }
+torch::Tensor GATConvImpl::attn_src_weight() const { return folded(fc->weight, attn_l, options.heads(), options.out()); }
 
 torch::Tensor GATConvImpl::forward_bipartite(const BlockTensors& b, const torch::Tensor& h_src, const torch::Tensor& er) {
   const std::int64_t H = options.heads(), D = options.out();
   // z and the src scores el in one product (fc's rows, then its rows folded by attn_l): no
   // [num_src, H, D] product with attn_l forward or backward. z stays a view of it, rows apart by
   // H more floats, which attention_sum reads as they are.
-  const std::vector<torch::Tensor> zl = linear_map(h_src, torch::cat({fc->weight, folded(fc->weight, attn_l, H, D)})).split_with_sizes({H * D, H}, 1);
+  const std::vector<torch::Tensor> zl = linear_map(h_src, torch::cat({fc->weight, attn_src_weight()})).split_with_sizes({H * D, H}, 1);
   const torch::Tensor z = zl[0].view({b.num_src, H, D}), el = zl[1];
   torch::Tensor a = attention_softmax(b, el, er, options.negative_slope());
   if (options.attn_dropout() > 0) a = F::dropout(a, F::DropoutFuncOptions().p(options.attn_dropout()).training(is_training()));
@@ -423,6 +449,8 @@ torch::Tensor GnnImpl::dropout(const torch::Tensor& h) {
   const std::uint64_t key = derive_seed(dropout_seed_, ++dropout_calls_);
   // Without a gradient to carry (the input features) no mask is kept: the rows are dropped in one pass.
   const bool fused = !(torch::GradMode::is_enabled() && h.requires_grad());
+  if (!fused && stream == nullptr)
+    return HashDropout::apply(h, static_cast<std::int64_t>(key), static_cast<std::int64_t>(threshold), static_cast<double>(keep));
   torch::Tensor out = torch::empty_like(h);
   dropout_mask(out.data_ptr<float>(), fused ? h.data_ptr<float>() : nullptr, n, key, threshold, keep, stream);
   return fused ? out : h * out;

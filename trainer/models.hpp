@@ -176,6 +176,8 @@ class GATConvImpl : public torch::nn::Module {
   torch::Tensor forward_bipartite(const BlockTensors& b, const torch::Tensor& h_src, const torch::Tensor& er);
   // fc and attn_r folded, [heads, in]: a dst row's scores are its features times its transpose.
   torch::Tensor attn_dst_weight() const;
+  // fc and attn_l folded, [heads, in]: the same for a src row's scores.
+  torch::Tensor attn_src_weight() const;
   GATConvOptions options;
   torch::nn::Linear fc{nullptr};
   torch::Tensor attn_l, attn_r, bias;

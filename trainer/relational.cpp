@@ -2,6 +2,7 @@
 
 #include "trainer/attention_sum.hpp"
 #include "trainer/gemm.hpp"
+#include "trainer/relgat_cpu.hpp"
 
 #include <cmath>
 #include <limits>
@@ -220,7 +221,13 @@ torch::Tensor RelGATConvImpl::forward(const RelationBlocks& b, const torch::Tens
   // product-sized tensor per slice.
   std::vector<std::int64_t> widths = {HD};
   widths.resize(w.size(), H);
-  const std::vector<torch::Tensor> dst = linear_map(h.slice(0, 0, b.num_dst), w.size() == 1 ? w.front() : torch::cat(w)).split_with_sizes(widths, 1);
+  const torch::Tensor wd = w.size() == 1 ? w.front() : torch::cat(w);
+  if (rel_gat_cpu_applies(h) && (options.attn_dropout() == 0 || !is_training())) {
+    std::vector<torch::Tensor> wr;
+    for (const std::size_t r : active) wr.push_back(torch::cat({per_relation[r]->fc->weight, per_relation[r]->attn_src_weight()}));
+    return rel_gat_cpu(h, wd, bias, wr, b, active, H, options.out(), per_relation.empty() ? 0.2 : per_relation.front()->options.negative_slope());
+  }
+  const std::vector<torch::Tensor> dst = linear_map(h.slice(0, 0, b.num_dst), wd).split_with_sizes(widths, 1);
   torch::Tensor out = dst.front().view({b.num_dst, H, options.out()}) + bias;
   if (active.empty()) return out;
   // Every relation's src rows in one gather, split into views: backward, the split's gradients

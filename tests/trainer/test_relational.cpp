@@ -134,6 +134,52 @@ TEST_CASE("R-GAT sums per relation the attention over v's in-edges of that relat
   }
 }
 
+TEST_CASE("R-GAT's one-node CPU layer gives the per-relation composition's values and gradients", "[relational]") {
+  // The reference: the self term, then each relation's GATConv over its compact block, added into
+  // its dst rows (the general path, which other devices take).
+  torch::manual_seed(12);
+  const GraphSchema schema = tiny_schema();
+  const int before = at::get_num_threads();
+  for (const int threads : {1, 2}) {
+    at::set_num_threads(threads);
+    for (const std::int64_t edges : {7, 600}) {
+      const std::int64_t num_dst = 40, num_src = 150;
+      const torch::Tensor dst = std::get<0>(torch::randint(num_dst, {edges}, torch::kInt64).sort());
+      const torch::Tensor indptr = torch::cat({torch::zeros({1}, torch::kInt64), torch::bincount(dst, {}, num_dst).cumsum(0)});
+      const BlockTensors block = block_tensors(num_src, num_dst, indptr, torch::randint(num_src, {edges}, torch::kInt64));
+      const RelationBlocks rb = split_by_relation(block, torch::randint(2, {num_src}, torch::kInt64), schema);
+      RelGATConv conv(RelGATConvOptions(16, 4, 3, 3));
+      {
+        torch::NoGradGuard no_grad;
+        conv->bias.uniform_();
+      }
+      const torch::Tensor h = torch::randn({num_src, 16}, torch::requires_grad());
+      const torch::Tensor got = conv->forward(rb, h);
+      torch::Tensor want = conv->self_fc(h.slice(0, 0, num_dst)).view({num_dst, 3, 4}) + conv->bias;
+      for (std::size_t r = 0; r < 3; ++r) {
+        if (rb.compact[r].src.size(0) == 0) continue;
+        GATConv g = conv->per_relation[r];
+        const torch::Tensor er = torch::matmul(h.index_select(0, rb.dst_rows[r]), g->attn_dst_weight().t());
+        want = want.index_add(0, rb.dst_rows[r], g->forward_bipartite(rb.compact[r], h.index_select(0, rb.src_rows[r]), er));
+      }
+      INFO(threads << " threads, " << edges << " edges");
+      REQUIRE(got.sizes() == want.sizes());
+      CHECK(torch::allclose(got, want, 1e-5, 1e-5));
+      const torch::Tensor weight = torch::randn_like(want);
+      std::vector<torch::Tensor> inputs = {h};
+      for (const auto& p : conv->parameters()) inputs.push_back(p);
+      const auto dgot = torch::autograd::grad({(got * weight).sum()}, inputs, {}, /*retain_graph=*/false, false, /*allow_unused=*/true);
+      const auto dwant = torch::autograd::grad({(want * weight).sum()}, inputs, {}, false, false, true);
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        INFO("input " << i);
+        REQUIRE(dgot[i].defined() == dwant[i].defined());
+        if (dwant[i].defined()) CHECK(torch::allclose(dgot[i], dwant[i], 1e-4, 1e-5));
+      }
+    }
+  }
+  at::set_num_threads(before);
+}
+
 namespace {
 
 // Trains `kind` on the generator's graph with reference batches (one process, the dataset's own
