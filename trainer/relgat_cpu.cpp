@@ -8,7 +8,6 @@
 #include <limits>
 
 #include "trainer/attention_sum.hpp"
-#include "trainer/autocast.hpp"
 #include "trainer/gemm.hpp"
 #include "trainer/vector_clones.hpp"
 
