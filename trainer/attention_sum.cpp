@@ -110,7 +110,6 @@ class AttentionSum : public torch::autograd::Function<AttentionSum> {
 
 bool cpu_float(const torch::Tensor& t) { return t.device().is_cpu() && t.scalar_type() == torch::kFloat; }
 
-
 class AttentionSoftmax : public torch::autograd::Function<AttentionSoftmax> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& indptr, const torch::Tensor& src, const torch::Tensor& el,

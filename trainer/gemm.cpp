@@ -15,6 +15,10 @@ extern "C" int dnnl_sgemm(char transa, char transb, std::int64_t M, std::int64_t
 
 namespace shardgnn {
 
+// oneDNN's sgemm runs x W^T faster as x times a row-major W^T than with W transposed in the call
+// (docs/results/hetero.md), for a weight-sized copy.
+torch::Tensor weight_rows(const torch::Tensor& w) { return w.t().contiguous(); }
+
 namespace {
 
 using SgemmFn = decltype(&dnnl_sgemm);
@@ -62,18 +66,13 @@ void sgemm(bool ta, bool tb, const torch::Tensor& a, const torch::Tensor& b, tor
   TORCH_CHECK(status == 0, "oneDNN sgemm failed (status ", status, ") on [", M, ", ", K, "] x [", K, ", ", N, "]");
 }
 
-// W^T as rows: oneDNN's sgemm runs x W^T 4-7% faster as x times a row-major W^T (106 vs 100
-// GFLOP/s at N = 128, 103 vs 96 at N = 160, K = 128 on one AMD EPYC core) than with W transposed
-// in the call, for a weight-sized copy.
-torch::Tensor transposed(const torch::Tensor& w) { return w.t().contiguous(); }
-
 // x W^T (the bias is added outside: custom functions take no undefined tensor).
 struct DnnlLinear : torch::autograd::Function<DnnlLinear> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& w_in) {
     const torch::Tensor x = rows_of(x_in), w = w_in.contiguous();
     ctx->save_for_backward({x, w});
     torch::Tensor y = torch::empty({x.size(0), w.size(0)}, x.options());
-    sgemm(false, false, x, transposed(w), y);
+    sgemm(false, false, x, weight_rows(w), y);
     return y;
   }
 
@@ -112,7 +111,6 @@ bool on_dnnl(const torch::Tensor& x, const torch::Tensor& w) {
 
 bool on_cpu_sgemm(const torch::Tensor& x) { return on_dnnl(x, x); }
 
-torch::Tensor weight_rows(const torch::Tensor& w) { return transposed(w); }
 
 void sgemm_into(bool transpose_a, bool transpose_b, const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c) {
   TORCH_CHECK(on_cpu_sgemm(a) && on_cpu_sgemm(b) && on_cpu_sgemm(c) && c.stride(1) == 1, "sgemm_into: CPU float32 matrices of contiguous rows");

@@ -447,7 +447,8 @@ torch::Tensor GnnImpl::dropout(const torch::Tensor& h) {
   // P(drop) = p, to 2^-32.
   const auto threshold = static_cast<std::uint32_t>(std::min(p * 4294967296.0, 4294967295.0));
   const std::uint64_t key = derive_seed(dropout_seed_, ++dropout_calls_);
-  // Without a gradient to carry (the input features) no mask is kept: the rows are dropped in one pass.
+  // Without a gradient to carry (the input features) the rows are dropped in one pass; on the CPU
+  // with one, HashDropout; only a GPU's gradient keeps a mask.
   const bool fused = !(torch::GradMode::is_enabled() && h.requires_grad());
   if (!fused && stream == nullptr)
     return HashDropout::apply(h, static_cast<std::int64_t>(key), static_cast<std::int64_t>(threshold), static_cast<double>(keep));

@@ -50,8 +50,8 @@ namespace {
 
 // The split on the CPU as loops over the block's CSR: the edges bucketed by relation in one pass
 // (stable, so each relation's keep the block's dst order), then per relation its sub-block's arrays
-// written directly. The tensor composition (split_by_relation_ops) costs a dozen ops a relation:
-// 40 ms of a 740 ms R-GAT step on one core (bench hetero's), these loops 11.
+// written directly, where the tensor composition (split_by_relation_ops) costs a dozen ops a
+// relation (docs/results/hetero.md).
 RelationBlocks split_on_cpu(const BlockTensors& b, const torch::Tensor& node_type, const GraphSchema& schema, bool whole, bool compact) {
   const auto R = static_cast<std::int64_t>(schema.relations().size());
   const torch::Tensor types = node_type.to(torch::kInt64).contiguous();
@@ -222,7 +222,7 @@ torch::Tensor RelGATConvImpl::forward(const RelationBlocks& b, const torch::Tens
   std::vector<std::int64_t> widths = {HD};
   widths.resize(w.size(), H);
   const torch::Tensor wd = w.size() == 1 ? w.front() : torch::cat(w);
-  if (rel_gat_cpu_applies(h) && (options.attn_dropout() == 0 || !is_training())) {
+  if (on_cpu_sgemm(h) && (options.attn_dropout() == 0 || !is_training())) {
     std::vector<torch::Tensor> wr;
     for (const std::size_t r : active) wr.push_back(torch::cat({per_relation[r]->fc->weight, per_relation[r]->attn_src_weight()}));
     return rel_gat_cpu(h, wd, bias, wr, b, active, H, options.out(), per_relation.empty() ? 0.2 : per_relation.front()->options.negative_slope());

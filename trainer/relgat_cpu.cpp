@@ -240,8 +240,6 @@ class RelGatCpu : public torch::autograd::Function<RelGatCpu> {
 
 }  // namespace
 
-bool rel_gat_cpu_applies(const torch::Tensor& h) { return on_cpu_sgemm(h) && h.dim() == 2; }
-
 torch::Tensor rel_gat_cpu(const torch::Tensor& h, const torch::Tensor& wd, const torch::Tensor& bias, const std::vector<torch::Tensor>& wr,
                           const RelationBlocks& b, const std::vector<std::size_t>& active, std::int64_t H, std::int64_t D, double negative_slope) {
   TORCH_CHECK(wr.size() == active.size(), "rel_gat_cpu: a weight per active relation");

@@ -1,8 +1,8 @@
 // R-GAT's layer (RelGATConv) as one autograd node on the CPU in float32: the dst rows' product, one
 // gather of every relation's src rows, a product per relation, and the attention written straight
 // into the output rows; backward, each gradient written once into its own buffer. The composition
-// of ops it replaces (RelGATConv's general path) spent about 7% of a bench-hetero step on one core
-// concatenating split gradients, expanding sliced ones to h's size and copying strided columns.
+// of ops it replaces (RelGATConv's general path) concatenates split gradients, expands sliced ones
+// to h's size and copies strided columns (docs/results/hetero.md).
 #pragma once
 
 #include <torch/torch.h>
@@ -14,9 +14,7 @@
 
 namespace shardgnn {
 
-// Whether rel_gat_cpu serves h (CPU float32 on oneDNN's sgemm; no autocast).
-bool rel_gat_cpu_applies(const torch::Tensor& h);
-
+// For h that on_cpu_sgemm (trainer/gemm.hpp) takes.
 // h [num_src, in]; wd [H*D + H*A, in]: the self term's weight, then each active relation's dst
 // score weight (fc and attn_r folded); bias [H, D]; wr[i] [H*D + H, in]: active relation i's fc
 // weight, then its src score weight (fc and attn_l folded); active[i]: its index in b.compact.
