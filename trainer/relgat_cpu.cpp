@@ -49,6 +49,9 @@ void forward_rows(const RelationView& r, float* __restrict a, float* __restrict 
   for (std::int64_t v = v0; v < v1; ++v) {
     const std::int64_t e0 = r.indptr[v], e1 = r.indptr[v + 1], dv = r.dst_rows[v];
     if (v + 1 < v1) prefetch_dst(r, out, HD, r.dst_rows[v + 1]);
+    // Its src rows come scattered too: fetched while the softmax runs.
+    for (std::int64_t e = e0; e < e1; ++e)
+      for (std::int64_t k = 0; k < HD; k += 16) __builtin_prefetch(r.zl + r.src[e] * r.zw + k);
     for (std::int64_t h = 0; h < H; ++h) {
       const float er = r.er[dv * r.ew + r.er_at + h];
       float most = -std::numeric_limits<float>::infinity();
@@ -72,44 +75,115 @@ void forward_rows(const RelationView& r, float* __restrict a, float* __restrict 
   }
 }
 
-// Backward for heads [h0, h1) of every dst row, given g = dL/dout [*, H * D]: into dzl's rows (the
-// z part: a g summed per src; the el part: the score's gradient summed per src) and dp's er
-// columns (the score's gradient summed per dst). Edges outside, heads inside: a src row's heads
-// are read and written together (its cache lines once). `scratch` holds a dst row's [edges, H].
+// A relation's edges in src order (a counting sort of the dst-major CSR): src row s's edges are
+// edge[first[s] .. first[s + 1]), edge k's compact dst row dst[k]. Backward walks it so that each
+// src row's gradient is summed in cache and written once, rather than added to edge by edge at
+// scattered rows.
+struct BySrc {
+  std::vector<std::int64_t> first;
+  std::vector<std::int32_t> edge, dst;
+  std::vector<std::int64_t> next;  // the sort's scratch
+};
+
+// Fills t for r; its vectors are reused from relation to relation (one allocation each per backward:
+// freed large blocks raise glibc's mmap threshold, and later ones then stay resident in its heap).
+void by_src(const RelationView& r, std::int64_t num_src, BySrc& t) {
+  const std::int64_t E = r.indptr[r.num_dst];
+  TORCH_CHECK(E < std::numeric_limits<std::int32_t>::max(), "rel_gat_cpu: a relation block of ", E, " edges (at most 2^31 - 1)");
+  t.first.assign(static_cast<std::size_t>(num_src + 1), 0);
+  t.edge.resize(static_cast<std::size_t>(E));
+  t.dst.resize(static_cast<std::size_t>(E));
+  for (std::int64_t e = 0; e < E; ++e) ++t.first[static_cast<std::size_t>(r.src[e] + 1)];
+  for (std::int64_t u = 0; u < num_src; ++u) t.first[static_cast<std::size_t>(u + 1)] += t.first[static_cast<std::size_t>(u)];
+  t.next.assign(t.first.begin(), t.first.end() - 1);
+  for (std::int64_t v = 0; v < r.num_dst; ++v)
+    for (std::int64_t e = r.indptr[v]; e < r.indptr[v + 1]; ++e) {
+      const auto k = static_cast<std::size_t>(t.next[static_cast<std::size_t>(r.src[e])]++);
+      t.edge[k] = static_cast<std::int32_t>(e);
+      t.dst[k] = static_cast<std::int32_t>(v);
+    }
+}
+
+// Backward's first pass over src rows [s0, s1), given g = dL/dout [*, H * D]: each src row's z
+// gradient (its edges' a g summed) into dzl's row, and each edge's da = z . g per head.
 SHARDGNN_VECTOR_CLONES
-void backward_heads(const RelationView& r, const float* a, const float* g, float* __restrict dzl, float* __restrict del, float* __restrict dp, std::int64_t dpw,
-                    std::int64_t H, std::int64_t D, float slope, std::int64_t h0, std::int64_t h1, float* __restrict scratch) {
+void backward_src_rows(const RelationView& r, const BySrc& t, const float* a, const float* g, float* __restrict dzl, float* __restrict da, std::int64_t H,
+                       std::int64_t D, std::int64_t s0, std::int64_t s1) {
   const std::int64_t HD = H * D;
-  for (std::int64_t v = 0; v < r.num_dst; ++v) {
-    const std::int64_t e0 = r.indptr[v], e1 = r.indptr[v + 1], dv = r.dst_rows[v];
-    if (v + 1 < r.num_dst) prefetch_dst(r, g, HD, r.dst_rows[v + 1]);
-    const float* gv = g + dv * HD;
-    for (std::int64_t e = e0; e < e1; ++e) {
-      const float* z = r.zl + r.src[e] * r.zw;
-      float* dz = dzl + r.src[e] * r.zw;
-      for (std::int64_t h = h0; h < h1; ++h) {
+  for (std::int64_t s = s0; s < s1; ++s) {
+    const float* z = r.zl + s * r.zw;
+    float* dz = dzl + s * r.zw;
+    std::fill(dz, dz + HD, 0.0f);
+    const std::int64_t k1 = t.first[static_cast<std::size_t>(s + 1)];
+    for (std::int64_t k = t.first[static_cast<std::size_t>(s)]; k < k1; ++k) {
+      // The dst rows come scattered: the next edge's is fetched while this one's runs.
+      if (k + 1 < k1) {
+        __builtin_prefetch(a + t.edge[static_cast<std::size_t>(k + 1)] * H);
+        for (std::int64_t j = 0; j < HD; j += 16) __builtin_prefetch(g + r.dst_rows[t.dst[static_cast<std::size_t>(k + 1)]] * HD + j);
+      }
+      const std::int64_t e = t.edge[static_cast<std::size_t>(k)];
+      const float* gv = g + r.dst_rows[t.dst[static_cast<std::size_t>(k)]] * HD;
+      for (std::int64_t h = 0; h < H; ++h) {
         const float w = a[e * H + h];
-        float da = 0;
-        for (std::int64_t d = h * D; d < (h + 1) * D; ++d) {
-          da += z[d] * gv[d];
+        // z . g summed in 16 lanes and then across them: one ordered sum would be D dependent adds.
+        float lanes[16] = {};
+        std::int64_t d = h * D;
+        for (; d + 16 <= (h + 1) * D; d += 16)
+          for (int j = 0; j < 16; ++j) {
+            lanes[j] += z[d + j] * gv[d + j];
+            dz[d + j] += w * gv[d + j];
+          }
+        for (; d < (h + 1) * D; ++d) {
+          lanes[0] += z[d] * gv[d];
           dz[d] += w * gv[d];
         }
-        scratch[(e - e0) * H + h] = da;
+        float acc = 0;
+        for (const float x : lanes) acc += x;
+        da[e * H + h] = acc;
       }
     }
-    for (std::int64_t h = h0; h < h1; ++h) {
+  }
+}
+
+// The second pass, over dst rows [v0, v1): the softmax's and leaky_relu's gradients, da turned in
+// place into each edge's score gradient, summed per dst into dp's er columns.
+void backward_scores(const RelationView& r, const float* a, float* __restrict da, float* __restrict dp, std::int64_t dpw, std::int64_t H,
+                     std::int64_t HD, float slope, std::int64_t v0, std::int64_t v1) {
+  for (std::int64_t v = v0; v < v1; ++v) {
+    const std::int64_t e0 = r.indptr[v], e1 = r.indptr[v + 1], dv = r.dst_rows[v];
+    // The next dst row's scattered reads and write, fetched while this one runs.
+    if (v + 1 < v1) {
+      const std::int64_t next = r.dst_rows[v + 1];
+      __builtin_prefetch(r.er + next * r.ew + r.er_at);
+      __builtin_prefetch(dp + next * dpw + HD + r.er_at, 1);
+      for (std::int64_t e = e1; e < r.indptr[v + 2]; ++e) __builtin_prefetch(r.el + r.src[e] * H);
+    }
+    for (std::int64_t h = 0; h < H; ++h) {
       float dot = 0;
-      for (std::int64_t e = e0; e < e1; ++e) dot += a[e * H + h] * scratch[(e - e0) * H + h];
+      for (std::int64_t e = e0; e < e1; ++e) dot += a[e * H + h] * da[e * H + h];
       const float er = r.er[dv * r.ew + r.er_at + h];
       float sum = 0;
       for (std::int64_t e = e0; e < e1; ++e) {
-        const std::int64_t u = r.src[e] * H + h;
-        const float ds = a[e * H + h] * (scratch[(e - e0) * H + h] - dot);
-        const float dpre = r.el[u] + er > 0 ? ds : slope * ds;
-        del[u] += dpre;
+        const float ds = a[e * H + h] * (da[e * H + h] - dot);
+        const float dpre = r.el[r.src[e] * H + h] + er > 0 ? ds : slope * ds;
+        da[e * H + h] = dpre;
         sum += dpre;
       }
       dp[dv * dpw + HD + r.er_at + h] = sum;
+    }
+  }
+}
+
+// The third pass, over src rows [s0, s1): the score gradients summed per src into dzl's el columns.
+void backward_src_scores(const RelationView& r, const BySrc& t, const float* ds, float* __restrict dzl, std::int64_t H, std::int64_t HD, std::int64_t s0,
+                         std::int64_t s1) {
+  for (std::int64_t s = s0; s < s1; ++s) {
+    float* del = dzl + s * r.zw + HD;
+    std::fill(del, del + H, 0.0f);
+    for (std::int64_t k = t.first[static_cast<std::size_t>(s)]; k < t.first[static_cast<std::size_t>(s + 1)]; ++k) {
+      // Edges come scattered in src order: a few ahead are fetched.
+      if (k + 8 < static_cast<std::int64_t>(t.edge.size())) __builtin_prefetch(ds + t.edge[static_cast<std::size_t>(k + 8)] * H);
+      for (std::int64_t h = 0; h < H; ++h) del[h] += ds[t.edge[static_cast<std::size_t>(k)] * H + h];
     }
   }
 }
@@ -186,28 +260,38 @@ class RelGatCpu : public torch::autograd::Function<RelGatCpu> {
     torch::Tensor dp = torch::empty({nd, pw}, g.options());
     dp.slice(1, 0, HD).copy_(g);
     dp.slice(1, HD).zero_();
-    torch::Tensor dzl = torch::zeros_like(zl), del = torch::zeros_like(el);
+    // The src passes below write each of dzl's rows whole (z part, then el part).
+    torch::Tensor dzl = torch::empty_like(zl);
     const std::vector<std::int64_t> sizes = ctx->saved_data["sizes"].toIntVector();
+    // Sized for the largest relation up front, and reused.
+    std::int64_t most_src = 0, most_edges = 0;
+    for (std::int64_t i = 0; i < A; ++i) {
+      most_src = std::max(most_src, sizes[static_cast<std::size_t>(i)]);
+      most_edges = std::max(most_edges, graph(2 + 3 * i).size(0));
+    }
+    BySrc t;
+    t.first.reserve(static_cast<std::size_t>(most_src + 1));
+    t.next.reserve(static_cast<std::size_t>(most_src));
+    t.edge.reserve(static_cast<std::size_t>(most_edges));
+    t.dst.reserve(static_cast<std::size_t>(most_edges));
+    torch::Tensor da_t = torch::empty({most_edges, H}, g.options());
+    float* da = da_t.data_ptr<float>();
     std::int64_t off = 0;
     for (std::int64_t i = 0; i < A; ++i) {
       const torch::Tensor &indptr = graph(1 + 3 * i), &src = graph(2 + 3 * i), &dst_rows = graph(3 + 3 * i);
       const std::int64_t n = sizes[static_cast<std::size_t>(i)];
       const RelationView r{ints(indptr), ints(src), ints(dst_rows), dst_rows.size(0), floats(zl) + off * zw, zw, floats(el) + off * H, floats(er), H * A, H * i};
-      const std::int64_t* ip = r.indptr;
-      std::int64_t widest = 0;
-      for (std::int64_t v = 0; v < r.num_dst; ++v) widest = std::max(widest, ip[v + 1] - ip[v]);
+      by_src(r, n, t);
       const float* ap = floats(attention(i));
       float* dzp = dzl.data_ptr<float>() + off * zw;
-      float* delp = del.data_ptr<float>() + off * H;
       float* dpp = dp.data_ptr<float>();
-      // Threads split the heads: every write (a src row's head, a dst row's er column) is one head's.
-      at::parallel_for(0, H, 1, [&](std::int64_t h0, std::int64_t h1) {
-        std::vector<float> scratch(static_cast<std::size_t>(widest * H));
-        backward_heads(r, ap, gp, dzp, delp, dpp, pw, H, D, slope, h0, h1, scratch.data());
-      });
+      // Threads split src rows in the src passes and dst rows in the dst pass: every write is one
+      // row's.
+      at::parallel_for(0, n, 64, [&](std::int64_t s0, std::int64_t s1) { backward_src_rows(r, t, ap, gp, dzp, da, H, D, s0, s1); });
+      at::parallel_for(0, r.num_dst, 64, [&](std::int64_t v0, std::int64_t v1) { backward_scores(r, ap, da, dpp, pw, H, HD, slope, v0, v1); });
+      at::parallel_for(0, n, 256, [&](std::int64_t s0, std::int64_t s1) { backward_src_scores(r, t, da, dzp, H, HD, s0, s1); });
       off += n;
     }
-    copy_columns(floats(del), H, dzl.data_ptr<float>() + HD, zw, del.size(0), H);
     // A gradient per input: h, wd, bias, each wr, then none for graph's tensors and the 5 numbers.
     variable_list out(static_cast<std::size_t>(3 + A + 1 + 3 * A + 5));
     // h: the dst rows' product's share, then each relation's src rows' added in one scatter.
