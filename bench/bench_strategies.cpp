@@ -91,7 +91,7 @@ std::optional<StrategyOptions> parse_options(const std::vector<std::string>& arg
     if (!strategy_args().count(m)) throw UsageError("unknown strategy '" + m + "' in --methods");
   opt.samplings = split_list(vm["seed-sampling"].as<std::string>(), "--seed-sampling");
   for (const std::string& s : opt.samplings)
-    if (s != "shard" && s != "class-balanced") throw UsageError("unknown --seed-sampling '" + s + "', expected shard or class-balanced");
+    if (s != "shard" && s != "class-balanced" && s != "global") throw UsageError("unknown --seed-sampling '" + s + "', expected shard, class-balanced or global");
   opt.seeds = vm["seeds"].as<int>();
   if (opt.seeds < 1) throw UsageError("--seeds must be at least 1");
   if (vm["personalize"].as<int>() < 0) throw UsageError("--personalize must be >= 0");

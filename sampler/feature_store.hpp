@@ -73,7 +73,7 @@ class FeatureStore {
   // here, the others asked of their owners in one exchange, skipped when no rank needs it).
   void fetch_degrees(std::span<const NodeId> nodes, std::vector<std::int64_t>& out);
   // Collective likewise, read the same way: the label of each of `nodes` (-1 when unlabelled), for
-  // seeds a rank trains but does not own (runtime rebalancing, class-balanced seed sampling).
+  // seeds a rank trains but does not own (runtime rebalancing, class-balanced or global seed sampling).
   void fetch_labels(std::span<const NodeId> nodes, std::vector<std::int64_t>& out);
 
   // A multi-label shard's targets: the label sets of `nodes` (any rank's), LabelSets::words()

@@ -14,10 +14,14 @@ namespace shardgnn {
 namespace {
 constexpr EnumName<RebalancePolicy> kRebalancePolicies[] = {
     {RebalancePolicy::kNone, "none"}, {RebalancePolicy::kSeeds, "seeds"}, {RebalancePolicy::kCost, "cost"}};
+constexpr EnumName<SeedSampling> kSeedSamplings[] = {
+    {SeedSampling::kShard, "shard"}, {SeedSampling::kClassBalanced, "class-balanced"}, {SeedSampling::kGlobal, "global"}};
 }  // namespace
 
 RebalancePolicy parse_rebalance_policy(const std::string& name) { return parse_enum(kRebalancePolicies, name, "--rebalance policy"); }
 std::string rebalance_policy_name(RebalancePolicy p) { return enum_name(kRebalancePolicies, p); }
+SeedSampling parse_seed_sampling(const std::string& name) { return parse_enum(kSeedSamplings, name, "--seed-sampling"); }
+std::string seed_sampling_name(SeedSampling s) { return enum_name(kSeedSamplings, s); }
 
 std::int64_t SeedPlan::moved() const {
   std::int64_t n = 0;

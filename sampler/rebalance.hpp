@@ -23,6 +23,16 @@ enum class RebalancePolicy {
 RebalancePolicy parse_rebalance_policy(const std::string& name);  // none, seeds, cost
 std::string rebalance_policy_name(RebalancePolicy p);
 
+// Where each rank's training seeds come from.
+enum class SeedSampling {
+  kShard,          // its own shard's training nodes (DistDGL's node_split)
+  kClassBalanced,  // draws from all ranks' training nodes, inversely to class frequency
+  kGlobal,         // a slice of one permutation of all ranks' training nodes: each once an epoch,
+                   // every global batch a uniform draw, as at one rank
+};
+SeedSampling parse_seed_sampling(const std::string& name);  // shard, class-balanced, global
+std::string seed_sampling_name(SeedSampling s);
+
 // One move of seeds: `count` of rank `from`'s own seeds are trained by rank `to` this epoch.
 struct SeedTransfer {
   int from = 0, to = 0;

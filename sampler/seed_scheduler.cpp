@@ -14,9 +14,18 @@ SeedScheduler::SeedScheduler(DistSampler& sampler, Options options) : sampler_(s
   const Shard& shard = sampler_.shard();
   const comm::Communicator& comm = sampler_.comm();
   own_seeds_ = comm.allgather(options_.links ? options_.links->edges() : static_cast<std::int64_t>(shard.train_idx.size()));
-  if (options_.links && options_.class_balanced) throw std::invalid_argument("SeedScheduler: class-balanced draws are of nodes, not edges");
-  if (!options_.class_balanced) return;
+  if (options_.links && options_.sampling != SeedSampling::kShard)
+    throw std::invalid_argument("SeedScheduler: " + seed_sampling_name(options_.sampling) + " seeds are nodes, not edges");
+  if (options_.sampling == SeedSampling::kShard) return;
   const NodeId first = shard.book.begin(shard.part);
+  if (options_.sampling == SeedSampling::kGlobal) {
+    std::vector<std::int64_t> labels;
+    if (!shard.multilabel && !shard.labels.empty())
+      for (const NodeId v : shard.train_idx) labels.push_back(shard.labels[static_cast<std::size_t>(v - first)]);
+    global_ids_ = comm.allgatherv<NodeId>(std::vector<NodeId>(shard.train_idx.begin(), shard.train_idx.end())).data;
+    global_labels_ = comm.allgatherv<std::int64_t>(labels).data;
+    return;
+  }
   std::vector<NodeId> nodes(shard.train_idx.begin(), shard.train_idx.end());
   std::vector<std::int64_t> labels(shard.train_idx.size(), -1);
   if (shard.multilabel) {
@@ -41,20 +50,42 @@ SeedScheduler::SeedScheduler(DistSampler& sampler, Options options) : sampler_(s
 
 SeedScheduler::Assignment SeedScheduler::assign(std::int64_t epoch) {
   Assignment a;
-  if (options_.policy == RebalancePolicy::kNone && !options_.class_balanced) return a;
+  if (options_.policy == RebalancePolicy::kNone && options_.sampling == SeedSampling::kShard) return a;
   const int P = sampler_.comm().size(), rank = sampler_.comm().rank();
   std::vector<std::int64_t> own = own_seeds_;
-  if (options_.class_balanced) {  // draws, not moves: every rank's share starts even
+  if (options_.sampling != SeedSampling::kShard) {  // draws or slices, not moves: every rank's share starts even
     const std::int64_t total = std::accumulate(own.begin(), own.end(), std::int64_t{0});
     for (int k = 0; k < P; ++k) own[static_cast<std::size_t>(k)] = total / P + (k < total % P ? 1 : 0);
   }
   const SeedPlan plan = plan_seeds(options_.policy, own, cost_per_seed_, options_.remote_seed_factor,
                                    options_.links ? options_.links->batch_size() : sampler_.config().batch_size);
-  if (options_.class_balanced) {
+  if (options_.sampling == SeedSampling::kClassBalanced) {
     std::vector<std::int64_t> labels;
     std::vector<NodeId> seeds = pool_->draw(plan.load[static_cast<std::size_t>(rank)], options_.seed, epoch, rank, &labels);
     sampler_.set_schedule(epoch, std::move(seeds), std::move(labels), plan.batch[static_cast<std::size_t>(rank)], plan.steps);
     a.policy = rebalance_policy_name(options_.policy) + "+class-balanced";
+  } else if (options_.sampling == SeedSampling::kGlobal) {
+    // One shuffle, the same on every rank (keyed by the run's seed and the epoch, not the rank):
+    // rank k trains the k-th slice of it, so the ranks' seeds are disjoint and cover the set.
+    std::vector<std::int64_t> order(global_ids_.size());
+    std::iota(order.begin(), order.end(), std::int64_t{0});
+    keyed_shuffle<std::int64_t>(order, options_.seed, epoch, 0x910ba100ULL);
+    const std::int64_t start = std::accumulate(plan.load.begin(), plan.load.begin() + rank, std::int64_t{0});
+    const std::int64_t count = plan.load[static_cast<std::size_t>(rank)];
+    if (start + count > static_cast<std::int64_t>(order.size()))
+      throw std::logic_error("SeedScheduler::assign: the plan's loads exceed the global training set");
+    std::vector<NodeId> seeds;
+    std::vector<std::int64_t> labels;
+    for (std::int64_t i = start; i < start + count; ++i) {
+      const auto at = static_cast<std::size_t>(order[static_cast<std::size_t>(i)]);
+      seeds.push_back(global_ids_[at]);
+      if (!global_labels_.empty()) labels.push_back(global_labels_[at]);
+    }
+    if (global_labels_.empty())
+      sampler_.set_schedule(epoch, std::move(seeds), plan.batch[static_cast<std::size_t>(rank)], plan.steps);
+    else
+      sampler_.set_schedule(epoch, std::move(seeds), std::move(labels), plan.batch[static_cast<std::size_t>(rank)], plan.steps);
+    a.policy = rebalance_policy_name(options_.policy) + "+global";
   } else {
     apply_plan(epoch, plan);
     a.policy = rebalance_policy_name(options_.policy);
@@ -73,7 +104,7 @@ void SeedScheduler::update_costs(std::span<const RankWork> ranks, std::span<cons
   std::vector<double> raw(P, 0.0);
   for (std::size_t k = 0; k < P; ++k) {
     double units = static_cast<double>(ranks[k].seeds);
-    if (load.size() == P && !options_.class_balanced) units = seed_units(own_seeds_[k], load[k], options_.remote_seed_factor);
+    if (load.size() == P && options_.sampling == SeedSampling::kShard) units = seed_units(own_seeds_[k], load[k], options_.remote_seed_factor);
     if (units <= 0 || !(ranks[k].busy_s > 0)) continue;
     const double c = ranks[k].busy_s / units;
     raw[k] = cost_per_seed_[k] > 0 ? 0.5 * cost_per_seed_[k] + 0.5 * c : c;

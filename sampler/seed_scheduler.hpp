@@ -1,6 +1,7 @@
 // The runtime rebalancer as one object: which seeds each rank trains each epoch. Once per epoch
 // the trainer asks it to assign the epoch's seeds (a plan from sampler/rebalance.hpp, carried out
-// by moving seeds between ranks, or class-balanced draws) and then tells it what each rank's work
+// by moving seeds between ranks, class-balanced draws or slices of a global shuffle) and then tells
+// it what each rank's work
 // cost, which the next plan uses. The seeds are installed as the sampler's schedule
 // (DistSampler::set_schedule).
 #pragma once
@@ -21,9 +22,9 @@ class SeedScheduler {
  public:
   struct Options {
     RebalancePolicy policy = RebalancePolicy::kNone;
-    bool class_balanced = false;      // draw seeds from the global training set, evenly by class
+    SeedSampling sampling = SeedSampling::kShard;
     double remote_seed_factor = 1.2;  // cost of a received seed relative to an own one (>= 1)
-    std::uint64_t seed = 0;           // the class-balanced draws' stream
+    std::uint64_t seed = 0;           // the class-balanced draws' and the global shuffle's stream
     // Link prediction: the seeds are this schedule's training edges, and a plan moves edges
     // (installed with LinkSchedule::install). Must outlive the scheduler.
     LinkSchedule* links = nullptr;
@@ -41,7 +42,8 @@ class SeedScheduler {
   };
 
   // Collective over the sampler's communicator: gathers every rank's own training-seed count and,
-  // when class-balanced, the global training set with its labels. `sampler` must outlive this.
+  // unless the sampling is kShard, the global training set with its labels. `sampler` must outlive
+  // this.
   SeedScheduler(DistSampler& sampler, Options options);
 
   // Collective: installs this epoch's seeds in the sampler when a policy assigns them (nothing
@@ -55,8 +57,8 @@ class SeedScheduler {
   // every rank's schedule is its kept seeds plus those received, shuffled again, labels carried.
   void apply_plan(std::int64_t epoch, const SeedPlan& plan);
 
-  // Labelled nodes in the global training set (class-balanced only; 0 otherwise).
-  std::int64_t class_balanced_pool_size() const noexcept { return pool_ ? pool_->size() : 0; }
+  // Nodes the draws or the global shuffle take seeds from (labelled training nodes; 0 for kShard).
+  std::int64_t pool_size() const noexcept { return pool_ ? pool_->size() : static_cast<std::int64_t>(global_ids_.size()); }
 
  private:
   DistSampler& sampler_;
@@ -66,6 +68,10 @@ class SeedScheduler {
   std::vector<std::int64_t> own_seeds_;  // every rank's own training-seed (link: edge) count
   std::vector<double> cost_per_seed_;    // every rank's smoothed measured cost per seed (0: not measured)
   std::unique_ptr<ClassBalancedPool> pool_;
+  // kGlobal: every rank's training nodes in rank order, with their labels (empty for multi-label
+  // datasets, whose seeds' label rows the sampler fetches from their owners).
+  std::vector<NodeId> global_ids_;
+  std::vector<std::int64_t> global_labels_;
 };
 
 }  // namespace shardgnn

@@ -33,9 +33,6 @@ namespace shardgnn::cli {
 
 namespace {
 
-// --seed-sampling: TrainConfig::class_balanced.
-constexpr EnumName<bool> kSeedSamplings[] = {{false, "shard"}, {true, "class-balanced"}};
-
 std::string fixed4(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4f", x);
@@ -201,8 +198,9 @@ po::options_description train_options(TrainConfig& tc, SamplerConfig& sc, ExtraO
       ("rebalance", bound(tc.balance.rebalance, parse_rebalance_policy, rebalance_policy_name),
        "between epochs, reassign training seeds across ranks: none, seeds (equal counts) or cost (by measured cost per seed)")
       ("remote-seed-factor", bound(tc.balance.remote_seed_factor), "rebalancing: cost of a seed trained away from its owner, relative to an own seed")
-      ("seed-sampling", bound(tc.balance.class_balanced, kSeedSamplings, "--seed-sampling"),
-       "shard (each rank its own training nodes) or class-balanced (from all ranks', inversely to class frequency)")
+      ("seed-sampling", bound(tc.balance.seed_sampling, parse_seed_sampling, seed_sampling_name),
+       "shard (each rank its own training nodes), class-balanced (drawn from all ranks', inversely to class frequency) or global "
+       "(each rank a slice of one shuffle of all ranks': every global batch a uniform draw, as at one rank)")
       ("personalize", bound(tc.balance.personalize_epochs),
        "after the shared model is scored, each rank fine-tunes its own copy on its own shard for N epochs and scores its own test nodes with it "
        "(Entropy-Aware Training's personalisation, at --lr with a fresh optimiser; the saved weights stay the shared model's)");

@@ -89,7 +89,7 @@ struct BalanceConfig {
   // smoothed) into a new share of the training seeds.
   RebalancePolicy rebalance = RebalancePolicy::kNone;
   double remote_seed_factor = 1.2;  // cost of a received seed relative to an own one (its first hop and features are remote)
-  bool class_balanced = false;      // draw seeds from all ranks' training nodes, inversely to class frequency
+  SeedSampling seed_sampling = SeedSampling::kShard;
   // Entropy-Aware Training's personalisation phase: after the shared model is scored, each rank
   // fine-tunes its own copy on its own shard's training nodes for this many epochs (no gradient
   // averaging) and scores its own test nodes with it (0 = none).

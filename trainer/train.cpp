@@ -217,9 +217,9 @@ struct detail::TrainerParts {
     // The prefetch thread communicates while this thread all-reduces: that needs an MPI that
     // granted MPI_THREAD_MULTIPLE. Without it, sample on this thread (every rank sees the same).
     if (!comm::thread_multiple()) scfg.prefetch = 0;
-    // Rebalanced or class-balanced seeds may belong to other ranks: their labels come from owners.
-    // So may a link batch's endpoints.
-    scfg.remote_seeds = cfg.balance.rebalance != RebalancePolicy::kNone || cfg.balance.class_balanced || cfg.task == TaskKind::kLink;
+    // Rebalanced, class-balanced or global seeds may belong to other ranks: their labels come from
+    // owners. So may a link batch's endpoints.
+    scfg.remote_seeds = cfg.balance.rebalance != RebalancePolicy::kNone || cfg.balance.seed_sampling != SeedSampling::kShard || cfg.task == TaskKind::kLink;
     feeds.prefetch = scfg.prefetch;
     feeds.full_fanouts = every_neighbour(scfg.fanouts);
     scoring.chunk = cfg.eval.chunk;
@@ -290,8 +290,8 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     l.task = make_task(c, shard);
     l.task->check(shard, dataset);
     check_typed(c, s.scfg, shard, dataset);
-    if (c.task == TaskKind::kLink && (c.balance.class_balanced || c.balance.personalize_epochs > 0))
-      throw InputError("--task link trains edges: --seed-sampling class-balanced and --personalize are node tasks' options");
+    if (c.task == TaskKind::kLink && (c.balance.seed_sampling != SeedSampling::kShard || c.balance.personalize_epochs > 0))
+      throw InputError("--task link trains edges: --seed-sampling class-balanced or global and --personalize are node tasks' options");
     l.device = resolve_device(c.device.name, s.cores.local_rank);
     // The limits are CPU rates for float32 work, and on a GPU the profiler sees only launches.
     if (c.levers.profile_steps > 0 && (!l.device.is_cpu() || c.model.precision != Precision::kFloat32))
@@ -382,10 +382,10 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     all.prefetch = 0;
     f.all_neighbours = std::make_unique<DistSampler>(*f.shards, f.comm, all);
   }
-  f.scheduler = std::make_unique<SeedScheduler>(*f.sampler, SeedScheduler::Options{c.balance.rebalance, c.balance.class_balanced, c.balance.remote_seed_factor, c.seed,
+  f.scheduler = std::make_unique<SeedScheduler>(*f.sampler, SeedScheduler::Options{c.balance.rebalance, c.balance.seed_sampling, c.balance.remote_seed_factor, c.seed,
                                                                                    f.links.get()});
-  l.comm.check_all(!c.balance.class_balanced || f.scheduler->class_balanced_pool_size() > 0,
-                   "--seed-sampling class-balanced: dataset '" + dataset + "' has no labelled training nodes");
+  l.comm.check_all(c.balance.seed_sampling == SeedSampling::kShard || f.scheduler->pool_size() > 0,
+                   "--seed-sampling " + seed_sampling_name(c.balance.seed_sampling) + ": dataset '" + dataset + "' has no labelled training nodes");
 }
 
 Trainer::~Trainer() = default;

@@ -121,7 +121,8 @@ expect_error() {
 }
 expect_error "has no held-out edges; split it first (shardgnn data split-edges" "$work/cora" --task link --epochs 1
 expect_error "--select mrr: dataset 'er' has no ranking negatives" "$work/er-split" --task link --select mrr --epochs 1
-expect_error "--task link trains edges: --seed-sampling class-balanced and --personalize are node tasks' options" "$work/cl" --task link --seed-sampling class-balanced --epochs 1
+expect_error "--task link trains edges: --seed-sampling class-balanced or global and --personalize are node tasks' options" "$work/cl" --task link --seed-sampling class-balanced --epochs 1
+expect_error "--task link trains edges: --seed-sampling class-balanced or global and --personalize are node tasks' options" "$work/cl" --task link --seed-sampling global --epochs 1
 expect_error "unknown --scorer 'cosine', expected dot or mlp" "$work/cl" --task link --scorer cosine
 expect_error "unknown --exclude 'self', expected reverse or none" "$work/cl" --task link --exclude self
 echo "link CLI OK"

@@ -316,20 +316,22 @@ TEST_CASE("a stop signal delivered twice is one request, the same sender asking 
   }
 }
 
-TEST_CASE("rebalanced and class-balanced training: every seed once, identical replicas, seeded, per-rank records", "[trainer][mpi][rebalance]") {
+TEST_CASE("rebalanced, class-balanced and global training: every seed once, identical replicas, seeded, per-rank records", "[trainer][mpi][rebalance]") {
   PartFixture fx;
   const std::int64_t total = 140;  // Cora's training nodes
   struct Variant {
     RebalancePolicy policy;
-    bool class_balanced;
+    SeedSampling sampling;
     int slow_rank;
   };
-  for (const Variant v : {Variant{RebalancePolicy::kSeeds, false, -1}, Variant{RebalancePolicy::kCost, false, 0}, Variant{RebalancePolicy::kNone, true, -1}}) {
+  for (const Variant v : {Variant{RebalancePolicy::kSeeds, SeedSampling::kShard, -1}, Variant{RebalancePolicy::kCost, SeedSampling::kShard, 0},
+                          Variant{RebalancePolicy::kNone, SeedSampling::kClassBalanced, -1}, Variant{RebalancePolicy::kNone, SeedSampling::kGlobal, -1},
+                          Variant{RebalancePolicy::kCost, SeedSampling::kGlobal, 0}}) {
     TrainConfig c = quick_config(ModelKind::kSage);
     c.epochs = 3;
     c.eval.final_full = false;
     c.balance.rebalance = v.policy;
-    c.balance.class_balanced = v.class_balanced;
+    c.balance.seed_sampling = v.sampling;
     c.levers.slow_rank = v.slow_rank;
     c.levers.slowdown = v.slow_rank >= 0 ? 4.0 : 1.0;
     SamplerConfig s = quick_sampler();
@@ -340,7 +342,7 @@ TEST_CASE("rebalanced and class-balanced training: every seed once, identical re
       return std::make_pair(r, t.weights_checksum());
     };
     const auto [r, sum] = run();
-    INFO("policy " << rebalance_policy_name(v.policy) << (v.class_balanced ? " class-balanced" : ""));
+    INFO("policy " << rebalance_policy_name(v.policy) << ", seed sampling " << seed_sampling_name(v.sampling));
     const auto sums = fx.world.allgather(sum);
     CHECK(std::all_of(sums.begin(), sums.end(), [&](std::uint64_t x) { return x == sums[0]; }));
     for (const EpochRecord& e : r.history) {
