@@ -8,7 +8,7 @@
 # PAPERS (default 4000) and SEEDS (default "0 1 2") change the graph's size and the seeds;
 # DISTRIBUTED_ONLY=1 runs only the relational models at 1, 2 and 4 ranks, on GRAPHS (default
 # "fp32 mag"); RANKS (default "1 2 4") the rank counts; SEED_SAMPLING passes --seed-sampling
-# (e.g. class-balanced).
+# (e.g. global).
 # Usage: scripts/hetero_accuracy.sh BUILD_TOOLS_DIR WORKDIR
 set -euo pipefail
 B=${1:?build/tools}; W=${2:?workdir}
