@@ -24,6 +24,8 @@ SeedScheduler::SeedScheduler(DistSampler& sampler, Options options) : sampler_(s
       for (const NodeId v : shard.train_idx) labels.push_back(shard.labels[static_cast<std::size_t>(v - first)]);
     global_ids_ = comm.allgatherv<NodeId>(std::vector<NodeId>(shard.train_idx.begin(), shard.train_idx.end())).data;
     global_labels_ = comm.allgatherv<std::int64_t>(labels).data;
+    if (!global_labels_.empty() && global_labels_.size() != global_ids_.size())
+      throw std::logic_error("SeedScheduler: some ranks' training nodes came without labels");
     return;
   }
   std::vector<NodeId> nodes(shard.train_idx.begin(), shard.train_idx.end());

@@ -1,9 +1,8 @@
 // The runtime rebalancer as one object: which seeds each rank trains each epoch. Once per epoch
 // the trainer asks it to assign the epoch's seeds (a plan from sampler/rebalance.hpp, carried out
-// by moving seeds between ranks, class-balanced draws or slices of a global shuffle) and then tells
-// it what each rank's work
-// cost, which the next plan uses. The seeds are installed as the sampler's schedule
-// (DistSampler::set_schedule).
+// by moving seeds between ranks, class-balanced draws or slices of a global shuffle) and then
+// tells it what each rank's work cost, which the next plan uses. The seeds are installed as the
+// sampler's schedule (DistSampler::set_schedule).
 #pragma once
 
 #include <cstdint>

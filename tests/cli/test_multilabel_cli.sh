@@ -193,7 +193,8 @@ expect_convert_error "lacks role.json (GraphSAINT's layout" "$work/s2" --out "$w
 expect_convert_error "is multi-label (a set of labels per node); use random:TRAIN,VAL" "$work/saint" --out "$work/x" --split per-class:2,2
 
 # Training on label sets (sigmoid and binary cross-entropy, micro- and macro-F1) in one process and
-# on 2 ranks with class-balanced seeds drawn over label sets; predict writes each label's score.
+# on 2 ranks with class-balanced seeds drawn over label sets (and with global seeds); predict writes
+# each label's score.
 if [ -x "$(dirname "$SHARDGNN")/shardgnn-train" ] && [ -n "${MPIEXEC:-}" ]; then
   export OMP_NUM_THREADS=1
   q=(--model sage --fanouts 5,5 --hidden 16 --batch 8 --epochs 3)
@@ -215,6 +216,11 @@ assert r['score'] == 'micro-F1' and 0 <= r['full']['micro_f1'] <= 1 and r['full'
   full=$(sed -n 's/^test micro-F1 \([0-9.]*\), .*(full neighbourhoods.*/\1/p' "$work/out.txt")
   macro=$(sed -n 's/^test micro-F1 [0-9.]*, macro-F1 \([0-9.]*\) (full neighbourhoods.*/\1/p' "$work/out.txt")
   [ -n "$full" ] || fail "2 ranks: no test micro-F1: $(cat "$work/out.txt")"
+  # Global seeds over label sets: the schedule carries no labels, each batch fetches its seeds' sets.
+  timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/ml-2" "${q[@]}" --seed-sampling global > "$work/out-g.txt" 2>&1 ||
+    fail "2 ranks, global seeds: $(cat "$work/out-g.txt")"
+  grep -qE "^test micro-F1 0\.[0-9]+, macro-F1 0\.[0-9]+ \(full neighbourhoods" "$work/out-g.txt" ||
+    fail "2 ranks, global seeds: no test micro-F1: $(cat "$work/out-g.txt")"
   timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" predict "$work/run2" "$work/ml-2" --out "$work/pred" > "$work/out.txt" 2>&1 || fail "predict: $(cat "$work/out.txt")"
   grep -qE "^validation micro-F1 0\.[0-9]+ \(8 nodes\), test micro-F1 $full, macro-F1 0\.[0-9]+ \(8 nodes\), full neighbourhoods$" "$work/out.txt" ||
     fail "predict's test micro-F1 is not training's $full: $(cat "$work/out.txt")"
