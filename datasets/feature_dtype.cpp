@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "datasets/error.hpp"
-
+#include "datasets/vector_clones.hpp"
 
 namespace shardgnn {
 
@@ -95,6 +95,8 @@ void throw_feature_overflow(FeatureDtype t, const std::string& what, float value
                    (t == FeatureDtype::kFloat16 ? " (largest 65504): store them as bfloat16 or float32, or scale them" : ""));
 }
 
+// Cloned for wider vector units: every fetched float16 or bfloat16 row is widened here.
+SHARDGNN_VECTOR_CLONES
 void widen_values(FeatureDtype t, const void* from, std::size_t n, float* to) {
   const auto* in = static_cast<const std::uint16_t*>(from);
   switch (t) {

@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "trainer/models.hpp"
-#include "trainer/vector_clones.hpp"
+#include "datasets/vector_clones.hpp"
 
 namespace shardgnn {
 

@@ -12,7 +12,7 @@
 #include "trainer/relational.hpp"
 #include "trainer/dropout_hash.hpp"
 #include "trainer/gemm.hpp"
-#include "trainer/vector_clones.hpp"
+#include "datasets/vector_clones.hpp"
 
 #ifdef SHARDGNN_CUDA
 #include <c10/cuda/CUDAGuard.h>

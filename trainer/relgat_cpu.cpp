@@ -9,7 +9,7 @@
 
 #include "trainer/attention_sum.hpp"
 #include "trainer/gemm.hpp"
-#include "trainer/vector_clones.hpp"
+#include "datasets/vector_clones.hpp"
 
 namespace shardgnn {
 
