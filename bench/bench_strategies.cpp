@@ -21,6 +21,7 @@
 #include "datasets/json_util.hpp"
 #include "partition/report.hpp"
 #include "partition/shards.hpp"
+#include "sampler/rebalance.hpp"
 #include "bench/bench.hpp"
 #include "tools/cli.hpp"
 #include "bench/process.hpp"
@@ -91,7 +92,11 @@ std::optional<StrategyOptions> parse_options(const std::vector<std::string>& arg
     if (!strategy_args().count(m)) throw UsageError("unknown strategy '" + m + "' in --methods");
   opt.samplings = split_list(vm["seed-sampling"].as<std::string>(), "--seed-sampling");
   for (const std::string& s : opt.samplings)
-    if (s != "shard" && s != "class-balanced" && s != "global") throw UsageError("unknown --seed-sampling '" + s + "', expected shard, class-balanced or global");
+    try {
+      parse_seed_sampling(s);
+    } catch (const InputError& e) {
+      throw UsageError(e.what());
+    }
   opt.seeds = vm["seeds"].as<int>();
   if (opt.seeds < 1) throw UsageError("--seeds must be at least 1");
   if (vm["personalize"].as<int>() < 0) throw UsageError("--personalize must be >= 0");

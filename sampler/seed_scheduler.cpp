@@ -18,19 +18,11 @@ SeedScheduler::SeedScheduler(DistSampler& sampler, Options options) : sampler_(s
     throw std::invalid_argument("SeedScheduler: " + seed_sampling_name(options_.sampling) + " seeds are nodes, not edges");
   if (options_.sampling == SeedSampling::kShard) return;
   const NodeId first = shard.book.begin(shard.part);
-  if (options_.sampling == SeedSampling::kGlobal) {
-    std::vector<std::int64_t> labels;
-    if (!shard.multilabel && !shard.labels.empty())
-      for (const NodeId v : shard.train_idx) labels.push_back(shard.labels[static_cast<std::size_t>(v - first)]);
-    global_ids_ = comm.allgatherv<NodeId>(std::vector<NodeId>(shard.train_idx.begin(), shard.train_idx.end())).data;
-    global_labels_ = comm.allgatherv<std::int64_t>(labels).data;
-    if (!global_labels_.empty() && global_labels_.size() != global_ids_.size())
-      throw std::logic_error("SeedScheduler: some ranks' training nodes came without labels");
-    return;
-  }
   std::vector<NodeId> nodes(shard.train_idx.begin(), shard.train_idx.end());
   std::vector<std::int64_t> labels(shard.train_idx.size(), -1);
-  if (shard.multilabel) {
+  if (shard.multilabel && options_.sampling == SeedSampling::kGlobal) {
+    labels.clear();  // global seeds' label sets are fetched from their owners batch by batch
+  } else if (shard.multilabel) {
     // A node with a set of labels joins the draw of each of them: a draw picks a label uniformly,
     // then one of the training nodes that have it.
     nodes.clear();
@@ -45,8 +37,13 @@ SeedScheduler::SeedScheduler(DistSampler& sampler, Options options) : sampler_(s
   } else if (!shard.labels.empty()) {
     for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = shard.labels[static_cast<std::size_t>(shard.train_idx[i] - first)];
   }
-  const auto ids = comm.allgatherv<NodeId>(nodes);
-  const auto all_labels = comm.allgatherv<std::int64_t>(labels);
+  auto ids = comm.allgatherv<NodeId>(nodes);
+  auto all_labels = comm.allgatherv<std::int64_t>(labels);
+  if (options_.sampling == SeedSampling::kGlobal) {
+    global_ids_ = std::move(ids.data);
+    global_labels_ = std::move(all_labels.data);
+    return;
+  }
   pool_ = std::make_unique<ClassBalancedPool>(ids.data, all_labels.data);
 }
 
