@@ -6,6 +6,8 @@ each undirected training edge once an epoch, as shardgnn's link batches take the
 (SAGEConv layers, ReLU between, dropout), dot-product scores, binary cross-entropy,
 Adam. The test AUC is scored on the split's test edges and negatives from layer-wise
 full-neighbourhood embeddings. Writes one JSON object to --result ({epoch_s, test_auc, ...}).
+The dataset is read by bench/peers/dataset_input.py (any format version, id width and feature
+storage); --check-input reads and checks it only (numpy, no DGL) and prints what it read.
 Benchmark-only."""
 import argparse
 import os
@@ -14,6 +16,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dataset_input import Dataset, InputError, check_input_main, print_described  # noqa: E402
 from peer_models import add_training_args, make_sage, timed_epochs  # noqa: E402
 from result import write_result  # noqa: E402
 
@@ -25,11 +28,33 @@ def roc_auc(pos, neg):
     return float((lo + 0.5 * (hi - lo)).sum() / (len(pos) * len(neg)))
 
 
+def read_input(dataset):
+    """The graph as edges with each one's reverse, the features and the test pairs, as DGL and
+    torch are handed them (numpy only)."""
+    d = Dataset(dataset)
+    indptr, indices = d.csr()
+    n = d.n
+    src = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+    # The reverse of entry (u, v) is the entry (v, u): rows are sorted, so the keys u * n + v are
+    # too (int64 keys: n^2 passes int32 at 46,341 nodes).
+    keys = src * n + indices
+    rev = np.searchsorted(keys, indices * n + src)
+    if len(keys) and not (keys[np.minimum(rev, len(keys) - 1)] == indices * n + src).all():
+        raise InputError(f"{d.folder}: the graph is not symmetric (an edge lacks its reverse): link prediction's peer needs undirected edges")
+    return {"src": src, "dst": indices, "reverse": rev, "features": d.features(),
+            "test_pos": d.pairs("test_pos_edges"), "test_neg": d.pairs("test_neg_edges")}
+
+
 def main():
     ap = argparse.ArgumentParser()
     add_training_args(ap, "10,10", "training edges per batch")
     ap.add_argument("--negatives", type=int, default=1)
     a = ap.parse_args()
+    inp = check_input_main("dgl_link", lambda: read_input(a.dataset))
+    if a.check_input:
+        return print_described(inp)
+    if not a.result:
+        ap.error("--result FILE is required")
 
     os.environ.setdefault("DGLBACKEND", "pytorch")
     import torch
@@ -38,17 +63,10 @@ def main():
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
-    load = lambda name: np.load(os.path.join(a.dataset, name + ".npy"))
-    indptr, indices = load("indptr"), load("indices")
-    n = len(indptr) - 1
-    src = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
-    # The reverse of entry (u, v) is the entry (v, u): rows are sorted, so the keys u * n + v are too.
-    keys = src * n + indices
-    rev = np.searchsorted(keys, indices * n + src)
-    if not (keys[rev] == indices * n + src).all():
-        raise SystemExit("the graph is not symmetric")
+    src, indices, rev = inp["src"], inp["dst"], inp["reverse"]
+    n = len(inp["features"])
     g = dgl.graph((torch.from_numpy(src), torch.from_numpy(indices)), num_nodes=n)
-    feats = torch.from_numpy(load("features"))
+    feats = torch.from_numpy(inp["features"])
     train_eids = torch.from_numpy(np.nonzero(src < indices)[0])
     fanouts = [int(x) for x in a.fanouts.split(",")]
     model = make_sage(feats.shape[1], a.hidden, a.hidden, len(fanouts), a.dropout)
@@ -80,7 +98,7 @@ def main():
                 out[output_nodes] = F.relu(y) if i + 1 < len(model.layers) else y
             x = out
     score = lambda pairs: (x[pairs[:, 0]] * x[pairs[:, 1]]).sum(1).numpy()
-    test_auc = roc_auc(score(torch.from_numpy(load("test_pos_edges"))), score(torch.from_numpy(load("test_neg_edges"))))
+    test_auc = roc_auc(score(torch.from_numpy(inp["test_pos"])), score(torch.from_numpy(inp["test_neg"])))
     write_result(a.result, {"dgl_version": dgl.__version__, "torch_version": torch.__version__, "threads": a.threads, "model": "sage",
                             "epoch_s": min(epoch_times), "epoch_times": epoch_times, "first_epoch_loss": first_loss, "test_acc": test_auc,
                             "test_auc": test_auc, "train_edges": int(len(train_eids))})

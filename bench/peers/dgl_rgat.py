@@ -8,7 +8,9 @@ term per layer (the reference relies on IGB-Het's cites self-loops), ELU between
 heads averaged at the output. An entry u -> v of relation (src, name, dst) in shardgnn's rows is
 v's message to u, so it becomes the DGL edge v -> u of type (dst, name, src). Writes one JSON
 object to --result: each epoch's seconds and validation accuracy (sampled with the training
-fanouts), and when --target is reached, the seconds of training until then. Benchmark-only."""
+fanouts), and when --target is reached, the seconds of training until then. The dataset is read by
+bench/peers/dataset_input.py (any format version, id width and feature storage); --check-input
+reads and checks it only (numpy, no DGL) and prints what it read. Benchmark-only."""
 import argparse
 import json
 import os
@@ -18,13 +20,53 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dataset_input import Dataset, InputError, check_input_main, print_described  # noqa: E402
 from result import write_result  # noqa: E402
+
+
+def read_input(dataset):
+    """Per relation (src, name, dst) its edges as DGL's (dst, name, src) type's (source, destination)
+    ids within their types, per type its features, and the one labelled type's classes and
+    splits within it (numpy only)."""
+    d = Dataset(dataset)
+    offsets = d.type_offsets()
+    names = [t["name"] for t in d.node_types]
+    type_of = lambda ids: np.searchsorted(offsets, ids, side="right") - 1
+    indptr, indices = d.csr()
+    rows = np.repeat(np.arange(d.n, dtype=np.int64), np.diff(indptr))
+    tu, tv = type_of(rows), type_of(indices)
+    edges, etypes = {}, {}
+    covered = np.zeros(len(indices), dtype=bool)
+    for r in d.relations:
+        s, t = names.index(r["src"]), names.index(r["dst"])
+        m = (tu == s) & (tv == t)
+        if covered[m].any():
+            raise InputError(f"{d.meta_path}: two relations join {r['src']} to {r['dst']}; this peer tells relations apart by their end types")
+        covered |= m
+        key = f'{r["src"]}__{r["name"]}__{r["dst"]}'
+        edges[key] = {"src": indices[m] - offsets[t], "dst": rows[m] - offsets[s]}
+        etypes[key] = (r["dst"], r["name"], r["src"])
+    labels_all = d.labels()
+    labelled = [i for i in range(len(names)) if (labels_all[offsets[i]:offsets[i + 1]] >= 0).any()]
+    if len(labelled) != 1:
+        raise InputError(f"{d.folder}: labels of {len(labelled)} node types, this peer trains one labelled type")
+    first, end = offsets[labelled[0]], offsets[labelled[0] + 1]
+    split = {}
+    for name in ("train_idx", "val_idx"):
+        ids = d.split(name)
+        if ids.size and (ids.min() < first or ids.max() >= end):
+            raise InputError(f"{d.folder}: {name} holds nodes outside the labelled type {names[labelled[0]]}")
+        split[name] = ids - first
+    return {"node_types": d.node_types, "relations": d.relations, "target_type": names[labelled[0]], "edges": edges, "etypes": etypes,
+            "features": {t["name"]: d.type_features(t) for t in d.node_types if t["feature_dim"] > 0},
+            "labels": labels_all[first:end], "train": split["train_idx"], "val": split["val_idx"], "classes": d.classes}
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dataset")
-    ap.add_argument("--result", required=True)
+    ap.add_argument("--result", help="write the result (one JSON object) here (required unless --check-input)")
+    ap.add_argument("--check-input", action="store_true", help="read and check the dataset, print what was read, stop (no DGL)")
     ap.add_argument("--fanouts", default="5,10,15", help="DGL order: input layer first (MLPerf: 5,10,15)")
     ap.add_argument("--relation-fanouts", help="JSON: per layer, input layer first, {relation label src__name__dst: fanout}; replaces --fanouts")
     ap.add_argument("--batch", type=int, default=1024)
@@ -37,6 +79,11 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
+    inp = check_input_main("dgl_rgat", lambda: read_input(a.dataset))
+    if a.check_input:
+        return print_described(inp)
+    if not a.result:
+        ap.error("--result FILE is required")
 
     os.environ.setdefault("DGLBACKEND", "pytorch")
     import torch
@@ -47,39 +94,18 @@ def main():
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
-    meta = json.load(open(os.path.join(a.dataset, "meta.json")))
-    load = lambda name: np.load(os.path.join(a.dataset, name + ".npy"))
-    types = meta["node_types"]
-    offsets = np.cumsum([0] + [t["count"] for t in types])
-    type_of = lambda ids: np.searchsorted(offsets, ids, side="right") - 1
-    indptr, indices = load("indptr"), load("indices").astype(np.int64)
-    rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
-    tu, tv = type_of(rows), type_of(indices)
-    names = [t["name"] for t in types]
-    data = {}
-    for r in meta["relations"]:
-        s, d = names.index(r["src"]), names.index(r["dst"])
-        m = (tu == s) & (tv == d)
-        data[(r["dst"], r["name"], r["src"])] = (torch.from_numpy(indices[m] - offsets[d]), torch.from_numpy(rows[m] - offsets[s]))
+    types, target_type = inp["node_types"], inp["target_type"]
+    data = {inp["etypes"][k]: (torch.from_numpy(e["src"]), torch.from_numpy(e["dst"])) for k, e in inp["edges"].items()}
     g = dgl.heterograph(data, num_nodes_dict={t["name"]: t["count"] for t in types})
-    feats = {t["name"]: torch.from_numpy(load("features_" + t["name"]).astype(np.float32)) for t in types if t["feature_dim"] > 0}
-    labels_all = load("labels").astype(np.int64)
-    labelled = [i for i, t in enumerate(types) if (labels_all[offsets[i]:offsets[i + 1]] >= 0).any()]
-    if len(labelled) != 1:
-        raise SystemExit("dgl_rgat: expected one labelled node type")
-    target_type = names[labelled[0]]
-    first = offsets[labelled[0]]
-    labels = torch.from_numpy(labels_all[first:offsets[labelled[0] + 1]])
-    split = lambda s: torch.from_numpy(load(s).astype(np.int64) - first)
-    train, val = split("train_idx"), split("val_idx")
-    classes = int(labels.max()) + 1
+    feats = {t: torch.from_numpy(f) for t, f in inp["features"].items()}
+    labels, train, val = torch.from_numpy(inp["labels"]), torch.from_numpy(inp["train"]), torch.from_numpy(inp["val"])
+    classes = inp["classes"]
     fanouts = [int(x) for x in a.fanouts.split(",")]
     etypes = g.canonical_etypes
     if a.relation_fanouts:
         # Our relation (src, name, dst) is DGL's edge type (dst, name, src): its edges run from
         # the entries to the rows that list them.
-        etype_of = {f'{r["src"]}__{r["name"]}__{r["dst"]}': (r["dst"], r["name"], r["src"]) for r in meta["relations"]}
-        fanouts = [{etype_of[label]: n for label, n in layer.items()} for layer in json.loads(a.relation_fanouts)]
+        fanouts = [{inp["etypes"][label]: n for label, n in layer.items()} for layer in json.loads(a.relation_fanouts)]
     H, hidden = a.heads, a.hidden
 
     class RGAT(nn.Module):

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """DGL's CPU neighbour sampler on a shardgnn dataset folder: the peer of `shardgnn bench sampler`.
 
-Reads indptr/indices/train_idx (.npy) of the unpartitioned dataset, samples blocks for shuffled
-batches of training nodes with dgl.dataloading.NeighborSampler on one thread, and writes one JSON
-object with the sampled edges per second to --result. Benchmark-only: never imported by shardgnn.
+Reads indptr/indices/train_idx of the unpartitioned dataset (bench/peers/dataset_input.py: any
+format version and id width), samples blocks for shuffled batches of training nodes with
+dgl.dataloading.NeighborSampler on one thread, and writes one JSON object with the sampled edges
+per second to --result. --check-input reads and checks the input only (numpy, no DGL) and prints
+what it read. Benchmark-only: never imported by shardgnn.
 """
 import argparse
 import os
@@ -13,13 +15,25 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dataset_input import Dataset, check_input_main, print_described  # noqa: E402
 from result import write_result  # noqa: E402
+
+
+def read_input(dataset):
+    """The graph and the seeds, as DGL is handed them (numpy only)."""
+    d = Dataset(dataset)
+    indptr, indices = d.csr()
+    train = d.split("train_idx") if d.has("train_idx") else np.zeros(0, dtype=np.int64)
+    if train.size == 0:
+        train = np.arange(d.n, dtype=np.int64)
+    return {"indptr": indptr, "indices": indices, "train": train}
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dataset")
-    ap.add_argument("--result", required=True, help="write the result (one JSON object) here")
+    ap.add_argument("--result", help="write the result (one JSON object) here")
+    ap.add_argument("--check-input", action="store_true", help="read and check the input, print what was read, stop (no DGL)")
     ap.add_argument("--fanouts", default="5,10,15", help="DGL order: input layer first")
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--replace", action="store_true")
@@ -28,18 +42,19 @@ def main():
     ap.add_argument("--sync-dir", default="", help="with --procs: start timing when this many processes are ready here")
     ap.add_argument("--procs", type=int, default=1)
     a = ap.parse_args()
+    inp = check_input_main("dgl_sampler", lambda: read_input(a.dataset))
+    if a.check_input:
+        return print_described(inp)
+    if not a.result:
+        ap.error("--result FILE is required")
 
     os.environ.setdefault("DGLBACKEND", "pytorch")
     import torch
     import dgl
 
     torch.set_num_threads(1)
-    load = lambda name: np.load(os.path.join(a.dataset, name + ".npy"), mmap_mode="r")
-    indptr, indices = torch.from_numpy(np.array(load("indptr"))), torch.from_numpy(np.array(load("indices")))
+    indptr, indices, train = torch.from_numpy(inp["indptr"]), torch.from_numpy(inp["indices"]), inp["train"]
     n = indptr.numel() - 1
-    train = load("train_idx").astype(np.int64) if os.path.exists(os.path.join(a.dataset, "train_idx.npy")) else np.arange(n)
-    if train.size == 0:
-        train = np.arange(n)
     # Our CSR rows are out-neighbours; DGL samples in-edges. Build the graph reversed so a node's
     # sampled predecessors are our row's neighbours (identical for symmetric graphs).
     g = dgl.graph(("csc", (indptr, indices, torch.empty(0, dtype=torch.int64))), num_nodes=n)

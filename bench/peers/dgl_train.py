@@ -12,8 +12,17 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dataset_input import Dataset, check_input_main, print_described  # noqa: E402
 from peer_models import add_training_args, make_gcn, make_sage, timed_epochs  # noqa: E402
 from result import write_result  # noqa: E402
+
+
+def read_input(dataset):
+    """The graph, features, classes and splits, as DGL and torch are handed them (numpy only)."""
+    d = Dataset(dataset)
+    indptr, indices = d.csr()
+    return {"indptr": indptr, "indices": indices, "features": d.features(), "labels": d.labels(),
+            "train": d.split("train_idx"), "test": d.split("test_idx"), "classes": d.classes}
 
 
 def main():
@@ -23,6 +32,11 @@ def main():
                     help="gcn: DGL GraphConv on the blocks, the graph given self-loops (a block has none of its own)")
     ap.add_argument("--eval", choices=["sampled", "full"], default="sampled")
     a = ap.parse_args()
+    inp = check_input_main("dgl_train", lambda: read_input(a.dataset))
+    if a.check_input:
+        return print_described(inp)
+    if not a.result:
+        ap.error("--result FILE is required")
 
     os.environ.setdefault("DGLBACKEND", "pytorch")
     import torch
@@ -31,17 +45,14 @@ def main():
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
-    load = lambda name: np.load(os.path.join(a.dataset, name + ".npy"))
-    indptr, indices = torch.from_numpy(load("indptr")), torch.from_numpy(load("indices"))
+    t = {k: torch.from_numpy(v) for k, v in inp.items() if isinstance(v, np.ndarray)}
+    indptr, indices = t["indptr"], t["indices"]
     n = indptr.numel() - 1
     g = dgl.graph(("csc", (indptr, indices, torch.empty(0, dtype=torch.int64))), num_nodes=n)
     if a.model == "gcn":
         g = dgl.add_self_loop(dgl.remove_self_loop(g))
-    feats = torch.from_numpy(load("features"))
-    labels = torch.from_numpy(load("labels").astype(np.int64))  # stored in the smallest type that holds the classes
-    # Split ids are stored as int32 where every id fits; DGL samples int64 seeds on an int64 graph.
-    train, test = (torch.from_numpy(load(s).astype(np.int64)) for s in ("train_idx", "test_idx"))
-    classes = int(labels.max()) + 1
+    feats, labels, train, test = t["features"], t["labels"], t["train"], t["test"]
+    classes = inp["classes"]
     fanouts = [int(x) for x in a.fanouts.split(",")]
 
     model = (make_gcn if a.model == "gcn" else make_sage)(feats.shape[1], a.hidden, classes, len(fanouts), a.dropout)

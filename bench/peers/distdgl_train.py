@@ -27,6 +27,9 @@ Several partitions on one host: DGL assumes one partition per machine. Two thing
 With --parts 1 nothing collides; the patches are applied anyway (harmless, and the run-unique
 prefix keeps concurrent runs apart). Children die with this process (PR_SET_PDEATHSIG), are killed
 on failure or timeout, and leftover shared memory of the run (or of an earlier killed run) is removed.
+
+The dataset is read by bench/peers/dataset_input.py (any format version, id width and feature
+storage); --check-input reads and checks it only (numpy, no DGL) and prints what it read.
 """
 import argparse
 import ctypes
@@ -41,9 +44,9 @@ import sys
 import tempfile
 import time
 
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dataset_input import Dataset, check_input_main, print_described  # noqa: E402
 from peer_models import make_sage  # noqa: E402
 from result import write_result  # noqa: E402
 
@@ -162,6 +165,14 @@ def _free_port():
         return s.getsockname()[1]
 
 
+def read_input(dataset):
+    """What the partitioner is handed: the graph, features, classes and splits (numpy only)."""
+    d = Dataset(dataset)
+    indptr, indices = d.csr()
+    return {"indptr": indptr, "indices": indices, "features": d.features(), "labels": d.labels(),
+            "train": d.split("train_idx"), "test": d.split("test_idx"), "classes": d.classes}
+
+
 def partition(a, parts, out_dir):
     """Partitions the dataset (cached: reused while the dataset's meta.json is unchanged)."""
     with open(os.path.join(a.dataset, "meta.json"), "rb") as f:
@@ -177,15 +188,15 @@ def partition(a, parts, out_dir):
     import dgl
 
     t0 = time.perf_counter()
-    load = lambda name: np.load(os.path.join(a.dataset, name + ".npy"))
-    indptr, indices = torch.from_numpy(load("indptr")), torch.from_numpy(load("indices"))
+    inp = check_input_main("distdgl_train", lambda: read_input(a.dataset))
+    indptr, indices = torch.from_numpy(inp["indptr"]), torch.from_numpy(inp["indices"])
     n = indptr.numel() - 1
     g = dgl.graph(("csc", (indptr, indices, torch.empty(0, dtype=torch.int64))), num_nodes=n)
-    g.ndata["features"] = torch.from_numpy(load("features"))
-    g.ndata["labels"] = torch.from_numpy(load("labels").astype(np.int64))  # stored in the smallest type that holds the classes
+    g.ndata["features"] = torch.from_numpy(inp["features"])
+    g.ndata["labels"] = torch.from_numpy(inp["labels"])
     for split in ("train", "test"):
         mask = torch.zeros(n, dtype=torch.bool)
-        mask[torch.from_numpy(load(split + "_idx").astype(np.int64))] = True
+        mask[torch.from_numpy(inp[split])] = True
         g.ndata[split + "_mask"] = mask
     print(f"distdgl: partitioning {n} nodes, {g.num_edges()} edges into {parts} ({stamp['method']}) ...", file=sys.stderr)
     dgl.distributed.partition_graph(g, GRAPH_NAME, parts, out_dir, part_method=stamp["method"],
@@ -195,6 +206,11 @@ def partition(a, parts, out_dir):
         json.dump(stamp, f)
     print(f"distdgl: partitioned in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return conf
+
+
+def last_line(text):
+    lines = [l for l in text.splitlines() if l.strip()]
+    return lines[-1] if lines else ""
 
 
 def launch(a):
@@ -209,8 +225,7 @@ def launch(a):
     part_dir = os.path.join(workdir, f"{base}-parts{parts}")
     os.makedirs(part_dir, exist_ok=True)
     conf = partition(a, parts, part_dir)
-    with open(os.path.join(a.dataset, "meta.json")) as f:
-        classes = int(json.load(f)["num_classes"])
+    classes = check_input_main("distdgl_train", lambda: {"classes": Dataset(a.dataset).classes})["classes"]
 
     run_dir = tempfile.mkdtemp(prefix="run-", dir=workdir)
     ip_config = os.path.join(run_dir, "ip_config.txt")
@@ -318,10 +333,14 @@ def launch(a):
         if failed is None and not os.path.exists(result):
             failed = "trainer 0 wrote no result"
         if failed:
-            print(f"distdgl: {failed}", file=sys.stderr)
+            cause = ""
             if not a.verbose:
                 for name, _, log in procs:
                     print(f"---- {name} ({log}) ----\n{tail(log)}", file=sys.stderr)
+                # The failed process's own last line (a traceback ends with the error) ends ours,
+                # so that the benchmark that ran this reports it.
+                cause = next((last_line(tail(log)) for name, _, log in procs if failed.startswith(name + " ")), "")
+            print(f"distdgl_train: {failed}" + (f": {cause}" if cause else ""), file=sys.stderr)
             return 1
         with open(result) as f:
             res = json.load(f)
@@ -362,7 +381,10 @@ def main():
     ap.add_argument("--role", choices=["launch", "server", "trainer"], default="launch", help=argparse.SUPPRESS)
     ap.add_argument("--classes", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--result", default=None, help="write the result (one JSON object) here")
+    ap.add_argument("--check-input", action="store_true", help="read and check the dataset, print what was read, stop (no DGL)")
     a = ap.parse_args()
+    if a.check_input:
+        return print_described(check_input_main("distdgl_train", lambda: read_input(a.dataset)))
     if a.role != "server" and not a.result:
         ap.error("--result FILE is required (the run's result is written there)")
     os.environ.setdefault("DGLBACKEND", "pytorch")

@@ -8,7 +8,8 @@ def add_training_args(ap, fanouts, batch_help):
     """The one-process peers' shared options (dgl_train.py, dgl_link.py): the dataset, the result
     file, and the model and optimiser settings shardgnn's run is given."""
     ap.add_argument("dataset")
-    ap.add_argument("--result", required=True, help="write the result (one JSON object) here")
+    ap.add_argument("--result", help="write the result (one JSON object) here (required unless --check-input)")
+    ap.add_argument("--check-input", action="store_true", help="read and check the dataset, print what was read, stop (no DGL)")
     ap.add_argument("--fanouts", default=fanouts, help="DGL order: input layer first")
     ap.add_argument("--batch", type=int, default=1024, help=batch_help)
     ap.add_argument("--hidden", type=int, default=256)

@@ -6,7 +6,6 @@ venv: scripts/peers.sh, then pip install torch_geometric).
 
     python peer_mapping.py MODEL(sage|gcn|gat) WEIGHTS DATASET_DIR PREDICT_DIR
 """
-import json
 import os
 import sys
 
@@ -15,19 +14,25 @@ import torch
 import torch.nn.functional as F
 
 
-def load(folder):
-    meta = json.load(open(os.path.join(folder, "meta.json")))
-    return {n: np.load(os.path.join(folder, a["file"])) for n, a in meta["arrays"].items()}
+# The peers' reader of dataset folders (any format version, id width and feature storage).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "peers"))
+from dataset_input import Dataset, check_input_main  # noqa: E402
+
+
+def read_input(dataset):
+    d = Dataset(dataset)
+    indptr, indices = d.csr()
+    return {"indptr": indptr, "indices": indices, "features": d.features()}
 
 
 def main(kind, weights, dataset, predicted):
     w = torch.load(weights, map_location="cpu", weights_only=True)
-    d = load(dataset)
-    indptr, indices = torch.from_numpy(d["indptr"]), torch.from_numpy(d["indices"])
+    inp = check_input_main("peer_mapping", lambda: read_input(dataset))
+    indptr, indices = torch.from_numpy(inp["indptr"]), torch.from_numpy(inp["indices"])
     n = indptr.numel() - 1
     dst = torch.repeat_interleave(torch.arange(n), indptr[1:] - indptr[:-1])
     src = indices
-    x = torch.from_numpy(d["features"].astype(np.float32))
+    x = torch.from_numpy(inp["features"])
     layers = len({k.split(".")[0] for k in w if k.startswith("conv")})
     want = np.load(os.path.join(predicted, "embeddings.npy"))
     out = {}
