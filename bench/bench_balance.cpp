@@ -249,7 +249,7 @@ RunResult run_training(const TrainSetup& s, const std::string& scenario, const s
   std::fprintf(stderr, "(%s) %s ...\n", scenario.c_str(), variant.c_str());
   const ProcessResult pr = run_process(argv);
   try {
-    if (pr.status != 0) throw std::runtime_error("exit " + std::to_string(pr.status));
+    if (pr.status != 0) throw std::runtime_error(failure_line(pr));
     read_run(run_dir + "/metrics.jsonl", s.cores, res);
   } catch (const std::exception& e) {
     res.note = std::string("failed: ") + e.what();
@@ -349,7 +349,14 @@ int bench_balance_main(const std::vector<std::string>& args) {
               " (c) single-process runs one rank with batch %d, the ranks' combined batch)\n",
               setup.cores, opt->batch * opt->ranks);
   if (opt->json) write_json_file(*opt->json, boost::json::object{{"dataset", g.dir}, {"ranks", opt->ranks}, {"rows", rows_json(runs.rows)}});
-  return 0;
+  // A benchmark never hides a failure: each failed run's own error line, and a non-zero exit.
+  int failed = 0;
+  for (const RunResult& r : runs.rows)
+    if (!r.ok) {
+      std::fprintf(stderr, "shardgnn bench balance: (%s) %s %s\n", r.scenario.c_str(), r.variant.c_str(), r.note.c_str());
+      ++failed;
+    }
+  return failed > 0 ? 1 : 0;
 }
 
 }  // namespace shardgnn::cli

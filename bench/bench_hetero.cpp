@@ -121,6 +121,7 @@ std::string partitions_for(const std::string& data, int p) {
 
 struct Run {
   std::string who, note;
+  std::string error;  // why the run failed, in one line (its own last error line); empty when it ran
   int cores = 0;
   double epoch_s = 0, wait = 0, compute = 0, allreduce = 0;  // the fastest epoch's training
   std::vector<double> val, train_s;                         // per epoch, at its end
@@ -152,7 +153,8 @@ Run run_ours(const HeteroBenchOptions& opt, const std::string& input, int p) {
   r.who = "shardgnn";
   r.cores = p;
   if (pr.status != 0 || !fs::exists(metrics)) {
-    r.note = "failed (exit " + std::to_string(pr.status) + ")";
+    r.error = pr.status != 0 ? failure_line(pr) : "wrote no metrics file " + metrics;
+    r.note = "failed: " + r.error;
     return r;
   }
   r.epoch_s = 1e300;
@@ -204,15 +206,21 @@ Run run_dgl(const HeteroBenchOptions& opt, const std::string& data, const std::v
   Run r;
   r.who = "dgl";
   r.cores = 1;
-  if (pr.status != 0 || !fs::exists(result)) {
-    r.note = "failed (exit " + std::to_string(pr.status) + ")";
+  try {
+    if (pr.status != 0) throw std::runtime_error(failure_line(pr));
+    const boost::json::object v = read_json_file(result.string()).as_object();
+    r.epoch_s = v.at("epoch_s").to_number<double>();
+    for (const auto& x : v.at("epoch_times").as_array()) r.train_s.push_back(x.to_number<double>());
+    for (const auto& x : v.at("val_acc").as_array()) r.val.push_back(x.to_number<double>());
+    r.note = "DGL " + std::string(v.at("dgl_version").as_string()) + ", 1 process of 1 thread, whole validation set";
+  } catch (const std::exception& e) {
+    r.error = e.what();
+    r.note = "failed: " + r.error;
+    r.epoch_s = 0;
+    r.train_s.clear();
+    r.val.clear();
     return r;
   }
-  const boost::json::object v = read_json_file(result.string()).as_object();
-  r.epoch_s = v.at("epoch_s").to_number<double>();
-  for (const auto& x : v.at("epoch_times").as_array()) r.train_s.push_back(x.to_number<double>());
-  for (const auto& x : v.at("val_acc").as_array()) r.val.push_back(x.to_number<double>());
-  r.note = "DGL " + std::string(v.at("dgl_version").as_string()) + ", 1 process of 1 thread, whole validation set";
   clock_target(r, opt.target);
   return r;
 }
@@ -265,11 +273,18 @@ int bench_hetero_main(const std::vector<std::string>& args) {
       rows.push_back(boost::json::object{{"who", r.who}, {"cores", r.cores}, {"epoch_s", r.epoch_s}, {"sample_wait_s", r.wait}, {"compute_s", r.compute},
                                          {"allreduce_s", r.allreduce}, {"val_acc", val}, {"seconds_to_target", r.to_target ? boost::json::value(*r.to_target) : nullptr},
                                          {"seconds_to_target_inner", r.to_target_inner ? boost::json::value(*r.to_target_inner) : nullptr},
-                                         {"note", r.note}});
+                                         {"note", r.note}, {"failed", !r.error.empty()}, {"error", r.error}});
     }
     write_json_file(*opt->json, boost::json::object{{"dataset", data}, {"target", opt->target}, {"rows", rows}});
   }
-  return 0;
+  // A benchmark never hides a failure: each failed run's own error line, and a non-zero exit.
+  int failed = 0;
+  for (const Run& r : runs)
+    if (!r.error.empty()) {
+      std::fprintf(stderr, "shardgnn bench hetero: %s on %d core(s) failed: %s\n", r.who.c_str(), r.cores, r.error.c_str());
+      ++failed;
+    }
+  return failed > 0 ? 1 : 0;
 }
 
 }  // namespace shardgnn::cli

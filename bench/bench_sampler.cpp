@@ -16,6 +16,8 @@
 #include <random>
 #include <stdexcept>
 
+#include <sys/wait.h>
+
 #include "comm/communicator.hpp"
 #include "datasets/error.hpp"
 #include "datasets/json_util.hpp"
@@ -25,6 +27,7 @@
 #include "sampler/sampler.hpp"
 #include "sampler/shard_view.hpp"
 #include "bench/bench.hpp"
+#include "bench/process.hpp"
 #include "tools/cli.hpp"
 #include "tools/mpi_program.hpp"
 #include "tools/sampler_options.hpp"
@@ -438,7 +441,11 @@ DglRuns run_dgl(const DglCommand& dgl, int procs) {
     while (p && std::fgets(buf, sizeof buf, p)) text += buf;
     const int rc = p ? pclose(p) : -1;
     try {
-      if (rc != 0) throw std::runtime_error("exit " + std::to_string(rc) + ": " + text.substr(text.size() > 300 ? text.size() - 300 : 0));
+      if (rc != 0) {
+        // Its own last line (a Python traceback ends with the error) says why.
+        const int code = rc != -1 && WIFEXITED(rc) ? WEXITSTATUS(rc) : rc;
+        throw std::runtime_error("exit " + std::to_string(code) + (last_line(text).empty() ? "" : ": " + last_line(text)));
+      }
       out.runs.push_back(read_json_file(result(i)));
     } catch (const std::exception& e) {
       if (failure.empty()) failure = e.what();
@@ -454,8 +461,9 @@ DglRuns run_dgl(const DglCommand& dgl, int procs) {
 }
 
 // DGL's sampler on the same graph, as one process alone and as `node_ranks` at once (the load our
-// ranks sampled under); prints the comparison and adds it to `out`, or prints why it failed.
-void compare_with_dgl(const std::string& python, const RunSetting& run, const Summary& s, int node_ranks, boost::json::object& out) {
+// ranks sampled under); prints the comparison and adds it to `out`. When the peer fails, `out`
+// says so and the peer's own error line comes back (empty: it ran).
+std::string compare_with_dgl(const std::string& python, const RunSetting& run, const Summary& s, int node_ranks, boost::json::object& out) {
   const DglCommand dgl{python, run.info.dataset_dir, input_first_fanouts(run.cfg.fanouts), run.cfg.batch_size, run.cfg.replace,
                        static_cast<long long>(s.sum.steps)};
   try {
@@ -473,8 +481,11 @@ void compare_with_dgl(const std::string& python, const RunSetting& run, const Su
       out["ours_vs_dgl_same_load"] = s.edges_per_core_s / beside;
     }
   } catch (const std::exception& e) {
-    std::printf("DGL peer failed (%s)\n", e.what());
+    out["failed"] = "dgl";
+    out["error"] = e.what();
+    return e.what();
   }
+  return "";
 }
 
 struct ReleaseOthers {  // rank 0 lets the others go however it leaves
@@ -532,8 +543,14 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   print_sampling(setting, all, s);
   print_fetch(setting, s);
   boost::json::object out = report_json(setting, s);
-  if (opts->dgl_python) compare_with_dgl(*opts->dgl_python, setting, s, node_ranks, out);
+  const std::string failed = opts->dgl_python ? compare_with_dgl(*opts->dgl_python, setting, s, node_ranks, out) : "";
   if (opts->json) write_json_file(*opts->json, out);
+  // A benchmark never hides a failure: the peer's own error line, and a non-zero exit.
+  if (!failed.empty()) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "shardgnn bench sampler: the DGL peer failed: %s\n", failed.c_str());
+    return 1;
+  }
   return 0;
 }
 

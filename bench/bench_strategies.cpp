@@ -160,7 +160,7 @@ Trial train_once(const StrategyOptions& opt, const std::string& data, int ranks,
   if (ranks > 1) argv.insert(argv.end(), opt.parallel_args.begin(), opt.parallel_args.end());
   if (!opt.personalize.empty()) argv.insert(argv.end(), {"--personalize", opt.personalize});
   const ProcessResult pr = run_process(argv);
-  if (pr.status != 0) throw std::runtime_error("train exited with status " + std::to_string(pr.status));
+  if (pr.status != 0) throw std::runtime_error("train failed (" + failure_line(pr) + ")");
   const RunMetrics run = load_run_metrics(metrics);
   if (!run.result || !run.result->full) throw std::runtime_error(metrics + ": no full-neighbourhood test scores in the run's result line");
   Trial t;
@@ -368,7 +368,7 @@ int bench_strategies_main(const std::vector<std::string>& args) {
       std::optional<PartitionMetrics> metrics;
       std::string failure;
       if (pr.status == 0) metrics = load_partition_info(dir).metrics;
-      else failure = "partition exited with status " + std::to_string(pr.status);
+      else failure = "partition failed (" + failure_line(pr) + ")";
       for (const std::string& sampling : opt.samplings) {
         Row row;
         row.parts = k;

@@ -171,6 +171,7 @@ struct Row {
   double epoch_s = 0, wait = 0, compute = 0, allreduce = 0, test_acc = 0;
   std::string note;
   std::string op_profile;  // ours with --profile-ops: rank 0's table
+  std::string error;       // why the run failed, in one line (its own last error line); empty when it ran
 };
 
 // Our run's row from its metrics file: the fastest epoch and its split.
@@ -179,7 +180,8 @@ Row read_our_run(int p, const std::string& device, const ProcessResult& pr, cons
   row.who = "shardgnn";
   row.ranks = p;
   if (pr.status != 0 || !fs::exists(metrics)) {
-    row.note = "failed (exit " + std::to_string(pr.status) + ")";
+    row.error = pr.status != 0 ? failure_line(pr) : "wrote no metrics file " + metrics;
+    row.note = "failed: " + row.error;
     return row;
   }
   row.epoch_s = 1e300;
@@ -223,13 +225,14 @@ Row peer_row(const char* who, int p, const ProcessResult& pr, const fs::path& re
   d.who = who;
   d.ranks = p;
   try {
-    if (pr.status != 0) throw std::runtime_error("exit " + std::to_string(pr.status));
+    if (pr.status != 0) throw std::runtime_error(failure_line(pr));
     const auto v = read_json_file(result.string()).as_object();
     d.epoch_s = v.at("epoch_s").to_number<double>();
     d.test_acc = v.at("test_acc").to_number<double>();
     d.note = note(std::string(v.at("dgl_version").as_string()));
   } catch (const std::exception& e) {
-    d.note = std::string("failed: ") + e.what();
+    d.error = e.what();
+    d.note = "failed: " + d.error;
   }
   return d;
 }
@@ -309,11 +312,23 @@ void print_peer_ratios(const std::vector<Row>& rows) {
         std::printf("%d core(s): %s epoch / ours = %.2fx\n", r.ranks, d.who == "dgl" ? "DGL" : "DistDGL", d.epoch_s / r.epoch_s);
 }
 
+// A benchmark never hides a failure: each failed run's own error line, and a non-zero exit.
+int report_failures(const std::vector<Row>& rows) {
+  int failed = 0;
+  for (const Row& r : rows)
+    if (!r.error.empty()) {
+      std::fprintf(stderr, "shardgnn bench train: %s on %d core(s) failed: %s\n", r.who.c_str(), r.ranks, r.error.c_str());
+      ++failed;
+    }
+  return failed > 0 ? 1 : 0;
+}
+
 boost::json::array rows_json(const std::vector<Row>& rows) {
   boost::json::array out;
   for (const Row& r : rows)
     out.push_back(boost::json::object{{"who", r.who}, {"cores", r.ranks}, {"epoch_s", r.epoch_s}, {"sample_wait_s", r.wait}, {"compute_s", r.compute},
-                                      {"allreduce_s", r.allreduce}, {"test_acc", r.test_acc}, {"note", r.note}, {"op_profile", r.op_profile}});
+                                      {"allreduce_s", r.allreduce}, {"test_acc", r.test_acc}, {"note", r.note}, {"op_profile", r.op_profile},
+                                      {"failed", !r.error.empty()}, {"error", r.error}});
   return out;
 }
 
@@ -334,7 +349,7 @@ int bench_train_main(const std::vector<std::string>& args) {
               opt->link ? "test AUC: after the last epoch, full neighbourhoods for both" : "test acc: after the last epoch, sampled\n neighbourhoods for both",
               opt->work.c_str());
   if (opt->json) write_json_file(*opt->json, boost::json::object{{"dataset", g.dir}, {"rows", rows_json(rows)}});
-  return 0;
+  return report_failures(rows);
 }
 
 }  // namespace shardgnn::cli

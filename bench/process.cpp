@@ -55,10 +55,15 @@ std::int64_t tree_peak_anon_kb(pid_t root) {
 
 // Runs argv[0] with argv, capturing stdout, and measures wall time and peak RSS (wait4).
 ProcessResult run_process(const std::vector<std::string>& argv, const std::string& cwd) {
-  int fds[2];
-  // Close-on-exec: a child started meanwhile from another thread must not inherit this pipe's
-  // write end, or the read below would wait for that child too.
+  int fds[2], errs[2];
+  // Close-on-exec: a child started meanwhile from another thread must not inherit these pipes'
+  // write ends, or the reads below would wait for that child too.
   if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+  if (pipe2(errs, O_CLOEXEC) != 0) {
+    close(fds[0]);
+    close(fds[1]);
+    throw std::runtime_error("pipe failed");
+  }
   // Built before fork: the child of a multithreaded process should not allocate.
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -68,14 +73,34 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
     dup2(fds[1], STDOUT_FILENO);
+    dup2(errs[1], STDERR_FILENO);
     close(fds[0]);
     close(fds[1]);
+    close(errs[0]);
+    close(errs[1]);
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(126);
     execvp(args[0], args.data());
     _exit(127);
   }
   close(fds[1]);
+  close(errs[1]);
   ProcessResult r;
+  // Its stderr goes on to ours as it comes, and its tail is kept: the failing program's own
+  // error line, for the one line a benchmark prints when a run fails.
+  std::thread err_reader([&] {
+    constexpr std::size_t kKeep = 8192;
+    char ebuf[4096];
+    for (ssize_t got; (got = read(errs[0], ebuf, sizeof ebuf)) > 0;) {
+      for (ssize_t off = 0; off < got;) {
+        const ssize_t w = write(STDERR_FILENO, ebuf + off, static_cast<std::size_t>(got - off));
+        if (w <= 0) break;
+        off += w;
+      }
+      r.err_tail.append(ebuf, static_cast<std::size_t>(got));
+      if (r.err_tail.size() > 2 * kKeep) r.err_tail.erase(0, r.err_tail.size() - kKeep);
+    }
+    close(errs[0]);
+  });
   std::atomic<bool> done{false};
   std::atomic<std::int64_t> peak_anon_kb{0};
   std::thread sampler([&] {
@@ -92,6 +117,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
   wait4(pid, &status, 0, &ru);
   done = true;
   sampler.join();
+  err_reader.join();
   r.peak_anon_mb = static_cast<double>(peak_anon_kb.load()) / 1024.0;
   r.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   r.peak_rss_mb = static_cast<double>(ru.ru_maxrss) / 1024.0;
@@ -99,5 +125,23 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
   return r;
 }
 
+std::string last_line(const std::string& text) {
+  std::size_t end = text.size();
+  while (end > 0) {
+    const std::size_t begin = text.rfind('\n', end - 1);
+    const std::size_t from = begin == std::string::npos ? 0 : begin + 1;
+    std::string line = text.substr(from, end - from);
+    if (line.find_first_not_of(" \t\r") != std::string::npos) return line;
+    if (begin == std::string::npos) break;
+    end = begin;
+  }
+  return "";
+}
+
+std::string failure_line(const ProcessResult& r) {
+  const std::string status = "exit " + std::to_string(r.status);
+  const std::string line = last_line(r.err_tail);
+  return line.empty() ? status : status + ": " + line;
+}
 
 }  // namespace shardgnn::cli

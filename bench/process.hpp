@@ -14,10 +14,18 @@ struct ProcessResult {
   // while it runs: what mapped files (page cache) do not inflate.
   double peak_anon_mb = 0;
   std::string out;         // its stdout
+  std::string err_tail;    // the last few KiB of its stderr (which also passes through)
 };
 
-// Runs argv (argv[0] looked up in PATH) in `cwd` (if given); stderr passes through.
+// Runs argv (argv[0] looked up in PATH) in `cwd` (if given); stderr passes through, its tail kept.
 ProcessResult run_process(const std::vector<std::string>& argv, const std::string& cwd = "");
+
+// The last non-blank line of `text` (a failed program's own error line: a Python traceback's last
+// line, a one-line error of ours), or "" when it printed nothing.
+std::string last_line(const std::string& text);
+
+// Why a run failed, in one line: its exit status (or signal) and its own last error line.
+std::string failure_line(const ProcessResult& r);
 
 
 }  // namespace shardgnn::cli

@@ -69,20 +69,22 @@ PY
 }
 
 n=$((2 * per))
-# DistDGL's fastest epoch, on this host or (with a testbed up) across its nodes.
+# DistDGL's fastest epoch, on this host or (with a testbed up) across its nodes. A benchmark never
+# hides a failure: when DistDGL fails, its own last line and a non-zero exit.
 distdgl() {
-  [ -n "${DISTDGL_PYTHON:-}" ] || return 0
   rm -f "$work/distdgl.json"
-  "$DISTDGL_PYTHON" bench/peers/distdgl_train.py "$DISTDGL_DATASET" --result "$work/distdgl.json" --trainers "$n" --parts 2 --fanouts 5,10,15 \
-    --batch 1024 --hidden 256 --epochs 2 --threads 1 --workdir "${TMPDIR:-/tmp}/shardgnn-netbed-distdgl" "$@" > "$work/distdgl.out" 2>&1 || true
-  python3 -c 'import json, sys; print("%8.2f  (DistDGL)" % json.load(open(sys.argv[1]))["epoch_s"])' "$work/distdgl.json" 2>/dev/null ||
-    echo "  DistDGL failed: $(tail -3 "$work/distdgl.out")"
+  if ! "$DISTDGL_PYTHON" bench/peers/distdgl_train.py "$DISTDGL_DATASET" --result "$work/distdgl.json" --trainers "$n" --parts 2 --fanouts 5,10,15 \
+    --batch 1024 --hidden 256 --epochs 2 --threads 1 --workdir "${TMPDIR:-/tmp}/shardgnn-netbed-distdgl" "$@" > "$work/distdgl.out" 2>&1; then
+    echo "netbed_bench: DistDGL failed: $(grep -v '^[[:space:]]*$' "$work/distdgl.out" | tail -n 1)" >&2
+    return 1
+  fi
+  python3 -c 'import json, sys; print("%8.2f  (DistDGL)" % json.load(open(sys.argv[1]))["epoch_s"])' "$work/distdgl.json"
 }
 
 printf '%-14s %8s %8s %8s %10s\n' "where" "epoch s" "wait s" "allred s" "MB/rank"
 mpiexec -n "$n" "$bin" "${train[@]}" --metrics "$work/one.jsonl" > "$work/one.out" 2>&1 || { cat "$work/one.out"; exit 1; }
 printf '%-14s %s\n' "one node" "$(summary "$work/one.jsonl")"
-[ -z "${DISTDGL_PYTHON:-}" ] || printf '%-14s %s\n' "one node" "$(distdgl)"
+if [ -n "${DISTDGL_PYTHON:-}" ]; then row=$(distdgl) || exit 1; printf '%-14s %s\n' "one node" "$row"; fi
 mpiexec -n "$n" "$bin" "${train[@]}" --node-local off --metrics "$work/one-mpi.jsonl" > "$work/one-mpi.out" 2>&1 || { cat "$work/one-mpi.out"; exit 1; }
 printf '%-14s %s\n' "one node, MPI" "$(summary "$work/one-mpi.jsonl")"
 for rate in $rates; do
@@ -90,7 +92,7 @@ for rate in $rates; do
   netbed_up 2 "$rate" 2>/dev/null
   run_until_logged "$work/$rate.jsonl" 5 bash -c "source tests/netbed/testbed.sh; netbed_mpiexec 2 $per '$bin' ${train[*]} --metrics '$work/$rate.jsonl'"
   printf '%-14s %s\n' "2 nodes $rate" "$(summary "$work/$rate.jsonl")"
-  [ -z "${DISTDGL_PYTHON:-}" ] || printf '%-14s %s\n' "2 nodes $rate" "$(distdgl --netbed "$NETBED_PREFIX")"
+  if [ -n "${DISTDGL_PYTHON:-}" ]; then row=$(distdgl --netbed "$NETBED_PREFIX") || exit 1; printf '%-14s %s\n' "2 nodes $rate" "$row"; fi
   netbed_down
 done
 rm -rf "$work"

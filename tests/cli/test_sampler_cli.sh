@@ -18,6 +18,18 @@ grep -q "remote fetch *none" "$work/out.txt" || fail "rows went over MPI with --
 timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" bench sampler "$work/p2" --fanouts 10,5 --batch 64 --node-local off > "$work/out.txt" 2>&1 || fail "--node-local off run failed: $(cat "$work/out.txt")"
 grep -q "remote fetch .*raw MPI alltoallv" "$work/out.txt" || fail "no MPI remote fetch with --node-local off: $(cat "$work/out.txt")"
 grep -q "^same-node rows" "$work/out.txt" && fail "same-node rows with --node-local off"
+# A benchmark never hides a failure: a peer that fails (here the DGL peer under a Python without
+# torch or DGL: it reads its input, then its import fails) fails the benchmark with the peer's own
+# error line, and the JSON says which side failed.
+set +e
+timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" bench sampler "$work/p2" --fanouts 10,5 --batch 64 --dgl-python /usr/bin/python3 --json "$work/peer.json" \
+  > "$work/out.txt" 2> "$work/err.txt"
+rc=$?
+set -e
+[ "$rc" -ne 0 ] || fail "a failed DGL peer left bench sampler's exit status 0: $(cat "$work/out.txt" "$work/err.txt")"
+grep -qE "^shardgnn bench sampler: the DGL peer failed: exit 1: ModuleNotFoundError: No module named '(torch|dgl)'$" "$work/err.txt" ||
+  fail "a failed DGL peer: not its own error line: $(cat "$work/err.txt")"
+grep -qE '"failed": *"dgl"' "$work/peer.json" || fail "a failed DGL peer: the JSON does not say so: $(cat "$work/peer.json")"
 # Only training's program loads libtorch, not the dispatcher every command starts, nor the benchmarks'.
 # ldd's output is read whole first: `ldd | grep -q` under pipefail fails when grep quits early.
 libs_main=$(ldd "$SHARDGNN")

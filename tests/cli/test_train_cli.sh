@@ -254,6 +254,17 @@ for p in 1 2; do
 done
 [ -f "$work/btrain/sbm-3000-10-8-100-v2-metis-ml-2/partition.json" ] || fail "bench train: no metis-ml partition: $(ls "$work/btrain")"
 [ "$(grep -cE '"who": *"shardgnn"' "$work/btrain.json")" -eq 2 ] || fail "bench train JSON: $(cat "$work/btrain.json")"
+# A failed peer fails bench train (a Python without DGL: its import fails), its own line last.
+set +e
+timeout 180 "$SHARDGNN" bench train --nodes 3000 --avg-degree 10 --feature-dim 8 --ranks 1 --fanouts 5,5 --batch 64 --hidden 16 --epochs 1 \
+  --workdir "$work/btrain" --dgl-python /usr/bin/python3 --json "$work/btrain-peer.json" > "$work/out.txt" 2> "$work/err.txt"
+rc=$?
+set -e
+[ "$rc" -ne 0 ] || fail "a failed DGL peer left bench train's exit status 0: $(cat "$work/out.txt" "$work/err.txt")"
+grep -qE "^shardgnn bench train: dgl on 1 core\(s\) failed: exit 1: ModuleNotFoundError: No module named '(torch|dgl)'$" "$work/err.txt" ||
+  fail "a failed DGL peer: not its own error line: $(tail -5 "$work/err.txt")"
+/usr/bin/python3 -c 'import json, sys; sys.exit(not any(r["who"] == "dgl" and r["failed"] and r["error"] for r in json.load(open(sys.argv[1]))["rows"]))' \
+  "$work/btrain-peer.json" || fail "a failed DGL peer: the JSON does not say so: $(cat "$work/btrain-peer.json")"
 
 # train --personalize: after the shared model's scores, each rank's copy fine-tuned and scored on its own test nodes.
 timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/p2" "${quick[@]}" --epochs 2 --eval full --personalize 1 > "$work/out.txt" 2>&1 ||
