@@ -109,7 +109,7 @@ class Dataset:
         a = self.array(name, shape)
         if a.dtype.kind not in "iu":
             _fail(os.path.join(self.folder, self.arrays[name]["file"]), f"dtype {a.dtype.str}, expected integers")
-        out = np.array(a)  # DELIBERATE BREAK (reverted next commit): ids kept at their stored width
+        out = np.array(a, dtype=np.int64)  # a copy: torch wants writable arrays, and a mapped file is not
         if out.size and (out.min() < lo or out.max() >= hi):
             bad = int(np.flatnonzero((out.ravel() < lo) | (out.ravel() >= hi))[0])
             _fail(os.path.join(self.folder, self.arrays[name]["file"]),
