@@ -349,14 +349,9 @@ int bench_balance_main(const std::vector<std::string>& args) {
               " (c) single-process runs one rank with batch %d, the ranks' combined batch)\n",
               setup.cores, opt->batch * opt->ranks);
   if (opt->json) write_json_file(*opt->json, boost::json::object{{"dataset", g.dir}, {"ranks", opt->ranks}, {"rows", rows_json(runs.rows)}});
-  // A benchmark never hides a failure: each failed run's own error line, and a non-zero exit.
-  int failed = 0;
-  for (const RunResult& r : runs.rows)
-    if (!r.ok) {
-      std::fprintf(stderr, "shardgnn bench balance: (%s) %s %s\n", r.scenario.c_str(), r.variant.c_str(), r.note.c_str());
-      ++failed;
-    }
-  return failed > 0 ? 1 : 0;
+  std::vector<RunOutcome> outcomes;
+  for (const RunResult& r : runs.rows) outcomes.push_back({"(" + r.scenario + ") " + r.variant, r.ok ? "" : r.note.substr(r.note.rfind("failed: ", 0) == 0 ? 8 : 0)});
+  return report_failures(g_command, outcomes);
 }
 
 }  // namespace shardgnn::cli

@@ -233,7 +233,10 @@ std::string fixed(double x, int digits) {
 
 std::string vals(const Run& r) {
   std::string s;
-  for (const double v : r.val) s += (s.empty() ? "" : " ") + fixed(v, 4);
+  for (const double v : r.val) {
+    if (!s.empty()) s += ' ';
+    s += fixed(v, 4);
+  }
   return s;
 }
 
@@ -277,14 +280,9 @@ int bench_hetero_main(const std::vector<std::string>& args) {
     }
     write_json_file(*opt->json, boost::json::object{{"dataset", data}, {"target", opt->target}, {"rows", rows}});
   }
-  // A benchmark never hides a failure: each failed run's own error line, and a non-zero exit.
-  int failed = 0;
-  for (const Run& r : runs)
-    if (!r.error.empty()) {
-      std::fprintf(stderr, "shardgnn bench hetero: %s on %d core(s) failed: %s\n", r.who.c_str(), r.cores, r.error.c_str());
-      ++failed;
-    }
-  return failed > 0 ? 1 : 0;
+  std::vector<RunOutcome> outcomes;
+  for (const Run& r : runs) outcomes.push_back({r.who + " on " + std::to_string(r.cores) + " core(s)", r.error});
+  return report_failures("shardgnn bench hetero", outcomes);
 }
 
 }  // namespace shardgnn::cli

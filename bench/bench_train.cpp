@@ -312,17 +312,6 @@ void print_peer_ratios(const std::vector<Row>& rows) {
         std::printf("%d core(s): %s epoch / ours = %.2fx\n", r.ranks, d.who == "dgl" ? "DGL" : "DistDGL", d.epoch_s / r.epoch_s);
 }
 
-// A benchmark never hides a failure: each failed run's own error line, and a non-zero exit.
-int report_failures(const std::vector<Row>& rows) {
-  int failed = 0;
-  for (const Row& r : rows)
-    if (!r.error.empty()) {
-      std::fprintf(stderr, "shardgnn bench train: %s on %d core(s) failed: %s\n", r.who.c_str(), r.ranks, r.error.c_str());
-      ++failed;
-    }
-  return failed > 0 ? 1 : 0;
-}
-
 boost::json::array rows_json(const std::vector<Row>& rows) {
   boost::json::array out;
   for (const Row& r : rows)
@@ -349,7 +338,9 @@ int bench_train_main(const std::vector<std::string>& args) {
               opt->link ? "test AUC: after the last epoch, full neighbourhoods for both" : "test acc: after the last epoch, sampled\n neighbourhoods for both",
               opt->work.c_str());
   if (opt->json) write_json_file(*opt->json, boost::json::object{{"dataset", g.dir}, {"rows", rows_json(rows)}});
-  return report_failures(rows);
+  std::vector<RunOutcome> outcomes;
+  for (const Row& r : rows) outcomes.push_back({r.who + " on " + std::to_string(r.ranks) + " core(s)", r.error});
+  return report_failures(g_command, outcomes);
 }
 
 }  // namespace shardgnn::cli

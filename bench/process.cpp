@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <thread>
 #include <filesystem>
@@ -80,6 +82,11 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
     close(errs[1]);
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(126);
     execvp(args[0], args.data());
+    // The failure report's last line says which program could not start (write: nothing that allocates after fork).
+    const char what[] = "cannot start ";
+    [[maybe_unused]] ssize_t w = write(STDERR_FILENO, what, sizeof what - 1);
+    w = write(STDERR_FILENO, args[0], std::strlen(args[0]));
+    w = write(STDERR_FILENO, "\n", 1);
     _exit(127);
   }
   close(fds[1]);
@@ -142,6 +149,16 @@ std::string failure_line(const ProcessResult& r) {
   const std::string status = "exit " + std::to_string(r.status);
   const std::string line = last_line(r.err_tail);
   return line.empty() ? status : status + ": " + line;
+}
+
+int report_failures(const std::string& command, const std::vector<RunOutcome>& runs) {
+  int failed = 0;
+  for (const RunOutcome& r : runs)
+    if (!r.error.empty()) {
+      std::fprintf(stderr, "%s: %s failed: %s\n", command.c_str(), r.who.c_str(), r.error.c_str());
+      ++failed;
+    }
+  return failed > 0 ? 1 : 0;
 }
 
 }  // namespace shardgnn::cli

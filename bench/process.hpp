@@ -27,5 +27,16 @@ std::string last_line(const std::string& text);
 // Why a run failed, in one line: its exit status (or signal) and its own last error line.
 std::string failure_line(const ProcessResult& r);
 
+// A run a benchmark asked for, as its failure report needs it: who ran where, and why it failed
+// (empty: it ran).
+struct RunOutcome {
+  std::string who;
+  std::string error;
+};
+
+// A benchmark never hides a failure: prints "<command>: <who> failed: <error>" to stderr for each
+// failed run, and returns the benchmark's exit status (1 when any failed, else 0).
+int report_failures(const std::string& command, const std::vector<RunOutcome>& runs);
+
 
 }  // namespace shardgnn::cli
