@@ -98,7 +98,7 @@ std::string prepare_graph(const HeteroBenchOptions& opt) {
     fs::create_directories(opt.work);
     const ProcessResult pr = run_process({shardgnn_exe(), "data", "generate", "hetero", "--papers", std::to_string(opt.papers), "--feature-dim",
                                           std::to_string(opt.feature_dim), "--feature-dtype", opt.feature_dtype, "--out", dir.string(), "--force"});
-    if (pr.status != 0) throw InputError(dir.string() + ": data generate hetero failed (exit " + std::to_string(pr.status) + ")");
+    if (pr.status != 0) throw InputError(dir.string() + ": data generate hetero failed (" + failure_line(pr) + ")");
   }
   return dir.string();
 }

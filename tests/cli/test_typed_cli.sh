@@ -158,5 +158,18 @@ if [ "${WITH_TORCH:-OFF}" = ON ]; then
   }
   expect_train_error "train it with --model rgcn or --model rgat" "$work/gen" --model sage --epochs 1
   expect_train_error "no relation named 'citez'" "$work/gen" --model rgcn --fanouts "5,5;citez=1,1" --epochs 1
+  # bench hetero: our R-GAT's row, and a peer that fails (a Python without torch or DGL: it reads
+  # the typed folder, then its import fails) fails the benchmark with the peer's own line.
+  set +e
+  timeout 300 "$SHARDGNN" bench hetero --papers 400 --feature-dim 16 --epochs 1 --hidden 16 --heads 2 --batch 64 --eval-sample 100 \
+    --workdir "$work/bhet" --dgl-python /usr/bin/python3 --json "$work/bhet.json" > "$work/out.txt" 2> "$work/err.txt"
+  status=$?
+  set -e
+  [ "$status" = 1 ] || fail "a failed DGL peer left bench hetero's exit status $status: $(cat "$work/out.txt" "$work/err.txt")"
+  grep -qE "^shardgnn +1 +[0-9.]+ " "$work/out.txt" || fail "bench hetero: no row of ours: $(cat "$work/out.txt")"
+  grep -qE "^shardgnn bench hetero: dgl on 1 core\(s\) failed: exit 1: ModuleNotFoundError: No module named '(torch|dgl)'$" "$work/err.txt" ||
+    fail "bench hetero's failed peer: not its own line: $(tail -3 "$work/err.txt")"
+  /usr/bin/python3 -c 'import json, sys; sys.exit(not any(r["who"] == "dgl" and r["failed"] and r["error"] for r in json.load(open(sys.argv[1]))["rows"]))' \
+    "$work/bhet.json" || fail "bench hetero JSON: $(cat "$work/bhet.json")"
 fi
 echo "typed graphs: ok"
