@@ -7,6 +7,7 @@
 #include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/serialize.h>
 #include <torch/csrc/jit/serialization/pickle.h>
+#include <caffe2/serialize/inline_container.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -15,6 +16,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <span>
 #include <sstream>
@@ -589,9 +591,40 @@ std::string shape_text(c10::IntArrayRef sizes) {
   return t + "]";
 }
 
+// Each storage record of a weights archive must be as long as the storage the pickle declares
+// for it: torch's reader takes a record cut short into a storage of the declared size (the zip's
+// own CRCs can be valid), and the tensor would read past what the file held. Records and storages
+// are matched by size, as a multiset (the pickle's record keys are not visible from here).
+void check_storages(const std::string& path, const std::vector<char>& bytes, const std::map<std::string, torch::Tensor>& w) {
+  std::multiset<std::uint64_t> declared;
+  std::set<const void*> seen;
+  for (const auto& [key, t] : w) {
+    const auto nbytes = static_cast<std::uint64_t>(t.storage().nbytes());
+    if (nbytes > 0 && seen.insert(t.storage().data()).second) declared.insert(nbytes);
+  }
+  try {
+    std::istringstream in(std::string(bytes.begin(), bytes.end()));
+    caffe2::serialize::PyTorchStreamReader reader(&in);
+    for (const std::string& name : reader.getAllRecords()) {
+      if (name.rfind("data/", 0) != 0) continue;
+      const auto size = static_cast<std::uint64_t>(std::get<1>(reader.getRecord(name)));
+      if (size == 0) continue;
+      const auto it = declared.find(size);
+      if (it == declared.end())
+        throw InputError(path, "record '" + name + "'", "damaged weights file: " + std::to_string(size) + " bytes, the size of none of its tensors' storages");
+      declared.erase(it);
+    }
+  } catch (const c10::Error& e) {
+    throw InputError(path, "", "not a weights file in torch.save's format: " + first_line(e.what_without_backtrace()));
+  }
+  if (!declared.empty())
+    throw InputError(path, "", "damaged weights file: a tensor's storage of " + std::to_string(*declared.begin()) + " bytes has no record of that size");
+}
+
 // A weights file's {name: tensor} dictionary.
 std::map<std::string, torch::Tensor> read_tensor_dict(const std::string& path) {
-  const c10::IValue root = unpickle(path, file_bytes(path), "not a weights file in torch.save's format: ");
+  const std::vector<char> bytes = file_bytes(path);
+  const c10::IValue root = unpickle(path, bytes, "not a weights file in torch.save's format: ");
   if (!root.isGenericDict()) throw InputError(path, "", "not a weights file: expected a dictionary of tensors (shardgnn train's weights.pt)");
   std::map<std::string, torch::Tensor> w;
   for (const auto& entry : root.toGenericDict()) {
@@ -600,6 +633,7 @@ std::map<std::string, torch::Tensor> read_tensor_dict(const std::string& path) {
     if (!entry.value().isTensor()) throw InputError(path, "entry '" + key + "'", "expected a tensor");
     w[key] = entry.value().toTensor();
   }
+  check_storages(path, bytes, w);
   return w;
 }
 
