@@ -38,6 +38,7 @@ struct RunResult {
   std::string scenario, variant;
   bool ok = false;
   std::string note;
+  std::string error;       // why the run failed, in one line (its own last error line); empty when it ran
   double epoch_s = 0;      // mean training time per epoch over epochs 2..E
   double imbalance = 0;    // mean over those epochs of max busy / mean busy
   double step_max_s = 0, step_mean_s = 0;  // busy time per step: slowest rank, mean over ranks (same epochs)
@@ -252,7 +253,8 @@ RunResult run_training(const TrainSetup& s, const std::string& scenario, const s
     if (pr.status != 0) throw std::runtime_error(failure_line(pr));
     read_run(run_dir + "/metrics.jsonl", s.cores, res);
   } catch (const std::exception& e) {
-    res.note = std::string("failed: ") + e.what();
+    res.error = e.what();
+    res.note = "failed: " + res.error;
   }
   return res;
 }
@@ -350,7 +352,7 @@ int bench_balance_main(const std::vector<std::string>& args) {
               setup.cores, opt->batch * opt->ranks);
   if (opt->json) write_json_file(*opt->json, boost::json::object{{"dataset", g.dir}, {"ranks", opt->ranks}, {"rows", rows_json(runs.rows)}});
   std::vector<RunOutcome> outcomes;
-  for (const RunResult& r : runs.rows) outcomes.push_back({"(" + r.scenario + ") " + r.variant, r.ok ? "" : r.note.substr(r.note.rfind("failed: ", 0) == 0 ? 8 : 0)});
+  for (const RunResult& r : runs.rows) outcomes.push_back({"(" + r.scenario + ") " + r.variant, r.error});
   return report_failures(g_command, outcomes);
 }
 

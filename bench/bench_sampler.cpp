@@ -10,13 +10,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <future>
 #include <iostream>
 #include <numeric>
 #include <optional>
 #include <random>
 #include <stdexcept>
-
-#include <sys/wait.h>
 
 #include "comm/communicator.hpp"
 #include "datasets/error.hpp"
@@ -424,28 +423,20 @@ DglRuns run_dgl(const DglCommand& dgl, int procs) {
   std::string dir = (fs::temp_directory_path() / "shardgnn-dgl-XXXXXX").string();
   if (!::mkdtemp(dir.data())) throw std::runtime_error("cannot make a folder for the DGL processes' results");
   const auto result = [&](int i) { return (fs::path(dir) / ("result-" + std::to_string(i) + ".json")).string(); };
-  std::vector<std::FILE*> pipes;
+  std::vector<std::future<ProcessResult>> runs;
   for (int i = 0; i < procs; ++i) {
-    const std::string cmd = "OMP_NUM_THREADS=1 " + dgl.python + " " + script.string() + " " + dgl.dataset_dir + " --result " + result(i) +
-                            " --fanouts " + dgl.fanouts + " --batch " + std::to_string(dgl.batch) + (dgl.replace ? " --replace" : "") +
-                            " --max-batches " + std::to_string(dgl.max_batches) + " --seed " + std::to_string(i) +
-                            (procs > 1 ? " --sync-dir " + dir + " --procs " + std::to_string(procs) : "") + " 2>&1";
-    pipes.push_back(popen(cmd.c_str(), "r"));
+    std::vector<std::string> argv = {"env", "OMP_NUM_THREADS=1", dgl.python, script.string(), dgl.dataset_dir, "--result", result(i), "--fanouts", dgl.fanouts,
+                                     "--batch", std::to_string(dgl.batch), "--max-batches", std::to_string(dgl.max_batches), "--seed", std::to_string(i)};
+    if (dgl.replace) argv.push_back("--replace");
+    if (procs > 1) argv.insert(argv.end(), {"--sync-dir", dir, "--procs", std::to_string(procs)});
+    runs.push_back(std::async(std::launch::async, [argv = std::move(argv)] { return run_process(argv); }));
   }
   DglRuns out;
   std::string failure;
   for (int i = 0; i < procs; ++i) {
-    std::FILE* p = pipes[static_cast<std::size_t>(i)];
-    std::string text;  // what it printed: shown when it fails
-    char buf[4096];
-    while (p && std::fgets(buf, sizeof buf, p)) text += buf;
-    const int rc = p ? pclose(p) : -1;
+    const ProcessResult pr = runs[static_cast<std::size_t>(i)].get();
     try {
-      if (rc != 0) {
-        // Its own last line (a Python traceback ends with the error) says why.
-        const int code = rc != -1 && WIFEXITED(rc) ? WEXITSTATUS(rc) : rc;
-        throw std::runtime_error("exit " + std::to_string(code) + (last_line(text).empty() ? "" : ": " + last_line(text)));
-      }
+      if (pr.status != 0) throw std::runtime_error(failure_line(pr));
       out.runs.push_back(read_json_file(result(i)));
     } catch (const std::exception& e) {
       if (failure.empty()) failure = e.what();
@@ -545,13 +536,8 @@ int bench_sampler_main(const std::vector<std::string>& args, const comm::Communi
   boost::json::object out = report_json(setting, s);
   const std::string failed = opts->dgl_python ? compare_with_dgl(*opts->dgl_python, setting, s, node_ranks, out) : "";
   if (opts->json) write_json_file(*opts->json, out);
-  // A benchmark never hides a failure: the peer's own error line, and a non-zero exit.
-  if (!failed.empty()) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "shardgnn bench sampler: the DGL peer failed: %s\n", failed.c_str());
-    return 1;
-  }
-  return 0;
+  std::fflush(stdout);
+  return report_failures("shardgnn bench sampler", {{"the DGL peer", failed}});
 }
 
 }  // namespace shardgnn::cli

@@ -7,6 +7,7 @@
 #include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/serialize.h>
 #include <torch/csrc/jit/serialization/pickle.h>
+#include <caffe2/serialize/in_memory_adapter.h>
 #include <caffe2/serialize/inline_container.h>
 
 #include <algorithm>
@@ -603,8 +604,8 @@ void check_storages(const std::string& path, const std::vector<char>& bytes, con
     if (nbytes > 0 && seen.insert(t.storage().data()).second) declared.insert(nbytes);
   }
   try {
-    std::istringstream in(std::string(bytes.begin(), bytes.end()));
-    caffe2::serialize::PyTorchStreamReader reader(&in);
+    // Over the bytes already read, not a copy of them.
+    caffe2::serialize::PyTorchStreamReader reader(std::make_shared<caffe2::serialize::MemoryReadAdapter>(bytes.data(), static_cast<off_t>(bytes.size())));
     for (const std::string& name : reader.getAllRecords()) {
       if (name.rfind("data/", 0) != 0) continue;
       const auto size = static_cast<std::uint64_t>(std::get<1>(reader.getRecord(name)));

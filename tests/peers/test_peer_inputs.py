@@ -78,7 +78,7 @@ def dtype_of(folder, name):
 def versions_of(base, work, tag, extra_ids=()):
     """`base` (this build's format) and its rewrites as versions 1-3 wrote them and as format 4
     stores a graph too big for int32 ids: {label: folder}."""
-    splits = [s for s in ("train_idx", "val_idx", "test_idx")]
+    splits = ["train_idx", "val_idx", "test_idx"]
     out = {f"{tag} v4": base}
     out[f"{tag} v4 int64 ids"] = rewrite(base, f"{work}/{tag}-v4-wide", widen=["indices", *splits, *extra_ids])
     out[f"{tag} v3"] = rewrite(base, f"{work}/{tag}-v3", 3, widen=splits)
