@@ -38,7 +38,7 @@ class GraphSchema {
   GraphSchema(std::vector<NodeType> types, std::vector<Relation> relations, const std::string& where);
 
   bool typed() const noexcept { return !types_.empty(); }
-  // Some node type has no features (its rows are learnt: trainer/dist_embedding.hpp).
+  // Some node type has no features (its rows are learnt: model/dist_embedding.hpp).
   bool featureless() const noexcept {
     return std::any_of(types_.begin(), types_.end(), [](const NodeType& t) { return t.feature_dim == 0; });
   }

@@ -109,11 +109,14 @@ Dataset source_dataset(const PartitionInfo& info, std::string& note) {
   return load_dataset(info.dataset_dir, Contents::trust);
 }
 
-// What the model's outputs are: --task, else the run folder's result line (the score that
-// selected it), else a pair scorer among the weights (link), else the input's labels.
-TaskKind model_task(const std::string& task, const std::string& model, const Gnn& gnn, const Shard& shard) {
+// What the model's outputs are: --task, else its model card's task, else (weights from before
+// cards) the run folder's result line (the score that selected it), else a pair scorer among the
+// weights (link), else the input's labels.
+TaskKind model_task(const std::string& task, const std::string& model, const LoadedWeights& loaded, const Shard& shard) {
   const TaskKind kind = parse_task(task);
   if (kind != TaskKind::kAuto) return kind;
+  if (loaded.card) return parse_task(loaded.card->task);
+  const Gnn& gnn = loaded.model;
   const fs::path metrics = fs::path(model) / "metrics.jsonl";
   if (fs::is_directory(model) && fs::exists(metrics))
     if (const RunMetrics run = load_run_metrics(metrics.string()); run.result) {
@@ -169,6 +172,7 @@ int predict_main(const std::vector<std::string>& args, const comm::Communicator&
 
   Input in;
   Gnn model{nullptr};
+  LoadedWeights loaded;
   torch::Device device = torch::kCPU;
   std::string threads_from, note;
   Dataset source;
@@ -187,10 +191,12 @@ int predict_main(const std::vector<std::string>& args, const comm::Communicator&
     // The input first: a typed graph's model is read against its schema.
     load_input(world, input, scratch, "predicts", in);
     comm::agree(world, [&] {
-      model = load_weights(po_.weights, device, &in.shard.schema);
-      if (in.shard.schema.typed() && !model->relational())
-        throw InputError(input + ": a typed graph; the model in " + po_.weights + " is " + model_name(model->options.kind()) + ", which runs on untyped ones");
-      if (!model->relational() && in.shard.feature_dim != model->options.in())
+      loaded = load_weights(po_.weights, device, &in.shard.schema);
+      model = loaded.model;
+      if (in.shard.schema.typed() != model->typed())
+        throw InputError(input + ": " + (in.shard.schema.typed() ? "a typed graph" : "an untyped graph") + "; the model in " + po_.weights + " runs on " +
+                         (model->typed() ? "typed ones" : "untyped ones"));
+      if (!model->typed() && in.shard.feature_dim != model->options.in())
         throw InputError(input + ": nodes have " + std::to_string(in.shard.feature_dim) + " features, the model in " + po_.weights + " takes " +
                          std::to_string(model->options.in()));
       if (in.shard.info) source = source_dataset(*in.shard.info, note);
@@ -204,7 +210,7 @@ int predict_main(const std::vector<std::string>& args, const comm::Communicator&
   po_.dataset = in.name;
   po_.created = utc_now();
   TaskKind kind = TaskKind::kClasses;
-  comm::agree(world, [&] { kind = model_task(task_name, vm["model"].as<std::string>(), model, in.shard); });
+  comm::agree(world, [&] { kind = model_task(task_name, vm["model"].as<std::string>(), loaded, in.shard); });
   const std::unique_ptr<Task> task = make_predict_task(kind, model);
   // Scored when the data's labels (a link model: held-out edges) are what the model predicts (the
   // test score training printed).
@@ -214,11 +220,12 @@ int predict_main(const std::vector<std::string>& args, const comm::Communicator&
   if (world.rank() == 0 && !quiet) {
     const GnnOptions& m = model->options;
     std::printf("predicted %lld nodes with %s (%lld layers, %lld -> %lld) from %s on '%s' (%s, %d rank%s, %s, %s): embeddings [%lld, %lld] after layer %lld\n",
-                static_cast<long long>(r.rows), model_name(m.kind()).c_str(), static_cast<long long>(m.layers()), static_cast<long long>(m.in()),
+                static_cast<long long>(r.rows), m.spec().name.c_str(), static_cast<long long>(m.layers()), static_cast<long long>(m.in()),
                 static_cast<long long>(m.out()), po_.weights.c_str(), in.name.c_str(), in.kind.c_str(), world.size(), world.size() == 1 ? "" : "s",
                 device.str().c_str(), threads_text(threads_from).c_str(), static_cast<long long>(r.rows), static_cast<long long>(r.width),
                 static_cast<long long>(r.layer));
     if (!note.empty()) std::printf("%s\n", note.c_str());
+    if (!loaded.note.empty()) std::printf("%s\n", loaded.note.c_str());
     if (r.metrics && r.metrics->test.auc >= 0)
       std::printf("validation %s (%lld edges), test %s (%lld edges), full neighbourhoods\n", headline_score(r.metrics->val).c_str(),
                   static_cast<long long>(r.metrics->val.count), headline_score(r.metrics->test).c_str(), static_cast<long long>(r.metrics->test.count));

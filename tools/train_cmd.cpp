@@ -140,9 +140,13 @@ po::options_description train_options(TrainConfig& tc, SamplerConfig& sc, ExtraO
        })->default_value("reverse"), "link: reverse cuts a batch's positives (both directions) from its sampled blocks; none keeps them (GAE's full-batch protocol, for comparison)")
       ("hits", bound(tc.link.hits_k), "link: K of Hits@K over the ranking negatives")
       ("embedding-dim", bound(tc.link.embedding_dim), "link: the last layer's width, the embedding (0 = --hidden)")
-      ("model", bound(tc.model.kind, parse_model, model_name), "sage, gcn or gat; on a typed graph rgcn or rgat")
-      ("hidden", bound(tc.model.hidden), "hidden width (GAT, R-GAT: split between the heads)")
-      ("heads", bound(tc.model.heads), "GAT and R-GAT attention heads")
+      ("model", po::value<std::string>()->notifier([&tc](const std::string& v) {
+         if (names_spec_file(v)) tc.model.spec = v;
+         else tc.model.kind = parse_model(v);
+       })->default_value("sage"), "a built-in, sage, gcn or gat (on a typed graph rgcn or rgat), or a model spec file (FILE.json: docs/models.md); "
+                                    "--hidden, --heads and --bases shape the built-ins, --dropout is also a spec's layers' default")
+      ("hidden", bound(tc.model.hidden), "built-ins: hidden width (GAT, R-GAT: split between the heads)")
+      ("heads", bound(tc.model.heads), "built-ins: GAT and R-GAT attention heads")
       ("embedding-optimizer", bound(tc.embedding.optimizer, parse_sparse_optimizer, sparse_optimizer_name),
        "typed graphs: the sparse optimizer of the learnable rows of node types without features, adam or adagrad")
       ("embedding-lr", bound(tc.embedding.lr), "typed graphs: the learning rate of those rows")
@@ -246,7 +250,7 @@ void print_header(const comm::Communicator& world, const Input& in, const Traine
   const std::string blas = blas_core().empty() ? "" : blas_core() + " kernels";
   const std::string gemm = trainer.gemm_backend();
   if (world.rank() != 0 || !tc.files.progress) return;
-  std::printf("training %s on '%s' (%s, %d rank%s, %s %s, products on %s%s%s%s%s): %lld parameters, fanouts %s, batch %d\n", model_name(tc.model.kind).c_str(),
+  std::printf("training %s on '%s' (%s, %d rank%s, %s %s, products on %s%s%s%s%s): %lld parameters, fanouts %s, batch %d\n", model_label(tc.model).c_str(),
               in.name.c_str(), in.kind.c_str(), world.size(), world.size() == 1 ? "" : "s", trainer.device_name().c_str(),
               precision_name(tc.model.precision).c_str(), gemm.c_str(), blas.empty() ? "" : ", BLAS ", blas.c_str(),
               world.size() == 1 ? "" : ", gradients over ", world.size() == 1 ? "" : trainer.gradient_path().c_str(),

@@ -1,6 +1,6 @@
 #include "trainer/checkpoint.hpp"
 
-#include "trainer/dist_embedding.hpp"
+#include "model/dist_embedding.hpp"
 #include "trainer/task.hpp"
 
 #include <torch/csrc/jit/serialization/export.h>
@@ -651,14 +651,24 @@ void fill_model(Gnn& model, const std::map<std::string, torch::Tensor>& w, const
     const auto it = w.find(item.key());
     if (it == w.end()) throw InputError(path, "", "lacks entry '" + item.key() + "' (" + what + ")");
     if (it->second.sizes() != item.value().sizes())
-      throw InputError(path, "entry '" + item.key() + "'", "has shape " + shape_text(it->second.sizes()) + ", the model its other entries describe needs " +
+      throw InputError(path, "entry '" + item.key() + "'", "has shape " + shape_text(it->second.sizes()) + ", " + what + " needs " +
                                                                shape_text(item.value().sizes()));
+    item.value().copy_(it->second);
+    ++matched;
+  }
+  // Buffers (batch normalisation's running statistics) are state too.
+  for (auto& item : model->named_buffers()) {
+    const auto it = w.find(item.key());
+    if (it == w.end()) throw InputError(path, "", "lacks entry '" + item.key() + "' (" + what + ")");
+    if (it->second.sizes() != item.value().sizes())
+      throw InputError(path, "entry '" + item.key() + "'", "has shape " + shape_text(it->second.sizes()) + ", the model needs " + shape_text(item.value().sizes()));
     item.value().copy_(it->second);
     ++matched;
   }
   if (matched != w.size())
     for (const auto& [key, t] : w)
-      if (model->named_parameters().find(key) == nullptr) throw InputError(path, "entry '" + key + "'", "is not a parameter of a " + what);
+      if (model->named_parameters().find(key) == nullptr && model->named_buffers().find(key) == nullptr)
+        throw InputError(path, "entry '" + key + "'", "is not a parameter of " + what);
   model->to(device);
   model->eval();
 }
@@ -707,14 +717,19 @@ Gnn load_relational_weights(const std::string& path, const std::map<std::string,
   GnnOptions o(mc, 0, out, layers);
   o.schema(*schema);
   Gnn model(o);
-  fill_model(model, w, path, model_name(mc.kind) + " of " + std::to_string(layers) + " layers over the input's schema", device);
+  // The model's entries are named as the model names them now, without the old "rgnn." prefix.
+  std::map<std::string, torch::Tensor> renamed;
+  for (const auto& [key, t] : w) renamed[key.rfind("rgnn.", 0) == 0 ? key.substr(5) : key] = t;
+  fill_model(model, renamed, path, "a " + model_name(mc.kind) + " of " + std::to_string(layers) + " layers over the input's schema", device);
   return model;
 }
 
 }  // namespace
 
-Gnn load_weights(const std::string& path, const torch::Device& device, const GraphSchema* schema) {
-  const std::map<std::string, torch::Tensor> w = read_tensor_dict(path);
+namespace {
+
+// Weights from before model cards: the model read off the entries' names and shapes.
+Gnn load_legacy_weights(const std::string& path, const std::map<std::string, torch::Tensor>& w, const torch::Device& device, const GraphSchema* schema) {
   const auto has = [&](const std::string& key) { return w.count(key) > 0; };
   if (has("rgnn.conv0.loop_weight") || has("rgnn.conv0.self_fc.weight")) return load_relational_weights(path, w, schema, device);
   ModelConfig mc;
@@ -764,8 +779,37 @@ Gnn load_weights(const std::string& path, const torch::Device& device, const Gra
   // A link-prediction model's MLP pair scorer (its weights saved with the layers').
   if (has("scorer.fc1.weight")) model->register_module("scorer", PairScorer(out, /*mlp=*/true));
   // Every parameter the widths imply must be there with its shape, and nothing else may be.
-  fill_model(model, w, path, model_name(mc.kind) + " of " + std::to_string(layers) + " layers", device);
+  fill_model(model, w, path, "a " + model_name(mc.kind) + " of " + std::to_string(layers) + " layers", device);
   return model;
+}
+
+}  // namespace
+
+Gnn model_from_card(const ModelCard& card, const std::string& card_file) {
+  GnnOptions o(card.spec, card.in, card.out);
+  o.schema(card.schema).precision(card.precision).spec_file(card_file);
+  Gnn model(o);
+  // A link model's MLP pair scorer trains and is saved with the layers.
+  if (card.task == "link" && card.scorer == "mlp") model->register_module("scorer", PairScorer(card.out, /*mlp=*/true));
+  return model;
+}
+
+LoadedWeights load_weights(const std::string& path, const torch::Device& device, const GraphSchema* schema) {
+  LoadedWeights loaded;
+  const std::string card_file = card_path(path);
+  if (!fs::exists(card_file)) {
+    const std::map<std::string, torch::Tensor> w = read_tensor_dict(path);
+    loaded.model = load_legacy_weights(path, w, device, schema);
+    loaded.note = path + " has no model card (" + fs::path(card_file).filename().string() + "): the model was read off its tensors' names and shapes";
+    return loaded;
+  }
+  loaded.card = read_model_card(card_file);
+  check_card_weights(*loaded.card, card_file, path);
+  if (schema != nullptr) check_card_schema(*loaded.card, card_file, *schema, "the input");
+  const std::map<std::string, torch::Tensor> w = read_tensor_dict(path);
+  loaded.model = model_from_card(*loaded.card, card_file);
+  fill_model(loaded.model, w, path, "the model its card " + card_file + " describes", device);
+  return loaded;
 }
 
 }  // namespace shardgnn

@@ -17,10 +17,12 @@
 #include <torch/optim.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "trainer/models.hpp"
+#include "model/card.hpp"
+#include "model/gnn.hpp"
 
 namespace shardgnn {
 
@@ -85,7 +87,19 @@ void save_weights(const std::string& path, const torch::nn::Module& model);
 // A link-prediction model's MLP scorer (scorer.fc1, scorer.fc2) is loaded as the model's child
 // "scorer" (a PairScorer).
 // R-GCN and R-GAT weights (entries under "rgnn.") need the typed graph's `schema` they run on.
-Gnn load_weights(const std::string& path, const torch::Device& device, const GraphSchema* schema = nullptr);
+//
+// With a model card beside the file (card_path: model.json beside weights.pt) the model is the
+// card's: the file's size and CRC-32 checked against the card, the card's graph against `schema`
+// (when given), the model built from its spec, and every entry matched by name and shape.
+// Without one, the model is read off the names as above and `note` says so.
+struct LoadedWeights {
+  Gnn model{nullptr};
+  std::optional<ModelCard> card;
+  std::string note;  // "" with a card
+};
+LoadedWeights load_weights(const std::string& path, const torch::Device& device, const GraphSchema* schema = nullptr);
+// The model a card describes, its weights as initialised.
+Gnn model_from_card(const ModelCard& card, const std::string& card_file);
 // The training state a checkpoint holds (its epoch and step: the stamp of its embedding files).
 TrainState checkpoint_state(const std::string& path);
 

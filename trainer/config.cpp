@@ -19,11 +19,16 @@ constexpr EnumName<OptimizerKind> kOptimizers[] = {{OptimizerKind::kAdam, "adam"
 constexpr EnumName<LrSchedule> kLrSchedules[] = {{LrSchedule::kNone, "none"}, {LrSchedule::kStep, "step"}, {LrSchedule::kCosine, "cosine"}};
 constexpr EnumName<EvalMode> kEvalModes[] = {{EvalMode::kSampled, "sampled"}, {EvalMode::kFull, "full"}};
 constexpr EnumName<TaskKind> kTasks[] = {{TaskKind::kAuto, "auto"}, {TaskKind::kClasses, "classes"}, {TaskKind::kLabelSets, "label-sets"}, {TaskKind::kLink, "link"}};
-constexpr EnumName<Precision> kPrecisions[] = {{Precision::kFloat32, "fp32"}, {Precision::kBFloat16, "bf16"}};
 constexpr EnumName<SparseOptimizer> kSparseOptimizers[] = {{SparseOptimizer::kAdam, "adam"}, {SparseOptimizer::kAdagrad, "adagrad"}};
 }  // namespace
 
-ModelKind parse_model(const std::string& name) { return parse_enum(kModels, name, "--model"); }
+ModelKind parse_model(const std::string& name) {
+  try {
+    return parse_enum(kModels, name, "--model");
+  } catch (const InputError& e) {
+    throw InputError(std::string(e.what()) + ", or a model spec file (FILE.json)");
+  }
+}
 std::string model_name(ModelKind m) { return enum_name(kModels, m); }
 OptimizerKind parse_optimizer(const std::string& name) { return parse_enum(kOptimizers, name, "--optimizer"); }
 std::string optimizer_name(OptimizerKind o) { return enum_name(kOptimizers, o); }
@@ -33,8 +38,6 @@ TaskKind parse_task(const std::string& name) { return parse_enum(kTasks, name, "
 std::string task_name(TaskKind t) { return enum_name(kTasks, t); }
 EvalMode parse_eval_mode(const std::string& name) { return parse_enum(kEvalModes, name, "--eval"); }
 std::string eval_mode_name(EvalMode m) { return enum_name(kEvalModes, m); }
-Precision parse_precision(const std::string& name) { return parse_enum(kPrecisions, name, "--precision"); }
-std::string precision_name(Precision p) { return enum_name(kPrecisions, p); }
 SparseOptimizer parse_sparse_optimizer(const std::string& name) { return parse_enum(kSparseOptimizers, name, "--embedding-optimizer"); }
 std::string sparse_optimizer_name(SparseOptimizer o) { return enum_name(kSparseOptimizers, o); }
 
@@ -55,6 +58,10 @@ bool valid_device(const std::string& d) {
 }  // namespace
 
 void validate(const TrainConfig& c) {
+  // The built-ins' heads split their hidden width; a spec file's layers are checked with the spec.
+  const bool builtin = c.model.spec.empty();
+  const auto attention = [&](ModelKind k) { return builtin && (k == ModelKind::kGat || k == ModelKind::kRgat); };
+  const auto relational = [&](ModelKind k) { return builtin && (k == ModelKind::kRgcn || k == ModelKind::kRgat); };
   if (c.link.negatives < 0) throw InputError("--negatives must be 0 or more, got " + std::to_string(c.link.negatives));
   if (c.link.embedding_dim < 0) throw InputError("--embedding-dim must be 0 (--hidden) or more, got " + std::to_string(c.link.embedding_dim));
   if (attention(c.model.kind) && c.link.embedding_dim > 0 && c.link.embedding_dim % c.model.heads != 0)
@@ -62,7 +69,7 @@ void validate(const TrainConfig& c) {
   if (c.model.hidden < 1) throw InputError("--hidden must be at least 1, got " + std::to_string(c.model.hidden));
   if (c.model.heads < 1) throw InputError("--heads must be at least 1, got " + std::to_string(c.model.heads));
   if (c.model.bases < 0) throw InputError("--bases must be 0 (a weight per relation) or more, got " + std::to_string(c.model.bases));
-  if (c.model.bases > 0 && c.model.kind != ModelKind::kRgcn) throw InputError("--bases is R-GCN's basis decomposition (--model rgcn)");
+  if (c.model.bases > 0 && (!builtin || c.model.kind != ModelKind::kRgcn)) throw InputError("--bases is R-GCN's basis decomposition (--model rgcn)");
   if (attention(c.model.kind) && c.model.hidden % c.model.heads != 0)
     throw InputError("--hidden " + std::to_string(c.model.hidden) + " is not divisible by --heads " + std::to_string(c.model.heads) +
                      " (GAT splits the hidden width between the heads)");

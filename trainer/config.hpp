@@ -5,22 +5,11 @@
 #include <cstdint>
 #include <string>
 
+#include "model/spec.hpp"
 #include "sampler/rebalance.hpp"
 
 namespace shardgnn {
 
-enum class ModelKind {
-  kSage,  // GraphSAGE, mean aggregator (Hamilton et al. 2017; DGL SAGEConv 'mean')
-  kGcn,   // GCN (Kipf & Welling 2017; DGL GraphConv norm='both' on blocks, with self-loops)
-  kGat,   // GAT (Velickovic et al. 2018; DGL GATConv)
-  // Typed graphs only (trainer/relational.hpp):
-  kRgcn,  // R-GCN (Schlichtkrull et al. 2018; DGL RelGraphConv, mean per relation)
-  kRgat,  // R-GAT (MLPerf's GNN reference: a GATConv per relation, summed per destination type)
-};
-// R-GCN and R-GAT: the models of typed graphs.
-constexpr bool relational(ModelKind k) noexcept { return k == ModelKind::kRgcn || k == ModelKind::kRgat; }
-// The models whose hidden width the heads split.
-constexpr bool attention(ModelKind k) noexcept { return k == ModelKind::kGat || k == ModelKind::kRgat; }
 enum class OptimizerKind { kAdam, kSgd };
 enum class LrSchedule {
   kNone,
@@ -34,22 +23,6 @@ enum class TaskKind { kAuto, kClasses, kLabelSets, kLink };
 enum class EvalMode {
   kSampled,  // per-epoch validation through the sampler (same fanouts as training)
   kFull,     // per-epoch validation by full-neighbourhood layer-wise inference
-};
-
-enum class Precision {
-  kFloat32,   // everything in float32
-  kBFloat16,  // matrix products in bfloat16 (autocast), aggregation, loss and weights in float32
-};
-
-// The model's own choices (the layers' input, output and depth come from the data and the
-// fanouts); GnnOptions (models.hpp) is built from it.
-struct ModelConfig {
-  ModelKind kind = ModelKind::kSage;
-  int hidden = 256;       // hidden width; for GAT the heads split it (hidden / heads each)
-  int heads = 4;          // GAT and R-GAT attention heads (hidden layers concatenate, the output averages)
-  int bases = 0;          // R-GCN: basis decomposition of the relation weights (0: a full weight per relation)
-  double dropout = 0.5;   // on every layer's input (GAT: also on the attention weights)
-  Precision precision = Precision::kFloat32;
 };
 
 struct OptimizerConfig {
@@ -124,8 +97,6 @@ struct LinkConfig {
   bool exclude_positives = true;
 };
 
-// The sparse optimizer of embedding rows (trainer/sparse_embedding.hpp).
-enum class SparseOptimizer { kAdam, kAdagrad };
 
 // The learnable rows of a typed graph's node types without features (DistDGL's DistEmbedding
 // with its sparse optimizers), at the model's hidden width.
@@ -166,8 +137,6 @@ TaskKind parse_task(const std::string& name);
 std::string task_name(TaskKind t);
 EvalMode parse_eval_mode(const std::string& name);
 std::string eval_mode_name(EvalMode m);
-Precision parse_precision(const std::string& name);
-std::string precision_name(Precision p);
 SparseOptimizer parse_sparse_optimizer(const std::string& name);
 std::string sparse_optimizer_name(SparseOptimizer o);
 

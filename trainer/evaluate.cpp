@@ -31,10 +31,11 @@ void score_batch(Gnn& model, const KeptBatch& kb, const torch::Device& device, T
   metrics.add_batch(kb.aggregated.defined() ? model->forward_aggregated(t.blocks, kb.aggregated) : model->forward(t), kb.mb);
 }
 
-// A batch to keep: for GraphSAGE and GCN its first layer's sums, its features released.
+// A batch to keep: its first layer's sums where the model has them (GraphSAGE, GCN, GIN first),
+// its features released.
 KeptBatch keepable(Gnn& model, MiniBatch mb, const torch::Device& device) {
   KeptBatch kb;
-  if ((model->options.kind() == ModelKind::kSage || model->options.kind() == ModelKind::kGcn) && !mb.blocks.empty()) {
+  if (model->aggregates_input() && !mb.blocks.empty()) {
     const BatchTensors t = to_tensors(mb, device);
     kb.aggregated = model->aggregate_input(t.blocks.front(), t.x);  // a new tensor: the features may go
     FeatureRows().swap(mb.features);
@@ -204,7 +205,7 @@ LayerPlan plan_layers(Gnn& model, const Shard& shard, std::int64_t n_halo, const
   plan.hoisted.resize(static_cast<std::size_t>(L));
   for (std::int64_t l = 0; l < L; ++l) {
     plan.hoisted[static_cast<std::size_t>(l)] = model->projects_table(l, sizes[0], sizes[1], sizes[2]);
-    plan.widest = std::max(plan.widest, plan.hoisted[static_cast<std::size_t>(l)] ? model->projected_width(l) : l == 0 ? shard.feature_dim : model->options.hidden());
+    plan.widest = std::max(plan.widest, plan.hoisted[static_cast<std::size_t>(l)] ? model->projected_width(l) : model->layer_in_dim(l));
   }
   return plan;
 }
@@ -246,7 +247,7 @@ NodeId sized_block_end(const CsrGraph& g, std::span<const std::int64_t> nbr_pos,
 std::vector<NodeId> block_bounds(Gnn& model, const CsrGraph& g, std::span<const std::int64_t> nbr_pos, std::int64_t table_rows, std::int64_t chunk,
                                  std::int64_t src_bytes, std::int64_t widest) {
   const NodeId n_own = g.num_nodes();
-  const std::int64_t edge_bytes = 16 + (model->options.kind() == ModelKind::kGat ? 4 * std::max(model->options.hidden(), model->options.out()) : 0);
+  const std::int64_t edge_bytes = model->edge_bytes();
   const std::int64_t block_edges = std::max<std::int64_t>(1, kEvalBlockBytes / edge_bytes);
   const std::int64_t block_src = std::max<std::int64_t>(1, src_bytes / (4 * widest));
   std::vector<NodeId> bounds{0};
@@ -360,13 +361,17 @@ torch::Tensor full_inference(Gnn& model, const Shard& shard, const comm::Communi
   LayerBlocks blocks(shard.graph, nbr_pos, deg_t,
                      block_bounds(model, shard.graph, nbr_pos, shard.graph.num_nodes() + halo.n_halo, chunk, src_bytes, plan.widest), L, kept_bytes_limit,
                      device);
-  torch::Tensor h = input_rows(shard, device);
+  torch::Tensor h = model->encode(input_rows(shard, device));
+  // Jumping knowledge reads every layer's rows; otherwise only the last layer's go to the readout.
+  std::vector<torch::Tensor> outs;
   for (std::int64_t l = 0; l < L; ++l) {
     if (kept != nullptr && l == keep_after) *kept = h;
     h = layer_step(model, l, plan.hoisted[static_cast<std::size_t>(l)], h, halo, blocks, comm, device);
+    if (model->reads_every_layer()) outs.push_back(h);
   }
   if (kept != nullptr && keep_after == L) *kept = h;
-  return h;
+  if (outs.empty()) outs.push_back(h);
+  return model->readout(outs, h.size(0));
 }
 
 SplitMetrics score_full(const Task& task, const torch::Tensor& output, const Shard& shard, const comm::Communicator& comm) {

@@ -11,7 +11,7 @@
 #include "sampler/feature_store.hpp"
 #include "sampler/sampler.hpp"
 #include "trainer/metrics.hpp"
-#include "trainer/models.hpp"
+#include "model/gnn.hpp"
 #include "trainer/task.hpp"
 
 namespace shardgnn {

@@ -15,7 +15,7 @@
 #include <set>
 #include <sstream>
 
-#include "trainer/gemm.hpp"
+#include "model/gemm.hpp"
 
 namespace shardgnn {
 

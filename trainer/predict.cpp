@@ -16,7 +16,7 @@
 #include "sampler/pipeline.hpp"
 #include "sampler/typed_features.hpp"
 #include "trainer/checkpoint.hpp"
-#include "trainer/dist_embedding.hpp"
+#include "model/dist_embedding.hpp"
 #include "trainer/evaluate.hpp"
 
 namespace fs = std::filesystem;
@@ -199,7 +199,7 @@ void write_output(const std::vector<OutFile>& files, const Slices& s, std::span<
 
 namespace {
 
-// A typed graph's model (R-GCN, R-GAT) over every owned node, in batches of kTypedBatch with every
+// A typed graph's model over every owned node, in batches of kTypedBatch with every
 // neighbour (the sampler the trainer's final full-neighbourhood score uses; layer-wise inference
 // runs the homogeneous layers), the rows of featureless types from the run's per-rank embedding
 // files. Collective over `comm`. Returns the output rows of the owned nodes; `emb` gets their rows
@@ -220,7 +220,7 @@ torch::Tensor typed_inference(Gnn& model, const Shard& shard, const comm::Commun
   FeatureStore features(view, feeds);
   features.build_cache(sc, nullptr);
   if (shard.schema.featureless()) {
-    auto tables = std::make_shared<TypedEmbeddings>(*features.typed(), shard.schema, model->options.hidden(), SparseEmbeddingOptions{}, 0, comm);
+    auto tables = std::make_shared<TypedEmbeddings>(*features.typed(), shard.schema, model->input_width(), SparseEmbeddingOptions{}, 0, comm);
     comm::agree(comm, [&] {
       if (o.checkpoint.empty())
         throw InputError(o.weights, "", "the graph has node types without features, whose learnt rows live in the run folder's embedding files: pass the run folder");
@@ -247,7 +247,7 @@ torch::Tensor typed_inference(Gnn& model, const Shard& shard, const comm::Commun
     embs.push_back(kept);
   }
   model->use_embeddings(nullptr);
-  const std::int64_t width = layer == L ? model->options.out() : model->options.hidden();
+  const std::int64_t width = layer == 0 ? model->input_width() : model->layer_out_dim(layer - 1);
   emb = embs.empty() ? torch::zeros({0, width}) : torch::cat(embs);
   return outs.empty() ? torch::zeros({0, model->options.out()}) : torch::cat(outs);
 }
@@ -270,8 +270,8 @@ PredictResult predict(Gnn& model, const Shard& shard, const Task& task, bool sco
   res.layer = layer;
   auto t0 = Clock::now();
   torch::Tensor emb;
-  const torch::Tensor output = model->relational() ? typed_inference(model, shard, comm, device, layer, o, emb)
-                                                   : full_inference(model, shard, comm, device, o.chunk, kEvalSrcBytes, kEvalKeptBlockBytes, layer, &emb);
+  const torch::Tensor output = model->typed() ? typed_inference(model, shard, comm, device, layer, o, emb)
+                                              : full_inference(model, shard, comm, device, o.chunk, kEvalSrcBytes, kEvalKeptBlockBytes, layer, &emb);
   if (score) res.metrics = score_full(task, output, shard, comm);
   const torch::Tensor emb_host = emb.to(torch::kCPU, torch::kFloat).contiguous();
   const torch::Tensor pred_host = task.predictions(output);
@@ -299,7 +299,7 @@ PredictResult predict(Gnn& model, const Shard& shard, const Task& task, bool sco
                 {"node_types", types},
                 {"version", 1},
                 {"created", o.created},
-                {"model", {{"kind", model_name(m.kind())}, {"layers", m.layers()}, {"in", m.in()}, {"hidden", m.hidden()}, {"heads", m.heads()}, {"out", m.out()}}},
+                {"model", {{"name", m.spec().name}, {"layers", m.layers()}, {"in", m.in()}, {"out", m.out()}, {"spec", boost::json::value_from(m.spec())}}},
                 {"weights", o.weights},
                 {"input", o.input},
                 {"dataset", o.dataset},

@@ -26,7 +26,7 @@
 #include "comm/communicator.hpp"
 #include "partition/shards.hpp"
 #include "trainer/metrics.hpp"
-#include "trainer/models.hpp"
+#include "model/gnn.hpp"
 #include "trainer/task.hpp"
 
 namespace shardgnn {

@@ -11,7 +11,7 @@
 #include <optional>
 
 #include "sampler/minibatch.hpp"
-#include "trainer/models.hpp"
+#include "model/gnn.hpp"
 
 namespace shardgnn {
 

@@ -51,7 +51,7 @@
 #include "sampler/minibatch.hpp"
 #include "trainer/config.hpp"
 #include "trainer/metrics.hpp"
-#include "trainer/models.hpp"
+#include "model/gnn.hpp"
 
 namespace shardgnn {
 

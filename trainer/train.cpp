@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "datasets/error.hpp"
+#include "datasets/array_dir.hpp"
 #include "datasets/fileio.hpp"
 #include "datasets/memory_limit.hpp"
 #include "datasets/random.hpp"
@@ -27,12 +28,12 @@
 #include "sampler/seed_scheduler.hpp"
 #include "trainer/checkpoint.hpp"
 #include "trainer/device.hpp"
-#include "trainer/dist_embedding.hpp"
+#include "model/dist_embedding.hpp"
 #include "sampler/typed_features.hpp"
 #include "trainer/data_parallel.hpp"
 #include "trainer/evaluate.hpp"
-#include "trainer/gemm.hpp"
-#include "trainer/models.hpp"
+#include "model/gemm.hpp"
+#include "model/gnn.hpp"
 #include "trainer/op_profile.hpp"
 #include "trainer/staging.hpp"
 #include "trainer/stop.hpp"
@@ -164,20 +165,39 @@ void resume_elsewhere(Checkpoints& k, int ranks) {
   k.resumed_note += ")";
 }
 
-CheckpointIdentity checkpoint_identity(const TrainConfig& cfg, const SamplerConfig& scfg, const Shard& shard, const std::string& dataset, const Task& task) {
+CheckpointIdentity checkpoint_identity(const TrainConfig& cfg, const SamplerConfig& scfg, const ModelSpec& spec, const Shard& shard, const std::string& dataset,
+                                       const Task& task) {
   CheckpointIdentity id;
-  id.model = model_name(cfg.model.kind);
+  // A spec file by its content: a file edited between runs is another model.
+  id.model = cfg.model.spec.empty() ? model_label(cfg.model) : spec.name + " (spec " + hex32(spec_checksum(spec)) + ")";
   id.optimizer = optimizer_name(cfg.optim.kind);
   id.dataset = dataset;
   id.hidden = cfg.model.hidden;
   id.layers = static_cast<std::int64_t>(scfg.fanouts.size());
-  id.heads = attention(cfg.model.kind) ? cfg.model.heads : 0;
+  id.heads = cfg.model.spec.empty() && (cfg.model.kind == ModelKind::kGat || cfg.model.kind == ModelKind::kRgat) ? cfg.model.heads : 0;
   id.in = shard.feature_dim;
   id.classes = task.output_width();
   id.num_nodes = shard.book.num_nodes();
   id.seed = cfg.seed;
   id.partition = partition_fingerprint(shard);
   return id;
+}
+
+// What the weights are: the model as built (its spec checked, widths resolved), its task and the
+// graph it runs on.
+ModelCard model_card(const TrainConfig& cfg, const GnnImpl& model, const Shard& shard, const CheckpointIdentity& id) {
+  ModelCard card;
+  card.spec = model.options.spec();
+  card.in = model.options.in();
+  card.out = model.options.out();
+  card.precision = model.options.precision();
+  card.task = cfg.task == TaskKind::kLink ? "link" : shard.multilabel ? "label-sets" : "classes";
+  if (cfg.task == TaskKind::kLink) card.scorer = cfg.link.mlp_scorer ? "mlp" : "dot";
+  card.schema = shard.schema;
+  card.feature_dtype = feature_dtype_name(shard.feature_dtype);
+  card.dataset = id.dataset;
+  card.partition = id.partition;
+  return card;
 }
 
 // Collective: the checkpoint (nothing without a path). A typed graph's embedding rows first, each
@@ -202,6 +222,7 @@ struct detail::TrainerParts {
   std::string dataset;
   TrainConfig cfg;
   SamplerConfig scfg;
+  ModelSpec spec;  // the built-in or the spec file --model names, read and checked once by every rank
   comm::Communicator::CoreShare cores;
   std::string threads_from;  // what decided the torch threads, for the start-of-run line
   Learner learn;
@@ -210,10 +231,13 @@ struct detail::TrainerParts {
   Checkpoints ckpt;
 
   TrainerParts(const Shard& s, std::string ds, const comm::Communicator& world, TrainConfig c, SamplerConfig sc)
-      : shard(s), dataset(std::move(ds)), cfg(std::move(c)), scfg(std::move(sc)), learn(world.dup()), feeds(world.dup()), scoring(s) {
-    // GCN normalises by each node's degree in the whole graph, which a block (seeing only the
-    // batch's sampled edges) does not know: exact over full neighbourhoods, unbiased over sampled ones.
-    scfg.with_degrees = cfg.model.kind == ModelKind::kGcn;
+      : shard(s),
+        dataset(std::move(ds)),
+        cfg(std::move(c)),
+        scfg(std::move(sc)),
+        learn(world.dup()),
+        feeds(world.dup()),
+        scoring(s) {
     // The prefetch thread communicates while this thread all-reduces: that needs an MPI that
     // granted MPI_THREAD_MULTIPLE. Without it, sample on this thread (every rank sees the same).
     if (!comm::thread_multiple()) scfg.prefetch = 0;
@@ -230,19 +254,22 @@ using detail::TrainerParts;
 
 namespace {
 
-// A typed graph trains R-GCN or R-GAT on its labelled nodes' classes, and those models train typed
-// graphs only; per-relation fanouts are resolved against the graph's schema.
+// A typed graph trains R-GCN, R-GAT or a spec on its labelled nodes' classes, and those built-ins
+// train typed graphs only; per-relation fanouts are resolved against the graph's schema.
 void check_typed(const TrainConfig& c, SamplerConfig& sc, const Shard& shard, const std::string& dataset) {
   resolve_relation_fanouts(sc, shard.schema);
   const GraphSchema& schema = shard.schema;
+  // The built-ins name their graph kind; a spec file's layers are checked with the spec.
+  const bool builtin = c.model.spec.empty();
+  const bool relational = builtin && (c.model.kind == ModelKind::kRgcn || c.model.kind == ModelKind::kRgat);
   if (!schema.typed()) {
-    if (relational(c.model.kind))
+    if (relational)
       throw InputError("--model " + model_name(c.model.kind) + " trains typed graphs; dataset '" + dataset + "' has one node type (use sage, gcn or gat)");
     return;
   }
   const std::string what = "dataset '" + dataset + "' is a typed graph (" + std::to_string(schema.num_types()) + " node types, " +
                            std::to_string(schema.relations().size()) + " relations)";
-  if (!relational(c.model.kind)) throw InputError(what + ": train it with --model rgcn or --model rgat");
+  if (builtin && !relational) throw InputError(what + ": train it with --model rgcn or --model rgat (or a spec file)");
   if (c.task == TaskKind::kLink) throw InputError(what + ": --task link trains untyped graphs");
   if (c.balance.personalize_epochs > 0) throw InputError(what + ": --personalize fine-tunes untyped models");
 }
@@ -290,6 +317,12 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     l.task = make_task(c, shard);
     l.task->check(shard, dataset);
     check_typed(c, s.scfg, shard, dataset);
+    s.spec = model_spec(c.model, static_cast<std::int64_t>(s.scfg.fanouts.size()));
+    // The spec against the data and the task (hops, widths, relations) before anything trains.
+    GnnOptions(s.spec, shard.feature_dim, l.task->output_width()).schema(shard.schema).precision(c.model.precision).spec_file(c.model.spec).check();
+    // GCN normalises by each node's degree in the whole graph, which a block (seeing only the
+    // batch's sampled edges) does not know: exact over full neighbourhoods, unbiased over sampled ones.
+    s.scfg.with_degrees = uses(s.spec, LayerKind::kGcn);
     if (c.task == TaskKind::kLink && (c.balance.seed_sampling != SeedSampling::kShard || c.balance.personalize_epochs > 0))
       throw InputError("--task link trains edges: --seed-sampling class-balanced or global and --personalize are node tasks' options");
     l.device = resolve_device(c.device.name, s.cores.local_rank);
@@ -306,7 +339,7 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
         throw InputError(k.path, "", "a checkpoint exists: pass --resume to continue it or --force to start over");
     }
   });
-  k.identity = checkpoint_identity(c, s.scfg, shard, dataset, *l.task);
+  k.identity = checkpoint_identity(c, s.scfg, s.spec, shard, dataset, *l.task);
   if (c.task == TaskKind::kLink) {
     f.links = std::make_unique<LinkSchedule>(shard, s.scfg.batch_size, c.link.negatives, c.seed);
     const auto edges = l.comm.allreduce<std::int64_t>(f.links->edges(), comm::Op::kSum);
@@ -329,8 +362,8 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
   // torch's default (the physical cores it counts), which a rank alone on its cores keeps.
   s.threads_from = set_rank_threads(c.device.threads, s.cores);
   torch::manual_seed(c.seed);
-  GnnOptions mo(c.model, shard.feature_dim, l.task->output_width(), static_cast<std::int64_t>(s.scfg.fanouts.size()));
-  mo.schema(shard.schema);
+  GnnOptions mo(s.spec, shard.feature_dim, l.task->output_width());
+  mo.schema(shard.schema).precision(c.model.precision).spec_file(c.model.spec);
   l.model = Gnn(mo);
   // The task's own weights (a pair scorer's) train, travel and checkpoint with the model's.
   for (const auto& [name, module] : l.task->modules()) l.model->register_module(name, module);
@@ -364,7 +397,7 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     SparseEmbeddingOptions eo;
     eo.optimizer = c.embedding.optimizer;
     eo.lr = c.embedding.lr;
-    l.model->use_embeddings(std::make_shared<TypedEmbeddings>(*typed, shard.schema, c.model.hidden, eo, derive_seed(c.seed, 0xe3bedULL), l.comm));
+    l.model->use_embeddings(std::make_shared<TypedEmbeddings>(*typed, shard.schema, l.model->input_width(), eo, derive_seed(c.seed, 0xe3bedULL), l.comm));
     // Every validation gathers embedding rows from their owners (collective): each rank samples
     // its batches again rather than keeping a count of its own.
     s.scoring.cache = Scoring::Cache::kOff;
@@ -426,7 +459,7 @@ SplitMetrics evaluate(Learner& l, Feeds& f, Scoring& v, EvalMode mode, bool with
   }
   if (mode == EvalMode::kSampled)
     return evaluate_sampled(*l.task, l.model, *f.sampler, *f.features, l.device, v.shard.val_idx.widened(), v.shard.test_idx.widened());
-  if (l.model->relational())
+  if (l.model->typed())
     return evaluate_sampled(*l.task, l.model, *f.all_neighbours, *f.features, l.device, v.shard.val_idx.widened(), v.shard.test_idx.widened());
   // Full-neighbourhood inference allocates layer by layer through torch: the training batches'
   // idle feature buffers go back to the system first (mapped again by the next epoch).
@@ -725,7 +758,7 @@ void stop(const Learner& l, const Checkpoints& k, TrainResult& result, Progress&
 
 // After the epochs: the best model of `state` restored and evaluated (through the sampler, and
 // over full neighbourhoods when asked), and its weights written by rank 0.
-void finish(Learner& l, Feeds& f, Scoring& v, const TrainState& state, const EvalConfig& eval, const RunFiles& files, TrainResult& result) {
+void finish(Learner& l, Feeds& f, Scoring& v, const TrainState& state, const EvalConfig& eval, const RunFiles& files, const ModelCard& card, TrainResult& result) {
   comm::set_position("final evaluation");
   const comm::LongWaits scoring(comm::kLongWaitFactor);  // whole neighbourhoods, unequal per rank
   // Embedding rows are not kept per validation: with them, the last epoch's model is the one
@@ -756,7 +789,10 @@ void finish(Learner& l, Feeds& f, Scoring& v, const TrainState& state, const Eva
                                                               : std::string();
   if (!weights.empty())
     comm::agree(l.comm, [&] {
-      if (l.comm.rank() == 0) save_weights(weights, *l.model);
+      if (l.comm.rank() == 0) {
+        save_weights(weights, *l.model);
+        write_model_card(card_path(weights), card, weights);
+      }
     });
 }
 
@@ -885,7 +921,7 @@ TrainResult Trainer::fit() {
       result.op_profile->step_s = profiled_s;
     });
   }
-  finish(l, f, s.scoring, state, c.eval, c.files, result);
+  finish(l, f, s.scoring, state, c.eval, c.files, model_card(c, *l.model, s.shard, k.identity), result);
   if (c.balance.personalize_epochs > 0) personalize(l, f, s.shard, c, result);
   return result;
 }

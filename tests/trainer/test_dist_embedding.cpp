@@ -5,7 +5,7 @@
 #include "trainer/torch_catch.hpp"  // torch, then Catch
 #include "comm/communicator.hpp"
 #include "datasets/random.hpp"
-#include "trainer/dist_embedding.hpp"
+#include "model/dist_embedding.hpp"
 
 using namespace shardgnn;
 

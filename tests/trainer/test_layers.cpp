@@ -7,11 +7,12 @@
 
 #include "trainer/torch_catch.hpp"  // torch, then Catch
 #include "datasets/error.hpp"
-#include "trainer/attention_sum.hpp"
+#include "model/attention_sum.hpp"
 #include "trainer/config.hpp"
-#include "trainer/gemm.hpp"
+#include "model/gemm.hpp"
 #include "trainer/metrics.hpp"
-#include "trainer/models.hpp"
+#include "model/convs.hpp"
+#include "model/gnn.hpp"
 
 using namespace shardgnn;
 using Approx = Catch::Detail::Approx;
@@ -283,28 +284,28 @@ TEST_CASE("dropout keeps 1 - p of the inputs scaled by 1 / (1 - p), keyed and re
   const torch::Tensor x = torch::ones({1000, 64});
   model->train();
   model->reseed_dropout(7);
-  const torch::Tensor a = model->dropout(x);
+  const torch::Tensor a = model->dropout(x, 0.3);
   const double kept = a.ne(0).sum().item<double>() / 64000.0;
   CHECK(std::abs(kept - 0.7) < 0.01);  // sd of the fraction ~0.0018
   CHECK(a.masked_select(a.ne(0)).allclose(torch::full({1}, 1.0 / 0.7)));
-  const torch::Tensor b = model->dropout(x);
+  const torch::Tensor b = model->dropout(x, 0.3);
   CHECK(!a.equal(b));  // a new mask per call
   model->reseed_dropout(7);
-  CHECK(model->dropout(x).equal(a));  // the same stream after reseeding
+  CHECK(model->dropout(x, 0.3).equal(a));  // the same stream after reseeding
   // An input without a gradient (the features) gets the mask applied in the same pass; one with a
   // gradient keeps the mask for backward. The same values either way, and the mask as gradient.
   const torch::Tensor y = torch::randn({100, 64});
   model->reseed_dropout(9);
-  const torch::Tensor fused = model->dropout(y);
+  const torch::Tensor fused = model->dropout(y, 0.3);
   model->reseed_dropout(9);
   const torch::Tensor yg = y.clone().requires_grad_(true);
-  const torch::Tensor masked = model->dropout(yg);
+  const torch::Tensor masked = model->dropout(yg, 0.3);
   REQUIRE(masked.requires_grad());
   CHECK(torch::equal(fused, masked.detach()));
   masked.sum().backward();
   CHECK(torch::equal(yg.grad() * y, fused));
   model->eval();
-  CHECK(model->dropout(x).equal(x));
+  CHECK(model->dropout(x, 0.3).equal(x));
 }
 
 TEST_CASE("bf16 precision: the same model within bfloat16's rounding, float32 logits and gradients, products in bfloat16", "[trainer][layers]") {

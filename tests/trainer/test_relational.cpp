@@ -6,7 +6,8 @@
 #include "trainer/torch_catch.hpp"  // torch, then Catch
 #include "datasets/hetero.hpp"
 #include "sampler/sampler.hpp"
-#include "trainer/relational.hpp"
+#include "model/gnn.hpp"
+#include "model/relational.hpp"
 
 using namespace shardgnn;
 
@@ -184,22 +185,20 @@ namespace {
 
 // Trains `kind` on the generator's graph with reference batches (one process, the dataset's own
 // features) and returns the validation accuracy after `epochs`.
-double train_on_hetero(const Dataset& ds, RelModelKind kind, std::vector<int> fanouts, int epochs) {
+double train_on_hetero(const Dataset& ds, ModelKind kind, std::vector<int> fanouts, int epochs) {
   torch::manual_seed(1);
   const GraphSchema& s = ds.schema;
-  std::vector<std::int64_t> dims;
-  for (const NodeType& t : s.types()) dims.push_back(t.feature_dim);
-  RelGnn model(RelGnnOptions(kind, dims, static_cast<std::int64_t>(s.relations().size()), 32, ds.num_classes, static_cast<std::int64_t>(fanouts.size()))
-                   .heads(2)
-                   .dropout(0.1));
+  Gnn model(GnnOptions(ModelConfig{.kind = kind, .hidden = 32, .heads = 2, .dropout = 0.1}, 0, ds.num_classes, static_cast<std::int64_t>(fanouts.size())).schema(s));
   torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(0.01));
   SamplerConfig cfg;
   cfg.fanouts = std::move(fanouts);
   cfg.seed = 2;
   const std::vector<NodeId> train(ds.train_idx.begin(), ds.train_idx.end()), val(ds.val_idx.begin(), ds.val_idx.end());
   auto forward = [&](const std::vector<NodeId>& seeds, std::int64_t epoch, std::int64_t step) {
-    const MiniBatch mb = reference_sample(ds, cfg, seeds, epoch, step);
-    const auto& in = mb.input_nodes();
+    // Kept alive (moved out with the output) while backward may read the blocks' index tensors.
+    auto mb = std::make_shared<MiniBatch>(reference_sample(ds, cfg, seeds, epoch, step));
+    BatchTensors t;
+    const auto& in = mb->input_nodes();
     std::vector<std::vector<std::int64_t>> at(static_cast<std::size_t>(s.num_types()));
     std::vector<std::int64_t> types;
     for (std::size_t i = 0; i < in.size(); ++i) {
@@ -217,18 +216,19 @@ double train_on_hetero(const Dataset& ds, RelModelKind kind, std::vector<int> fa
       x.push_back(rows);
       pos.push_back(torch::tensor(p, torch::kInt64));
     }
-    const torch::Tensor node_type = torch::tensor(types, torch::kInt64);
-    std::vector<RelationBlocks> blocks;
-    for (const Block& b : mb.blocks) blocks.push_back(split_by_relation(to_tensors(b, torch::kCPU), node_type, s));
+    t.node_type = torch::tensor(types, torch::kInt64);
+    t.blocks = to_tensors(mb->blocks, torch::kCPU);
+    t.xs = x;
+    t.at = pos;
     torch::Tensor labels = torch::empty({static_cast<std::int64_t>(seeds.size())}, torch::kInt64);
     for (std::size_t i = 0; i < seeds.size(); ++i) labels[static_cast<std::int64_t>(i)] = ds.labels[static_cast<std::size_t>(seeds[i])];
-    return std::pair{model->forward(blocks, x, pos, static_cast<std::int64_t>(in.size())), labels};
+    return std::tuple{model->forward(t), labels, mb};
   };
   for (int epoch = 0; epoch < epochs; ++epoch) {
     model->train();
     const auto batches = epoch_batches(train, 128, 2, epoch, 0);
     for (std::size_t step = 0; step < batches.size(); ++step) {
-      const auto [out, y] = forward(batches[step], epoch, static_cast<std::int64_t>(step));
+      const auto [out, y, kept] = forward(batches[step], epoch, static_cast<std::int64_t>(step));
       opt.zero_grad();
       torch::nn::functional::cross_entropy(out, y).backward();
       opt.step();
@@ -236,7 +236,7 @@ double train_on_hetero(const Dataset& ds, RelModelKind kind, std::vector<int> fa
   }
   model->eval();
   torch::NoGradGuard no_grad;
-  const auto [out, y] = forward(val, 1000, 0);
+  const auto [out, y, kept] = forward(val, 1000, 0);
   return out.argmax(1).eq(y).to(torch::kFloat).mean().item<double>();
 }
 
@@ -248,9 +248,9 @@ TEST_CASE("R-GCN and R-GAT read the generator's labels from the neighbourhood th
   o.feature_dim = 16;
   o.separation = 0.3;  // at 16 features, about as weak alone as the default's 128 at 0.12
   const Dataset ds = generate_hetero(o);
-  const double alone = train_on_hetero(ds, RelModelKind::kRgcn, {0, 0}, 8);
-  const double rgcn = train_on_hetero(ds, RelModelKind::kRgcn, {10, 5}, 8);
-  const double rgat = train_on_hetero(ds, RelModelKind::kRgat, {10, 5}, 8);
+  const double alone = train_on_hetero(ds, ModelKind::kRgcn, {0, 0}, 8);
+  const double rgcn = train_on_hetero(ds, ModelKind::kRgcn, {10, 5}, 8);
+  const double rgat = train_on_hetero(ds, ModelKind::kRgat, {10, 5}, 8);
   INFO("val accuracy: features alone " << alone << ", R-GCN " << rgcn << ", R-GAT " << rgat);
   CHECK(rgcn > alone + 0.15);
   CHECK(rgat > alone + 0.15);

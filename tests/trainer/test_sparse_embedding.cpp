@@ -1,6 +1,6 @@
 // The sparse embedding optimizers against torch's dense ones.
 #include "trainer/torch_catch.hpp"  // torch, then Catch
-#include "trainer/sparse_embedding.hpp"
+#include "model/sparse_embedding.hpp"
 
 using namespace shardgnn;
 

@@ -14,7 +14,7 @@
 #include "partition/shards.hpp"
 #include "sampler/typed_features.hpp"
 #include "trainer/checkpoint.hpp"
-#include "trainer/dist_embedding.hpp"
+#include "model/dist_embedding.hpp"
 #include "trainer/stop.hpp"
 #include "trainer/train.hpp"
 

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "trainer/dropout_hash.hpp"
+#include "model/dropout_hash.hpp"
 
 namespace shardgnn {
 

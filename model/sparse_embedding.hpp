@@ -13,7 +13,7 @@
 
 #include <cstdint>
 
-#include "trainer/config.hpp"
+#include "model/spec.hpp"
 
 namespace shardgnn {
 

@@ -8,11 +8,7 @@
 //                 in-edges of r only; plus a self term W_0 h_v (IGB-Het's cites relation carries
 //                 self-loops, which give its papers their own row; the self term gives every type
 //                 its own, and our graphs drop self-loops).
-//   RelGnn        an input encoder per node type (its features -> hidden, a linear map; a
-//                 featureless type's learnable embedding rows come in at hidden width as they are),
-//                 then relational layers, ReLU (R-GAT: ELU) and dropout between them; the last
-//                 layer gives the logits (R-GAT averages its heads there). No attention dropout,
-//                 as MLPerf's reference (DGL GATConv's default attn_drop 0).
+// Both are layers of the one model type (model/gnn.hpp), which encodes the node types first.
 // A block's edge u -> v (v a dst, u a src) carries the relation from v's type to u's: rows hold
 // the relation of their entries (datasets/schema.hpp), and the sampler draws a dst's neighbours
 // from its row.
@@ -25,7 +21,8 @@
 #include <vector>
 
 #include "datasets/schema.hpp"
-#include "trainer/models.hpp"
+#include "model/convs.hpp"
+#include "model/layer.hpp"
 
 namespace shardgnn {
 
@@ -58,11 +55,13 @@ struct RelGraphConvOptions {
   TORCH_ARG(bool, bias) = true;
 };
 
-class RelGraphConvImpl : public torch::nn::Module {
+class RelGraphConvImpl : public Layer {
  public:
   explicit RelGraphConvImpl(const RelGraphConvOptions& options);
   // h: [num_src, in] -> [num_dst, out].
   torch::Tensor forward(const RelationBlocks& b, const torch::Tensor& h);
+  torch::Tensor conv(const LayerBlock& b, const torch::Tensor& h) override { return forward(*b.relations, h); }
+  RelationForms relation_forms() const override { return {.whole = true}; }
   // W_r for every relation, [relations, in, out] (composed from the bases when there are).
   torch::Tensor relation_weights() const;
   RelGraphConvOptions options;
@@ -80,52 +79,18 @@ struct RelGATConvOptions {
   TORCH_ARG(double, attn_dropout) = 0.0;
 };
 
-class RelGATConvImpl : public torch::nn::Module {
+class RelGATConvImpl : public Layer {
  public:
   explicit RelGATConvImpl(const RelGATConvOptions& options);
   // h: [num_src, in] -> [num_dst, heads, out].
   torch::Tensor forward(const RelationBlocks& b, const torch::Tensor& h);
+  torch::Tensor conv(const LayerBlock& b, const torch::Tensor& h) override { return forward(*b.relations, h); }
+  RelationForms relation_forms() const override { return {.compact = true}; }
   RelGATConvOptions options;
   std::vector<GATConv> per_relation;
   torch::nn::Linear self_fc{nullptr};
   torch::Tensor bias;
 };
 TORCH_MODULE(RelGATConv);
-
-enum class RelModelKind { kRgcn, kRgat };
-
-struct RelGnnOptions {
-  RelGnnOptions(RelModelKind kind, std::vector<std::int64_t> type_dims, std::int64_t relations, std::int64_t hidden, std::int64_t out, std::int64_t layers)
-      : kind_(kind), type_dims_(std::move(type_dims)), relations_(relations), hidden_(hidden), out_(out), layers_(layers) {}
-  TORCH_ARG(RelModelKind, kind);
-  TORCH_ARG(std::vector<std::int64_t>, type_dims);  // each type's feature width; 0: rows come from an embedding at hidden width
-  TORCH_ARG(std::int64_t, relations);
-  TORCH_ARG(std::int64_t, hidden);
-  TORCH_ARG(std::int64_t, out);
-  TORCH_ARG(std::int64_t, layers);
-  TORCH_ARG(std::int64_t, heads) = 4;
-  TORCH_ARG(std::int64_t, bases) = 0;
-  TORCH_ARG(double, dropout) = 0.2;
-};
-
-class RelGnnImpl : public torch::nn::Module {
- public:
-  explicit RelGnnImpl(const RelGnnOptions& options);
-  // blocks[0] is the input layer. x[t]: the rows of the input nodes of type t ([n_t, F_t], or
-  // [n_t, hidden] embedding rows), at[t] their positions among the num_input input nodes.
-  // `drop`: the dropout on each layer's input (Gnn's keyed one), else torch's at options.dropout.
-  // With `kept`, the seeds' rows after `keep_layer` layers (0: the encoded inputs) land there.
-  torch::Tensor forward(const std::vector<RelationBlocks>& blocks, const std::vector<torch::Tensor>& x, const std::vector<torch::Tensor>& at,
-                        std::int64_t num_input, const std::function<torch::Tensor(const torch::Tensor&)>& drop = {}, std::int64_t keep_layer = -1,
-                        torch::Tensor* kept = nullptr);
-  RelGnnOptions options;
-
- private:
-  std::vector<torch::nn::Linear> encoders_;  // per type; empty for an embedding's type
-  std::vector<RelGraphConv> rgcn_;
-  std::vector<RelGATConv> rgat_;
-  torch::nn::Dropout dropout_{nullptr};
-};
-TORCH_MODULE(RelGnn);
 
 }  // namespace shardgnn

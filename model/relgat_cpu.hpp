@@ -10,11 +10,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "trainer/relational.hpp"
+#include "model/relational.hpp"
 
 namespace shardgnn {
 
-// For h that on_cpu_sgemm (trainer/gemm.hpp) takes.
+// For h that on_cpu_sgemm (model/gemm.hpp) takes.
 // h [num_src, in]; wd [H*D + H*A, in]: the self term's weight, then each active relation's dst
 // score weight (fc and attn_r folded); bias [H, D]; wr[i] [H*D + H, in]: active relation i's fc
 // weight, then its src score weight (fc and attn_l folded); active[i]: its index in b.compact.

@@ -1,4 +1,4 @@
-#include "trainer/relgat_cpu.hpp"
+#include "model/relgat_cpu.hpp"
 
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
@@ -7,8 +7,8 @@
 #include <cmath>
 #include <limits>
 
-#include "trainer/attention_sum.hpp"
-#include "trainer/gemm.hpp"
+#include "model/attention_sum.hpp"
+#include "model/gemm.hpp"
 #include "datasets/vector_clones.hpp"
 
 namespace shardgnn {

@@ -1,4 +1,4 @@
-#include "trainer/dist_embedding.hpp"
+#include "model/dist_embedding.hpp"
 
 #include <torch/torch.h>
 

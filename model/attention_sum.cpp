@@ -1,4 +1,4 @@
-#include "trainer/attention_sum.hpp"
+#include "model/attention_sum.hpp"
 
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
@@ -8,7 +8,7 @@
 #include <cmath>
 #include <limits>
 
-#include "trainer/models.hpp"
+#include "model/convs.hpp"
 #include "datasets/vector_clones.hpp"
 
 namespace shardgnn {

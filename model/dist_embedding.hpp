@@ -17,7 +17,7 @@
 #include "comm/communicator.hpp"
 #include "partition/book.hpp"
 #include "sampler/typed_features.hpp"
-#include "trainer/sparse_embedding.hpp"
+#include "model/sparse_embedding.hpp"
 
 namespace shardgnn {
 

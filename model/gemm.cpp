@@ -1,4 +1,4 @@
-#include "trainer/gemm.hpp"
+#include "model/gemm.hpp"
 
 #include <ATen/record_function.h>
 #include <dlfcn.h>
@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "trainer/autocast.hpp"
+#include "model/autocast.hpp"
 
 // oneDNN's row-major C = alpha op(A) op(B) + beta C (dnnl.h; its dev headers are not a dependency).
 // Weak: null when no loaded library exports it.

@@ -1,8 +1,8 @@
-#include "trainer/relational.hpp"
+#include "model/relational.hpp"
 
-#include "trainer/attention_sum.hpp"
-#include "trainer/gemm.hpp"
-#include "trainer/relgat_cpu.hpp"
+#include "model/attention_sum.hpp"
+#include "model/gemm.hpp"
+#include "model/relgat_cpu.hpp"
 
 #include <cmath>
 #include <limits>
@@ -184,7 +184,7 @@ torch::Tensor RelGraphConvImpl::relation_weights() const {
 }
 
 torch::Tensor RelGraphConvImpl::forward(const RelationBlocks& b, const torch::Tensor& h) {
-  // Products through linear_map (oneDNN's sgemm, trainer/gemm.hpp), which takes W^T.
+  // Products through linear_map (oneDNN's sgemm, model/gemm.hpp), which takes W^T.
   torch::Tensor out = linear_map(h.slice(0, 0, b.num_dst), loop_weight.t());
   const torch::Tensor W = relation_weights();
   for (std::size_t r = 0; r < b.relations.size(); ++r) {
@@ -246,58 +246,6 @@ torch::Tensor RelGATConvImpl::forward(const RelationBlocks& b, const torch::Tens
     add_rows_(out, b.dst_rows[r], per_relation[r]->forward_bipartite(b.compact[r], src[i], er));
   }
   return out;
-}
-
-RelGnnImpl::RelGnnImpl(const RelGnnOptions& o) : options(o) {
-  dropout_ = register_module("dropout", torch::nn::Dropout(o.dropout()));
-  for (std::size_t t = 0; t < o.type_dims().size(); ++t) {
-    const std::int64_t d = o.type_dims()[t];
-    encoders_.push_back(d == 0 ? torch::nn::Linear(nullptr) : register_module("encoder" + std::to_string(t), torch::nn::Linear(d, o.hidden())));
-  }
-  for (std::int64_t l = 0; l < o.layers(); ++l) {
-    const bool last = l + 1 == o.layers();
-    const std::string name = "conv" + std::to_string(l);
-    if (o.kind() == RelModelKind::kRgcn) {
-      rgcn_.push_back(register_module(name, RelGraphConv(RelGraphConvOptions(o.hidden(), last ? o.out() : o.hidden(), o.relations()).bases(o.bases()))));
-    } else {
-      rgat_.push_back(register_module(
-          name, RelGATConv(RelGATConvOptions(o.hidden(), last ? o.out() : o.hidden() / o.heads(), o.heads(), o.relations()))));
-    }
-  }
-}
-
-torch::Tensor RelGnnImpl::forward(const std::vector<RelationBlocks>& blocks, const std::vector<torch::Tensor>& x, const std::vector<torch::Tensor>& at,
-                                  std::int64_t num_input, const std::function<torch::Tensor(const torch::Tensor&)>& drop, std::int64_t keep_layer,
-                                  torch::Tensor* kept) {
-  const std::int64_t seeds = blocks.empty() ? num_input : blocks.back().num_dst;
-  // Each type's encoded rows end to end, then put in input order by one gather (its backward one
-  // scatter), rather than an input-sized copy per type forward and backward (index_copy).
-  std::vector<torch::Tensor> rows, where;
-  for (std::size_t t = 0; t < x.size(); ++t) {
-    if (!x[t].defined() || x[t].size(0) == 0) continue;
-    rows.push_back(encoders_[t].is_empty() ? x[t] : linear_map(encoders_[t], x[t]));
-    where.push_back(at[t]);
-  }
-  if (rows.empty()) throw std::invalid_argument("RelGnn: a batch without input rows");
-  const torch::Tensor positions = torch::cat(where);
-  if (positions.size(0) != num_input) throw std::invalid_argument("RelGnn: the types' rows do not cover the batch's input nodes");
-  const torch::Tensor order = torch::empty({num_input}, positions.options()).index_put_({positions}, torch::arange(num_input, positions.options()));
-  torch::Tensor h = gather_rows(torch::cat(rows), order);
-  if (kept && keep_layer == 0) *kept = h.slice(0, 0, seeds);
-  for (std::int64_t l = 0; l < options.layers(); ++l) {
-    const bool last = l + 1 == options.layers();
-    const RelationBlocks& b = blocks[static_cast<std::size_t>(l)];
-    h = drop ? drop(h) : dropout_(h);
-    if (options.kind() == RelModelKind::kRgcn) {
-      h = rgcn_[static_cast<std::size_t>(l)]->forward(b, h);
-      if (!last) h = torch::relu(h);
-    } else {
-      h = rgat_[static_cast<std::size_t>(l)]->forward(b, h);
-      h = last ? h.mean(1) : F::elu(h.flatten(1));
-    }
-    if (kept && keep_layer == l + 1) *kept = h.slice(0, 0, seeds);
-  }
-  return h;
 }
 
 }  // namespace shardgnn

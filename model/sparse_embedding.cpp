@@ -1,4 +1,4 @@
-#include "trainer/sparse_embedding.hpp"
+#include "model/sparse_embedding.hpp"
 
 #include <torch/torch.h>
 
