@@ -355,7 +355,7 @@ std::vector<torch::Tensor> read_best(const StoredCheckpoint& ck, const std::vect
   std::vector<torch::Tensor> best_stored;
   for (const c10::IValue& t : best.toListRef()) best_stored.push_back(t.toTensor());
   if (!best_stored.empty() && best_stored.size() != params.size())
-    throw InputError(ck.path, "", "damaged checkpoint: best weights for " + std::to_string(best_stored.size()) + " parameters, expected " + std::to_string(params.size()));
+    throw InputError(ck.path, "", "damaged checkpoint: best weights for " + std::to_string(best_stored.size()) + " tensors, expected " + std::to_string(params.size()));
   std::vector<torch::Tensor> out;
   for (std::size_t i = 0; i < best_stored.size(); ++i) out.push_back(ck.restore(best_stored[i], params[i], "best weights " + std::to_string(i)).to(device));
   return out;
@@ -407,7 +407,10 @@ void load_checkpoint(const std::string& path, const CheckpointIdentity& id, torc
     ModelCopies model_copies = read_model(ck, model);
     const std::vector<torch::Tensor> params = optimizer_params(optimizer);
     const StoredOptimizer stored = read_optimizer(ck, params.size());
-    s.best = read_best(ck, params, device);
+    // The best epoch's model: its parameters, then its buffers (batch normalisation's statistics).
+    std::vector<torch::Tensor> state_tensors = params;
+    for (const auto& b : model.buffers()) state_tensors.push_back(b);
+    s.best = read_best(ck, state_tensors, device);
     OptimizerStates opt_states = optimizer_states(ck, stored, params, dynamic_cast<torch::optim::Adam*>(&optimizer) != nullptr);
     install(model_copies, optimizer, params, opt_states);
     state = std::move(s);

@@ -40,6 +40,7 @@ class GradientAllreducer {
 
   // Time spent in average(), cumulative; with NCCL, queueing the sums, which run on the device's stream.
   double seconds() const noexcept { return seconds_; }
+  int ranks() const noexcept { return comm_.size(); }
   // "NCCL", "MPI" or, on one rank, "none".
   const char* path() const noexcept { return comm_.size() == 1 ? "none" : nccl_ != nullptr ? "NCCL" : "MPI"; }
 

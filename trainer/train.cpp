@@ -62,16 +62,32 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c, st
   return std::make_unique<torch::optim::Adam>(std::move(params), torch::optim::AdamOptions(c.optim.lr).weight_decay(c.optim.weight_decay));
 }
 
+// A model's parameters, then its buffers (batch normalisation's statistics): the best epoch's
+// model is all of them.
+std::vector<torch::Tensor> model_state(const torch::nn::Module& m) {
+  std::vector<torch::Tensor> out = m.parameters();
+  for (const auto& b : m.buffers()) out.push_back(b);
+  return out;
+}
+
 std::vector<torch::Tensor> clone_parameters(const torch::nn::Module& m) {
   std::vector<torch::Tensor> out;
-  for (const auto& p : m.parameters()) out.push_back(p.detach().clone());
+  for (const auto& p : model_state(m)) out.push_back(p.detach().clone());
   return out;
 }
 
 void assign_parameters(torch::nn::Module& m, const std::vector<torch::Tensor>& values) {
   torch::NoGradGuard no_grad;
-  auto params = m.parameters();
+  auto params = model_state(m);
   for (std::size_t i = 0; i < params.size() && i < values.size(); ++i) params[i].copy_(values[i]);
+}
+
+// The floating-point buffers: running statistics, averaged over the ranks (train_step).
+std::vector<torch::Tensor> running_statistics(const torch::nn::Module& m) {
+  std::vector<torch::Tensor> out;
+  for (const auto& b : m.buffers())
+    if (b.is_floating_point()) out.push_back(b);
+  return out;
 }
 
 }  // namespace
@@ -319,7 +335,8 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     check_typed(c, s.scfg, shard, dataset);
     s.spec = model_spec(c.model, static_cast<std::int64_t>(s.scfg.fanouts.size()));
     // The spec against the data and the task (hops, widths, relations) before anything trains.
-    GnnOptions(s.spec, shard.feature_dim, l.task->output_width()).schema(shard.schema).precision(c.model.precision).spec_file(c.model.spec).check();
+    const SpecContext ctx{shard.feature_dim, l.task->output_width(), static_cast<std::int64_t>(s.scfg.fanouts.size()), shard.schema.typed(), c.model.precision};
+    s.spec = check_spec(std::move(s.spec), ctx, c.model.spec.empty() ? "--model " + s.spec.name : c.model.spec);
     // GCN normalises by each node's degree in the whole graph, which a block (seeing only the
     // batch's sampled edges) does not know: exact over full neighbourhoods, unbiased over sampled ones.
     s.scfg.with_degrees = uses(s.spec, LayerKind::kGcn);
@@ -499,7 +516,25 @@ StepResult train_step(const Task& task, Gnn& model, torch::optim::Optimizer& opt
     r.local_examples = static_cast<double>(task.examples(mb));
   }
   r.compute_s = since(t0);
+  // Running statistics (batch normalisation's) ride with the gradients and are averaged over the
+  // ranks every step: every rank then evaluates, checkpoints and saves the same model, and a
+  // resumed run goes on from the statistics an uninterrupted one has.
+  const std::vector<torch::Tensor> stats = running_statistics(*model);
+  for (const torch::Tensor& b : stats) {
+    const torch::Tensor v = b.detach().to(torch::kCPU, torch::kDouble).contiguous();
+    extras.insert(extras.end(), v.data_ptr<double>(), v.data_ptr<double>() + v.numel());
+  }
   r.examples = allreducer.average(r.local_examples, extras);
+  if (!stats.empty() && allreducer.ranks() > 1) {
+    torch::NoGradGuard no_grad;
+    std::size_t at = 1;
+    for (const torch::Tensor& b : stats) {
+      const auto n = static_cast<std::size_t>(b.numel());
+      const torch::Tensor mean = torch::from_blob(extras.data() + at, {b.numel()}, torch::kDouble) / allreducer.ranks();
+      b.copy_(mean.view(b.sizes()).to(b.device(), b.scalar_type()));
+      at += n;
+    }
+  }
   t0 = Clock::now();
   // Embedding rows' gradients, averaged as the dense ones, to their owners: every rank every step
   // (collective).
