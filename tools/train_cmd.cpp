@@ -151,12 +151,12 @@ po::options_description train_options(TrainConfig& tc, SamplerConfig& sc, ExtraO
        "typed graphs: the sparse optimizer of the learnable rows of node types without features, adam or adagrad")
       ("embedding-lr", bound(tc.embedding.lr), "typed graphs: the learning rate of those rows")
       ("bases", bound(tc.model.bases), "R-GCN: relation weights as combinations of this many bases (0 = a weight per relation)")
-      ("dropout", bound(tc.model.dropout), "dropout on every layer's input");
+      ("dropout", bound(tc.model.dropout), "dropout on every layer's input (--task link: 0 unless given, as GAE)");
   po::options_description optim("optimiser");
   optim.add_options()
       ("epochs", bound(tc.epochs), "epochs")
       ("lr", bound(tc.optim.lr), "learning rate")
-      ("weight-decay", bound(tc.optim.weight_decay), "L2 weight decay")
+      ("weight-decay", bound(tc.optim.weight_decay), "L2 weight decay (--task link: 0 unless given, as GAE)")
       ("optimizer", bound(tc.optim.kind, parse_optimizer, optimizer_name), "adam or sgd (momentum 0.9)")
       ("momentum", bound(tc.optim.momentum), "SGD momentum")
       ("lr-schedule", bound(tc.optim.schedule, parse_lr_schedule, lr_schedule_name), "none, step or cosine")
@@ -237,6 +237,10 @@ void finish_config(const comm::Communicator& world, const po::variables_map& vm,
       tc.files.metrics = (fs::path(run_dir) / "metrics.jsonl").string();
       if (tc.files.checkpoint_dir.empty()) tc.files.checkpoint_dir = run_dir;
     }
+    // The task's own defaults where the command line names no value.
+    const TaskDefaults d = task_defaults(tc.task);
+    if (vm["dropout"].defaulted()) tc.model.dropout = d.dropout;
+    if (vm["weight-decay"].defaulted()) tc.optim.weight_decay = d.weight_decay;
     if (vm.count("simulate-slowdown")) parse_slowdown(x.slowdown, tc.levers.slow_rank, tc.levers.slowdown);
     if (vm.count("simulate-stop")) parse_simulated_stop(x.stop, tc.levers.stop_epoch, tc.levers.stop_step);
     validate(tc);

@@ -133,6 +133,11 @@ void parse_slowdown(const std::string& text, int& rank, double& factor) {
   factor = value;
 }
 
+TaskDefaults task_defaults(TaskKind t) {
+  if (t == TaskKind::kLink) return {0.0, 0.0};
+  return {};
+}
+
 double lr_at(const TrainConfig& c, int epoch) {
   switch (c.optim.schedule) {
     case LrSchedule::kNone: return c.optim.lr;

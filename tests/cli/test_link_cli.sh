@@ -16,13 +16,16 @@ py=${NUMPY_PYTHON:-/usr/bin/python3}
 "$SHARDGNN" data convert "$SAMPLES/cora.npz" --symmetrize --drop-self-loops --drop-duplicates --normalize-features row --out "$work/cora" > /dev/null
 "$SHARDGNN" data split-edges "$work/cora" --seed 0 --eval-negatives 100 --out "$work/cl" > /dev/null
 for k in 2 4; do "$SHARDGNN" partition "$work/cl" --parts "$k" --method metis --out "$work/cl-$k" > /dev/null; done
-gae=(--task link --model gcn --hidden 32 --embedding-dim 16 --fanouts -1,-1 --batch 256 --lr 0.01 --dropout 0 --weight-decay 0)
+# GAE's settings: link prediction's own defaults give its dropout 0 and weight decay 0.
+gae=(--task link --model gcn --hidden 32 --embedding-dim 16 --fanouts -1,-1 --batch 256 --lr 0.01)
 auc() {  # the result line's full-neighbourhood test AUC, from the metrics file
   "$py" -c "import json, sys; r = json.loads(open(sys.argv[1]).read().splitlines()[-1])['result']; print(r['full']['auc'])" "$1"
 }
 above() { "$py" -c "import sys; sys.exit(not float(sys.argv[1]) > float(sys.argv[2]))" "$1" "$2"; }
 
-"$SHARDGNN" train "$work/cl" "${gae[@]}" --epochs 30 --metrics "$work/m1.jsonl" -q > "$work/out1.txt" 2>&1 || fail "train: $(tail -3 "$work/out1.txt")"
+"$SHARDGNN" train "$work/cl" "${gae[@]}" --epochs 30 --metrics "$work/m1.jsonl" --weights "$work/gae.pt" -q > "$work/out1.txt" 2>&1 || fail "train: $(tail -3 "$work/out1.txt")"
+"$py" -c 'import json, sys; c = json.load(open(sys.argv[1])); assert c["task"] == {"kind": "link", "scorer": "dot", "outputs": 16}, c["task"]; assert all(l["dropout"] == 0 for l in c["spec"]["layers"]), c["spec"]' \
+  "$work/gae.model.json" || fail "the link model's card does not show link prediction's defaults (no dropout)"
 grep -qE "^test AUC [01]\.[0-9]{4}, AP [01]\.[0-9]{4}, MRR [01]\.[0-9]{4}, Hits@50 [01]\.[0-9]{4} \(full neighbourhoods" "$work/out1.txt" || fail "train said: $(cat "$work/out1.txt")"
 grep -q "^best validation AUC " "$work/out1.txt" || fail "no validation AUC: $(cat "$work/out1.txt")"
 a1=$(auc "$work/m1.jsonl")
