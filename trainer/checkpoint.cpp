@@ -183,6 +183,7 @@ void save_checkpoint(const std::string& path, const CheckpointIdentity& id, cons
   d.insert("num_nodes", id.num_nodes);
   d.insert("seed", static_cast<std::int64_t>(id.seed));
   d.insert("partition", id.partition);
+  if (!id.model_card.empty()) d.insert("model_card", id.model_card);
   d.insert("ranks", static_cast<std::int64_t>(state.ranks));
   d.insert("next_epoch", static_cast<std::int64_t>(state.next_epoch));
   d.insert("best_val", state.best_val);

@@ -34,6 +34,9 @@ struct CheckpointIdentity {
   // The partition trained on: "metis, 4 parts, 1f2e3d4c5b6a7980" (method, parts, the CRC-32s of
   // its book and of its shard files' CRC-32s), or "not partitioned" for a dataset folder.
   std::string partition;
+  // The model card's JSON (model/card.hpp, without its weights entry), stored with the checkpoint
+  // as "model_card" so that the checkpoint says what its model is; not compared on resume.
+  std::string model_card;
   std::string describe() const;  // "gcn (hidden 16, 2 layers, adam, seed 0) on 'cora' (2708 nodes, ...), partition metis, 2 parts, ..."
 };
 

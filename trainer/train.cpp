@@ -15,6 +15,8 @@
 #include <thread>
 
 #include "datasets/error.hpp"
+#include <boost/json.hpp>
+
 #include "datasets/array_dir.hpp"
 #include "datasets/fileio.hpp"
 #include "datasets/memory_limit.hpp"
@@ -384,6 +386,11 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
   l.model = Gnn(mo);
   // The task's own weights (a pair scorer's) train, travel and checkpoint with the model's.
   for (const auto& [name, module] : l.task->modules()) l.model->register_module(name, module);
+  {
+    boost::json::value card = card_to_json(model_card(c, *l.model, shard, k.identity));
+    card.as_object().erase("weights");
+    k.identity.model_card = boost::json::serialize(card);
+  }
   l.model->to(l.device);
   broadcast_parameters(*l.model, l.comm);
   l.optimizer = make_optimizer(c, l.model->parameters());
