@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "datasets/fileio.hpp"
+#include "datasets/stopwatch.hpp"
 #include "datasets/generators.hpp"
 #include "datasets/json_util.hpp"
 #include "datasets/readers.hpp"
@@ -22,8 +23,6 @@ namespace shardgnn::cli {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 template <class F>
 double best_of(int repeat, F&& f) {

@@ -18,6 +18,7 @@
 #include <stdexcept>
 
 #include "comm/communicator.hpp"
+#include "datasets/stopwatch.hpp"
 #include "datasets/error.hpp"
 #include "datasets/json_util.hpp"
 #include "partition/shards.hpp"
@@ -37,8 +38,6 @@ namespace shardgnn::cli {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // The command line, bound into plain values that the steps below read.
 struct BenchOptions {

@@ -30,6 +30,7 @@
 #include <stdexcept>
 
 #include "datasets/error.hpp"
+#include "datasets/stopwatch.hpp"
 #include "datasets/fileio.hpp"
 #include "datasets/random.hpp"
 #include "comm/communicator.hpp"
@@ -733,8 +734,6 @@ std::vector<PartId> metis_ml_partition(const Dataset& ds, const PartitionConfig&
   using Id = typename std::decay_t<decltype(g)>::Id;
   const FineView<Id> finest{lo, graph.indptr().span().subspan(static_cast<std::size_t>(lo), static_cast<std::size_t>(hi - lo) + 1), g.indices(),
                             in.edge_w, in.node_w, in.ncon};
-  using Clock = std::chrono::steady_clock;
-  const auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   auto t0 = Clock::now();
   std::vector<Level> levels = coarsen_levels(finest, in.offsets, graph, limits.cluster, cfg, comm);
   log_levels(finest, in.offsets.back(), levels, comm);

@@ -1,4 +1,5 @@
 #include "sampler/feature_store.hpp"
+#include "datasets/stopwatch.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -18,8 +19,6 @@
 namespace shardgnn {
 
 namespace {
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Prefetches every cache line of a row of `bytes` bytes (a source row of a gather).
 void prefetch_row(const void* row, std::size_t bytes) {

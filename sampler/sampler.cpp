@@ -1,4 +1,5 @@
 #include "sampler/sampler.hpp"
+#include "datasets/stopwatch.hpp"
 
 #include <boost/unordered/unordered_flat_map.hpp>
 #include <chrono>
@@ -15,8 +16,6 @@ namespace shardgnn {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 }  // namespace
 

@@ -1,4 +1,5 @@
 #include "trainer/predict.hpp"
+#include "datasets/stopwatch.hpp"
 
 #include <boost/json.hpp>
 
@@ -25,8 +26,6 @@ namespace shardgnn {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 constexpr const char* kFormat = "shardgnn-predictions";
 

@@ -1,4 +1,5 @@
 #include "trainer/train.hpp"
+#include "datasets/stopwatch.hpp"
 
 #include <algorithm>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -50,8 +51,6 @@ namespace shardgnn {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Every fanout -1: the sampler's neighbourhoods are the whole ones.
 bool every_neighbour(const std::vector<int>& fanouts) {
