@@ -4,18 +4,20 @@
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
-#include <type_traits>
 
 #include "datasets/random.hpp"
 
 namespace shardgnn {
 
-SeedScheduler::SeedScheduler(DistSampler& sampler, Options options) : sampler_(sampler), options_(options) {
+SeedScheduler::SeedScheduler(DistSampler& sampler, Options options)
+    : sampler_(sampler),
+      options_(options),
+      own_examples_(options.examples ? nullptr : std::make_unique<NodeExamples>(sampler.shard(), sampler.config().batch_size)),
+      examples_(options.examples ? options.examples : own_examples_.get()) {
   const Shard& shard = sampler_.shard();
   const comm::Communicator& comm = sampler_.comm();
-  own_seeds_ = comm.allgather(options_.links ? options_.links->edges() : static_cast<std::int64_t>(shard.train_idx.size()));
-  if (options_.links && options_.sampling != SeedSampling::kShard)
-    throw std::invalid_argument("SeedScheduler: " + seed_sampling_name(options_.sampling) + " seeds are nodes, not edges");
+  own_seeds_ = comm.allgather(examples_->own());
+  examples_->check(options_.sampling, 0, false);
   if (options_.sampling == SeedSampling::kShard) return;
   const NodeId first = shard.book.begin(shard.part);
   std::vector<NodeId> nodes(shard.train_idx.begin(), shard.train_idx.end());
@@ -57,7 +59,7 @@ SeedScheduler::Assignment SeedScheduler::assign(std::int64_t epoch) {
     for (int k = 0; k < P; ++k) own[static_cast<std::size_t>(k)] = total / P + (k < total % P ? 1 : 0);
   }
   const SeedPlan plan = plan_seeds(options_.policy, own, cost_per_seed_, options_.remote_seed_factor,
-                                   options_.links ? options_.links->batch_size() : sampler_.config().batch_size);
+                                   examples_->batch_size());
   if (options_.sampling == SeedSampling::kClassBalanced) {
     std::vector<std::int64_t> labels;
     std::vector<NodeId> seeds = pool_->draw(plan.load[static_cast<std::size_t>(rank)], options_.seed, epoch, rank, &labels);
@@ -113,70 +115,6 @@ void SeedScheduler::update_costs(std::span<const RankWork> ranks, std::span<cons
     if (c > 0 && (fastest == 0 || c < fastest)) fastest = c;
   for (std::size_t k = 0; k < P; ++k)
     if (raw[k] > 0) cost_per_seed_[k] = fastest * std::max(1.0, std::round(raw[k] / fastest * 20.0) / 20.0);
-}
-
-// Edges move as seeds do: a donor's last edges in the epoch's order go to its receivers.
-void SeedScheduler::apply_link_plan(std::int64_t epoch, const SeedPlan& plan) {
-  const comm::Communicator& comm = sampler_.comm();
-  const int rank = comm.rank();
-  using Edge = LinkSchedule::Edge;
-  static_assert(std::is_trivially_copyable_v<Edge>, "exchanged as bytes");
-  std::vector<Edge> own = options_.links->shuffled(epoch, rank);
-  std::vector<std::int64_t> send_counts(static_cast<std::size_t>(comm.size()), 0);
-  std::vector<Edge> send;
-  for (const OutgoingRange& r : outgoing_ranges(plan, rank, static_cast<std::int64_t>(own.size()))) {
-    send_counts[static_cast<std::size_t>(r.to)] += r.end - r.begin;
-    send.insert(send.end(), own.begin() + r.begin, own.begin() + r.end);
-  }
-  auto got = comm.alltoallv<Edge>(send, send_counts);
-  own.resize(static_cast<std::size_t>(std::min<std::int64_t>(plan.load[static_cast<std::size_t>(rank)], static_cast<std::int64_t>(own.size()))));
-  own.insert(own.end(), got.data.begin(), got.data.end());
-  if (static_cast<std::int64_t>(own.size()) != plan.load[static_cast<std::size_t>(rank)])
-    throw std::logic_error("SeedScheduler::apply_link_plan: " + std::to_string(own.size()) + " edges, the plan says " + std::to_string(plan.load[static_cast<std::size_t>(rank)]));
-  keyed_shuffle<Edge>(own, sampler_.config().seed, epoch, 0x5eed8000ULL + static_cast<std::uint64_t>(rank));
-  options_.links->install(epoch, std::move(own), plan.batch[static_cast<std::size_t>(rank)], plan.steps);
-}
-
-void SeedScheduler::apply_plan(std::int64_t epoch, const SeedPlan& plan) {
-  if (options_.links) return apply_link_plan(epoch, plan);
-  const comm::Communicator& comm = sampler_.comm();
-  const Shard& shard = sampler_.shard();
-  const int rank = comm.rank(), P = comm.size();
-  if (plan.load.size() != static_cast<std::size_t>(P)) throw std::invalid_argument("SeedScheduler::apply_plan: the plan is for another rank count");
-  std::vector<NodeId> own = sampler_.shuffled_seeds(epoch);
-  const NodeId first = shard.book.begin(shard.part);
-  // A seed travels with its label: the receiver has no other copy of it.
-  struct SeedLabel {
-    NodeId seed;
-    std::int64_t label;
-  };
-  static_assert(std::is_trivially_copyable_v<SeedLabel>, "exchanged as bytes");
-  auto with_label = [&](NodeId v) {
-    return SeedLabel{v, shard.labels.empty() ? std::int64_t{-1} : shard.labels[static_cast<std::size_t>(v - first)]};
-  };
-  std::vector<std::int64_t> send_counts(static_cast<std::size_t>(P), 0);
-  std::vector<SeedLabel> send;
-  for (const OutgoingRange& r : outgoing_ranges(plan, rank, static_cast<std::int64_t>(own.size()))) {
-    send_counts[static_cast<std::size_t>(r.to)] += r.end - r.begin;
-    for (std::int64_t i = r.begin; i < r.end; ++i) send.push_back(with_label(own[static_cast<std::size_t>(i)]));  // ordered by receiver
-  }
-  auto got = comm.alltoallv<SeedLabel>(send, send_counts);
-  own.resize(static_cast<std::size_t>(std::min<std::int64_t>(plan.load[static_cast<std::size_t>(rank)], static_cast<std::int64_t>(own.size()))));
-  std::vector<SeedLabel> mine;
-  mine.reserve(own.size() + got.data.size());
-  for (NodeId v : own) mine.push_back(with_label(v));
-  mine.insert(mine.end(), got.data.begin(), got.data.end());
-  if (static_cast<std::int64_t>(mine.size()) != plan.load[static_cast<std::size_t>(rank)])
-    throw std::logic_error("SeedScheduler::apply_plan: received " + std::to_string(mine.size()) + " seeds, the plan says " +
-                           std::to_string(plan.load[static_cast<std::size_t>(rank)]));
-  keyed_shuffle<SeedLabel>(mine, sampler_.config().seed, epoch, 0x5eed8000ULL + static_cast<std::uint64_t>(rank));
-  std::vector<NodeId> seeds(mine.size());
-  std::vector<std::int64_t> labels(mine.size());
-  for (std::size_t i = 0; i < mine.size(); ++i) {
-    seeds[i] = mine[i].seed;
-    labels[i] = mine[i].label;
-  }
-  sampler_.set_schedule(epoch, std::move(seeds), std::move(labels), plan.batch[static_cast<std::size_t>(rank)], plan.steps);
 }
 
 }  // namespace shardgnn

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "sampler/link_batches.hpp"
+#include "sampler/examples.hpp"
 #include "sampler/rebalance.hpp"
 #include "sampler/sampler.hpp"
 
@@ -24,9 +24,9 @@ class SeedScheduler {
     SeedSampling sampling = SeedSampling::kShard;
     double remote_seed_factor = 1.2;  // cost of a received seed relative to an own one (>= 1)
     std::uint64_t seed = 0;           // the class-balanced draws' and the global shuffle's stream
-    // Link prediction: the seeds are this schedule's training edges, and a plan moves edges
-    // (installed with LinkSchedule::install). Must outlive the scheduler.
-    LinkSchedule* links = nullptr;
+    // What a seed is: the shard's training nodes when left out, else these examples (the
+    // training edges of link prediction), which a plan moves. Must outlive the scheduler.
+    Examples* examples = nullptr;
   };
   // What assign() installed, for the epoch's record.
   struct Assignment {
@@ -51,10 +51,8 @@ class SeedScheduler {
   // Smoothed cost per seed from the epoch's per-rank work and the loads assign() gave (the same
   // on every rank, from allgathered records).
   void update_costs(std::span<const RankWork> ranks, std::span<const std::int64_t> load);
-  // Collective: installs `plan` for `epoch`. Each donor keeps the first plan.load seeds of its
-  // shuffled list and sends the rest, with their labels, to its receivers (outgoing_ranges);
-  // every rank's schedule is its kept seeds plus those received, shuffled again, labels carried.
-  void apply_plan(std::int64_t epoch, const SeedPlan& plan);
+  // Collective: installs `plan` for `epoch` (Examples::apply_plan).
+  void apply_plan(std::int64_t epoch, const SeedPlan& plan) { examples_->apply_plan(sampler_, epoch, plan); }
 
   // Nodes the draws or the global shuffle take seeds from (labelled training nodes; 0 for kShard).
   std::int64_t pool_size() const noexcept { return pool_ ? pool_->size() : static_cast<std::int64_t>(global_ids_.size()); }
@@ -62,7 +60,8 @@ class SeedScheduler {
  private:
   DistSampler& sampler_;
   Options options_;
-  void apply_link_plan(std::int64_t epoch, const SeedPlan& plan);
+  std::unique_ptr<Examples> own_examples_;  // the training nodes, when Options names no examples
+  Examples* examples_;
 
   std::vector<std::int64_t> own_seeds_;  // every rank's own training-seed (link: edge) count
   std::vector<double> cost_per_seed_;    // every rank's smoothed measured cost per seed (0: not measured)

@@ -24,7 +24,7 @@
 #include "datasets/random.hpp"
 #include "sampler/feature_store.hpp"
 #include "sampler/huge_pages.hpp"
-#include "sampler/link_batches.hpp"
+#include "sampler/examples.hpp"
 #include "sampler/pipeline.hpp"
 #include "sampler/rebalance.hpp"
 #include "sampler/sampler.hpp"
@@ -118,7 +118,7 @@ struct Feeds {
   std::unique_ptr<DistSampler> all_neighbours;  // with --eval full: validation through every neighbour of the validation nodes
   std::unique_ptr<FeatureStore> features;
   std::unique_ptr<SeedScheduler> scheduler;  // which seeds each rank trains, epoch by epoch
-  std::unique_ptr<LinkSchedule> links;       // --task link: this rank's training edges, batch by batch
+  std::unique_ptr<Examples> examples;        // what a training example is: the task's nodes or edges
   int prefetch = 0;                          // batches sampled ahead (SamplerConfig::prefetch)
   bool full_fanouts = false;                 // every fanout -1: the sampler's neighbourhoods are the whole ones
   explicit Feeds(comm::Communicator c) : comm(std::move(c)) {}
@@ -287,7 +287,6 @@ void check_typed(const TrainConfig& c, SamplerConfig& sc, const Shard& shard, co
   const std::string what = "dataset '" + dataset + "' is a typed graph (" + std::to_string(schema.num_types()) + " node types, " +
                            std::to_string(schema.relations().size()) + " relations)";
   if (builtin && !relational) throw InputError(what + ": train it with --model rgcn or --model rgat (or a spec file)");
-  if (c.task == TaskKind::kLink) throw InputError(what + ": --task link trains untyped graphs");
   if (c.balance.personalize_epochs > 0) throw InputError(what + ": --personalize fine-tunes untyped models");
 }
 
@@ -334,6 +333,12 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     l.task = make_task(c, shard);
     l.task->check(shard, dataset);
     check_typed(c, s.scfg, shard, dataset);
+    // The task's examples, and the options they cannot take.
+    if (c.task == TaskKind::kLink)
+      f.examples = std::make_unique<EdgeExamples>(shard, s.scfg.batch_size, c.link.negatives, c.seed, c.link.exclude_positives);
+    else
+      f.examples = std::make_unique<NodeExamples>(shard, s.scfg.batch_size);
+    f.examples->check(c.balance.seed_sampling, c.balance.personalize_epochs, shard.schema.typed());
     s.spec = model_spec(c.model, static_cast<std::int64_t>(s.scfg.fanouts.size()));
     // The spec against the data and the task (hops, widths, relations) before anything trains.
     const SpecContext ctx{shard.feature_dim, l.task->output_width(), static_cast<std::int64_t>(s.scfg.fanouts.size()), shard.schema.typed(), c.model.precision};
@@ -341,8 +346,6 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     // GCN normalises by each node's degree in the whole graph, which a block (seeing only the
     // batch's sampled edges) does not know: exact over full neighbourhoods, unbiased over sampled ones.
     s.scfg.with_degrees = uses(s.spec, LayerKind::kGcn);
-    if (c.task == TaskKind::kLink && (c.balance.seed_sampling != SeedSampling::kShard || c.balance.personalize_epochs > 0))
-      throw InputError("--task link trains edges: --seed-sampling class-balanced or global and --personalize are node tasks' options");
     l.device = resolve_device(c.device.name, s.cores.local_rank);
     // The limits are CPU rates for float32 work, and on a GPU the profiler sees only launches.
     if (c.levers.profile_steps > 0 && (!l.device.is_cpu() || c.model.precision != Precision::kFloat32))
@@ -358,14 +361,8 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     }
   });
   k.identity = checkpoint_identity(c, s.scfg, s.spec, shard, dataset, *l.task);
-  if (c.task == TaskKind::kLink) {
-    f.links = std::make_unique<LinkSchedule>(shard, s.scfg.batch_size, c.link.negatives, c.seed);
-    const auto edges = l.comm.allreduce<std::int64_t>(f.links->edges(), comm::Op::kSum);
-    l.comm.check_all(edges > 0, "dataset '" + dataset + "' has no training edges");
-  } else {
-    const auto train_total = l.comm.allreduce<std::int64_t>(static_cast<std::int64_t>(shard.train_idx.size()), comm::Op::kSum);
-    l.comm.check_all(train_total > 0, "dataset '" + dataset + "' has no training nodes");
-  }
+  const auto train_total = l.comm.allreduce<std::int64_t>(f.examples->own(), comm::Op::kSum);
+  l.comm.check_all(train_total > 0, "dataset '" + dataset + "' has no " + f.examples->name());
   s.scoring.val_nodes = validation_nodes(shard, l.comm, c.eval.sample, c.seed);
   // An eighth of the node's usable memory, shared by its ranks.
   s.scoring.budget = usable_memory_bytes() / 8 / static_cast<std::size_t>(s.cores.ranks_on_node);
@@ -439,7 +436,7 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     f.all_neighbours = std::make_unique<DistSampler>(*f.shards, f.comm, all);
   }
   f.scheduler = std::make_unique<SeedScheduler>(*f.sampler, SeedScheduler::Options{c.balance.rebalance, c.balance.seed_sampling, c.balance.remote_seed_factor, c.seed,
-                                                                                   f.links.get()});
+                                                                                   f.examples.get()});
   l.comm.check_all(c.balance.seed_sampling == SeedSampling::kShard || f.scheduler->pool_size() > 0,
                    "--seed-sampling " + seed_sampling_name(c.balance.seed_sampling) + ": dataset '" + dataset + "' has no labelled training nodes");
 }
@@ -467,7 +464,7 @@ namespace {
 // test sets.
 SplitMetrics evaluate(Learner& l, Feeds& f, Scoring& v, EvalMode mode, bool with_test) {
   // Link prediction scores its held-out pairs from full inference's rows, every time.
-  if (f.links) mode = EvalMode::kFull, with_test = true;
+  if (f.examples->scores_whole_neighbourhoods()) mode = EvalMode::kFull, with_test = true;
   if (!with_test) {
     using C = Scoring::Cache;
     if (v.cache == C::kKept) return evaluate_kept(*l.task, l.model, v.val_batches, l.device, l.comm);
@@ -566,18 +563,13 @@ struct EpochSums {
   std::int64_t stopped_after = 0;  // > 0: stopped on a signal after this many steps (the sums are theirs)
 };
 
-// The pipeline of one epoch's training batches, staged for the device on the producer's side;
-// with `links`, its batches are link prediction's pairs.
-Prefetcher training_batches(DistSampler& sampler, FeatureStore& features, const BatchStager& stager, int depth, std::int64_t epoch, std::int64_t steps,
-                            std::int64_t first_step, const LinkSchedule* links = nullptr, bool exclude = true) {
+// The pipeline of one epoch's training batches, made as the examples say and staged for the
+// device on the producer's side.
+Prefetcher training_batches(const Examples& examples, DistSampler& sampler, FeatureStore& features, const BatchStager& stager, int depth, std::int64_t epoch,
+                            std::int64_t steps, std::int64_t first_step) {
   Prefetcher::Stage stage;
   if (stager.copies()) stage = [&stager](MiniBatch& mb) { stager.stage(mb); };
-  Prefetcher::Produce produce;
-  if (links != nullptr)
-    produce = [&sampler, &features, links, epoch, exclude, rank = sampler.comm().rank()](std::int64_t step) {
-      return produce_pair_batch(sampler, features, links->batch(epoch, step, rank), epoch, step, exclude);
-    };
-  return Prefetcher(sampler, features, epoch, steps, depth, first_step, std::move(stage), std::move(produce));
+  return Prefetcher(sampler, features, epoch, steps, depth, first_step, std::move(stage), examples.producer(sampler, features, epoch));
 }
 
 // Dropout draws from torch's generator and the model's own keyed stream: reseeding both per
@@ -587,13 +579,6 @@ void seed_dropout(Gnn& model, std::uint64_t seed, int rank, std::int64_t epoch, 
   const std::uint64_t step_seed = derive_seed(epoch_seed, static_cast<std::uint64_t>(step));
   torch::manual_seed(step_seed);
   model->reseed_dropout(step_seed);
-}
-
-// A link batch's training edges: its pairs with target 1 (LinkSchedule's layout).
-std::int64_t link_positives(const MiniBatch& mb) {
-  std::int64_t n = 0;
-  for (std::size_t i = 2; i < mb.labels.size(); i += 3) n += mb.labels[i] == 1;
-  return n;
 }
 
 // Trains one epoch over the seeds the scheduler installed, batches sampled and fetched by the
@@ -616,11 +601,11 @@ EpochSums train_epoch(Learner& l, Feeds& f, Scoring& v, const Checkpoints& k, co
   for (auto& group : l.optimizer->param_groups()) group.options().set_lr(e.lr);
   l.model->train();
   e.slowdown = rank == c.levers.slow_rank && c.levers.slowdown > 1 ? c.levers.slowdown : 1.0;
-  e.steps = f.links ? l.comm.allreduce<std::int64_t>(f.links->steps(epoch), comm::Op::kMax) : f.sampler->steps_in_epoch(epoch);
+  e.steps = f.examples->steps(*f.sampler, epoch);
   l.comm.check_all(e.first_step < e.steps, k.path + ": resumes at step " + std::to_string(e.first_step + 1) + " of epoch " +
                                                std::to_string(epoch + 1) + ", which has " + std::to_string(e.steps) + " steps here (another partition or --batch?)");
   progress.start_epoch(epoch, c.epochs, e.steps);
-  Prefetcher pipe = training_batches(*f.sampler, *f.features, *l.stager, f.prefetch, epoch, e.steps, e.first_step, f.links.get(), c.link.exclude_positives);
+  Prefetcher pipe = training_batches(*f.examples, *f.sampler, *f.features, *l.stager, f.prefetch, epoch, e.steps, e.first_step);
   // Validations inside the epoch every `inner` steps (none after its last: the epoch's own follows).
   const std::int64_t inner = c.eval.fraction > 0 ? std::max<std::int64_t>(1, std::llround(c.eval.fraction * static_cast<double>(e.steps))) : 0;
   // This rank's loss sum and training statistic over the epoch's steps, kept on the device.
@@ -635,7 +620,7 @@ EpochSums train_epoch(Learner& l, Feeds& f, Scoring& v, const Checkpoints& k, co
     std::optional<MiniBatch> mb = pipe.next();
     e.wait_s += since(t0);
     // Link prediction's seeds are its training edges (what a rebalancing plan moves).
-    e.seeds += f.links ? link_positives(*mb) : static_cast<std::int64_t>(mb->seeds().size());
+    e.seeds += f.examples->count(*mb);
     const bool record = recorder != nullptr && step >= first_recorded && step < first_recorded + c.levers.profile_steps;
     if (record) recorder->start();
     StepResult r = train_step(*l.task, l.model, *l.optimizer, *l.allreducer, *l.stager, *mb, sums, stop_signal() != 0);
@@ -811,13 +796,13 @@ void finish(Learner& l, Feeds& f, Scoring& v, const TrainState& state, const Eva
   result.score = std::string(l.task->selection_name());
   result.tested = eval.final_test;
   auto t0 = Clock::now();
-  if (eval.final_test && (eval.final_full || f.links)) {
+  if (eval.final_test && (eval.final_full || f.examples->scores_whole_neighbourhoods())) {
     result.full = evaluate(l, f, v, EvalMode::kFull, /*with_test=*/true);
     result.full_s = since(t0);
     result.has_full = true;
   }
   // With every fanout -1 the sampler's neighbourhoods are the full ones: score them once.
-  result.sampled_is_full = result.has_full && (f.full_fanouts || f.links);
+  result.sampled_is_full = result.has_full && (f.full_fanouts || f.examples->scores_whole_neighbourhoods());
   if (result.sampled_is_full) {
     result.sampled = result.full;
   } else if (eval.final_test) {
@@ -848,7 +833,7 @@ void personalize(Learner& l, Feeds& f, const Shard& shard, const TrainConfig& c,
     const std::int64_t epoch = c.epochs + i;
     l.model->train();
     const std::int64_t steps = f.sampler->steps_in_epoch(epoch);
-    Prefetcher pipe = training_batches(*f.sampler, *f.features, *l.stager, f.prefetch, epoch, steps, 0);
+    Prefetcher pipe = training_batches(*f.examples, *f.sampler, *f.features, *l.stager, f.prefetch, epoch, steps, 0);
     for (std::int64_t step = 0; step < steps; ++step) {
       comm::set_position("personalization", epoch, step, steps);
       seed_dropout(l.model, c.seed, l.comm.rank(), epoch, step);

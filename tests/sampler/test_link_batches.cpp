@@ -136,10 +136,11 @@ TEST_CASE("link batches rebalanced: a plan moves edges between ranks, equal load
   auto comm = world.dup();
   const ShardView shards(fx.parts.shard, comm, false);
   DistSampler sampler(shards, comm, cfg);
-  LinkSchedule links(fx.parts.shard, 50, 1, 4);
+  EdgeExamples examples(fx.parts.shard, 50, 1, 4, true);
+  const LinkSchedule& links = examples.schedule();
   SeedScheduler::Options o;
   o.policy = RebalancePolicy::kSeeds;
-  o.links = &links;
+  o.examples = &examples;
   SeedScheduler scheduler(sampler, o);
   const SeedScheduler::Assignment a = scheduler.assign(1);
   const auto own = world.allgather(links.edges());
