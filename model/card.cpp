@@ -57,7 +57,9 @@ ModelCard card_from_json(const json::value& v, const std::string& path) {
     c.program = json_string(o, "program");
     c.in = json_int(o, "in");
     c.out = json_int(o, "out");
-    c.precision = parse_precision(json_string(o, "precision"));
+    const std::string precision = json_string(o, "precision");
+    if (precision != "fp32" && precision != "bf16") throw InputError("key 'precision': expected fp32 or bf16, got " + quote_token(precision));
+    c.precision = parse_precision(precision);
     const json::object& task = json_object(o, "task");
     c.task = json_string(task, "kind");
     if (c.task != "classes" && c.task != "label-sets" && c.task != "link") throw InputError("key 'task.kind': expected classes, label-sets or link, got " + quote_token(c.task));

@@ -359,11 +359,13 @@ GINConvImpl::GINConvImpl(const GINConvOptions& o) : options(o) {
 
 torch::Tensor GINConvImpl::aggregate(const BlockTensors& b, const torch::Tensor& h) {
   const torch::Tensor self = h.slice(0, 0, b.num_dst);
-  return aggregate_sum(b, h) + (1 + eps) * (self.scalar_type() == torch::kFloat ? self : self.to(torch::kFloat));
+  return torch::cat({self.scalar_type() == torch::kFloat ? self : self.to(torch::kFloat), aggregate_sum(b, h)}, /*dim=*/1);
 }
 
 torch::Tensor GINConvImpl::apply(const torch::Tensor& a) {
-  torch::Tensor x = a;
+  // eps trains: it is applied here, not in the sums that evaluation keeps across validations.
+  const std::int64_t in = options.in();
+  torch::Tensor x = a.slice(1, in, 2 * in) + (1 + eps) * a.slice(1, 0, in);
   for (std::size_t i = 0; i < mlp.size(); ++i) {
     x = linear_map(mlp[i], x);
     if (i + 1 < mlp.size()) x = torch::relu(x);

@@ -165,7 +165,6 @@ class GATv2ConvImpl : public Layer {
   explicit GATv2ConvImpl(const GATv2ConvOptions& options);
   // h: [num_src, in] -> [num_dst, heads, out].
   torch::Tensor conv(const LayerBlock& b, const torch::Tensor& h) override;
-  std::int64_t message_bytes() const override { return 4 * options.out() * options.heads(); }
   GATv2ConvOptions options;
   torch::nn::Linear fc_src{nullptr}, fc_dst{nullptr};
   torch::Tensor attn, bias;
@@ -184,7 +183,7 @@ class GINConvImpl : public Layer {
  public:
   explicit GINConvImpl(const GINConvOptions& options);
   torch::Tensor conv(const LayerBlock& b, const torch::Tensor& h) override { return apply(aggregate(b.block, h)); }
-  // (1 + eps) h_v + sum h_u, then the MLP.
+  // [h_v, sum h_u], then apply(): the MLP of (1 + eps) h_v + sum h_u (eps outside the kept sums).
   bool aggregates() const override { return true; }
   torch::Tensor aggregate(const BlockTensors& b, const torch::Tensor& h) override;
   torch::Tensor apply(const torch::Tensor& aggregated) override;

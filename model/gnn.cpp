@@ -167,7 +167,8 @@ void GnnOptions::check() {
   ctx.hops = layers();
   ctx.typed = schema_.typed();
   ctx.precision = precision_;
-  spec_ = check_spec(std::move(spec_), ctx, spec_file_.empty() ? "--model " + spec_.name : spec_file_);
+  const std::string label = spec_file_.empty() ? "--model " + spec_.name : spec_file_;
+  spec_ = check_spec(std::move(spec_), ctx, label);
 }
 
 GnnImpl::GnnImpl(GnnOptions o) : options(std::move(o)) {
@@ -249,7 +250,15 @@ torch::Tensor GnnImpl::finish_layer(std::int64_t l, torch::Tensor y, const torch
   const LayerSpec& ls = options.spec().layers[i];
   if (y.scalar_type() != torch::kFloat) y = y.to(torch::kFloat);
   if (y.dim() == 3) y = ls.concat ? y.flatten(/*start_dim=*/1) : y.mean(/*dim=*/1);
-  if (!norms_[i].is_empty()) y = norms_[i].forward(y);
+  if (!norms_[i].is_empty()) {
+    // Batch statistics of one row are undefined (torch refuses them): such a batch (a rank's last
+    // seed) is normalised with the running statistics, as in evaluation.
+    const std::shared_ptr<torch::nn::Module> norm = norms_[i].ptr();
+    const bool one_row = is_training() && ls.norm == Norm::kBatch && y.size(0) < 2;
+    if (one_row) norm->eval();
+    y = norms_[i].forward(y);
+    if (one_row) norm->train();
+  }
   y = activate(ls.activation, y);
   if (ls.residual == Residual::kAdd) y = y + (residuals_[i].is_empty() ? x : linear_map(residuals_[i], x));
   return y;
@@ -313,11 +322,12 @@ torch::Tensor GnnImpl::project_layer(std::int64_t l, const torch::Tensor& h) {
 
 std::int64_t GnnImpl::edge_bytes() const {
   // Two int64 indices per edge, and the per-edge messages of attention: GAT's [E, heads]
-  // weights times its rows, GATv2's [E, heads, width per head] sums.
+  // weights times its rows; GATv2's [E, heads, width per head] tensors, about four of them
+  // (the two gathered sides, their nonlinearity, its product with the attention vector).
   std::int64_t messages = 0;
   for (const LayerSpec& ls : options.spec().layers) {
     if (ls.kind == LayerKind::kGat || ls.kind == LayerKind::kRgat) messages = std::max(messages, 4 * ls.width);
-    if (ls.kind == LayerKind::kGatV2) messages = std::max(messages, 4 * ls.width * (ls.concat ? 1 : ls.heads));
+    if (ls.kind == LayerKind::kGatV2) messages = std::max(messages, 4 * 4 * ls.width * (ls.concat ? 1 : ls.heads));
   }
   return 16 + messages;
 }

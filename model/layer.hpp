@@ -111,8 +111,6 @@ class Layer : public torch::nn::Module {
   virtual bool aggregates() const { return false; }
   virtual torch::Tensor aggregate(const BlockTensors& b, const torch::Tensor& h);
   virtual torch::Tensor apply(const torch::Tensor& aggregated);
-  // Bytes per edge of the messages it holds in full-neighbour inference (besides the indices).
-  virtual std::int64_t message_bytes() const { return 0; }
 };
 
 }  // namespace shardgnn

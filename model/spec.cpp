@@ -163,6 +163,7 @@ HeadSpec read_head(const json::value& v, const std::string& file) {
     for (const char* k : {"layers", "width", "activation", "dropout"})
       if (o.contains(k)) fail(file, f.key(k), "applies to an mlp head");
   if (h.kind == HeadKind::kMlp && h.layers >= 2 && !o.contains("width")) fail(file, f.key("width"), "missing: an mlp head of 2 or more layers needs its hidden width");
+  if (h.kind == HeadKind::kMlp && h.layers == 1 && o.contains("width")) fail(file, f.key("width"), "an mlp head of 1 layer has no hidden width");
   return h;
 }
 
@@ -218,8 +219,8 @@ std::string builtin_names() { return "sage, gcn, gat, rgcn, rgat"; }
 
 ModelSpec builtin_spec(const std::string& name_in, std::int64_t hidden, std::int64_t heads, std::int64_t bases, double dropout, std::int64_t hops) {
   const std::string name = name_in == "graphsage" ? "sage" : name_in;
-  const LayerKind kind = parse_enum(kKinds, name, "--model");
   if (!builtin_model(name)) throw InputError("unknown --model " + quote_token(name_in) + ", expected a spec file (.json) or one of: " + builtin_names());
+  const LayerKind kind = parse_enum(kKinds, name, "--model");
   ModelSpec s;
   s.name = name;
   // Typed graphs' models encode each type's features to the hidden width first.

@@ -189,7 +189,7 @@ CheckpointIdentity checkpoint_identity(const TrainConfig& cfg, const SamplerConf
   id.model = cfg.model.spec.empty() ? model_label(cfg.model) : spec.name + " (spec " + hex32(spec_checksum(spec)) + ")";
   id.optimizer = optimizer_name(cfg.optim.kind);
   id.dataset = dataset;
-  id.hidden = cfg.model.hidden;
+  id.hidden = cfg.model.spec.empty() ? cfg.model.hidden : 0;  // a spec's widths are in its checksum
   id.layers = static_cast<std::int64_t>(scfg.fanouts.size());
   id.heads = cfg.model.spec.empty() && (cfg.model.kind == ModelKind::kGat || cfg.model.kind == ModelKind::kRgat) ? cfg.model.heads : 0;
   id.in = shard.feature_dim;
@@ -342,7 +342,8 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     s.spec = model_spec(c.model, static_cast<std::int64_t>(s.scfg.fanouts.size()));
     // The spec against the data and the task (hops, widths, relations) before anything trains.
     const SpecContext ctx{shard.feature_dim, l.task->output_width(), static_cast<std::int64_t>(s.scfg.fanouts.size()), shard.schema.typed(), c.model.precision};
-    s.spec = check_spec(std::move(s.spec), ctx, c.model.spec.empty() ? "--model " + s.spec.name : c.model.spec);
+    const std::string label = c.model.spec.empty() ? "--model " + s.spec.name : c.model.spec;
+    s.spec = check_spec(std::move(s.spec), ctx, label);
     // GCN normalises by each node's degree in the whole graph, which a block (seeing only the
     // batch's sampled edges) does not know: exact over full neighbourhoods, unbiased over sampled ones.
     s.scfg.with_degrees = uses(s.spec, LayerKind::kGcn);

@@ -108,6 +108,18 @@ TEST_CASE("a declared model loads from its weights and card as the same model", 
   fs::remove_all(s.dir);
 }
 
+TEST_CASE("a batch-normalised model trains on a batch of one seed (running statistics for that batch)", "[model_io]") {
+  Gnn model(GnnOptions(declared_spec(), 5, 3));
+  model->train();
+  const torch::Tensor indptr = torch::tensor({0, 2, 3}, torch::kLong), indices = torch::tensor({1, 2, 0}, torch::kLong);
+  std::vector<BlockTensors> blocks{block_tensors(3, 2, indptr, indices), block_tensors(2, 1, torch::tensor({0, 1}, torch::kLong), torch::tensor({1}, torch::kLong))};
+  const torch::Tensor out = model->forward(blocks, torch::randn({3, 5}));
+  CHECK(out.sizes() == torch::IntArrayRef({1, 3}));
+  CHECK(torch::isfinite(out).all().item<bool>());
+  out.sum().backward();
+  CHECK(model->named_modules()["norm0"]->is_training());  // the norm went back to training mode
+}
+
 TEST_CASE("damaged weights and cards are refused with one line naming the file", "[model_io]") {
   Saved s = save_declared("damaged");
   const std::vector<char> good = bytes_of(s.weights);
