@@ -265,17 +265,22 @@ torch::Tensor GnnImpl::finish_layer(std::int64_t l, torch::Tensor y, const torch
 }
 
 torch::Tensor GnnImpl::forward_layer(std::int64_t l, const BlockTensors& b, torch::Tensor h, bool projected) {
+  const auto i = static_cast<std::size_t>(l);
+  TORCH_CHECK(!layers_[i]->relation_forms().any(), layer_kind_name(options.spec().layers[i].kind), " reads a typed batch's relations (forward(BatchTensors))");
+  return run_layer(l, LayerBlock{b}, std::move(h), projected);
+}
+
+torch::Tensor GnnImpl::run_layer(std::int64_t l, const LayerBlock& b, torch::Tensor h, bool projected) {
   TORCH_CHECK(!projected || !is_training(), "projected rows are for inference (no dropout)");
   const auto i = static_cast<std::size_t>(l);
   const LayerSpec& ls = options.spec().layers[i];
-  TORCH_CHECK(!layers_[i]->relation_forms().any(), layer_kind_name(ls.kind), " reads a typed batch's relations (forward(BatchTensors))");
   TORCH_CHECK(!projected || ls.residual == Residual::kNone, "a residual layer reads its input rows, not projected ones");
-  const torch::Tensor x = ls.residual == Residual::kAdd ? h.slice(0, 0, b.num_dst) : torch::Tensor();
+  const torch::Tensor x = ls.residual == Residual::kAdd ? h.slice(0, 0, b.block.num_dst) : torch::Tensor();
   if (!projected) h = dropout(h, ls.dropout);
   torch::Tensor y;
   {
     const Bf16Scope bf16(h.device(), options.precision() == Precision::kBFloat16);
-    y = projected ? layers_[i]->forward_projected(b, h) : layers_[i]->conv(LayerBlock{b}, h);
+    y = projected ? layers_[i]->forward_projected(b.block, h) : layers_[i]->conv(b, h);
   }
   return finish_layer(l, y, x);
 }
@@ -409,15 +414,11 @@ torch::Tensor GnnImpl::forward(const BatchTensors& t, std::int64_t keep_layer, t
   std::vector<torch::Tensor> outs;
   for (std::size_t l = 0; l < t.blocks.size(); ++l) {
     const auto i = static_cast<std::int64_t>(l);
+    // A layer that reads relations gets the block split in the forms it asks for.
     const RelationForms forms = layers_[l]->relation_forms();
-    if (!forms.any()) {
-      h = forward_layer(i, t.blocks[l], h);
-    } else {
-      const LayerSpec& ls = options.spec().layers[l];
-      const RelationBlocks rb = split_by_relation(t.blocks[l], t.node_type, options.schema(), forms.whole, forms.compact);
-      const torch::Tensor x = ls.residual == Residual::kAdd ? h.slice(0, 0, t.blocks[l].num_dst) : torch::Tensor();
-      h = finish_layer(i, layers_[l]->conv(LayerBlock{t.blocks[l], &rb}, dropout(h, ls.dropout)), x);
-    }
+    RelationBlocks rb;
+    if (forms.any()) rb = split_by_relation(t.blocks[l], t.node_type, options.schema(), forms.whole, forms.compact);
+    h = run_layer(i, LayerBlock{t.blocks[l], forms.any() ? &rb : nullptr}, h);
     if (reads_every_layer()) outs.push_back(h);
     if (kept && keep_layer == i + 1) *kept = h.slice(0, 0, seeds);
   }

@@ -121,6 +121,8 @@ class GnnImpl : public torch::nn::Module {
   // The layer's output from its convolution's: float32, heads joined, norm, activation, residual
   // (the input's dst rows `x`, undefined when the layer has none).
   torch::Tensor finish_layer(std::int64_t l, torch::Tensor y, const torch::Tensor& x);
+  // Layer `l` on a block (split by relation where the layer reads relations): forward_layer's steps.
+  torch::Tensor run_layer(std::int64_t l, const LayerBlock& b, torch::Tensor h, bool projected = false);
   torch::Tensor encode_typed(const BatchTensors& t);
   std::uint64_t dropout_seed_ = 0, dropout_calls_ = 0;
 };

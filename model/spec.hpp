@@ -103,7 +103,7 @@ enum class ModelKind {
 // The run's model options: a built-in (`kind`) with its widths, or a spec file.
 struct ModelConfig {
   ModelKind kind = ModelKind::kSage;
-  std::string spec;       // --model FILE: a spec file, which then says everything but precision and --dropout's default
+  std::string spec = {};  // --model FILE: a spec file, which then says everything but precision and --dropout's default
   int hidden = 256;       // built-ins: hidden width; for GAT and R-GAT the heads split it (hidden / heads each)
   int heads = 4;          // built-ins: GAT and R-GAT attention heads (hidden layers concatenate, the output averages)
   int bases = 0;          // built-in R-GCN: basis decomposition of the relation weights (0: a weight per relation)

@@ -25,6 +25,19 @@ train() {  # ranks data args...
   shift 2
   if [ "$n" = 1 ]; then $bin train "$data" "$@"; else mpiexec -n "$n" $bin train "$data" "$@"; fi
 }
+# A table row over the seeds: LABEL RANKS DATA ARGS..., DATA's "{seed}" the seed, "-RANKS" added
+# past one rank (the partition); several ranks draw global seeds.
+row() {
+  local label=$1 n=$2 data=$3
+  shift 3
+  : > "$work/r.txt"
+  for seed in $(seq 0 $((seeds - 1))); do
+    local d=${data//\{seed\}/$seed}
+    [ "$n" = 1 ] || d="$d-$n"
+    train "$n" "$d" "$@" --seed "$seed" --seed-sampling "$([ "$n" = 1 ] && echo shard || echo global)" | acc >> "$work/r.txt"
+  done
+  printf "%-28s %s\n" "$label ($n rank$([ "$n" = 1 ] || echo s))" "$(stats < "$work/r.txt")"
+}
 
 # Amazon-Photo: the papers' full-batch protocol (Adam 0.01, weight decay 5e-4; GAT and GATv2 lr
 # 0.005, as Velickovic et al.), the full-neighbourhood test accuracy of the best validation epoch.
@@ -47,15 +60,8 @@ if [ -f "$shared/amazon-photo/amazon_electronics_photo.npz" ]; then
   for m in gcn sage gat sage3-bn-res gin-jk gatv2-8h; do
     ranks="1"
     [[ $m == *-* ]] && ranks="1 2 4"
-    for n in $ranks; do
-      : > "$work/r.txt"
-      for seed in $(seq 0 $((seeds - 1))); do
-        data="$work/photo-$seed"; [ "$n" = 1 ] || data="$data-$n"
-        # shellcheck disable=SC2086
-        train "$n" "$data" ${photo[$m]} $common --seed "$seed" --seed-sampling "$([ "$n" = 1 ] && echo shard || echo global)" | acc >> "$work/r.txt"
-      done
-      printf "%-28s %s\n" "photo $m ($n rank$([ "$n" = 1 ] || echo s))" "$(stats < "$work/r.txt")"
-    done
+    # shellcheck disable=SC2086
+    for n in $ranks; do row "photo $m" "$n" "$work/photo-{seed}" ${photo[$m]} $common; done
   done
 fi
 
@@ -75,13 +81,6 @@ echo "hetero, 20,000 papers, test accuracy %, mean ± std over $seeds seeds"
 for m in rgcn rgat rgcn-ln-res rgat-jk rgat-mlperf; do
   ranks="1"
   [ "$m" = rgat-mlperf ] && ranks="1 2 4"
-  for n in $ranks; do
-    : > "$work/r.txt"
-    for seed in $(seq 0 $((seeds - 1))); do
-      data="$work/h20k"; [ "$n" = 1 ] || data="$data-$n"
-      # shellcheck disable=SC2086
-      train "$n" "$data" ${het[$m]} $typed --seed "$seed" --seed-sampling "$([ "$n" = 1 ] && echo shard || echo global)" | acc >> "$work/r.txt"
-    done
-    printf "%-28s %s\n" "hetero $m ($n rank$([ "$n" = 1 ] || echo s))" "$(stats < "$work/r.txt")"
-  done
+  # shellcheck disable=SC2086
+  for n in $ranks; do row "hetero $m" "$n" "$work/h20k" ${het[$m]} $typed; done
 done

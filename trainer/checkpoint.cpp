@@ -1,6 +1,7 @@
 #include "trainer/checkpoint.hpp"
 
 #include "model/dist_embedding.hpp"
+#include "trainer/data_parallel.hpp"
 #include "trainer/task.hpp"
 
 #include <torch/csrc/jit/serialization/export.h>
@@ -409,9 +410,7 @@ void load_checkpoint(const std::string& path, const CheckpointIdentity& id, torc
     const std::vector<torch::Tensor> params = optimizer_params(optimizer);
     const StoredOptimizer stored = read_optimizer(ck, params.size());
     // The best epoch's model: its parameters, then its buffers (batch normalisation's statistics).
-    std::vector<torch::Tensor> state_tensors = params;
-    for (const auto& b : model.buffers()) state_tensors.push_back(b);
-    s.best = read_best(ck, state_tensors, device);
+    s.best = read_best(ck, state_tensors(model), device);
     OptimizerStates opt_states = optimizer_states(ck, stored, params, dynamic_cast<torch::optim::Adam*>(&optimizer) != nullptr);
     install(model_copies, optimizer, params, opt_states);
     state = std::move(s);
@@ -651,7 +650,10 @@ namespace {
 void fill_model(Gnn& model, const std::map<std::string, torch::Tensor>& w, const std::string& path, const std::string& what, const torch::Device& device) {
   torch::NoGradGuard no_grad;
   std::size_t matched = 0;
-  for (auto& item : model->named_parameters()) {
+  // Parameters and buffers (batch normalisation's running statistics) alike.
+  auto named = model->named_parameters();
+  for (const auto& item : model->named_buffers()) named.insert(item.key(), item.value());
+  for (auto& item : named) {
     const auto it = w.find(item.key());
     if (it == w.end()) throw InputError(path, "", "lacks entry '" + item.key() + "' (" + what + ")");
     if (it->second.sizes() != item.value().sizes())
@@ -660,18 +662,9 @@ void fill_model(Gnn& model, const std::map<std::string, torch::Tensor>& w, const
     item.value().copy_(it->second);
     ++matched;
   }
-  // Buffers (batch normalisation's running statistics) are state too.
-  for (auto& item : model->named_buffers()) {
-    const auto it = w.find(item.key());
-    if (it == w.end()) throw InputError(path, "", "lacks entry '" + item.key() + "' (" + what + ")");
-    if (it->second.sizes() != item.value().sizes())
-      throw InputError(path, "entry '" + item.key() + "'", "has shape " + shape_text(it->second.sizes()) + ", the model needs " + shape_text(item.value().sizes()));
-    item.value().copy_(it->second);
-    ++matched;
-  }
   if (matched != w.size())
     for (const auto& [key, t] : w)
-      if (model->named_parameters().find(key) == nullptr && model->named_buffers().find(key) == nullptr)
+      if (named.find(key) == nullptr)
         throw InputError(path, "entry '" + key + "'", "is not a parameter of " + what);
   model->to(device);
   model->eval();

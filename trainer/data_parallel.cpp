@@ -6,15 +6,11 @@
 
 namespace shardgnn {
 
-namespace {
-
 std::vector<torch::Tensor> state_tensors(const torch::nn::Module& model) {
   std::vector<torch::Tensor> out = model.parameters();
   for (const auto& b : model.buffers()) out.push_back(b);
   return out;
 }
-
-}  // namespace
 
 void broadcast_parameters(torch::nn::Module& model, const comm::Communicator& comm) {
   torch::NoGradGuard no_grad;
@@ -37,6 +33,8 @@ std::uint64_t parameters_checksum(const torch::nn::Module& model) {
 
 GradientAllreducer::GradientAllreducer(const torch::nn::Module& model, const comm::Communicator& comm, NcclComm* nccl, std::size_t bucket_bytes)
     : params_(model.parameters()), comm_(comm), nccl_(nccl) {
+  for (const auto& b : model.buffers())
+    if (b.is_floating_point()) stats_.push_back(b);
   const std::size_t cap = std::max<std::size_t>(1, bucket_bytes / sizeof(float));
   std::size_t fill = 0;
   for (std::size_t i = 0; i < params_.size(); ++i) {
@@ -115,7 +113,23 @@ double GradientAllreducer::average(double examples, std::vector<double>& extras)
   for (torch::Tensor& p : params_)
     if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
   // One rank has nothing to sum: its gradients stay where they are (on a GPU, no trip through the host).
-  const double total = comm_.size() == 1 ? examples : nccl_ != nullptr ? sum_on_devices(examples, extras) : sum_through_host(examples, extras);
+  double total = examples;
+  if (comm_.size() > 1) {
+    // The running statistics ride with the counts: summed with them, then averaged here.
+    const std::size_t n_extras = extras.size();
+    for (const torch::Tensor& b : stats_) {
+      const torch::Tensor v = b.detach().to(torch::kCPU, torch::kDouble).contiguous();
+      extras.insert(extras.end(), v.data_ptr<double>(), v.data_ptr<double>() + v.numel());
+    }
+    total = nccl_ != nullptr ? sum_on_devices(examples, extras) : sum_through_host(examples, extras);
+    std::size_t at = n_extras;
+    for (const torch::Tensor& b : stats_) {
+      const torch::Tensor mean = torch::from_blob(extras.data() + at, {b.numel()}, torch::kDouble) / comm_.size();
+      b.copy_(mean.view(b.sizes()).to(b.device(), b.scalar_type()));
+      at += static_cast<std::size_t>(b.numel());
+    }
+    extras.resize(n_extras);
+  }
   if (total > 0)
     for (torch::Tensor& p : params_) p.mutable_grad().div_(total);
   seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -16,6 +16,9 @@
 
 namespace shardgnn {
 
+// A model's state: its parameters, then its buffers (batch normalisation's statistics).
+std::vector<torch::Tensor> state_tensors(const torch::nn::Module& model);
+
 // Collective: overwrites every rank's parameters and buffers with rank 0's.
 void broadcast_parameters(torch::nn::Module& model, const comm::Communicator& comm);
 
@@ -36,11 +39,12 @@ class GradientAllreducer {
   // the gradient of the mean loss over all ranks' examples. `extras` (e.g. the loss sum and the
   // correct count) are summed across ranks on the way. Returns the total example count; with 0
   // the gradients are left at 0.
+  // The model's floating-point buffers (batch normalisation's running statistics) are averaged
+  // over the ranks on the way, so every rank evaluates, checkpoints and saves one model.
   double average(double examples, std::vector<double>& extras);
 
   // Time spent in average(), cumulative; with NCCL, queueing the sums, which run on the device's stream.
   double seconds() const noexcept { return seconds_; }
-  int ranks() const noexcept { return comm_.size(); }
   // "NCCL", "MPI" or, on one rank, "none".
   const char* path() const noexcept { return comm_.size() == 1 ? "none" : nccl_ != nullptr ? "NCCL" : "MPI"; }
 
@@ -49,6 +53,7 @@ class GradientAllreducer {
   double sum_through_host(double examples, std::vector<double>& extras);  // MPI, buckets staged in buffer_
 
   std::vector<torch::Tensor> params_;
+  std::vector<torch::Tensor> stats_;  // the floating-point buffers
   std::vector<std::vector<std::size_t>> buckets_;  // parameter indices per bucket
   const comm::Communicator& comm_;
   NcclComm* nccl_;

@@ -63,32 +63,17 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c, st
   return std::make_unique<torch::optim::Adam>(std::move(params), torch::optim::AdamOptions(c.optim.lr).weight_decay(c.optim.weight_decay));
 }
 
-// A model's parameters, then its buffers (batch normalisation's statistics): the best epoch's
-// model is all of them.
-std::vector<torch::Tensor> model_state(const torch::nn::Module& m) {
-  std::vector<torch::Tensor> out = m.parameters();
-  for (const auto& b : m.buffers()) out.push_back(b);
-  return out;
-}
-
+// The best epoch's model is all of its state (state_tensors: parameters and buffers).
 std::vector<torch::Tensor> clone_parameters(const torch::nn::Module& m) {
   std::vector<torch::Tensor> out;
-  for (const auto& p : model_state(m)) out.push_back(p.detach().clone());
+  for (const auto& p : state_tensors(m)) out.push_back(p.detach().clone());
   return out;
 }
 
 void assign_parameters(torch::nn::Module& m, const std::vector<torch::Tensor>& values) {
   torch::NoGradGuard no_grad;
-  auto params = model_state(m);
+  auto params = state_tensors(m);
   for (std::size_t i = 0; i < params.size() && i < values.size(); ++i) params[i].copy_(values[i]);
-}
-
-// The floating-point buffers: running statistics, averaged over the ranks (train_step).
-std::vector<torch::Tensor> running_statistics(const torch::nn::Module& m) {
-  std::vector<torch::Tensor> out;
-  for (const auto& b : m.buffers())
-    if (b.is_floating_point()) out.push_back(b);
-  return out;
 }
 
 }  // namespace
@@ -144,6 +129,7 @@ struct Checkpoints {
   std::string resumed_note;  // how a resume on another rank count goes on, for the log
   CheckpointIdentity identity;
   TrainState state;
+  ModelCard card;  // what the weights are, written beside them (its JSON is in the identity too)
 };
 
 // What names a partition: its method and parts, the CRC-32 of its book and that of every shard
@@ -384,7 +370,8 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
   // The task's own weights (a pair scorer's) train, travel and checkpoint with the model's.
   for (const auto& [name, module] : l.task->modules()) l.model->register_module(name, module);
   {
-    boost::json::value card = card_to_json(model_card(c, *l.model, shard, k.identity));
+    k.card = model_card(c, *l.model, shard, k.identity);
+    boost::json::value card = card_to_json(k.card);
     card.as_object().erase("weights");
     k.identity.model_card = boost::json::serialize(card);
   }
@@ -520,25 +507,7 @@ StepResult train_step(const Task& task, Gnn& model, torch::optim::Optimizer& opt
     r.local_examples = static_cast<double>(task.examples(mb));
   }
   r.compute_s = since(t0);
-  // Running statistics (batch normalisation's) ride with the gradients and are averaged over the
-  // ranks every step: every rank then evaluates, checkpoints and saves the same model, and a
-  // resumed run goes on from the statistics an uninterrupted one has.
-  const std::vector<torch::Tensor> stats = running_statistics(*model);
-  for (const torch::Tensor& b : stats) {
-    const torch::Tensor v = b.detach().to(torch::kCPU, torch::kDouble).contiguous();
-    extras.insert(extras.end(), v.data_ptr<double>(), v.data_ptr<double>() + v.numel());
-  }
   r.examples = allreducer.average(r.local_examples, extras);
-  if (!stats.empty() && allreducer.ranks() > 1) {
-    torch::NoGradGuard no_grad;
-    std::size_t at = 1;
-    for (const torch::Tensor& b : stats) {
-      const auto n = static_cast<std::size_t>(b.numel());
-      const torch::Tensor mean = torch::from_blob(extras.data() + at, {b.numel()}, torch::kDouble) / allreducer.ranks();
-      b.copy_(mean.view(b.sizes()).to(b.device(), b.scalar_type()));
-      at += n;
-    }
-  }
   t0 = Clock::now();
   // Embedding rows' gradients, averaged as the dense ones, to their owners: every rank every step
   // (collective).
@@ -948,7 +917,7 @@ TrainResult Trainer::fit() {
       result.op_profile->step_s = profiled_s;
     });
   }
-  finish(l, f, s.scoring, state, c.eval, c.files, model_card(c, *l.model, s.shard, k.identity), result);
+  finish(l, f, s.scoring, state, c.eval, c.files, k.card, result);
   if (c.balance.personalize_epochs > 0) personalize(l, f, s.shard, c, result);
   return result;
 }
