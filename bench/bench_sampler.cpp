@@ -322,7 +322,7 @@ void print_sampling(const RunSetting& run, const std::vector<Row>& all, const Su
   const Row& sum = s.sum;
   std::printf("%s\n", machine_description().c_str());
   std::printf("dataset %s, %d ranks, fanouts %s, batch %d, %s, cache %s (%.0f%% of remote rows), rows on the wire as %s, %.0f steps per rank\n",
-              run.info.dataset_name.c_str(), run.ranks, fanouts_text(run.cfg.fanouts).c_str(), run.cfg.batch_size,
+              run.info.dataset.name.c_str(), run.ranks, fanouts_text(run.cfg.fanouts).c_str(), run.cfg.batch_size,
               run.cfg.replace ? "with replacement" : "without replacement", cache_policy_name(run.cfg.cache_policy).c_str(), 100 * run.cfg.cache_fraction,
               run.wire.c_str(), sum.steps / s.ranks);
   const std::int64_t eager = comm::eager_inline_bytes(comm::eager_setting(), run.ranks);

@@ -71,17 +71,6 @@ void check_consistent(const Dataset& ds) {
   if (!ds.edge_weights.empty() && static_cast<std::int64_t>(ds.edge_weights.size()) != ds.graph.num_edges()) bad("edge_weights size");
 }
 
-boost::json::object cleaning_json(const CleanReport& r) {
-  return {{"input_entries", r.input_entries},
-          {"reverse_added", r.reverse_added},
-          {"self_loops_dropped", r.self_loops_dropped},
-          {"duplicates_dropped", r.duplicates_dropped},
-          {"output_entries", r.output_entries},
-          {"symmetric", r.symmetric},
-          {"no_self_loops", r.no_self_loops},
-          {"no_duplicates", r.no_duplicates}};
-}
-
 }  // namespace
 
 void normalize_feature_rows(Dataset& ds) {
@@ -96,6 +85,7 @@ void normalize_feature_rows(Dataset& ds) {
       for (std::size_t j = 0; j < F; ++j) f[r * F + j] = static_cast<float>(f[r * F + j] / sum);
   }
   ds.features = Array<float>(std::move(f));
+  ds.feature_norm = FeatureNorm::kRow;
 }
 
 namespace {
@@ -192,6 +182,18 @@ boost::json::object write_features(const Dataset& ds, const std::string& dir, co
 }
 }  // namespace
 
+DatasetMeta meta_of(const Dataset& ds) {
+  DatasetMeta m;
+  describe_parts(m, ds);
+  m.name = ds.name;
+  m.source = ds.source;
+  m.num_nodes = ds.num_nodes();
+  m.num_edges = ds.graph.num_edges();
+  m.node_weight_dim = ds.node_weight_dim;
+  m.cleaning = ds.cleaning;
+  return m;
+}
+
 void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite, std::optional<FeatureDtype> features_as) {
   check_consistent(ds);
   const FeatureDtype stored = features_as.value_or(ds.feature_dtype);
@@ -213,21 +215,11 @@ void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite, std
         write_type_rows(ds, t, stored, nt.count, [](std::int64_t i) { return i; }, scratch, out, "--feature-dtype: " + dir + ": " + nt.name + " ");
       });
     }
-    boost::json::object meta;
-    meta["format"] = kFormatName;
-    meta["version"] = kDatasetFormatVersion;
-    meta["name"] = ds.name;
-    meta["source"] = ds.source;
-    meta["num_nodes"] = ds.num_nodes();
-    meta["num_edges"] = ds.graph.num_edges();
-    meta["feature_dim"] = ds.feature_dim;
-    meta["num_classes"] = ds.num_classes;
-    if ((ds.feature_dim > 0 || ds.schema.typed()) && stored != FeatureDtype::kFloat32) meta["feature_dtype"] = feature_dtype_name(stored);
-    if (ds.multilabel) meta["multilabel"] = true;
-    if (ds.edge_split) meta["edge_split"] = {{"eval_negatives", ds.eval_negatives}};
-    meta["node_weight_dim"] = ds.node_weight_dim;
-    schema_to_json(ds.schema, meta);
-    meta["cleaning"] = cleaning_json(ds.cleaning);
+    DatasetMeta m = meta_of(ds);
+    m.feature_dtype = stored;
+    boost::json::object meta{{"format", kFormatName}, {"version", kDatasetFormatVersion}};
+    boost::json::value described = boost::json::value_from(m);
+    for (auto& [key, value] : described.as_object()) meta[key] = std::move(value);
     meta["arrays"] = std::move(arrays);
     write_json_file(tmp + "/meta.json", meta);
   });
@@ -235,14 +227,11 @@ void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite, std
 
 namespace {
 
+// meta.json as read: its description, and the object whose "arrays" lists the files.
 struct Meta {
   std::string path;
   boost::json::object root;
-  std::int64_t n = 0, m = 0, f = 0, c = 0, w = 0;
-  bool multilabel = false;
-  bool edge_split = false;
-  std::int64_t eval_negatives = 0;
-  FeatureDtype feature_dtype = FeatureDtype::kFloat32;
+  DatasetMeta d;
 };
 
 Meta read_meta(const std::string& dir) {
@@ -260,32 +249,11 @@ Meta read_meta(const std::string& dir) {
   const std::int64_t version = json_int(meta.root, "version", meta.path);
   if (version < 1 || version > kDatasetFormatVersion)
     throw InputError(meta.path, "key 'version'", std::to_string(version) + ", this build reads versions 1 to " + std::to_string(kDatasetFormatVersion));
-  meta.n = json_int(meta.root, "num_nodes", meta.path);
-  meta.m = json_int(meta.root, "num_edges", meta.path);
-  meta.f = json_int(meta.root, "feature_dim", meta.path);
-  meta.c = json_int(meta.root, "num_classes", meta.path);
-  meta.w = meta.root.contains("node_weight_dim") ? json_int(meta.root, "node_weight_dim", meta.path) : 0;
-  if (const auto* ml = meta.root.if_contains("multilabel")) {
-    if (!ml->is_bool()) throw InputError(meta.path, "key 'multilabel'", "expected true or false");
-    meta.multilabel = ml->get_bool();
-    if (meta.multilabel && meta.c < 1) throw InputError(meta.path, "key 'multilabel'", "true with num_classes " + std::to_string(meta.c) + ": label sets need at least one label");
+  try {
+    meta.d = dataset_meta_from_json(meta.root);
+  } catch (const InputError& bad) {
+    throw InputError(meta.path, "", bad.what());
   }
-  if (const auto* fd = meta.root.if_contains("feature_dtype")) {
-    const auto t = fd->is_string() ? feature_dtype_named(std::string(fd->get_string())) : std::nullopt;
-    if (!t) throw InputError(meta.path, "key 'feature_dtype'", "expected \"float32\", \"float16\" or \"bfloat16\", found " + boost::json::serialize(*fd));
-    meta.feature_dtype = *t;
-  }
-  if (const auto* es = meta.root.if_contains("edge_split")) {
-    if (!es->is_object()) throw InputError(meta.path, "key 'edge_split'", "expected an object {\"eval_negatives\": K}");
-    meta.edge_split = true;
-    meta.eval_negatives = json_int(es->get_object(), "eval_negatives", meta.path);
-    if (meta.eval_negatives < 0) throw InputError(meta.path, "key 'edge_split'", "negative eval_negatives " + std::to_string(meta.eval_negatives));
-  }
-  for (auto [key, val] : {std::pair{"num_nodes", meta.n}, {"num_edges", meta.m}, {"feature_dim", meta.f}, {"num_classes", meta.c}, {"node_weight_dim", meta.w}})
-    if (val < 0) throw InputError(meta.path, std::string("key '") + key + "'", "negative count " + std::to_string(val));
-  // Per-class tables are sized by it, and no file bounds it as the arrays bound the other counts.
-  if (meta.c > std::max<std::int64_t>(meta.n, kMaxClassesAnyGraph))
-    throw InputError(meta.path, "key 'num_classes'", std::to_string(meta.c) + " classes for " + std::to_string(meta.n) + " nodes");
   return meta;
 }
 
@@ -296,23 +264,6 @@ Array<T> load_array(const Meta& meta, const std::string& dir, const char* name, 
 
 std::int64_t split_len(const Meta& meta, const char* name) {
   return listed_length(json_object(meta.root, "arrays", meta.path), meta.path, name);
-}
-
-CleanReport read_cleaning(const Meta& meta) {
-  CleanReport r;
-  if (auto* c = meta.root.if_contains("cleaning"); c && c->is_object()) {
-    const auto& o = c->get_object();
-    r.input_entries = json_int(o, "input_entries", meta.path);
-    r.reverse_added = json_int(o, "reverse_added", meta.path);
-    r.self_loops_dropped = json_int(o, "self_loops_dropped", meta.path);
-    r.duplicates_dropped = json_int(o, "duplicates_dropped", meta.path);
-    r.output_entries = json_int(o, "output_entries", meta.path);
-    auto flag = [&](const char* key) { auto* b = o.if_contains(key); return b && b->is_bool() && b->get_bool(); };
-    r.symmetric = flag("symmetric");
-    r.no_self_loops = flag("no_self_loops");
-    r.no_duplicates = flag("no_duplicates");
-  }
-  return r;
 }
 
 }  // namespace
@@ -339,43 +290,36 @@ void check_contents(const Dataset& ds, const std::string& dir) {
 Dataset load_dataset(const std::string& dir, Contents contents) {
   const Meta meta = read_meta(dir);
   hold_folder(dir);  // a `--force` rewrite of it waits until this process has ended
+  const DatasetMeta& d = meta.d;
+  const std::int64_t n = d.num_nodes;
   Dataset ds;
-  ds.name = json_string(meta.root, "name", meta.path);
-  ds.source = meta.root.contains("source") ? json_string(meta.root, "source", meta.path) : "";
-  ds.feature_dim = meta.f;
-  ds.num_classes = meta.c;
-  ds.multilabel = meta.multilabel;
-  ds.node_weight_dim = meta.w;
-  ds.cleaning = read_cleaning(meta);
-  ds.graph = load_listed_csr(dir, json_object(meta.root, "arrays", meta.path), meta.path, meta.n, meta.m);
-  ds.schema = schema_from_json(meta.root, meta.path, meta.n);
-  if (ds.schema.typed()) {
-    if (meta.f != 0) throw InputError(meta.path, "key 'feature_dim'", std::to_string(meta.f) + " in a typed graph: its features are per node type (node_types' feature_dim), so 0");
-    for (const NodeType& t : ds.schema.types()) {
-      const std::string name = "features_" + t.name;
-      if (meta.feature_dtype == FeatureDtype::kFloat32)
-        ds.type_features.push_back(t.feature_dim == 0 ? Array<float>() : load_array<float>(meta, dir, name.c_str(), {t.count, t.feature_dim}, true));
-      else
-        ds.type_features16.push_back(t.feature_dim == 0 ? Array<std::uint16_t>()
-                                                        : load_listed_array<std::uint16_t>(dir, json_object(meta.root, "arrays", meta.path), meta.path, name,
-                                                                                           {t.count, t.feature_dim}, true, feature_npy_dtype(meta.feature_dtype)));
-    }
+  shape_parts(ds, d);
+  ds.name = d.name;
+  ds.source = d.source;
+  ds.node_weight_dim = d.node_weight_dim;
+  ds.cleaning = d.cleaning;
+  ds.graph = load_listed_csr(dir, json_object(meta.root, "arrays", meta.path), meta.path, n, d.num_edges);
+  for (const NodeType& t : ds.schema.types()) {
+    const std::string name = "features_" + t.name;
+    if (d.feature_dtype == FeatureDtype::kFloat32)
+      ds.type_features.push_back(t.feature_dim == 0 ? Array<float>() : load_array<float>(meta, dir, name.c_str(), {t.count, t.feature_dim}, true));
+    else
+      ds.type_features16.push_back(t.feature_dim == 0 ? Array<std::uint16_t>()
+                                                      : load_listed_array<std::uint16_t>(dir, json_object(meta.root, "arrays", meta.path), meta.path, name,
+                                                                                         {t.count, t.feature_dim}, true, feature_npy_dtype(d.feature_dtype)));
   }
-  ds.feature_dtype = meta.feature_dtype;
-  if (meta.f > 0 && meta.feature_dtype == FeatureDtype::kFloat32) ds.features = load_array<float>(meta, dir, "features", {meta.n, meta.f}, true);
-  else if (meta.f > 0)
-    ds.features16 = load_listed_array<std::uint16_t>(dir, json_object(meta.root, "arrays", meta.path), meta.path, "features", {meta.n, meta.f}, true,
-                                                     feature_npy_dtype(meta.feature_dtype));
-  if (meta.c > 0 && !meta.multilabel) ds.labels = load_listed_ints(dir, json_object(meta.root, "arrays", meta.path), meta.path, "labels", {meta.n}, true);
-  if (meta.c > 0 && meta.multilabel) ds.label_bits = load_array<std::uint8_t>(meta, dir, "label_bits", {meta.n, label_row_bytes(meta.c)}, true);
+  if (d.feature_dim > 0 && d.feature_dtype == FeatureDtype::kFloat32) ds.features = load_array<float>(meta, dir, "features", {n, d.feature_dim}, true);
+  else if (d.feature_dim > 0)
+    ds.features16 = load_listed_array<std::uint16_t>(dir, json_object(meta.root, "arrays", meta.path), meta.path, "features", {n, d.feature_dim}, true,
+                                                     feature_npy_dtype(d.feature_dtype));
+  if (d.num_classes > 0 && !d.multilabel) ds.labels = load_listed_ints(dir, json_object(meta.root, "arrays", meta.path), meta.path, "labels", {n}, true);
+  if (d.num_classes > 0 && d.multilabel) ds.label_bits = load_array<std::uint8_t>(meta, dir, "label_bits", {n, label_row_bytes(d.num_classes)}, true);
   for (auto [name, split] : {std::pair{"train_idx", &ds.train_idx}, {"val_idx", &ds.val_idx}, {"test_idx", &ds.test_idx}})
     *split = load_listed_ints(dir, json_object(meta.root, "arrays", meta.path), meta.path, name, {split_len(meta, name)}, false);
-  ds.node_ids = load_array<std::int64_t>(meta, dir, "node_ids", {meta.n}, false);
-  if (meta.w > 0) ds.node_weights = load_array<std::int64_t>(meta, dir, "node_weights", {meta.n, meta.w}, true);
-  ds.edge_weights = load_array<std::int64_t>(meta, dir, "edge_weights", {meta.m}, false);
-  if (meta.edge_split) {
-    ds.edge_split = true;
-    ds.eval_negatives = meta.eval_negatives;
+  ds.node_ids = load_array<std::int64_t>(meta, dir, "node_ids", {n}, false);
+  if (d.node_weight_dim > 0) ds.node_weights = load_array<std::int64_t>(meta, dir, "node_weights", {n, d.node_weight_dim}, true);
+  ds.edge_weights = load_array<std::int64_t>(meta, dir, "edge_weights", {d.num_edges}, false);
+  if (d.edge_split) {
     const auto& arrays = json_object(meta.root, "arrays", meta.path);
     const auto rows = [&](const char* name) { return listed_length(arrays, meta.path, name, 2); };
     // Each split's negatives match its positives in number (and in rows of ranking negatives).
@@ -383,9 +327,9 @@ Dataset load_dataset(const std::string& dir, Contents contents) {
     ds.test_pos = load_array<NodeId>(meta, dir, "test_pos_edges", {rows("test_pos_edges"), 2}, true);
     ds.val_neg = load_array<NodeId>(meta, dir, "val_neg_edges", {rows("val_pos_edges"), 2}, true);
     ds.test_neg = load_array<NodeId>(meta, dir, "test_neg_edges", {rows("test_pos_edges"), 2}, true);
-    if (meta.eval_negatives > 0) {
-      ds.val_neg_dst = load_array<NodeId>(meta, dir, "val_neg_dst", {rows("val_pos_edges"), meta.eval_negatives}, true);
-      ds.test_neg_dst = load_array<NodeId>(meta, dir, "test_neg_dst", {rows("test_pos_edges"), meta.eval_negatives}, true);
+    if (d.eval_negatives > 0) {
+      ds.val_neg_dst = load_array<NodeId>(meta, dir, "val_neg_dst", {rows("val_pos_edges"), d.eval_negatives}, true);
+      ds.test_neg_dst = load_array<NodeId>(meta, dir, "test_neg_dst", {rows("test_pos_edges"), d.eval_negatives}, true);
     }
   }
   if (contents == Contents::check) check_contents(ds, dir);

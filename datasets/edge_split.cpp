@@ -32,8 +32,6 @@ enum Split : int { kTrain = 0, kVal = 1, kTest = 2 };
 constexpr std::uint64_t kEdgeHashStream = 0x5eed'ed9e, kNegativeStream = 0x5eed'0e9a, kRankStream = 0x5eed'4a4b;
 constexpr int kBucketBits = 20;  // the histogram of the hashes' top bits: 8 MiB of counts
 
-template <class T>
-Array<T> view_of(const Array<T>& a) { return Array<T>(nullptr, a.data(), a.size()); }
 
 // Calls fn(u, v) for every undirected edge {u, v}, u < v, once (repeated entries of a multigraph
 // give one edge), in row order.
@@ -277,14 +275,8 @@ Dataset split_edges(const Dataset& ds, const EdgeSplitOptions& o, const std::str
 
   out.name = ds.name;
   out.source = ds.source;
-  out.feature_dim = ds.feature_dim;
-  out.features = view_of(ds.features);
-  out.feature_dtype = ds.feature_dtype;
-  out.features16 = view_of(ds.features16);
-  out.num_classes = ds.num_classes;
-  out.labels = view_of(ds.labels);
-  out.multilabel = ds.multilabel;
-  out.label_bits = view_of(ds.label_bits);
+  share_part<FeatureTable>(out, ds);
+  share_part<NodeLabels>(out, ds);
   out.train_idx = view_of(ds.train_idx);
   out.val_idx = view_of(ds.val_idx);
   out.test_idx = view_of(ds.test_idx);

@@ -40,7 +40,7 @@ json::value card_to_json(const ModelCard& c) {
   json::object graph;
   schema_to_json(c.schema, graph);
   o["graph"] = std::move(graph);
-  o["features"] = {{"dtype", c.feature_dtype}};
+  o["features"] = {{"dtype", c.feature_dtype}, {"norm", c.feature_norm}};
   o["dataset"] = {{"name", c.dataset}, {"partition", c.partition}};
   o["weights"] = {{"file", c.weights}, {"bytes", c.weights_bytes}, {"crc32", hex32(c.weights_crc32)}};
   return o;
@@ -67,6 +67,9 @@ ModelCard card_from_json(const json::value& v, const std::string& path) {
     if (c.task == "link" && c.scorer != "dot" && c.scorer != "mlp") throw InputError("key 'task.scorer': expected dot or mlp");
     const json::object& features = json_object(o, "features");
     c.feature_dtype = json_string(features, "dtype");
+    // Cards from before it was recorded: the features as stored.
+    if (features.contains("norm")) c.feature_norm = json_string(features, "norm");
+    if (c.feature_norm != "none" && c.feature_norm != "row") throw InputError("key 'features.norm': expected none or row, got " + quote_token(c.feature_norm));
     const json::object& ds = json_object(o, "dataset");
     c.dataset = json_string(ds, "name");
     c.partition = json_string(ds, "partition");

@@ -22,6 +22,9 @@ struct ModelCard {
   std::string scorer;             // link: dot or mlp ("" for a node task)
   GraphSchema schema;             // a typed graph's types (feature widths) and relations; untyped: empty
   std::string feature_dtype;      // the stored features' dtype: float32, float16 or bfloat16
+  // What was done to the features before they were stored (none, or row: each row scaled to sum
+  // 1): a new node's features need the same before the model sees them.
+  std::string feature_norm = "none";
   std::string dataset;            // the dataset's name
   std::string partition;          // the partition trained on (CheckpointIdentity::partition)
   std::string program;            // "shardgnn 0.1.0"

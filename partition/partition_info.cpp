@@ -150,42 +150,18 @@ PartitionBook book_from_json(const json::object& o, std::int64_t num_nodes) {
   return PartitionBook(std::move(offsets));
 }
 
-// "dataset": the source's name, folder, meta.json checksum and sizes.
+// "dataset": the source's folder and meta.json checksum, and its description.
 void dataset_from_json(const json::object& d, PartitionInfo& info) {
-  info.dataset_name = json_string(d, "name");
   info.dataset_dir = json_string(d, "dir");
   info.meta_crc32 = json_string(d, "meta_crc32");
-  info.num_nodes = json_int(d, "num_nodes");
-  info.num_edges = json_int(d, "num_edges");
-  info.feature_dim = json_int(d, "feature_dim");
-  info.num_classes = json_int(d, "num_classes");
-  if (const auto* ml = d.if_contains("multilabel")) {
-    if (!ml->is_bool()) fail("dataset.multilabel", "expected true or false");
-    info.multilabel = ml->get_bool();
-  }
-  if (const auto* fd = d.if_contains("feature_dtype")) {
-    const auto t = fd->is_string() ? feature_dtype_named(std::string(fd->get_string())) : std::nullopt;
-    if (!t) fail("dataset.feature_dtype", "expected \"float32\", \"float16\" or \"bfloat16\", found " + json::serialize(*fd));
-    info.feature_dtype = *t;
-  }
   try {
-    info.schema = schema_from_json(d, "dataset", info.num_nodes);
+    info.dataset = dataset_meta_from_json(d);
   } catch (const InputError& bad) {
-    throw InputError(bad.what());  // load_partition_info names the file
+    // The key path from the file's root.
+    const std::string what = bad.what();
+    throw InputError(what.rfind("key '", 0) == 0 ? "key 'dataset." + what.substr(5) : "key 'dataset': " + what);
   }
-  if (const auto* es = d.if_contains("edge_split")) {
-    if (!es->is_object()) fail("dataset.edge_split", "expected an object {\"eval_negatives\": K}");
-    info.edge_split = true;
-    info.eval_negatives = json_int(es->get_object(), "eval_negatives");
-    if (info.eval_negatives < 0) fail("dataset.edge_split", "negative eval_negatives " + std::to_string(info.eval_negatives));
-  }
-}
-
-void check_dataset_sizes(const PartitionInfo& info) {
-  for (auto [key, val] : {std::pair{"num_nodes", info.num_nodes}, {"num_edges", info.num_edges}, {"feature_dim", info.feature_dim}, {"num_classes", info.num_classes}})
-    if (val < 0) fail(std::string("dataset.") + key, "negative count " + std::to_string(val));
-  if (info.num_classes > std::max<std::int64_t>(info.num_nodes, kMaxClassesAnyGraph))
-    fail("dataset.num_classes", std::to_string(info.num_classes) + " classes for " + std::to_string(info.num_nodes) + " nodes");
+  info.dataset.full = false;
 }
 
 }  // namespace
@@ -225,13 +201,10 @@ void tag_invoke(json::value_from_tag, json::value& v, const PartitionInfo& info)
   json::object root;
   root["format"] = kPartitionFormatName;
   root["version"] = kPartitionFormatVersion;
-  root["dataset"] = {{"name", info.dataset_name},         {"dir", info.dataset_dir},         {"meta_crc32", info.meta_crc32},
-                     {"num_nodes", info.num_nodes},       {"num_edges", info.num_edges},     {"feature_dim", info.feature_dim},
-                     {"num_classes", info.num_classes}};
-  if (info.multilabel) root["dataset"].as_object()["multilabel"] = true;
-  if (info.feature_dtype != FeatureDtype::kFloat32) root["dataset"].as_object()["feature_dtype"] = feature_dtype_name(info.feature_dtype);
-  if (info.edge_split) root["dataset"].as_object()["edge_split"] = {{"eval_negatives", info.eval_negatives}};
-  schema_to_json(info.schema, root["dataset"].as_object());
+  json::object dataset{{"name", info.dataset.name}, {"dir", info.dataset_dir}, {"meta_crc32", info.meta_crc32}};
+  json::value described = json::value_from(info.dataset);
+  for (auto& [key, value] : described.as_object()) dataset[key] = std::move(value);
+  root["dataset"] = std::move(dataset);
   root["method"] = info.method;
   root["parameters"] = parameters_to_json(info.parameters);
   root["partition_seconds"] = info.partition_seconds;
@@ -251,8 +224,7 @@ PartitionInfo tag_invoke(json::value_to_tag<PartitionInfo>, const json::value& v
   PartitionInfo info;
   dataset_from_json(json_object(o, "dataset"), info);
   info.method = json_string(o, "method");
-  check_dataset_sizes(info);
-  info.book = book_from_json(o, info.num_nodes);
+  info.book = book_from_json(o, info.dataset.num_nodes);
   const std::int64_t K = info.book.parts();
   auto* parts = o.if_contains("parts");
   if (!parts || !parts->is_array() || static_cast<std::int64_t>(parts->get_array().size()) != K) fail("parts", "expected " + std::to_string(K) + " entries");
@@ -261,7 +233,7 @@ PartitionInfo tag_invoke(json::value_to_tag<PartitionInfo>, const json::value& v
     if (!entry.is_object()) fail("parts[" + std::to_string(k) + "]", "expected an object");
     info.parts.push_back(json::value_to<PartEntry>(entry));
     const PartEntry& e = info.parts.back();
-    const auto T = static_cast<std::size_t>(info.schema.num_types());
+    const auto T = static_cast<std::size_t>(info.dataset.schema.num_types());
     if (e.type_nodes.size() != T || e.type_halo.size() != T)
       fail("parts[" + std::to_string(k) + "]", T == 0 ? "has per-type counts, but the dataset has one node type"
                                                       : "expected type_nodes and type_halo, " + std::to_string(T) + " counts each");

@@ -12,6 +12,7 @@
 
 #include "partition/book.hpp"
 #include "partition/config.hpp"
+#include "datasets/dataset_meta.hpp"
 #include "datasets/feature_dtype.hpp"
 #include "partition/metrics.hpp"
 
@@ -38,20 +39,12 @@ struct PartEntry {
 
 struct PartitionInfo {
   std::string dir;  // not in the file: the folder it was read from
-  // "dataset": the source, its meta.json's CRC-32 ("" when it had none) and its sizes.
-  std::string dataset_name, dataset_dir, meta_crc32;
-  std::int64_t num_nodes = 0, num_edges = 0, feature_dim = 0, num_classes = 0;
-  bool multilabel = false;  // the shards hold label_bits (a set of labels per node), not labels
-  // How the shards store their features (the dataset's are float32): "feature_dtype", absent
-  // for float32, so that folders from before it load as they were.
-  FeatureDtype feature_dtype = FeatureDtype::kFloat32;
-  // The dataset's edge split (Dataset::edge_split): each shard holds the held-out rows whose
-  // first node it owns, ids as the shard's (new global ids).
-  bool edge_split = false;
-  std::int64_t eval_negatives = 0;
-  // A typed graph's node types and relations ("dataset"'s "node_types" and "relations", as in
-  // meta.json); the counts are the dataset's. Empty for one node type.
-  GraphSchema schema;
+  // "dataset": the source's folder, its meta.json's CRC-32 ("" when it had none), and its
+  // description (meta.json's, less source, node weights and cleaning): its sizes, how the shards
+  // store features and labels, its edge split (each shard holds the held-out rows whose first node
+  // it owns, ids as the shard's) and a typed graph's schema (counts the dataset's).
+  std::string dataset_dir, meta_crc32;
+  DatasetMeta dataset;
   std::string method;
   PartitionConfig parameters;  // "parameters"; coarse_nodes, scratch_dir and memory_limit are not recorded
   double partition_seconds = 0;

@@ -48,7 +48,7 @@ std::string render_report_table(const PartitionInfo& info) {
   const PartitionMetrics& m = info.metrics;
   std::string out;
   out += "partitioned dataset  " + info.dir + "\n";
-  out += "source               " + info.dataset_name + " (" + num(info.num_nodes) + " nodes, " + num(info.num_edges) + " directed edges)\n";
+  out += "source               " + info.dataset.name + " (" + num(info.dataset.num_nodes) + " nodes, " + num(info.dataset.num_edges) + " directed edges)\n";
   out += "method               " + info.method + ", " + num(m.parts) + " parts\n";
   out += "edge cut             " + num(m.edge_cut) + "\n";
   out += "comm volume          " + num(m.comm_volume) + "\n";
@@ -61,7 +61,7 @@ std::string render_report_table(const PartitionInfo& info) {
     out += "expected cost        max/mean " + fmt("%.3f", m.cost.ratio()) + "  (sampled edges + " + fmt("%g", m.cost_remote_weight) +
            " x remote rows per training node, fanouts " + fanouts + ")\n";
   }
-  if (info.num_classes > 0)
+  if (info.dataset.num_classes > 0)
     out += "label entropy        global " + fmt("%.3f", m.global_label_entropy) + " bits, shards' mean " + fmt("%.3f", m.mean_label_entropy) +
            " bits, max KL " + fmt("%.4f", m.max_label_kl) + " bits\n";
   out += "\n";
@@ -77,14 +77,14 @@ std::string render_report_table(const PartitionInfo& info) {
            pad(num(s.test), 8) + pad(num(s.halo), 10) + pad(fmt("%.1f", halo_pct), 8) + pad(fmt("%.3f", s.label_entropy), 10) +
            pad(fmt("%.4f", s.label_kl), 8) + (m.has_cost ? pad(num(s.cost), 14) : "") + "\n";
   }
-  if (info.schema.typed()) out += render_type_table(info);
+  if (info.dataset.schema.typed()) out += render_type_table(info);
   return out;
 }
 
 std::string render_type_table(const PartitionInfo& info) {
   // Per node type: each part's owned nodes and halo, and the owned nodes' max/mean (what
   // --balance ntypes bounds by --imbalance).
-  const GraphSchema& s = info.schema;
+  const GraphSchema& s = info.dataset.schema;
   std::string out = "\n" + pad("part", 5);
   for (const NodeType& t : s.types()) out += pad(t.name, 12) + pad("halo", 10);
   out += "\n";
@@ -118,7 +118,7 @@ std::string render_report_svg(const PartitionInfo& info) {
        "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   s += "<text x=\"" + fmt("%.0f", left) + "\" y=\"24\" font-size=\"16\" font-weight=\"bold\">" +
-       xml_escape(info.dataset_name + ": " + info.method + ", " + std::to_string(m.parts) + " parts") + "</text>\n";
+       xml_escape(info.dataset.name + ": " + info.method + ", " + std::to_string(m.parts) + " parts") + "</text>\n";
   s += "<text x=\"" + fmt("%.0f", left) + "\" y=\"44\">" +
        xml_escape("edge cut " + num(m.edge_cut) + ", comm volume " + num(m.comm_volume) + ", halo factor " + fmt("%.3f", m.halo_factor) +
                   ", node imbalance " + fmt("%.3f", m.nodes.ratio()) + ", train imbalance " + fmt("%.3f", m.train.ratio())) +

@@ -33,30 +33,26 @@ Shard load_rows(const PartitionInfo& info, PartId k) {
   s.dir = info.dir;
   s.part = k;
   s.book = info.book;
-  s.feature_dim = info.feature_dim;
-  s.num_classes = info.num_classes;
+  shape_parts(s, info.dataset);
   s.graph = load_listed_csr(e.path, e.arrays, path, n, e.edges);
   s.orig_ids = load_listed_ints(e.path, e.arrays, path, "orig_ids", {n}, true);
-  s.feature_dtype = info.feature_dtype;
-  if (info.feature_dim > 0 && s.feature_dtype == FeatureDtype::kFloat32)
-    s.features = load_listed_array<float>(e.path, e.arrays, path, "features", {n, info.feature_dim}, true);
-  else if (info.feature_dim > 0)
-    s.features16 = load_listed_array<std::uint16_t>(e.path, e.arrays, path, "features", {n, info.feature_dim}, true, feature_npy_dtype(s.feature_dtype));
-  s.multilabel = info.multilabel;
-  if (info.num_classes > 0 && !info.multilabel) s.labels = load_listed_ints(e.path, e.arrays, path, "labels", {n}, true);
-  if (info.num_classes > 0 && info.multilabel)
-    s.label_bits = load_listed_array<std::uint8_t>(e.path, e.arrays, path, "label_bits", {n, label_row_bytes(info.num_classes)}, true);
-  s.schema = info.schema;
+  if (info.dataset.feature_dim > 0 && s.feature_dtype == FeatureDtype::kFloat32)
+    s.features = load_listed_array<float>(e.path, e.arrays, path, "features", {n, info.dataset.feature_dim}, true);
+  else if (info.dataset.feature_dim > 0)
+    s.features16 = load_listed_array<std::uint16_t>(e.path, e.arrays, path, "features", {n, info.dataset.feature_dim}, true, feature_npy_dtype(s.feature_dtype));
+  if (info.dataset.num_classes > 0 && !info.dataset.multilabel) s.labels = load_listed_ints(e.path, e.arrays, path, "labels", {n}, true);
+  if (info.dataset.num_classes > 0 && info.dataset.multilabel)
+    s.label_bits = load_listed_array<std::uint8_t>(e.path, e.arrays, path, "label_bits", {n, label_row_bytes(info.dataset.num_classes)}, true);
   s.type_nodes = e.type_nodes;
   for (std::size_t t = 0; t < e.type_nodes.size(); ++t) {
-    const NodeType& nt = info.schema.types()[t];
-    if (info.feature_dtype == FeatureDtype::kFloat32)
+    const NodeType& nt = info.dataset.schema.types()[t];
+    if (info.dataset.feature_dtype == FeatureDtype::kFloat32)
       s.type_features.push_back(nt.feature_dim == 0 ? Array<float>()
                                                     : load_listed_array<float>(e.path, e.arrays, path, "features_" + nt.name, {e.type_nodes[t], nt.feature_dim}, true));
     else
       s.type_features16.push_back(nt.feature_dim == 0 ? Array<std::uint16_t>()
                                                       : load_listed_array<std::uint16_t>(e.path, e.arrays, path, "features_" + nt.name, {e.type_nodes[t], nt.feature_dim},
-                                                                                         true, feature_npy_dtype(info.feature_dtype)));
+                                                                                         true, feature_npy_dtype(info.dataset.feature_dtype)));
   }
   return s;
 }
@@ -75,34 +71,32 @@ void load_rest(const PartitionInfo& info, PartId k, Shard& s) {
   s.halo_nodes = load_listed_ints(pdir, arrays, path, "halo_nodes", {h}, true);
   s.halo_owner = load_listed_array<PartId>(pdir, arrays, path, "halo_owner", {h}, true);
   s.edge_weights = load_listed_array<std::int64_t>(pdir, arrays, path, "edge_weights", {s.graph.num_edges()}, false);
-  s.edge_split = info.edge_split;
-  s.eval_negatives = info.eval_negatives;
   for_each_held_out(s, [&](const char* name, Array<NodeId>& rows, std::int64_t cols, const Array<NodeId>& lead, bool) {
     // Ranking destinations come one row per positive, loaded before them.
     const std::int64_t n_rows = &lead == &rows ? listed_length(arrays, path, name, 2) : static_cast<std::int64_t>(lead.size()) / 2;
     rows = load_listed_array<NodeId>(pdir, arrays, path, name, {n_rows, cols}, true);
   });
   auto file = [&](const char* name) { return (fs::path(pdir) / (std::string(name) + ".npy")).string(); };
-  check_csr(s.graph, info.num_nodes, file("indptr"), file("indices"));
-  check_range(s.orig_ids, 0, info.num_nodes, file("orig_ids"), "dataset node id");
+  check_csr(s.graph, info.dataset.num_nodes, file("indptr"), file("indices"));
+  check_range(s.orig_ids, 0, info.dataset.num_nodes, file("orig_ids"), "dataset node id");
   // A typed part's runs: the i-th node of type t's run is a dataset node of type t.
   for (std::size_t t = 0, i = 0; t < s.type_nodes.size(); ++t)
     for (const std::size_t end = i + static_cast<std::size_t>(s.type_nodes[t]); i < end; ++i)
-      if (const NodeId v = s.orig_ids[i]; v < info.schema.begin(static_cast<int>(t)) || v >= info.schema.end(static_cast<int>(t)))
+      if (const NodeId v = s.orig_ids[i]; v < info.dataset.schema.begin(static_cast<int>(t)) || v >= info.dataset.schema.end(static_cast<int>(t)))
         throw InputError(file("orig_ids"), "element " + std::to_string(i),
-                         "dataset node " + std::to_string(v) + " in the run of node type '" + info.schema.types()[t].name + "', which is not its type");
-  if (info.num_classes > 0 && !info.multilabel) check_range(s.labels, -1, info.num_classes, file("labels"), "label");
-  if (info.multilabel) check_label_bits(s.label_bits.span(), info.num_classes, file("label_bits"));
+                         "dataset node " + std::to_string(v) + " in the run of node type '" + info.dataset.schema.types()[t].name + "', which is not its type");
+  if (info.dataset.num_classes > 0 && !info.dataset.multilabel) check_range(s.labels, -1, info.dataset.num_classes, file("labels"), "label");
+  if (info.dataset.multilabel) check_label_bits(s.label_bits.span(), info.dataset.num_classes, file("label_bits"));
   for (auto [name, ids] : {std::pair{"train_idx", &s.train_idx}, {"val_idx", &s.val_idx}, {"test_idx", &s.test_idx}})
     check_range(*ids, info.book.begin(k), info.book.end(k), file(name), "node id of this part's");
   for_each_held_out(s, [&](const char* name, const Array<NodeId>& rows, std::int64_t cols, const Array<NodeId>& lead, bool) {
-    check_range(rows.span(), 0, info.num_nodes, file(name), "node id");
+    check_range(rows.span(), 0, info.dataset.num_nodes, file(name), "node id");
     if (&lead != &rows) return;
     for (std::size_t i = 0; i < rows.size(); i += static_cast<std::size_t>(cols))
       if (rows[i] < info.book.begin(k) || rows[i] >= info.book.end(k))
         throw InputError(file(name), "element " + std::to_string(i), "node " + std::to_string(rows[i]) + " is not this part's: a row belongs to the part of its first node");
   });
-  check_range(s.halo_nodes, 0, info.num_nodes, file("halo_nodes"), "node id");
+  check_range(s.halo_nodes, 0, info.dataset.num_nodes, file("halo_nodes"), "node id");
   for (std::size_t i = 1; i < s.halo_nodes.size(); ++i)
     if (s.halo_nodes[i] <= s.halo_nodes[i - 1])
       throw InputError(file("halo_nodes"), "element " + std::to_string(i), "node " + std::to_string(s.halo_nodes[i]) + " after " +
@@ -239,8 +233,6 @@ Shard merged(const Group& g, int rank, PartitionBook book) {
   return s;
 }
 
-template <class T>
-Array<T> view_of(const Array<T>& a) { return Array<T>(nullptr, a.data(), a.size()); }
 
 }  // namespace
 
@@ -257,8 +249,8 @@ Shard load_shard_rows(const PartitionInfo& info, PartId k) { return load_rows(in
 
 Array<std::uint8_t> load_part_label_bits(const PartitionInfo& info, PartId k) {
   const PartEntry& e = part_entry(info, k);
-  auto bits = load_listed_array<std::uint8_t>(e.path, e.arrays, info.json_path(), "label_bits", {info.book.size(k), label_row_bytes(info.num_classes)}, true);
-  check_label_bits(bits.span(), info.num_classes, (fs::path(e.path) / "label_bits.npy").string());
+  auto bits = load_listed_array<std::uint8_t>(e.path, e.arrays, info.json_path(), "label_bits", {info.book.size(k), label_row_bytes(info.dataset.num_classes)}, true);
+  check_label_bits(bits.span(), info.dataset.num_classes, (fs::path(e.path) / "label_bits.npy").string());
   return bits;
 }
 
@@ -293,11 +285,7 @@ Shard load_shard_for_rank(const PartitionInfo& info, int rank, int ranks, const 
   Shard s = merged(group, rank, PartitionBook(std::move(offsets)));
   s.dir = info.dir;
   s.merged_parts = last - first;
-  s.feature_dim = info.feature_dim;
-  s.num_classes = info.num_classes;
-  s.multilabel = info.multilabel;
-  s.edge_split = info.edge_split;
-  s.eval_negatives = info.eval_negatives;
+  shape_parts(s, info.dataset);
   s.info = std::move(shared);
   return s;
 }
@@ -308,14 +296,11 @@ Shard shard_from_dataset(const Dataset& ds) {
   s.book = PartitionBook({0, ds.num_nodes()});
   s.graph = ds.graph.narrow_ids() ? CsrGraph(view_of(ds.graph.indptr()), view_of(ds.graph.narrow_indices()))
                                   : CsrGraph(view_of(ds.graph.indptr()), view_of(ds.graph.wide_indices()));
-  s.feature_dim = ds.feature_dim;
-  s.num_classes = ds.num_classes;
-  s.features = view_of(ds.features);
-  s.feature_dtype = ds.feature_dtype;
-  s.features16 = view_of(ds.features16);
-  s.labels = view_of(ds.labels);
-  s.multilabel = ds.multilabel;
-  s.label_bits = view_of(ds.label_bits);
+  share_part<FeatureTable>(s, ds);
+  share_part<NodeLabels>(s, ds);
+  share_part<HeldOutEdges>(s, ds);
+  share_part<TypedRows>(s, ds);
+  for (const NodeType& t : ds.schema.types()) s.type_nodes.push_back(t.count);
   s.train_idx = view_of(ds.train_idx);
   s.val_idx = view_of(ds.val_idx);
   s.test_idx = view_of(ds.test_idx);
@@ -323,15 +308,6 @@ Shard shard_from_dataset(const Dataset& ds) {
   for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<NodeId>(i);
   s.orig_ids = IntArray(Array<NodeId>(std::move(ids)));
   s.edge_weights = view_of(ds.edge_weights);
-  s.edge_split = ds.edge_split;
-  s.eval_negatives = ds.eval_negatives;
-  for (auto [to, from] : {std::pair{&Shard::val_pos, &Dataset::val_pos}, {&Shard::val_neg, &Dataset::val_neg}, {&Shard::test_pos, &Dataset::test_pos},
-                          {&Shard::test_neg, &Dataset::test_neg}, {&Shard::val_neg_dst, &Dataset::val_neg_dst}, {&Shard::test_neg_dst, &Dataset::test_neg_dst}})
-    s.*to = view_of(ds.*from);
-  s.schema = ds.schema;
-  for (const NodeType& t : ds.schema.types()) s.type_nodes.push_back(t.count);
-  for (const Array<float>& x : ds.type_features) s.type_features.push_back(view_of(x));
-  for (const Array<std::uint16_t>& x : ds.type_features16) s.type_features16.push_back(view_of(x));
   return s;
 }
 

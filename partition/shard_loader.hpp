@@ -14,53 +14,29 @@
 
 namespace shardgnn {
 
-// One shard, memory-mapped (what a rank loads).
-struct Shard {
+// One shard, memory-mapped (what a rank loads). Its parts (datasets/parts.hpp) hold its own
+// rows: FeatureTable's as the partition stores them (PartitionInfo's feature_dtype), NodeLabels'
+// at the width stored (label_dtype), HeldOutEdges' pairs whose first node it owns (relabelled to
+// global ids), and TypedRows' rows of its own nodes of each featured type, in type_nodes' order.
+struct Shard : FeatureTable, NodeLabels, HeldOutEdges, TypedRows {
   std::string dir;  // the partitioned dataset's folder (empty for shard_from_dataset)
   PartId part = 0;
   PartitionBook book;
   CsrGraph graph;  // local rows, global neighbour ids
-  std::int64_t feature_dim = 0, num_classes = 0;
-  // The rows' features as stored: `features` for float32, else `features16` (float16 or
-  // bfloat16 bits; PartitionInfo::feature_dtype). feature_row gives either.
-  FeatureDtype feature_dtype = FeatureDtype::kFloat32;
-  Array<float> features;
-  Array<std::uint16_t> features16;
-  IntArray labels;  // at the width stored (label_dtype)
-  // A multi-label partition's label sets (Dataset::label_bits' rows), `labels` then empty.
-  bool multilabel = false;
-  Array<std::uint8_t> label_bits;
   IntArray train_idx, val_idx, test_idx;  // int32 where every node id fits, else int64
   IntArray halo_nodes;  // int32 where every node id fits, else int64
   Array<PartId> halo_owner;
   IntArray orig_ids;  // int32 where every dataset id fits, else int64
   Array<std::int64_t> edge_weights;
-  // A typed graph's part (PartitionInfo::schema): its owned nodes per type, each type one run of
-  // its ids in type order (a merged shard: one run per part and type, its parts' in order), and
-  // each featured type's rows in that order as feature_dtype says (float32 in type_features, else
-  // type_features16; empty for a type without).
-  GraphSchema schema;
+  // A typed graph's part: its owned nodes per type, each type one run of its ids in type order (a
+  // merged shard: one run per part and type, its parts' in order).
   std::vector<std::int64_t> type_nodes;
-  std::vector<Array<float>> type_features;
-  std::vector<Array<std::uint16_t>> type_features16;
-  // An edge split's held-out rows whose first node this shard owns (Dataset's fields, relabelled
-  // to global ids; for_each_held_out lists them).
-  bool edge_split = false;
-  std::int64_t eval_negatives = 0;
-  Array<NodeId> val_pos, val_neg, test_pos, test_neg, val_neg_dst, test_neg_dst;
   // How many of the partition's parts this shard joins (load_shard_for_rank with fewer ranks than
   // parts): `part` and `book` are then the rank's, not the partition.json's.
   int merged_parts = 1;
   // The partition.json it was loaded from, so that ShardView maps the node-local ranks' parts
   // without reading the file again; null for shard_from_dataset and load_shard_rows.
   std::shared_ptr<const PartitionInfo> info;
-
-  // Local row `i`'s features as stored (feature_row_bytes() of them).
-  const void* feature_row(std::int64_t i) const noexcept {
-    return feature_dtype == FeatureDtype::kFloat32 ? static_cast<const void*>(features.data() + i * feature_dim)
-                                                   : static_cast<const void*>(features16.data() + i * feature_dim);
-  }
-  std::size_t feature_row_bytes() const noexcept { return static_cast<std::size_t>(feature_dim) * feature_value_bytes(feature_dtype); }
 };
 
 // Part `part` with every file partition.json lists for it, each checked against its listed shape

@@ -243,18 +243,11 @@ class ShardWriter {
   // partition.json under `tmp`, from every part's entry and tally; returns the metrics it holds.
   PartitionMetrics write_root(const std::string& tmp) {
     PartitionInfo info;
-    info.dataset_name = ds_.name;
+    info.dataset = meta_of(ds_);
+    info.dataset.full = false;
+    info.dataset.feature_dtype = feature_dtype_;
     info.dataset_dir = fs::absolute(dataset_dir_).lexically_normal().string();
     info.meta_crc32 = meta_crc_;
-    info.num_nodes = ds_.num_nodes();
-    info.num_edges = ds_.graph.num_edges();
-    info.feature_dim = ds_.feature_dim;
-    info.num_classes = ds_.num_classes;
-    info.multilabel = ds_.multilabel;
-    info.feature_dtype = feature_dtype_;
-    info.edge_split = ds_.edge_split;
-    info.eval_negatives = ds_.eval_negatives;
-    info.schema = ds_.schema;
     info.method = method_name(result_.config.method);
     info.parameters = result_.config;
     info.partition_seconds = result_.seconds;

@@ -128,7 +128,7 @@ class ShardComparison {
   // part holds nodes of that type).
   void check_types() {
     boost::json::object mine, theirs;
-    schema_to_json(info_.schema, mine);
+    schema_to_json(info_.dataset.schema, mine);
     schema_to_json(ds_.schema, theirs);
     if (mine != theirs) {
       err_.push_back(dir_ + ": partition.json's node types and relations differ from the dataset's");
@@ -183,7 +183,7 @@ class ShardComparison {
   // Held-out rows: the union over shards, mapped back, equals the dataset's (as multisets of
   // rows); each row sits with the part of its first node (load_shard checks that).
   void check_held_out() {
-    if (info_.edge_split != ds_.edge_split || info_.eval_negatives != ds_.eval_negatives) {
+    if (info_.dataset.edge_split != ds_.edge_split || info_.dataset.eval_negatives != ds_.eval_negatives) {
       err_.push_back(dir_ + ": partition.json's edge split differs from the dataset's");
       return;
     }
@@ -264,9 +264,9 @@ bool load_inputs(const std::string& dataset_dir, const std::string& partition_di
   }
   const std::string pj = (fs::path(partition_dir) / "partition.json").string();
   const std::int64_t n = ds.num_nodes();
-  if (info->num_nodes != n || info->num_edges != ds.graph.num_edges() || info->dataset_name != ds.name) {
-    err.push_back(pj + ": made from dataset '" + info->dataset_name + "' (" + std::to_string(info->num_nodes) + " nodes, " +
-                  std::to_string(info->num_edges) + " edges), not from " + dataset_dir + " ('" + ds.name + "', " + std::to_string(n) + " nodes)");
+  if (info->dataset.num_nodes != n || info->dataset.num_edges != ds.graph.num_edges() || info->dataset.name != ds.name) {
+    err.push_back(pj + ": made from dataset '" + info->dataset.name + "' (" + std::to_string(info->dataset.num_nodes) + " nodes, " +
+                  std::to_string(info->dataset.num_edges) + " edges), not from " + dataset_dir + " ('" + ds.name + "', " + std::to_string(n) + " nodes)");
     return false;
   }
   for (const PartEntry& p : info->parts) verify_listed_checksums(p.path, p.arrays, pj, err);
@@ -293,7 +293,7 @@ ValidationResult verify_partition(const std::string& dataset_dir, const std::str
   for (const Shard& s : shards) compare.check_rows(s);
   compare.check_splits();
   compare.check_held_out();
-  if (ds.schema.typed() || info->schema.typed()) compare.check_types();
+  if (ds.schema.typed() || info->dataset.schema.typed()) compare.check_types();
   return res;
 }
 

@@ -17,9 +17,9 @@ void load_input(const comm::Communicator& world, const std::string& dir, const s
   comm::agree(world, [&] {
     if (fs::exists(fs::path(dir) / "partition.json")) {
       const PartitionInfo info = load_partition_info(dir);
-      if (verb != "trains" && verb != "predicts") require_untyped(info.schema, dir, "this command");
+      if (verb != "trains" && verb != "predicts") require_untyped(info.dataset.schema, dir, "this command");
       in.shard = load_shard_for_rank(info, world.rank(), world.size(), scratch);
-      in.name = info.dataset_name;
+      in.name = info.dataset.name;
       in.kind = "partitioned";
       if (const int parts = info.book.parts(), P = world.size(); parts > P)
         in.kind += ", its " + std::to_string(parts) + " parts merged " + (parts % P == 0 ? "" : "up to ") + std::to_string((parts + P - 1) / P) + " per rank";

@@ -64,6 +64,32 @@ TEST_CASE("convert -> save -> load gives identical arrays, memory-mapped", "[dat
   }
 }
 
+TEST_CASE("meta.json is one DatasetMeta: what was done to the features is kept, a bad value named", "[dataset-io]") {
+  test::ScratchDir dir;
+  ReadOptions opts;
+  opts.clean.symmetrize = true;
+  Dataset in = read_dataset(test::sample("cora.npz"), opts);
+  CHECK(in.feature_norm == FeatureNorm::kNone);
+  normalize_feature_rows(in);
+  CHECK(in.feature_norm == FeatureNorm::kRow);
+  const std::string out = dir / "norm";
+  save_dataset(in, out);
+  const Dataset back = load_dataset(out);
+  CHECK(back.feature_norm == FeatureNorm::kRow);
+  // The description round-trips through its JSON form, field for field.
+  const DatasetMeta m = meta_of(back);
+  const DatasetMeta again = boost::json::value_to<DatasetMeta>(boost::json::value_from(m));
+  CHECK((again.name == m.name && again.source == m.source && again.num_nodes == m.num_nodes && again.num_edges == m.num_edges));
+  CHECK((again.feature_dim == m.feature_dim && again.num_classes == m.num_classes && again.feature_norm == FeatureNorm::kRow));
+  CHECK(again.cleaning == m.cleaning);
+  // A value the reader does not know is one line naming the file and the key.
+  const std::string meta = out + "/meta.json";
+  boost::json::value root = read_json_file(meta);
+  root.as_object()["feature_norm"] = "l2";
+  write_text(meta, boost::json::serialize(root));
+  CHECK_THROWS_WITH(load_dataset(out), meta + ": key 'feature_norm': expected \"none\" or \"row\", found \"l2\"");
+}
+
 TEST_CASE("relabelled ids and METIS weights survive the round trip", "[dataset-io]") {
   test::ScratchDir dir;
   //  100 - 7 - 5000       (ids are sparse: relabelled to 1, 0, 2 in increasing id order)

@@ -462,7 +462,7 @@ TEST_CASE("partition.json is one PartitionInfo: written from it, read back into 
     return what;
   };
   CHECK(error_of([](boost::json::object& o) { o["dataset"].as_object()["num_nodes"] = "many"; }) ==
-        path + ": key 'num_nodes': expected an integer, found \"many\"");
+        path + ": key 'dataset.num_nodes': expected an integer, found \"many\"");
   CHECK(error_of([](boost::json::object& o) { o["num_parts"] = 0; }) == path + ": key 'num_parts': 0, expected a positive number of parts");
   CHECK(error_of([](boost::json::object& o) { o["parts"].as_array()[2].as_object().erase("halo"); }) == path + ": key 'halo': missing, expected an integer");
   CHECK(error_of([](boost::json::object& o) { o["metrics"].as_object().erase("edge_cut"); }) == path + ": key 'edge_cut': missing, expected an integer");

@@ -54,7 +54,7 @@ TEST_CASE("balancing node types gives every part its share of each node type, an
     INFO((v.errors.empty() ? "" : v.errors.front()));
     CHECK(v.ok());
     const PartitionInfo info = load_partition_info(out);
-    CHECK(info.schema.relations().size() == 7);
+    CHECK(info.dataset.schema.relations().size() == 7);
     for (PartId p = 0; p < k; ++p) {
       const Shard sh = load_shard(info, p);
       CHECK(sh.type_nodes == count[static_cast<std::size_t>(p)]);

@@ -201,7 +201,7 @@ TEST_CASE("featureless types train over merged parts, and their rows resume on a
       CHECK(torch::equal(e.first(), value(rows.dataset_ids(t), 8, 2)));
       CHECK(torch::equal(e.second(), value(rows.dataset_ids(t), 8, 3)));
     }
-    CHECK(static_cast<std::int64_t>(n) == fx.info.num_nodes - fx.info.schema.types()[0].count);  // every author, institute and topic
+    CHECK(static_cast<std::int64_t>(n) == fx.info.dataset.num_nodes - fx.info.dataset.schema.types()[0].count);  // every author, institute and topic
     // A writer's file gone: the rank that needs its rows says which.
     if (fx.world.size() > 1) {
       fs::rename(fx.root + "/rows/checkpoint-embeddings-rank1-epoch1-step0.pt", fx.root + "/rows/moved.pt");
