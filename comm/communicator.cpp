@@ -672,16 +672,16 @@ void Communicator::alltoallv_raw(const void* send, std::span<const std::int64_t>
            [&](MPI_Request* req) { return MPI_Ialltoallv_c(send, sc.data(), sda.data(), MPI_BYTE, recv, rc.data(), rda.data(), MPI_BYTE, c, req); });
 }
 
-void Communicator::check_all(bool ok, const std::string& message_if_not) const {
-  // Lowest failing rank broadcasts its message so every rank throws the same text.
+void Communicator::check_all(bool ok, const std::string& message_if_not, int status) const {
+  // Lowest failing rank broadcasts its message and status so every rank throws the same.
   const std::int32_t first_bad = allreduce<std::int32_t>(ok ? size_ : rank_, Op::kMin);
   if (first_bad == size_) return;
-  std::int64_t len = first_bad == rank_ ? static_cast<std::int64_t>(message_if_not.size()) : 0;
-  broadcast_raw(&len, sizeof len, first_bad);
-  std::string msg(static_cast<std::size_t>(len), '\0');
+  std::int64_t head[2] = {first_bad == rank_ ? static_cast<std::int64_t>(message_if_not.size()) : 0, status};
+  broadcast_raw(head, sizeof head, first_bad);
+  std::string msg(static_cast<std::size_t>(head[0]), '\0');
   if (first_bad == rank_) msg = message_if_not;
-  broadcast_raw(msg.data(), len, first_bad);
-  throw CollectiveError(msg);
+  broadcast_raw(msg.data(), head[0], first_bad);
+  throw CollectiveError(msg, static_cast<int>(head[1]));
 }
 
 void Communicator::abort(const std::string& message, int code) const {
@@ -702,7 +702,13 @@ int run_guarded(const std::string& prefix, const Communicator& comm, const std::
   } catch (const CollectiveError& e) {
     // Every rank says so (each rank's log may be all a SLURM user reads), then exits cleanly.
     std::fprintf(stderr, "%s: error: rank %d/%d: %s\n", prefix.c_str(), comm.rank(), comm.size(), e.what());
-    return 1;
+    return e.status();
+  } catch (const UsageFault& e) {  // on one rank agree passes it on as it was thrown
+    if (comm.size() == 1) {
+      std::fprintf(stderr, "%s: error: rank 0/1: %s\n", prefix.c_str(), e.what());
+      return kUsageStatus;
+    }
+    comm.abort(prefix + ": error: rank " + std::to_string(comm.rank()) + ": " + e.what() + " (aborting all ranks)", kUsageStatus);
   } catch (const std::exception& e) {
     if (comm.size() == 1) {  // no peer to end: the same line and status as a CollectiveError
       std::fprintf(stderr, "%s: error: rank 0/1: %s\n", prefix.c_str(), e.what());

@@ -27,10 +27,24 @@ class MpiError : public std::runtime_error {
 
 // A problem every rank detected identically (bad options, a rank count that does not fit the
 // parts): run_guarded reports it and exits cleanly on every rank instead of aborting.
+// It carries the status every rank exits with: 1, or a usage error's 2 (UsageFault).
 class CollectiveError : public std::runtime_error {
+ public:
+  explicit CollectiveError(const std::string& what, int status = 1) : std::runtime_error(what), status_(status) {}
+  int status() const noexcept { return status_; }
+
+ private:
+  int status_;
+};
+
+// An error in what the user asked for (a model spec that cannot be built from its file or for
+// its data): the job ends with exit status 2, as for a bad option, on every rank (agree and
+// run_guarded carry the status).
+class UsageFault : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+inline constexpr int kUsageStatus = 2;
 
 enum class Kind { kInt32, kInt64, kUInt16, kUInt64, kFloat32, kFloat64, kByte };
 template <class T> constexpr Kind kind_of();
@@ -269,7 +283,8 @@ class Communicator {
   bool all(bool ok) const { return allreduce<std::int32_t>(ok ? 1 : 0, Op::kMin) == 1; }
   // Throws CollectiveError on every rank unless `ok` holds on every rank. The message of a rank
   // that failed travels to all (the lowest such rank's), so every rank reports the same line.
-  void check_all(bool ok, const std::string& message_if_not) const;
+  // `status` is what CollectiveError carries (the lowest failing rank's).
+  void check_all(bool ok, const std::string& message_if_not, int status = 1) const;
 
   // Ends the whole job now, from any rank, after printing `message` on this rank's stderr.
   [[noreturn]] void abort(const std::string& message, int code = 1) const;
@@ -302,13 +317,17 @@ template <class F>
 void agree(const Communicator& comm, F&& local) {
   if (comm.size() == 1) return static_cast<void>(local());
   std::string error;
+  int status = 1;
   try {
     local();
+  } catch (const UsageFault& e) {
+    error = e.what();
+    status = kUsageStatus;
   } catch (const std::exception& e) {
     error = e.what();
     if (error.empty()) error = "unknown error";
   }
-  comm.check_all(error.empty(), error);
+  comm.check_all(error.empty(), error, status);
 }
 
 // Runs `body` on this rank. An exception on any rank ends the job without a hang: a

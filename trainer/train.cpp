@@ -198,6 +198,7 @@ ModelCard model_card(const TrainConfig& cfg, const GnnImpl& model, const Shard& 
   if (cfg.task == TaskKind::kLink) card.scorer = cfg.link.mlp_scorer ? "mlp" : "dot";
   card.schema = shard.schema;
   card.feature_dtype = feature_dtype_name(shard.feature_dtype);
+  card.feature_norm = feature_norm_name(shard.feature_norm);
   card.dataset = id.dataset;
   card.partition = id.partition;
   return card;
@@ -299,58 +300,73 @@ std::vector<NodeId> validation_nodes(const Shard& shard, const comm::Communicato
   return val;
 }
 
-}  // namespace
+// The constructor's steps, in order. The first three are local (no collectives): the
+// constructor runs them under comm::agree, so that a refusal anywhere ends every rank.
 
-Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Communicator& world, TrainConfig config, SamplerConfig sampler)
-    : s_(std::make_unique<TrainerParts>(shard, dataset, world, std::move(config), std::move(sampler))) {
-  TrainerParts& s = *s_;
+// The options, the task and its examples, each refusing what it cannot take.
+void choose_task(TrainerParts& s) {
+  const TrainConfig& c = s.cfg;
+  validate(c);
+  validate(s.scfg);
+  // A task's own weights (the MLP pair scorer's) draw their start from the run's seed, not from
+  // whatever the global generator held: unseeded, link runs differed from run to run.
+  torch::manual_seed(derive_seed(c.seed, 0x7a5c));
+  s.learn.task = make_task(c, s.shard);
+  s.learn.task->check(s.shard, s.dataset);
+  check_typed(c, s.scfg, s.shard, s.dataset);
+  if (c.task == TaskKind::kLink)
+    s.feeds.examples = std::make_unique<EdgeExamples>(s.shard, s.scfg.batch_size, c.link.negatives, c.seed, c.link.exclude_positives);
+  else
+    s.feeds.examples = std::make_unique<NodeExamples>(s.shard, s.scfg.batch_size);
+  s.feeds.examples->check(c.balance.seed_sampling, c.balance.personalize_epochs, s.shard.schema.typed());
+}
+
+// The model's spec (built-in or file), checked against the data and the task (hops, widths,
+// relations) before anything trains: a spec that cannot be built is a usage error (exit 2).
+void declare_model(TrainerParts& s) {
+  const TrainConfig& c = s.cfg;
+  const auto hops = static_cast<std::int64_t>(s.scfg.fanouts.size());
+  try {
+    s.spec = model_spec(c.model, hops);
+    const SpecContext ctx{s.shard.feature_dim, s.learn.task->output_width(), hops, s.shard.schema.typed(), c.model.precision};
+    s.spec = check_spec(std::move(s.spec), ctx, c.model.spec.empty() ? "--model " + s.spec.name : c.model.spec);
+  } catch (const InputError& e) {
+    throw comm::UsageFault(e.what());
+  }
+  // GCN normalises by each node's degree in the whole graph, which a block (seeing only the
+  // batch's sampled edges) does not know: exact over full neighbourhoods, unbiased over sampled ones.
+  s.scfg.with_degrees = uses(s.spec, LayerKind::kGcn);
+}
+
+// The device, the levers and the checkpoint folder.
+void check_run(TrainerParts& s) {
   const TrainConfig& c = s.cfg;
   Learner& l = s.learn;
-  Feeds& f = s.feeds;
+  l.device = resolve_device(c.device.name, s.cores.local_rank);
+  // The limits are CPU rates for float32 work, and on a GPU the profiler sees only launches.
+  if (c.levers.profile_steps > 0 && (!l.device.is_cpu() || c.model.precision != Precision::kFloat32))
+    throw InputError("--profile-ops profiles float32 training on the CPU (--device cpu --precision fp32)");
+  if (c.levers.slow_rank >= l.comm.size())
+    throw InputError("--simulate-slowdown " + std::to_string(c.levers.slow_rank) + ":" + std::to_string(c.levers.slowdown) + ": there is no rank " +
+                     std::to_string(c.levers.slow_rank) + " (the job has " + std::to_string(l.comm.size()) + " rank" + (l.comm.size() == 1 ? "" : "s") +
+                     ", 0 to " + std::to_string(l.comm.size() - 1) + ")");
+  if (!c.files.checkpoint_dir.empty()) {
+    s.ckpt.path = (fs::path(c.files.checkpoint_dir) / "checkpoint.pt").string();
+    if (fs::exists(s.ckpt.path) && !c.files.resume && !c.files.overwrite)
+      throw InputError(s.ckpt.path, "", "a checkpoint exists: pass --resume to continue it or --force to start over");
+  }
+}
+
+// Collective: what the run is (its checkpoint identity), that it has examples, the validation
+// sample, the memory the kept validation batches may take, and whether a checkpoint resumes it.
+void plan_run(TrainerParts& s) {
+  const TrainConfig& c = s.cfg;
+  Learner& l = s.learn;
   Checkpoints& k = s.ckpt;
-  s.cores = l.comm.core_share();
-  // Local checks first, agreed on by every rank before any collective work.
-  comm::agree(l.comm, [&] {
-    validate(c);
-    validate(s.scfg);
-    // A task's own weights (the MLP pair scorer's) draw their start from the run's seed, not from
-    // whatever the global generator held: unseeded, link runs differed from run to run.
-    torch::manual_seed(derive_seed(c.seed, 0x7a5c));
-    l.task = make_task(c, shard);
-    l.task->check(shard, dataset);
-    check_typed(c, s.scfg, shard, dataset);
-    // The task's examples, and the options they cannot take.
-    if (c.task == TaskKind::kLink)
-      f.examples = std::make_unique<EdgeExamples>(shard, s.scfg.batch_size, c.link.negatives, c.seed, c.link.exclude_positives);
-    else
-      f.examples = std::make_unique<NodeExamples>(shard, s.scfg.batch_size);
-    f.examples->check(c.balance.seed_sampling, c.balance.personalize_epochs, shard.schema.typed());
-    s.spec = model_spec(c.model, static_cast<std::int64_t>(s.scfg.fanouts.size()));
-    // The spec against the data and the task (hops, widths, relations) before anything trains.
-    const SpecContext ctx{shard.feature_dim, l.task->output_width(), static_cast<std::int64_t>(s.scfg.fanouts.size()), shard.schema.typed(), c.model.precision};
-    const std::string label = c.model.spec.empty() ? "--model " + s.spec.name : c.model.spec;
-    s.spec = check_spec(std::move(s.spec), ctx, label);
-    // GCN normalises by each node's degree in the whole graph, which a block (seeing only the
-    // batch's sampled edges) does not know: exact over full neighbourhoods, unbiased over sampled ones.
-    s.scfg.with_degrees = uses(s.spec, LayerKind::kGcn);
-    l.device = resolve_device(c.device.name, s.cores.local_rank);
-    // The limits are CPU rates for float32 work, and on a GPU the profiler sees only launches.
-    if (c.levers.profile_steps > 0 && (!l.device.is_cpu() || c.model.precision != Precision::kFloat32))
-      throw InputError("--profile-ops profiles float32 training on the CPU (--device cpu --precision fp32)");
-    if (c.levers.slow_rank >= l.comm.size())
-      throw InputError("--simulate-slowdown " + std::to_string(c.levers.slow_rank) + ":" + std::to_string(c.levers.slowdown) + ": there is no rank " +
-                       std::to_string(c.levers.slow_rank) + " (the job has " + std::to_string(l.comm.size()) + " rank" + (l.comm.size() == 1 ? "" : "s") +
-                       ", 0 to " + std::to_string(l.comm.size() - 1) + ")");
-    if (!c.files.checkpoint_dir.empty()) {
-      k.path = (fs::path(c.files.checkpoint_dir) / "checkpoint.pt").string();
-      if (fs::exists(k.path) && !c.files.resume && !c.files.overwrite)
-        throw InputError(k.path, "", "a checkpoint exists: pass --resume to continue it or --force to start over");
-    }
-  });
-  k.identity = checkpoint_identity(c, s.scfg, s.spec, shard, dataset, *l.task);
-  const auto train_total = l.comm.allreduce<std::int64_t>(f.examples->own(), comm::Op::kSum);
-  l.comm.check_all(train_total > 0, "dataset '" + dataset + "' has no " + f.examples->name());
-  s.scoring.val_nodes = validation_nodes(shard, l.comm, c.eval.sample, c.seed);
+  k.identity = checkpoint_identity(c, s.scfg, s.spec, s.shard, s.dataset, *l.task);
+  const auto train_total = l.comm.allreduce<std::int64_t>(s.feeds.examples->own(), comm::Op::kSum);
+  l.comm.check_all(train_total > 0, "dataset '" + s.dataset + "' has no " + s.feeds.examples->name());
+  s.scoring.val_nodes = validation_nodes(s.shard, l.comm, c.eval.sample, c.seed);
   // An eighth of the node's usable memory, shared by its ranks.
   s.scoring.budget = usable_memory_bytes() / 8 / static_cast<std::size_t>(s.cores.ranks_on_node);
   if (!k.path.empty() && c.files.resume) {
@@ -359,22 +375,26 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     l.comm.check_all(seen == 0 || seen == l.comm.size(), k.path + ": visible on some ranks only (the checkpoint folder must be shared)");
     k.resume_from_file = seen > 0;
   }
+}
 
+// Collective: the model from rank 0's weights on its device, its card, its optimiser and the
+// gradients' all-reduce.
+void build_model(TrainerParts& s) {
+  const TrainConfig& c = s.cfg;
+  Learner& l = s.learn;
   // Threads from the binding: the rank's share of the cores its mask allows, never more than
   // torch's default (the physical cores it counts), which a rank alone on its cores keeps.
   s.threads_from = set_rank_threads(c.device.threads, s.cores);
   torch::manual_seed(c.seed);
-  GnnOptions mo(s.spec, shard.feature_dim, l.task->output_width());
-  mo.schema(shard.schema).precision(c.model.precision).spec_file(c.model.spec);
+  GnnOptions mo(s.spec, s.shard.feature_dim, l.task->output_width());
+  mo.schema(s.shard.schema).precision(c.model.precision).spec_file(c.model.spec);
   l.model = Gnn(mo);
   // The task's own weights (a pair scorer's) train, travel and checkpoint with the model's.
   for (const auto& [name, module] : l.task->modules()) l.model->register_module(name, module);
-  {
-    k.card = model_card(c, *l.model, shard, k.identity);
-    boost::json::value card = card_to_json(k.card);
-    card.as_object().erase("weights");
-    k.identity.model_card = boost::json::serialize(card);
-  }
+  s.ckpt.card = model_card(c, *l.model, s.shard, s.ckpt.identity);
+  boost::json::value card = card_to_json(s.ckpt.card);
+  card.as_object().erase("weights");
+  s.ckpt.identity.model_card = boost::json::serialize(card);
   l.model->to(l.device);
   broadcast_parameters(*l.model, l.comm);
   l.optimizer = make_optimizer(c, l.model->parameters());
@@ -383,8 +403,14 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
   l.nccl = nccl_connect(l.comm, l.device, own_gpu);
   l.allreducer = std::make_unique<GradientAllreducer>(*l.model, l.comm, l.nccl.get());
   l.stager = std::make_unique<BatchStager>(l.device);
-  // The checkpoint as written (resume_elsewhere moves a stop mid-epoch to the next epoch): what
-  // names its embedding files, and how many ranks wrote them.
+}
+
+// Collective: the checkpoint's model and optimiser when resuming. Returns the checkpoint as
+// written (resume_elsewhere moves a stop mid-epoch to the next epoch): what names its embedding
+// files, and how many ranks wrote them.
+TrainState resume_model(TrainerParts& s) {
+  Learner& l = s.learn;
+  Checkpoints& k = s.ckpt;
   TrainState written;
   if (k.resume_from_file) {
     comm::agree(l.comm, [&] { load_checkpoint(k.path, k.identity, *l.model, *l.optimizer, k.state, l.device); });
@@ -394,7 +420,16 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     resume_elsewhere(k, l.comm.size());
   }
   k.state.ranks = l.comm.size();
+  return written;
+}
 
+// Collective: the shards, the samplers, the feature store and its cache, a featureless typed
+// graph's embeddings, and the seed schedule.
+void build_feeds(TrainerParts& s, const TrainState& written) {
+  const TrainConfig& c = s.cfg;
+  const Shard& shard = s.shard;
+  Learner& l = s.learn;
+  Feeds& f = s.feeds;
   l.comm.check_all(!(shard.feature_dim > 0 && shard.feature_dtype == FeatureDtype::kFloat16 && s.scfg.wire_dtype == WireDtype::kBFloat16),
                    "--wire-dtype bf16: the partition stores float16 features, which travel as they are stored (leave the option out)");
   f.shards = std::make_unique<ShardView>(shard, f.comm, s.scfg.node_local);
@@ -409,8 +444,8 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
     // Every validation gathers embedding rows from their owners (collective): each rank samples
     // its batches again rather than keeping a count of its own.
     s.scoring.cache = Scoring::Cache::kOff;
-    if (k.resume_from_file)
-      comm::agree(l.comm, [&] { load_embeddings(k.path, written, *l.model->embeddings(), l.comm.rank(), written.ranks); });
+    if (s.ckpt.resume_from_file)
+      comm::agree(l.comm, [&] { load_embeddings(s.ckpt.path, written, *l.model->embeddings(), l.comm.rank(), written.ranks); });
   }
   // A typed graph's final scoring over whole neighbourhoods goes through a sampler taking every
   // neighbour (layer-wise inference runs the homogeneous layers).
@@ -426,7 +461,25 @@ Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Com
   f.scheduler = std::make_unique<SeedScheduler>(*f.sampler, SeedScheduler::Options{c.balance.rebalance, c.balance.seed_sampling, c.balance.remote_seed_factor, c.seed,
                                                                                    f.examples.get()});
   l.comm.check_all(c.balance.seed_sampling == SeedSampling::kShard || f.scheduler->pool_size() > 0,
-                   "--seed-sampling " + seed_sampling_name(c.balance.seed_sampling) + ": dataset '" + dataset + "' has no labelled training nodes");
+                   "--seed-sampling " + seed_sampling_name(c.balance.seed_sampling) + ": dataset '" + s.dataset + "' has no labelled training nodes");
+}
+
+}  // namespace
+
+Trainer::Trainer(const Shard& shard, const std::string& dataset, const comm::Communicator& world, TrainConfig config, SamplerConfig sampler)
+    : s_(std::make_unique<TrainerParts>(shard, dataset, world, std::move(config), std::move(sampler))) {
+  TrainerParts& s = *s_;
+  s.cores = s.learn.comm.core_share();
+  // Local checks first, agreed on by every rank before any collective work.
+  comm::agree(s.learn.comm, [&] {
+    choose_task(s);
+    declare_model(s);
+    check_run(s);
+  });
+  plan_run(s);
+  build_model(s);
+  const TrainState written = resume_model(s);
+  build_feeds(s, written);
 }
 
 Trainer::~Trainer() = default;

@@ -1,6 +1,7 @@
 # Shared by the MPI CLI tests (sourced): expect_error RANKS PATTERN ARGS... runs
-# `mpiexec -n RANKS shardgnn "${expect_cmd[@]}" ARGS...` and checks that it fails cleanly: exit 1
-# (never a hang: 124 is the timeout), every rank reporting the error, the message matching PATTERN.
+# `mpiexec -n RANKS shardgnn "${expect_cmd[@]}" ARGS...` and checks that it fails cleanly: exit 1,
+# or $expect_rc where a test sets it (2 for a usage error), never a hang (124 is the timeout),
+# every rank reporting the error, the message matching PATTERN.
 # Needs: $MPIEXEC, $SHARDGNN, $work, fail(), and the array expect_cmd (e.g. (train)).
 expect_error() {
   local ranks=$1 pattern=$2; shift 2
@@ -9,7 +10,7 @@ expect_error() {
   local rc=$?
   set -e
   [ "$rc" != 124 ] || fail "'$*' hung (timeout)"
-  [ "$rc" = 1 ] || fail "'$*' on $ranks ranks exited $rc, expected 1: $(cat "$work/err.txt")"
+  [ "$rc" = "${expect_rc:-1}" ] || fail "'$*' on $ranks ranks exited $rc, expected ${expect_rc:-1}: $(cat "$work/err.txt")"
   local lines
   lines=$(grep -c "error: rank" "$work/err.txt" || true)
   [ "$lines" = "$ranks" ] || fail "'$*': $lines ranks reported the error, expected $ranks: $(cat "$work/err.txt")"

@@ -96,8 +96,10 @@ printed=$(full_acc "$work/typed.txt")
 timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" predict "$work/typed" "$work/het2" --out "$work/tpred" > "$work/tpred.txt" 2>&1 || fail "typed predict: $(cat "$work/tpred.txt")"
 grep -q "test accuracy $printed," "$work/tpred.txt" || fail "typed predict's test accuracy is not training's $printed: $(cat "$work/tpred.txt")"
 
-# Bad specs: one line naming the file, the key path and what was expected, on every rank.
+# Bad specs: one line naming the file, the key path and what was expected, on every rank, and
+# exit 2 (a usage error) before anything trains.
 expect_cmd=(train)
+expect_rc=2
 bad() {  # NAME JSON PATTERN FANOUTS [INPUT]
   printf '%s' "$2" > "$work/$1.json"
   for n in 1 2 4; do
@@ -115,6 +117,7 @@ bad relational '{"layers": [{"kind": "rgcn"}]}' "relational layer" 5
 bad json '{"layers": [' "malformed JSON" 5
 bad width '{"layers": [{"kind": "sage", "width": 8}]}' "the task's output is 7 wide" 5
 expect_error 2 "no such model spec file" "$work/p2" --model "$work/none.json" --fanouts 5
+expect_rc=1
 
 # A damaged card, weights that are not the card's, a flipped byte: refused, naming the file.
 expect_cmd=(predict)
