@@ -165,7 +165,7 @@ Trial train_once(const StrategyOptions& opt, const std::string& data, int ranks,
   if (!run.result || !run.result->full) throw std::runtime_error(metrics + ": no full-neighbourhood test scores in the run's result line");
   Trial t;
   // One class per node: micro-F1 is the accuracy; label sets carry their own.
-  const auto micro = [](const ClassMetrics& m) { return m.micro_f1 >= 0 ? m.micro_f1 : m.accuracy; };
+  const auto micro = [](const ClassMetrics& m) { return m.kind == ScoreKind::kLabelSets ? m.micro_f1 : m.accuracy; };
   t.micro_f1 = micro(*run.result->full);
   t.macro_f1 = run.result->full->macro_f1;
   if (!opt.personalize.empty()) {

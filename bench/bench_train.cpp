@@ -200,7 +200,7 @@ Row read_our_run(int p, const std::string& device, const ProcessResult& pr, cons
   }
   // The best model's test accuracy and op profile, from the run's result line (epochs are only validated).
   if (run.result) {
-    if (const auto test = final_test(*run.result)) row.test_acc = test->auc >= 0 ? test->auc : test->accuracy;
+    if (const auto test = final_test(*run.result)) row.test_acc = test->kind == ScoreKind::kLinks ? test->auc : test->accuracy;
     row.op_profile = run.result->op_profile;
   }
   return row;

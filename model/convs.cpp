@@ -65,7 +65,7 @@ BatchTensors to_tensors(const MiniBatch& mb, const torch::Device& device) {
     t.x = torch::zeros({n, mb.feature_dim}, torch::TensorOptions().device(device));
   else
     t.x = torch::from_blob(const_cast<float*>(mb.features.data()), {n, mb.feature_dim}, torch::kFloat).to(device);
-  t.y = view_int64(mb.labels, device);
+  t.y = view_int64(target_values(mb.targets), device);
   if (mb.typed()) {
     t.node_type = view_int64(mb.node_types, device);
     t.type_ids = &mb.type_ids;

@@ -67,7 +67,8 @@ Prefetcher::Produce EdgeExamples::producer(DistSampler& sampler, FeatureStore& f
 // A link batch's training edges: its pairs with target 1 (LinkSchedule's layout).
 std::int64_t EdgeExamples::count(const MiniBatch& mb) const {
   std::int64_t n = 0;
-  for (std::size_t i = 2; i < mb.labels.size(); i += 3) n += mb.labels[i] == 1;
+  const std::vector<std::int64_t>& rows = std::get<PairTargets>(mb.targets).rows;
+  for (std::size_t i = 2; i < rows.size(); i += 3) n += rows[i] == 1;
   return n;
 }
 

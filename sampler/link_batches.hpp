@@ -16,7 +16,7 @@ namespace shardgnn {
 struct PairBatch {
   std::vector<NodeId> seeds;         // the batch's distinct endpoints (global ids), positives' first
   // Per example, 3 entries: the positions in `seeds` of its two endpoints and its target (1: a
-  // training edge, 0: a negative). What MiniBatch::labels carries for the task.
+  // training edge, 0: a negative). What MiniBatch::targets carries for the task (PairTargets).
   std::vector<std::int64_t> pairs;
   std::vector<NodeId> positives;     // the batch's training edges (u, v) as global ids, flattened
 };

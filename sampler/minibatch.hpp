@@ -1,11 +1,12 @@
 // What the sampler hands the trainer: per layer a block (a bipartite message-flow graph in CSR
 // with local numbering) plus the global ids of each layer's nodes, the input features and the
-// seeds' labels. Plain arrays: the trainer wraps them in tensors without copying.
+// seeds' targets. Plain arrays: the trainer wraps them in tensors without copying.
 #pragma once
 
 #include <boost/container/vector.hpp>
 #include <cstdint>
 #include <memory>
+#include <variant>
 #include <vector>
 
 #include "datasets/graph.hpp"
@@ -22,6 +23,31 @@ struct Block {
   std::vector<std::int64_t> indices;  // positions in the src node list
 };
 
+// What a batch's examples are to learn, in the encoding of the task that reads them (and only it
+// does): NodeExamples' classes or label sets, EdgeExamples' pairs.
+struct ClassTargets {
+  std::vector<std::int64_t> classes;  // one per seed, -1 = unlabelled
+};
+struct LabelSetTargets {
+  // Each seed's label set, LabelSets::words() int64 words a seed (label c is bit c % 64 of word c / 64).
+  std::vector<std::int64_t> words;
+};
+struct PairTargets {
+  // Rows (u, v, y): the positions among the seeds of a pair's endpoints, and its target (1: a
+  // training edge, 0: one of its corrupted pairs). PairBatch::pairs.
+  std::vector<std::int64_t> rows;
+};
+using Targets = std::variant<std::monostate, ClassTargets, LabelSetTargets, PairTargets>;
+
+// A batch's targets as the flat int64 values they hold (what travels to the device as one tensor).
+inline const std::vector<std::int64_t>& target_values(const Targets& t) {
+  static const std::vector<std::int64_t> none;
+  if (const auto* c = std::get_if<ClassTargets>(&t)) return c->classes;
+  if (const auto* l = std::get_if<LabelSetTargets>(&t)) return l->words;
+  if (const auto* p = std::get_if<PairTargets>(&t)) return p->rows;
+  return none;
+}
+
 struct MiniBatch {
   std::int64_t epoch = 0, step = 0;
   // layer_nodes[h]: global ids of the nodes at depth <= h, seeds first; a prefix of layer_nodes[h+1].
@@ -33,9 +59,7 @@ struct MiniBatch {
   // layer_nodes[L].size() x feature_dim. A Boost vector so that it can be sized without the
   // zero-fill the gather would overwrite at once, a measurable part of a sampling rank's time.
   FeatureRows features;
-  // One per seed (-1 = unlabelled); a multi-label batch: each seed's label set, LabelSets::words()
-  // int64 words a seed (label c is bit c % 64 of word c / 64).
-  std::vector<std::int64_t> labels;
+  Targets targets;
   // Full-graph degree of each input node (SamplerConfig::with_degrees); empty otherwise. Exact
   // GCN normalisation needs it: a block sees only the sampled edges of its src nodes.
   std::vector<std::int64_t> degrees;

@@ -38,7 +38,7 @@ MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::int64
   // sets are read where they are needed.
   if (features.multilabel() || !sampler.schedule_labels(epoch, step, labels)) return produce_batch(sampler, features, seeds, epoch, step);
   MiniBatch mb = sample_with_features(sampler, features, seeds, epoch, step);
-  mb.labels = std::move(labels);
+  mb.targets = ClassTargets{std::move(labels)};
   return mb;
 }
 
@@ -46,7 +46,7 @@ MiniBatch produce_pair_batch(DistSampler& sampler, FeatureStore& features, PairB
                              bool exclude) {
   MiniBatch mb = sample_with_features(sampler, features, pairs.seeds, epoch, step);
   if (exclude) exclude_positives(mb, pairs.positives);
-  mb.labels = std::move(pairs.pairs);
+  mb.targets = PairTargets{std::move(pairs.pairs)};
   return mb;
 }
 
@@ -54,18 +54,22 @@ MiniBatch produce_batch(DistSampler& sampler, FeatureStore& features, std::span<
   MiniBatch mb = sample_with_features(sampler, features, seeds, epoch, step);
   // Every rank alike (the partition is multi-label or not): no rank skips a collective another enters.
   if (features.multilabel()) {
-    features.fetch_label_sets(seeds, mb.labels);
+    LabelSetTargets sets;
+    features.fetch_label_sets(seeds, sets.words);
+    mb.targets = std::move(sets);
     return mb;
   }
+  ClassTargets y;
   if (sampler.config().remote_seeds) {
-    features.fetch_labels(seeds, mb.labels);
-    return mb;
+    features.fetch_labels(seeds, y.classes);
+  } else {
+    const Shard& shard = sampler.shard();
+    const NodeId first = shard.book.begin(shard.part);
+    y.classes.resize(seeds.size(), -1);
+    if (!shard.labels.empty())
+      for (std::size_t i = 0; i < seeds.size(); ++i) y.classes[i] = shard.labels[seeds[i] - first];
   }
-  const Shard& shard = sampler.shard();
-  const NodeId first = shard.book.begin(shard.part);
-  mb.labels.resize(seeds.size(), -1);
-  if (!shard.labels.empty())
-    for (std::size_t i = 0; i < seeds.size(); ++i) mb.labels[i] = shard.labels[seeds[i] - first];
+  mb.targets = std::move(y);
   return mb;
 }
 

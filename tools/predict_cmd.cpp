@@ -226,7 +226,7 @@ int predict_main(const std::vector<std::string>& args, const comm::Communicator&
                 static_cast<long long>(r.layer));
     if (!note.empty()) std::printf("%s\n", note.c_str());
     if (!loaded.note.empty()) std::printf("%s\n", loaded.note.c_str());
-    if (r.metrics && r.metrics->test.auc >= 0)
+    if (r.metrics && r.metrics->test.kind == ScoreKind::kLinks)
       std::printf("validation %s (%lld edges), test %s (%lld edges), full neighbourhoods\n", headline_score(r.metrics->val).c_str(),
                   static_cast<long long>(r.metrics->val.count), headline_score(r.metrics->test).c_str(), static_cast<long long>(r.metrics->test.count));
     else if (r.metrics)

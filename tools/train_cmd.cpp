@@ -123,8 +123,8 @@ po::options_description train_options(TrainConfig& tc, SamplerConfig& sc, ExtraO
   po::options_description model("model");
   model.add_options()
       ("task", bound(tc.task, parse_task, task_name),
-       "auto (from the labels: labels.npy one class per node, label_bits.npy a set), classes or label-sets (a dataset with the other kind is refused), "
-       "or link (link prediction on a dataset split by data split-edges; --batch counts edges)")
+       (std::string("auto (from the labels: labels.npy one class per node, label_bits.npy a set), classes or label-sets (a dataset with the other kind is refused), ") +
+        "or link (link prediction on a dataset split by data split-edges; --batch counts edges). " + task_defaults_text()).c_str())
       ("negatives", bound(tc.link.negatives), "link: corrupted destinations drawn per training edge (uniform over the nodes)")
       ("scorer", po::value<std::string>()->notifier([&tc](const std::string& v) {
          if (v != "dot" && v != "mlp") throw UsageError("unknown --scorer '" + v + "', expected dot or mlp");
@@ -241,6 +241,8 @@ void finish_config(const comm::Communicator& world, const po::variables_map& vm,
     const TaskDefaults d = task_defaults(tc.task);
     if (vm["dropout"].defaulted()) tc.model.dropout = d.dropout;
     if (vm["weight-decay"].defaulted()) tc.optim.weight_decay = d.weight_decay;
+    if (vm["batch"].defaulted()) sc.batch_size = d.batch;
+    if (vm["negatives"].defaulted() && d.negatives > 0) tc.link.negatives = d.negatives;
     if (vm.count("simulate-slowdown")) parse_slowdown(x.slowdown, tc.levers.slow_rank, tc.levers.slowdown);
     if (vm.count("simulate-stop")) parse_simulated_stop(x.stop, tc.levers.stop_epoch, tc.levers.stop_step);
     validate(tc);
@@ -263,7 +265,7 @@ void print_header(const comm::Communicator& world, const Input& in, const Traine
 
 // "accuracy 0.7950, macro-F1 0.7806", or a multi-label model's "micro-F1 0.6123, macro-F1 0.4012".
 // Link prediction: "AUC 0.9123, AP 0.9204[, MRR 0.4, Hits@50 0.9]".
-std::string scores(const ClassMetrics& m) { return m.auc >= 0 ? headline_score(m) : headline_score(m) + ", macro-F1 " + fixed4(m.macro_f1); }
+std::string scores(const ClassMetrics& m) { return m.kind == ScoreKind::kLinks ? headline_score(m) : headline_score(m) + ", macro-F1 " + fixed4(m.macro_f1); }
 
 // Rank 0's closing lines: the best model's scores, and the op profile when asked.
 void print_result(const comm::Communicator& world, const TrainConfig& tc, const TrainResult& r) {

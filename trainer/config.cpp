@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cmath>
 #include <numbers>
+#include <sstream>
 
 #include "datasets/error.hpp"
 #include "datasets/names.hpp"
@@ -134,8 +135,19 @@ void parse_slowdown(const std::string& text, int& rank, double& factor) {
 }
 
 TaskDefaults task_defaults(TaskKind t) {
-  if (t == TaskKind::kLink) return {0.0, 0.0};
+  if (t == TaskKind::kLink) return {0.0, 0.0, 1024, 1};
   return {};
+}
+
+std::string task_defaults_text() {
+  const auto line = [](const char* tasks, const TaskDefaults& d, const char* examples) {
+    std::ostringstream s;
+    s << tasks << ": --dropout " << d.dropout << " --weight-decay " << d.weight_decay << " --batch " << d.batch << " (" << examples << ")";
+    if (d.negatives > 0) s << " --negatives " << d.negatives;
+    return s.str();
+  };
+  return "task defaults where the option is not given: " + line("classes and label-sets", task_defaults(TaskKind::kClasses), "seeds") + "; " +
+         line("link", task_defaults(TaskKind::kLink), "training edges");
 }
 
 double lr_at(const TrainConfig& c, int epoch) {

@@ -123,12 +123,18 @@ struct TrainConfig {
 // A task's own defaults for the options a run does not name (train --help lists them). Node
 // classification: Kipf & Welling's dropout 0.5 and weight decay 5e-4 (TrainConfig's). Link
 // prediction: the graph auto-encoder's (Kipf & Welling 2016, GAE), no dropout and no weight decay:
-// with the node defaults, GCN 32-16 on Cora (200 epochs, batch 256) reached test AUC 0.78.
+// with the node defaults, GCN 32-16 on Cora (200 epochs, batch 256) reached test AUC 0.78. A
+// batch is 1024 of the task's examples (seeds, or training edges), and a link batch draws one
+// corrupted destination per edge, as PyG's LinkNeighborLoader and GAE do.
 struct TaskDefaults {
   double dropout = 0.5;
   double weight_decay = 5e-4;
+  int batch = 1024;
+  int negatives = 0;  // link prediction's corrupted destinations per training edge
 };
 TaskDefaults task_defaults(TaskKind t);
+// The defaults of every task, one line each, for train --help.
+std::string task_defaults_text();
 
 // "RANK:FACTOR" -> (rank, factor). The rank must be >= 0 (checked against the job size by the
 // trainer) and the factor >= 1 (it slows a rank down); anything else is an InputError.

@@ -49,7 +49,7 @@ KeptBatch keepable(Gnn& model, MiniBatch mb, const torch::Device& device) {
 std::size_t batch_bytes(const KeptBatch& kb) {
   const MiniBatch& mb = kb.mb;
   // Feature buffers come from the huge-page pool, which may hand out up to twice the request.
-  std::size_t n = 2 * sizeof(float) * mb.features.size() + sizeof(std::int64_t) * (mb.labels.size() + mb.degrees.size());
+  std::size_t n = 2 * sizeof(float) * mb.features.size() + sizeof(std::int64_t) * (target_values(mb.targets).size() + mb.degrees.size());
   if (kb.aggregated.defined()) n += static_cast<std::size_t>(kb.aggregated.numel() * kb.aggregated.element_size());
   for (const auto& nodes : mb.layer_nodes) n += sizeof(NodeId) * nodes.size();
   for (std::size_t t = 0; t < mb.type_at.size(); ++t)

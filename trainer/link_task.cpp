@@ -162,6 +162,7 @@ class LinkMetrics final : public TaskMetrics {
 
   ClassMetrics metrics(std::span<const float> pos, std::span<const float> neg, std::array<double, 3> ranks, bool ranked) const {
     ClassMetrics c;
+    c.kind = ScoreKind::kLinks;
     c.count = static_cast<std::int64_t>(pos.size());
     if (pos.empty()) return c;
     c.auc = neg.empty() ? -1 : roc_auc(pos, neg);

@@ -101,10 +101,10 @@ void Progress::end_epoch(const EpochRecord& r) {
   drawn_ = false;
   std::fprintf(out_, "epoch %d/%d  loss %.4f  train acc %.4f", r.epoch + 1, epochs_, r.loss, r.train_acc);
   // A multi-label run's validation is scored by micro-F1 (its accuracy counts label entries).
-  if (r.evaluated && r.val.auc >= 0) std::fprintf(out_, "  val AUC %.4f", r.val.auc);
-  else if (r.evaluated && r.val.micro_f1 >= 0) std::fprintf(out_, "  val micro-F1 %.4f", r.val.micro_f1);
+  if (r.evaluated && r.val.kind == ScoreKind::kLinks) std::fprintf(out_, "  val AUC %.4f", r.val.auc);
+  else if (r.evaluated && r.val.kind == ScoreKind::kLabelSets) std::fprintf(out_, "  val micro-F1 %.4f", r.val.micro_f1);
   else if (r.evaluated) std::fprintf(out_, "  val acc %.4f", r.val.accuracy);
-  if (r.tested && r.test.micro_f1 >= 0) std::fprintf(out_, "  test micro-F1 %.4f", r.test.micro_f1);
+  if (r.tested && r.test.kind == ScoreKind::kLabelSets) std::fprintf(out_, "  test micro-F1 %.4f", r.test.micro_f1);
   else if (r.tested) std::fprintf(out_, "  test acc %.4f", r.test.accuracy);
   std::fprintf(out_, "  %.2fs (%.1f batches/s; wait %.2fs, compute %.2fs, allreduce %.2fs, eval %.2fs)\n", r.epoch_s,
                r.epoch_s > 0 ? static_cast<double>(r.steps) / (r.epoch_s - r.eval_s > 0 ? r.epoch_s - r.eval_s : r.epoch_s) : 0.0, r.sample_wait_s,

@@ -15,14 +15,23 @@ namespace shardgnn {
 // ---------------------------------------------------------------------------------------------
 // Writing: the keys and their order are the metrics file's format.
 
+std::string score_kind_name(ScoreKind k) {
+  switch (k) {
+    case ScoreKind::kClasses: return "classes";
+    case ScoreKind::kLabelSets: return "label-sets";
+    case ScoreKind::kLinks: return "link";
+  }
+  return "?";
+}
+
 void tag_invoke(json::value_from_tag, json::value& v, const ClassMetrics& m) {
-  json::object o{{"acc", m.accuracy}, {"macro_f1", m.macro_f1}, {"count", m.count}};
-  if (m.micro_f1 >= 0) o["micro_f1"] = m.micro_f1;
-  if (m.auc >= 0) {
-    o["auc"] = m.auc;
+  json::object o{{"task", score_kind_name(m.kind)}, {"acc", m.accuracy}, {"macro_f1", m.macro_f1}, {"count", m.count}};
+  if (m.kind == ScoreKind::kLabelSets) o["micro_f1"] = m.micro_f1;
+  if (m.kind == ScoreKind::kLinks) {
+    if (m.auc >= 0) o["auc"] = m.auc;  // not measured without negatives
     o["ap"] = m.ap;
   }
-  if (m.mrr >= 0) {
+  if (m.ranked()) {
     o["mrr"] = m.mrr;
     o["hits"] = m.hits;
     o["hits_k"] = m.hits_k;
@@ -101,12 +110,15 @@ void tag_invoke(json::value_from_tag, json::value& v, const ResultRecord& r) {
 
 std::string headline_score(const ClassMetrics& m) {
   char buf[96];
-  if (m.auc >= 0) {
-    const int n = std::snprintf(buf, sizeof buf, "AUC %.4f, AP %.4f", m.auc, m.ap);
-    if (m.mrr >= 0) std::snprintf(buf + n, sizeof buf - static_cast<std::size_t>(n), ", MRR %.4f, Hits@%lld %.4f", m.mrr, static_cast<long long>(m.hits_k), m.hits);
-    return buf;
+  switch (m.kind) {
+    case ScoreKind::kLinks: {
+      const int n = std::snprintf(buf, sizeof buf, "AUC %.4f, AP %.4f", m.auc, m.ap);
+      if (m.ranked()) std::snprintf(buf + n, sizeof buf - static_cast<std::size_t>(n), ", MRR %.4f, Hits@%lld %.4f", m.mrr, static_cast<long long>(m.hits_k), m.hits);
+      break;
+    }
+    case ScoreKind::kLabelSets: std::snprintf(buf, sizeof buf, "micro-F1 %.4f", m.micro_f1); break;
+    case ScoreKind::kClasses: std::snprintf(buf, sizeof buf, "accuracy %.4f", m.accuracy); break;
   }
-  std::snprintf(buf, sizeof buf, m.micro_f1 >= 0 ? "micro-F1 %.4f" : "accuracy %.4f", m.micro_f1 >= 0 ? m.micro_f1 : m.accuracy);
   return buf;
 }
 
@@ -232,13 +244,27 @@ void read_rebalance(const json::object& rb, EpochRecord& e) {
   }
 }
 
-// Link prediction's scores, when the object has them.
-void read_link_scores(const json::object& o, const std::string& p, ClassMetrics& m) {
+// What a metrics object scores beyond accuracy and macro-F1: "task" names it (files from before
+// it said so by the keys they had, which is how they are read).
+void read_task_scores(const json::object& o, const std::string& p, ClassMetrics& m) {
+  if (const json::value* t = o.if_contains("task")) {
+    const std::string name = t->is_string() ? std::string(t->get_string()) : "";
+    if (name == "classes") m.kind = ScoreKind::kClasses;
+    else if (name == "label-sets") m.kind = ScoreKind::kLabelSets;
+    else if (name == "link") m.kind = ScoreKind::kLinks;
+    else fail(key_name(p, "task") + ": expected classes, label-sets or link, found " + found(*t));
+  } else {
+    m.kind = o.contains("auc") || o.contains("ap") ? ScoreKind::kLinks : o.contains("micro_f1") ? ScoreKind::kLabelSets : ScoreKind::kClasses;
+  }
+  if (m.kind == ScoreKind::kLabelSets) m.micro_f1 = number(o, "micro_f1", p);
+  if (m.kind != ScoreKind::kLinks) return;
   m.auc = number(o, "auc", p, -1.0);
-  m.ap = number(o, "ap", p, -1.0);
-  m.mrr = number(o, "mrr", p, -1.0);
-  m.hits = number(o, "hits", p, -1.0);
+  m.ap = number(o, "ap", p);
   m.hits_k = count(o, "hits_k", p, 0.0);
+  if (m.hits_k > 0) {
+    m.mrr = number(o, "mrr", p);
+    m.hits = number(o, "hits", p);
+  }
 }
 
 // An evaluated split: the accuracy under "<split>_acc" (older files have only that), the rest
@@ -248,9 +274,8 @@ void read_split(const json::object& o, const char* split, double accuracy, Class
   if (const json::object* s = object(o, split, "", false)) {
     const std::string p = std::string(split) + ".";
     m.macro_f1 = number(*s, "macro_f1", p, 0.0);
-    m.micro_f1 = number(*s, "micro_f1", p, -1.0);
     m.count = count(*s, "count", p, 0.0);
-    read_link_scores(*s, p, m);
+    read_task_scores(*s, p, m);
   }
 }
 
@@ -259,9 +284,8 @@ ClassMetrics read_metrics(const json::object& m, const std::string& p) {
   ClassMetrics c;
   c.accuracy = number(m, "acc", p);
   c.macro_f1 = number(m, "macro_f1", p, 0.0);
-  c.micro_f1 = number(m, "micro_f1", p, -1.0);
   c.count = count(m, "count", p, 0.0);
-  read_link_scores(m, p, c);
+  read_task_scores(m, p, c);
   return c;
 }
 

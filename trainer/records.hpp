@@ -13,19 +13,26 @@
 
 namespace shardgnn {
 
+// Which task's scores a ClassMetrics holds (the metrics file's "task"): what it measures beyond
+// accuracy and macro-F1, and which of them is its headline.
+enum class ScoreKind { kClasses, kLabelSets, kLinks };
+std::string score_kind_name(ScoreKind k);  // "classes", "label-sets", "link": --task's names
+
 struct ClassMetrics {
+  ScoreKind kind = ScoreKind::kClasses;
   std::int64_t count = 0;  // labelled examples evaluated
   double accuracy = 0;
   // Mean F1 over the classes present in the truth or the predictions; for label sets over every
   // label (0 for one neither present nor predicted), as scikit-learn's f1_score does for each.
   double macro_f1 = 0;
-  // Multi-label tasks: F1 over every (node, label) entry, the selection score (`accuracy` is
-  // then the entries right); -1 for single-label ones.
-  double micro_f1 = -1;
-  // Link prediction (count: the positive pairs): AUC and AP over the positives and their negatives,
-  // and with ranking negatives OGB's MRR and Hits@hits_k; -1 when not measured.
-  double auc = -1, ap = -1, mrr = -1, hits = -1;
+  // kLabelSets: F1 over every (node, label) entry, the selection score (`accuracy` is then the
+  // entries right).
+  double micro_f1 = 0;
+  // kLinks (count: the positive pairs): AUC and AP over the positives and their negatives (AUC
+  // -1 without negatives), and with ranking negatives (hits_k > 0) OGB's MRR and Hits@hits_k.
+  double auc = -1, ap = 0, mrr = 0, hits = 0;
   std::int64_t hits_k = 0;
+  bool ranked() const noexcept { return kind == ScoreKind::kLinks && hits_k > 0; }
 };
 
 // One rank's share of an epoch's training (evaluation excluded): what the rebalancer measures.

@@ -11,7 +11,7 @@ namespace shardgnn {
 namespace {
 
 std::int64_t int_count(const MiniBatch& mb) {
-  std::size_t n = mb.labels.size() + mb.degrees.size();
+  std::size_t n = target_values(mb.targets).size() + mb.degrees.size();
   for (const Block& b : mb.blocks) n += b.indptr.size() + b.indices.size();
   return static_cast<std::int64_t>(n);
 }
@@ -30,7 +30,7 @@ PackedBatch pack_batch(const MiniBatch& mb, const torch::Device& device, bool pi
     put(b.indptr);
     put(b.indices);
   }
-  put(mb.labels);
+  put(target_values(mb.targets));
   put(mb.degrees);
   const auto n = static_cast<std::int64_t>(mb.input_nodes().size());
   torch::Tensor x;
@@ -55,7 +55,7 @@ BatchTensors unpack_batch(const PackedBatch& packed, const MiniBatch& mb) {
     torch::Tensor indptr = take(b.indptr.size());
     t.blocks.push_back(block_tensors(b.num_src, b.num_dst, indptr, take(b.indices.size())));
   }
-  t.y = take(mb.labels.size());
+  t.y = take(target_values(mb.targets).size());
   if (!mb.degrees.empty()) {
     const torch::Tensor deg = take(mb.degrees.size()).to(torch::kFloat);
     for (BlockTensors& b : t.blocks) b.src_degree = deg.slice(0, 0, b.num_src);

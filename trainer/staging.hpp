@@ -15,7 +15,7 @@
 
 namespace shardgnn {
 
-// A batch's int64 arrays (every block's indptr and indices, the labels, the degrees) in one tensor,
+// A batch's int64 arrays (every block's indptr and indices, the targets, the degrees) in one tensor,
 // and its features in another, on `device`: two copies a batch. `pinned`: the host side is staged
 // in page-locked memory and copied without blocking on the current stream.
 struct PackedBatch {

@@ -25,7 +25,8 @@ class ConfusionMetrics final : public TaskMetrics {
  private:
   void do_add_batch(const torch::Tensor& output, const MiniBatch& mb) override {
     const auto pred = argmax_cpu(output);
-    for (std::size_t i = 0; i < pred.size(); ++i, ++pos_) (pos_ < val_entries_ ? val_ : test_).add(mb.labels[i], pred[i]);
+    const std::vector<std::int64_t>& y = std::get<ClassTargets>(mb.targets).classes;
+    for (std::size_t i = 0; i < pred.size(); ++i, ++pos_) (pos_ < val_entries_ ? val_ : test_).add(y[i], pred[i]);
   }
 
   void do_add_full(const torch::Tensor& output, const Shard& shard) override {
@@ -72,7 +73,8 @@ torch::Tensor NodeClassification::do_train_stat_sum(const torch::Tensor& output,
 }
 
 std::int64_t NodeClassification::do_examples(const MiniBatch& mb) const {
-  return std::count_if(mb.labels.begin(), mb.labels.end(), [](std::int64_t y) { return y >= 0; });
+  const std::vector<std::int64_t>& y = std::get<ClassTargets>(mb.targets).classes;
+  return std::count_if(y.begin(), y.end(), [](std::int64_t c) { return c >= 0; });
 }
 
 torch::Tensor NodeClassification::do_predictions(const torch::Tensor& output) const { return output.argmax(1).to(torch::kCPU).to(torch::kLong).contiguous(); }
@@ -126,6 +128,7 @@ struct SetCounts {
   }
   ClassMetrics metrics() const {
     ClassMetrics m;
+    m.kind = ScoreKind::kLabelSets;
     m.count = nodes;
     std::int64_t TP = 0, FP = 0, FN = 0;
     double f1_sum = 0;
@@ -154,7 +157,8 @@ class SetMetrics final : public TaskMetrics {
  private:
   void do_add_batch(const torch::Tensor& output, const MiniBatch& mb) override {
     const torch::Tensor pred = output.gt(0).to(torch::kCPU).to(torch::kUInt8).contiguous();
-    const torch::Tensor words = torch::from_blob(const_cast<std::int64_t*>(mb.labels.data()), {static_cast<std::int64_t>(mb.labels.size())}, torch::kLong);
+    const std::vector<std::int64_t>& sets = std::get<LabelSetTargets>(mb.targets).words;
+    const torch::Tensor words = torch::from_blob(const_cast<std::int64_t*>(sets.data()), {static_cast<std::int64_t>(sets.size())}, torch::kLong);
     const torch::Tensor truth = unpack_label_sets(words, labels_).to(torch::kUInt8).contiguous();
     const auto* p = pred.data_ptr<std::uint8_t>();
     const auto* t = truth.data_ptr<std::uint8_t>();
@@ -213,7 +217,7 @@ torch::Tensor MultiLabelClassification::do_train_stat_sum(const torch::Tensor& o
 }
 
 std::int64_t MultiLabelClassification::do_examples(const MiniBatch& mb) const {
-  return static_cast<std::int64_t>(mb.labels.size()) / ((labels_ + 63) / 64) * labels_;
+  return static_cast<std::int64_t>(std::get<LabelSetTargets>(mb.targets).words.size()) / ((labels_ + 63) / 64) * labels_;
 }
 
 torch::Tensor MultiLabelClassification::do_predictions(const torch::Tensor& output) const { return torch::sigmoid(output).to(torch::kCPU).to(torch::kFloat).contiguous(); }

@@ -13,9 +13,9 @@
 // How the tasks plug in, with no case of their own in the loop:
 // - Seeds. A batch's seeds are the nodes the sampler expands (today the SeedScheduler's training
 //   nodes, or the evaluation nodes); its examples and their targets travel with the batch
-//   (MiniBatch::labels, and BatchTensors::y on the device) and are read by the task alone, which is
-//   why loss_sum, train_stat_sum, examples and the metrics receive the batch rather than a label
-//   vector.
+//   (MiniBatch::targets, each task its own alternative, and BatchTensors::y on the device) and
+//   are read by the task alone, which is why loss_sum, train_stat_sum, examples and the metrics
+//   receive the batch rather than a label vector.
 // - Link prediction: a batch's examples are edges. LinkSchedule (sampler/link_batches.hpp) hands
 //   the producer each batch's training edges plus the negatives drawn for them (keyed by epoch
 //   and edge, so a resumed run draws the same); their endpoints become the batch's seeds, its
@@ -153,9 +153,9 @@ class NodeClassification final : public Task {
 };
 
 // Multi-label node classification over `labels` labels: each seed's targets are its label set
-// (MiniBatch::labels, LabelSets::words() int64 words a seed), a sigmoid per label with binary
-// cross-entropy over every (seed, label) entry, the entries on the right side of 0.5 as the
-// training statistic, per-label true and false positives and false negatives per split giving
+// (MiniBatch::targets' LabelSetTargets, LabelSets::words() int64 words a seed), a sigmoid per label
+// with binary cross-entropy over every (seed, label) entry, the entries on the right side of 0.5 as
+// the training statistic, per-label true and false positives and false negatives per split giving
 // micro-F1 (over all entries) and macro-F1 (the mean of every label's F1, 0 for a label neither
 // present nor predicted, as scikit-learn's f1_score over an indicator matrix), and validation
 // micro-F1 selecting the best model.
@@ -208,7 +208,7 @@ class LinkPrediction final : public Task {
   std::int64_t do_output_width() const override { return width_; }
   torch::Tensor do_loss(const torch::Tensor& output, const BatchTensors& batch, bool mean) const override;
   torch::Tensor do_train_stat_sum(const torch::Tensor& output, const BatchTensors& batch) const override;
-  std::int64_t do_examples(const MiniBatch& mb) const override { return static_cast<std::int64_t>(mb.labels.size() / 3); }
+  std::int64_t do_examples(const MiniBatch& mb) const override { return static_cast<std::int64_t>(std::get<PairTargets>(mb.targets).rows.size() / 3); }
   torch::Tensor do_predictions(const torch::Tensor& output) const override { return output.to(torch::kCPU).to(torch::kFloat).contiguous(); }
   std::unique_ptr<TaskMetrics> do_make_metrics(std::size_t val_entries) const override;
   double do_selection_score(const ClassMetrics& val) const override { return config_.select_mrr ? val.mrr : val.auc; }

@@ -206,7 +206,7 @@ TEST_CASE("apply_plan moves seeds so that every training seed is trained exactly
       over_batch += static_cast<std::int64_t>(mb.seeds().size()) > plan.batch[static_cast<std::size_t>(fx.world.rank())];
       for (std::size_t i = 0; i < mb.seeds().size(); ++i) {
         mine.push_back(mb.seeds()[i]);
-        label_mismatch += mb.labels[i] != fx.ds.labels[fx.old_of_new[mb.seeds()[i]]];
+        label_mismatch += std::get<ClassTargets>(mb.targets).classes[i] != fx.ds.labels[fx.old_of_new[mb.seeds()[i]]];
       }
     }
     CHECK(label_mismatch == 0);
@@ -234,7 +234,7 @@ TEST_CASE("apply_plan moves seeds so that every training seed is trained exactly
     std::int64_t fetched_mismatch = 0, fetched = 0;
     for (std::int64_t step = 0; step < plan.steps; ++step) {
       MiniBatch mb = produce_batch(sampler, store, 4, step);
-      for (std::size_t i = 0; i < mb.seeds().size(); ++i, ++fetched) fetched_mismatch += mb.labels[i] != fx.ds.labels[fx.old_of_new[mb.seeds()[i]]];
+      for (std::size_t i = 0; i < mb.seeds().size(); ++i, ++fetched) fetched_mismatch += std::get<ClassTargets>(mb.targets).classes[i] != fx.ds.labels[fx.old_of_new[mb.seeds()[i]]];
     }
     CHECK(fetched == static_cast<std::int64_t>(mine.size()));
     CHECK(fetched_mismatch == 0);
@@ -287,7 +287,7 @@ TEST_CASE("global seed sampling slices one shuffle over the ranks: every trainin
       for (std::size_t i = 0; i < mb.seeds().size(); ++i) {
         owned_elsewhere += fx.shard.book.owner(mb.seeds()[i]) != fx.shard.part;
         mine.push_back(fx.old_of_new[mb.seeds()[i]]);
-        label_mismatch += mb.labels[i] != fx.ds.labels[fx.old_of_new[mb.seeds()[i]]];
+        label_mismatch += std::get<ClassTargets>(mb.targets).classes[i] != fx.ds.labels[fx.old_of_new[mb.seeds()[i]]];
       }
     }
     CHECK(label_mismatch == 0);

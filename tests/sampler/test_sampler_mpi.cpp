@@ -142,7 +142,7 @@ TEST_CASE("fetched features equal the full graph's rows, with and without a cach
       for (std::size_t i = 0; i < in.size(); ++i)
         mismatched += !std::equal(mb->features.begin() + static_cast<std::ptrdiff_t>(i * F), mb->features.begin() + static_cast<std::ptrdiff_t>((i + 1) * F),
                                   fx.ds.features.data() + fx.old_of_new[in[i]] * fx.ds.feature_dim);
-      for (std::size_t i = 0; i < mb->seeds().size(); ++i) label_mismatch += mb->labels[i] != fx.ds.labels[fx.old_of_new[mb->seeds()[i]]];
+      for (std::size_t i = 0; i < mb->seeds().size(); ++i) label_mismatch += std::get<ClassTargets>(mb->targets).classes[i] != fx.ds.labels[fx.old_of_new[mb->seeds()[i]]];
     }
     INFO("layout " << static_cast<int>(layout) << ", policy " << cache_policy_name(policy) << ", dense index bytes " << dense_bytes);
     CHECK(got == steps);
@@ -530,7 +530,7 @@ TEST_CASE("four parts on fewer ranks: each rank serves its parts merged, rows, h
     for (std::size_t i = 0; i < in.size(); ++i)
       bad_features += !std::equal(mb->features.begin() + static_cast<std::ptrdiff_t>(i * F), mb->features.begin() + static_cast<std::ptrdiff_t>((i + 1) * F),
                                   fx.ds.features.data() + fx.old_of_new[in[i]] * fx.ds.feature_dim);
-    for (std::size_t i = 0; i < mb->seeds().size(); ++i) bad_labels += mb->labels[i] != fx.ds.labels[fx.old_of_new[mb->seeds()[i]]];
+    for (std::size_t i = 0; i < mb->seeds().size(); ++i) bad_labels += std::get<ClassTargets>(mb->targets).classes[i] != fx.ds.labels[fx.old_of_new[mb->seeds()[i]]];
     ++step;
   }
   INFO("rank " << fx.world.rank() << " of " << P);
@@ -653,7 +653,7 @@ TEST_CASE("node-local shards that cannot be mapped are left to the exchange, and
     const bool expect = r != fx.world.rank() && !(fx.world.rank() == 1 && r == 0);
     const Shard* mapped = r == fx.world.rank() ? nullptr : shards.readable(r);
     CHECK((mapped != nullptr) == expect);
-    CHECK((mapped ? mapped->features.size() : 0) == (expect ? static_cast<std::size_t>(fx.info.book.size(r) * fx.info.feature_dim) : 0));
+    CHECK((mapped ? mapped->features.size() : 0) == (expect ? static_cast<std::size_t>(fx.info.book.size(r) * fx.info.dataset.feature_dim) : 0));
     CHECK((mapped ? mapped->labels.size() : 0) == (expect ? static_cast<std::size_t>(fx.info.book.size(r)) : 0));
   }
   CHECK(shards.readable(fx.world.rank()) == &fx.shard);

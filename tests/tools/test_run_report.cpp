@@ -1,6 +1,8 @@
 // The run report's reading and summary (tools/run_report.hpp) on metrics lines written inline.
 #include <catch2/catch.hpp>
 
+#include <boost/json.hpp>
+
 #include "datasets/error.hpp"
 #include "tools/run_report.hpp"
 
@@ -172,4 +174,38 @@ TEST_CASE("validations inside an epoch are read back in order, and a bad entry n
   CHECK(run.epochs[0].inner[0].train_s == 0.5);
   CHECK(parse_run_metrics("{\"epoch\":0,\"epoch_s\":2}\n", "m.jsonl").epochs[0].inner.empty());
   CHECK_THAT(message_of("{\"epoch\":0,\"epoch_s\":2,\"inner_val\":[{\"step\":3,\"train_s\":1}]}\n"), Catch::Matchers::Contains("score"));
+}
+
+TEST_CASE("a score names its task, and files from before it say so by their keys", "[report]") {
+  const auto scores = [](const std::string& full) {
+    const std::string text = "{\"epoch\":0,\"epoch_s\":1}\n{\"result\":{\"best_epoch\":0,\"best_val\":0.5,\"full\":" + full + "}}\n";
+    return *parse_run_metrics(text, "m.jsonl").result->full;
+  };
+  // Written by this build: each task's record round-trips with its kind and its scores.
+  ClassMetrics link;
+  link.kind = ScoreKind::kLinks;
+  link.accuracy = 0.75;
+  link.count = 3;
+  link.auc = 0.9;
+  link.ap = 0.8;
+  link.hits_k = 10;
+  link.mrr = 0.5;
+  link.hits = 0.625;
+  const ClassMetrics back = scores(boost::json::serialize(boost::json::value_from(link)));
+  CHECK(back.kind == ScoreKind::kLinks);
+  CHECK((back.auc == 0.9 && back.ap == 0.8 && back.mrr == 0.5 && back.hits == 0.625 && back.hits_k == 10));
+  CHECK(headline_score(back) == "AUC 0.9000, AP 0.8000, MRR 0.5000, Hits@10 0.6250");
+  ClassMetrics sets;
+  sets.kind = ScoreKind::kLabelSets;
+  sets.micro_f1 = 0.25;
+  CHECK(scores(boost::json::serialize(boost::json::value_from(sets))).micro_f1 == 0.25);
+  CHECK(headline_score(sets) == "micro-F1 0.2500");
+  CHECK(headline_score(ClassMetrics{}) == "accuracy 0.0000");
+  // Before "task": the keys present.
+  CHECK(scores("{\"acc\":0.5,\"auc\":0.7,\"ap\":0.6}").kind == ScoreKind::kLinks);
+  CHECK(scores("{\"acc\":0.5,\"micro_f1\":0.4}").kind == ScoreKind::kLabelSets);
+  CHECK(scores("{\"acc\":0.5}").kind == ScoreKind::kClasses);
+  CHECK_THROWS_WITH(scores("{\"task\":\"regression\",\"acc\":0.5}"), Catch::Contains("key 'result.full.task': expected classes, label-sets or link"));
+  // A label-set score without its micro-F1 is damaged, not a single-label one.
+  CHECK_THROWS_WITH(scores("{\"task\":\"label-sets\",\"acc\":0.5}"), Catch::Contains("key 'result.full.micro_f1': missing"));
 }

@@ -63,7 +63,9 @@ MiniBatch batch() {
   mb.feature_dim = 12;
   mb.features.resize(200 * 12);
   for (std::size_t i = 0; i < mb.features.size(); ++i) mb.features[i] = static_cast<float>(i % 97) * 0.25f;
-  for (std::int64_t i = 0; i < 16; ++i) mb.labels.push_back(i == 3 || i == 9 ? -1 : i % 4);
+  ClassTargets y;
+  for (std::int64_t i = 0; i < 16; ++i) y.classes.push_back(i == 3 || i == 9 ? -1 : i % 4);
+  mb.targets = std::move(y);
   for (std::int64_t i = 0; i < 200; ++i) mb.degrees.push_back(1 + i % 11);
   return mb;
 }

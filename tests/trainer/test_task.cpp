@@ -30,13 +30,13 @@ torch::Tensor predicting(const std::vector<std::int64_t>& pred, std::int64_t cla
 MiniBatch labelled(std::vector<std::int64_t> labels) {
   MiniBatch mb;
   mb.layer_nodes.emplace_back(labels.size(), 0);
-  mb.labels = std::move(labels);
+  mb.targets = ClassTargets{std::move(labels)};
   return mb;
 }
 
 BatchTensors tensors_of(const MiniBatch& mb) {
   BatchTensors t;
-  t.y = torch::tensor(mb.labels);  // int64, as the stager's
+  t.y = torch::tensor(target_values(mb.targets));  // int64, as the stager's
   return t;
 }
 
@@ -154,9 +154,9 @@ TEST_CASE("link prediction: binary cross-entropy over the batch's pairs, scored 
   // Seeds 0, 1, 2 with rows (1, 0), (2, 0), (0, 1): the pairs (0, 1) positive and (0, 2) negative.
   const torch::Tensor rows_ = rows({{1, 0}, {2, 0}, {0, 1}});
   MiniBatch mb;
-  mb.labels = {0, 1, 1, 0, 2, 0};
+  mb.targets = PairTargets{{0, 1, 1, 0, 2, 0}};
   BatchTensors t;
-  t.y = torch::tensor(mb.labels);
+  t.y = torch::tensor(target_values(mb.targets));
   CHECK(task.examples(mb) == 2);
   // Logits 2 (target 1) and 0 (target 0).
   const double by_hand = std::log1p(std::exp(-2.0)) + std::log(2.0);
