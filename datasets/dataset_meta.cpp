@@ -117,7 +117,7 @@ DatasetMeta dataset_meta_from_json(const json::object& o) {
   }
   if (m.schema.typed() && m.feature_dim != 0)
     fail("feature_dim", std::to_string(m.feature_dim) + " in a typed graph: its features are per node type (node_types' feature_dim), so 0");
-    if (const auto* c = o.if_contains("cleaning"); c && c->is_object()) m.cleaning = cleaning_from_json(c->get_object());
+  if (const auto* c = o.if_contains("cleaning"); c && c->is_object()) m.cleaning = cleaning_from_json(c->get_object());
   return m;
 }
 

@@ -15,6 +15,7 @@
 #include "model/dropout_hash.hpp"
 #include "model/gemm.hpp"
 #include "model/relational.hpp"
+#include "model/sync_batch_norm.hpp"
 
 #ifdef SHARDGNN_CUDA
 #include <c10/cuda/CUDAGuard.h>
@@ -250,7 +251,9 @@ torch::Tensor GnnImpl::finish_layer(std::int64_t l, torch::Tensor y, const torch
   const LayerSpec& ls = options.spec().layers[i];
   if (y.scalar_type() != torch::kFloat) y = y.to(torch::kFloat);
   if (y.dim() == 3) y = ls.concat ? y.flatten(/*start_dim=*/1) : y.mean(/*dim=*/1);
-  if (!norms_[i].is_empty()) {
+  if (ls.norm == Norm::kBatch && is_training() && bn_comm_ != nullptr) {
+    y = synced_batch_norm(y, *std::dynamic_pointer_cast<torch::nn::BatchNorm1dImpl>(norms_[i].ptr()), *bn_comm_);
+  } else if (!norms_[i].is_empty()) {
     // Batch statistics of one row are undefined (torch refuses them): such a batch (a rank's last
     // seed) is normalised with the running statistics, as in evaluation.
     const std::shared_ptr<torch::nn::Module> norm = norms_[i].ptr();
@@ -428,6 +431,11 @@ torch::Tensor GnnImpl::forward(const BatchTensors& t, std::int64_t keep_layer, t
 
 void GnnImpl::skip_batch() {
   if (embeddings_) embeddings_->gather_nothing();
+  if (bn_comm_ == nullptr || !is_training()) return;
+  std::vector<torch::nn::BatchNorm1dImpl*> layers;
+  for (std::size_t i = 0; i < norms_.size(); ++i)
+    if (options.spec().layers[i].norm == Norm::kBatch) layers.push_back(std::dynamic_pointer_cast<torch::nn::BatchNorm1dImpl>(norms_[i].ptr()).get());
+  synced_batch_norm_nothing(layers, *bn_comm_);
 }
 
 void GnnImpl::step_embeddings(double scale) {

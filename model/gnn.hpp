@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/communicator.hpp"
 #include "datasets/schema.hpp"
 #include "model/layer.hpp"
 #include "model/spec.hpp"
@@ -66,6 +67,10 @@ class GnnImpl : public torch::nn::Module {
   TypedEmbeddings* embeddings() const noexcept { return embeddings_.get(); }
   void skip_batch();
   void step_embeddings(double scale = 1);
+  // Batch-normalised layers in training take the statistics of every rank's batch together
+  // (sync_batch_norm.hpp): forward and skip_batch are then collective over `comm` in training
+  // mode. Null: each rank's own batch (one rank, or ranks training apart, as --personalize does).
+  void synchronise_batch_norm(const comm::Communicator* comm) noexcept { bn_comm_ = comm; }
   // The width the first layer reads (the encoder's, else the features').
   std::int64_t input_width() const;
   // An untyped graph's feature rows through the input encoder (as they are without one).
@@ -118,6 +123,7 @@ class GnnImpl : public torch::nn::Module {
   std::vector<torch::nn::Linear> type_encoders_;   // a typed graph's, per type; empty for an embedding's type
   std::vector<torch::nn::Linear> head_;            // the head's linear layers
   std::shared_ptr<TypedEmbeddings> embeddings_;
+  const comm::Communicator* bn_comm_ = nullptr;  // synchronise_batch_norm
   // The layer's output from its convolution's: float32, heads joined, norm, activation, residual
   // (the input's dst rows `x`, undefined when the layer has none).
   torch::Tensor finish_layer(std::int64_t l, torch::Tensor y, const torch::Tensor& x);

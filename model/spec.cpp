@@ -1,5 +1,6 @@
 #include "model/spec.hpp"
 
+#include <algorithm>
 #include <boost/json.hpp>
 
 #include <cmath>
@@ -356,9 +357,11 @@ bool has_relational(const ModelSpec& s) noexcept {
 }
 
 bool uses(const ModelSpec& s, LayerKind kind) noexcept {
-  for (const LayerSpec& l : s.layers)
-    if (l.kind == kind) return true;
-  return false;
+  return std::any_of(s.layers.begin(), s.layers.end(), [kind](const LayerSpec& l) { return l.kind == kind; });
+}
+
+bool uses(const ModelSpec& s, Norm norm) noexcept {
+  return std::any_of(s.layers.begin(), s.layers.end(), [norm](const LayerSpec& l) { return l.norm == norm; });
 }
 
 void tag_invoke(const json::value_from_tag&, json::value& v, const ModelSpec& s) {

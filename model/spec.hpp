@@ -143,6 +143,7 @@ std::int64_t layer_in_width(const ModelSpec& spec, std::int64_t in, std::size_t 
 std::int64_t readout_width(const ModelSpec& spec);
 bool has_relational(const ModelSpec& spec) noexcept;
 bool uses(const ModelSpec& spec, LayerKind kind) noexcept;
+bool uses(const ModelSpec& spec, Norm norm) noexcept;
 
 // CRC-32 of the spec's JSON (value_from, compact): the same model, the same checksum.
 std::uint32_t spec_checksum(const ModelSpec& spec);

@@ -389,6 +389,9 @@ void build_model(TrainerParts& s) {
   GnnOptions mo(s.spec, s.shard.feature_dim, l.task->output_width());
   mo.schema(s.shard.schema).precision(c.model.precision).spec_file(c.model.spec);
   l.model = Gnn(mo);
+  // Every rank's batch is a slice of one global batch: batch norm takes its statistics (one rank
+  // keeps torch's own, the same numbers).
+  if (l.comm.size() > 1 && uses(s.spec, Norm::kBatch)) l.model->synchronise_batch_norm(&l.comm);
   // The task's own weights (a pair scorer's) train, travel and checkpoint with the model's.
   for (const auto& [name, module] : l.task->modules()) l.model->register_module(name, module);
   s.ckpt.card = model_card(c, *l.model, s.shard, s.ckpt.identity);
@@ -851,6 +854,7 @@ void finish(Learner& l, Feeds& f, Scoring& v, const TrainState& state, const Eva
 // saved by finish). Sampling stays collective, so every rank runs the same steps.
 void personalize(Learner& l, Feeds& f, const Shard& shard, const TrainConfig& c, TrainResult& result) {
   auto optimizer = make_optimizer(c, l.model->parameters());
+  l.model->synchronise_batch_norm(nullptr);  // each rank trains its own copy now
   for (int i = 0; i < c.balance.personalize_epochs; ++i) {
     // Epochs past the shared ones are never scheduled: the sampler draws this rank's own seeds.
     const std::int64_t epoch = c.epochs + i;
