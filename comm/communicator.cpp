@@ -352,13 +352,22 @@ std::int64_t eager_inline_bytes(EagerSetting setting, int ranks) {
 
 MpiError::MpiError(const std::string& call, int code) : std::runtime_error(call + " failed: " + mpi_error_string(code)) {}
 
+// MPI was already up when the Environment began (a Python process that imported mpi4py first):
+// it is used as it is, and left for its host to finalise.
+namespace {
+bool g_adopted = false;
+}  // namespace
+
 Environment::Environment(int& argc, char**& argv, bool threads, const std::string& program) {
   std::snprintf(g_program, sizeof g_program, "%s", program.c_str());
   if (::gethostname(g_host, sizeof g_host - 1) != 0) std::snprintf(g_host, sizeof g_host, "?");
   // Watching from before MPI starts: a start-up that cannot reach a node is bounded too.
   g_watchdog = std::make_unique<Watchdog>();
-  int provided = 0;
-  {
+  int provided = 0, initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) {
+    g_adopted = true;  // brought up by its host (mpi4py in a Python process), which ends it
+  } else {
     const Watched watched("MPI_Init_thread");
     check(MPI_Init_thread(&argc, &argv, threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
   }
@@ -417,7 +426,7 @@ bool thread_multiple() {
 Environment::~Environment() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) {
+  if (!finalized && !g_adopted) {
     {
       // Every rank has written its outputs: past this barrier, no rank needs another.
       const Watched watched("MPI_Barrier (the last)");

@@ -46,7 +46,7 @@ packages=(
   mpich libmpich-dev
   libtorch-dev libopenblas0-pthread libdnnl2
   catch2
-  python3-numpy
+  python3-numpy python3-dev pybind11-dev
 )
 # A virtual environment for PyPI's torch (Debian splits venv out of python3).
 [ "$torch" = pip ] && packages+=(python3-venv)

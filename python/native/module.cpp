@@ -1,0 +1,298 @@
+// shardgnn's native core for Python (the package `shardgnn`, python/shardgnn/): the partitioned
+// graph, the distributed sampler and the feature store, with no torch in the process's link, so
+// that it serves whatever torch the user has. Arrays cross as numpy views of the batch or the
+// shard that holds them (no copy); the view keeps its owner alive.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "datasets/dataset.hpp"
+#include "datasets/error.hpp"
+#include "partition/partition_info.hpp"
+#include "partition/shard_loader.hpp"
+#include "sampler/config.hpp"
+#include "sampler/feature_store.hpp"
+#include "sampler/pipeline.hpp"
+#include "sampler/sampler.hpp"
+#include "sampler/shard_view.hpp"
+
+namespace py = pybind11;
+namespace fs = std::filesystem;
+using namespace shardgnn;
+
+namespace {
+
+// MPI and the world, brought up once per process (or adopted from mpi4py) and ended by finalize(),
+// which the package registers with atexit.
+struct Runtime {
+  std::unique_ptr<comm::Environment> env;
+  std::optional<comm::Communicator> world;
+  comm::Communicator::CoreShare cores;
+};
+Runtime& runtime() {
+  static Runtime r;
+  return r;
+}
+const comm::Communicator& world() {
+  Runtime& r = runtime();
+  if (!r.world) {
+    static int argc = 1;
+    static char name[] = "python";
+    static char* args[] = {name, nullptr};
+    static char** argv = args;
+    r.env = std::make_unique<comm::Environment>(argc, argv, /*threads=*/true, "shardgnn (python)");
+    r.world.emplace(comm::Communicator::world());
+    r.cores = r.world->core_share();
+  }
+  return *r.world;
+}
+
+// A numpy array viewing `n` elements of T at `data`, [rows, cols] when cols > 0, kept alive by `owner`.
+template <class T>
+py::array view(const T* data, std::int64_t rows, std::int64_t cols, py::handle owner) {
+  if (cols > 0) return py::array_t<T>({rows, cols}, {cols * static_cast<std::int64_t>(sizeof(T)), static_cast<std::int64_t>(sizeof(T))}, data, owner);
+  return py::array_t<T>({rows}, {static_cast<std::int64_t>(sizeof(T))}, data, owner);
+}
+py::array view(const IntArray& a, py::handle owner) {
+  return a.visit([&](auto s) { return view(s.data(), static_cast<std::int64_t>(s.size()), 0, owner); });
+}
+// The feature rows as stored: float32, or 2-byte values as uint16 bits (widen() converts them).
+py::array features_view(const FeatureTable& f, std::int64_t rows, py::handle owner) {
+  if (f.feature_dim == 0) return py::array_t<float>(std::vector<py::ssize_t>{rows, 0});
+  if (f.feature_dtype == FeatureDtype::kFloat32) return view(f.features.data(), rows, f.feature_dim, owner);
+  return view(f.features16.data(), rows, f.feature_dim, owner);
+}
+
+// One rank's part of a partitioned dataset (its parts merged when there are more parts than
+// ranks), as `shardgnn train` loads it: checksums verified, collective over the world.
+struct Partition {
+  std::string dir;
+  std::shared_ptr<const PartitionInfo> info;
+  Shard shard;
+};
+
+std::shared_ptr<Partition> open_partition(const std::string& dir, const std::string& scratch) {
+  const comm::Communicator& w = world();
+  auto p = std::make_shared<Partition>();
+  p->dir = dir;
+  comm::agree(w, [&] {
+    if (!fs::exists(fs::path(dir) / "partition.json"))
+      throw InputError(dir, "", "not a partitioned dataset (no partition.json; make one with `shardgnn partition`)");
+    p->info = std::make_shared<const PartitionInfo>(load_partition_info(dir));
+    if (p->info->dataset.schema.typed())
+      throw InputError(dir, "", "a typed graph: this version of the Python loader reads graphs of one node type");
+    p->shard = load_shard_for_rank(*p->info, w.rank(), w.size(), scratch);
+  });
+  return p;
+}
+
+// What a batch's arrays view: the sampled batch itself.
+struct Batch {
+  MiniBatch mb;
+  std::int64_t num_classes = 0;
+  bool multilabel = false;
+};
+
+// The sampler and the feature store over a partition, and the epoch's schedule of one split.
+class Loader {
+ public:
+  Loader(std::shared_ptr<Partition> part, std::vector<int> fanouts, int batch_size, const std::string& split, bool shuffle, std::uint64_t seed)
+      : part_(std::move(part)), comm_(world().dup()), split_(split), shuffle_(shuffle) {
+    SamplerConfig c;
+    c.fanouts = std::move(fanouts);
+    c.batch_size = batch_size;
+    c.seed = seed;
+    c.prefetch = 0;
+    comm::agree(comm_, [&] {
+      if (split != "train" && split != "val" && split != "test") throw InputError("split '" + split + "': expected train, val or test");
+      validate(c);
+    });
+    shards_ = std::make_unique<ShardView>(part_->shard, comm_, c.node_local);
+    sampler_ = std::make_unique<DistSampler>(*shards_, comm_, c);
+    features_ = std::make_unique<FeatureStore>(*shards_, comm_);
+    features_->build_cache(c, sampler_.get());
+  }
+
+  // Collective: installs `epoch`'s schedule; returns its steps (the same on every rank; a rank
+  // whose seeds run out gets empty batches, which it must still take).
+  std::int64_t begin_epoch(std::int64_t epoch) {
+    epoch_ = epoch;
+    const Shard& s = part_->shard;
+    if (split_ == "train" && shuffle_) return steps_ = sampler_->steps_in_epoch(epoch);
+    const IntArray& ids = split_ == "train" ? s.train_idx : split_ == "val" ? s.val_idx : s.test_idx;
+    const std::vector<NodeId> seeds = ids.widened();
+    batches_ = sampler_->eval_batches(seeds);
+    return steps_ = static_cast<std::int64_t>(batches_.size());
+  }
+
+  // Collective: batch `step` of the epoch begun.
+  std::shared_ptr<Batch> batch(std::int64_t step) {
+    if (step < 0 || step >= steps_) throw py::index_error("step " + std::to_string(step) + " of " + std::to_string(steps_));
+    auto b = std::make_shared<Batch>();
+    b->mb = batches_.empty() ? produce_batch(*sampler_, *features_, epoch_, step)
+                             : produce_batch(*sampler_, *features_, batches_[static_cast<std::size_t>(step)], epoch_, step);
+    b->num_classes = part_->shard.num_classes;
+    b->multilabel = part_->shard.multilabel;
+    return b;
+  }
+
+ private:
+  std::shared_ptr<Partition> part_;
+  comm::Communicator comm_;
+  std::string split_;
+  bool shuffle_;
+  std::unique_ptr<ShardView> shards_;
+  std::unique_ptr<DistSampler> sampler_;
+  std::unique_ptr<FeatureStore> features_;
+  std::int64_t epoch_ = 0, steps_ = 0;
+  std::vector<std::vector<NodeId>> batches_;  // an evaluation split's (or an unshuffled) batches
+};
+
+// Sums (or takes the min or max of) a contiguous numpy array over every rank, in place.
+void allreduce_inplace(py::buffer b, const std::string& op) {
+  const py::buffer_info info = b.request(/*writable=*/true);
+  const comm::Op o = op == "sum" ? comm::Op::kSum : op == "min" ? comm::Op::kMin : op == "max" ? comm::Op::kMax
+                                                                                               : throw py::value_error("op '" + op + "': expected sum, min or max");
+  const auto n = static_cast<std::size_t>(info.size);
+  bool contiguous = true;
+  for (py::ssize_t i = info.ndim - 1, stride = info.itemsize; i >= 0; stride *= info.shape[static_cast<std::size_t>(i)], --i)
+    contiguous = contiguous && (info.shape[static_cast<std::size_t>(i)] == 1 || info.strides[static_cast<std::size_t>(i)] == stride);
+  if (!contiguous) throw py::value_error("allreduce_: the array must be C-contiguous");
+  const comm::Communicator& w = world();
+  const char kind = py::dtype(info).kind();
+  if (kind == 'f' && info.itemsize == 4) w.allreduce_inplace(std::span(static_cast<float*>(info.ptr), n), o);
+  else if (kind == 'f' && info.itemsize == 8) w.allreduce_inplace(std::span(static_cast<double*>(info.ptr), n), o);
+  else if (kind == 'i' && info.itemsize == 8) w.allreduce_inplace(std::span(static_cast<std::int64_t*>(info.ptr), n), o);
+  else if (kind == 'i' && info.itemsize == 4) w.allreduce_inplace(std::span(static_cast<std::int32_t*>(info.ptr), n), o);
+  else throw py::value_error("allreduce_: float32, float64, int32 or int64 arrays, not '" + info.format + "'");
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_shardgnn, m) {
+  m.doc() = "shardgnn's partitioned graph, distributed sampler and feature store (see the package shardgnn)";
+  // An InputError (a bad file or argument) is a ValueError naming the file and the position.
+  py::register_exception<InputError>(m, "InputError", PyExc_ValueError);
+  py::register_exception<comm::CollectiveError>(m, "CollectiveError", PyExc_RuntimeError);
+
+  m.def("init", [] { world(); }, "Brings MPI up (or adopts mpi4py's): collective over every process of the job.");
+  m.def("finalize", [] {
+    Runtime& r = runtime();
+    r.world.reset();
+    r.env.reset();
+  });
+  m.def("rank", [] { return world().rank(); });
+  m.def("size", [] { return world().size(); });
+  m.def("local_rank", [] { return (world(), runtime().cores.local_rank); });
+  m.def("local_size", [] { return (world(), runtime().cores.ranks_on_node); });
+  m.def("barrier", [] { world().barrier(); });
+  m.def("collective_timeout", [] { return comm::collective_timeout(); });
+  m.def("allreduce_", &allreduce_inplace, py::arg("array"), py::arg("op") = "sum");
+  m.def("broadcast_bytes", [](py::bytes data, int root) {
+    const std::string s = data;
+    std::vector<char> v(s.begin(), s.end());
+    world().broadcast_vector(v, root);
+    return py::bytes(v.data(), v.size());
+  });
+
+  py::class_<Dataset, std::shared_ptr<Dataset>>(m, "Dataset")
+      .def(py::init([](const std::string& dir) { return std::make_shared<Dataset>(load_dataset(dir)); }), py::arg("path"))
+      .def_property_readonly("name", [](const Dataset& d) { return d.name; })
+      .def_property_readonly("num_nodes", &Dataset::num_nodes)
+      .def_property_readonly("num_edges", [](const Dataset& d) { return d.graph.num_edges(); })
+      .def_property_readonly("feature_dim", [](const Dataset& d) { return d.feature_dim; })
+      .def_property_readonly("feature_dtype", [](const Dataset& d) { return feature_dtype_name(d.feature_dtype); })
+      .def_property_readonly("num_classes", [](const Dataset& d) { return d.num_classes; })
+      .def_property_readonly("multilabel", [](const Dataset& d) { return d.multilabel; })
+      .def_property_readonly("typed", [](const Dataset& d) { return d.schema.typed(); })
+      .def_property_readonly("indptr", [](py::object self) {
+        const Dataset& d = self.cast<const Dataset&>();
+        return view(d.graph.indptr().data(), static_cast<std::int64_t>(d.graph.indptr().size()), 0, self);
+      })
+      .def_property_readonly("indices", [](py::object self) {
+        const Dataset& d = self.cast<const Dataset&>();
+        return d.graph.narrow_ids() ? view(d.graph.narrow_indices().data(), d.graph.num_edges(), 0, self)
+                                    : view(d.graph.wide_indices().data(), d.graph.num_edges(), 0, self);
+      })
+      .def_property_readonly("features", [](py::object self) {
+        const Dataset& d = self.cast<const Dataset&>();
+        return features_view(d, d.num_nodes(), self);
+      })
+      .def_property_readonly("labels", [](py::object self) {
+        const Dataset& d = self.cast<const Dataset&>();
+        return d.multilabel ? view(d.label_bits.data(), d.num_nodes(), label_row_bytes(d.num_classes), self) : view(d.labels, self);
+      })
+      .def_property_readonly("train_idx", [](py::object self) { return view(self.cast<const Dataset&>().train_idx, self); })
+      .def_property_readonly("val_idx", [](py::object self) { return view(self.cast<const Dataset&>().val_idx, self); })
+      .def_property_readonly("test_idx", [](py::object self) { return view(self.cast<const Dataset&>().test_idx, self); });
+
+  py::class_<Partition, std::shared_ptr<Partition>>(m, "Partition")
+      .def(py::init(&open_partition), py::arg("path"), py::arg("scratch") = "")
+      .def_property_readonly("name", [](const Partition& p) { return p.info->dataset.name; })
+      .def_property_readonly("num_parts", [](const Partition& p) { return p.info->book.parts(); })
+      .def_property_readonly("num_nodes", [](const Partition& p) { return p.info->dataset.num_nodes; })
+      .def_property_readonly("num_edges", [](const Partition& p) { return p.info->dataset.num_edges; })
+      .def_property_readonly("feature_dim", [](const Partition& p) { return p.info->dataset.feature_dim; })
+      .def_property_readonly("feature_dtype", [](const Partition& p) { return feature_dtype_name(p.info->dataset.feature_dtype); })
+      .def_property_readonly("num_classes", [](const Partition& p) { return p.info->dataset.num_classes; })
+      .def_property_readonly("multilabel", [](const Partition& p) { return p.info->dataset.multilabel; })
+      .def_property_readonly("node_range", [](const Partition& p) { return std::pair(p.shard.book.begin(p.shard.part), p.shard.book.end(p.shard.part)); })
+      .def_property_readonly("offsets", [](const Partition& p) { return p.shard.book.offsets(); })
+      .def_property_readonly("features", [](py::object self) {
+        const Partition& p = self.cast<const Partition&>();
+        return features_view(p.shard, p.shard.graph.num_nodes(), self);
+      })
+      .def_property_readonly("labels", [](py::object self) {
+        const Partition& p = self.cast<const Partition&>();
+        const Shard& s = p.shard;
+        return s.multilabel ? view(s.label_bits.data(), s.graph.num_nodes(), label_row_bytes(s.num_classes), self) : view(s.labels, self);
+      })
+      .def_property_readonly("orig_ids", [](py::object self) { return view(self.cast<const Partition&>().shard.orig_ids, self); })
+      .def_property_readonly("train_idx", [](py::object self) { return view(self.cast<const Partition&>().shard.train_idx, self); })
+      .def_property_readonly("val_idx", [](py::object self) { return view(self.cast<const Partition&>().shard.val_idx, self); })
+      .def_property_readonly("test_idx", [](py::object self) { return view(self.cast<const Partition&>().shard.test_idx, self); });
+
+  py::class_<Batch, std::shared_ptr<Batch>>(m, "Batch")
+      .def_property_readonly("batch_size", [](const Batch& b) { return static_cast<std::int64_t>(b.mb.seeds().size()); })
+      .def_property_readonly("epoch", [](const Batch& b) { return b.mb.epoch; })
+      .def_property_readonly("step", [](const Batch& b) { return b.mb.step; })
+      .def_property_readonly("n_id", [](py::object self) {
+        const auto& n = self.cast<const Batch&>().mb.input_nodes();
+        return view(n.data(), static_cast<std::int64_t>(n.size()), 0, self);
+      })
+      .def_property_readonly("num_layers", [](const Batch& b) { return static_cast<std::int64_t>(b.mb.blocks.size()); })
+      .def("block", [](py::object self, std::int64_t h) {
+        const Batch& b = self.cast<const Batch&>();
+        if (h < 0 || h >= static_cast<std::int64_t>(b.mb.blocks.size())) throw py::index_error("block " + std::to_string(h));
+        const Block& k = b.mb.blocks[static_cast<std::size_t>(h)];
+        return py::make_tuple(view(k.indptr.data(), static_cast<std::int64_t>(k.indptr.size()), 0, self),
+                              view(k.indices.data(), static_cast<std::int64_t>(k.indices.size()), 0, self), k.num_src, k.num_dst);
+      }, py::arg("layer"))
+      .def_property_readonly("x", [](py::object self) {
+        const MiniBatch& mb = self.cast<const Batch&>().mb;
+        return view(mb.features.data(), static_cast<std::int64_t>(mb.input_nodes().size()), mb.feature_dim, self);
+      })
+      .def_property_readonly("y", [](py::object self) -> py::object {
+        const Batch& b = self.cast<const Batch&>();
+        if (const auto* c = std::get_if<ClassTargets>(&b.mb.targets)) return view(c->classes.data(), static_cast<std::int64_t>(c->classes.size()), 0, self);
+        if (const auto* l = std::get_if<LabelSetTargets>(&b.mb.targets)) {
+          const auto rows = static_cast<std::int64_t>(b.mb.seeds().size());
+          return view(l->words.data(), rows, rows > 0 ? static_cast<std::int64_t>(l->words.size()) / rows : (b.num_classes + 63) / 64, self);
+        }
+        return py::none();
+      });
+
+  py::class_<Loader>(m, "Loader")
+      .def(py::init<std::shared_ptr<Partition>, std::vector<int>, int, const std::string&, bool, std::uint64_t>(), py::arg("partition"), py::arg("fanouts"),
+           py::arg("batch_size"), py::arg("split"), py::arg("shuffle"), py::arg("seed"))
+      .def("begin_epoch", &Loader::begin_epoch, py::arg("epoch"))
+      .def("batch", &Loader::batch, py::arg("step"));
+}

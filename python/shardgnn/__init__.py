@@ -1,0 +1,194 @@
+"""shardgnn from Python: the partitioned graph, the distributed neighbour sampler and the feature
+store as a data loader for any PyTorch model, under ``mpiexec -n K python train.py``.
+
+The native core (``_shardgnn``) links no torch: arrays cross as numpy views of the batch or the
+shard that holds them (no copy), so the package works beside whichever torch the process has
+(``torch.from_numpy`` shares the memory).
+
+    import shardgnn as sg
+    sg.init()
+    part = sg.Partition("cora.p2")            # this rank's part; collective
+    loader = sg.NeighborLoader(part, fanouts=[10, 5], batch_size=256, seed=0)
+    for epoch in range(10):
+        for batch in loader:                  # every rank the same number of batches
+            x, y, n = batch.x, batch.y, batch.batch_size
+            ...                               # forward on batch.blocks or batch.edge_index(h)
+            sg.allreduce_(grad_array)         # or torch.distributed after sg.torch_env()
+
+A problem every rank must hear of (a damaged file on one rank, options a rank cannot take) is
+raised on every rank as CollectiveError (a RuntimeError) with the message of the lowest rank that
+found it; a bad file or argument met by a process alone is InputError (a ValueError).
+"""
+
+import atexit
+import os
+import socket
+
+import numpy as np
+
+from . import _shardgnn as _native
+from ._shardgnn import Dataset, InputError, CollectiveError  # noqa: F401  (the package's API)
+
+__all__ = ["init", "rank", "size", "local_rank", "local_size", "barrier", "Dataset", "Partition", "NeighborLoader", "Batch",
+           "allreduce_", "torch_env", "widen", "InputError", "CollectiveError"]
+
+_started = False
+
+
+def init():
+    """Brings MPI up once per process (or adopts it when mpi4py brought it up first). Collective."""
+    global _started
+    if not _started:
+        _native.init()
+        atexit.register(_native.finalize)
+        _started = True
+
+
+def rank():
+    init()
+    return _native.rank()
+
+
+def size():
+    init()
+    return _native.size()
+
+
+def local_rank():
+    """This process's place among the job's processes on its node."""
+    init()
+    return _native.local_rank()
+
+
+def local_size():
+    init()
+    return _native.local_size()
+
+
+def barrier():
+    init()
+    _native.barrier()
+
+
+def Partition(path, scratch=""):
+    """This rank's part of a partitioned dataset (``shardgnn partition``), its files checked against
+    their checksums; with more parts than ranks, its parts merged. Collective."""
+    init()
+    return _native.Partition(path, scratch)
+
+
+def allreduce_(array, op="sum"):
+    """In place over every rank: ``sum``, ``mean``, ``min`` or ``max`` of a C-contiguous numpy array
+    (float32, float64, int32, int64) or a CPU torch tensor (through its numpy view). Collective."""
+    init()
+    a = array.numpy() if hasattr(array, "numpy") and not isinstance(array, np.ndarray) else array
+    _native.allreduce_(a, "sum" if op == "mean" else op)
+    if op == "mean":
+        a /= _native.size()
+    return array
+
+
+def torch_env(port=None):
+    """Sets MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE from MPI, so
+    that ``torch.distributed.init_process_group("gloo" or "nccl")`` and DDP start under mpiexec or
+    srun without torchrun. Rank 0's host and a free port on it (or ``port``). Collective."""
+    init()
+    if _native.rank() == 0:
+        if port is None:
+            with socket.socket() as s:
+                s.bind(("", 0))
+                port = s.getsockname()[1]
+        addr = socket.gethostbyname(socket.gethostname())
+        msg = f"{addr}:{port}".encode()
+    else:
+        msg = b""
+    addr, port = _native.broadcast_bytes(msg, 0).decode().rsplit(":", 1)
+    os.environ.update(MASTER_ADDR=addr, MASTER_PORT=port, RANK=str(_native.rank()), WORLD_SIZE=str(_native.size()),
+                      LOCAL_RANK=str(_native.local_rank()), LOCAL_WORLD_SIZE=str(_native.local_size()))
+
+
+def widen(rows, dtype):
+    """2-byte feature rows as stored (uint16 bits of ``float16`` or ``bfloat16``) as float32."""
+    if dtype == "float32":
+        return np.asarray(rows, dtype=np.float32)
+    if dtype == "float16":
+        return rows.view(np.float16).astype(np.float32)
+    if dtype == "bfloat16":
+        return (rows.astype(np.uint32) << 16).view(np.float32)
+    raise ValueError(f"dtype {dtype!r}: expected float32, float16 or bfloat16")
+
+
+class Batch:
+    """One sampled batch. ``n_id``: the global ids of its nodes, seeds first (``batch_size`` of them);
+    ``x``: their features, float32 rows aligned with ``n_id``; ``y``: the seeds' classes (-1:
+    unlabelled), or for label sets their bits, 64 a word; ``blocks``: per layer, input layer first
+    (as DGL's), ``(indptr, indices, num_src, num_dst)`` with positions in ``n_id``;
+    ``edge_index(h)``: block h's edges as PyG's ``[2, E]`` (source row, destination row), local
+    positions in ``n_id``."""
+
+    def __init__(self, native):
+        self._b = native
+
+    @property
+    def batch_size(self):
+        return self._b.batch_size
+
+    @property
+    def n_id(self):
+        return self._b.n_id
+
+    @property
+    def x(self):
+        return self._b.x
+
+    @property
+    def y(self):
+        return self._b.y
+
+    @property
+    def num_layers(self):
+        return self._b.num_layers
+
+    @property
+    def blocks(self):
+        return [self._b.block(h) for h in range(self._b.num_layers)]
+
+    def edge_index(self, h):
+        indptr, indices, _, num_dst = self._b.block(h)
+        dst = np.repeat(np.arange(num_dst, dtype=np.int64), np.diff(indptr))
+        return np.stack([np.asarray(indices, dtype=np.int64), dst])
+
+    def to_pyg(self):
+        """A ``torch_geometric.data.Data`` over the batch's nodes: x, y (the seeds'), n_id, batch_size,
+        and every layer's sampled edges together (each once) as ``edge_index``. Needs PyG."""
+        import torch
+        from torch_geometric.data import Data
+        edges = np.concatenate([self.edge_index(h) for h in range(self.num_layers)], axis=1)
+        edges = np.unique(edges, axis=1) if edges.shape[1] else edges
+        return Data(x=torch.from_numpy(self.x), edge_index=torch.from_numpy(edges), y=torch.from_numpy(self.y),
+                    n_id=torch.from_numpy(self.n_id), batch_size=self.batch_size)
+
+
+class NeighborLoader:
+    """Batches of ``batch_size`` seeds of ``split`` (train, val, test) owned by this rank, their
+    ``fanouts`` neighbourhoods sampled across every rank's part (-1: every neighbour), features and
+    targets fetched from their owners. ``shuffle`` (train only): the seeds in a fresh order every
+    epoch, keyed by ``seed``, the epoch and the rank, as ``shardgnn train`` draws them; otherwise in
+    id order. Iterating is collective: every rank takes every batch of an epoch (a rank whose seeds
+    ran out gets empty batches, ``batch_size`` 0). ``epoch`` counts the epochs iterated (or set)."""
+
+    def __init__(self, partition, fanouts, batch_size, split="train", shuffle=True, seed=0):
+        if split not in ("train", "val", "test"):
+            raise ValueError(f"split {split!r}: expected train, val or test")
+        init()
+        self._loader = _native.Loader(partition, list(fanouts), int(batch_size), split, bool(shuffle and split == "train"), int(seed))
+        self.epoch = 0
+
+    def __iter__(self):
+        steps = self._loader.begin_epoch(self.epoch)
+        for step in range(steps):
+            yield Batch(self._loader.batch(step))
+        self.epoch += 1
+
+    def set_epoch(self, epoch):
+        self.epoch = int(epoch)

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The Python package's loader (python/shardgnn) on Cora at 1, 2 and 4 ranks against numpy's
+# reading of the same files (test_loader.py).
+set -euo pipefail
+: "${SHARDGNN:?}" "${SAMPLES:?}" "${MPIEXEC:?}" "${PYTHONPATH:?}"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+py=${NUMPY_PYTHON:-/usr/bin/python3}
+export OMP_NUM_THREADS=1
+"$SHARDGNN" data convert "$SAMPLES/cora.npz" --out "$work/cora" >/dev/null
+for k in 1 2 4; do
+  "$SHARDGNN" partition "$work/cora" --parts "$k" --method metis --out "$work/p$k" >/dev/null
+  timeout 300 "$MPIEXEC" -n "$k" "$py" "$(dirname "$0")/test_loader.py" "$work/cora" "$work/p$k"
+done
