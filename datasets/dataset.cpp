@@ -184,7 +184,7 @@ boost::json::object write_features(const Dataset& ds, const std::string& dir, co
 
 DatasetMeta meta_of(const Dataset& ds) {
   DatasetMeta m;
-  describe_parts(m, ds);
+  copy_described(m, ds);
   m.name = ds.name;
   m.source = ds.source;
   m.num_nodes = ds.num_nodes();
@@ -293,7 +293,7 @@ Dataset load_dataset(const std::string& dir, Contents contents) {
   const DatasetMeta& d = meta.d;
   const std::int64_t n = d.num_nodes;
   Dataset ds;
-  shape_parts(ds, d);
+  copy_described(ds, d);
   ds.name = d.name;
   ds.source = d.source;
   ds.node_weight_dim = d.node_weight_dim;

@@ -39,29 +39,19 @@ struct DatasetMeta {
 // More classes than nodes is refused, beyond this many (a corrupt count would size per-class tables).
 inline constexpr std::int64_t kMaxClassesAnyGraph = 1 << 16;
 
-// The fields of a Dataset's or a Shard's parts that a meta describes, copied from the parts
-// (describe_parts) or into them (shape_parts); the arrays are not touched.
-template <class D>
-void describe_parts(DatasetMeta& m, const D& d) {
-  m.feature_dim = d.feature_dim;
-  m.feature_dtype = d.feature_dtype;
-  m.feature_norm = d.feature_norm;
-  m.num_classes = d.num_classes;
-  m.multilabel = d.multilabel;
-  m.edge_split = d.edge_split;
-  m.eval_negatives = d.eval_negatives;
-  m.schema = d.schema;
-}
-template <class D>
-void shape_parts(D& d, const DatasetMeta& m) {
-  d.feature_dim = m.feature_dim;
-  d.feature_dtype = m.feature_dtype;
-  d.feature_norm = m.feature_norm;
-  d.num_classes = m.num_classes;
-  d.multilabel = m.multilabel;
-  d.edge_split = m.edge_split;
-  d.eval_negatives = m.eval_negatives;
-  d.schema = m.schema;
+// The fields of a Dataset's or a Shard's parts that a meta describes, copied between a meta and
+// the parts either way (the fields have the same names on both; the arrays are not touched):
+// copy_described(meta, dataset) describes the parts, copy_described(shard, meta) shapes them.
+template <class To, class From>
+void copy_described(To& to, const From& from) {
+  to.feature_dim = from.feature_dim;
+  to.feature_dtype = from.feature_dtype;
+  to.feature_norm = from.feature_norm;
+  to.num_classes = from.num_classes;
+  to.multilabel = from.multilabel;
+  to.edge_split = from.edge_split;
+  to.eval_negatives = from.eval_negatives;
+  to.schema = from.schema;
 }
 
 // Reading checks every field (counts non-negative, no more classes than the graph can hold, a

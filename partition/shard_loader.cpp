@@ -33,7 +33,7 @@ Shard load_rows(const PartitionInfo& info, PartId k) {
   s.dir = info.dir;
   s.part = k;
   s.book = info.book;
-  shape_parts(s, info.dataset);
+  copy_described(s, info.dataset);
   s.graph = load_listed_csr(e.path, e.arrays, path, n, e.edges);
   s.orig_ids = load_listed_ints(e.path, e.arrays, path, "orig_ids", {n}, true);
   if (info.dataset.feature_dim > 0 && s.feature_dtype == FeatureDtype::kFloat32)
@@ -285,7 +285,7 @@ Shard load_shard_for_rank(const PartitionInfo& info, int rank, int ranks, const 
   Shard s = merged(group, rank, PartitionBook(std::move(offsets)));
   s.dir = info.dir;
   s.merged_parts = last - first;
-  shape_parts(s, info.dataset);
+  copy_described(s, info.dataset);
   s.info = std::move(shared);
   return s;
 }
