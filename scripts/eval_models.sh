@@ -66,10 +66,11 @@ if [ -f "$shared/amazon-photo/amazon_electronics_photo.npz" ]; then
 fi
 
 # The typed graph: 20,000 papers (the generator's defaults: 128 features, 19 classes), sampled
-# fanouts per relation, batch 1024, 10 epochs, Adam 0.005 without weight decay, dropout 0.2.
+# fanouts per relation, a global batch of 1024, 10 epochs, Adam 0.005 without weight decay, dropout 0.2.
 $bin data generate hetero --papers 20000 --out "$work/h20k" >/dev/null
 for p in 2 4; do $bin partition "$work/h20k" --parts $p --balance ntypes,train --out "$work/h20k-$p" >/dev/null; done
-typed="--batch 1024 --epochs 10 --lr 0.005 --weight-decay 0 --dropout 0.2"
+# Several ranks split the global batch of 1024 (one rank's), so that an epoch has as many steps.
+typed="--epochs 10 --lr 0.005 --weight-decay 0 --dropout 0.2"
 declare -A het=(
   [rgcn]="--model rgcn --hidden 64 --fanouts 10,5"
   [rgat]="--model rgat --hidden 64 --heads 4 --fanouts 10,5"
@@ -82,5 +83,5 @@ for m in rgcn rgat rgcn-ln-res rgat-jk rgat-mlperf; do
   ranks="1"
   [ "$m" = rgat-mlperf ] && ranks="1 2 4"
   # shellcheck disable=SC2086
-  for n in $ranks; do row "hetero $m" "$n" "$work/h20k" ${het[$m]} $typed; done
+  for n in $ranks; do row "hetero $m" "$n" "$work/h20k" ${het[$m]} $typed --batch $((1024 / n)); done
 done
