@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
+#include "datasets/builder.hpp"
 #include "datasets/dataset.hpp"
 #include "datasets/error.hpp"
 #include "partition/partition_info.hpp"
@@ -175,6 +177,69 @@ void allreduce_inplace(py::buffer b, const std::string& op) {
   else throw py::value_error("allreduce_: float32, float64, int32 or int64 arrays, not '" + info.format + "'");
 }
 
+// A dataset folder from arrays (write_dataset in the package): the graph from its edges (src to
+// dst, PyG's edge_index), cleaned as `data convert` cleans, then features, labels and splits,
+// checked and written atomically by save_dataset.
+void write_dataset(const std::string& dir, py::array_t<std::int64_t, py::array::c_style | py::array::forcecast> edge_index, std::int64_t num_nodes,
+                   std::optional<py::array_t<float, py::array::c_style | py::array::forcecast>> x,
+                   std::optional<py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>> y,
+                   std::optional<py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>> train,
+                   std::optional<py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>> val,
+                   std::optional<py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>> test, const std::string& name, bool symmetrize,
+                   bool overwrite) {
+  if (edge_index.ndim() != 2 || edge_index.shape(0) != 2) throw InputError("edge_index: expected shape [2, E], got " + std::to_string(edge_index.ndim()) + " dimensions");
+  if (num_nodes < 0) throw InputError("num_nodes: " + std::to_string(num_nodes) + ", expected 0 or more");
+  const std::int64_t E = edge_index.shape(1);
+  const auto e = edge_index.unchecked<2>();
+  EdgeList edges;
+  edges.num_nodes = num_nodes;
+  edges.src.resize(static_cast<std::size_t>(E));
+  edges.dst.resize(static_cast<std::size_t>(E));
+  for (std::int64_t i = 0; i < E; ++i)
+    for (int r = 0; r < 2; ++r) {
+      const std::int64_t v = e(r, i);
+      if (v < 0 || v >= num_nodes)
+        throw InputError("edge_index[" + std::to_string(r) + "][" + std::to_string(i) + "]: node " + std::to_string(v) + ", expected an id in [0, " + std::to_string(num_nodes) + ")");
+      (r == 0 ? edges.src : edges.dst)[static_cast<std::size_t>(i)] = v;
+    }
+  CleanOptions clean;
+  clean.symmetrize = symmetrize;
+  clean.drop_self_loops = true;
+  clean.drop_duplicates = true;
+  BuiltGraph built = build_csr(std::move(edges), clean);
+  Dataset ds;
+  ds.name = name;
+  ds.source = "python: shardgnn.write_dataset";
+  ds.graph = std::move(built.graph);
+  ds.cleaning = built.report;
+  if (x) {
+    if (x->ndim() != 2 || x->shape(0) != num_nodes) throw InputError("x: expected shape [num_nodes = " + std::to_string(num_nodes) + ", F]");
+    ds.feature_dim = x->shape(1);
+    ds.features = Array<float>(std::vector<float>(x->data(), x->data() + x->size()));
+  }
+  if (y) {
+    if (y->ndim() != 1 || y->shape(0) != num_nodes) throw InputError("y: expected one class per node (-1: unlabelled), shape [" + std::to_string(num_nodes) + "]");
+    std::int64_t classes = 0;
+    for (std::int64_t i = 0; i < num_nodes; ++i) {
+      if (y->data()[i] < -1) throw InputError("y[" + std::to_string(i) + "]: " + std::to_string(y->data()[i]) + ", expected a class >= 0 or -1 (unlabelled)");
+      classes = std::max(classes, y->data()[i] + 1);
+    }
+    ds.num_classes = classes;
+    ds.labels = IntArray(Array<std::int64_t>(std::vector<std::int64_t>(y->data(), y->data() + num_nodes)));
+  }
+  const auto split = [&](const char* what, const auto& ids, IntArray& out) {
+    if (!ids) return;
+    std::vector<std::int64_t> v(ids->data(), ids->data() + ids->size());
+    for (std::size_t i = 0; i < v.size(); ++i)
+      if (v[i] < 0 || v[i] >= num_nodes) throw InputError(std::string(what) + "[" + std::to_string(i) + "]: node " + std::to_string(v[i]) + " out of range");
+    out = IntArray(Array<std::int64_t>(std::move(v)));
+  };
+  split("train_idx", train, ds.train_idx);
+  split("val_idx", val, ds.val_idx);
+  split("test_idx", test, ds.test_idx);
+  save_dataset(ds, dir, overwrite);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_shardgnn, m) {
@@ -196,6 +261,9 @@ PYBIND11_MODULE(_shardgnn, m) {
   m.def("barrier", [] { world().barrier(); });
   m.def("collective_timeout", [] { return comm::collective_timeout(); });
   m.def("allreduce_", &allreduce_inplace, py::arg("array"), py::arg("op") = "sum");
+  m.def("write_dataset", &write_dataset, py::arg("path"), py::arg("edge_index"), py::arg("num_nodes"), py::arg("x") = py::none(), py::arg("y") = py::none(),
+        py::arg("train_idx") = py::none(), py::arg("val_idx") = py::none(), py::arg("test_idx") = py::none(), py::arg("name") = "python",
+        py::arg("symmetrize") = true, py::arg("overwrite") = false);
   m.def("broadcast_bytes", [](py::bytes data, int root) {
     const std::string s = data;
     std::vector<char> v(s.begin(), s.end());

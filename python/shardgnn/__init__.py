@@ -30,7 +30,7 @@ from . import _shardgnn as _native
 from ._shardgnn import Dataset, InputError, CollectiveError  # noqa: F401  (the package's API)
 
 __all__ = ["init", "rank", "size", "local_rank", "local_size", "barrier", "Dataset", "Partition", "NeighborLoader", "Batch",
-           "allreduce_", "torch_env", "widen", "InputError", "CollectiveError"]
+           "allreduce_", "torch_env", "widen", "write_dataset", "write_pyg", "InputError", "CollectiveError"]
 
 _started = False
 
@@ -116,6 +116,39 @@ def widen(rows, dtype):
     if dtype == "bfloat16":
         return (rows.astype(np.uint32) << 16).view(np.float32)
     raise ValueError(f"dtype {dtype!r}: expected float32, float16 or bfloat16")
+
+
+def _array(a):
+    """A numpy array of a numpy array, a list or a (CPU or GPU) torch tensor."""
+    if a is None:
+        return None
+    if hasattr(a, "detach"):
+        a = a.detach().cpu().numpy()
+    return np.asarray(a)
+
+
+def write_dataset(path, edge_index, num_nodes=None, x=None, y=None, train_idx=None, val_idx=None, test_idx=None, name="python",
+                  symmetrize=True, overwrite=False):
+    """Writes a dataset folder (what ``shardgnn data convert`` writes) from arrays: ``edge_index``
+    ``[2, E]`` (source, destination, PyG's convention), cleaned as ``data convert`` cleans (the
+    reverse of every edge added unless ``symmetrize=False``, self-loops and duplicates dropped,
+    rows sorted); ``x`` float32 ``[num_nodes, F]``; ``y`` one class per node (-1: unlabelled);
+    the split ids. Checked, and written atomically: nothing is left at ``path`` on an error (an
+    InputError naming the array and the position). Not collective."""
+    ei = _array(edge_index)
+    if num_nodes is None:
+        num_nodes = len(x) if x is not None else (int(ei.max()) + 1 if ei.size else 0)
+    _native.write_dataset(path, ei, int(num_nodes), _array(x), _array(y), _array(train_idx), _array(val_idx), _array(test_idx), name,
+                          bool(symmetrize), bool(overwrite))
+
+
+def write_pyg(data, path, name="pyg", symmetrize=True, overwrite=False):
+    """write_dataset from a ``torch_geometric.data.Data``: its edge_index, x, y and the
+    train/val/test masks (as ids)."""
+    def ids(mask):
+        return None if mask is None else np.flatnonzero(_array(mask))
+    write_dataset(path, data.edge_index, data.num_nodes, getattr(data, "x", None), getattr(data, "y", None), ids(getattr(data, "train_mask", None)),
+                  ids(getattr(data, "val_mask", None)), ids(getattr(data, "test_mask", None)), name, symmetrize, overwrite)
 
 
 class Batch:

@@ -108,3 +108,24 @@ except ValueError as e:
     if "split 'training': expected train, val or test" not in str(e):
         fail(f"bad split's error: {e}")
 print(f"rank {R}/{P}: ok", flush=True)
+
+# A dataset written from arrays is the folder data convert writes: Cora's own edges, features,
+# labels and splits give back its arrays; a bad id is one error naming the array and position.
+if R == 0:
+    import subprocess
+    src = np.repeat(np.arange(n), np.diff(indptr))
+    out = os.environ["WORK"] + f"/written-{P}"
+    sg.write_dataset(out, np.stack([src, indices]), n, x=features, y=labels, train_idx=train, val_idx=val,
+                     test_idx=np.load(f"{ds_dir}/test_idx.npy"), name="cora", symmetrize=False)
+    back = sg.Dataset(out)
+    if not (np.array_equal(back.indptr, indptr) and np.array_equal(back.indices, indices) and np.array_equal(back.features, features)
+            and np.array_equal(back.labels, labels) and np.array_equal(back.train_idx, train) and back.num_classes == labels.max() + 1):
+        fail("write_dataset did not write Cora's arrays back")
+    subprocess.run([os.environ["SHARDGNN"], "data", "validate", out], check=True, stdout=subprocess.DEVNULL)
+    try:
+        sg.write_dataset(os.environ["WORK"] + f"/bad-{P}", np.array([[0, 1], [1, n]]), n)
+        fail("an edge to a node past num_nodes was written")
+    except sg.InputError as e:
+        if "edge_index[1][1]: node %d, expected an id in [0, %d)" % (n, n) not in str(e) or os.path.exists(os.environ["WORK"] + f"/bad-{P}"):
+            fail(f"a bad edge's error: {e}")
+    print("write_dataset: ok", flush=True)

@@ -10,5 +10,5 @@ export OMP_NUM_THREADS=1
 "$SHARDGNN" data convert "$SAMPLES/cora.npz" --out "$work/cora" >/dev/null
 for k in 1 2 4; do
   "$SHARDGNN" partition "$work/cora" --parts "$k" --method metis --out "$work/p$k" >/dev/null
-  timeout 300 "$MPIEXEC" -n "$k" "$py" "$(dirname "$0")/test_loader.py" "$work/cora" "$work/p$k"
+  WORK="$work" timeout 300 "$MPIEXEC" -n "$k" "$py" "$(dirname "$0")/test_loader.py" "$work/cora" "$work/p$k"
 done
