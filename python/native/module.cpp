@@ -114,7 +114,7 @@ class Loader {
     c.seed = seed;
     c.prefetch = 0;
     comm::agree(comm_, [&] {
-      if (split != "train" && split != "val" && split != "test") throw InputError("split '" + split + "': expected train, val or test");
+      if (split != "train" && split != "val" && split != "test" && split != "all") throw InputError("split '" + split + "': expected train, val, test or all");
       validate(c);
     });
     shards_ = std::make_unique<ShardView>(part_->shard, comm_, c.node_local);
@@ -129,8 +129,12 @@ class Loader {
     epoch_ = epoch;
     const Shard& s = part_->shard;
     if (split_ == "train" && shuffle_) return steps_ = sampler_->steps_in_epoch(epoch);
-    const IntArray& ids = split_ == "train" ? s.train_idx : split_ == "val" ? s.val_idx : s.test_idx;
-    const std::vector<NodeId> seeds = ids.widened();
+    std::vector<NodeId> seeds;
+    if (split_ == "all") {
+      for (NodeId v = s.book.begin(s.part); v < s.book.end(s.part); ++v) seeds.push_back(v);
+    } else {
+      seeds = (split_ == "train" ? s.train_idx : split_ == "val" ? s.val_idx : s.test_idx).widened();
+    }
     batches_ = sampler_->eval_batches(seeds);
     return steps_ = static_cast<std::int64_t>(batches_.size());
   }

@@ -203,25 +203,50 @@ class Batch:
 
 
 class NeighborLoader:
-    """Batches of ``batch_size`` seeds of ``split`` (train, val, test) owned by this rank, their
+    """Batches of ``batch_size`` seeds of ``split`` (train, val, test, or all: every node, for
+    embedding the graph) owned by this rank, their
     ``fanouts`` neighbourhoods sampled across every rank's part (-1: every neighbour), features and
     targets fetched from their owners. ``shuffle`` (train only): the seeds in a fresh order every
     epoch, keyed by ``seed``, the epoch and the rank, as ``shardgnn train`` draws them; otherwise in
     id order. Iterating is collective: every rank takes every batch of an epoch (a rank whose seeds
-    ran out gets empty batches, ``batch_size`` 0). ``epoch`` counts the epochs iterated (or set)."""
+    ran out gets empty batches, ``batch_size`` 0). ``epoch`` counts the epochs iterated (or set).
+
+    ``state_dict()`` is where the iteration stands (epoch, and the next step within it) and
+    ``load_state_dict()`` restores it: a resumed job takes the batches the uninterrupted one would
+    have taken from there, the same seeds and the same sampled neighbours (both are keyed by the
+    seed, the epoch, the step and the rank, as ``shardgnn train --resume`` relies on). Save it
+    after each batch's optimiser step, with the model's checkpoint."""
 
     def __init__(self, partition, fanouts, batch_size, split="train", shuffle=True, seed=0):
-        if split not in ("train", "val", "test"):
-            raise ValueError(f"split {split!r}: expected train, val or test")
+        if split not in ("train", "val", "test", "all"):
+            raise ValueError(f"split {split!r}: expected train, val, test or all")
         init()
         self._loader = _native.Loader(partition, list(fanouts), int(batch_size), split, bool(shuffle and split == "train"), int(seed))
+        self._identity = {"fanouts": list(fanouts), "batch_size": int(batch_size), "split": split, "shuffle": bool(shuffle), "seed": int(seed),
+                          "ranks": _native.size()}
         self.epoch = 0
+        self.step = 0  # the next batch of the epoch
 
     def __iter__(self):
         steps = self._loader.begin_epoch(self.epoch)
-        for step in range(steps):
-            yield Batch(self._loader.batch(step))
+        while self.step < steps:
+            batch = Batch(self._loader.batch(self.step))
+            self.step += 1
+            yield batch
         self.epoch += 1
+        self.step = 0
 
     def set_epoch(self, epoch):
         self.epoch = int(epoch)
+        self.step = 0
+
+    def state_dict(self):
+        return dict(self._identity, epoch=self.epoch, step=self.step)
+
+    def load_state_dict(self, state):
+        """Restores state_dict()'s position; a state of another loader (fanouts, batch, split,
+        shuffle, seed or rank count) is a ValueError naming what differs."""
+        for key, mine in self._identity.items():
+            if state.get(key) != mine:
+                raise ValueError(f"loader state: {key} {state.get(key)!r}, this loader's is {mine!r}")
+        self.epoch, self.step = int(state["epoch"]), int(state["step"])

@@ -105,7 +105,7 @@ try:
     sg.NeighborLoader(part, fanouts=[5], batch_size=8, split="training")
     fail("a bad split was accepted")
 except ValueError as e:
-    if "split 'training': expected train, val or test" not in str(e):
+    if "split 'training': expected train, val, test or all" not in str(e):
         fail(f"bad split's error: {e}")
 print(f"rank {R}/{P}: ok", flush=True)
 
@@ -129,3 +129,39 @@ if R == 0:
         if "edge_index[1][1]: node %d, expected an id in [0, %d)" % (n, n) not in str(e) or os.path.exists(os.environ["WORK"] + f"/bad-{P}"):
             fail(f"a bad edge's error: {e}")
     print("write_dataset: ok", flush=True)
+
+# Resume: a loader restored from a state taken after step 2 of epoch 1 takes the batches the
+# uninterrupted loader took from there, the same seeds and the same sampled neighbours.
+whole = sg.NeighborLoader(part, fanouts=fanouts, batch_size=16, seed=1)
+whole.set_epoch(1)
+seen, state = [], None
+for b in whole:
+    seen.append((b.n_id.copy(), b.edge_index(0).copy()))
+    if len(seen) == 2:
+        state = whole.state_dict()
+if state is None:
+    fail(f"only {len(seen)} batches an epoch: the test needs 3")
+resumed = sg.NeighborLoader(part, fanouts=fanouts, batch_size=16, seed=1)
+resumed.load_state_dict(state)
+again = [(b.n_id.copy(), b.edge_index(0).copy()) for b in resumed]
+if len(again) != len(seen) - 2 or any(not (np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])) for a, b in zip(again, seen[2:])):
+    fail("the resumed loader's batches are not the uninterrupted one's")
+if resumed.state_dict()["epoch"] != 2:
+    fail("the resumed loader did not finish its epoch")
+try:
+    sg.NeighborLoader(part, fanouts=[5, 5], batch_size=16, seed=1).load_state_dict(state)
+    fail("another loader's state was accepted")
+except ValueError as e:
+    if "fanouts" not in str(e):
+        fail(f"another loader's state: {e}")
+
+# Every node of this rank's part once, in id order (embedding the graph).
+everyone = np.zeros(n, dtype=np.int64)
+for b in sg.NeighborLoader(part, fanouts=[-1, -1], batch_size=500, split="all"):
+    everyone[orig[b.n_id[: b.batch_size]]] += 1
+    if not np.array_equal(b.x, features[orig[b.n_id]]):
+        fail("split all: features are not the nodes' rows")
+sg.allreduce_(everyone)
+if not np.all(everyone == 1):
+    fail("split all: not every node once")
+print(f"rank {R}/{P}: resume and split all ok", flush=True)
