@@ -21,6 +21,7 @@
 #include "partition/partition_info.hpp"
 #include "partition/shard_loader.hpp"
 #include "sampler/config.hpp"
+#include "sampler/examples.hpp"
 #include "sampler/feature_store.hpp"
 #include "sampler/pipeline.hpp"
 #include "sampler/sampler.hpp"
@@ -160,6 +161,58 @@ class Loader {
   std::unique_ptr<FeatureStore> features_;
   std::int64_t epoch_ = 0, steps_ = 0;
   std::vector<std::vector<NodeId>> batches_;  // an evaluation split's (or an unshuffled) batches
+};
+
+// Link prediction's batches over a partition with an edge split (`shardgnn data split-edges`):
+// this rank's training edges (u < v, u owned here) in an order keyed by seed, epoch and rank, each
+// with `negatives` corrupted destinations, their endpoints the batch's seeds, the positives cut
+// from the sampled blocks unless `exclude` is off: `train --task link`'s examples (EdgeExamples).
+class LinkLoader {
+ public:
+  LinkLoader(std::shared_ptr<Partition> part, std::vector<int> fanouts, int batch_size, int negatives, std::uint64_t seed, bool exclude)
+      : part_(std::move(part)), comm_(world().dup()) {
+    SamplerConfig c;
+    c.fanouts = std::move(fanouts);
+    c.batch_size = batch_size;
+    c.seed = seed;
+    c.prefetch = 0;
+    c.remote_seeds = true;  // a pair's ends are anyone's nodes
+    comm::agree(comm_, [&] {
+      validate(c);
+      if (negatives < 0) throw InputError("negatives: " + std::to_string(negatives) + ", expected 0 or more");
+      if (!part_->shard.edge_split)
+        throw InputError(part_->dir, "", "no held-out edges: link prediction needs a dataset split by `shardgnn data split-edges` before partitioning");
+      examples_ = std::make_unique<EdgeExamples>(part_->shard, batch_size, negatives, seed, exclude);
+      examples_->check(SeedSampling::kShard, 0, part_->shard.schema.typed());
+    });
+    shards_ = std::make_unique<ShardView>(part_->shard, comm_, c.node_local);
+    sampler_ = std::make_unique<DistSampler>(*shards_, comm_, c);
+    features_ = std::make_unique<FeatureStore>(*shards_, comm_);
+    features_->build_cache(c, sampler_.get());
+  }
+  std::int64_t edges() const { return examples_->own(); }
+  // Collective: `epoch`'s steps, the most any rank has.
+  std::int64_t begin_epoch(std::int64_t epoch) {
+    steps_ = examples_->steps(*sampler_, epoch);
+    produce_ = examples_->producer(*sampler_, *features_, epoch);
+    return steps_;
+  }
+  std::shared_ptr<Batch> batch(std::int64_t step) {
+    if (step < 0 || step >= steps_) throw py::index_error("step " + std::to_string(step) + " of " + std::to_string(steps_));
+    auto b = std::make_shared<Batch>();
+    b->mb = produce_(step);
+    return b;
+  }
+
+ private:
+  std::shared_ptr<Partition> part_;
+  comm::Communicator comm_;
+  std::unique_ptr<EdgeExamples> examples_;
+  std::unique_ptr<ShardView> shards_;
+  std::unique_ptr<DistSampler> sampler_;
+  std::unique_ptr<FeatureStore> features_;
+  Prefetcher::Produce produce_;
+  std::int64_t steps_ = 0;
 };
 
 // Sums (or takes the min or max of) a contiguous numpy array over every rank, in place.
@@ -330,7 +383,15 @@ PYBIND11_MODULE(_shardgnn, m) {
       .def_property_readonly("orig_ids", [](py::object self) { return view(self.cast<const Partition&>().shard.orig_ids, self); })
       .def_property_readonly("train_idx", [](py::object self) { return view(self.cast<const Partition&>().shard.train_idx, self); })
       .def_property_readonly("val_idx", [](py::object self) { return view(self.cast<const Partition&>().shard.val_idx, self); })
-      .def_property_readonly("test_idx", [](py::object self) { return view(self.cast<const Partition&>().shard.test_idx, self); });
+      .def_property_readonly("test_idx", [](py::object self) { return view(self.cast<const Partition&>().shard.test_idx, self); })
+      .def("held_out", [](py::object self, const std::string& which) {
+        // An edge split's held-out pairs whose first node this rank owns (global ids).
+        const Shard& s = self.cast<const Partition&>().shard;
+        const Array<NodeId>* a = which == "val_pos" ? &s.val_pos : which == "val_neg" ? &s.val_neg : which == "test_pos" ? &s.test_pos
+                               : which == "test_neg" ? &s.test_neg : nullptr;
+        if (a == nullptr) throw py::value_error("held_out '" + which + "': expected val_pos, val_neg, test_pos or test_neg");
+        return view(a->data(), static_cast<std::int64_t>(a->size()) / 2, 2, self);
+      }, py::arg("which"));
 
   py::class_<Batch, std::shared_ptr<Batch>>(m, "Batch")
       .def_property_readonly("batch_size", [](const Batch& b) { return static_cast<std::int64_t>(b.mb.seeds().size()); })
@@ -360,6 +421,11 @@ PYBIND11_MODULE(_shardgnn, m) {
           return view(l->words.data(), rows, rows > 0 ? static_cast<std::int64_t>(l->words.size()) / rows : (b.num_classes + 63) / 64, self);
         }
         return py::none();
+      })
+      .def_property_readonly("pairs", [](py::object self) -> py::object {
+        const auto* p = std::get_if<PairTargets>(&self.cast<const Batch&>().mb.targets);
+        if (p == nullptr) return py::none();
+        return view(p->rows.data(), static_cast<std::int64_t>(p->rows.size()) / 3, 3, self);
       });
 
   py::class_<Loader>(m, "Loader")
@@ -367,4 +433,11 @@ PYBIND11_MODULE(_shardgnn, m) {
            py::arg("batch_size"), py::arg("split"), py::arg("shuffle"), py::arg("seed"))
       .def("begin_epoch", &Loader::begin_epoch, py::arg("epoch"))
       .def("batch", &Loader::batch, py::arg("step"));
+
+  py::class_<LinkLoader>(m, "LinkLoader")
+      .def(py::init<std::shared_ptr<Partition>, std::vector<int>, int, int, std::uint64_t, bool>(), py::arg("partition"), py::arg("fanouts"),
+           py::arg("batch_size"), py::arg("negatives"), py::arg("seed"), py::arg("exclude"))
+      .def_property_readonly("edges", &LinkLoader::edges)
+      .def("begin_epoch", &LinkLoader::begin_epoch, py::arg("epoch"))
+      .def("batch", &LinkLoader::batch, py::arg("step"));
 }

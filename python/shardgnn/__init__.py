@@ -29,7 +29,7 @@ import numpy as np
 from . import _shardgnn as _native
 from ._shardgnn import Dataset, InputError, CollectiveError  # noqa: F401  (the package's API)
 
-__all__ = ["init", "rank", "size", "local_rank", "local_size", "barrier", "Dataset", "Partition", "NeighborLoader", "Batch",
+__all__ = ["init", "rank", "size", "local_rank", "local_size", "barrier", "Dataset", "Partition", "NeighborLoader", "LinkLoader", "Batch",
            "allreduce_", "torch_env", "widen", "write_dataset", "write_pyg", "InputError", "CollectiveError"]
 
 _started = False
@@ -183,6 +183,12 @@ class Batch:
         return self._b.num_layers
 
     @property
+    def pairs(self):
+        """A link batch's pairs ``[P, 3]``: the positions in ``n_id`` of the two ends, and the target
+        (1: a training edge, 0: one of its corrupted pairs); None for a node batch."""
+        return self._b.pairs
+
+    @property
     def blocks(self):
         return [self._b.block(h) for h in range(self._b.num_layers)]
 
@@ -250,3 +256,34 @@ class NeighborLoader:
             if state.get(key) != mine:
                 raise ValueError(f"loader state: {key} {state.get(key)!r}, this loader's is {mine!r}")
         self.epoch, self.step = int(state["epoch"]), int(state["step"])
+
+
+class LinkLoader:
+    """Link prediction's batches over a partition of a dataset split by ``shardgnn data
+    split-edges``, as ``shardgnn train --task link`` draws them: ``batch_size`` of this rank's
+    training edges (each undirected edge once over all ranks, u < v with u owned here) in an order
+    keyed by ``seed``, the epoch and the rank, each with ``negatives`` corrupted destinations
+    (uniform over the nodes, keyed by the edge: the same wherever it is trained); their ends are
+    the batch's seeds and ``batch.pairs`` says which pair is which. With ``exclude`` the positives'
+    edges are cut from the sampled blocks in both directions (DGL's ``exclude="reverse_id"``), so
+    that message passing never sees what is scored. The held-out pairs to score are
+    ``Partition.held_out("val_pos" | "val_neg" | "test_pos" | "test_neg")``. Iterating is
+    collective; ``state_dict``/``load_state_dict`` as NeighborLoader's."""
+
+    def __init__(self, partition, fanouts, batch_size, negatives=1, seed=0, exclude=True):
+        init()
+        self._loader = _native.LinkLoader(partition, list(fanouts), int(batch_size), int(negatives), int(seed), bool(exclude))
+        self._identity = {"fanouts": list(fanouts), "batch_size": int(batch_size), "negatives": int(negatives), "seed": int(seed),
+                          "exclude": bool(exclude), "ranks": _native.size()}
+        self.epoch = 0
+        self.step = 0
+
+    @property
+    def edges(self):
+        """This rank's training edges."""
+        return self._loader.edges
+
+    __iter__ = NeighborLoader.__iter__
+    set_epoch = NeighborLoader.set_epoch
+    state_dict = NeighborLoader.state_dict
+    load_state_dict = NeighborLoader.load_state_dict
