@@ -90,8 +90,6 @@ std::shared_ptr<Partition> open_partition(const std::string& dir, const std::str
     if (!fs::exists(fs::path(dir) / "partition.json"))
       throw InputError(dir, "", "not a partitioned dataset (no partition.json; make one with `shardgnn partition`)");
     p->info = std::make_shared<const PartitionInfo>(load_partition_info(dir));
-    if (p->info->dataset.schema.typed())
-      throw InputError(dir, "", "a typed graph: this version of the Python loader reads graphs of one node type");
     p->shard = load_shard_for_rank(*p->info, w.rank(), w.size(), scratch);
   });
   return p;
@@ -117,6 +115,7 @@ class Loader {
     comm::agree(comm_, [&] {
       if (split != "train" && split != "val" && split != "test" && split != "all") throw InputError("split '" + split + "': expected train, val, test or all");
       validate(c);
+      resolve_relation_fanouts(c, part_->shard.schema);  // a typed graph's fanouts apply per relation
     });
     shards_ = std::make_unique<ShardView>(part_->shard, comm_, c.node_local);
     sampler_ = std::make_unique<DistSampler>(*shards_, comm_, c);
@@ -371,6 +370,17 @@ PYBIND11_MODULE(_shardgnn, m) {
       .def_property_readonly("multilabel", [](const Partition& p) { return p.info->dataset.multilabel; })
       .def_property_readonly("node_range", [](const Partition& p) { return std::pair(p.shard.book.begin(p.shard.part), p.shard.book.end(p.shard.part)); })
       .def_property_readonly("offsets", [](const Partition& p) { return p.shard.book.offsets(); })
+      .def_property_readonly("node_types", [](const Partition& p) {
+        // A typed graph's types (name, count, feature width), in type order; empty for one type.
+        std::vector<std::tuple<std::string, std::int64_t, std::int64_t>> v;
+        for (const NodeType& t : p.info->dataset.schema.types()) v.emplace_back(t.name, t.count, t.feature_dim);
+        return v;
+      })
+      .def_property_readonly("relations", [](const Partition& p) {
+        std::vector<std::tuple<std::string, std::string, std::string>> v;
+        for (const Relation& r : p.info->dataset.schema.relations()) v.emplace_back(r.src, r.name, r.dst);
+        return v;
+      })
       .def_property_readonly("features", [](py::object self) {
         const Partition& p = self.cast<const Partition&>();
         return features_view(p.shard, p.shard.graph.num_nodes(), self);
@@ -422,6 +432,31 @@ PYBIND11_MODULE(_shardgnn, m) {
         }
         return py::none();
       })
+      .def_property_readonly("node_type", [](py::object self) -> py::object {
+        const auto& t = self.cast<const Batch&>().mb.node_types;
+        if (!self.cast<const Batch&>().mb.typed()) return py::none();
+        return view(t.data(), static_cast<std::int64_t>(t.size()), 0, self);
+      })
+      .def("type_at", [](py::object self, int t) {
+        const MiniBatch& mb = self.cast<const Batch&>().mb;
+        if (t < 0 || t >= static_cast<int>(mb.type_at.size())) throw py::index_error("node type " + std::to_string(t));
+        const auto& a = mb.type_at[static_cast<std::size_t>(t)];
+        return view(a.data(), static_cast<std::int64_t>(a.size()), 0, self);
+      }, py::arg("type"))
+      .def("type_x", [](py::object self, int t) -> py::object {
+        const MiniBatch& mb = self.cast<const Batch&>().mb;
+        if (t < 0 || t >= static_cast<int>(mb.type_at.size())) throw py::index_error("node type " + std::to_string(t));
+        const auto& rows = mb.type_features[static_cast<std::size_t>(t)];
+        const auto n = static_cast<std::int64_t>(mb.type_at[static_cast<std::size_t>(t)].size());
+        if (rows.empty()) return py::none();  // a type without features
+        return view(rows.data(), n, n > 0 ? static_cast<std::int64_t>(rows.size()) / n : 0, self);
+      }, py::arg("type"))
+      .def("type_ids", [](py::object self, int t) {
+        const MiniBatch& mb = self.cast<const Batch&>().mb;
+        if (t < 0 || t >= static_cast<int>(mb.type_ids.size())) throw py::index_error("node type " + std::to_string(t));
+        const auto& a = mb.type_ids[static_cast<std::size_t>(t)];
+        return view(a.data(), static_cast<std::int64_t>(a.size()), 0, self);
+      }, py::arg("type"))
       .def_property_readonly("pairs", [](py::object self) -> py::object {
         const auto* p = std::get_if<PairTargets>(&self.cast<const Batch&>().mb.targets);
         if (p == nullptr) return py::none();

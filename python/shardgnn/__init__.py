@@ -159,8 +159,10 @@ class Batch:
     ``edge_index(h)``: block h's edges as PyG's ``[2, E]`` (source row, destination row), local
     positions in ``n_id``."""
 
-    def __init__(self, native):
+    def __init__(self, native, node_types=(), relations=()):
         self._b = native
+        self._types = list(node_types)
+        self._relations = list(relations)
 
     @property
     def batch_size(self):
@@ -183,6 +185,25 @@ class Batch:
         return self._b.num_layers
 
     @property
+    def node_type(self):
+        """A typed graph's batch: the type of each node of ``n_id`` (None for one node type)."""
+        return self._b.node_type
+
+    def type_at(self, t):
+        """The positions in ``n_id`` of the nodes of type ``t``."""
+        return self._b.type_at(t)
+
+    def type_x(self, t):
+        """The features of the nodes of type ``t`` (``type_at(t)``'s order), at the type's width; None
+        for a type without features."""
+        return self._b.type_x(t)
+
+    def type_ids(self, t):
+        """For a type without features, its nodes' ids in the type's own numbering (the rows of a
+        learnable embedding table, as ``shardgnn train`` keeps them)."""
+        return self._b.type_ids(t)
+
+    @property
     def pairs(self):
         """A link batch's pairs ``[P, 3]``: the positions in ``n_id`` of the two ends, and the target
         (1: a training edge, 0: one of its corrupted pairs); None for a node batch."""
@@ -197,13 +218,65 @@ class Batch:
         dst = np.repeat(np.arange(num_dst, dtype=np.int64), np.diff(indptr))
         return np.stack([np.asarray(indices, dtype=np.int64), dst])
 
-    def to_pyg(self):
-        """A ``torch_geometric.data.Data`` over the batch's nodes: x, y (the seeds'), n_id, batch_size,
-        and every layer's sampled edges together (each once) as ``edge_index``. Needs PyG."""
-        import torch
-        from torch_geometric.data import Data
+    def edges(self):
+        """Every layer's sampled edges together, each once, ``[2, E]`` positions in ``n_id``."""
         edges = np.concatenate([self.edge_index(h) for h in range(self.num_layers)], axis=1)
-        edges = np.unique(edges, axis=1) if edges.shape[1] else edges
+        return np.unique(edges, axis=1) if edges.shape[1] else edges
+
+    def to_hetero(self):
+        """A typed graph's batch as plain arrays, what ``to_pyg`` puts in a ``HeteroData``: per node
+        type name ``{"n_id", "x" or "type_ids"}``, and per edge type ``(src, relation, dst)`` its
+        ``[2, E]`` positions within the two types' nodes. A message edge from a neighbour of type
+        B to a node of type A is filed under the relation from B to A (as PyG reads edge types),
+        else under the stored relation from A to B with ``rev_`` before its name."""
+        if self.node_type is None:
+            raise ValueError("to_hetero: the batch is of a graph with one node type")
+        nt = self.node_type
+        local = np.empty(len(nt), dtype=np.int64)
+        nodes = {}
+        for t, (name, _, width) in enumerate(self._types):
+            at = self.type_at(t)
+            local[at] = np.arange(len(at))
+            nodes[name] = {"n_id": self.n_id[at]}
+            if width > 0:
+                nodes[name]["x"] = self.type_x(t)
+            else:
+                nodes[name]["type_ids"] = self.type_ids(t)
+        index = {name: t for t, (name, _, _) in enumerate(self._types)}
+        by_pair = {(index[s], index[d]): (s, r, d) for s, r, d in self._relations}
+        src, dst = self.edges()
+        edges = {}
+        for a, b in sorted({(int(x), int(y)) for x, y in zip(nt[dst], nt[src])}):
+            keep = (nt[dst] == a) & (nt[src] == b)
+            if (b, a) in by_pair:
+                key = by_pair[(b, a)]
+            else:
+                s, r, d = by_pair[(a, b)]
+                key = (d, "rev_" + r, s)
+            edges[key] = np.stack([local[src[keep]], local[dst[keep]]])
+        return nodes, edges
+
+    def to_pyg(self):
+        """A ``torch_geometric`` ``Data`` over the batch's nodes (x, y of the seeds, n_id, batch_size,
+        and every layer's sampled edges once as ``edge_index``), or for a typed graph a
+        ``HeteroData`` of ``to_hetero()``'s arrays, with the seeds' ``y`` and ``batch_size`` on the
+        seeds' type. Needs PyG."""
+        import torch
+        from torch_geometric.data import Data, HeteroData
+        if self.node_type is not None:
+            nodes, edges = self.to_hetero()
+            data = HeteroData()
+            for name, arrays in nodes.items():
+                for key, a in arrays.items():
+                    data[name][key] = torch.from_numpy(np.ascontiguousarray(a))
+            for key, e in edges.items():
+                data[key].edge_index = torch.from_numpy(e)
+            if self.batch_size:
+                seed_type = self._types[int(self.node_type[0])][0]
+                data[seed_type].y = torch.from_numpy(self.y)
+                data[seed_type].batch_size = self.batch_size
+            return data
+        edges = self.edges()
         return Data(x=torch.from_numpy(self.x), edge_index=torch.from_numpy(edges), y=torch.from_numpy(self.y),
                     n_id=torch.from_numpy(self.n_id), batch_size=self.batch_size)
 
@@ -228,6 +301,7 @@ class NeighborLoader:
             raise ValueError(f"split {split!r}: expected train, val, test or all")
         init()
         self._loader = _native.Loader(partition, list(fanouts), int(batch_size), split, bool(shuffle and split == "train"), int(seed))
+        self._types, self._relations = partition.node_types, partition.relations
         self._identity = {"fanouts": list(fanouts), "batch_size": int(batch_size), "split": split, "shuffle": bool(shuffle), "seed": int(seed),
                           "ranks": _native.size()}
         self.epoch = 0
@@ -236,7 +310,7 @@ class NeighborLoader:
     def __iter__(self):
         steps = self._loader.begin_epoch(self.epoch)
         while self.step < steps:
-            batch = Batch(self._loader.batch(self.step))
+            batch = Batch(self._loader.batch(self.step), self._types, self._relations)
             self.step += 1
             yield batch
         self.epoch += 1
@@ -273,6 +347,7 @@ class LinkLoader:
     def __init__(self, partition, fanouts, batch_size, negatives=1, seed=0, exclude=True):
         init()
         self._loader = _native.LinkLoader(partition, list(fanouts), int(batch_size), int(negatives), int(seed), bool(exclude))
+        self._types, self._relations = partition.node_types, partition.relations
         self._identity = {"fanouts": list(fanouts), "batch_size": int(batch_size), "negatives": int(negatives), "seed": int(seed),
                           "exclude": bool(exclude), "ranks": _native.size()}
         self.epoch = 0
