@@ -4,36 +4,20 @@ the split dataset and the partition: each batch's positives are training edges o
 pairs from the same source, the positives' edges are absent from the sampled blocks in both
 directions, features are the nodes' rows, and the held-out pairs are the split's.
 Usage: mpiexec -n K python3 test_link_loader.py SPLIT_DATASET ITS_PARTITION AN_UNSPLIT_PARTITION"""
-import json
 import sys
 
 import numpy as np
 
-import shardgnn as sg
+from loader_common import R, P, csr, dataset_ids, fail, has_edge, sg
 
 ds_dir, part_dir = sys.argv[1], sys.argv[2]
-sg.init()
-R, P = sg.rank(), sg.size()
 
-
-def fail(msg):
-    print(f"rank {R}: FAIL: {msg}", file=sys.stderr, flush=True)
-    sys.exit(1)
-
-
-indptr, indices = np.load(f"{ds_dir}/indptr.npy"), np.load(f"{ds_dir}/indices.npy")
+indptr, indices = csr(ds_dir)
 features = np.load(f"{ds_dir}/features.npy")
 n = len(indptr) - 1
-info = json.load(open(f"{part_dir}/partition.json"))
-orig = np.concatenate([np.load(f"{part_dir}/{p['dir']}/orig_ids.npy").astype(np.int64) for p in info["parts"]])
+orig = dataset_ids(part_dir)
 new_of = np.empty(n, dtype=np.int64)
 new_of[orig] = np.arange(n)
-
-
-def is_edge(s, t):
-    row = indices[indptr[s]: indptr[s + 1]]
-    k = np.searchsorted(row, t)
-    return k < len(row) and row[k] == t
 
 
 part = sg.Partition(part_dir)
@@ -53,7 +37,7 @@ for b in loader:
     for u, v, _ in pos:
         if not (lo <= g[u] < hi and g[u] < g[v]):
             fail(f"positive ({g[u]}, {g[v]}) is not one of this rank's edges (u < v, u in [{lo}, {hi}))")
-        if not is_edge(orig[g[u]], orig[g[v]]):
+        if not has_edge(indptr, indices, orig[g[u]], orig[g[v]]):
             fail(f"positive ({orig[g[u]]}, {orig[g[v]]}) is not a training edge")
     sources = {int(g[u]) for u, _, _ in pos}
     if any(int(g[u]) not in sources for u, _, _ in neg):

@@ -4,31 +4,20 @@ labels are its nodes' rows in the dataset, every sampled edge is a dataset edge 
 fanout, every training node is a seed exactly once an epoch over all ranks, the validation loader
 takes each validation node once in id order, and allreduce_ and torch_env agree on every rank.
 Usage: mpiexec -n K python3 test_loader.py DATASET PARTITION"""
-import json
 import os
 import sys
 
 import numpy as np
 
-import shardgnn as sg
+from loader_common import R, P, csr, dataset_ids, fail, has_edge, sg
 
 ds_dir, part_dir = sys.argv[1], sys.argv[2]
-sg.init()
-R, P = sg.rank(), sg.size()
 
-
-def fail(msg):
-    print(f"rank {R}: FAIL: {msg}", file=sys.stderr, flush=True)
-    sys.exit(1)
-
-
-indptr, indices = np.load(f"{ds_dir}/indptr.npy"), np.load(f"{ds_dir}/indices.npy")
+indptr, indices = csr(ds_dir)
 features, labels = np.load(f"{ds_dir}/features.npy"), np.load(f"{ds_dir}/labels.npy")
 train, val = np.load(f"{ds_dir}/train_idx.npy"), np.load(f"{ds_dir}/val_idx.npy")
 n = len(indptr) - 1
-info = json.load(open(f"{part_dir}/partition.json"))
-# The partition's global ids in dataset ids: each part's orig_ids.npy, parts in order.
-orig = np.concatenate([np.load(f"{part_dir}/{p['dir']}/orig_ids.npy").astype(np.int64) for p in info["parts"]])
+orig = dataset_ids(part_dir)
 
 ds = sg.Dataset(ds_dir)
 if not (ds.num_nodes == n and np.array_equal(ds.features, features) and np.array_equal(ds.indptr, indptr)):
@@ -58,9 +47,7 @@ for epoch in range(2):
         for h in range(b.num_layers):
             src, dst = b.edge_index(h)
             for s, t in zip(d[src], d[dst]):
-                row = indices[indptr[t]: indptr[t + 1]]
-                k = np.searchsorted(row, s)
-                if k == len(row) or row[k] != s:
+                if not has_edge(indptr, indices, t, s):
                     fail(f"block {h}: sampled edge ({s}, {t}) is not in the dataset")
             per_dst = np.bincount(dst, minlength=b.blocks[h][3])
             if per_dst.max(initial=0) > fanouts[b.num_layers - 1 - h]:

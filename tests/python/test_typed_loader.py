@@ -9,26 +9,18 @@ import sys
 
 import numpy as np
 
-import shardgnn as sg
+from loader_common import R, P, csr, dataset_ids, fail, has_edge, sg
 
 ds_dir, part_dir = sys.argv[1], sys.argv[2]
-sg.init()
-R, P = sg.rank(), sg.size()
-
-
-def fail(msg):
-    print(f"rank {R}: FAIL: {msg}", file=sys.stderr, flush=True)
-    sys.exit(1)
 
 
 meta = json.load(open(f"{ds_dir}/meta.json"))
 types = [(t["name"], t["count"], t["feature_dim"]) for t in meta["node_types"]]
 first = np.cumsum([0] + [c for _, c, _ in types])
-indptr, indices = np.load(f"{ds_dir}/indptr.npy"), np.load(f"{ds_dir}/indices.npy")
+indptr, indices = csr(ds_dir)
 labels = np.load(f"{ds_dir}/labels.npy")
 rows = {name: np.load(f"{ds_dir}/features_{name}.npy") for name, _, f in types if f > 0}
-info = json.load(open(f"{part_dir}/partition.json"))
-orig = np.concatenate([np.load(f"{part_dir}/{p['dir']}/orig_ids.npy").astype(np.int64) for p in info["parts"]])
+orig = dataset_ids(part_dir)
 
 part = sg.Partition(part_dir)
 if [tuple(t) for t in part.node_types] != types:
@@ -52,9 +44,7 @@ for b in sg.NeighborLoader(part, fanouts=[4, 3], batch_size=32, seed=2):
     for h in range(b.num_layers):
         src, dst = b.edge_index(h)
         for s, u in zip(d[src], d[dst]):
-            row = indices[indptr[u]: indptr[u + 1]]
-            k = np.searchsorted(row, s)
-            if k == len(row) or row[k] != s:
+            if not has_edge(indptr, indices, u, s):
                 fail(f"sampled edge ({s}, {u}) is not in the dataset")
     nodes, edges = b.to_hetero()
     rel = {(s, d_) for s, _, d_ in part.relations}
