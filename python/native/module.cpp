@@ -316,6 +316,10 @@ PYBIND11_MODULE(_shardgnn, m) {
   m.def("local_size", [] { return (world(), runtime().cores.ranks_on_node); });
   m.def("barrier", [] { world().barrier(); });
   m.def("collective_timeout", [] { return comm::collective_timeout(); });
+  m.def("set_collective_timeout", [](double seconds) {
+    if (!(seconds > 0)) throw InputError("collective_timeout: " + std::to_string(seconds) + " seconds, expected more than 0");
+    comm::set_collective_timeout(seconds);
+  }, py::arg("seconds"));
   m.def("allreduce_", &allreduce_inplace, py::arg("array"), py::arg("op") = "sum");
   m.def("write_dataset", &write_dataset, py::arg("path"), py::arg("edge_index"), py::arg("num_nodes"), py::arg("x") = py::none(), py::arg("y") = py::none(),
         py::arg("train_idx") = py::none(), py::arg("val_idx") = py::none(), py::arg("test_idx") = py::none(), py::arg("name") = "python",

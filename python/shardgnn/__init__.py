@@ -29,7 +29,7 @@ import numpy as np
 from . import _shardgnn as _native
 from ._shardgnn import Dataset, InputError, CollectiveError  # noqa: F401  (the package's API)
 
-__all__ = ["init", "rank", "size", "local_rank", "local_size", "barrier", "Dataset", "Partition", "NeighborLoader", "LinkLoader", "Batch",
+__all__ = ["init", "rank", "size", "local_rank", "local_size", "barrier", "collective_timeout", "Dataset", "Partition", "NeighborLoader", "LinkLoader", "Batch",
            "allreduce_", "torch_env", "widen", "write_dataset", "write_pyg", "InputError", "CollectiveError"]
 
 _started = False
@@ -68,6 +68,16 @@ def local_size():
 def barrier():
     init()
     _native.barrier()
+
+
+def collective_timeout(seconds=None):
+    """The deadline of every wait in a collective (``--collective-timeout`` of the commands,
+    default 600 s): a rank that waits longer for its peers ends the job with a message naming the
+    collective, instead of hanging. With ``seconds``, sets it (on every rank alike); returns it."""
+    init()
+    if seconds is not None:
+        _native.set_collective_timeout(float(seconds))
+    return _native.collective_timeout()
 
 
 def Partition(path, scratch=""):

@@ -81,6 +81,8 @@ want[val] = 1
 if not np.array_equal(taken, want):
     fail("validation seeds over all ranks are not the validation nodes once each")
 
+if sg.collective_timeout() != 600 or sg.collective_timeout(120) != 120:
+    fail(f"collective_timeout: {sg.collective_timeout()}")
 x = np.full(3, R + 1.0)
 sg.allreduce_(x, "mean")
 if not np.allclose(x, (P + 1) / 2):
