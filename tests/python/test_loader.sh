@@ -3,7 +3,7 @@
 # reading of the same files: node batches (test_loader.py) and link batches on Cora split by
 # data split-edges (test_link_loader.py), and a typed graph's (test_typed_loader.py).
 set -euo pipefail
-: "${SHARDGNN:?}" "${SAMPLES:?}" "${MPIEXEC:?}" "${PYTHONPATH:?}"
+: "${SHARDGNN:?}" "${SAMPLES:?}" "${MPIEXEC:?}"  # PYTHONPATH: build/python, unless NUMPY_PYTHON has the package installed
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 py=${NUMPY_PYTHON:-/usr/bin/python3}
