@@ -92,8 +92,10 @@ else
       echo "setup: installing torch==$version from PyPI into build-torch/venv"
       "$torch_python" -m pip install -q --disable-pip-version-check "torch==$version"
     fi
-    # numpy: the Python module's test (python/shardgnn_model.py reads dataset folders with it).
+    # numpy: the Python module's test (python/shardgnn_model.py reads dataset folders with it);
+    # torch_geometric: the Python package's batches in PyG (tests/python/test_pyg.py).
     "$torch_python" -c 'import numpy' 2>/dev/null || "$torch_python" -m pip install -q --disable-pip-version-check numpy
+    "$torch_python" -c 'import torch_geometric' 2>/dev/null || "$torch_python" -m pip install -q --disable-pip-version-check torch_geometric
   fi
   prefix=$("$torch_python" -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null) ||
     { echo "setup: $torch_python has no torch (import torch failed)" >&2; exit 1; }
