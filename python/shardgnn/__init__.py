@@ -22,7 +22,9 @@ found it; a bad file or argument met by a process alone is InputError (a ValueEr
 
 import atexit
 import os
+import signal
 import socket
+import time
 
 import numpy as np
 
@@ -30,7 +32,7 @@ from . import _shardgnn as _native
 from ._shardgnn import Dataset, InputError, CollectiveError  # noqa: F401  (the package's API)
 
 __all__ = ["init", "rank", "size", "local_rank", "local_size", "barrier", "collective_timeout", "Dataset", "Partition", "NeighborLoader", "LinkLoader", "Batch",
-           "allreduce_", "torch_env", "widen", "write_dataset", "write_pyg", "InputError", "CollectiveError"]
+           "allreduce_", "torch_env", "widen", "catch_stop_signals", "stop_requested", "EXIT_RESUMABLE", "write_dataset", "write_pyg", "InputError", "CollectiveError"]
 
 _started = False
 
@@ -85,6 +87,41 @@ def Partition(path, scratch=""):
     their checksums; with more parts than ranks, its parts merged. Collective."""
     init()
     return _native.Partition(path, scratch)
+
+
+# The exit status of a job stopped by a signal with its state saved: resumable, as `shardgnn train`
+# exits (EX_TEMPFAIL, "try again later"; SLURM's --requeue and the job scripts read it).
+EXIT_RESUMABLE = 75
+_stop = {"signal": 0, "when": 0.0}
+# Launchers repeat what they get (mpiexec's proxy forwards a signal the rank also received from
+# slurmstepd, milliseconds apart): the same signal again this soon is the first one again.
+_ECHO_SECONDS = 2.0
+
+
+def _on_stop_signal(sig, frame):
+    if _stop["signal"] and not (sig == _stop["signal"] and time.monotonic() - _stop["when"] < _ECHO_SECONDS):
+        os._exit(128 + sig)  # a second stop: now, with the shell's status for the signal
+    if not _stop["signal"]:
+        _stop.update(signal=sig, when=time.monotonic())
+
+
+def catch_stop_signals():
+    """Takes SIGTERM, SIGINT and SIGUSR1 as ``shardgnn train`` takes them (SLURM's preemption,
+    scancel, ``--signal=USR1@N``, a terminal's Ctrl-C): the first only sets a flag that
+    ``stop_requested()`` reports on every rank at the training loop's next check, so that all stop
+    after the same step, save their state, and exit with ``EXIT_RESUMABLE``; a second ends the
+    process at once with 128 + the signal. Call it once, before training."""
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
+        signal.signal(sig, _on_stop_signal)
+
+
+def stop_requested():
+    """Whether any rank received a stop signal (catch_stop_signals). Collective: every rank calls it
+    at the same point, e.g. after each step, and all get the same answer."""
+    init()
+    flag = np.array([_stop["signal"]], dtype=np.int64)
+    _native.allreduce_(flag, "max")
+    return bool(flag[0])
 
 
 def allreduce_(array, op="sum"):
