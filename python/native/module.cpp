@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -102,64 +103,80 @@ struct Batch {
   bool multilabel = false;
 };
 
-// The sampler and the feature store over a partition, and the epoch's schedule of one split.
+// A loader's sampling over a partition: the shards as this rank reads them, the distributed
+// sampler and the feature store with its cache, on a communicator of their own. Collective to
+// build; `check` (local: what the loader cannot take) runs first, under agree.
+struct Sampling {
+  std::shared_ptr<Partition> part;
+  comm::Communicator comm;
+  std::unique_ptr<ShardView> shards;
+  std::unique_ptr<DistSampler> sampler;
+  std::unique_ptr<FeatureStore> features;
+
+  Sampling(std::shared_ptr<Partition> p, SamplerConfig c, const std::function<void(const Partition&)>& check)
+      : part(std::move(p)), comm(world().dup()) {
+    c.prefetch = 0;  // Python takes its batches on its own thread
+    comm::agree(comm, [&] {
+      validate(c);
+      resolve_relation_fanouts(c, part->shard.schema);  // a typed graph's fanouts apply per relation
+      check(*part);
+    });
+    shards = std::make_unique<ShardView>(part->shard, comm, c.node_local);
+    sampler = std::make_unique<DistSampler>(*shards, comm, c);
+    features = std::make_unique<FeatureStore>(*shards, comm);
+    features->build_cache(c, sampler.get());
+  }
+};
+
+SamplerConfig sampler_config(std::vector<int> fanouts, int batch_size, std::uint64_t seed) {
+  SamplerConfig c;
+  c.fanouts = std::move(fanouts);
+  c.batch_size = batch_size;
+  c.seed = seed;
+  return c;
+}
+
+// The batches of one split: the sampler's own shuffled schedule of training seeds, or an
+// unshuffled split's fixed batches (the same every epoch, cut once).
 class Loader {
  public:
   Loader(std::shared_ptr<Partition> part, std::vector<int> fanouts, int batch_size, const std::string& split, bool shuffle, std::uint64_t seed)
-      : part_(std::move(part)), comm_(world().dup()), split_(split), shuffle_(shuffle) {
-    SamplerConfig c;
-    c.fanouts = std::move(fanouts);
-    c.batch_size = batch_size;
-    c.seed = seed;
-    c.prefetch = 0;
-    comm::agree(comm_, [&] {
-      if (split != "train" && split != "val" && split != "test" && split != "all") throw InputError("split '" + split + "': expected train, val, test or all");
-      validate(c);
-      resolve_relation_fanouts(c, part_->shard.schema);  // a typed graph's fanouts apply per relation
-    });
-    shards_ = std::make_unique<ShardView>(part_->shard, comm_, c.node_local);
-    sampler_ = std::make_unique<DistSampler>(*shards_, comm_, c);
-    features_ = std::make_unique<FeatureStore>(*shards_, comm_);
-    features_->build_cache(c, sampler_.get());
+      : s_(std::move(part), sampler_config(std::move(fanouts), batch_size, seed), [&](const Partition&) {
+          if (split != "train" && split != "val" && split != "test" && split != "all") throw InputError("split '" + split + "': expected train, val, test or all");
+        }) {
+    if (split == "train" && shuffle) return;
+    const Shard& sh = s_.part->shard;
+    std::vector<NodeId> seeds;
+    if (split == "all") {
+      for (NodeId v = sh.book.begin(sh.part); v < sh.book.end(sh.part); ++v) seeds.push_back(v);
+    } else {
+      seeds = (split == "train" ? sh.train_idx : split == "val" ? sh.val_idx : sh.test_idx).widened();
+    }
+    fixed_ = s_.sampler->eval_batches(seeds);
   }
 
-  // Collective: installs `epoch`'s schedule; returns its steps (the same on every rank; a rank
-  // whose seeds run out gets empty batches, which it must still take).
+  // Collective: begins `epoch`; returns its steps (the same on every rank; a rank whose seeds run
+  // out gets empty batches, which it must still take).
   std::int64_t begin_epoch(std::int64_t epoch) {
     epoch_ = epoch;
-    const Shard& s = part_->shard;
-    if (split_ == "train" && shuffle_) return steps_ = sampler_->steps_in_epoch(epoch);
-    std::vector<NodeId> seeds;
-    if (split_ == "all") {
-      for (NodeId v = s.book.begin(s.part); v < s.book.end(s.part); ++v) seeds.push_back(v);
-    } else {
-      seeds = (split_ == "train" ? s.train_idx : split_ == "val" ? s.val_idx : s.test_idx).widened();
-    }
-    batches_ = sampler_->eval_batches(seeds);
-    return steps_ = static_cast<std::int64_t>(batches_.size());
+    return steps_ = fixed_ ? static_cast<std::int64_t>(fixed_->size()) : s_.sampler->steps_in_epoch(epoch);
   }
 
   // Collective: batch `step` of the epoch begun.
   std::shared_ptr<Batch> batch(std::int64_t step) {
     if (step < 0 || step >= steps_) throw py::index_error("step " + std::to_string(step) + " of " + std::to_string(steps_));
     auto b = std::make_shared<Batch>();
-    b->mb = batches_.empty() ? produce_batch(*sampler_, *features_, epoch_, step)
-                             : produce_batch(*sampler_, *features_, batches_[static_cast<std::size_t>(step)], epoch_, step);
-    b->num_classes = part_->shard.num_classes;
-    b->multilabel = part_->shard.multilabel;
+    b->mb = fixed_ ? produce_batch(*s_.sampler, *s_.features, (*fixed_)[static_cast<std::size_t>(step)], epoch_, step)
+                   : produce_batch(*s_.sampler, *s_.features, epoch_, step);
+    b->num_classes = s_.part->shard.num_classes;
+    b->multilabel = s_.part->shard.multilabel;
     return b;
   }
 
  private:
-  std::shared_ptr<Partition> part_;
-  comm::Communicator comm_;
-  std::string split_;
-  bool shuffle_;
-  std::unique_ptr<ShardView> shards_;
-  std::unique_ptr<DistSampler> sampler_;
-  std::unique_ptr<FeatureStore> features_;
+  Sampling s_;
+  std::optional<std::vector<std::vector<NodeId>>> fixed_;
   std::int64_t epoch_ = 0, steps_ = 0;
-  std::vector<std::vector<NodeId>> batches_;  // an evaluation split's (or an unshuffled) batches
 };
 
 // Link prediction's batches over a partition with an edge split (`shardgnn data split-edges`):
@@ -169,31 +186,19 @@ class Loader {
 class LinkLoader {
  public:
   LinkLoader(std::shared_ptr<Partition> part, std::vector<int> fanouts, int batch_size, int negatives, std::uint64_t seed, bool exclude)
-      : part_(std::move(part)), comm_(world().dup()) {
-    SamplerConfig c;
-    c.fanouts = std::move(fanouts);
-    c.batch_size = batch_size;
-    c.seed = seed;
-    c.prefetch = 0;
-    c.remote_seeds = true;  // a pair's ends are anyone's nodes
-    comm::agree(comm_, [&] {
-      validate(c);
-      if (negatives < 0) throw InputError("negatives: " + std::to_string(negatives) + ", expected 0 or more");
-      if (!part_->shard.edge_split)
-        throw InputError(part_->dir, "", "no held-out edges: link prediction needs a dataset split by `shardgnn data split-edges` before partitioning");
-      examples_ = std::make_unique<EdgeExamples>(part_->shard, batch_size, negatives, seed, exclude);
-      examples_->check(SeedSampling::kShard, 0, part_->shard.schema.typed());
-    });
-    shards_ = std::make_unique<ShardView>(part_->shard, comm_, c.node_local);
-    sampler_ = std::make_unique<DistSampler>(*shards_, comm_, c);
-    features_ = std::make_unique<FeatureStore>(*shards_, comm_);
-    features_->build_cache(c, sampler_.get());
-  }
+      : s_(std::move(part), link_config(std::move(fanouts), batch_size, seed), [&](const Partition& p) {
+          if (negatives < 0) throw InputError("negatives: " + std::to_string(negatives) + ", expected 0 or more");
+          const Shard& sh = p.shard;
+          if (!sh.edge_split)
+            throw InputError(p.dir, "", "no held-out edges: link prediction needs a dataset split by `shardgnn data split-edges` before partitioning");
+          examples_ = std::make_unique<EdgeExamples>(sh, batch_size, negatives, seed, exclude);
+          examples_->check(SeedSampling::kShard, 0, sh.schema.typed());
+        }) {}
   std::int64_t edges() const { return examples_->own(); }
   // Collective: `epoch`'s steps, the most any rank has.
   std::int64_t begin_epoch(std::int64_t epoch) {
-    steps_ = examples_->steps(*sampler_, epoch);
-    produce_ = examples_->producer(*sampler_, *features_, epoch);
+    steps_ = examples_->steps(*s_.sampler, epoch);
+    produce_ = examples_->producer(*s_.sampler, *s_.features, epoch);
     return steps_;
   }
   std::shared_ptr<Batch> batch(std::int64_t step) {
@@ -204,12 +209,13 @@ class LinkLoader {
   }
 
  private:
-  std::shared_ptr<Partition> part_;
-  comm::Communicator comm_;
-  std::unique_ptr<EdgeExamples> examples_;
-  std::unique_ptr<ShardView> shards_;
-  std::unique_ptr<DistSampler> sampler_;
-  std::unique_ptr<FeatureStore> features_;
+  static SamplerConfig link_config(std::vector<int> fanouts, int batch_size, std::uint64_t seed) {
+    SamplerConfig c = sampler_config(std::move(fanouts), batch_size, seed);
+    c.remote_seeds = true;  // a pair's ends are anyone's nodes
+    return c;
+  }
+  std::unique_ptr<EdgeExamples> examples_;  // before s_: its check fills it
+  Sampling s_;
   Prefetcher::Produce produce_;
   std::int64_t steps_ = 0;
 };
