@@ -41,25 +41,31 @@ slurm_packages() {
 _slurm_log() { echo "[slurm-harness] $*" >&2; }
 
 _slurm_port_free() {
-    # true when nothing listens on TCP port $1 (ss from iproute2, else a connect probe)
+    # true when no TCP socket in any state uses port $1: a connection's local end
+    # blocks a daemon's bind as surely as a listener (ss from iproute2, else a connect probe)
     if command -v ss >/dev/null 2>&1; then
-        [[ -z "$(ss -Htln "sport = :$1" 2>/dev/null)" ]]
+        [[ -z "$(ss -Htan "sport = :$1" 2>/dev/null)" ]]
     else
         ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
     fi
 }
 
 _slurm_pick_ports() {
-    # echo a base port P such that P and P+1 are free
-    local _ p
+    # echo a base port P such that P and P+1 are free, below the kernel's
+    # ephemeral range so that no outgoing connection takes it between the check
+    # and the daemons' bind (CI once lost slurmctld to "Address already in use")
+    local _ p lo span
+    lo=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+    span=$(( (lo - 20000) / 16 ))
+    ((span > 0)) || span=2000
     for _ in $(seq 1 50); do
-        p=$(( 20000 + (RANDOM % 2000) * 16 ))
+        p=$(( 20000 + (RANDOM % span) * 16 ))
         if _slurm_port_free "$p" && _slurm_port_free $((p + 1)); then
             echo "$p"
             return 0
         fi
     done
-    _slurm_log "no free port pair found in 20000-52000"
+    _slurm_log "no free port pair found from 20000 below the ephemeral range"
     return 1
 }
 
@@ -86,11 +92,26 @@ _slurm_pid_alive() {
 _slurm_fail() {
     _slurm_log "ERROR: $*"
     slurm_dump_logs 30
+    # a port taken between the check and the bind is a race, not a fault: slurm_up retries it
+    if grep -qs "Address already in use" "${SLURM_HARNESS_DIR:-/nonexistent}"/log/slurm*.log; then
+        _SLURM_PORT_CLASH=1
+    fi
     slurm_down
     return 1
 }
 
 slurm_up() {
+    local attempt
+    for attempt in 1 2 3; do
+        _SLURM_PORT_CLASH=0
+        _slurm_up_once && return 0
+        ((_SLURM_PORT_CLASH)) || return 1
+        _slurm_log "port clash on attempt $attempt; choosing other ports"
+    done
+    return 1
+}
+
+_slurm_up_once() {
     if [[ -n "${SLURM_HARNESS_DIR:-}" && -d "${SLURM_HARNESS_DIR}" ]]; then
         _slurm_log "already up in $SLURM_HARNESS_DIR (call slurm_down first)"
         return 1
