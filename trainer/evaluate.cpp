@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "sampler/halo.hpp"
 #include "sampler/pipeline.hpp"
 
 namespace shardgnn {
@@ -121,26 +122,13 @@ std::pair<BlockTensors, torch::Tensor> cut_block(const torch::Tensor& indptr, co
   return {std::move(bt), torch::cat({dst_rows, fresh})};
 }
 
-// The halo exchange of a shard: what this rank asks of the others, and the owned rows it serves.
-struct HaloServe {
-  std::int64_t n_halo = 0;           // rows asked of other ranks (the halo list)
-  std::vector<std::int64_t> serve;   // owned rows (local ids) asked by other ranks, grouped by rank
-  std::vector<std::int64_t> counts;  // rows asked by each rank
-  torch::Tensor serve_t;             // `serve` on the device
+// The halo plan (sampler/halo.hpp) with the rows it serves on the device, where the layer's rows are.
+struct HaloServe : HaloPlan {
+  torch::Tensor serve_t;
 };
 
-// The halo list is sorted by global id, hence grouped by owner in rank order (range book):
-// it is the request buffer as is, and the replies come back in its order.
 HaloServe ask_halo(const Shard& shard, const comm::Communicator& comm, const torch::Device& device) {
-  const NodeId first = shard.book.begin(shard.part);
-  std::vector<std::int64_t> ask_counts(static_cast<std::size_t>(comm.size()), 0);
-  for (PartId o : shard.halo_owner.span()) ++ask_counts[static_cast<std::size_t>(o)];
-  const auto asked = comm.alltoallv<NodeId>(shard.halo_nodes.widened(), ask_counts);
-  HaloServe halo;
-  halo.n_halo = static_cast<std::int64_t>(shard.halo_nodes.size());
-  halo.serve.resize(asked.data.size());
-  for (std::size_t i = 0; i < halo.serve.size(); ++i) halo.serve[i] = asked.data[i] - first;
-  halo.counts = asked.counts;
+  HaloServe halo{ask_halo(shard, comm), {}};
   halo.serve_t = torch::from_blob(halo.serve.data(), {static_cast<std::int64_t>(halo.serve.size())}, torch::kLong).to(device).clone();
   return halo;
 }
@@ -158,34 +146,6 @@ torch::Tensor table_degrees(const Shard& shard, const HaloServe& halo, const com
   std::vector<float> table_deg(own_deg.begin(), own_deg.end());
   table_deg.insert(table_deg.end(), halo_deg.data.begin(), halo_deg.data.end());
   return torch::from_blob(table_deg.data(), {n_own + halo.n_halo}, torch::kFloat).to(device).clone();
-}
-
-// Each edge's neighbour as its row in a layer's table (owned rows, then halo rows): found once,
-// for all layers.
-std::vector<std::int64_t> neighbour_rows(const Shard& shard) {
-  const CsrGraph& g = shard.graph;
-  const NodeId first = shard.book.begin(shard.part);
-  const NodeId n_own = g.num_nodes();
-  std::vector<std::int64_t> nbr_pos(static_cast<std::size_t>(g.num_edges()));
-  g.visit([&](const auto& view) {
-  shard.halo_nodes.visit([&](const auto halo) {
-  const auto indices = view.indices();
-  for (std::size_t e = 0; e < nbr_pos.size(); ++e) {
-    const NodeId v = indices[e];
-    if (v >= first && v < first + n_own) {
-      nbr_pos[e] = v - first;
-      continue;
-    }
-    const auto at = std::lower_bound(halo.begin(), halo.end(), v);
-    // The loader checks the halo list is sorted, not that it is complete (a search per entry).
-    if (at == halo.end() || *at != v)
-      throw InputError(shard.dir, "part " + std::to_string(shard.part),
-                       "its halo_nodes.npy lacks node " + std::to_string(v) + ", a neighbour in its edges (run `shardgnn partition verify`)");
-    nbr_pos[e] = n_own + (at - halo.begin());
-  }
-  });
-  });
-  return nbr_pos;
 }
 
 // Which layers project their table before the sums, and the widest rows a block gathers.
