@@ -19,13 +19,17 @@
 #include "datasets/builder.hpp"
 #include "datasets/dataset.hpp"
 #include "datasets/error.hpp"
+#include "datasets/feature_dtype.hpp"
 #include "partition/partition_info.hpp"
 #include "partition/shard_loader.hpp"
 #include "sampler/config.hpp"
 #include "sampler/examples.hpp"
 #include "sampler/feature_store.hpp"
+#include "sampler/halo.hpp"
 #include "sampler/pipeline.hpp"
+#include "sampler/rebalance.hpp"
 #include "sampler/sampler.hpp"
+#include "sampler/seed_scheduler.hpp"
 #include "sampler/shard_view.hpp"
 
 namespace py = pybind11;
@@ -136,47 +140,164 @@ SamplerConfig sampler_config(std::vector<int> fanouts, int batch_size, std::uint
   return c;
 }
 
-// The batches of one split: the sampler's own shuffled schedule of training seeds, or an
-// unshuffled split's fixed batches (the same every epoch, cut once).
+// An epoch's batches through the prefetch pipeline (sampler/pipeline.hpp): `depth` batches sampled
+// and fetched ahead on a thread of its own, on the loader's communicator, while Python trains on
+// the current one (0: each batch made when asked). Python's lock is released while a batch is
+// made or waited for, so the user's other threads run meanwhile.
+class Epochs {
+ public:
+  Epochs(std::shared_ptr<Partition> part, SamplerConfig c, int depth, const std::function<void(const Partition&)>& check)
+      : s(std::move(part), c, [&](const Partition& p) {
+          if (depth < 0) throw InputError("prefetch: " + std::to_string(depth) + ", expected 0 or more batches");
+          check(p);
+        }),
+        // The thread samples while Python all-reduces on the world: that needs an MPI that allows it.
+        depth_(comm::thread_multiple() ? depth : 0) {}
+
+  // Collective: the next batch, or none after the epoch's last.
+  std::shared_ptr<Batch> next() {
+    if (!pipe_) return nullptr;
+    std::optional<MiniBatch> mb;
+    try {
+      py::gil_scoped_release unlocked;
+      mb = pipe_->next();
+    } catch (...) {
+      pipe_.reset();  // its thread has ended with the error
+      throw;
+    }
+    if (!mb) {
+      pipe_.reset();
+      return nullptr;
+    }
+    // Where the job stands, for the line a lost peer's deadline prints.
+    comm::set_position("training (python loader)", mb->epoch, mb->step, steps_);
+    auto b = std::make_shared<Batch>();
+    b->mb = std::move(*mb);
+    b->num_classes = s.part->shard.num_classes;
+    b->multilabel = s.part->shard.multilabel;
+    return b;
+  }
+  // Collective: ends the epoch before its last batch (every rank after the same number of next()),
+  // so that every rank's thread leaves the same sampling collectives behind.
+  void end() {
+    if (!pipe_) return;
+    py::gil_scoped_release unlocked;
+    pipe_->stop_early();
+    pipe_.reset();
+  }
+  // Begins `epoch` at `first_step` of its `steps` (produce: how a step's batch is made; empty: the
+  // sampler's schedule). Returns steps.
+  std::int64_t start(std::int64_t epoch, std::int64_t steps, std::int64_t first_step, Prefetcher::Produce produce) {
+    end();
+    if (first_step < 0 || first_step > steps) throw py::index_error("step " + std::to_string(first_step) + " of " + std::to_string(steps));
+    steps_ = steps;
+    py::gil_scoped_release unlocked;
+    pipe_ = std::make_unique<Prefetcher>(*s.sampler, *s.features, epoch, steps, depth_, first_step, Prefetcher::Stage{}, std::move(produce));
+    return steps;
+  }
+
+  Sampling s;
+
+ private:
+  int depth_;
+  std::int64_t steps_ = 0;
+  std::unique_ptr<Prefetcher> pipe_;
+};
+
+// What a node loader takes beyond the fanouts and the batch (NeighborLoader's keywords).
+struct LoaderOptions {
+  std::string split = "train";
+  bool shuffle = true;
+  std::uint64_t seed = 0;
+  std::string seed_sampling = "shard";
+  bool drop_last = false;
+  int prefetch = 2;
+};
+
+SamplerConfig loader_config(std::vector<int> fanouts, int batch_size, const LoaderOptions& o) {
+  SamplerConfig c = sampler_config(std::move(fanouts), batch_size, o.seed);
+  // Seeds drawn from every rank's training nodes are anyone's: their labels come from their owners.
+  c.remote_seeds = o.seed_sampling != "shard";
+  return c;
+}
+
+// The batches of one split: the sampler's own shuffled schedule of training seeds (or one drawn
+// from every rank's by a seed sampling other than the shard's), or an unshuffled split's fixed
+// batches (the same every epoch, cut once). drop_last: a rank's last, short batch is left out
+// (as an empty batch while another rank still has seeds).
 class Loader {
  public:
-  Loader(std::shared_ptr<Partition> part, std::vector<int> fanouts, int batch_size, const std::string& split, bool shuffle, std::uint64_t seed)
-      : s_(std::move(part), sampler_config(std::move(fanouts), batch_size, seed), [&](const Partition&) {
-          if (split != "train" && split != "val" && split != "test" && split != "all") throw InputError("split '" + split + "': expected train, val, test or all");
+  Loader(std::shared_ptr<Partition> part, std::vector<int> fanouts, int batch_size, LoaderOptions o)
+      : sampling_(parse_seed_sampling(o.seed_sampling)),
+        drop_last_(o.drop_last),
+        e_(std::move(part), loader_config(std::move(fanouts), batch_size, o), o.prefetch, [&](const Partition&) {
+          if (o.split != "train" && o.split != "val" && o.split != "test" && o.split != "all")
+            throw InputError("split '" + o.split + "': expected train, val, test or all");
+          if (sampling_ != SeedSampling::kShard && !(o.split == "train" && o.shuffle))
+            throw InputError("seed_sampling '" + o.seed_sampling + "' draws training seeds: it needs split='train' and shuffle=True");
+          if (sampling_ != SeedSampling::kShard && o.drop_last)
+            throw InputError("drop_last: seed_sampling '" + o.seed_sampling + "' sizes every rank's batches alike already; drop_last takes seed_sampling='shard'");
         }) {
-    if (split == "train" && shuffle) return;
-    const Shard& sh = s_.part->shard;
+    if (sampling_ != SeedSampling::kShard) {
+      scheduler_ = std::make_unique<SeedScheduler>(*e_.s.sampler, SeedScheduler::Options{RebalancePolicy::kNone, sampling_, 1.2, o.seed, nullptr});
+      e_.s.comm.check_all(scheduler_->pool_size() > 0, "seed_sampling '" + o.seed_sampling + "': the partition has no labelled training nodes");
+    }
+    if (o.split == "train" && o.shuffle) return;
+    const Shard& sh = e_.s.part->shard;
     std::vector<NodeId> seeds;
-    if (split == "all") {
+    if (o.split == "all") {
       for (NodeId v = sh.book.begin(sh.part); v < sh.book.end(sh.part); ++v) seeds.push_back(v);
     } else {
-      seeds = (split == "train" ? sh.train_idx : split == "val" ? sh.val_idx : sh.test_idx).widened();
+      seeds = (o.split == "train" ? sh.train_idx : o.split == "val" ? sh.val_idx : sh.test_idx).widened();
     }
-    fixed_ = s_.sampler->eval_batches(seeds);
+    fixed_ = e_.s.sampler->eval_batches(seeds);
+    if (drop_last_) drop_short(*fixed_);
   }
 
-  // Collective: begins `epoch`; returns its steps (the same on every rank; a rank whose seeds run
-  // out gets empty batches, which it must still take).
-  std::int64_t begin_epoch(std::int64_t epoch) {
-    epoch_ = epoch;
-    return steps_ = fixed_ ? static_cast<std::int64_t>(fixed_->size()) : s_.sampler->steps_in_epoch(epoch);
-  }
-
-  // Collective: batch `step` of the epoch begun.
-  std::shared_ptr<Batch> batch(std::int64_t step) {
-    if (step < 0 || step >= steps_) throw py::index_error("step " + std::to_string(step) + " of " + std::to_string(steps_));
-    auto b = std::make_shared<Batch>();
-    b->mb = fixed_ ? produce_batch(*s_.sampler, *s_.features, (*fixed_)[static_cast<std::size_t>(step)], epoch_, step)
-                   : produce_batch(*s_.sampler, *s_.features, epoch_, step);
-    b->num_classes = s_.part->shard.num_classes;
-    b->multilabel = s_.part->shard.multilabel;
-    return b;
+  // Collective: begins `epoch` at `first_step`; returns its steps (the same on every rank; a rank
+  // whose seeds run out gets empty batches, which it must still take).
+  std::int64_t begin_epoch(std::int64_t epoch, std::int64_t first_step) {
+    if (fixed_) {
+      const auto& fixed = *fixed_;
+      return e_.start(epoch, static_cast<std::int64_t>(fixed.size()), first_step, [this, &fixed, epoch](std::int64_t step) {
+        return produce_batch(*e_.s.sampler, *e_.s.features, fixed[static_cast<std::size_t>(step)], epoch, step);
+      });
+    }
+    if (scheduler_) scheduler_->assign(epoch);
+    else if (drop_last_) install_full_batches(epoch);
+    return e_.start(epoch, e_.s.sampler->steps_in_epoch(epoch), first_step, {});
   }
 
  private:
-  Sampling s_;
+  // The epoch's shuffled seeds without the short batch at their end (the order the sampler's own
+  // schedule takes, so that the other batches are those of drop_last=False).
+  void install_full_batches(std::int64_t epoch) {
+    std::vector<NodeId> seeds = e_.s.sampler->shuffled_seeds(epoch);
+    const std::int64_t B = e_.s.sampler->config().batch_size, full = static_cast<std::int64_t>(seeds.size()) / B;
+    seeds.resize(static_cast<std::size_t>(full * B));
+    e_.s.sampler->set_schedule(epoch, std::move(seeds), B, e_.s.comm.allreduce(full, comm::Op::kMax));
+  }
+  // Collective: fixed batches without this rank's short last one, then without the steps that are
+  // empty on every rank.
+  void drop_short(std::vector<std::vector<NodeId>>& batches) const {
+    const auto B = static_cast<std::size_t>(e_.s.sampler->config().batch_size);
+    std::int64_t used = 0;
+    for (std::size_t k = 0; k < batches.size(); ++k) {
+      if (batches[k].size() < B) batches[k].clear();
+      if (!batches[k].empty()) used = static_cast<std::int64_t>(k) + 1;
+    }
+    batches.resize(static_cast<std::size_t>(e_.s.comm.allreduce(used, comm::Op::kMax)));
+  }
+
+  SeedSampling sampling_;
+  bool drop_last_;
+
+ public:
+  Epochs e_;
+
+ private:
+  std::unique_ptr<SeedScheduler> scheduler_;
   std::optional<std::vector<std::vector<NodeId>>> fixed_;
-  std::int64_t epoch_ = 0, steps_ = 0;
 };
 
 // Link prediction's batches over a partition with an edge split (`shardgnn data split-edges`):
@@ -185,8 +306,8 @@ class Loader {
 // from the sampled blocks unless `exclude` is off: `train --task link`'s examples (EdgeExamples).
 class LinkLoader {
  public:
-  LinkLoader(std::shared_ptr<Partition> part, std::vector<int> fanouts, int batch_size, int negatives, std::uint64_t seed, bool exclude)
-      : s_(std::move(part), link_config(std::move(fanouts), batch_size, seed), [&](const Partition& p) {
+  LinkLoader(std::shared_ptr<Partition> part, std::vector<int> fanouts, int batch_size, int negatives, std::uint64_t seed, bool exclude, int prefetch)
+      : e_(std::move(part), link_config(std::move(fanouts), batch_size, seed), prefetch, [&](const Partition& p) {
           if (negatives < 0) throw InputError("negatives: " + std::to_string(negatives) + ", expected 0 or more");
           const Shard& sh = p.shard;
           if (!sh.edge_split)
@@ -195,17 +316,9 @@ class LinkLoader {
           examples_->check(SeedSampling::kShard, 0, sh.schema.typed());
         }) {}
   std::int64_t edges() const { return examples_->own(); }
-  // Collective: `epoch`'s steps, the most any rank has.
-  std::int64_t begin_epoch(std::int64_t epoch) {
-    steps_ = examples_->steps(*s_.sampler, epoch);
-    produce_ = examples_->producer(*s_.sampler, *s_.features, epoch);
-    return steps_;
-  }
-  std::shared_ptr<Batch> batch(std::int64_t step) {
-    if (step < 0 || step >= steps_) throw py::index_error("step " + std::to_string(step) + " of " + std::to_string(steps_));
-    auto b = std::make_shared<Batch>();
-    b->mb = produce_(step);
-    return b;
+  // Collective: `epoch`'s steps (the most any rank has), begun at `first_step`.
+  std::int64_t begin_epoch(std::int64_t epoch, std::int64_t first_step) {
+    return e_.start(epoch, examples_->steps(*e_.s.sampler, epoch), first_step, examples_->producer(*e_.s.sampler, *e_.s.features, epoch));
   }
 
  private:
@@ -214,10 +327,58 @@ class LinkLoader {
     c.remote_seeds = true;  // a pair's ends are anyone's nodes
     return c;
   }
-  std::unique_ptr<EdgeExamples> examples_;  // before s_: its check fills it
-  Sampling s_;
-  Prefetcher::Produce produce_;
-  std::int64_t steps_ = 0;
+  std::unique_ptr<EdgeExamples> examples_;  // before e_: its check fills it
+
+ public:
+  Epochs e_;
+};
+
+// Whole neighbourhoods, layer by layer, over every node (DGL's and PyG's layer-wise inference):
+// this rank's own rows then its halo's form a layer's table; `exchange` fills the halo rows from
+// their owners (one all-to-all a layer), and the owned rows' full in-neighbourhoods index that
+// table (`indptr` over owned rows, `indices` as table rows), so a layer's output for every owned
+// node is computed from the previous layer's rows without sampling.
+class Layerwise {
+ public:
+  explicit Layerwise(std::shared_ptr<Partition> p) : part_(std::move(p)), comm_(world().dup()) {
+    comm::agree(comm_, [&] { rows_ = neighbour_rows(part_->shard); });
+    plan_ = ask_halo(part_->shard, comm_);
+  }
+  std::int64_t num_own() const { return part_->shard.graph.num_nodes(); }
+  std::int64_t num_halo() const { return plan_.n_halo; }
+  const Shard& shard() const { return part_->shard; }
+  const std::vector<std::int64_t>& rows() const { return rows_; }
+
+  // Collective: the table of `own` ([num_own, width] float32 rows of this rank's nodes, in id
+  // order): those rows, then the halo's from their owners. A wrong shape on any rank is an
+  // InputError on every rank.
+  py::array_t<float> exchange(py::array_t<float, py::array::c_style | py::array::forcecast> own) {
+    const std::int64_t width = own.ndim() == 2 ? own.shape(1) : -1;
+    comm::agree(comm_, [&] {
+      if (own.ndim() != 2 || own.shape(0) != num_own())
+        throw InputError("exchange: expected this rank's rows, shape [" + std::to_string(num_own()) + ", width], got " + std::to_string(own.ndim()) +
+                         " dimensions" + (own.ndim() >= 1 ? " of " + std::to_string(own.shape(0)) + " rows" : std::string()));
+    });
+    const std::int64_t widest = comm_.allreduce(width, comm::Op::kMax), narrowest = comm_.allreduce(width, comm::Op::kMin);
+    if (widest != narrowest)
+      throw InputError("exchange: the ranks' rows are " + std::to_string(narrowest) + " to " + std::to_string(widest) + " wide; every rank passes one width");
+    std::vector<float> halo;
+    {
+      py::gil_scoped_release unlocked;
+      halo = exchange_halo_rows(plan_, std::span<const float>(own.data(), static_cast<std::size_t>(own.size())), width, comm_);
+    }
+    py::array_t<float> table({num_own() + num_halo(), width});
+    float* out = table.mutable_data();
+    std::copy_n(own.data(), own.size(), out);
+    std::copy(halo.begin(), halo.end(), out + own.size());
+    return table;
+  }
+
+ private:
+  std::shared_ptr<Partition> part_;
+  comm::Communicator comm_;
+  std::vector<std::int64_t> rows_;
+  HaloPlan plan_;
 };
 
 // Sums (or takes the min or max of) a contiguous numpy array over every rank, in place.
@@ -239,16 +400,51 @@ void allreduce_inplace(py::buffer b, const std::string& op) {
   else throw py::value_error("allreduce_: float32, float64, int32 or int64 arrays, not '" + info.format + "'");
 }
 
+// One class per node, -1 unlabelled.
+void read_classes(const py::array& a, std::int64_t num_nodes, Dataset& ds) {
+  const auto y = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+  if (!y || y.ndim() != 1 || y.shape(0) != num_nodes)
+    throw InputError("y: expected one class per node (-1: unlabelled), shape [" + std::to_string(num_nodes) + "], or label sets [" + std::to_string(num_nodes) +
+                     ", classes] of 0 and 1");
+  std::int64_t classes = 0;
+  for (std::int64_t i = 0; i < num_nodes; ++i) {
+    if (y.data()[i] < -1) throw InputError("y[" + std::to_string(i) + "]: " + std::to_string(y.data()[i]) + ", expected a class >= 0 or -1 (unlabelled)");
+    classes = std::max(classes, y.data()[i] + 1);
+  }
+  ds.num_classes = classes;
+  ds.labels = IntArray(Array<std::int64_t>(std::vector<std::int64_t>(y.data(), y.data() + num_nodes)));
+}
+
+// A set of labels per node: row i's nonzero columns (PyG's multi-label `y`, [N, C] of 0 and 1).
+void read_label_sets(const py::array& a, std::int64_t num_nodes, Dataset& ds) {
+  const auto y = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+  if (!y || y.shape(0) != num_nodes || y.shape(1) < 1)
+    throw InputError("y: label sets take shape [num_nodes = " + std::to_string(num_nodes) + ", classes >= 1] of 0 and 1");
+  const std::int64_t C = y.shape(1), row = label_row_bytes(C);
+  std::vector<std::uint8_t> bits(static_cast<std::size_t>(num_nodes * row), 0);
+  const auto v = y.unchecked<2>();
+  for (std::int64_t i = 0; i < num_nodes; ++i)
+    for (std::int64_t c = 0; c < C; ++c) {
+      if (v(i, c) != 0 && v(i, c) != 1) throw InputError("y[" + std::to_string(i) + "][" + std::to_string(c) + "]: " + std::to_string(v(i, c)) + ", expected 0 or 1");
+      if (v(i, c) == 1) set_label(bits.data() + i * row, c);
+    }
+  ds.num_classes = C;
+  ds.multilabel = true;
+  ds.label_bits = Array<std::uint8_t>(std::move(bits));
+}
+
 // A dataset folder from arrays (write_dataset in the package): the graph from its edges (src to
 // dst, PyG's edge_index), cleaned as `data convert` cleans, then features, labels and splits,
 // checked and written atomically by save_dataset.
 void write_dataset(const std::string& dir, py::array_t<std::int64_t, py::array::c_style | py::array::forcecast> edge_index, std::int64_t num_nodes,
                    std::optional<py::array_t<float, py::array::c_style | py::array::forcecast>> x,
-                   std::optional<py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>> y,
+                   std::optional<py::array> y,
                    std::optional<py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>> train,
                    std::optional<py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>> val,
                    std::optional<py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>> test, const std::string& name, bool symmetrize,
-                   bool overwrite) {
+                   bool overwrite, const std::string& feature_dtype) {
+  const std::optional<FeatureDtype> dtype = feature_dtype_named(feature_dtype);
+  if (!dtype) throw InputError("feature_dtype '" + feature_dtype + "': expected float32, float16 or bfloat16");
   if (edge_index.ndim() != 2 || edge_index.shape(0) != 2) throw InputError("edge_index: expected shape [2, E], got " + std::to_string(edge_index.ndim()) + " dimensions");
   if (num_nodes < 0) throw InputError("num_nodes: " + std::to_string(num_nodes) + ", expected 0 or more");
   const std::int64_t E = edge_index.shape(1);
@@ -277,18 +473,20 @@ void write_dataset(const std::string& dir, py::array_t<std::int64_t, py::array::
   if (x) {
     if (x->ndim() != 2 || x->shape(0) != num_nodes) throw InputError("x: expected shape [num_nodes = " + std::to_string(num_nodes) + ", F]");
     ds.feature_dim = x->shape(1);
-    ds.features = Array<float>(std::vector<float>(x->data(), x->data() + x->size()));
-  }
-  if (y) {
-    if (y->ndim() != 1 || y->shape(0) != num_nodes) throw InputError("y: expected one class per node (-1: unlabelled), shape [" + std::to_string(num_nodes) + "]");
-    std::int64_t classes = 0;
-    for (std::int64_t i = 0; i < num_nodes; ++i) {
-      if (y->data()[i] < -1) throw InputError("y[" + std::to_string(i) + "]: " + std::to_string(y->data()[i]) + ", expected a class >= 0 or -1 (unlabelled)");
-      classes = std::max(classes, y->data()[i] + 1);
+    ds.feature_dtype = *dtype;
+    if (*dtype == FeatureDtype::kFloat32) {
+      ds.features = Array<float>(std::vector<float>(x->data(), x->data() + x->size()));
+    } else {
+      // Stored 2 bytes a value, as `data convert --feature-dtype` stores them.
+      std::vector<std::uint16_t> narrow(static_cast<std::size_t>(x->size()));
+      const auto n = static_cast<std::size_t>(x->size());
+      if (const std::size_t at = narrow_values(*dtype, x->data(), n, narrow.data()); at < n)
+        throw_feature_overflow(*dtype, "x[" + std::to_string(at / static_cast<std::size_t>(ds.feature_dim)) + "]", x->data()[at]);
+      ds.features16 = Array<std::uint16_t>(std::move(narrow));
     }
-    ds.num_classes = classes;
-    ds.labels = IntArray(Array<std::int64_t>(std::vector<std::int64_t>(y->data(), y->data() + num_nodes)));
   }
+  if (y && y->ndim() == 2) read_label_sets(*y, num_nodes, ds);
+  else if (y) read_classes(*y, num_nodes, ds);
   const auto split = [&](const char* what, const auto& ids, IntArray& out) {
     if (!ids) return;
     std::vector<std::int64_t> v(ids->data(), ids->data() + ids->size());
@@ -329,7 +527,7 @@ PYBIND11_MODULE(_shardgnn, m) {
   m.def("allreduce_", &allreduce_inplace, py::arg("array"), py::arg("op") = "sum");
   m.def("write_dataset", &write_dataset, py::arg("path"), py::arg("edge_index"), py::arg("num_nodes"), py::arg("x") = py::none(), py::arg("y") = py::none(),
         py::arg("train_idx") = py::none(), py::arg("val_idx") = py::none(), py::arg("test_idx") = py::none(), py::arg("name") = "python",
-        py::arg("symmetrize") = true, py::arg("overwrite") = false);
+        py::arg("symmetrize") = true, py::arg("overwrite") = false, py::arg("feature_dtype") = "float32");
   m.def("broadcast_bytes", [](py::bytes data, int root) {
     const std::string s = data;
     std::vector<char> v(s.begin(), s.end());
@@ -473,16 +671,42 @@ PYBIND11_MODULE(_shardgnn, m) {
         return view(p->rows.data(), static_cast<std::int64_t>(p->rows.size()) / 3, 3, self);
       });
 
+  py::class_<LoaderOptions>(m, "LoaderOptions")
+      .def(py::init<>())
+      .def_readwrite("split", &LoaderOptions::split)
+      .def_readwrite("shuffle", &LoaderOptions::shuffle)
+      .def_readwrite("seed", &LoaderOptions::seed)
+      .def_readwrite("seed_sampling", &LoaderOptions::seed_sampling)
+      .def_readwrite("drop_last", &LoaderOptions::drop_last)
+      .def_readwrite("prefetch", &LoaderOptions::prefetch);
+
   py::class_<Loader>(m, "Loader")
-      .def(py::init<std::shared_ptr<Partition>, std::vector<int>, int, const std::string&, bool, std::uint64_t>(), py::arg("partition"), py::arg("fanouts"),
-           py::arg("batch_size"), py::arg("split"), py::arg("shuffle"), py::arg("seed"))
-      .def("begin_epoch", &Loader::begin_epoch, py::arg("epoch"))
-      .def("batch", &Loader::batch, py::arg("step"));
+      .def(py::init<std::shared_ptr<Partition>, std::vector<int>, int, LoaderOptions>(), py::arg("partition"), py::arg("fanouts"), py::arg("batch_size"),
+           py::arg("options"))
+      .def("begin_epoch", &Loader::begin_epoch, py::arg("epoch"), py::arg("first_step"))
+      .def("next", [](Loader& l) { return l.e_.next(); })
+      .def("end", [](Loader& l) { l.e_.end(); });
 
   py::class_<LinkLoader>(m, "LinkLoader")
-      .def(py::init<std::shared_ptr<Partition>, std::vector<int>, int, int, std::uint64_t, bool>(), py::arg("partition"), py::arg("fanouts"),
-           py::arg("batch_size"), py::arg("negatives"), py::arg("seed"), py::arg("exclude"))
+      .def(py::init<std::shared_ptr<Partition>, std::vector<int>, int, int, std::uint64_t, bool, int>(), py::arg("partition"), py::arg("fanouts"),
+           py::arg("batch_size"), py::arg("negatives"), py::arg("seed"), py::arg("exclude"), py::arg("prefetch"))
       .def_property_readonly("edges", &LinkLoader::edges)
-      .def("begin_epoch", &LinkLoader::begin_epoch, py::arg("epoch"))
-      .def("batch", &LinkLoader::batch, py::arg("step"));
+      .def("begin_epoch", &LinkLoader::begin_epoch, py::arg("epoch"), py::arg("first_step"))
+      .def("next", [](LinkLoader& l) { return l.e_.next(); })
+      .def("end", [](LinkLoader& l) { l.e_.end(); });
+
+  py::class_<Layerwise>(m, "Layerwise")
+      .def(py::init<std::shared_ptr<Partition>>(), py::arg("partition"))
+      .def_property_readonly("num_own", &Layerwise::num_own)
+      .def_property_readonly("num_halo", &Layerwise::num_halo)
+      .def_property_readonly("indptr", [](py::object self) {
+        const auto& g = self.cast<const Layerwise&>().shard().graph;
+        return view(g.indptr().data(), static_cast<std::int64_t>(g.indptr().size()), 0, self);
+      })
+      .def_property_readonly("indices", [](py::object self) {
+        const auto& r = self.cast<const Layerwise&>().rows();
+        return view(r.data(), static_cast<std::int64_t>(r.size()), 0, self);
+      })
+      .def_property_readonly("halo_ids", [](py::object self) { return view(self.cast<const Layerwise&>().shard().halo_nodes, self); })
+      .def("exchange", &Layerwise::exchange, py::arg("rows"));
 }

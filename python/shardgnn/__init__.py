@@ -31,7 +31,7 @@ import numpy as np
 from . import _shardgnn as _native
 from ._shardgnn import Dataset, InputError, CollectiveError  # noqa: F401  (the package's API)
 
-__all__ = ["init", "rank", "size", "local_rank", "local_size", "barrier", "collective_timeout", "Dataset", "Partition", "NeighborLoader", "LinkLoader", "Batch",
+__all__ = ["init", "rank", "size", "local_rank", "local_size", "barrier", "collective_timeout", "Dataset", "Partition", "NeighborLoader", "LinkLoader", "LayerwiseInference", "Batch",
            "allreduce_", "torch_env", "widen", "catch_stop_signals", "stop_requested", "EXIT_RESUMABLE", "write_dataset", "write_pyg", "InputError", "CollectiveError"]
 
 _started = False
@@ -125,10 +125,13 @@ def stop_requested():
 
 
 def allreduce_(array, op="sum"):
-    """In place over every rank: ``sum``, ``mean``, ``min`` or ``max`` of a C-contiguous numpy array
-    (float32, float64, int32, int64) or a CPU torch tensor (through its numpy view). Collective."""
+    """In place over every rank: ``sum``, ``mean`` (floats), ``min`` or ``max`` of a C-contiguous numpy
+    array (float32, float64, int32, int64) or a CPU torch tensor (through its numpy view). Collective."""
     init()
     a = array.numpy() if hasattr(array, "numpy") and not isinstance(array, np.ndarray) else array
+    # Refused before the collective, on every rank alike: a mean of integers would be truncated.
+    if op == "mean" and not np.issubdtype(a.dtype, np.floating):
+        raise ValueError(f"allreduce_: mean of a {a.dtype} array; take the sum, or pass floats")
     _native.allreduce_(a, "sum" if op == "mean" else op)
     if op == "mean":
         a /= _native.size()
@@ -175,18 +178,19 @@ def _array(a):
 
 
 def write_dataset(path, edge_index, num_nodes=None, x=None, y=None, train_idx=None, val_idx=None, test_idx=None, name="python",
-                  symmetrize=True, overwrite=False):
+                  symmetrize=True, overwrite=False, feature_dtype="float32"):
     """Writes a dataset folder (what ``shardgnn data convert`` writes) from arrays: ``edge_index``
     ``[2, E]`` (source, destination, PyG's convention), cleaned as ``data convert`` cleans (the
     reverse of every edge added unless ``symmetrize=False``, self-loops and duplicates dropped,
-    rows sorted); ``x`` float32 ``[num_nodes, F]``; ``y`` one class per node (-1: unlabelled);
-    the split ids. Checked, and written atomically: nothing is left at ``path`` on an error (an
-    InputError naming the array and the position). Not collective."""
+    rows sorted); ``x`` ``[num_nodes, F]``, stored as ``feature_dtype`` (float32, or 2 bytes a value:
+    float16, bfloat16); ``y`` one class per node (-1: unlabelled), or label sets ``[num_nodes, C]``
+    of 0 and 1; the split ids. Checked, and written atomically: nothing is left at ``path`` on an
+    error (an InputError naming the array and the position). Not collective."""
     ei = _array(edge_index)
     if num_nodes is None:
         num_nodes = len(x) if x is not None else (int(ei.max()) + 1 if ei.size else 0)
     _native.write_dataset(path, ei, int(num_nodes), _array(x), _array(y), _array(train_idx), _array(val_idx), _array(test_idx), name,
-                          bool(symmetrize), bool(overwrite))
+                          bool(symmetrize), bool(overwrite), feature_dtype)
 
 
 def write_pyg(data, path, name="pyg", symmetrize=True, overwrite=False):
@@ -343,25 +347,40 @@ class NeighborLoader:
     seed, the epoch, the step and the rank, as ``shardgnn train --resume`` relies on). Save it
     after each batch's optimiser step, with the model's checkpoint."""
 
-    def __init__(self, partition, fanouts, batch_size, split="train", shuffle=True, seed=0):
+    def __init__(self, partition, fanouts, batch_size, split="train", shuffle=True, seed=0, seed_sampling="shard", drop_last=False, prefetch=2):
         if split not in ("train", "val", "test", "all"):
             raise ValueError(f"split {split!r}: expected train, val, test or all")
         init()
-        self._loader = _native.Loader(partition, list(fanouts), int(batch_size), split, bool(shuffle and split == "train"), int(seed))
+        o = _native.LoaderOptions()
+        o.split, o.shuffle, o.seed, o.seed_sampling, o.drop_last, o.prefetch = split, bool(shuffle and split == "train"), int(seed), seed_sampling, bool(
+            drop_last), int(prefetch)
+        self._loader = _native.Loader(partition, list(fanouts), int(batch_size), o)
         self._types, self._relations = partition.node_types, partition.relations
         self._identity = {"fanouts": list(fanouts), "batch_size": int(batch_size), "split": split, "shuffle": bool(shuffle), "seed": int(seed),
-                          "ranks": _native.size()}
+                          "seed_sampling": seed_sampling, "drop_last": bool(drop_last), "ranks": _native.size()}
         self.epoch = 0
         self.step = 0  # the next batch of the epoch
 
     def __iter__(self):
-        steps = self._loader.begin_epoch(self.epoch)
-        while self.step < steps:
-            batch = Batch(self._loader.batch(self.step), self._types, self._relations)
-            self.step += 1
-            yield batch
+        steps = self._loader.begin_epoch(self.epoch, self.step)
+        try:
+            while True:
+                native = self._loader.next()
+                if native is None:
+                    break
+                self.step += 1
+                yield Batch(native, self._types, self._relations)
+        finally:
+            # A loop left early (a break on every rank at the same step, e.g. on stop_requested())
+            # stops the prefetch thread where every rank's can stop; the epoch stays where it stood.
+            if self.step < steps:
+                self._loader.end()
         self.epoch += 1
         self.step = 0
+
+    def __len__(self):
+        """Not known before an epoch begins (every rank's count is agreed then): use ``for``."""
+        raise TypeError("the number of batches is agreed by every rank when an epoch begins; iterate the loader")
 
     def set_epoch(self, epoch):
         self.epoch = int(epoch)
@@ -391,9 +410,9 @@ class LinkLoader:
     ``Partition.held_out("val_pos" | "val_neg" | "test_pos" | "test_neg")``. Iterating is
     collective; ``state_dict``/``load_state_dict`` as NeighborLoader's."""
 
-    def __init__(self, partition, fanouts, batch_size, negatives=1, seed=0, exclude=True):
+    def __init__(self, partition, fanouts, batch_size, negatives=1, seed=0, exclude=True, prefetch=2):
         init()
-        self._loader = _native.LinkLoader(partition, list(fanouts), int(batch_size), int(negatives), int(seed), bool(exclude))
+        self._loader = _native.LinkLoader(partition, list(fanouts), int(batch_size), int(negatives), int(seed), bool(exclude), int(prefetch))
         self._types, self._relations = partition.node_types, partition.relations
         self._identity = {"fanouts": list(fanouts), "batch_size": int(batch_size), "negatives": int(negatives), "seed": int(seed),
                           "exclude": bool(exclude), "ranks": _native.size()}
@@ -409,3 +428,61 @@ class LinkLoader:
     set_epoch = NeighborLoader.set_epoch
     state_dict = NeighborLoader.state_dict
     load_state_dict = NeighborLoader.load_state_dict
+
+
+class LayerwiseInference:
+    """Whole neighbourhoods, layer by layer, over every node: what DGL's and PyG's layer-wise
+    inference do for evaluation and for embedding a graph, where sampling would add noise and the
+    L-hop neighbourhoods of every node would repeat work. A layer's table is this rank's own rows
+    (``num_own``, its nodes in id order, ``Partition.node_range``) then its halo's (``num_halo``,
+    neighbours owned elsewhere, ``halo_ids``); ``exchange(h)`` builds it from the layer's input
+    rows of this rank's nodes (one all-to-all, collective), and ``blocks(max_edges)`` cuts the
+    owned nodes into ranges ``[a, b)`` with their whole in-neighbourhoods as PyG's bipartite
+    ``edge_index`` (row 0: table rows, row 1: position in the range). With PyG::
+
+        h = torch.from_numpy(sg.widen(part.features, part.feature_dtype))
+        for conv in convs:
+            table = torch.from_numpy(inf.exchange(h.numpy()))
+            h = torch.cat([conv((table, table[a:b]), torch.from_numpy(e)) for a, b, e in inf.blocks()])
+
+    Collective to build (one all-to-all of the halo's ids). Memory: one table of the widest layer,
+    the graph's edges as int64 table rows."""
+
+    def __init__(self, partition):
+        init()
+        self._inf = _native.Layerwise(partition)
+        self.num_own, self.num_halo = self._inf.num_own, self._inf.num_halo
+
+    @property
+    def indptr(self):
+        """The owned nodes' in-neighbourhoods as CSR over table rows (with ``indices``)."""
+        return self._inf.indptr
+
+    @property
+    def indices(self):
+        return self._inf.indices
+
+    @property
+    def halo_ids(self):
+        """The global ids of the table's halo rows."""
+        return self._inf.halo_ids
+
+    def exchange(self, rows):
+        """The layer's table from ``rows`` ``[num_own, width]`` (a numpy array or CPU tensor, as
+        float32): those rows, then the halo's from their owners. Collective; every rank passes one
+        width."""
+        return self._inf.exchange(np.ascontiguousarray(_array(rows), dtype=np.float32))
+
+    def blocks(self, max_edges=1 << 22):
+        """``(a, b, edge_index)`` for consecutive ranges of owned nodes, each range's in-edges at most
+        ``max_edges`` (a node with more is a range of its own): its edges as ``[2, E]`` int64, table
+        rows of the sources and the destinations' positions in ``[a, b)``. Not collective."""
+        indptr, indices = self.indptr, self.indices
+        a, n = 0, self.num_own
+        while a < n:
+            b = max(a + 1, int(np.searchsorted(indptr, indptr[a] + max_edges, side="right")) - 1)
+            b = min(b, n)
+            e0, e1 = int(indptr[a]), int(indptr[b])
+            dst = np.repeat(np.arange(b - a, dtype=np.int64), np.diff(indptr[a:b + 1]))
+            yield a, b, np.stack([np.asarray(indices[e0:e1], dtype=np.int64), dst])
+            a = b

@@ -3,7 +3,8 @@
 # completes with a test accuracy and says how its ranks' threads were chosen (srun -n 2 without
 # --ntasks-per-node); the same job preempted by scancel --signal=TERM stops with a checkpoint,
 # requeues itself, resumes and ends with the uninterrupted job's weights byte for byte; a task that
-# fails makes the job FAILED at once; the sweep and the multi-node script run. Exits 77 (skipped) where SLURM or root is missing.
+# fails makes the job FAILED at once; the sweep and the multi-node script run; the Python package's
+# loaders run under srun --mpi=pmi2. Exits 77 (skipped) where SLURM or root is missing.
 #
 #   tests/slurm/jobs.sh     (as root, after: apt-get install $(source tests/slurm/cluster.sh; slurm_packages))
 set -euo pipefail
@@ -99,7 +100,21 @@ grep -q "^test accuracy 0\.[5-9]" "$work/job-$d.out" || fail "multi-node job $d 
 [ -s "$work/shardgnn-run-$d/weights.pt" ] || fail "multi-node job $d left no weights in its run folder"
 echo "ok: the multi-node job's script trains (one node, two tasks)"
 
-# 5. A rank lost mid-run (kill -9): srun ends the other at once (KillOnBadExit) and the job fails.
+# 5. The Python package under srun --mpi=pmi2 (MPI brought up through SLURM's PMI, as a user's
+# `srun python train.py`): its loaders' tests pass on the job's two tasks.
+if [ -d "${SHARDGNN_PYTHONPATH:-}" ]; then
+  p=$(sbatch --parsable --chdir="$work" --output="$work/job-%j.out" --ntasks=2 --cpus-per-task=1 \
+    --export=ALL,PYTHONPATH="$SHARDGNN_PYTHONPATH:$ROOT/tests/python",OMP_NUM_THREADS=1 \
+    --wrap "srun --mpi=pmi2 /usr/bin/python3 $ROOT/tests/python/test_pipeline.py $work/data/cora $work/data/cora-2 $work")
+  state=$(slurm_wait_job "$p" 300) || fail "python job $p did not end: $state"
+  [ "$state" = "COMPLETED 0:0" ] || fail "python job $p ended $state"
+  [ "$(grep -c "^rank [01]/2: pipeline tests passed" "$work/job-$p.out")" = 2 ] || fail "python job $p: not both tasks passed"
+  echo "ok: the Python package's loaders under srun --mpi=pmi2 (2 tasks)"
+else
+  echo "skipped: the Python package under srun (SHARDGNN_PYTHONPATH names no built package)"
+fi
+
+# 6. A rank lost mid-run (kill -9): srun ends the other at once (KillOnBadExit) and the job fails.
 c=$(submit 1000)
 wait_epochs "$c" 1
 victim=$(pgrep -f "shardgnn-train $work/data/cora-2 .*" | head -n 1)
