@@ -46,7 +46,7 @@ packages=(
   mpich libmpich-dev
   libtorch-dev libopenblas0-pthread libdnnl2
   catch2
-  python3-numpy python3-dev pybind11-dev
+  python3-numpy python3-pytest python3-dev pybind11-dev
 )
 # A virtual environment for PyPI's torch (Debian splits venv out of python3).
 [ "$torch" = pip ] && packages+=(python3-venv)
@@ -93,9 +93,10 @@ else
       "$torch_python" -m pip install -q --disable-pip-version-check "torch==$version"
     fi
     # numpy: the Python module's test (python/shardgnn_model.py reads dataset folders with it);
-    # torch_geometric: the Python package's batches in PyG (tests/python/test_pyg.py).
+    # torch_geometric and pytest: the Python package's batches in PyG (tests/python/test_pyg.py, a pytest module).
     "$torch_python" -c 'import numpy' 2>/dev/null || "$torch_python" -m pip install -q --disable-pip-version-check numpy
     "$torch_python" -c 'import torch_geometric' 2>/dev/null || "$torch_python" -m pip install -q --disable-pip-version-check torch_geometric
+    "$torch_python" -c 'import pytest' 2>/dev/null || "$torch_python" -m pip install -q --disable-pip-version-check pytest
   fi
   prefix=$("$torch_python" -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null) ||
     { echo "setup: $torch_python has no torch (import torch failed)" >&2; exit 1; }

@@ -1,7 +1,9 @@
-"""What the loader tests share: MPI up, this rank, a failure line, and the serial reference's
-reading of a dataset folder and a partition with numpy alone."""
+"""What the loader tests share (conftest.py's fixtures and the test modules): MPI up, this rank,
+a failure line (for test_stop.py's stopped job, a script), the serial reference's reading of a
+dataset folder and a partition with numpy alone, and what a test keeps of a batch."""
 import json
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -31,3 +33,13 @@ def has_edge(indptr, indices, u, v):
     row = indices[indptr[u]: indptr[u + 1]]
     k = np.searchsorted(row, v)
     return k < len(row) and row[k] == v
+
+
+def keep(b, rows):
+    """What a test keeps of a batch `b` past its loop: copies of its ids, labels, pairs and sampled
+    edges, and in place of its feature rows (an epoch's are hundreds of megabytes) whether they are
+    `rows`, the reference's rows of its nodes, compared as the batch came."""
+    copy = lambda a: None if a is None else np.array(a)  # noqa: E731
+    return SimpleNamespace(n_id=copy(b.n_id), batch_size=b.batch_size, y=copy(b.y), pairs=copy(b.pairs), num_layers=b.num_layers,
+                           edges=[b.edge_index(h) for h in range(b.num_layers)], num_dst=[b.blocks[h][3] for h in range(b.num_layers)],
+                           x_is_rows=bool(np.array_equal(b.x, rows)))

@@ -3,66 +3,90 @@ the split dataset and the partition: each batch's positives are training edges o
 (every undirected training edge once an epoch over all ranks), each has `negatives` corrupted
 pairs from the same source, the positives' edges are absent from the sampled blocks in both
 directions, features are the nodes' rows, and the held-out pairs are the split's.
-Usage: mpiexec -n K python3 test_link_loader.py SPLIT_DATASET ITS_PARTITION AN_UNSPLIT_PARTITION"""
-import sys
-
+Usage (tests/python/test_loader.sh sets the paths, conftest.py): mpiexec -n K python -m pytest -q
+-p no:cacheprovider tests/python/test_link_loader.py"""
 import numpy as np
+import pytest
 
-from loader_common import R, P, csr, dataset_ids, fail, has_edge, sg
+from loader_common import has_edge, keep, sg
 
-ds_dir, part_dir = sys.argv[1], sys.argv[2]
-
-indptr, indices = csr(ds_dir)
-features = np.load(f"{ds_dir}/features.npy")
-n = len(indptr) - 1
-orig = dataset_ids(part_dir)
-new_of = np.empty(n, dtype=np.int64)
-new_of[orig] = np.arange(n)
+NEGATIVES = 2
 
 
-part = sg.Partition(part_dir)
-lo, hi = part.node_range
-negatives = 2
-loader = sg.LinkLoader(part, fanouts=[5, 5], batch_size=32, negatives=negatives, seed=3)
-positives = 0
-for b in loader:
-    pairs = b.pairs
-    pos, neg = pairs[pairs[:, 2] == 1], pairs[pairs[:, 2] == 0]
-    positives += len(pos)
-    if len(neg) != negatives * len(pos):
-        fail(f"{len(neg)} negatives for {len(pos)} positives")
-    g = b.n_id
-    if not np.array_equal(b.x, features[orig[g]]):
-        fail("a link batch's features are not its nodes' rows")
-    for u, v, _ in pos:
-        if not (lo <= g[u] < hi and g[u] < g[v]):
-            fail(f"positive ({g[u]}, {g[v]}) is not one of this rank's edges (u < v, u in [{lo}, {hi}))")
-        if not has_edge(indptr, indices, orig[g[u]], orig[g[v]]):
-            fail(f"positive ({orig[g[u]]}, {orig[g[v]]}) is not a training edge")
-    sources = {int(g[u]) for u, _, _ in pos}
-    if any(int(g[u]) not in sources for u, _, _ in neg):
-        fail("a negative whose source is no positive's")
-    # The positives' edges are in no block, either direction.
-    cut = {(int(g[u]), int(g[v])) for u, v, _ in pos} | {(int(g[v]), int(g[u])) for u, v, _ in pos}
-    for h in range(b.num_layers):
-        src, dst = b.edge_index(h)
-        if any((int(g[s]), int(g[t])) in cut for s, t in zip(src, dst)):
-            fail(f"block {h} holds a positive's edge")
-total = np.array([positives], dtype=np.int64)
-sg.allreduce_(total)
-undirected = sum(int(np.sum(indices[indptr[u]: indptr[u + 1]] > u)) for u in range(n))
-if total[0] != undirected:
-    fail(f"{total[0]} positives over all ranks, the training graph has {undirected} edges")
-# The held-out pairs this rank owns are the split's own, in global ids.
-mine = part.held_out("val_pos")
-want = np.load(f"{ds_dir}/val_pos_edges.npy")
-owned = want[(new_of[want[:, 0]] >= lo) & (new_of[want[:, 0]] < hi)]
-if sorted(map(tuple, orig[mine])) != sorted(map(tuple, owned)):
-    fail("held_out('val_pos') is not the split's validation edges this rank owns")
-try:
-    sg.LinkLoader(sg.Partition(sys.argv[3]), fanouts=[5], batch_size=8)
-    fail("a partition without held-out edges was accepted")
-except (sg.InputError, sg.CollectiveError) as e:
-    if "no held-out edges" not in str(e):
-        fail(f"no split's error: {e}")
-print(f"rank {R}/{P}: link ok ({positives} positives)", flush=True)
+@pytest.fixture(scope="module")
+def link_batches(split, split_parts):
+    """An epoch of a link loader (fanouts 5, 5; 32 positives a batch, 2 negatives each): each
+    batch (loader_common.keep) with its positive and negative pairs."""
+    loader = sg.LinkLoader(split_parts.part, fanouts=[5, 5], batch_size=32, negatives=NEGATIVES, seed=3)
+    out = []
+    for b in loader:
+        b = keep(b, split.features[split_parts.orig[b.n_id]])
+        pairs = b.pairs
+        out.append((b, pairs[pairs[:, 2] == 1], pairs[pairs[:, 2] == 0]))
+    return out
+
+
+def test_negatives_per_positive(link_batches):
+    for i, (_, pos, neg) in enumerate(link_batches):
+        assert len(neg) == NEGATIVES * len(pos), f"batch {i}: {len(neg)} negatives for {len(pos)} positives"
+
+
+def test_link_batch_features_are_its_nodes_rows(link_batches):
+    for i, (b, _, _) in enumerate(link_batches):
+        assert b.x_is_rows, f"batch {i}: a link batch's features are not its nodes' rows"
+
+
+def test_positives_are_this_ranks_edges(link_batches, split_parts):
+    lo, hi = split_parts.lo, split_parts.hi
+    for i, (b, pos, _) in enumerate(link_batches):
+        g = b.n_id
+        for u, v, _ in pos:
+            assert lo <= g[u] < hi and g[u] < g[v], f"batch {i}: positive ({g[u]}, {g[v]}) is not one of this rank's edges (u < v, u in [{lo}, {hi}))"
+
+
+def test_positives_are_training_edges(link_batches, split, split_parts):
+    orig = split_parts.orig
+    for i, (b, pos, _) in enumerate(link_batches):
+        g = b.n_id
+        for u, v, _ in pos:
+            assert has_edge(split.indptr, split.indices, orig[g[u]], orig[g[v]]), f"batch {i}: positive ({orig[g[u]]}, {orig[g[v]]}) is not a training edge"
+
+
+def test_negatives_share_a_positives_source(link_batches):
+    for i, (b, pos, neg) in enumerate(link_batches):
+        g = b.n_id
+        sources = {int(g[u]) for u, _, _ in pos}
+        assert all(int(g[u]) in sources for u, _, _ in neg), f"batch {i}: a negative whose source is no positive's"
+
+
+def test_positives_edges_in_no_block(link_batches):
+    for i, (b, pos, _) in enumerate(link_batches):
+        g = b.n_id
+        cut = {(int(g[u]), int(g[v])) for u, v, _ in pos} | {(int(g[v]), int(g[u])) for u, v, _ in pos}
+        for h, (src, dst) in enumerate(b.edges):
+            assert not any((int(g[s]), int(g[t])) in cut for s, t in zip(src, dst)), f"batch {i}: block {h} holds a positive's edge"
+
+
+def test_every_training_edge_once_over_ranks(link_batches, split):
+    total = np.array([sum(len(pos) for _, pos, _ in link_batches)], dtype=np.int64)
+    sg.allreduce_(total)
+    indptr, indices = split.indptr, split.indices
+    undirected = sum(int(np.sum(indices[indptr[u]: indptr[u + 1]] > u)) for u in range(split.n))
+    assert total[0] == undirected, f"{total[0]} positives over all ranks, the training graph has {undirected} edges"
+
+
+def test_held_out_pairs_are_the_splits(split, split_parts):
+    """The held-out pairs this rank owns are the split's own, in global ids."""
+    orig, lo, hi = split_parts.orig, split_parts.lo, split_parts.hi
+    new_of = np.empty(split.n, dtype=np.int64)
+    new_of[orig] = np.arange(split.n)
+    mine = split_parts.part.held_out("val_pos")
+    want = split.load("val_pos_edges")
+    owned = want[(new_of[want[:, 0]] >= lo) & (new_of[want[:, 0]] < hi)]
+    assert sorted(map(tuple, orig[mine])) == sorted(map(tuple, owned)), "held_out('val_pos') is not the split's validation edges this rank owns"
+
+
+def test_partition_without_split_refused(cora_parts):
+    with pytest.raises((sg.InputError, sg.CollectiveError)) as e:
+        sg.LinkLoader(cora_parts.part, fanouts=[5], batch_size=8)
+    assert "no held-out edges" in str(e.value), f"no split's error: {e.value}"
