@@ -20,8 +20,7 @@
 #include "datasets/dataset.hpp"
 #include "datasets/error.hpp"
 #include "datasets/feature_dtype.hpp"
-#include "partition/partition_info.hpp"
-#include "partition/shard_loader.hpp"
+#include "partition/input.hpp"
 #include "sampler/config.hpp"
 #include "sampler/examples.hpp"
 #include "sampler/feature_store.hpp"
@@ -80,23 +79,19 @@ py::array features_view(const FeatureTable& f, std::int64_t rows, py::handle own
 }
 
 // One rank's part of a partitioned dataset (its parts merged when there are more parts than
-// ranks), as `shardgnn train` loads it: checksums verified, collective over the world.
+// ranks), or a dataset folder in one process, as `shardgnn train` loads them (partition/input.hpp):
+// checksums verified, collective over the world.
 struct Partition {
   std::string dir;
-  std::shared_ptr<const PartitionInfo> info;
-  Shard shard;
+  Input in;
+  const Shard& shard() const { return in.shard; }
+  const DatasetMeta& meta() const { return in.meta; }
 };
 
 std::shared_ptr<Partition> open_partition(const std::string& dir, const std::string& scratch) {
-  const comm::Communicator& w = world();
   auto p = std::make_shared<Partition>();
   p->dir = dir;
-  comm::agree(w, [&] {
-    if (!fs::exists(fs::path(dir) / "partition.json"))
-      throw InputError(dir, "", "not a partitioned dataset (no partition.json; make one with `shardgnn partition`)");
-    p->info = std::make_shared<const PartitionInfo>(load_partition_info(dir));
-    p->shard = load_shard_for_rank(*p->info, w.rank(), w.size(), scratch);
-  });
+  load_input(world(), dir, scratch, "is read", p->in);
   return p;
 }
 
@@ -122,10 +117,10 @@ struct Sampling {
     c.prefetch = 0;  // Python takes its batches on its own thread
     comm::agree(comm, [&] {
       validate(c);
-      resolve_relation_fanouts(c, part->shard.schema);  // a typed graph's fanouts apply per relation
+      resolve_relation_fanouts(c, part->shard().schema);  // a typed graph's fanouts apply per relation
       check(*part);
     });
-    shards = std::make_unique<ShardView>(part->shard, comm, c.node_local);
+    shards = std::make_unique<ShardView>(part->shard(), comm, c.node_local);
     sampler = std::make_unique<DistSampler>(*shards, comm, c);
     features = std::make_unique<FeatureStore>(*shards, comm);
     features->build_cache(c, sampler.get());
@@ -173,8 +168,8 @@ class Epochs {
     comm::set_position("training (python loader)", mb->epoch, mb->step, steps_);
     auto b = std::make_shared<Batch>();
     b->mb = std::move(*mb);
-    b->num_classes = s.part->shard.num_classes;
-    b->multilabel = s.part->shard.multilabel;
+    b->num_classes = s.part->shard().num_classes;
+    b->multilabel = s.part->shard().multilabel;
     return b;
   }
   // Collective: ends the epoch before its last batch (every rank after the same number of next()),
@@ -243,7 +238,7 @@ class Loader {
       e_.s.comm.check_all(scheduler_->pool_size() > 0, "seed_sampling '" + o.seed_sampling + "': the partition has no labelled training nodes");
     }
     if (o.split == "train" && o.shuffle) return;
-    const Shard& sh = e_.s.part->shard;
+    const Shard& sh = e_.s.part->shard();
     std::vector<NodeId> seeds;
     if (o.split == "all") {
       for (NodeId v = sh.book.begin(sh.part); v < sh.book.end(sh.part); ++v) seeds.push_back(v);
@@ -309,7 +304,7 @@ class LinkLoader {
   LinkLoader(std::shared_ptr<Partition> part, std::vector<int> fanouts, int batch_size, int negatives, std::uint64_t seed, bool exclude, int prefetch)
       : e_(std::move(part), link_config(std::move(fanouts), batch_size, seed), prefetch, [&](const Partition& p) {
           if (negatives < 0) throw InputError("negatives: " + std::to_string(negatives) + ", expected 0 or more");
-          const Shard& sh = p.shard;
+          const Shard& sh = p.shard();
           if (!sh.edge_split)
             throw InputError(p.dir, "", "no held-out edges: link prediction needs a dataset split by `shardgnn data split-edges` before partitioning");
           examples_ = std::make_unique<EdgeExamples>(sh, batch_size, negatives, seed, exclude);
@@ -341,12 +336,12 @@ class LinkLoader {
 class Layerwise {
  public:
   explicit Layerwise(std::shared_ptr<Partition> p) : part_(std::move(p)), comm_(world().dup()) {
-    comm::agree(comm_, [&] { rows_ = neighbour_rows(part_->shard); });
-    plan_ = ask_halo(part_->shard, comm_);
+    comm::agree(comm_, [&] { rows_ = neighbour_rows(part_->shard()); });
+    plan_ = ask_halo(part_->shard(), comm_);
   }
-  std::int64_t num_own() const { return part_->shard.graph.num_nodes(); }
+  std::int64_t num_own() const { return part_->shard().graph.num_nodes(); }
   std::int64_t num_halo() const { return plan_.n_halo; }
-  const Shard& shard() const { return part_->shard; }
+  const Shard& shard() const { return part_->shard(); }
   const std::vector<std::int64_t>& rows() const { return rows_; }
 
   // Collective: the table of `own` ([num_own, width] float32 rows of this rank's nodes, in id
@@ -568,43 +563,43 @@ PYBIND11_MODULE(_shardgnn, m) {
 
   py::class_<Partition, std::shared_ptr<Partition>>(m, "Partition")
       .def(py::init(&open_partition), py::arg("path"), py::arg("scratch") = "")
-      .def_property_readonly("name", [](const Partition& p) { return p.info->dataset.name; })
-      .def_property_readonly("num_parts", [](const Partition& p) { return p.info->book.parts(); })
-      .def_property_readonly("num_nodes", [](const Partition& p) { return p.info->dataset.num_nodes; })
-      .def_property_readonly("num_edges", [](const Partition& p) { return p.info->dataset.num_edges; })
-      .def_property_readonly("feature_dim", [](const Partition& p) { return p.info->dataset.feature_dim; })
-      .def_property_readonly("feature_dtype", [](const Partition& p) { return feature_dtype_name(p.info->dataset.feature_dtype); })
-      .def_property_readonly("num_classes", [](const Partition& p) { return p.info->dataset.num_classes; })
-      .def_property_readonly("multilabel", [](const Partition& p) { return p.info->dataset.multilabel; })
-      .def_property_readonly("node_range", [](const Partition& p) { return std::pair(p.shard.book.begin(p.shard.part), p.shard.book.end(p.shard.part)); })
-      .def_property_readonly("offsets", [](const Partition& p) { return p.shard.book.offsets(); })
+      .def_property_readonly("name", [](const Partition& p) { return p.meta().name; })
+      .def_property_readonly("num_parts", [](const Partition& p) { return p.shard().book.parts(); })
+      .def_property_readonly("num_nodes", [](const Partition& p) { return p.meta().num_nodes; })
+      .def_property_readonly("num_edges", [](const Partition& p) { return p.meta().num_edges; })
+      .def_property_readonly("feature_dim", [](const Partition& p) { return p.meta().feature_dim; })
+      .def_property_readonly("feature_dtype", [](const Partition& p) { return feature_dtype_name(p.meta().feature_dtype); })
+      .def_property_readonly("num_classes", [](const Partition& p) { return p.meta().num_classes; })
+      .def_property_readonly("multilabel", [](const Partition& p) { return p.meta().multilabel; })
+      .def_property_readonly("node_range", [](const Partition& p) { return std::pair(p.shard().book.begin(p.shard().part), p.shard().book.end(p.shard().part)); })
+      .def_property_readonly("offsets", [](const Partition& p) { return p.shard().book.offsets(); })
       .def_property_readonly("node_types", [](const Partition& p) {
         // A typed graph's types (name, count, feature width), in type order; empty for one type.
         std::vector<std::tuple<std::string, std::int64_t, std::int64_t>> v;
-        for (const NodeType& t : p.info->dataset.schema.types()) v.emplace_back(t.name, t.count, t.feature_dim);
+        for (const NodeType& t : p.meta().schema.types()) v.emplace_back(t.name, t.count, t.feature_dim);
         return v;
       })
       .def_property_readonly("relations", [](const Partition& p) {
         std::vector<std::tuple<std::string, std::string, std::string>> v;
-        for (const Relation& r : p.info->dataset.schema.relations()) v.emplace_back(r.src, r.name, r.dst);
+        for (const Relation& r : p.meta().schema.relations()) v.emplace_back(r.src, r.name, r.dst);
         return v;
       })
       .def_property_readonly("features", [](py::object self) {
         const Partition& p = self.cast<const Partition&>();
-        return features_view(p.shard, p.shard.graph.num_nodes(), self);
+        return features_view(p.shard(), p.shard().graph.num_nodes(), self);
       })
       .def_property_readonly("labels", [](py::object self) {
         const Partition& p = self.cast<const Partition&>();
-        const Shard& s = p.shard;
+        const Shard& s = p.shard();
         return s.multilabel ? view(s.label_bits.data(), s.graph.num_nodes(), label_row_bytes(s.num_classes), self) : view(s.labels, self);
       })
-      .def_property_readonly("orig_ids", [](py::object self) { return view(self.cast<const Partition&>().shard.orig_ids, self); })
-      .def_property_readonly("train_idx", [](py::object self) { return view(self.cast<const Partition&>().shard.train_idx, self); })
-      .def_property_readonly("val_idx", [](py::object self) { return view(self.cast<const Partition&>().shard.val_idx, self); })
-      .def_property_readonly("test_idx", [](py::object self) { return view(self.cast<const Partition&>().shard.test_idx, self); })
+      .def_property_readonly("orig_ids", [](py::object self) { return view(self.cast<const Partition&>().shard().orig_ids, self); })
+      .def_property_readonly("train_idx", [](py::object self) { return view(self.cast<const Partition&>().shard().train_idx, self); })
+      .def_property_readonly("val_idx", [](py::object self) { return view(self.cast<const Partition&>().shard().val_idx, self); })
+      .def_property_readonly("test_idx", [](py::object self) { return view(self.cast<const Partition&>().shard().test_idx, self); })
       .def("held_out", [](py::object self, const std::string& which) {
         // An edge split's held-out pairs whose first node this rank owns (global ids).
-        const Shard& s = self.cast<const Partition&>().shard;
+        const Shard& s = self.cast<const Partition&>().shard();
         const Array<NodeId>* a = which == "val_pos" ? &s.val_pos : which == "val_neg" ? &s.val_neg : which == "test_pos" ? &s.test_pos
                                : which == "test_neg" ? &s.test_neg : nullptr;
         if (a == nullptr) throw py::value_error("held_out '" + which + "': expected val_pos, val_neg, test_pos or test_neg");
@@ -626,6 +621,20 @@ PYBIND11_MODULE(_shardgnn, m) {
         const Block& k = b.mb.blocks[static_cast<std::size_t>(h)];
         return py::make_tuple(view(k.indptr.data(), static_cast<std::int64_t>(k.indptr.size()), 0, self),
                               view(k.indices.data(), static_cast<std::int64_t>(k.indices.size()), 0, self), k.num_src, k.num_dst);
+      }, py::arg("layer"))
+      .def("edge_index", [](const Batch& b, std::int64_t h) {
+        // Block h as PyG's [2, E] (source row, destination row), made in one pass: a new array,
+        // since the block stores destinations as CSR.
+        if (h < 0 || h >= static_cast<std::int64_t>(b.mb.blocks.size())) throw py::index_error("block " + std::to_string(h));
+        const Block& k = b.mb.blocks[static_cast<std::size_t>(h)];
+        const auto E = static_cast<std::int64_t>(k.indices.size());
+        py::array_t<std::int64_t> out({std::int64_t{2}, E});
+        std::int64_t* src = out.mutable_data();
+        std::int64_t* dst = src + E;
+        std::copy(k.indices.begin(), k.indices.end(), src);
+        for (std::int64_t d = 0; d < k.num_dst; ++d)
+          std::fill(dst + k.indptr[static_cast<std::size_t>(d)], dst + k.indptr[static_cast<std::size_t>(d) + 1], d);
+        return out;
       }, py::arg("layer"))
       .def_property_readonly("x", [](py::object self) {
         const MiniBatch& mb = self.cast<const Batch&>().mb;

@@ -265,9 +265,7 @@ class Batch:
         return [self._b.block(h) for h in range(self._b.num_layers)]
 
     def edge_index(self, h):
-        indptr, indices, _, num_dst = self._b.block(h)
-        dst = np.repeat(np.arange(num_dst, dtype=np.int64), np.diff(indptr))
-        return np.stack([np.asarray(indices, dtype=np.int64), dst])
+        return self._b.edge_index(h)
 
     def edges(self):
         """Every layer's sampled edges together, each once, ``[2, E]`` positions in ``n_id``."""

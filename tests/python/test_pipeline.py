@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from loader_common import R, sg
+from loader_common import P, R, sg
 
 
 def batches(loader, limit=None):
@@ -141,3 +141,28 @@ def test_write_dataset_kinds(work_dir):
 def test_mean_of_integers_refused():
     with pytest.raises(ValueError, match="mean"):
         sg.allreduce_(np.ones(3, dtype=np.int64), "mean")
+
+
+def test_dataset_folder(cora):
+    """A dataset folder is a Partition in one process (as `shardgnn train` takes one), its batches
+    the dataset's rows; several ranks are told to partition it first."""
+    if P > 1:
+        with pytest.raises((sg.InputError, sg.CollectiveError), match="partition it first"):
+            sg.Partition(cora.dir)
+        return
+    whole = sg.Partition(cora.dir)
+    assert whole.num_parts == 1 and whole.num_nodes == cora.n and whole.node_range == (0, cora.n)
+    for b in sg.NeighborLoader(whole, fanouts=[4, 2], batch_size=100, seed=2):
+        assert np.array_equal(b.x, cora.features[b.n_id]), "a dataset folder's batch rows are not its nodes'"
+        assert np.array_equal(b.y, cora.labels[b.n_id[: b.batch_size]])
+
+
+def test_edge_index_is_the_block(cora_parts):
+    """edge_index(h) is block h's CSR as [2, E]: sources its indices, destinations its rows."""
+    for b in sg.NeighborLoader(cora_parts.part, fanouts=[5, 3], batch_size=64, seed=4, prefetch=0):
+        for h in range(b.num_layers):
+            indptr, indices, _, num_dst = b.blocks[h]
+            e = b.edge_index(h)
+            assert e.dtype == np.int64 and e.shape == (2, len(indices))
+            assert np.array_equal(e[0], indices)
+            assert np.array_equal(e[1], np.repeat(np.arange(num_dst), np.diff(indptr)))
