@@ -55,13 +55,8 @@ class StopSignals {
   std::chrono::steady_clock::time_point first_when_{};
 };
 
-// Call just before exiting with a stop's status, after MPI has finalised. When the stop signal
-// came from MPICH's hydra_pmi_proxy (mpiexec forwarding what it received) and this process is its
-// child, MPICH 4.0's proxy reports a status of 0 for a child it reaps only after the child's
-// output pipes have closed, which is most of the time (upstream removed that in MPICH 4.1). So a
-// short-lived child of ours keeps stdout open until the proxy has reaped this process: it closes
-// stderr once this process has exited, which wakes the proxy while stdout is still open, and
-// stdout once the proxy has reaped it.
+// Call just before exiting with a stop's status, after MPI has finalised: comm::keep_exit_status_for_proxy
+// (comm/launcher.hpp) with the first stop signal's sender.
 void keep_exit_status_for_launcher() noexcept;
 
 // The first stop signal received (0: none).

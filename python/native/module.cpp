@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
+#include "comm/launcher.hpp"
 #include "datasets/builder.hpp"
 #include "datasets/dataset.hpp"
 #include "datasets/error.hpp"
@@ -509,6 +510,7 @@ PYBIND11_MODULE(_shardgnn, m) {
     r.world.reset();
     r.env.reset();
   });
+  m.def("keep_exit_status_for_proxy", [](int sender) { comm::keep_exit_status_for_proxy(static_cast<pid_t>(sender)); }, py::arg("sender"));
   m.def("rank", [] { return world().rank(); });
   m.def("size", [] { return world().size(); });
   m.def("local_rank", [] { return (world(), runtime().cores.local_rank); });

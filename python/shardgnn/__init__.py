@@ -24,6 +24,7 @@ import atexit
 import os
 import signal
 import socket
+import sys
 import time
 
 import numpy as np
@@ -32,7 +33,7 @@ from . import _shardgnn as _native
 from ._shardgnn import Dataset, InputError, CollectiveError  # noqa: F401  (the package's API)
 
 __all__ = ["init", "rank", "size", "local_rank", "local_size", "barrier", "collective_timeout", "Dataset", "Partition", "NeighborLoader", "LinkLoader", "LayerwiseInference", "Batch",
-           "allreduce_", "torch_env", "widen", "catch_stop_signals", "stop_requested", "EXIT_RESUMABLE", "write_dataset", "write_pyg", "InputError", "CollectiveError"]
+           "allreduce_", "torch_env", "widen", "catch_stop_signals", "stop_requested", "exit_resumable", "EXIT_RESUMABLE", "write_dataset", "write_pyg", "InputError", "CollectiveError"]
 
 _started = False
 
@@ -109,10 +110,27 @@ def catch_stop_signals():
     """Takes SIGTERM, SIGINT and SIGUSR1 as ``shardgnn train`` takes them (SLURM's preemption,
     scancel, ``--signal=USR1@N``, a terminal's Ctrl-C): the first only sets a flag that
     ``stop_requested()`` reports on every rank at the training loop's next check, so that all stop
-    after the same step, save their state, and exit with ``EXIT_RESUMABLE``; a second ends the
+    after the same step, save their state, and ``exit_resumable()`` (status ``EXIT_RESUMABLE``); a second ends the
     process at once with 128 + the signal. Call it once, before training."""
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
         signal.signal(sig, _on_stop_signal)
+
+
+def exit_resumable():
+    """Ends the process with EXIT_RESUMABLE (75) after MPI has finalised, as a stopped ``shardgnn
+    train`` ends: call it once the state is saved. Under mpiexec, MPICH 4.0's proxy reports a
+    status of 0 for a rank it reaps after the rank's output pipes closed, which is most of the time
+    (fixed in MPICH 4.1): when this process is the proxy's child, a short-lived child of ours keeps
+    stdout open until the proxy has reaped it, so mpiexec reports 75. Other ``atexit`` handlers do
+    not run."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if _started:
+        _native.finalize()
+    # Python's handlers do not see who sent a signal: the parent is taken as the sender, which
+    # changes nothing unless the parent is the proxy (a stop from elsewhere then waits the same).
+    _native.keep_exit_status_for_proxy(os.getppid())
+    os._exit(EXIT_RESUMABLE)
 
 
 def stop_requested():

@@ -6,6 +6,7 @@ the batches the uninterrupted epoch would have.
 The stop is a script, run by tests/python/test_loader.sh, whose check is the job's exit status:
 
     mpiexec -n K python test_stop.py PARTITION OUT        # every rank exits 75, printing ": stopped"
+    mpiexec -n K python test_stop.py PARTITION OUT launcher   # the same, SIGTERM sent to mpiexec
 
 It stays outside pytest because pytest catches the SystemExit of sys.exit(sg.EXIT_RESUMABLE) as a
 failed test and ends the session with its own status (1), where the contract under test is a
@@ -43,7 +44,23 @@ def stop(part_dir, out):
             json.dump(loader.state_dict(), open(f"{out}/state-{R}.json", "w"))
             json.dump(seeds, open(f"{out}/before-{R}.json", "w"))
             print(f"rank {R}/{P}: stopped", flush=True)
-            sys.exit(sg.EXIT_RESUMABLE)
+            sg.exit_resumable()
+    fail("the loop ended without a stop")
+
+
+def stop_from_launcher(part_dir, out):
+    """The job stopped through mpiexec (SIGTERM to the launcher, which its proxies forward): every
+    rank stops after the same step and exits 75, which mpiexec must report (MPICH 4.0 reported 0
+    most of the time without exit_resumable's care)."""
+    loader = loader_of(sg.Partition(part_dir))
+    sg.catch_stop_signals()
+    for epoch in range(100000):
+        for b in loader:
+            if epoch == 1 and loader.step == 1 and R == 0:
+                open(f"{out}/running", "w").close()
+            if sg.stop_requested():
+                print(f"rank {R}/{P}: stopped", flush=True)
+                sg.exit_resumable()
     fail("the loop ended without a stop")
 
 
@@ -85,4 +102,4 @@ def test_resumed_batches_are_the_uninterrupted_epochs(cora_parts, saved, resumed
 
 
 if __name__ == "__main__":
-    stop(*sys.argv[1:3])
+    (stop_from_launcher if sys.argv[3:] == ["launcher"] else stop)(*sys.argv[1:3])
