@@ -35,7 +35,7 @@ if [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ]; then
   echo "test: PyPI torch build and the trainer's suite (build-torch/)"
   ./scripts/setup.sh --torch pip --no-quickstart
   ninja -C build-torch -j"$jobs"
-  ctest --test-dir build-torch --output-on-failure -j"$jobs" -R '^(trainer_1|trainer_mpi_2|typed_train_2|cli_train|cli_predict|cli_models|model_io|python_model|python_pyg|device_tests|device_tests_rehearsal)$'
+  ctest --test-dir build-torch --output-on-failure -j"$jobs" -R '^(trainer_1|trainer_mpi_2|typed_train_2|cli_train|cli_predict|cli_models|model_io|python_model|python_pyg|python_examples|device_tests|device_tests_rehearsal)$'
 else
   echo "test: no CUDA toolkit (${CUDA_HOME:-/usr/local/cuda}/bin/nvcc): the PyPI torch build is skipped"
 fi
