@@ -15,7 +15,6 @@ and the loader's position saved to --checkpoint-dir, and exit status 75; the sam
 import argparse
 import copy
 import os
-import sys
 
 import numpy as np
 import torch
@@ -131,12 +130,10 @@ def main():
     model.reset_parameters()
     opt = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
 
-    ckpt = os.path.join(args.checkpoint_dir, f"rank{rank}-of-{world}.pt") if args.checkpoint_dir else ""
+    ckpt = sg.Checkpoint(args.checkpoint_dir)
     state = {"best_val": -1.0, "best_epoch": -1, "best_model": None, "epoch_sums": [0.0, 0.0]}
-    found = np.array([int(bool(ckpt) and os.path.exists(ckpt))], dtype=np.int64)
-    sg.allreduce_(found, "min")  # every rank resumes, or none
-    if found[0]:
-        saved = torch.load(ckpt)
+    saved = ckpt.load()  # collective: every rank resumes, or none
+    if saved is not None:
         model.load_state_dict(saved["model"])
         opt.load_state_dict(saved["optimizer"])
         loader.load_state_dict(saved["loader"])
@@ -146,13 +143,10 @@ def main():
     def stop_here():
         if not sg.stop_requested():  # collective, once a step
             return
-        if ckpt:
-            os.makedirs(args.checkpoint_dir, exist_ok=True)
-            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "loader": loader.state_dict(), "state": state}, ckpt + ".tmp")
-            os.replace(ckpt + ".tmp", ckpt)
+        ckpt.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "loader": loader.state_dict(), "state": state})
         where = f"epoch {loader.epoch}" if loader.step == 0 else f"step {loader.step} of epoch {loader.epoch + 1}"
         log(f"stopped after {where}; " +
-            ("the same command resumes" if ckpt else "no --checkpoint-dir, nothing saved"), flush=True)
+            ("the same command resumes" if ckpt.path else "no --checkpoint-dir, nothing saved"), flush=True)
         sg.exit_resumable()
 
     while loader.epoch < args.epochs:

@@ -33,7 +33,7 @@ from . import _shardgnn as _native
 from ._shardgnn import Dataset, InputError, CollectiveError  # noqa: F401  (the package's API)
 
 __all__ = ["init", "rank", "size", "local_rank", "local_size", "barrier", "collective_timeout", "Dataset", "Partition", "NeighborLoader", "LinkLoader", "LayerwiseInference", "Batch",
-           "allreduce_", "torch_env", "widen", "catch_stop_signals", "stop_requested", "exit_resumable", "EXIT_RESUMABLE", "write_dataset", "write_pyg", "InputError", "CollectiveError"]
+           "allreduce_", "torch_env", "widen", "catch_stop_signals", "stop_requested", "exit_resumable", "Checkpoint", "EXIT_RESUMABLE", "write_dataset", "write_pyg", "InputError", "CollectiveError"]
 
 _started = False
 
@@ -131,6 +131,40 @@ def exit_resumable():
     # changes nothing unless the parent is the proxy (a stop from elsewhere then waits the same).
     _native.keep_exit_status_for_proxy(os.getppid())
     os._exit(EXIT_RESUMABLE)
+
+
+class Checkpoint:
+    """One file a rank in ``folder`` (``rank<R>-of-<P>.pt``): what a stopped job saves and a resumed
+    one loads, with ``torch.save``/``torch.load`` (torch is imported when used, not by the package).
+
+    ``load()`` is collective: it returns this rank's saved object when every rank has its file,
+    else None on every rank (a job resumes on all ranks or starts afresh on all). ``save(obj)``
+    writes this rank's file atomically (a temporary file renamed), so a stop during a save leaves
+    the previous file; it is not collective. With ``folder`` empty or None, nothing is saved and
+    ``load()`` is None."""
+
+    def __init__(self, folder):
+        init()
+        self.folder = folder or ""
+        self.path = os.path.join(self.folder, f"rank{_native.rank()}-of-{_native.size()}.pt") if self.folder else ""
+
+    def load(self):
+        found = np.array([int(bool(self.path) and os.path.exists(self.path))], dtype=np.int64)
+        _native.allreduce_(found, "min")
+        if not found[0]:
+            return None
+        import torch
+        # Loaders' states and the scripts' sums are plain values; a checkpoint is the job's own file.
+        return torch.load(self.path, weights_only=False)
+
+    def save(self, obj):
+        if not self.path:
+            return
+        import torch
+        os.makedirs(self.folder, exist_ok=True)
+        tmp = f"{self.path}.tmp-{os.getpid()}"
+        torch.save(obj, tmp)
+        os.replace(tmp, self.path)
 
 
 def stop_requested():

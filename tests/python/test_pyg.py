@@ -5,6 +5,8 @@ HeteroData holding every node type, the seeds' labels on the seeds' type, and ed
 schema's relations.
 Usage (tests/python/test_pyg.sh sets the paths, conftest.py): mpiexec -n K python -m pytest -q
 -p no:cacheprovider tests/python/test_pyg.py"""
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -86,3 +88,22 @@ def test_seed_labels_on_the_seeds_type(hetero_data, hetero_parts):
             seed_type = hetero_parts.part.node_types[int(b.node_type[0])][0]
             assert d[seed_type].batch_size == b.batch_size, f"batch {i}: {seed_type}.batch_size {d[seed_type].batch_size}, the batch's {b.batch_size}"
             assert torch.equal(d[seed_type].y, torch.from_numpy(b.y)), f"batch {i}: the seeds' labels are not on the seeds' type"
+
+
+def test_checkpoint_resumes_on_every_rank_or_none(work_dir):
+    """Checkpoint: what each rank saved comes back on each rank; a folder where one rank's file is
+    missing is None on every rank, so that no rank resumes alone."""
+    from loader_common import P, R
+    folder = f"{work_dir}/ckpt-{P}"
+    ckpt = sg.Checkpoint(folder)
+    assert ckpt.load() is None, "an empty folder resumed"
+    ckpt.save({"rank": R, "w": torch.arange(4.0) * R, "step": np.int64(7)})
+    sg.barrier()
+    saved = ckpt.load()
+    assert saved is not None and saved["rank"] == R and torch.equal(saved["w"], torch.arange(4.0) * R) and saved["step"] == 7
+    sg.barrier()
+    if R == P - 1:
+        os.remove(ckpt.path)
+    sg.barrier()
+    assert ckpt.load() is None, "resumed with a rank's file missing"
+    assert sg.Checkpoint("").load() is None and sg.Checkpoint(None).path == ""
