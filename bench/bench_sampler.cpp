@@ -387,7 +387,7 @@ boost::json::object report_json(const RunSetting& run, const Summary& s) {
   const Row& sum = s.sum;
   const SamplerConfig& cfg = run.cfg;
   return {{"ranks", run.ranks}, {"steps_per_rank", sum.steps / s.ranks}, {"wall_s", s.max_wall}, {"eager_inline_bytes", comm::eager_inline_bytes(comm::eager_setting(), run.ranks)}, {"fanouts", fanouts_text(cfg.fanouts)}, {"batch", cfg.batch_size}, {"wire_dtype", run.wire},
-          {"sampled_edges_per_s_per_core", s.edges_per_core_s}, {"input_nodes_per_batch", sum.input_nodes / sum.steps},
+          {"sampled_edges_per_s_per_core", s.edges_per_core_s}, {"sampled_edges_per_batch", sum.sampled_edges / sum.steps}, {"input_nodes_per_batch", sum.input_nodes / sum.steps},
           {"remote_bytes_per_batch", sum.remote_bytes / sum.steps}, {"cache_hit_rate", sum.remote_rows > 0 ? boost::json::value(s.hit) : boost::json::value(nullptr)},
           {"rows_sampled_by_owners_per_batch", sum.rows_by_owners / sum.steps}, {"sampling_bytes_per_batch", sum.sampling_bytes / sum.steps},
           {"local_gather_gbs", sum.local_gbs}, {"memcpy_gather_gbs", sum.memcpy_gbs}, {"remote_fetch_gbs", s.remote_gbs},

@@ -232,12 +232,19 @@ def _array(a):
 def write_dataset(path, edge_index, num_nodes=None, x=None, y=None, train_idx=None, val_idx=None, test_idx=None, name="python",
                   symmetrize=True, overwrite=False, feature_dtype="float32"):
     """Writes a dataset folder (what ``shardgnn data convert`` writes) from arrays: ``edge_index``
-    ``[2, E]`` (source, destination, PyG's convention), cleaned as ``data convert`` cleans (the
-    reverse of every edge added unless ``symmetrize=False``, self-loops and duplicates dropped,
-    rows sorted); ``x`` ``[num_nodes, F]``, stored as ``feature_dtype`` (float32, or 2 bytes a value:
-    float16, bfloat16); ``y`` one class per node (-1: unlabelled), or label sets ``[num_nodes, C]``
-    of 0 and 1; the split ids. Checked, and written atomically: nothing is left at ``path`` on an
-    error (an InputError naming the array and the position). Not collective."""
+    ``[2, E]`` (source, destination, PyG's convention) or a scipy sparse adjacency, cleaned as
+    ``data convert`` cleans (the reverse of every edge added unless ``symmetrize=False``, self-loops
+    and duplicates dropped, rows sorted); ``x`` ``[num_nodes, F]`` (dense or scipy sparse), stored
+    as ``feature_dtype`` (float32, or 2 bytes a value: float16, bfloat16); ``y`` one class per node
+    (-1: unlabelled), or label sets ``[num_nodes, C]`` of 0 and 1; the split ids. Checked, and
+    written atomically: nothing is left at ``path`` on an error (an InputError naming the array and
+    the position). Not collective."""
+    if hasattr(edge_index, "tocoo"):  # a scipy sparse adjacency: entry (i, j) is an edge i -> j
+        coo = edge_index.tocoo()
+        num_nodes = coo.shape[0] if num_nodes is None else num_nodes
+        edge_index = np.stack([coo.row, coo.col])
+    if hasattr(x, "toarray"):  # scipy sparse features, stored dense as data convert stores them
+        x = x.toarray()
     ei = _array(edge_index)
     if num_nodes is None:
         num_nodes = len(x) if x is not None else (int(ei.max()) + 1 if ei.size else 0)

@@ -12,6 +12,8 @@ environment variables:
     SHARDGNN_TEST_HETERO_PARTS  its partition into K parts
     SHARDGNN_TEST_STOP          where test_stop.py's stopped job left its states
     SHARDGNN_TEST_WORK          a scratch folder
+    SHARDGNN_TEST_NATIVE        bench sampler's --json on the Cora partition (fanouts 5,3, batch 64,
+                                2 epochs, seed 3), for the loader's batches against the native sampler's
     SHARDGNN                    the shardgnn binary
 
 A fixture whose variable is unset is an error of every test that needs it (never a skip)."""
@@ -175,3 +177,9 @@ def work_dir():
 @pytest.fixture(scope="session")
 def shardgnn_bin():
     return _env("SHARDGNN")
+
+
+@pytest.fixture(scope="session")
+def native_sampler():
+    with open(_env("SHARDGNN_TEST_NATIVE")) as f:
+        return json.load(f)

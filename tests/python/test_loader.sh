@@ -30,9 +30,11 @@ for k in 1 2 4; do
   set -e
   [ "$rc" = 75 ] || { echo "FAIL: a stopped job exited $rc, expected 75: $(cat "$work/stop$k.txt")" >&2; exit 1; }
   [ "$(grep -o ": stopped" "$work/stop$k.txt" | wc -l)" = "$k" ] || { echo "FAIL: not every rank stopped: $(cat "$work/stop$k.txt")" >&2; exit 1; }
-  # One pytest session a rank count for the four modules (one start of Python, MPI and pytest).
+  # The native sampler's batches on the same partition, for test_pipeline.py to compare with.
+  timeout 300 "$MPIEXEC" -n "$k" "$SHARDGNN" bench sampler "$work/p$k" --fanouts 5,3 --batch 64 --epochs 2 --seed 3 --json "$work/native$k.json" >/dev/null
+  # One pytest session a rank count for the modules (one start of Python, MPI and pytest).
   echo "test_loader.sh: $k rank(s)"
-  SHARDGNN_TEST_CORA_PARTS="$work/p$k" SHARDGNN_TEST_SPLIT_PARTS="$work/s$k" SHARDGNN_TEST_HETERO_PARTS="$work/h$k" SHARDGNN_TEST_STOP="$work/stop$k" \
+  SHARDGNN_TEST_CORA_PARTS="$work/p$k" SHARDGNN_TEST_NATIVE="$work/native$k.json" SHARDGNN_TEST_SPLIT_PARTS="$work/s$k" SHARDGNN_TEST_HETERO_PARTS="$work/h$k" SHARDGNN_TEST_STOP="$work/stop$k" \
     timeout 300 "$MPIEXEC" -n "$k" "$py" -m pytest -q -p no:cacheprovider \
       "$here/test_loader.py" "$here/test_link_loader.py" "$here/test_typed_loader.py" "$here/test_stop.py" "$here/test_pipeline.py"
 done

@@ -166,3 +166,43 @@ def test_edge_index_is_the_block(cora_parts):
             assert e.dtype == np.int64 and e.shape == (2, len(indices))
             assert np.array_equal(e[0], indices)
             assert np.array_equal(e[1], np.repeat(np.arange(num_dst), np.diff(indptr)))
+
+
+def test_batches_are_the_native_samplers(cora_parts, native_sampler):
+    """The loader draws the batches `shardgnn bench sampler` draws for the same partition, fanouts,
+    batch, epochs and seed: the same steps, input nodes and sampled edges over every rank."""
+    loader = sg.NeighborLoader(cora_parts.part, fanouts=[5, 3], batch_size=64, seed=3, prefetch=0)
+    totals = np.zeros(3, dtype=np.int64)  # steps, input nodes, sampled edges
+    for epoch in range(2):
+        for b in loader:
+            totals += [1, len(b.n_id), sum(len(b.blocks[h][1]) for h in range(b.num_layers))]
+    steps = totals[0]
+    sg.allreduce_(totals)
+    assert steps == native_sampler["steps_per_rank"], (steps, native_sampler["steps_per_rank"])
+    assert totals[1] / totals[0] == pytest.approx(native_sampler["input_nodes_per_batch"], rel=1e-12)
+    assert totals[2] / totals[0] == pytest.approx(native_sampler["sampled_edges_per_batch"], rel=1e-12)
+
+
+def test_write_dataset_from_a_sparse_adjacency(work_dir):
+    """A scipy-style sparse adjacency (tocoo(): row, col, shape) and sparse features (toarray())
+    are taken as their dense forms (scipy itself is not needed by the package)."""
+    class Coo:
+        def __init__(self, row, col, n):
+            self.row, self.col, self.shape = np.asarray(row), np.asarray(col), (n, n)
+
+        def tocoo(self):
+            return self
+
+    class Dense:
+        def __init__(self, a):
+            self.a = a
+
+        def toarray(self):
+            return self.a
+
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    path = f"{work_dir}/coo-{R}"
+    sg.write_dataset(path, Coo([0, 1, 2], [1, 2, 3], 4), x=Dense(x), overwrite=True)
+    ds = sg.Dataset(path)
+    assert ds.num_nodes == 4 and ds.num_edges == 6, (ds.num_nodes, ds.num_edges)
+    assert np.array_equal(ds.indptr, [0, 1, 3, 5, 6]) and np.array_equal(ds.features, x)

@@ -104,8 +104,9 @@ echo "ok: the multi-node job's script trains (one node, two tasks)"
 # `srun python train.py`): its loaders' tests pass on the job's two tasks.
 if [ -d "${SHARDGNN_PYTHONPATH:-}" ]; then
   p=$(sbatch --parsable --chdir="$work" --output="$work/job-%j.out" --ntasks=2 --cpus-per-task=1 \
-    --export=ALL,PYTHONPATH="$SHARDGNN_PYTHONPATH:$ROOT/tests/python",OMP_NUM_THREADS=1,SHARDGNN_TEST_CORA="$work/data/cora",SHARDGNN_TEST_CORA_PARTS="$work/data/cora-2",SHARDGNN_TEST_WORK="$work" \
-    --wrap "srun --mpi=pmi2 /usr/bin/python3 -m pytest -q -p no:cacheprovider $ROOT/tests/python/test_pipeline.py")
+    --export=ALL,PYTHONPATH="$SHARDGNN_PYTHONPATH:$ROOT/tests/python",OMP_NUM_THREADS=1,SHARDGNN_TEST_CORA="$work/data/cora",SHARDGNN_TEST_CORA_PARTS="$work/data/cora-2",SHARDGNN_TEST_WORK="$work",SHARDGNN_TEST_NATIVE="$work/native.json" \
+    --wrap "srun --mpi=pmi2 $SHARDGNN bench sampler $work/data/cora-2 --fanouts 5,3 --batch 64 --epochs 2 --seed 3 --json $work/native.json >/dev/null &&
+            srun --mpi=pmi2 /usr/bin/python3 -m pytest -q -p no:cacheprovider $ROOT/tests/python/test_pipeline.py")
   state=$(slurm_wait_job "$p" 300) || fail "python job $p did not end: $state"
   [ "$state" = "COMPLETED 0:0" ] || fail "python job $p ended $state"
   grep -q "passed on each of 2 rank(s)" "$work/job-$p.out" || fail "python job $p: not both tasks passed"
