@@ -38,6 +38,13 @@ for k in 1 2 4; do
     timeout 300 "$MPIEXEC" -n "$k" "$py" -m pytest -q -p no:cacheprovider \
       "$here/test_loader.py" "$here/test_link_loader.py" "$here/test_typed_loader.py" "$here/test_stop.py" "$here/test_pipeline.py"
 done
+# Ctrl-C (SIGINT) stops as SIGTERM does: every rank after the same step, status 75.
+mkdir -p "$work/int2"
+set +e
+STOP_SIGNAL=SIGINT timeout 300 "$MPIEXEC" -n 2 "$py" "$here/test_stop.py" "$work/p2" "$work/int2" > "$work/int2.txt" 2>&1
+rc=$?
+set -e
+[ "$rc" = 75 ] && [ "$(grep -o ": stopped" "$work/int2.txt" | wc -l)" = 2 ] || { echo "FAIL: SIGINT: exit $rc: $(tail -5 "$work/int2.txt")" >&2; exit 1; }
 # A SIGTERM to mpiexec (forwarded by its proxies): the job's status is 75, three times over
 # (MPICH 4.0's proxy reported 0 most of the time before exit_resumable kept its pipes open).
 for try in 1 2 3; do

@@ -37,7 +37,7 @@ def stop(part_dir, out):
     for b in loader:
         seeds.append(b.n_id[: b.batch_size].tolist())
         if loader.step == 2 and R == P - 1:
-            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), getattr(signal, os.environ.get("STOP_SIGNAL", "SIGTERM")))  # SIGINT: a terminal's Ctrl-C
         if sg.stop_requested():
             if loader.step != 2:
                 fail(f"stopped after step {loader.step}, the signal came during step 2")
