@@ -208,14 +208,14 @@ def test_write_dataset_from_a_sparse_adjacency(work_dir):
     assert np.array_equal(ds.indptr, [0, 1, 3, 5, 6]) and np.array_equal(ds.features, x)
 
 
-def test_bad_input_is_one_line(work_dir):
+def test_bad_input_is_one_line(work_dir, cora_parts):
     """A missing folder and fanouts the sampler cannot take are exceptions carrying the commands'
     one-line messages, on every rank, never a crash."""
     with pytest.raises((sg.InputError, sg.CollectiveError), match="neither a partitioned dataset"):
         sg.Partition(f"{work_dir}/no-such-folder")
     with pytest.raises(sg.InputError, match="no-such-folder"):
         sg.Dataset(f"{work_dir}/no-such-folder")
-    part = sg.Partition(os.environ["SHARDGNN_TEST_CORA_PARTS"])
+    part = cora_parts.part
     for fanouts in ([], [5, -2]):
         with pytest.raises((sg.InputError, sg.CollectiveError)) as e:
             sg.NeighborLoader(part, fanouts=fanouts, batch_size=8)
