@@ -6,23 +6,25 @@
 
 namespace shardgnn {
 
-torch::Tensor keyed_embedding_rows(std::uint64_t seed, std::int64_t first, std::int64_t n, std::int64_t dim, double scale) {
+torch::Tensor keyed_embedding_rows(std::uint64_t seed, std::span<const NodeId> keys, std::int64_t dim, double scale) {
+  const auto n = static_cast<std::int64_t>(keys.size());
   torch::Tensor rows = torch::empty({n, dim});
   float* x = rows.data_ptr<float>();
   for (std::int64_t i = 0; i < n; ++i)
     for (std::int64_t j = 0; j < dim; ++j) {
       // 53 random bits to a double in [0, 1), then to [-scale, scale].
-      const std::uint64_t h = derive_seed(derive_seed(seed, static_cast<std::uint64_t>(first + i)), static_cast<std::uint64_t>(j));
+      const std::uint64_t h = derive_seed(derive_seed(seed, static_cast<std::uint64_t>(keys[static_cast<std::size_t>(i)])), static_cast<std::uint64_t>(j));
       x[i * dim + j] = static_cast<float>(scale * (2.0 * static_cast<double>(h >> 11) * 0x1p-53 - 1.0));
     }
   return rows;
 }
 
-DistEmbedding::DistEmbedding(PartitionBook book, std::int64_t dim, SparseEmbeddingOptions options, std::uint64_t seed, const comm::Communicator& comm)
+DistEmbedding::DistEmbedding(PartitionBook book, std::span<const NodeId> keys, std::int64_t dim, SparseEmbeddingOptions options, std::uint64_t seed,
+                             const comm::Communicator& comm)
     : book_(std::move(book)), dim_(dim), comm_(comm) {
   if (book_.parts() != comm.size()) throw std::logic_error("DistEmbedding: a part per rank expected");
-  const PartId me = comm.rank();
-  local_ = SparseEmbedding(keyed_embedding_rows(seed, book_.begin(me), book_.size(me), dim, options.init_scale), options);
+  if (static_cast<std::int64_t>(keys.size()) != book_.size(comm.rank())) throw std::logic_error("DistEmbedding: a key per owned row expected");
+  local_ = SparseEmbedding(keyed_embedding_rows(seed, keys, dim, options.init_scale), options);
 }
 
 void DistEmbedding::group(std::span<const NodeId> ids) {
@@ -82,9 +84,9 @@ TypedEmbeddings::TypedEmbeddings(const TypedFeatureStore& store, const GraphSche
   for (int t = 0; t < schema.num_types(); ++t)
     if (schema.types()[static_cast<std::size_t>(t)].feature_dim == 0) {
       types_.push_back(t);
-      tables_[static_cast<std::size_t>(t)] =
-          std::make_unique<DistEmbedding>(store.type_book(t), dim, options, derive_seed(seed, static_cast<std::uint64_t>(t)), *comm_);
       dataset_ids_[static_cast<std::size_t>(t)] = store.owned_dataset_ids(t);
+      tables_[static_cast<std::size_t>(t)] = std::make_unique<DistEmbedding>(store.type_book(t), dataset_ids_[static_cast<std::size_t>(t)], dim, options,
+                                                                             derive_seed(seed, static_cast<std::uint64_t>(t)), *comm_);
     }
 }
 

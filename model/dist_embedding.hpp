@@ -21,14 +21,17 @@
 
 namespace shardgnn {
 
-// Rows [first, first + n) of a table of `dim` columns, uniform in [-scale, scale], from a keyed
-// hash of (seed, id, column): the same values whichever rank makes them.
-torch::Tensor keyed_embedding_rows(std::uint64_t seed, std::int64_t first, std::int64_t n, std::int64_t dim, double scale);
+// One row of `dim` columns for each of `keys`, uniform in [-scale, scale], from a keyed hash of
+// (seed, key, column): the same values whichever rank makes them.
+torch::Tensor keyed_embedding_rows(std::uint64_t seed, std::span<const NodeId> keys, std::int64_t dim, double scale);
 
 class DistEmbedding {
  public:
   // `comm` (this table's own: give it a dup()) must outlive it; rank r owns part r of `book`.
-  DistEmbedding(PartitionBook book, std::int64_t dim, SparseEmbeddingOptions options, std::uint64_t seed, const comm::Communicator& comm);
+  // `keys` name this rank's rows for their first values (keyed_embedding_rows), one a row: the
+  // dataset's node ids, so that a node starts from the same row however the graph was cut.
+  DistEmbedding(PartitionBook book, std::span<const NodeId> keys, std::int64_t dim, SparseEmbeddingOptions options, std::uint64_t seed,
+                const comm::Communicator& comm);
 
   // Collective: the rows of `ids` (any rank's, repeats allowed) as a leaf tensor [k, dim] that
   // requires grad.

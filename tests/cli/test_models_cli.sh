@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Declared models (docs/models.md): a spec file trains at 1, 2 and 4 ranks, writes its card,
 # resumes exactly and predicts what training scored; the built-in's own spec, given as a file,
-# trains to the same weights as --model sage; a typed spec trains on the hetero generator; a bad
+# trains to the same weights as --model sage; a typed spec trains on the hetero generator, and
+# with every neighbour scores one rank's losses at 2 and 4 ranks (the serial reference); a bad
 # spec, a damaged card and weights that are not the card's are one line on every rank; weights
 # from before cards still load, and predict says so.
 set -euo pipefail
@@ -95,6 +96,28 @@ train 2 "$work/het2" "$work/typed" --model "$work/typed.json" --fanouts 5,5 --ep
 printed=$(full_acc "$work/typed.txt")
 timeout 120 "$MPIEXEC" -n 2 "$SHARDGNN" predict "$work/typed" "$work/het2" --out "$work/tpred" > "$work/tpred.txt" 2>&1 || fail "typed predict: $(cat "$work/tpred.txt")"
 grep -q "test accuracy $printed," "$work/tpred.txt" || fail "typed predict's test accuracy is not training's $printed: $(cat "$work/tpred.txt")"
+
+# The serial reference for typed graphs: with every neighbour (fanouts -1), no dropout and one
+# step an epoch holding every training seed (global seeds), R-GAT and R-GCN layers and the
+# featureless type's embedding rows (keyed by node id) compute the same losses at 2 and 4 ranks as
+# at one, up to the order of float sums.
+cat > "$work/typed-ref.json" <<'EOF'
+{"encoder": {"width": 16},
+ "layers": [{"kind": "rgat", "width": 16, "heads": 2, "activation": "elu", "dropout": 0}, {"kind": "rgcn", "width": 16, "dropout": 0}],
+ "head": {"kind": "linear"}}
+EOF
+for n in 1 2 4; do
+  input="$work/het"; [ "$n" = 1 ] || { input="$work/het$n"; [ -d "$input" ] || "$SHARDGNN" partition "$work/het" --parts "$n" --balance ntypes,train --out "$input" >/dev/null; }
+  BATCH=100000 train "$n" "$input" "$work/tref$n" --model "$work/typed-ref.json" --fanouts -1,-1 --epochs 3 --lr 0.005 --weight-decay 0 \
+    --seed-sampling global --no-full-eval
+done
+"$py" - "$work"/tref{1,2,4}/metrics.jsonl <<'PY' || fail "typed training at 2 or 4 ranks is not one rank's"
+import json, sys
+losses = [[json.loads(l)["loss"] for l in open(f) if '"loss"' in l] for f in sys.argv[1:]]
+assert len(losses[0]) == 3, losses
+for other in losses[1:]:
+    assert len(other) == 3 and all(abs(a - b) <= 1e-4 * abs(a) for a, b in zip(losses[0], other)), losses
+PY
 
 # Bad specs: one line naming the file, the key path and what was expected, on every rank, and
 # exit 2 (a usage error) before anything trains.

@@ -3,7 +3,11 @@
 // and one rank the serial reference exactly. Only CHECK after the first collective.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
+#include <map>
+#include <set>
+#include <tuple>
 
 #include "comm/communicator.hpp"
 #include "datasets/feature_dtype.hpp"
@@ -107,6 +111,76 @@ TEST_CASE("a typed graph is sampled per relation: each neighbour type of a row g
   CHECK(wrong_type == 0);
   CHECK(not_edges == 0);
   CHECK(wrong_count == 0);
+}
+
+TEST_CASE("each relation's neighbours are drawn uniformly at every rank count, remote rows included", "[sampler][mpi][typed][statistics]") {
+  // For every row sampled at either hop, and each relation of it with more neighbours than its
+  // fanout f, count how often each neighbour of that relation is chosen over many steps: without
+  // replacement each is chosen with probability f/d per appearance. The normalised squared
+  // deviations, summed over all such (row, neighbour) pairs, follow roughly a chi-square law with
+  // that many degrees of freedom; the sum must land within 6 standard deviations of its mean. At 2
+  // and 4 ranks most hop-1 rows are other ranks' (the typed rows a wider rank count ships).
+  TypedParts fx;
+  const GraphSchema& s = fx.ds.schema;
+  SamplerConfig cfg;
+  cfg.fanouts = {3, 2};
+  cfg.batch_size = 40;
+  cfg.seed = 11;
+  cfg.relation_fanouts = {std::vector<int>(s.relations().size(), 3), std::vector<int>(s.relations().size(), 2)};
+  auto comm = fx.world.dup();
+  const ShardView shards(fx.shard);
+  DistSampler sampler(shards, comm, cfg);
+  const auto seeds = sampler.seeds_for(0, 0);
+  const int L = static_cast<int>(cfg.fanouts.size());
+  std::map<std::pair<int, NodeId>, std::int64_t> appear;             // (hop, row) -> samples it was in
+  std::map<std::tuple<int, NodeId, NodeId>, std::int64_t> chosen;    // (hop, row, neighbour) -> draws
+  std::set<NodeId> remote;                                           // rows other ranks own
+  const int S = 300;
+  for (int step = 0; step < S; ++step) {
+    const MiniBatch mb = sampler.sample(seeds, 0, step);
+    for (int hop = 0; hop < L; ++hop) {
+      const Block& blk = mb.blocks[static_cast<std::size_t>(L - 1 - hop)];
+      const auto& dst = mb.layer_nodes[static_cast<std::size_t>(hop)];
+      const auto& src = mb.layer_nodes[static_cast<std::size_t>(hop) + 1];
+      for (std::size_t i = 0; i < dst.size(); ++i) {
+        const NodeId u = fx.old_of_new[static_cast<std::size_t>(dst[i])];
+        ++appear[{hop, u}];
+        if (fx.info.book.owner(dst[i]) != fx.world.rank()) remote.insert(u);
+        for (auto e = blk.indptr[i]; e < blk.indptr[i + 1]; ++e)
+          ++chosen[{hop, u, fx.old_of_new[static_cast<std::size_t>(src[static_cast<std::size_t>(blk.indices[static_cast<std::size_t>(e)])])]}];
+      }
+    }
+  }
+  double chi = 0, dof = 0;
+  std::int64_t remote_rows = 0;
+  for (const auto& [key, n] : appear) {
+    const auto [hop, u] = key;
+    if (n < 30) continue;
+    remote_rows += remote.count(u) > 0;
+    const int tu = s.type_of(u);
+    std::vector<std::vector<NodeId>> by_type(static_cast<std::size_t>(s.num_types()));
+    for (const NodeId v : row_of(fx.ds.graph, u)) by_type[static_cast<std::size_t>(s.type_of(v))].push_back(v);
+    for (int t = 0; t < s.num_types(); ++t) {
+      const int r = s.relation_between(tu, t);
+      const auto& nb = by_type[static_cast<std::size_t>(t)];
+      if (r < 0) continue;
+      const double f = cfg.relation_fanouts[static_cast<std::size_t>(hop)][static_cast<std::size_t>(r)];
+      const auto d = static_cast<double>(nb.size());
+      if (d <= f) continue;
+      const double p = f / d;
+      for (const NodeId v : nb) {
+        auto it = chosen.find({hop, u, v});
+        const double obs = it == chosen.end() ? 0.0 : static_cast<double>(it->second);
+        const double exp = static_cast<double>(n) * p;
+        chi += (obs - exp) * (obs - exp) / (static_cast<double>(n) * p * (1 - p));
+        dof += 1;
+      }
+    }
+  }
+  INFO("rank " << fx.world.rank() << " of " << fx.world.size() << ": chi2 " << chi << " over " << dof << ", " << remote_rows << " remote rows");
+  CHECK(dof > 100);
+  CHECK((remote_rows > 0) == (fx.world.size() > 1));
+  CHECK(std::abs(chi - dof) < 6 * std::sqrt(2 * dof));
 }
 
 TEST_CASE("per-relation fanouts that do not fit the graph are refused", "[sampler][mpi][typed]") {

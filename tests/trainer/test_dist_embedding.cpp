@@ -31,8 +31,13 @@ TEST_CASE("distributed embedding rows gather and update as one table does", "[em
     SparseEmbeddingOptions o;
     o.optimizer = opt;
     o.lr = 0.1;
-    DistEmbedding dist(PartitionBook(offsets), dim, o, 11, comm);
-    SparseEmbedding whole(keyed_embedding_rows(11, 0, rows, dim, o.init_scale), o);
+    // Keys run backwards, so a row's values follow its key, not its position.
+    std::vector<NodeId> keys(static_cast<std::size_t>(rows));
+    for (std::int64_t i = 0; i < rows; ++i) keys[static_cast<std::size_t>(i)] = 1000 - i;
+    const auto me = static_cast<std::size_t>(world.rank());
+    DistEmbedding dist(PartitionBook(offsets), std::span<const NodeId>(keys).subspan(static_cast<std::size_t>(offsets[me]), static_cast<std::size_t>(offsets[me + 1] - offsets[me])),
+                       dim, o, 11, comm);
+    SparseEmbedding whole(keyed_embedding_rows(11, keys, dim, o.init_scale), o);
     for (int step = 0; step < 3; ++step) {
       const auto [ids, grad] = batch_of(world.rank(), step, rows, dim);
       const torch::Tensor got = dist.gather(ids);
