@@ -5,6 +5,7 @@
 #include "datasets/builder.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cerrno>
 #include <cmath>
@@ -23,7 +24,7 @@ namespace shardgnn {
 namespace {
 
 struct RowEntry {
-  std::int64_t key;     // neighbour << 1 | is_reverse
+  std::int64_t key;     // (relation << neighbour bits | neighbour) << 1 | is_reverse
   std::int64_t weight;
   // Weight breaks ties so the kept copy of a duplicate is deterministic.
   bool operator<(const RowEntry& o) const { return key != o.key ? key < o.key : weight < o.weight; }
@@ -34,6 +35,7 @@ struct RowEntry {
 struct RowResolver {
   const CleanOptions& opt;
   CleanReport& rep;
+  std::int64_t neighbour_mask = -1;  // the neighbour's bits of key >> 1 (the rest: its relation)
   bool saw_self_loop = false, saw_duplicate = false;
 
   template <class It, class Emit>
@@ -56,7 +58,7 @@ struct RowResolver {
         keep = std::max(originals, reverses);
         rep.reverse_added += std::max<std::int64_t>(0, reverses - originals);
       }
-      saw_self_loop |= nb == u;
+      saw_self_loop |= (nb & neighbour_mask) == u;
       saw_duplicate |= keep > 1;
       // Originals sort before reverses of the same neighbour, so `it` is the first original when one exists.
       for (std::int64_t k = 0; k < keep; ++k) emit(nb, it->weight);
@@ -83,10 +85,27 @@ BuiltGraph build_csr(EdgeList&& edges, const CleanOptions& opt) {
   const std::int64_t n = edges.num_nodes;
   const std::size_t m = edges.src.size();
   const bool weighted = !edges.weight.empty();
-  assert(edges.dst.size() == m && (!weighted || edges.weight.size() == m));
+  const bool related = !edges.relation.empty();
+  assert(edges.dst.size() == m && (!weighted || edges.weight.size() == m) && (!related || edges.relation.size() == m));
   BuiltGraph out;
   CleanReport& rep = out.report;
   rep.input_entries = static_cast<std::int64_t>(m);
+  // A relation sorts before the neighbour: it takes the key's bits above the neighbour's.
+  const int id_bits = n <= 1 ? 1 : static_cast<int>(std::bit_width(static_cast<std::uint64_t>(n - 1)));
+  std::int32_t max_relation = 0;
+  for (const std::int32_t r : edges.relation) max_relation = std::max(max_relation, r);
+  for (const std::int32_t r : edges.reverse_relation) max_relation = std::max(max_relation, r);
+  if (related && id_bits + 1 + static_cast<int>(std::bit_width(static_cast<std::uint32_t>(max_relation))) > 63)
+    throw InputError("", "", std::to_string(n) + " nodes and " + std::to_string(max_relation + 1) + " relations: more than a 63-bit sort key holds");
+  auto key = [&](std::size_t i, NodeId v, bool reverse) -> std::int64_t {
+    if (!related) return v << 1 | (reverse ? 1 : 0);
+    const std::int32_t r = edges.relation[i];
+    return ((static_cast<std::int64_t>(reverse ? edges.reverse_relation[static_cast<std::size_t>(r)] : r) << id_bits | v) << 1) | (reverse ? 1 : 0);
+  };
+  // With relations, a self-loop's reverse is another entry unless its relation is its own reverse.
+  auto own_reverse = [&](std::size_t i) {
+    return !related || !opt.symmetrize || edges.reverse_relation[static_cast<std::size_t>(edges.relation[i])] == edges.relation[i];
+  };
 
   // Pass 1: count entries per row (self-loops dropped here, reverses added here).
   std::vector<EdgeId> count(static_cast<std::size_t>(n) + 1, 0);
@@ -94,8 +113,8 @@ BuiltGraph build_csr(EdgeList&& edges, const CleanOptions& opt) {
     const NodeId u = edges.src[i], v = edges.dst[i];
     if (u == v) {
       if (opt.drop_self_loops) { ++rep.self_loops_dropped; continue; }
-      ++count[u + 1];
-      continue;  // a self-loop is its own reverse
+      count[u + 1] += own_reverse(i) ? 1 : 2;
+      continue;  // a self-loop is its own reverse (unless its relation's reverse is another)
     }
     ++count[u + 1];
     if (opt.symmetrize) ++count[v + 1];
@@ -111,11 +130,13 @@ BuiltGraph build_csr(EdgeList&& edges, const CleanOptions& opt) {
       const NodeId u = edges.src[i], v = edges.dst[i];
       const std::int64_t w = weighted ? edges.weight[i] : 0;
       if (u == v) {
-        if (!opt.drop_self_loops) entries[pos[u]++] = {v << 1, w};
+        if (opt.drop_self_loops) continue;
+        entries[pos[u]++] = {key(i, v, false), w};
+        if (!own_reverse(i)) entries[pos[u]++] = {key(i, u, true), w};
         continue;
       }
-      entries[pos[u]++] = {v << 1, w};
-      if (opt.symmetrize) entries[pos[v]++] = {(u << 1) | 1, w};
+      entries[pos[u]++] = {key(i, v, false), w};
+      if (opt.symmetrize) entries[pos[v]++] = {key(i, u, true), w};
     }
   }
   // The input is no longer needed: give its memory back before the rows are compacted.
@@ -127,13 +148,16 @@ BuiltGraph build_csr(EdgeList&& edges, const CleanOptions& opt) {
   indices.reserve(staged);
   std::vector<std::int64_t> weights;
   if (weighted) weights.reserve(staged);
-  RowResolver resolve{opt, rep};
+  std::vector<std::int32_t> relations;
+  if (related) relations.reserve(staged);
+  RowResolver resolve{opt, rep, related ? (std::int64_t{1} << id_bits) - 1 : -1};
   for (NodeId u = 0; u < n; ++u) {
     auto first = entries.begin() + count[u], last = entries.begin() + count[u + 1];
     std::sort(first, last);
-    resolve(u, first, last, [&](NodeId nb, std::int64_t w) {
-      indices.push_back(nb);
+    resolve(u, first, last, [&](std::int64_t nb, std::int64_t w) {
+      indices.push_back(nb & resolve.neighbour_mask);
       if (weighted) weights.push_back(w);
+      if (related) relations.push_back(static_cast<std::int32_t>(nb >> id_bits));
     });
     indptr[u + 1] = static_cast<EdgeId>(indices.size());
   }
@@ -144,9 +168,11 @@ BuiltGraph build_csr(EdgeList&& edges, const CleanOptions& opt) {
   rep.no_duplicates = !resolve.saw_duplicate;
   out.graph = CsrGraph(Array<EdgeId>(std::move(indptr)), Array<NodeId>(std::move(indices)));
   // Symmetry is known when it was made; otherwise one check now (rows are sorted) spares every
-  // later consumer (METIS needs it) from repeating it.
-  rep.symmetric = opt.symmetrize || is_symmetric(out.graph);
+  // later consumer (METIS needs it) from repeating it. Rows ordered by relation first are not
+  // sorted by neighbour: their symmetry stays unknown unless made.
+  rep.symmetric = opt.symmetrize || (!related && is_symmetric(out.graph));
   out.weights = std::move(weights);
+  out.relations = std::move(relations);
   return out;
 }
 

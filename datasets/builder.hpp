@@ -17,6 +17,11 @@ struct EdgeList {
   std::vector<NodeId> src;
   std::vector<NodeId> dst;
   std::vector<std::int64_t> weight;  // optional, one per edge (METIS edge weights)
+  // Optional, one per edge: its relation id. Rows then come out ordered by (relation, neighbour),
+  // a duplicate is the same (relation, neighbour), and symmetrising gives the reverse of an entry
+  // of relation r the relation reverse_relation[r] (one per relation).
+  std::vector<std::int32_t> relation;
+  std::vector<std::int32_t> reverse_relation;
 };
 
 struct CleanOptions {
@@ -44,11 +49,13 @@ struct CleanReport {
 struct BuiltGraph {
   CsrGraph graph;
   std::vector<std::int64_t> weights;  // aligned with graph.indices() when the input had weights
+  std::vector<std::int32_t> relations;  // aligned with graph.indices() when the input had relations
   CleanReport report;
 };
 
 // Consumes `edges` (its memory is released as the CSR is built). Ids must already be in
-// [0, num_nodes) (readers check this and report the position). Rows come out sorted.
+// [0, num_nodes) (readers check this and report the position). Rows come out sorted (by relation
+// first, when the edges have relations).
 BuiltGraph build_csr(EdgeList&& edges, const CleanOptions& options);
 
 // What build_csr takes for `edges` edges: the edges (16 bytes each) and their staged entries

@@ -69,6 +69,8 @@ void check_consistent(const Dataset& ds) {
   if (!ds.node_ids.empty() && static_cast<std::int64_t>(ds.node_ids.size()) != n) bad("node_ids size");
   if (ds.node_weight_dim > 0 && static_cast<std::int64_t>(ds.node_weights.size()) != n * ds.node_weight_dim) bad("node_weights size");
   if (!ds.edge_weights.empty() && static_cast<std::int64_t>(ds.edge_weights.size()) != ds.graph.num_edges()) bad("edge_weights size");
+  if (ds.schema.relation_ids() != !ds.edge_relations.empty() && ds.graph.num_edges() > 0) bad("edge_relations against the schema's relation_ids");
+  if (!ds.edge_relations.empty() && static_cast<std::int64_t>(ds.edge_relations.size()) != ds.graph.num_edges()) bad("edge_relations size");
 }
 
 }  // namespace
@@ -142,6 +144,12 @@ std::int64_t keep_largest_component(Dataset& ds) {
       w.insert(w.end(), ds.edge_weights.begin() + ds.graph.indptr()[u], ds.edge_weights.begin() + ds.graph.indptr()[u + 1]);
     ds.edge_weights = Array<std::int64_t>(std::move(w));
   }
+  if (!ds.edge_relations.empty()) {
+    std::vector<std::int32_t> r;
+    for (const NodeId u : kept)
+      for (EdgeId e = ds.graph.indptr()[u]; e < ds.graph.indptr()[u + 1]; ++e) r.push_back(static_cast<std::int32_t>(ds.edge_relations[static_cast<std::size_t>(e)]));
+    ds.edge_relations = Array<std::int32_t>(std::move(r));
+  }
   ds.features = kept_rows(ds.features, kept, static_cast<std::size_t>(ds.feature_dim));
   ds.features16 = kept_rows(ds.features16, kept, static_cast<std::size_t>(ds.feature_dim));
   if (!ds.labels.empty()) {
@@ -202,6 +210,8 @@ void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite, std
     for (const auto& a : array_specs(ds)) arrays[a.name] = write_listed_array(tmp, a.name, a.dtype, a.data, a.shape);
     if (ds.num_classes > 0 && !ds.multilabel) arrays["labels"] = write_listed_ints(tmp, "labels", ds.labels, label_dtype(ds.num_classes));
     arrays["indices"] = write_listed_indices(tmp, "indices", ds.graph, ids_fit_int32(ds.num_nodes()));
+    if (ds.schema.relation_ids())
+      arrays["edge_relations"] = write_listed_ints(tmp, "edge_relations", ds.edge_relations, relation_dtype(ds.schema.relations().size()));
     const DType id_as = ids_fit_int32(ds.num_nodes()) ? DType::kInt32 : DType::kInt64;
     for (auto [name, split] : {std::pair{"train_idx", &ds.train_idx}, {"val_idx", &ds.val_idx}, {"test_idx", &ds.test_idx}})
       arrays[name] = write_listed_ints(tmp, name, *split, id_as);
@@ -217,7 +227,8 @@ void save_dataset(const Dataset& ds, const std::string& dir, bool overwrite, std
     }
     DatasetMeta m = meta_of(ds);
     m.feature_dtype = stored;
-    boost::json::object meta{{"format", kFormatName}, {"version", kDatasetFormatVersion}};
+    boost::json::object meta{{"format", kFormatName},
+                             {"version", ds.schema.relation_ids() ? kDatasetFormatVersion : kDatasetFormatVersionWithoutRelationIds}};
     boost::json::value described = boost::json::value_from(m);
     for (auto& [key, value] : described.as_object()) meta[key] = std::move(value);
     meta["arrays"] = std::move(arrays);
@@ -275,6 +286,7 @@ void check_contents(const Dataset& ds, const std::string& dir) {
   const std::int64_t n = ds.num_nodes();
   check_csr(ds.graph, n, file("indptr"), file("indices"));
   check_relations(ds.graph, ds.schema, file("indices"));
+  check_relation_ids(ds.graph, ds.schema, ds.edge_relations, file("edge_relations"), file("indices"));
   if (ds.num_classes > 0 && !ds.multilabel) check_range(ds.labels, -1, ds.num_classes, file("labels"), "label");
   if (ds.multilabel) check_label_bits(ds.label_bits.span(), ds.num_classes, file("label_bits"));
   check_range(ds.train_idx, 0, n, file("train_idx"), "node id");
@@ -319,6 +331,8 @@ Dataset load_dataset(const std::string& dir, Contents contents) {
   ds.node_ids = load_array<std::int64_t>(meta, dir, "node_ids", {n}, false);
   if (d.node_weight_dim > 0) ds.node_weights = load_array<std::int64_t>(meta, dir, "node_weights", {n, d.node_weight_dim}, true);
   ds.edge_weights = load_array<std::int64_t>(meta, dir, "edge_weights", {d.num_edges}, false);
+  if (ds.schema.relation_ids())
+    ds.edge_relations = load_listed_ints(dir, json_object(meta.root, "arrays", meta.path), meta.path, "edge_relations", {d.num_edges}, true);
   if (d.edge_split) {
     const auto& arrays = json_object(meta.root, "arrays", meta.path);
     const auto rows = [&](const char* name) { return listed_length(arrays, meta.path, name, 2); };
@@ -423,7 +437,8 @@ ValidationResult validate_dataset(const std::string& dir) {
       for (EdgeId e = indptr[u]; e < indptr[u + 1]; ++e) {
         const NodeId v = indices[static_cast<std::size_t>(e)];
         if (v < 0 || v >= n) p.error(d + "indices.npy", e, "node id " + std::to_string(v) + " out of range [0, " + std::to_string(n) + ")");
-        else if (e > indptr[u] && indices[static_cast<std::size_t>(e - 1)] > v) p.error(d + "indices.npy", e, "row of node " + std::to_string(u) + " is not sorted");
+        else if (e > indptr[u] && !ds.schema.relation_ids() && indices[static_cast<std::size_t>(e - 1)] > v)
+          p.error(d + "indices.npy", e, "row of node " + std::to_string(u) + " is not sorted");
       }
     }
   });
@@ -432,6 +447,7 @@ ValidationResult validate_dataset(const std::string& dir) {
   if (csr_ok) {
     try {
       check_relations(ds.graph, ds.schema, d + "indices.npy");
+      check_relation_ids(ds.graph, ds.schema, ds.edge_relations, d + "edge_relations.npy", d + "indices.npy");
     } catch (const InputError& e) {
       res.errors.push_back(e.what());
     }

@@ -22,9 +22,12 @@
 namespace shardgnn {
 
 // Version 2 may store ids as int32 (datasets/graph.hpp), version 3 labels in the smallest type
-// that holds the classes (label_dtype), version 4 split ids as int32 where every id fits; older
-// folders load as they are.
-inline constexpr int kDatasetFormatVersion = 4;
+// that holds the classes (label_dtype), version 4 split ids as int32 where every id fits, version 5
+// a relation id per edge (GraphSchema::relation_ids(): rows ordered by relation first, which an
+// older build must refuse rather than read as sorted rows). A folder without relation ids is still
+// written as version 4; older folders load as they are.
+inline constexpr int kDatasetFormatVersion = 5;
+inline constexpr int kDatasetFormatVersionWithoutRelationIds = 4;
 
 // The smallest signed type that holds -1 (unlabelled) and every class: what labels.npy is stored
 // as (int8 up to 127 classes, int16 up to 32,767, else int32).
@@ -44,6 +47,9 @@ struct Dataset : FeatureTable, NodeLabels, HeldOutEdges, TypedRows {
   Array<std::int64_t> node_weights;  // num_nodes x node_weight_dim (METIS vertex weights); else empty
   std::int64_t node_weight_dim = 0;
   Array<std::int64_t> edge_weights;  // aligned with graph.indices() (METIS edge weights); else empty
+  // Each entry's relation, aligned with graph.indices(), when schema.relation_ids() (rows then
+  // ordered by (relation, neighbour)); else empty. Stored at relation_dtype's width.
+  IntArray edge_relations;
   CleanReport cleaning;            // what conversion changed
 
   NodeId num_nodes() const noexcept { return graph.num_nodes(); }

@@ -81,6 +81,8 @@ Dataset read_dataset(const std::string& path, const ReadOptions& options) {
   InputFormat f = options.format == InputFormat::kAuto ? detect_format(path) : options.format;
   if (options.add_reverse && f != InputFormat::kOgb && f != InputFormat::kIgbh)
     throw InputError(path, "", "--add-reverse applies to typed inputs (OGB's heterogeneous layout, IGB-Het); use --symmetrize for one node type");
+  if (options.relation_ids && f != InputFormat::kOgb && f != InputFormat::kIgbh)
+    throw InputError(path, "", "--relation-ids applies to typed inputs (OGB's heterogeneous layout, IGB-Het)");
   switch (f) {
     case InputFormat::kNpz: return read_npz_dataset(path, options);
     case InputFormat::kMetis: return read_metis_dataset(path, options);
@@ -729,6 +731,7 @@ Dataset read_ogb_dataset(const std::string& dir, const ReadOptions& options) {
   // The heterogeneous layout (ogbn-mag): node counts per type, a folder per relation.
   if (!ogb_file(dir, "raw/num-node-dict").empty()) return read_ogb_hetero_dataset(dir, options);
   if (options.add_reverse) throw InputError(dir, "", "--add-reverse applies to typed inputs (OGB's heterogeneous layout, IGB-Het); this folder holds one node type");
+  if (options.relation_ids) throw InputError(dir, "", "--relation-ids applies to typed inputs (OGB's heterogeneous layout, IGB-Het); this folder holds one node type");
   Dataset ds;
   ds.name = options.name.empty() ? default_name(dir) : options.name;
   ds.source = dir + " (ogb)";

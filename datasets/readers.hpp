@@ -35,6 +35,10 @@ struct ReadOptions {
   // Typed inputs: add each relation's reverse (dst, rev_<name>, src), as DGL's and PyG's loaders of
   // ogbn-mag and IGB-Het do; a relation within one type becomes undirected. Symmetrises the graph.
   bool add_reverse = false;
+  // Typed inputs: store a relation id per edge (GraphSchema::relation_ids()) even when each pair
+  // of types has one relation. An input with several relations between one pair always does, and
+  // there --add-reverse gives every relation its own reverse, a relation within one type included.
+  bool relation_ids = false;
   std::string igb_labels = "19";     // IGB-Het: which label file, node_label_<this>.npy (19 or 2K)
   // npz and GraphSAINT inputs larger than memory: a step whose in-memory form would take bytes
   // that `wanted` refuses goes through files in `scratch` instead (the adjacency through

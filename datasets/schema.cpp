@@ -1,6 +1,7 @@
 #include "datasets/schema.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <utility>
 
@@ -19,8 +20,8 @@ bool good_name(const std::string& s) {
 
 }  // namespace
 
-GraphSchema::GraphSchema(std::vector<NodeType> types, std::vector<Relation> relations, const std::string& where)
-    : types_(std::move(types)), relations_(std::move(relations)) {
+GraphSchema::GraphSchema(std::vector<NodeType> types, std::vector<Relation> relations, const std::string& where, bool relation_ids)
+    : types_(std::move(types)), relations_(std::move(relations)), relation_ids_(relation_ids) {
   if (types_.empty()) {
     if (!relations_.empty()) throw InputError(where, "key 'relations'", "relations without node types");
     return;
@@ -39,6 +40,9 @@ GraphSchema::GraphSchema(std::vector<NodeType> types, std::vector<Relation> rela
   }
   const int T = num_types();
   pair_.assign(static_cast<std::size_t>(T * T), -1);
+  if (relations_.size() > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
+    throw InputError(where, "key 'relations'", std::to_string(relations_.size()) + " relations, at most 2^31 - 1");
+  std::set<std::string> labels;
   for (std::size_t r = 0; r < relations_.size(); ++r) {
     const Relation& rel = relations_[r];
     const std::string at = "relation " + std::to_string(r);
@@ -46,12 +50,16 @@ GraphSchema::GraphSchema(std::vector<NodeType> types, std::vector<Relation> rela
     if (s < 0) throw InputError(where, at, "source type '" + rel.src + "' is not a listed node type");
     if (d < 0) throw InputError(where, at, "destination type '" + rel.dst + "' is not a listed node type");
     if (!good_name(rel.name)) throw InputError(where, at, "name '" + rel.name + "': expected 1 to 64 of A-Z a-z 0-9 _ -");
+    // Fanout overrides and model cards name a relation by its label.
+    if (!labels.insert(relation_label(static_cast<int>(r))).second) throw InputError(where, at, relation_label(static_cast<int>(r)) + " listed twice");
     int& slot = pair_[static_cast<std::size_t>(s * T + d)];
-    // An entry's relation is its endpoints' pair: two relations on one pair could not be told apart.
-    if (slot >= 0)
+    // Without relation ids an entry's relation is its endpoints' pair: two relations on one pair
+    // could not be told apart.
+    if (slot != -1 && !relation_ids_)
       throw InputError(where, at, relation_label(static_cast<int>(r)) + " joins the same types as " + relation_label(slot) +
-                                      ": at most one relation per (source type, destination type)");
-    slot = static_cast<int>(r);
+                                      ": at most one relation per (source type, destination type) unless each edge stores its relation "
+                                      "(convert with --relation-ids)");
+    slot = slot == -1 ? static_cast<int>(r) : kSeveralRelations;
   }
 }
 
@@ -88,7 +96,12 @@ GraphSchema schema_from_json(const boost::json::object& meta, const std::string&
     const auto& o = v.get_object();
     rs.push_back({json_string(o, "src", path), json_string(o, "name", path), json_string(o, "dst", path)});
   }
-  GraphSchema s(std::move(nt), std::move(rs), path);
+  bool ids = false;
+  if (const auto* v = meta.if_contains("relation_ids")) {
+    if (!v->is_bool()) throw InputError(path, "key 'relation_ids'", "expected true or false");
+    ids = v->get_bool();
+  }
+  GraphSchema s(std::move(nt), std::move(rs), path, ids);
   if (s.typed() && s.num_nodes() != num_nodes)
     throw InputError(path, "key 'node_types'", "counts add up to " + std::to_string(s.num_nodes()) + " nodes, num_nodes is " + std::to_string(num_nodes));
   return s;
@@ -101,10 +114,11 @@ void schema_to_json(const GraphSchema& s, boost::json::object& meta) {
   for (const Relation& r : s.relations()) rels.push_back({{"src", r.src}, {"name", r.name}, {"dst", r.dst}});
   meta["node_types"] = std::move(types);
   meta["relations"] = std::move(rels);
+  if (s.relation_ids()) meta["relation_ids"] = true;
 }
 
 void check_relations(const CsrGraph& g, const GraphSchema& s, const std::string& indices_file) {
-  if (!s.typed()) return;
+  if (!s.typed() || s.relation_ids()) return;
   const auto& indptr = g.indptr();
   g.visit([&](const auto& view) {
     const auto indices = view.indices();
@@ -124,8 +138,54 @@ void check_relations(const CsrGraph& g, const GraphSchema& s, const std::string&
   });
 }
 
-std::vector<std::int64_t> relation_entries(const CsrGraph& g, const GraphSchema& s) {
+void check_relation_ids(const CsrGraph& g, const GraphSchema& s, const IntArray& relations, const std::string& relations_file,
+                        const std::string& indices_file) {
+  if (!s.relation_ids()) return;
+  if (static_cast<EdgeId>(relations.size()) != g.num_edges())
+    throw InputError(relations_file, "", std::to_string(relations.size()) + " relation ids, expected one per entry of " + indices_file + " (" +
+                                         std::to_string(g.num_edges()) + ")");
+  const auto R = static_cast<std::int64_t>(s.relations().size());
+  std::vector<int> src_type(static_cast<std::size_t>(R)), dst_type(static_cast<std::size_t>(R));
+  for (std::int64_t r = 0; r < R; ++r) {
+    src_type[static_cast<std::size_t>(r)] = s.type_named(s.relations()[static_cast<std::size_t>(r)].src);
+    dst_type[static_cast<std::size_t>(r)] = s.type_named(s.relations()[static_cast<std::size_t>(r)].dst);
+  }
+  const auto& indptr = g.indptr();
+  g.visit([&](const auto& view) {
+    const auto indices = view.indices();
+    relations.visit([&](auto rel) {
+      for (int ts = 0; ts < s.num_types(); ++ts)
+        for (NodeId u = s.begin(ts); u < s.end(ts); ++u)
+          for (EdgeId e = indptr[u]; e < indptr[u + 1]; ++e) {
+            const auto i = static_cast<std::size_t>(e);
+            const std::int64_t r = rel[i];
+            const NodeId v = indices[i];
+            if (r < 0 || r >= R)
+              throw InputError(relations_file, "element " + std::to_string(e), "relation id " + std::to_string(r) + ", expected 0 to " + std::to_string(R - 1));
+            const auto ri = static_cast<std::size_t>(r);
+            const int td = s.type_of(v);
+            if (src_type[ri] != ts || dst_type[ri] != td)
+              throw InputError(relations_file, "element " + std::to_string(e),
+                               "edge " + std::to_string(u) + " -> " + std::to_string(v) + " goes from a " + s.types()[static_cast<std::size_t>(ts)].name +
+                                   " to a " + s.types()[static_cast<std::size_t>(td)].name + ", not as its relation " + s.relation_label(static_cast<int>(r)) +
+                                   " does");
+            if (e > indptr[u] && (rel[i - 1] > r || (rel[i - 1] == r && indices[i - 1] >= v)))
+              throw InputError(indices_file, "element " + std::to_string(e),
+                               "row " + std::to_string(u) + " is not ordered by (relation, neighbour): (" + std::to_string(rel[i - 1]) + ", " +
+                                   std::to_string(indices[i - 1]) + ") comes before (" + std::to_string(r) + ", " + std::to_string(v) + ")");
+          }
+    });
+  });
+}
+
+std::vector<std::int64_t> relation_entries(const CsrGraph& g, const GraphSchema& s, const IntArray& relations) {
   std::vector<std::int64_t> count(s.relations().size(), 0);
+  if (s.relation_ids()) {
+    relations.visit([&](auto rel) {
+      for (const auto r : rel) ++count[static_cast<std::size_t>(r)];
+    });
+    return count;
+  }
   const auto& indptr = g.indptr();
   g.visit([&](const auto& view) {
     const auto indices = view.indices();
@@ -142,6 +202,12 @@ std::vector<std::int64_t> relation_entries(const CsrGraph& g, const GraphSchema&
       }
   });
   return count;
+}
+
+void require_relations_by_type(const GraphSchema& s, const std::string& what, const std::string& command) {
+  if (!s.relation_ids()) return;
+  throw InputError(what, "", "its edges store their relations (" + std::to_string(s.relations().size()) + " relations, an id per edge): " +
+                                 command + " does not take such graphs yet");
 }
 
 void require_untyped(const GraphSchema& s, const std::string& what, const std::string& command) {

@@ -32,11 +32,29 @@ DatasetStats compute_stats(const Dataset& ds) {
   if (s.nodes == 0) return s;
 
   std::vector<EdgeId> degrees(static_cast<std::size_t>(s.nodes));
+  for (NodeId u = 0; u < s.nodes; ++u) degrees[static_cast<std::size_t>(u)] = g.degree(u);
   std::vector<std::uint8_t> touched(static_cast<std::size_t>(s.nodes), 0);
-  g.visit([&](const auto& view) {
+  // Rows ordered by relation first (relation ids) are searched as a copy sorted by neighbour, the
+  // entries of several relations to one neighbour merged: they are not duplicates.
+  CsrGraph by_neighbour;
+  if (ds.schema.relation_ids()) {
+    std::vector<EdgeId> indptr{0};
+    std::vector<NodeId> indices;
+    g.visit([&](const auto& view) {
+      for (NodeId u = 0; u < s.nodes; ++u) {
+        const auto nb = view.neighbors(u);
+        const auto at = indices.size();
+        indices.insert(indices.end(), nb.begin(), nb.end());
+        std::sort(indices.begin() + static_cast<std::ptrdiff_t>(at), indices.end());
+        indices.erase(std::unique(indices.begin() + static_cast<std::ptrdiff_t>(at), indices.end()), indices.end());
+        indptr.push_back(static_cast<EdgeId>(indices.size()));
+      }
+    });
+    by_neighbour = CsrGraph(Array<EdgeId>(std::move(indptr)), Array<NodeId>(std::move(indices)));
+  }
+  (ds.schema.relation_ids() ? by_neighbour : g).visit([&](const auto& view) {
   for (NodeId u = 0; u < s.nodes; ++u) {
     const auto nb = view.neighbors(u);
-    degrees[u] = static_cast<EdgeId>(nb.size());
     if (!nb.empty()) touched[u] = 1;
     for (std::size_t i = 0; i < nb.size(); ++i) {
       const NodeId v = nb[i];

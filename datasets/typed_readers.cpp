@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include <boost/algorithm/string/finder.hpp>
 #include <boost/algorithm/string/iter_find.hpp>
@@ -48,8 +49,8 @@ struct TypedInput {
     features.resize(types.size());
     labels.assign(static_cast<std::size_t>(next), -1);
   }
-  // Adds edges of relation (src, dst) from type-local ids, checking each against its
-  // type's count; `where` and the edge's number name a bad one.
+  // Adds edges of the relation listed last, from type s to type d, from type-local ids, checking
+  // each against its type's count; `where` and the edge's number name a bad one.
   void add_edges(int s, int d, std::span<const std::int64_t> src, std::span<const std::int64_t> dst,
                     std::uint64_t first_edge, const std::string& where) {
     const NodeId ns = types[static_cast<std::size_t>(s)].count, nd = types[static_cast<std::size_t>(d)].count;
@@ -60,6 +61,7 @@ struct TypedInput {
                              " id below " + std::to_string(ns) + " and a " + types[static_cast<std::size_t>(d)].name + " id below " + std::to_string(nd));
       edges.src.push_back(begin[static_cast<std::size_t>(s)] + src[i]);
       edges.dst.push_back(begin[static_cast<std::size_t>(d)] + dst[i]);
+      edges.relation.push_back(static_cast<std::int32_t>(relations.size() - 1));
     }
   }
   // One label per node of type t, read from `where` (positions are its elements from `first`).
@@ -82,18 +84,33 @@ Dataset assemble(TypedInput&& in, const std::string& where, const std::string& n
   if (clean.symmetrize && !options.add_reverse)
     throw InputError(where, "", "--symmetrize on a typed graph would add edges of no relation; --add-reverse adds each relation's reverse");
   clean.symmetrize = options.add_reverse;
+  // Several relations between one pair of types can only be told apart by an id per edge.
+  std::set<std::pair<std::string, std::string>> pairs;
+  bool ids = options.relation_ids;
+  for (const Relation& r : in.relations) ids |= !pairs.insert({r.src, r.dst}).second;
   std::vector<Relation> relations = in.relations;
-  if (options.add_reverse)
-    for (const Relation& r : in.relations)
-      if (r.src != r.dst) relations.push_back(Relation{r.dst, "rev_" + r.name, r.src});
+  const auto R = static_cast<std::int32_t>(in.relations.size());
+  if (options.add_reverse) {
+    // With ids every relation gets its own reverse (a knowledge graph's r and its inverse); without,
+    // a relation within one type is its own reverse (undirected), as the type pair names it.
+    for (std::int32_t r = 0; r < R; ++r) {
+      const Relation& rel = in.relations[static_cast<std::size_t>(r)];
+      if (ids || rel.src != rel.dst) relations.push_back(Relation{rel.dst, "rev_" + rel.name, rel.src});
+      if (ids) in.edges.reverse_relation.push_back(R + r);
+    }
+    if (ids) in.edges.reverse_relation.resize(static_cast<std::size_t>(2 * R));
+    for (std::int32_t r = 0; ids && r < R; ++r) in.edges.reverse_relation[static_cast<std::size_t>(R + r)] = r;
+  }
+  if (!ids) in.edges.relation = {};
   Dataset ds;
   ds.name = name;
   ds.source = source;
-  // The schema first: a second relation between one pair of types (a reverse that the input has
-  // already, say) is refused before the graph is built.
-  ds.schema = GraphSchema(in.types, relations, where);
+  // The schema first: a second relation between one pair of types without ids, or a relation
+  // listed twice, is refused before the graph is built.
+  ds.schema = GraphSchema(in.types, relations, where, ids);
   BuiltGraph built = build_csr(std::move(in.edges), clean);
   ds.graph = std::move(built.graph);
+  if (ids) ds.edge_relations = Array<std::int32_t>(std::move(built.relations));
   ds.cleaning = built.report;
   ds.type_features = std::move(in.features);
   if (std::any_of(in.labels.begin(), in.labels.end(), [](std::int64_t y) { return y >= 0; }))

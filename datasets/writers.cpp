@@ -134,9 +134,13 @@ void write_igbh_layout(const Dataset& ds, const std::string& dir) {
     ds.graph.visit([&](const auto& g) {
       for (NodeId u = 0; u < g.num_nodes(); ++u) {
         const int tu = s.type_of(u);
+        EdgeId e = g.indptr()[static_cast<std::size_t>(u)];
         for (const auto v : g.neighbors(u)) {
           const int tv = s.type_of(static_cast<NodeId>(v));
-          auto& p = pairs[static_cast<std::size_t>(s.relation_between(tu, tv))];
+          // The stored relation, else the one joining the two types.
+          const auto r = s.relation_ids() ? ds.edge_relations[static_cast<std::size_t>(e)] : s.relation_between(tu, tv);
+          ++e;
+          auto& p = pairs[static_cast<std::size_t>(r)];
           p.push_back(u - s.begin(tu));
           p.push_back(static_cast<NodeId>(v) - s.begin(tv));
         }

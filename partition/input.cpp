@@ -23,6 +23,7 @@ void load_input(const comm::Communicator& world, const std::string& dir, const s
         throw InputError(dir + ": a dataset folder " + verb + " in one process; for " + std::to_string(world.size()) + " ranks partition it first (shardgnn partition " +
                          dir + " --parts " + std::to_string(world.size()) + " --out DIR)");
       in.dataset = load_dataset(dir);
+      require_relations_by_type(in.dataset.schema, dir, "training, predict and the Python loaders");
       in.shard = shard_from_dataset(in.dataset);
       in.meta = meta_of(in.dataset);
       in.name = in.dataset.name;

@@ -138,6 +138,7 @@ int convert(const std::vector<std::string>& args) {
       ("out,o", po::value<std::string>()->required(), "output dataset folder")
       ("format,f", po::value<std::string>()->default_value("auto"), "input format: auto, npz, metis, edgelist, ogb, graphsaint, igbh")
       ("add-reverse", "typed inputs (OGB's heterogeneous layout, IGB-Het): add each relation's reverse, <dst> rev_<name> <src>, as DGL's and PyG's loaders do; a relation within one type becomes undirected")
+      ("relation-ids", "typed inputs: store each edge's relation (edge_relations.npy), as an input with several relations between one pair of types always does")
       ("igb-labels", po::value<std::string>()->default_value("19"), "IGB-Het: the label file, node_label_<this>.npy (19 or 2K)")
       ("name", po::value<std::string>()->default_value(""), "dataset name (default: from the input path)")
       ("num-nodes", po::value<std::int64_t>()->default_value(0), "edge lists: ids are 0-based and below this count (no relabelling)")
@@ -168,6 +169,7 @@ int convert(const std::vector<std::string>& args) {
   ro.num_nodes = vm["num-nodes"].as<std::int64_t>();
   ro.ogb_split = vm["ogb-split"].as<std::string>();
   ro.add_reverse = vm.count("add-reverse") > 0;
+  ro.relation_ids = vm.count("relation-ids") > 0;
   ro.clean.symmetrize |= ro.add_reverse;  // what it adds is reported as --symmetrize's reverse entries
   ro.igb_labels = vm["igb-labels"].as<std::string>();
   const FeatureDtype features_as = feature_dtype_option(vm);  // a bad name before the work, not after
@@ -181,7 +183,7 @@ int convert(const std::vector<std::string>& args) {
   // A dataset folder (an older format version's, or to change its feature dtype) is rewritten as
   // this build writes one: its arrays as they are, ids 32 bits wide where they fit.
   if (std::error_code dir_ec; std::filesystem::exists(std::filesystem::path(input) / "meta.json", dir_ec)) {
-    for (const char* opt : {"split", "largest-component", "symmetrize", "drop-self-loops", "drop-duplicates", "add-reverse"})
+    for (const char* opt : {"split", "largest-component", "symmetrize", "drop-self-loops", "drop-duplicates", "add-reverse", "relation-ids"})
       if (vm.count(opt)) throw UsageError(std::string("--") + opt + " does not apply to a dataset folder, which is rewritten as it is");
     for (const char* opt : {"format", "name", "num-nodes", "ogb-split", "normalize-features", "igb-labels"})
       if (!vm[opt].defaulted()) throw UsageError(std::string("--") + opt + " does not apply to a dataset folder, which is rewritten as it is");
@@ -409,7 +411,7 @@ boost::json::value types_json(const Dataset& ds) {
 
 boost::json::value relations_json(const Dataset& ds) {
   if (!ds.schema.typed()) return nullptr;
-  const auto entries = relation_entries(ds.graph, ds.schema);
+  const auto entries = relation_entries(ds.graph, ds.schema, ds.edge_relations);
   boost::json::array a;
   for (std::size_t r = 0; r < entries.size(); ++r) {
     const Relation& rel = ds.schema.relations()[r];
@@ -442,7 +444,8 @@ boost::json::object stats_json(const Dataset& ds, const DatasetStats& s) {
                                        : boost::json::value(nullptr)},
           {"source", ds.source},
           {"node_types", types_json(ds)},
-          {"relations", relations_json(ds)}};
+          {"relations", relations_json(ds)},
+          {"relation_ids", ds.schema.relation_ids()}};
 }
 
 int info(const std::vector<std::string>& args) {
@@ -471,9 +474,12 @@ int info(const std::vector<std::string>& args) {
       std::printf("node type         %s: %lld nodes (ids %lld..%lld), %lld features, %lld labelled\n", nt.name.c_str(), ll(nt.count), ll(ds.schema.begin(t)),
                   ll(ds.schema.end(t) - 1), ll(nt.feature_dim), ll(labelled[static_cast<std::size_t>(t)]));
     }
-    const auto entries = relation_entries(ds.graph, ds.schema);
+    const auto entries = relation_entries(ds.graph, ds.schema, ds.edge_relations);
     for (std::size_t r = 0; r < entries.size(); ++r)
       std::printf("relation          %s: %lld entries\n", ds.schema.relation_label(static_cast<int>(r)).c_str(), ll(entries[r]));
+    if (ds.schema.relation_ids())
+      std::printf("relation ids      one per edge (edge_relations.npy, %s): rows ordered by (relation, neighbour)\n",
+                  dtype_descr(relation_dtype(ds.schema.relations().size())).c_str());
   }
   if (s.multilabel)
     std::printf("labels            %lld, several per node (multi-label): %lld set, %.2f per node, %lld nodes with at least one\n", ll(s.num_classes),

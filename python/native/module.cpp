@@ -542,6 +542,13 @@ PYBIND11_MODULE(_shardgnn, m) {
       .def_property_readonly("num_classes", [](const Dataset& d) { return d.num_classes; })
       .def_property_readonly("multilabel", [](const Dataset& d) { return d.multilabel; })
       .def_property_readonly("typed", [](const Dataset& d) { return d.schema.typed(); })
+      // A relation id per entry of `indices` (rows ordered by relation, then neighbour), or None
+      // where relations follow from the end types.
+      .def_property_readonly("edge_relations", [](py::object self) -> py::object {
+        const Dataset& d = self.cast<const Dataset&>();
+        if (!d.schema.relation_ids()) return py::none();
+        return view(d.edge_relations, self);
+      })
       .def_property_readonly("indptr", [](py::object self) {
         const Dataset& d = self.cast<const Dataset&>();
         return view(d.graph.indptr().data(), static_cast<std::int64_t>(d.graph.indptr().size()), 0, self);

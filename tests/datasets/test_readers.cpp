@@ -7,6 +7,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
+#include <tuple>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +18,7 @@
 #include "datasets/npy.hpp"
 #include "datasets/schema.hpp"
 #include "datasets/text.hpp"
+#include "datasets/writers.hpp"
 #include "test_paths.hpp"
 #include "tests/graph_rows.hpp"
 
@@ -525,6 +529,97 @@ TEST_CASE("OGB's heterogeneous layout: bad input is one line naming the file and
   o.add_reverse = true;
   CHECK_THROWS_WITH(read_dataset(mag, o), Contains("paper") && Contains("author"));
   CHECK_THROWS_WITH(read_dataset(copy_ogb_fixture(dir), o), Contains("--add-reverse applies to typed inputs"));
+}
+
+TEST_CASE("two relations between one pair of types store a relation id per edge, rows ordered by (relation, neighbour)", "[readers][typed][relation-ids]") {
+  ScratchDir dir;
+  const std::string mag = write_mag_layout(dir);
+  fs::create_directories(fs::path(mag) / "raw" / "relations" / "author___reviews___paper");
+  write_gz((fs::path(mag) / "raw" / "relations" / "author___reviews___paper" / "edge.csv.gz").string(), "0,2\n1,0\n1,2\n");
+  // Relations in folder order: affiliated_with 0, reviews 1, writes 2, cites 3, has_topic 4.
+  const Dataset plain = read_dataset(mag, ReadOptions{});
+  const GraphSchema& s = plain.schema;
+  REQUIRE(s.relation_ids());
+  REQUIRE(s.relations().size() == 5);
+  CHECK(s.relation_label(1) == "author__reviews__paper");
+  CHECK(s.relation_between(s.type_named("author"), s.type_named("paper")) == GraphSchema::kSeveralRelations);
+  CHECK(s.relation_between(s.type_named("paper"), s.type_named("paper")) == 3);
+  // Author 0 (global 0): institution 4 (affiliated), reviews paper 2 (7), writes papers 0 and 1
+  // (5, 6): grouped by relation, not sorted by neighbour. Author 1 reviews and writes paper 2.
+  CHECK(row_of(plain.graph, 0) == std::vector<NodeId>{4, 7, 5, 6});
+  CHECK(vec(plain.edge_relations).size() == static_cast<std::size_t>(plain.graph.num_edges()));
+  CHECK(std::vector<std::int64_t>(plain.edge_relations.begin(), plain.edge_relations.begin() + 4) == std::vector<std::int64_t>{0, 1, 2, 2});
+  CHECK(row_of(plain.graph, 1) == std::vector<NodeId>{4, 5, 7, 7});
+  CHECK(relation_entries(plain.graph, s, plain.edge_relations) == std::vector<std::int64_t>{2, 3, 3, 2, 2});
+
+  // Reverses: every relation gets its own, cites (within one type) included; each entry
+  // (u, r, v) then has (v, reverse of r, u).
+  ReadOptions o;
+  o.add_reverse = true;
+  const Dataset ds = read_dataset(mag, o);
+  REQUIRE(ds.schema.relations().size() == 10);
+  CHECK(ds.schema.relation_label(8) == "paper__rev_cites__paper");
+  CHECK(relation_entries(ds.graph, ds.schema, ds.edge_relations) == std::vector<std::int64_t>{2, 3, 3, 2, 2, 2, 3, 3, 2, 2});
+  // Paper 2 (global 7): cites paper 0 (5), has topic field 0 (2), reviewed by authors 0 and 1,
+  // written by author 1.
+  CHECK(row_of(ds.graph, 7) == std::vector<NodeId>{5, 2, 0, 1, 1});
+  std::int64_t unmatched = 0;
+  std::set<std::tuple<NodeId, std::int64_t, NodeId>> entries;
+  for (NodeId u = 0; u < ds.num_nodes(); ++u)
+    for (EdgeId e = ds.graph.indptr()[u]; e < ds.graph.indptr()[u + 1]; ++e) entries.insert({u, ds.edge_relations[static_cast<std::size_t>(e)], row_of(ds.graph, u)[static_cast<std::size_t>(e - ds.graph.indptr()[u])]});
+  for (const auto& [u, r, v] : entries) unmatched += !entries.contains({v, r < 5 ? r + 5 : r - 5, u});
+  CHECK(unmatched == 0);
+  CHECK(ds.cleaning.symmetric);
+  // Through the IGB-Het layout and back: the same relations and entries.
+  write_igbh_layout(ds, dir / "igbh");
+  const Dataset back = read_dataset(dir / "igbh", ReadOptions{});
+  CHECK(back.schema.relation_ids());
+  CHECK(back.schema.relations().size() == 10);
+  std::map<std::string, std::int64_t> want, got;
+  const auto w = relation_entries(ds.graph, ds.schema, ds.edge_relations), g = relation_entries(back.graph, back.schema, back.edge_relations);
+  for (std::size_t r = 0; r < 10; ++r) want[ds.schema.relation_label(static_cast<int>(r))] = w[r], got[back.schema.relation_label(static_cast<int>(r))] = g[r];
+  CHECK(got == want);
+  CHECK(back.graph.num_edges() == ds.graph.num_edges());
+
+  // Asked for on a graph with one relation per pair: ids stored all the same.
+  ReadOptions ids;
+  ids.relation_ids = true;
+  fs::remove_all(fs::path(mag) / "raw" / "relations" / "author___reviews___paper");
+  const Dataset asked = read_dataset(mag, ids);
+  CHECK(asked.schema.relation_ids());
+  CHECK(relation_entries(asked.graph, asked.schema, asked.edge_relations) == std::vector<std::int64_t>{2, 3, 2, 2});
+  CHECK_THROWS_WITH(read_dataset(copy_ogb_fixture(dir), ids), Contains("--relation-ids applies to typed inputs"));
+}
+
+TEST_CASE("relation ids out of range, against their relation's types, or out of (relation, neighbour) order are one line naming the file and element",
+          "[readers][typed][relation-ids]") {
+  ScratchDir dir;
+  const std::string mag = write_mag_layout(dir);
+  ReadOptions ids;
+  ids.relation_ids = true;
+  const Dataset ds = read_dataset(mag, ids);
+  REQUIRE_NOTHROW(check_relation_ids(ds.graph, ds.schema, ds.edge_relations, "r.npy", "i.npy"));
+  auto with = [&](std::size_t e, std::int32_t r) {
+    std::vector<std::int32_t> v;
+    for (const auto x : ds.edge_relations) v.push_back(static_cast<std::int32_t>(x));
+    v[e] = r;
+    return IntArray(Array<std::int32_t>(std::move(v)));
+  };
+  // Entry 0: author 0 -> institution (affiliated_with, 0).
+  CHECK_THROWS_WITH(check_relation_ids(ds.graph, ds.schema, with(0, 4), "r.npy", "i.npy"), Contains("r.npy") && Contains("element 0") && Contains("expected 0 to 3"));
+  CHECK_THROWS_WITH(check_relation_ids(ds.graph, ds.schema, with(0, 2), "r.npy", "i.npy"),
+                    Contains("r.npy") && Contains("element 0") && Contains("not as its relation paper__cites__paper does"));
+  // Author 0's row: institution 4 (relation 0), papers 5 and 6 (relation 1); swapping the papers' order.
+  std::vector<NodeId> swapped = row_of(ds.graph, 0);
+  REQUIRE(swapped == std::vector<NodeId>{4, 5, 6});
+  std::vector<NodeId> indices;
+  ds.graph.visit([&](const auto& g) { indices.assign(g.indices().begin(), g.indices().end()); });
+  std::swap(indices[1], indices[2]);
+  const CsrGraph bad(Array<EdgeId>(std::vector<EdgeId>(ds.graph.indptr().begin(), ds.graph.indptr().end())), Array<NodeId>(std::move(indices)));
+  CHECK_THROWS_WITH(check_relation_ids(bad, ds.schema, ds.edge_relations, "r.npy", "i.npy"),
+                    Contains("i.npy") && Contains("element 2") && Contains("not ordered by (relation, neighbour)"));
+  CHECK_THROWS_WITH(check_relation_ids(ds.graph, ds.schema, IntArray(Array<std::int32_t>(std::vector<std::int32_t>{0})), "r.npy", "i.npy"),
+                    Contains("r.npy") && Contains("1 relation ids, expected one per entry"));
 }
 
 TEST_CASE("IGB-Het's numpy layout reads as a typed graph", "[readers][typed]") {

@@ -4,6 +4,7 @@
 #include "datasets/dataset.hpp"
 #include "datasets/error.hpp"
 #include "datasets/json_util.hpp"
+#include "datasets/npy.hpp"
 #include "datasets/schema.hpp"
 #include "test_paths.hpp"
 
@@ -86,9 +87,14 @@ TEST_CASE("typed datasets refuse edges no relation allows, clashing relations an
     REQUIRE(res.errors.size() == 1);
     CHECK_THAT(res.errors[0], Contains("element 7"));
   }
-  SECTION("two relations on one pair of types") {
+  SECTION("two relations on one pair of types, without relation ids; a relation listed twice") {
     CHECK_THROWS_WITH(GraphSchema({{"paper", 3, 0}}, {{"paper", "cites", "paper"}, {"paper", "extends", "paper"}}, "m.json"),
-                      Contains("m.json") && Contains("relation 1") && Contains("paper__extends__paper joins the same types as paper__cites__paper"));
+                      Contains("m.json") && Contains("relation 1") && Contains("paper__extends__paper joins the same types as paper__cites__paper") &&
+                          Contains("--relation-ids"));
+    const GraphSchema with_ids({{"paper", 3, 0}}, {{"paper", "cites", "paper"}, {"paper", "extends", "paper"}}, "m.json", true);
+    CHECK(with_ids.relation_between(0, 0) == GraphSchema::kSeveralRelations);
+    CHECK_THROWS_WITH(GraphSchema({{"paper", 3, 0}}, {{"paper", "cites", "paper"}, {"paper", "cites", "paper"}}, "m.json", true),
+                      Contains("m.json") && Contains("relation 1") && Contains("paper__cites__paper listed twice"));
   }
   SECTION("a relation naming an unknown type, a bad or repeated type name") {
     CHECK_THROWS_WITH(GraphSchema({{"paper", 3, 0}}, {{"paper", "by", "author"}}, "m.json"), Contains("destination type 'author' is not a listed node type"));
@@ -111,6 +117,47 @@ TEST_CASE("typed datasets refuse edges no relation allows, clashing relations an
     CHECK_THROWS_WITH(require_untyped(small_typed().schema, "data/mag", "partition"),
                       Contains("data/mag") && Contains("2 node types, 3 relations") && Contains("partition takes graphs of one node type"));
   }
+}
+
+TEST_CASE("relation ids per edge: version 5, the narrowest width, through save, load and validate, other folders staying version 4",
+          "[schema][relation-ids]") {
+  test::ScratchDir dir;
+  // small_typed() with two relations between papers: 0 -> 1 cites, 1 -> 0 and 1 -> 2 extend.
+  Dataset ds = small_typed();
+  ds.schema = GraphSchema({{"paper", 3, 2}, {"author", 2, 0}},
+                          {{"paper", "cites", "paper"}, {"paper", "written_by", "author"}, {"author", "writes", "paper"}, {"paper", "extends", "paper"}},
+                          "test", true);
+  // rows by (relation, neighbour): 0: (0,1) (1,3) | 1: (1,4) (3,0) (3,2) | 2: (0,1) | 3: (2,0) | 4: (2,1)
+  ds.graph = CsrGraph(Array<EdgeId>(std::vector<EdgeId>{0, 2, 5, 6, 7, 8}), Array<NodeId>(std::vector<NodeId>{1, 3, 4, 0, 2, 1, 0, 1}));
+  ds.edge_relations = Array<std::int32_t>(std::vector<std::int32_t>{0, 1, 1, 3, 3, 0, 2, 2});
+  save_dataset(ds, dir / "r");
+  const auto meta = read_json_file((fs::path(dir / "r") / "meta.json").string()).as_object();
+  CHECK(meta.at("version").as_int64() == 5);
+  CHECK(meta.at("relation_ids").as_bool());
+  CHECK(meta.at("arrays").at("edge_relations").at("dtype").as_string() == dtype_descr(DType::kInt8));
+  const Dataset back = load_dataset(dir / "r");
+  CHECK(back.schema.relation_ids());
+  CHECK(back.edge_relations.widened() == std::vector<std::int64_t>{0, 1, 1, 3, 3, 0, 2, 2});
+  CHECK(relation_entries(back.graph, back.schema, back.edge_relations) == std::vector<std::int64_t>{2, 2, 2, 2});
+  CHECK(validate_dataset(dir / "r").ok());
+  // A row out of (relation, neighbour) order is refused on load and reported by validate.
+  ds.graph = CsrGraph(Array<EdgeId>(std::vector<EdgeId>{0, 2, 5, 6, 7, 8}), Array<NodeId>(std::vector<NodeId>{1, 3, 4, 2, 0, 1, 0, 1}));
+  save_dataset(ds, dir / "bad");
+  const std::string file = (fs::path(dir / "bad") / "indices.npy").string();
+  CHECK_THROWS_WITH(load_dataset(dir / "bad"), Contains(file) && Contains("element 4") && Contains("not ordered by (relation, neighbour)"));
+  const auto res = validate_dataset(dir / "bad");
+  REQUIRE(res.errors.size() == 1);
+  CHECK_THAT(res.errors[0], Contains("element 4"));
+  // Without relation ids nothing changes on disk.
+  save_dataset(small_typed(), dir / "t");
+  const auto plain = read_json_file((fs::path(dir / "t") / "meta.json").string()).as_object();
+  CHECK(plain.at("version").as_int64() == 4);
+  CHECK_FALSE(plain.contains("relation_ids"));
+  CHECK_FALSE(plain.at("arrays").as_object().contains("edge_relations"));
+  // Commands that do not carry them yet say so.
+  CHECK_THROWS_WITH(require_relations_by_type(back.schema, "data/kg", "partition"),
+                    Contains("data/kg") && Contains("4 relations, an id per edge") && Contains("partition does not take such graphs yet"));
+  CHECK_NOTHROW(require_relations_by_type(small_typed().schema, "data/mag", "partition"));
 }
 
 TEST_CASE("a typed dataset's per-type features store as float16 or bfloat16 and read back rounded", "[schema][feature-dtype]") {
