@@ -66,22 +66,30 @@ SeedScheduler::Assignment SeedScheduler::assign(std::int64_t epoch) {
     sampler_.set_schedule(epoch, std::move(seeds), std::move(labels), plan.batch[static_cast<std::size_t>(rank)], plan.steps);
     a.policy = rebalance_policy_name(options_.policy) + "+class-balanced";
   } else if (options_.sampling == SeedSampling::kGlobal) {
-    // One shuffle, the same on every rank (keyed by the run's seed and the epoch, not the rank):
-    // rank k trains the k-th slice of it, so the ranks' seeds are disjoint and cover the set.
+    // One shuffle, the same on every rank (keyed by the run's seed and the epoch, not the rank).
+    // Each step takes the next block of it, each rank a consecutive slice of that block (its batch
+    // of the step): the ranks' seeds are disjoint and cover the set, and a step's seeds are the
+    // same set at any rank count whose batches add up alike (--batch divided by the ranks), so
+    // that K ranks train on the batches one rank would.
     std::vector<std::int64_t> order(global_ids_.size());
     std::iota(order.begin(), order.end(), std::int64_t{0});
     keyed_shuffle<std::int64_t>(order, options_.seed, epoch, 0x910ba100ULL);
-    const std::int64_t start = std::accumulate(plan.load.begin(), plan.load.begin() + rank, std::int64_t{0});
-    const std::int64_t count = plan.load[static_cast<std::size_t>(rank)];
-    if (start + count > static_cast<std::int64_t>(order.size()))
-      throw std::logic_error("SeedScheduler::assign: the plan's loads exceed the global training set");
     std::vector<NodeId> seeds;
     std::vector<std::int64_t> labels;
-    for (std::int64_t i = start; i < start + count; ++i) {
-      const auto at = static_cast<std::size_t>(order[static_cast<std::size_t>(i)]);
-      seeds.push_back(global_ids_[at]);
-      if (!global_labels_.empty()) labels.push_back(global_labels_[at]);
-    }
+    std::int64_t next = 0;
+    for (std::int64_t k = 0; k < plan.steps; ++k)
+      for (int r = 0; r < P; ++r) {
+        const auto ri = static_cast<std::size_t>(r);
+        const std::int64_t take = std::clamp<std::int64_t>(plan.load[ri] - k * plan.batch[ri], 0, plan.batch[ri]);
+        if (next + take > static_cast<std::int64_t>(order.size()))
+          throw std::logic_error("SeedScheduler::assign: the plan's loads exceed the global training set");
+        for (std::int64_t i = next; r == rank && i < next + take; ++i) {
+          const auto at = static_cast<std::size_t>(order[static_cast<std::size_t>(i)]);
+          seeds.push_back(global_ids_[at]);
+          if (!global_labels_.empty()) labels.push_back(global_labels_[at]);
+        }
+        next += take;
+      }
     if (global_labels_.empty())
       sampler_.set_schedule(epoch, std::move(seeds), plan.batch[static_cast<std::size_t>(rank)], plan.steps);
     else

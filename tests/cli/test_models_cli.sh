@@ -2,7 +2,8 @@
 # Declared models (docs/models.md): a spec file trains at 1, 2 and 4 ranks, writes its card,
 # resumes exactly and predicts what training scored; the built-in's own spec, given as a file,
 # trains to the same weights as --model sage; a typed spec trains on the hetero generator, and
-# with every neighbour scores one rank's losses at 2 and 4 ranks (the serial reference); a bad
+# at 2 and 4 ranks scores one rank's losses, with every neighbour and sampled (the serial
+# reference); a bad
 # spec, a damaged card and weights that are not the card's are one line on every rank; weights
 # from before cards still load, and predict says so.
 set -euo pipefail
@@ -111,12 +112,22 @@ for n in 1 2 4; do
   BATCH=100000 train "$n" "$input" "$work/tref$n" --model "$work/typed-ref.json" --fanouts -1,-1 --epochs 3 --lr 0.005 --weight-decay 0 \
     --seed-sampling global --no-full-eval
 done
-"$py" - "$work"/tref{1,2,4}/metrics.jsonl <<'PY' || fail "typed training at 2 or 4 ranks is not one rank's"
+# Sampled (fanouts 4,3) over several steps: one rank over the 4-part partition's merged parts, 2
+# and 4 ranks, global seeds and --batch divided by the ranks; each step then holds the same seeds
+# and each node draws the same neighbours (keyed by its id), so the losses agree too.
+for n in 1 2 4; do
+  BATCH=$((96 / n)) train "$n" "$work/het4" "$work/tsam$n" --model "$work/typed-ref.json" --fanouts 4,3 --epochs 3 --lr 0.005 --weight-decay 0 \
+    --seed-sampling global --no-full-eval
+done
+"$py" - "$work"/tref{1,2,4}/metrics.jsonl -- "$work"/tsam{1,2,4}/metrics.jsonl <<'PY' || fail "typed training at 2 or 4 ranks is not one rank's"
 import json, sys
-losses = [[json.loads(l)["loss"] for l in open(f) if '"loss"' in l] for f in sys.argv[1:]]
-assert len(losses[0]) == 3, losses
-for other in losses[1:]:
-    assert len(other) == 3 and all(abs(a - b) <= 1e-4 * abs(a) for a, b in zip(losses[0], other)), losses
+args = sys.argv[1:]
+for files in (args[:args.index("--")], args[args.index("--") + 1:]):
+    losses = [[(json.loads(l)["loss"], json.loads(l)["steps"]) for l in open(f) if '"loss"' in l] for f in files]
+    assert len(losses[0]) == 3, losses
+    for other in losses[1:]:
+        assert len(other) == 3 and all(s == t and abs(a - b) <= 1e-4 * abs(a) for (a, s), (b, t) in zip(losses[0], other)), (files, losses)
+assert losses[0][0][1] > 1, losses  # several steps an epoch
 PY
 
 # Bad specs: one line naming the file, the key path and what was expected, on every rank, and
