@@ -110,6 +110,38 @@ std::vector<EpochSplit> epoch_splits(const fs::path& metrics) {
   return out;
 }
 
+// One step of a stage (datasets/step_log.hpp), over the ranks that logged it: rank 0's wall time,
+// the bytes all of them read and wrote, the largest anonymous peak.
+struct StepRow {
+  std::string stage, step;
+  double wall_s = 0, anon_peak_mib = 0;
+  std::int64_t read_bytes = 0, write_bytes = 0, rchar = 0, wchar = 0;
+  int ranks = 0;
+};
+
+// The step log files of a stage: `base` itself (one process), or base.rank0, base.rank1, ...
+std::vector<StepRow> read_steps(const std::string& stage, const fs::path& base, int ranks) {
+  std::vector<StepRow> rows;
+  for (int r = 0; r < ranks; ++r) {
+    const fs::path file = ranks == 1 ? base : fs::path(base.string() + ".rank" + std::to_string(r));
+    std::ifstream in(file);
+    std::size_t i = 0;
+    for (std::string line; std::getline(in, line); ++i) {
+      const auto o = boost::json::parse(line).as_object();
+      if (i == rows.size()) rows.push_back({stage, std::string(o.at("step").as_string())});
+      StepRow& row = rows[i];
+      if (r == 0) row.wall_s = o.at("wall_s").to_number<double>();
+      row.anon_peak_mib = std::max(row.anon_peak_mib, o.at("anon_peak_mib").to_number<double>());
+      row.read_bytes += o.at("read_bytes").to_number<std::int64_t>();
+      row.write_bytes += o.at("write_bytes").to_number<std::int64_t>();
+      row.rchar += o.at("rchar").to_number<std::int64_t>();
+      row.wchar += o.at("wchar").to_number<std::int64_t>();
+      row.ranks += 1;
+    }
+  }
+  return rows;
+}
+
 }  // namespace
 
 int bench_scale_main(const std::vector<std::string>& args) {
@@ -138,8 +170,15 @@ int bench_scale_main(const std::vector<std::string>& args) {
                  "--no-test", "--threads", "1", "--quiet", "--metrics", metrics.string()}},
   };
   std::vector<Stage> stages;
+  // Generation and partitioning log their steps (datasets/step_log.hpp) to a file per stage and rank.
+  auto step_log = [&](const std::string& stage) { return s.work / ("steps-" + stage + ".jsonl"); };
+  for (const char* stage : {"generate", "partition"})
+    for (const auto& e : fs::directory_iterator(s.work))
+      if (e.path().filename().string().starts_with(step_log(stage).filename().string())) fs::remove(e.path());
   for (const auto& [name, argv] : plan) {
     std::fprintf(stderr, "%s ...\n", name.c_str());
+    if (name == "train") ::unsetenv("SHARDGNN_STEP_LOG");
+    else ::setenv("SHARDGNN_STEP_LOG", step_log(name).c_str(), 1);
     Stage st{name, run_process(argv), 0};
     if (name == "generate") st.disk = bytes_on_disk(data);
     if (name == "partition") st.disk = bytes_on_disk(parts);
@@ -161,6 +200,22 @@ int bench_scale_main(const std::vector<std::string>& args) {
   std::printf("(peak MiB: the largest process of the stage, mapped files included; anon MiB: its largest anonymous memory, sampled every 100 ms;\n"
               " disk: the stage's output folder, kept in %s)\n",
               s.work.c_str());
+  // The steps of generation and partitioning: where the time, the I/O and the memory go.
+  std::vector<StepRow> steps = read_steps("generate", step_log("generate"), 1);
+  for (StepRow& r : read_steps("partition", step_log("partition"), s.partition_ranks)) steps.push_back(std::move(r));
+  boost::json::array step_rows;
+  if (!steps.empty()) {
+    std::printf("\n%-10s %-52s %8s %10s %10s %10s %10s %10s\n", "stage", "step", "wall s", "read MB", "written MB", "rchar MB", "wchar MB", "anon MiB");
+    for (const StepRow& r : steps) {
+      std::printf("%-10s %-52s %8.1f %10.0f %10.0f %10.0f %10.0f %10.0f\n", r.stage.c_str(), r.step.c_str(), r.wall_s, r.read_bytes / 1e6, r.write_bytes / 1e6,
+                  r.rchar / 1e6, r.wchar / 1e6, r.anon_peak_mib);
+      step_rows.push_back(boost::json::object{{"stage", r.stage}, {"step", r.step}, {"wall_s", r.wall_s}, {"read_bytes", r.read_bytes},
+                                              {"write_bytes", r.write_bytes}, {"rchar", r.rchar}, {"wchar", r.wchar}, {"anon_peak_mib", r.anon_peak_mib},
+                                              {"ranks", r.ranks}});
+    }
+    std::printf("(wall: rank 0's; read and written: what reached the storage layer, rchar and wchar: what passed through read and write calls,\n"
+                " page cache included, summed over the ranks; anon: the largest rank's peak anonymous memory in the step, sampled every 20 ms)\n");
+  }
   const std::vector<EpochSplit> epochs = stages.size() == plan.size() && stages.back().run.status == 0 ? epoch_splits(metrics) : std::vector<EpochSplit>{};
   boost::json::array epoch_rows;
   for (std::size_t e = 0; e < epochs.size(); ++e) {
@@ -171,7 +226,7 @@ int bench_scale_main(const std::vector<std::string>& args) {
     epoch_rows.push_back(boost::json::object{{"epoch_s", x.epoch_s}, {"wait_s", x.wait_s}, {"compute_s", x.compute_s}, {"allreduce_s", x.allreduce_s}});
   }
   if (s.json)
-    write_json_file(*s.json, boost::json::object{{"scale", s.scale}, {"edge_factor", s.edge_factor}, {"parts", s.parts}, {"method", s.method}, {"balance", s.balance}, {"partition_ranks", s.partition_ranks}, {"train_ranks", s.train_ranks}, {"feature_dtype", s.feature_dtype}, {"stages", rows}, {"epochs", epoch_rows}});
+    write_json_file(*s.json, boost::json::object{{"scale", s.scale}, {"edge_factor", s.edge_factor}, {"parts", s.parts}, {"method", s.method}, {"balance", s.balance}, {"partition_ranks", s.partition_ranks}, {"train_ranks", s.train_ranks}, {"feature_dtype", s.feature_dtype}, {"stages", rows}, {"steps", step_rows}, {"epochs", epoch_rows}});
   return stages.size() == plan.size() && stages.back().run.status == 0 ? 0 : 1;
 }
 

@@ -18,6 +18,7 @@
 #include "datasets/array_dir.hpp"
 #include "datasets/error.hpp"
 #include "datasets/npy.hpp"
+#include "datasets/step_log.hpp"
 
 namespace shardgnn {
 
@@ -225,6 +226,7 @@ ExternalCsr build_csr_external(std::int64_t num_nodes, std::int64_t expected_edg
   auto bucket_path = [&](std::int64_t b, const char* kind) { return (fs::path(scratch) / (std::string(kind) + "-" + std::to_string(b) + ".bin")).string(); };
 
   // Pass 1: scatter every entry to its row's bucket, through a buffer per bucket.
+  steps::begin("build: entries to bucket files");
   {
     std::vector<File> files;
     for (std::int64_t b = 0; b < buckets; ++b) files.push_back(open_file(bucket_path(b, "bucket"), "wb"));
@@ -262,6 +264,7 @@ ExternalCsr build_csr_external(std::int64_t num_nodes, std::int64_t expected_edg
 
   // Pass 2: each bucket sorted and resolved into its rows' neighbours (to a file of its own, as the
   // total, which the indices file's header needs, is known only at the end).
+  steps::begin("build: buckets sorted into rows");
   std::vector<EdgeId> indptr(static_cast<std::size_t>(n) + 1, 0);
   RowResolver resolve{opt, rep};
   for (std::int64_t b = 0; b < buckets; ++b) {
@@ -292,6 +295,7 @@ ExternalCsr build_csr_external(std::int64_t num_nodes, std::int64_t expected_edg
     close_checked(f, resolved);
   }
   // Row lengths to offsets: each bucket recorded its own running count.
+  steps::begin("build: CSR files written");
   for (std::int64_t b = 0; b < buckets; ++b) {
     const std::int64_t first_row = b * rows_per_bucket, end_row = std::min(n, first_row + rows_per_bucket);
     const EdgeId base = indptr[static_cast<std::size_t>(first_row)];

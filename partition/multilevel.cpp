@@ -33,6 +33,7 @@
 #include "datasets/stopwatch.hpp"
 #include "datasets/fileio.hpp"
 #include "datasets/random.hpp"
+#include "datasets/step_log.hpp"
 #include "comm/communicator.hpp"
 #include "partition/cost.hpp"
 #include "partition/methods.hpp"
@@ -597,6 +598,7 @@ std::vector<Level> coarsen_levels(const Fine& finest, std::span<const std::int64
   auto coarsen = [&](const auto& g, std::span<const std::int64_t> ranges, int l) {
     const std::int64_t global_n = ranges.back();
     if (global_n <= target) return false;
+    steps::begin("metis-ml: coarsen level " + std::to_string(l + 1) + " (from " + std::to_string(global_n) + " nodes)");
     Level next = contract(g, cluster(g, cluster_limit, max_members, derive_seed(cfg.seed, 0xc0a75e00ULL + static_cast<std::uint64_t>(l))), ranges, scratch, comm);
     if (next.global_n() * 10 > global_n * 9) return false;  // shrank by less than a tenth
     levels.push_back(std::move(next));
@@ -716,6 +718,7 @@ std::vector<std::int32_t> project_and_refine(std::vector<Level>& levels, std::ve
     part = {};
     part = gather_parts(std::move(finer), comm);
     const std::uint64_t seed = derive_seed(cfg.seed, 0x7ef10e00ULL + l);
+    steps::begin("metis-ml: project and refine level " + std::to_string(l));
     if (l == 0) refine(finest, part, cfg.parts, part_limit, seed, comm);
     else refine(levels[l - 1].view(finest.ncon, comm.rank()), part, cfg.parts, part_limit, seed, comm);
   }
@@ -726,6 +729,7 @@ std::vector<std::int32_t> project_and_refine(std::vector<Level>& levels, std::ve
 
 std::vector<PartId> metis_ml_partition(const Dataset& ds, const PartitionConfig& cfg, const comm::Communicator& comm) {
   const int rank = comm.rank();
+  steps::begin("metis-ml: fine graph's input");
   const FineInput in = fine_input(ds, cfg, comm);
   const CsrGraph& graph = in.graph(ds);
   const WeightLimits limits = weight_limits(in.node_w, in.ncon, cfg, comm);
@@ -739,6 +743,7 @@ std::vector<PartId> metis_ml_partition(const Dataset& ds, const PartitionConfig&
   log_levels(finest, in.offsets.back(), levels, comm);
   const double coarsen_s = since(t0);
   t0 = Clock::now();
+  steps::begin("metis-ml: METIS on the coarsest graph");
   std::vector<std::int32_t> part =
       metis_on_coarsest(levels.empty() ? gather_coarsest(finest, in.offsets.back(), ds.name, comm)
                                        : gather_coarsest(levels.back().view(in.ncon, rank), levels.back().global_n(), ds.name, comm),

@@ -24,6 +24,7 @@
 #include "datasets/readers.hpp"
 #include "datasets/splits.hpp"
 #include "datasets/stats.hpp"
+#include "datasets/step_log.hpp"
 #include "datasets/writers.hpp"
 #include "tools/cli.hpp"
 
@@ -338,10 +339,14 @@ int generate(const std::vector<std::string>& args) {
         scratch.emplace(out);
         ds = generate_rmat_bounded(r, clean, scratch->path, limit);
       } else {
+        steps::begin("build: edges drawn and built in memory");
         ds = generate_rmat(r, clean);
       }
+      steps::begin("generate: features, labels and split");
       if (feature_dim > 0) add_random_node_data(ds, feature_dim, classes, train, val, r.seed, features_as);
+      steps::begin("generate: dataset written");
       save_and_report(ds, out, vm.count("force") > 0, clean, seconds_since(t0), features_as);
+      steps::end();
     }
     return 0;
   }

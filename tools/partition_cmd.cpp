@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "datasets/error.hpp"
+#include "datasets/step_log.hpp"
 #include "datasets/feature_dtype.hpp"
 #include "datasets/fileio.hpp"
 #include "datasets/json_util.hpp"
@@ -104,6 +105,7 @@ int partition_main(const std::vector<std::string>& args, const comm::Communicato
   agree(comm, [&] {
     // Refused before the work, not after it.
     if (first) check_output_dir(out, force);
+    steps::begin("partition: dataset mapped and checked");
     ds = load_dataset(dataset_dir);
   });
   // A one-pass method balancing nodes alone can give one part most of a power law's edges.
@@ -119,10 +121,13 @@ int partition_main(const std::vector<std::string>& args, const comm::Communicato
   PartitionResult result;
   result.config = cfg;
   const auto t0 = Clock::now();
+  steps::begin("partition: " + method_name(cfg.method));
   result.assignment = make_partitioner(cfg.method)->partition(*ds, cfg, comm);
   result.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   const auto t1 = Clock::now();
+  steps::begin("partition: shards written and measured");
   write_partitioned(*ds, dataset_dir, result, out, {.overwrite = force, .feature_dtype = feature_dtype.value_or(ds->feature_dtype), .comm = &comm});
+  steps::end();
   const double t_write = std::chrono::duration<double>(Clock::now() - t1).count();
   bool ok = true;
   agree(comm, [&] {

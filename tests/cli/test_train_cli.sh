@@ -246,6 +246,25 @@ grep -qE "^epoch 1: [0-9.]+ s; per rank, waiting for batches [0-9.]+ s \([0-9]+%
   fail "bench scale: no epoch split: $(cat "$work/out.txt")"
 [ "$(grep -cE '"status": *0,' "$work/scale.json")" -eq 3 ] && grep -qE '"compute_s": *[0-9]' "$work/scale.json" || fail "bench scale JSON: $(cat "$work/scale.json")"
 grep -q '"feature_dtype": "float16"' "$work"/scale/rmat-s9-e8-*/partition.json || fail "bench scale --feature-dtype float16: the shards are not float16"
+grep -qE "^generate +build: edges drawn and built in memory +[0-9.]+" "$work/out.txt" && grep -qE "^partition +partition: shards written and measured +[0-9.]+" "$work/out.txt" ||
+  fail "bench scale: no step table: $(cat "$work/out.txt")"
+# The step table through files on disk and the multilevel partitioner over 2 ranks: each pass of
+# the build, each level, with its I/O and memory, every partition step logged by both ranks.
+timeout 180 "$SHARDGNN" bench scale --scale 15 --edge-factor 8 --parts 2 --method metis-ml --partition-ranks 2 --memory-limit 1M --workdir "$work/scale2" \
+  --json "$work/scale2.json" > "$work/out.txt" 2>&1 || fail "bench scale on disk failed: $(cat "$work/out.txt")"
+"$py" - "$work/scale2.json" <<'PY' || fail "bench scale's steps: $(cat "$work/out.txt")"
+import json, sys
+steps = json.load(open(sys.argv[1]))["steps"]
+names = [(s["stage"], s["step"]) for s in steps]
+for want in [("generate", "build: entries to bucket files"), ("generate", "build: buckets sorted into rows"), ("generate", "build: CSR files written"),
+             ("generate", "generate: dataset written"), ("partition", "metis-ml: METIS on the coarsest graph"),
+             ("partition", "metis-ml: project and refine level 0"), ("partition", "partition: shards written and measured")]:
+    assert want in names, (want, names)
+assert any(n.startswith("metis-ml: coarsen level 1 (from 32768 nodes)") for _, n in names), names
+by = {(s["stage"], s["step"]): s for s in steps}
+assert by[("generate", "build: entries to bucket files")]["wchar"] > 0 and by[("generate", "build: buckets sorted into rows")]["rchar"] > 0
+assert all(s["ranks"] == (2 if s["stage"] == "partition" else 1) and s["anon_peak_mib"] > 0 and s["wall_s"] >= 0 for s in steps), steps
+PY
 # bench train: one rank on the graph, two on its partition by the method asked for, a row each.
 timeout 180 "$SHARDGNN" bench train --nodes 3000 --avg-degree 10 --feature-dim 8 --ranks 1,2 --method metis-ml --fanouts 5,5 --batch 64 --hidden 16 \
   --epochs 1 --workdir "$work/btrain" --json "$work/btrain.json" > "$work/out.txt" 2>&1 || fail "bench train failed: $(cat "$work/out.txt")"
