@@ -17,6 +17,9 @@ namespace shardgnn::steps {
 
 namespace {
 
+// Short against the steps it measures (seconds to minutes), long against reading /proc.
+constexpr auto kSamplePeriod = std::chrono::milliseconds(20);
+
 std::int64_t anon_kb() {
   std::ifstream f("/proc/self/status");
   std::string line;
@@ -80,7 +83,7 @@ class Log {
         std::int64_t seen = peak_.load();
         while (now > seen && !peak_.compare_exchange_weak(seen, now)) {
         }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        std::this_thread::sleep_for(kSamplePeriod);
       }
     }).detach();
   }

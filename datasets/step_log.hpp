@@ -2,7 +2,7 @@
 // partitioning's levels), for `bench scale`'s step table: each step's wall time, the bytes it read
 // and wrote (/proc/self/io: read_bytes and write_bytes reached the storage layer, rchar and wchar
 // passed through read/write calls, page cache included), and this process's anonymous memory
-// (RssAnon) at its start, its end and its peak, sampled every 20 ms on a thread of its own.
+// (RssAnon) at its start, its end and its peak, sampled on a thread of its own (kSamplePeriod).
 // Written as one JSON line a step to the file SHARDGNN_STEP_LOG names (a rank of an MPI job adds
 // ".rank<R>", R from PMI_RANK); with the variable unset every call is a no-op. Memory mapped from
 // files is not anonymous and is not counted: the step table reports what a process holds beyond

@@ -93,13 +93,11 @@ Dataset assemble(TypedInput&& in, const std::string& where, const std::string& n
   if (options.add_reverse) {
     // With ids every relation gets its own reverse (a knowledge graph's r and its inverse); without,
     // a relation within one type is its own reverse (undirected), as the type pair names it.
-    for (std::int32_t r = 0; r < R; ++r) {
-      const Relation& rel = in.relations[static_cast<std::size_t>(r)];
+    for (const Relation& rel : in.relations)
       if (ids || rel.src != rel.dst) relations.push_back(Relation{rel.dst, "rev_" + rel.name, rel.src});
-      if (ids) in.edges.reverse_relation.push_back(R + r);
-    }
-    if (ids) in.edges.reverse_relation.resize(static_cast<std::size_t>(2 * R));
-    for (std::int32_t r = 0; ids && r < R; ++r) in.edges.reverse_relation[static_cast<std::size_t>(R + r)] = r;
+    // With ids, relation r's reverse is R + r and the other way round.
+    if (ids)
+      for (std::int32_t r = 0; r < 2 * R; ++r) in.edges.reverse_relation.push_back(r < R ? R + r : r - R);
   }
   if (!ids) in.edges.relation = {};
   Dataset ds;
