@@ -37,8 +37,9 @@ inline DType label_dtype(std::int64_t classes) {
 
 // The parts (datasets/parts.hpp): FeatureTable's rows are num_nodes x feature_dim; NodeLabels
 // has num_nodes entries; HeldOutEdges' pairs are in dataset ids; TypedRows' features are per type
-// (feature_dim then 0), stored as FeatureTable::feature_dtype says.
-struct Dataset : FeatureTable, NodeLabels, HeldOutEdges, TypedRows {
+// (feature_dim then 0), stored as FeatureTable::feature_dtype says; EdgeArrays' are aligned with
+// graph.indices().
+struct Dataset : FeatureTable, NodeLabels, HeldOutEdges, TypedRows, EdgeArrays {
   std::string name;
   std::string source;              // where it came from (file and format), for provenance
   CsrGraph graph;
@@ -46,10 +47,6 @@ struct Dataset : FeatureTable, NodeLabels, HeldOutEdges, TypedRows {
   Array<std::int64_t> node_ids;    // original id of each node when the input was relabelled; else empty
   Array<std::int64_t> node_weights;  // num_nodes x node_weight_dim (METIS vertex weights); else empty
   std::int64_t node_weight_dim = 0;
-  Array<std::int64_t> edge_weights;  // aligned with graph.indices() (METIS edge weights); else empty
-  // Each entry's relation, aligned with graph.indices(), when schema.relation_ids() (rows then
-  // ordered by (relation, neighbour)); else empty. Stored at relation_dtype's width.
-  IntArray edge_relations;
   CleanReport cleaning;            // what conversion changed
 
   NodeId num_nodes() const noexcept { return graph.num_nodes(); }

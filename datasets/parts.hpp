@@ -1,5 +1,6 @@
 // The parts a Dataset and a Shard both hold: a feature matrix with its dtype, node labels
-// (classes or sets), an edge split's held-out pairs, and a typed graph's per-type rows. Each is
+// (classes or sets), an edge split's held-out pairs, a typed graph's per-type rows, and the
+// arrays aligned with the edges. Each is
 // one struct the two derive from, so that a field added to a part reaches both, and code that
 // reads a part (a feature row, a node's labels, the held-out arrays) is written once for both.
 #pragma once
@@ -137,6 +138,16 @@ struct TypedRows {
     for (const Array<std::uint16_t>& x : type_features16) v.type_features16.push_back(view_of(x));
     return v;
   }
+};
+
+// What is stored per adjacency entry, aligned with graph.indices() (each empty when absent): METIS
+// edge weights, and each entry's relation when schema.relation_ids() (rows then ordered by
+// (relation, neighbour), GraphSchema), at relation_dtype's width.
+struct EdgeArrays {
+  Array<std::int64_t> edge_weights;
+  IntArray edge_relations;
+
+  EdgeArrays view() const { return {view_of(edge_weights), view_of(edge_relations)}; }
 };
 
 // Makes `to`'s part P a view of `from`'s (no copy): share_part<NodeLabels>(shard, dataset).

@@ -138,12 +138,47 @@ void check_relations(const CsrGraph& g, const GraphSchema& s, const std::string&
   });
 }
 
+namespace {
+
+// Entry e of row u (which starts at `row_begin`): its relation id in [0, relations) and after the
+// entry before it in (relation, neighbour) order.
+template <class Rel, class Ids>
+void check_entry_order(Rel rel, Ids indices, NodeId u, EdgeId row_begin, EdgeId e, std::int64_t relations, const std::string& relations_file,
+                       const std::string& indices_file) {
+  const auto i = static_cast<std::size_t>(e);
+  const std::int64_t r = rel[i];
+  if (r < 0 || r >= relations)
+    throw InputError(relations_file, "element " + std::to_string(e), "relation id " + std::to_string(r) + ", expected 0 to " + std::to_string(relations - 1));
+  if (e > row_begin && (rel[i - 1] > r || (rel[i - 1] == r && indices[i - 1] >= indices[i])))
+    throw InputError(indices_file, "element " + std::to_string(e),
+                     "row " + std::to_string(u) + " is not ordered by (relation, neighbour): (" + std::to_string(rel[i - 1]) + ", " +
+                         std::to_string(indices[i - 1]) + ") comes before (" + std::to_string(r) + ", " + std::to_string(indices[i]) + ")");
+}
+
+void check_relation_count(const CsrGraph& g, const IntArray& ids, const std::string& relations_file, const std::string& indices_file) {
+  if (static_cast<EdgeId>(ids.size()) != g.num_edges())
+    throw InputError(relations_file, "", std::to_string(ids.size()) + " relation ids, expected one per entry of " + indices_file + " (" +
+                                         std::to_string(g.num_edges()) + ")");
+}
+
+}  // namespace
+
+void check_relation_order(const CsrGraph& g, std::int64_t relations, const IntArray& ids, const std::string& relations_file, const std::string& indices_file) {
+  check_relation_count(g, ids, relations_file, indices_file);
+  const auto& indptr = g.indptr();
+  g.visit([&](const auto& view) {
+    const auto indices = view.indices();
+    ids.visit([&](auto rel) {
+      for (NodeId u = 0; u < g.num_nodes(); ++u)
+        for (EdgeId e = indptr[u]; e < indptr[u + 1]; ++e) check_entry_order(rel, indices, u, indptr[u], e, relations, relations_file, indices_file);
+    });
+  });
+}
+
 void check_relation_ids(const CsrGraph& g, const GraphSchema& s, const IntArray& relations, const std::string& relations_file,
                         const std::string& indices_file) {
   if (!s.relation_ids()) return;
-  if (static_cast<EdgeId>(relations.size()) != g.num_edges())
-    throw InputError(relations_file, "", std::to_string(relations.size()) + " relation ids, expected one per entry of " + indices_file + " (" +
-                                         std::to_string(g.num_edges()) + ")");
+  check_relation_count(g, relations, relations_file, indices_file);
   const auto R = static_cast<std::int64_t>(s.relations().size());
   std::vector<int> src_type(static_cast<std::size_t>(R)), dst_type(static_cast<std::size_t>(R));
   for (std::int64_t r = 0; r < R; ++r) {
@@ -157,22 +192,15 @@ void check_relation_ids(const CsrGraph& g, const GraphSchema& s, const IntArray&
       for (int ts = 0; ts < s.num_types(); ++ts)
         for (NodeId u = s.begin(ts); u < s.end(ts); ++u)
           for (EdgeId e = indptr[u]; e < indptr[u + 1]; ++e) {
-            const auto i = static_cast<std::size_t>(e);
-            const std::int64_t r = rel[i];
-            const NodeId v = indices[i];
-            if (r < 0 || r >= R)
-              throw InputError(relations_file, "element " + std::to_string(e), "relation id " + std::to_string(r) + ", expected 0 to " + std::to_string(R - 1));
-            const auto ri = static_cast<std::size_t>(r);
+            check_entry_order(rel, indices, u, indptr[u], e, R, relations_file, indices_file);
+            const auto ri = static_cast<std::size_t>(rel[static_cast<std::size_t>(e)]);
+            const NodeId v = indices[static_cast<std::size_t>(e)];
             const int td = s.type_of(v);
             if (src_type[ri] != ts || dst_type[ri] != td)
               throw InputError(relations_file, "element " + std::to_string(e),
                                "edge " + std::to_string(u) + " -> " + std::to_string(v) + " goes from a " + s.types()[static_cast<std::size_t>(ts)].name +
-                                   " to a " + s.types()[static_cast<std::size_t>(td)].name + ", not as its relation " + s.relation_label(static_cast<int>(r)) +
+                                   " to a " + s.types()[static_cast<std::size_t>(td)].name + ", not as its relation " + s.relation_label(static_cast<int>(ri)) +
                                    " does");
-            if (e > indptr[u] && (rel[i - 1] > r || (rel[i - 1] == r && indices[i - 1] >= v)))
-              throw InputError(indices_file, "element " + std::to_string(e),
-                               "row " + std::to_string(u) + " is not ordered by (relation, neighbour): (" + std::to_string(rel[i - 1]) + ", " +
-                                   std::to_string(indices[i - 1]) + ") comes before (" + std::to_string(r) + ", " + std::to_string(v) + ")");
           }
     });
   });

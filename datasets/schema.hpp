@@ -90,10 +90,14 @@ void schema_to_json(const GraphSchema& s, boost::json::object& meta);
 // first that is not (its position in `indices_file`). O(entries), one comparison per entry.
 void check_relations(const CsrGraph& g, const GraphSchema& s, const std::string& indices_file);
 
-// With relation ids: every id in [0, relations), each entry u -> v of a relation from u's type to
-// v's, and each row strictly increasing in (relation, neighbour) (no entry twice); throws
-// InputError naming the first that is not (its position in `relations_file` or `indices_file`).
-// O(entries).
+// `ids` holds one relation id per entry of `g`, each in [0, relations), and each row is strictly
+// increasing in (relation, neighbour); throws InputError naming the first entry that is not. What
+// a shard's rows (global ids, types not at hand) are checked against. O(entries).
+void check_relation_order(const CsrGraph& g, std::int64_t relations, const IntArray& ids, const std::string& relations_file, const std::string& indices_file);
+
+// With relation ids: check_relation_order, and each entry u -> v of a relation from u's type to
+// v's; throws InputError naming the first that is not (its position in `relations_file` or
+// `indices_file`). O(entries).
 void check_relation_ids(const CsrGraph& g, const GraphSchema& s, const IntArray& relations, const std::string& relations_file,
                         const std::string& indices_file);
 

@@ -12,6 +12,7 @@ void load_input(const comm::Communicator& world, const std::string& dir, const s
   comm::agree(world, [&] {
     if (fs::exists(fs::path(dir) / "partition.json")) {
       auto info = std::make_shared<const PartitionInfo>(load_partition_info(dir));
+      require_relations_by_type(info->dataset.schema, dir, "training, predict and the Python loaders");
       in.shard = load_shard_for_rank(*info, world.rank(), world.size(), scratch);
       in.meta = info->dataset;
       in.name = info->dataset.name;

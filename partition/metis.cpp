@@ -43,6 +43,9 @@ void check_fits(std::int64_t value, const std::string& what, const Dataset& ds) 
 // what METIS requires. One pass with a binary search per entry; skipped when conversion already
 // guaranteed it.
 bool is_metis_ready(const Dataset& ds) {
+  // Rows with relation ids are sorted per relation and may list a neighbour under several: the
+  // partitioner takes their simple projection (one entry per neighbour).
+  if (ds.schema.relation_ids()) return false;
   const CleanReport& c = ds.cleaning;
   if (c.symmetric && c.no_self_loops && c.no_duplicates) return true;
   const bool simple_rows = ds.graph.visit([](const auto& g) {

@@ -36,7 +36,7 @@ struct Imbalance {
 
 struct PartitionMetrics {
   int parts = 0;
-  std::int64_t edge_cut = 0;       // distinct undirected pairs {u, v}, u != v, across shards
+  std::int64_t edge_cut = 0;       // distinct undirected pairs {u, v}, u != v, across shards (with relation ids, one per relation joining them)
   std::int64_t comm_volume = 0;    // sum over nodes of the number of other shards among its neighbours
   double halo_factor = 1;          // (owned + halo nodes over all shards) / nodes
   double global_label_entropy = 0; // bits
@@ -72,11 +72,14 @@ struct ShardTally {
 // Cut pairs: on a graph recorded symmetric without repeated entries, from the cut entries
 // (ShardTally::pairs_from_entries); on one with repeats, each from its smaller end, once; on one
 // not known symmetric, from its smaller end, or from its larger end when the smaller end's row
-// does not list it. Otherwise it keeps a list of the row's other shards.
+// does not list it. Otherwise it keeps a list of the row's other shards. On a graph with relation
+// ids each entry is an edge of its own (a multigraph: the same pair under two relations is two
+// edges), and a row's neighbours are sorted only within each relation's run.
 class RowTally {
  public:
   RowTally(const Dataset& ds, PartId k, int parts)
-      : graph_(ds.graph), symmetric_(ds.cleaning.symmetric), mask_(ds.cleaning.symmetric && parts <= 64), k_(k) {
+      : graph_(ds.graph), relations_(ds.schema.relation_ids() ? &ds.edge_relations : nullptr), symmetric_(ds.cleaning.symmetric),
+        mask_(ds.cleaning.symmetric && parts <= 64), k_(k) {
     tally.pairs_from_entries = ds.cleaning.symmetric && ds.cleaning.no_duplicates;
   }
 
@@ -105,17 +108,17 @@ class RowTally {
       tally.cut_entries += static_cast<std::int64_t>(cut);
       seen_ |= cut << pv;
       if (!tally.pairs_from_entries)
-        tally.edge_cut += static_cast<std::int64_t>(cut & static_cast<std::uint64_t>(u_ < v) & static_cast<std::uint64_t>(v != prev));
+        tally.edge_cut += static_cast<std::int64_t>(cut & static_cast<std::uint64_t>(u_ < v) & static_cast<std::uint64_t>(v != prev || relations_ != nullptr));
       return;
     }
     if (pv == k_) return;
     tally.cut_entries += 1;
     if (std::find(seen_parts_.begin(), seen_parts_.end(), pv) == seen_parts_.end()) seen_parts_.push_back(pv);
-    if (tally.pairs_from_entries || v == prev) return;  // a repeated entry: its pair is counted once
+    if (tally.pairs_from_entries || (v == prev && relations_ == nullptr)) return;  // a repeated entry: its pair is counted once
     if (u_ < v) {
       tally.edge_cut += 1;
     } else if (!symmetric_) {
-      if (!graph_.has_edge(v, u_)) tally.edge_cut += 1;
+      if (!has_entry(v, u_)) tally.edge_cut += 1;
     }
   }
   void end_row() noexcept { tally.comm_volume += mask_ ? std::popcount(seen_) : static_cast<std::int64_t>(seen_parts_.size()); }
@@ -123,7 +126,25 @@ class RowTally {
   ShardTally tally;
 
  private:
+  // Whether row v lists u: a binary search per relation run where rows have relation ids.
+  bool has_entry(NodeId v, NodeId u) const {
+    if (relations_ == nullptr) return graph_.has_edge(v, u);
+    const EdgeId end = graph_.indptr()[v + 1];
+    return graph_.visit([&](const auto& g) {
+      const auto* ids = g.indices().data();
+      return relations_->visit([&](auto rel) {
+        for (EdgeId e = graph_.indptr()[v]; e < end;) {
+          const EdgeId run_end = std::upper_bound(rel.begin() + e, rel.begin() + end, rel[static_cast<std::size_t>(e)]) - rel.begin();
+          if (std::binary_search(ids + e, ids + run_end, u)) return true;
+          e = run_end;
+        }
+        return false;
+      });
+    });
+  }
+
   const CsrGraph& graph_;
+  const IntArray* relations_;  // the dataset's relation ids, when it has them
   bool symmetric_, mask_;
   PartId k_;
   NodeId u_ = -1, prev_ = -1;

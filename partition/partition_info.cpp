@@ -200,7 +200,7 @@ PartEntry tag_invoke(json::value_to_tag<PartEntry>, const json::value& v) {
 void tag_invoke(json::value_from_tag, json::value& v, const PartitionInfo& info) {
   json::object root;
   root["format"] = kPartitionFormatName;
-  root["version"] = kPartitionFormatVersion;
+  root["version"] = info.dataset.schema.relation_ids() ? kPartitionFormatVersion : kPartitionFormatVersionWithoutRelationIds;
   json::object dataset{{"name", info.dataset.name}, {"dir", info.dataset_dir}, {"meta_crc32", info.meta_crc32}};
   json::value described = json::value_from(info.dataset);
   for (auto& [key, value] : described.as_object()) dataset[key] = std::move(value);

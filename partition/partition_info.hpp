@@ -20,9 +20,12 @@ namespace shardgnn {
 
 // Version 2 may store a shard's neighbour ids as int32, version 3 its labels in the smallest type
 // that holds the classes (label_dtype) and its arrays placed to be mapped end to end
-// (shard_writer.cpp), version 4 its split and halo ids as int32 where every id fits; older
-// partitions load as they are.
-inline constexpr int kPartitionFormatVersion = 4;
+// (shard_writer.cpp), version 4 its split and halo ids as int32 where every id fits, version 5 a
+// relation id per entry (edge_relations.npy, rows ordered by (relation, neighbour), which an older
+// build must refuse rather than read as sorted rows). A partition without relation ids is still
+// written as version 4; older partitions load as they are.
+inline constexpr int kPartitionFormatVersion = 5;
+inline constexpr int kPartitionFormatVersionWithoutRelationIds = 4;
 inline constexpr const char* kPartitionFormatName = "shardgnn-partition";
 
 // One entry of "parts": part k's folder and the files in it.

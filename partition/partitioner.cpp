@@ -70,7 +70,6 @@ namespace {
 // What every method checks before it starts (InputError for what the dataset cannot satisfy).
 void check_config(const Dataset& ds, const PartitionConfig& cfg) {
   const std::int64_t n = ds.num_nodes();
-  require_relations_by_type(ds.schema, "dataset '" + ds.name + "'", "partition");
   if (cfg.parts < 1) throw InputError("--parts must be at least 1, got " + std::to_string(cfg.parts));
   if (cfg.parts > n)
     throw InputError("--parts " + std::to_string(cfg.parts) + " exceeds the " + std::to_string(n) + " nodes of dataset '" + ds.name + "'");

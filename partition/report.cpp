@@ -104,7 +104,11 @@ std::string render_type_table(const PartitionInfo& info) {
     out += std::string(t == 0 ? "  " : ", ") + s.types()[static_cast<std::size_t>(t)].name + " " +
            fmt("%.3f", mean > 0 ? static_cast<double>(most[static_cast<std::size_t>(t)]) / mean : 0.0);
   }
-  return out + "\n";
+  out += "\n";
+  if (s.relation_ids())
+    out += "relation ids      one per edge (edge_relations.npy), " + num(static_cast<std::int64_t>(s.relations().size())) +
+           " relations; the partitioner cut the graph with one entry per neighbour\n";
+  return out;
 }
 
 std::string render_report_svg(const PartitionInfo& info) {

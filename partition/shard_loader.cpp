@@ -36,6 +36,7 @@ Shard load_rows(const PartitionInfo& info, PartId k) {
   copy_described(s, info.dataset);
   s.graph = load_listed_csr(e.path, e.arrays, path, n, e.edges);
   s.orig_ids = load_listed_ints(e.path, e.arrays, path, "orig_ids", {n}, true);
+  if (info.dataset.schema.relation_ids()) s.edge_relations = load_listed_ints(e.path, e.arrays, path, "edge_relations", {e.edges}, true);
   if (info.dataset.feature_dim > 0 && s.feature_dtype == FeatureDtype::kFloat32)
     s.features = load_listed_array<float>(e.path, e.arrays, path, "features", {n, info.dataset.feature_dim}, true);
   else if (info.dataset.feature_dim > 0)
@@ -78,6 +79,8 @@ void load_rest(const PartitionInfo& info, PartId k, Shard& s) {
   });
   auto file = [&](const char* name) { return (fs::path(pdir) / (std::string(name) + ".npy")).string(); };
   check_csr(s.graph, info.dataset.num_nodes, file("indptr"), file("indices"));
+  if (info.dataset.schema.relation_ids())
+    check_relation_order(s.graph, static_cast<std::int64_t>(info.dataset.schema.relations().size()), s.edge_relations, file("edge_relations"), file("indices"));
   check_range(s.orig_ids, 0, info.dataset.num_nodes, file("orig_ids"), "dataset node id");
   // A typed part's runs: the i-th node of type t's run is a dataset node of type t.
   for (std::size_t t = 0, i = 0; t < s.type_nodes.size(); ++t)
@@ -203,6 +206,7 @@ Shard merged(const Group& g, int rank, PartitionBook book) {
   s.val_idx = concatenated_ints(g, &Shard::val_idx, "val_idx");
   s.test_idx = concatenated_ints(g, &Shard::test_idx, "test_idx");
   s.edge_weights = concatenated<std::int64_t>(g, &Shard::edge_weights, "edge_weights");
+  s.edge_relations = concatenated_ints(g, &Shard::edge_relations, "edge_relations");
   // A typed graph's rows per type end to end: type t's rows of the rank's parts are contiguous in
   // type t's own numbering (part k's run after the runs of the parts before it, TypedFeatureStore),
   // while in the shard's node order they stay one run per part and type.
@@ -307,7 +311,7 @@ Shard shard_from_dataset(const Dataset& ds) {
   std::vector<NodeId> ids(static_cast<std::size_t>(ds.num_nodes()));
   for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<NodeId>(i);
   s.orig_ids = IntArray(Array<NodeId>(std::move(ids)));
-  s.edge_weights = view_of(ds.edge_weights);
+  share_part<EdgeArrays>(s, ds);
   return s;
 }
 

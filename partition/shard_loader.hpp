@@ -17,8 +17,9 @@ namespace shardgnn {
 // One shard, memory-mapped (what a rank loads). Its parts (datasets/parts.hpp) hold its own
 // rows: FeatureTable's as the partition stores them (PartitionInfo's feature_dtype), NodeLabels'
 // at the width stored (label_dtype), HeldOutEdges' pairs whose first node it owns (relabelled to
-// global ids), and TypedRows' rows of its own nodes of each featured type, in type_nodes' order.
-struct Shard : FeatureTable, NodeLabels, HeldOutEdges, TypedRows {
+// global ids), TypedRows' rows of its own nodes of each featured type, in type_nodes' order, and
+// EdgeArrays' entries of its own rows.
+struct Shard : FeatureTable, NodeLabels, HeldOutEdges, TypedRows, EdgeArrays {
   std::string dir;  // the partitioned dataset's folder (empty for shard_from_dataset)
   PartId part = 0;
   PartitionBook book;
@@ -27,7 +28,6 @@ struct Shard : FeatureTable, NodeLabels, HeldOutEdges, TypedRows {
   IntArray halo_nodes;  // int32 where every node id fits, else int64
   Array<PartId> halo_owner;
   IntArray orig_ids;  // int32 where every dataset id fits, else int64
-  Array<std::int64_t> edge_weights;
   // A typed graph's part: its owned nodes per type, each type one run of its ids in type order (a
   // merged shard: one run per part and type, its parts' in order).
   std::vector<std::int64_t> type_nodes;
@@ -55,8 +55,9 @@ std::pair<PartId, PartId> parts_of_rank(int parts, int rank, int ranks);
 // makes the failure every rank's).
 Shard load_shard_for_rank(const PartitionInfo& info, int rank, int ranks, const std::string& scratch = "");
 // Part `part` as a node-local rank (another rank on its node) reads it, to draw its rows and serve its feature rows,
-// labels and degrees itself: its CSR, dataset ids, features and labels (each checked against
-// partition.json's listing and shape); its split indices, halo and edge weights stay unmapped.
+// labels and degrees itself: its CSR, relation ids, dataset ids, features and labels (each checked
+// against partition.json's listing and shape); its split indices, halo and edge weights stay
+// unmapped.
 Shard load_shard_rows(const PartitionInfo& info, PartId part);
 // Part `part`'s label_bits.npy of a multi-label partition, mapped and checked (for LabelSets: every
 // rank reads every part's label sets).

@@ -59,6 +59,8 @@ std::vector<NodeId> held_out_of_part(const Array<NodeId>& rows, std::int64_t col
 // With `id_bits` > 0 each table entry carries the node's part above its low id_bits bits (the new
 // id), so the counting pass reads a row's owners from the lookup it makes anyway instead of
 // searching the partition book per entry.
+// A row of a graph with relation ids is one sorted run per relation (GraphSchema): each run is
+// relabelled and sorted in its place, so the row's relation ids stay as the dataset's.
 template <class Id>
 class RowRelabeller {
  public:
@@ -68,14 +70,15 @@ class RowRelabeller {
 
   // Writes the row of node `u`, `nb` (edge weights `w`, or null), relabelled and sorted into
   // `out` (`w_out`), sets the bit of every new id it reaches in `reached`, and adds the row to
-  // the shard's metrics in `tally`.
+  // the shard's metrics in `tally`. `run_ends` (empty: the row is one run) ends each relation's
+  // run of a row with relation ids; each run is sorted on its own.
   template <class In>
   void operator()(NodeId u, std::span<const In> nb, const std::int64_t* w, NodeId* out, std::int64_t* w_out, std::uint64_t* reached,
-                  RowTally& tally) {
+                  RowTally& tally, std::span<const std::size_t> run_ends = {}) {
     const std::size_t d = nb.size();
     const Id* new_of_old = new_of_old_;
     tally.begin_row(u);
-    if (d < kCountingFrom || d < static_cast<std::size_t>(parts_)) {
+    if (!run_ends.empty() || d < kCountingFrom || d < static_cast<std::size_t>(parts_)) {
       for (std::size_t j = 0; j < d; ++j) {
         const Id t = new_of_old[nb[j]];
         const NodeId g = static_cast<NodeId>(t & id_mask_);
@@ -85,7 +88,11 @@ class RowRelabeller {
       }
       tally.end_row();
       if (w) std::copy_n(w, d, w_out);
-      sort_row(out, w_out, d);
+      if (run_ends.empty()) return sort_row(out, w_out, d);
+      for (std::size_t a = 0; const std::size_t b : run_ends) {
+        sort_row(out + a, w_out ? w_out + a : nullptr, b - a);
+        a = b;
+      }
       return;
     }
     ids_.resize(d);
@@ -183,6 +190,7 @@ struct WriterScratch {
   std::vector<NodeId> ids;
   std::vector<std::int32_t> narrow_ids;  // a chunk of `ids` as a narrow shard stores them
   std::vector<std::int64_t> weights;
+  std::vector<std::size_t> run_ends;  // a row's relation runs (RowRelabeller)
   FeatureRowScratch features;
 };
 
@@ -289,6 +297,7 @@ class ShardWriter {
   json::object write_rows(const std::string& pdir, PartId k, const std::vector<EdgeId>& indptr, WriterScratch<Id>& scratch, RowTally& tally,
                           json::object& arrays) const;
   std::vector<NodeId> take_halo(PartId k, std::vector<std::uint64_t>& reached) const;
+  void relation_runs(NodeId u, std::vector<std::size_t>& ends) const;
   // Where part k's array of `row_bytes` a node (a_node) or an edge (a_node false) places its data
   // (npy_header's data_at): after the same array of the parts before it, so that a rank serving
   // several parts maps theirs end to end instead of copying them. Counted from 128, numpy's own
@@ -417,6 +426,7 @@ json::object ShardWriter::write_rows(const std::string& pdir, PartId k, const st
                                      json::object& arrays) const {
   const NodeId first = r_.book.begin(k), count = r_.book.size(k);
   const bool weighted = !ds_.edge_weights.empty();
+  const bool related = ds_.schema.relation_ids();
   const EdgeId m = indptr.back();
   // The relabelled rows go out in chunks that stay in cache (a run of rows, or one longer row):
   // no shard-sized copy of the indices is built, faulted in and read again to be written.
@@ -434,8 +444,9 @@ json::object ShardWriter::write_rows(const std::string& pdir, PartId k, const st
         if (row + kPrefetchRows < count) scratch.relabel.prefetch(g.neighbors(r_.old_of_new[first + row + kPrefetchRows]));
         const NodeId u = r_.old_of_new[first + row];
         const std::size_t at = static_cast<std::size_t>(indptr[row] - e0);
+        if (related) relation_runs(u, scratch.run_ends);
         scratch.relabel(u, g.neighbors(u), weighted ? ds_.edge_weights.data() + ds_.graph.indptr()[u] : nullptr, scratch.ids.data() + at,
-                        weighted ? scratch.weights.data() + at : nullptr, scratch.reached.data(), tally);
+                        weighted ? scratch.weights.data() + at : nullptr, scratch.reached.data(), tally, scratch.run_ends);
       }
       sink_ids(ids_out, scratch.ids.data(), len, narrow, scratch.narrow_ids);
       if (weighted) (*weights_out)(scratch.weights.data(), len * sizeof(std::int64_t));
@@ -451,7 +462,30 @@ json::object ShardWriter::write_rows(const std::string& pdir, PartId k, const st
                                                   [&](const NpySink& weights_out) { relabel_rows(g, ids_out, &weights_out); }, at(k, sizeof(std::int64_t), false));
     });
   }, at(k, narrow ? sizeof(std::int32_t) : sizeof(std::int64_t), false));
+  // Relation ids: each row's runs stayed in place, so its ids are the dataset row's as they are.
+  if (related)
+    ds_.edge_relations.visit([&](auto rel) {
+      using T = typename decltype(rel)::value_type;
+      arrays["edge_relations"] = write_listed_array_streamed(pdir, "edge_relations", dtype_of<T>(), {m}, [&](const NpySink& out) {
+        for (NodeId i = 0; i < count; ++i) {
+          const NodeId u = r_.old_of_new[first + i];
+          const EdgeId b = ds_.graph.indptr()[u];
+          out(rel.data() + b, static_cast<std::size_t>(ds_.graph.indptr()[u + 1] - b) * sizeof(T));
+        }
+      }, at(k, sizeof(T), false));
+    });
   return weights_entry;
+}
+
+// Where each relation's run of dataset row u ends (positions in the row), into `ends`.
+void ShardWriter::relation_runs(NodeId u, std::vector<std::size_t>& ends) const {
+  ends.clear();
+  const EdgeId b = ds_.graph.indptr()[u], e = ds_.graph.indptr()[u + 1];
+  ds_.edge_relations.visit([&](auto rel) {
+    for (EdgeId i = b + 1; i < e; ++i)
+      if (rel[static_cast<std::size_t>(i)] != rel[static_cast<std::size_t>(i - 1)]) ends.push_back(static_cast<std::size_t>(i - b));
+  });
+  ends.push_back(static_cast<std::size_t>(e - b));
 }
 
 // Part k's halo, sorted: the ids outside the part that its rows marked in `reached`, which is all

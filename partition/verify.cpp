@@ -18,20 +18,20 @@ namespace shardgnn {
 
 namespace {
 
-// Whether shard row i carries the same (neighbour, weight) pairs as dataset node u's row. The
-// shard's weights are known to be present and of the shard's length; `got` and `want` are
-// scratch.
-using WeightedRow = std::vector<std::pair<NodeId, std::int64_t>>;
-template <class ShardView, class DatasetView>
-bool same_weighted_row(const Shard& s, const ShardView& sg, NodeId i, const std::vector<NodeId>& old_of_new, const Dataset& ds, const DatasetView& dg, NodeId u,
-                       WeightedRow& got, WeightedRow& want) {
+// Whether shard row i carries the same (neighbour, value) pairs as dataset node u's row, where an
+// entry's value is the shard's `got_value(e)` and the dataset's `want_value(e)` (its weight, its
+// relation). `got` and `want` are scratch.
+using ValuedRow = std::vector<std::pair<NodeId, std::int64_t>>;
+template <class ShardView, class DatasetView, class Got, class Want>
+bool same_valued_row(const Shard& s, const ShardView& sg, NodeId i, const std::vector<NodeId>& old_of_new, const Dataset& ds, const DatasetView& dg, NodeId u,
+                     Got got_value, Want want_value, ValuedRow& got, ValuedRow& want) {
   const auto nb = sg.neighbors(i);
   const EdgeId at = s.graph.indptr()[i], want_at = ds.graph.indptr()[u];
   got.clear();
   want.clear();
-  for (std::size_t j = 0; j < nb.size(); ++j) got.emplace_back(old_of_new[static_cast<std::size_t>(nb[j])], s.edge_weights[at + static_cast<EdgeId>(j)]);
+  for (std::size_t j = 0; j < nb.size(); ++j) got.emplace_back(old_of_new[static_cast<std::size_t>(nb[j])], got_value(at + static_cast<EdgeId>(j)));
   const auto dn = dg.neighbors(u);
-  for (std::size_t j = 0; j < dn.size(); ++j) want.emplace_back(dn[j], ds.edge_weights[want_at + static_cast<EdgeId>(j)]);
+  for (std::size_t j = 0; j < dn.size(); ++j) want.emplace_back(dn[j], want_value(want_at + static_cast<EdgeId>(j)));
   std::sort(got.begin(), got.end());
   std::sort(want.begin(), want.end());
   return got == want;
@@ -88,6 +88,9 @@ class ShardComparison {
     if (weighted && !listed) fail(k, "edge_weights.npy: missing, the dataset has edge weights");
     if (!weighted && listed) fail(k, "edge_weights.npy: present, the dataset has no edge weights");
     const bool check_weights = weighted && listed;
+    // Relation ids: load_shard checked each row's (relation, neighbour) order; each row must hold
+    // the dataset row's (neighbour, relation) pairs.
+    const bool related = ds_.schema.relation_ids();
     // The shard's and the dataset's ids may differ in width: the loop is compiled for each pair.
     s.graph.visit([&](const auto& sg) { ds_.graph.visit([&](const auto& dg) {
     for (NodeId i = 0; i < info_.book.size(k); ++i) {
@@ -97,18 +100,23 @@ class ShardComparison {
       bool in_range = true;
       for (std::size_t j = 0; j < nb.size(); ++j) {
         if (nb[j] < 0 || nb[j] >= n) { in_range = false; break; }
-        if (j > 0 && nb[j - 1] > nb[j]) fail(k, "indices.npy: row " + std::to_string(i) + " is not sorted");
+        if (j > 0 && nb[j - 1] > nb[j] && !related) fail(k, "indices.npy: row " + std::to_string(i) + " is not sorted");
         row_.push_back(old_of_new_[nb[j]]);
         if (info_.book.owner(nb[j]) != k) halo.push_back(nb[j]);
       }
       if (!in_range) { fail(k, "indices.npy: row " + std::to_string(i) + " has a node id out of range"); continue; }
       std::sort(row_.begin(), row_.end());
-      const auto want = dg.neighbors(u);
-      if (!std::equal(row_.begin(), row_.end(), want.begin(), want.end()))
+      want_row_.assign(dg.neighbors(u).begin(), dg.neighbors(u).end());
+      if (related) std::sort(want_row_.begin(), want_row_.end());
+      if (row_ != want_row_)
         fail(k, "row " + std::to_string(i) + " (dataset node " + std::to_string(u) + ") has " + std::to_string(row_.size()) +
-                    " neighbours that differ from the dataset's " + std::to_string(want.size()));
-      else if (check_weights && !same_weighted_row(s, sg, i, old_of_new_, ds_, dg, u, got_, want_weighted_))
+                    " neighbours that differ from the dataset's " + std::to_string(want_row_.size()));
+      else if (check_weights && !same_valued_row(s, sg, i, old_of_new_, ds_, dg, u, [&](EdgeId e) { return s.edge_weights[e]; },
+                                                 [&](EdgeId e) { return ds_.edge_weights[e]; }, got_, want_valued_))
         fail(k, "edge_weights.npy: row " + std::to_string(i) + " (dataset node " + std::to_string(u) + ") has weights that differ from the dataset's");
+      else if (related && !same_valued_row(s, sg, i, old_of_new_, ds_, dg, u, [&](EdgeId e) { return s.edge_relations[static_cast<std::size_t>(e)]; },
+                                           [&](EdgeId e) { return ds_.edge_relations[static_cast<std::size_t>(e)]; }, got_, want_valued_))
+        fail(k, "edge_relations.npy: row " + std::to_string(i) + " (dataset node " + std::to_string(u) + ") has relations that differ from the dataset's");
       if (ds_.feature_dim > 0 && !(ds_.feature_dtype == s.feature_dtype && s.feature_dtype != FeatureDtype::kFloat32
                                        ? std::memcmp(s.feature_row(i), ds_.features16.data() + u * ds_.feature_dim, s.feature_row_bytes()) == 0
                                        : same_features(s, i, ds_.feature_row_f32(u, wide_.data()), narrowed_)))
@@ -245,8 +253,8 @@ class ShardComparison {
   const std::string& dir_;
   std::vector<std::string>& err_;
   std::vector<NodeId> old_of_new_;
-  std::vector<NodeId> row_;  // scratch of check_rows
-  WeightedRow got_, want_weighted_;
+  std::vector<NodeId> row_, want_row_;  // scratch of check_rows
+  ValuedRow got_, want_valued_;
   std::vector<std::uint16_t> narrowed_;
   std::vector<float> wide_ = std::vector<float>(static_cast<std::size_t>(ds_.feature_dim));  // a 2-byte dataset row, widened
 };
