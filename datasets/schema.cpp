@@ -235,7 +235,7 @@ std::vector<std::int64_t> relation_entries(const CsrGraph& g, const GraphSchema&
 void require_relations_by_type(const GraphSchema& s, const std::string& what, const std::string& command) {
   if (!s.relation_ids()) return;
   throw InputError(what, "", "its edges store their relations (" + std::to_string(s.relations().size()) + " relations, an id per edge): " +
-                                 command + " does not take such graphs yet");
+                                 command + " cannot take such graphs yet");
 }
 
 void require_untyped(const GraphSchema& s, const std::string& what, const std::string& command) {

@@ -42,7 +42,11 @@ BlockTensors block_tensors(std::int64_t num_src, std::int64_t num_dst, torch::Te
 }
 
 BlockTensors to_tensors(const Block& block, const torch::Device& device) {
-  return block_tensors(block.num_src, block.num_dst, view_int64(block.indptr, device), view_int64(block.indices, device));
+  BlockTensors t = block_tensors(block.num_src, block.num_dst, view_int64(block.indptr, device), view_int64(block.indices, device));
+  if (!block.relations.empty())
+    t.relation = torch::from_blob(const_cast<std::int32_t*>(block.relations.data()), {static_cast<std::int64_t>(block.relations.size())}, torch::kInt32)
+                     .to(device, torch::kInt64);
+  return t;
 }
 
 std::vector<BlockTensors> to_tensors(const std::vector<Block>& blocks, const torch::Device& device) {

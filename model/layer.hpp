@@ -27,6 +27,9 @@ struct BlockTensors {
   // block sees only the batch's edges of a src, and only the sampled ones of a dst; the graph is
   // taken as symmetric). Undefined: GraphConv counts degrees within the block.
   torch::Tensor src_degree;
+  // Optional int64 [E]: each edge's relation (Block::relations), on a graph with relation ids.
+  // Undefined: a typed graph's relation follows from the end types.
+  torch::Tensor relation;
 };
 
 // A block's tensors from its CSR arrays (int64, on the device they are to be used on).

@@ -18,7 +18,7 @@ RelationBlocks split_by_relation_ops(const BlockTensors& b, const torch::Tensor&
     for (int s = 0; s < T; ++s) table[static_cast<std::size_t>(d * T + s)] = schema.relation_between(d, s);
   const torch::Tensor lookup = torch::tensor(table, torch::TensorOptions().dtype(torch::kInt64)).to(b.src.device());
   const torch::Tensor types = node_type.to(torch::kInt64);
-  const torch::Tensor rel = lookup.index_select(0, types.index_select(0, b.dst) * T + types.index_select(0, b.src));
+  const torch::Tensor rel = b.relation.defined() ? b.relation : lookup.index_select(0, types.index_select(0, b.dst) * T + types.index_select(0, b.src));
   RelationBlocks out;
   out.num_src = b.num_src;
   out.num_dst = b.num_dst;
@@ -58,8 +58,12 @@ RelationBlocks split_on_cpu(const BlockTensors& b, const torch::Tensor& node_typ
   const torch::Tensor indptr = b.indptr.contiguous(), src = b.src.contiguous();
   const std::int64_t *ip = indptr.data_ptr<std::int64_t>(), *s = src.data_ptr<std::int64_t>(), *ty = types.data_ptr<std::int64_t>();
   // Each relation's edges in block order (a counting sort); the relation is looked up again in
-  // the second pass rather than kept per edge.
-  const auto relation = [&](std::int64_t v, std::int64_t e) { return schema.relation_between(static_cast<int>(ty[v]), static_cast<int>(ty[s[e]])); };
+  // the second pass rather than kept per edge: the stored one, else the one joining the end types.
+  const torch::Tensor stored = b.relation.defined() ? b.relation.contiguous() : torch::Tensor();
+  const std::int64_t* rel = stored.defined() ? stored.data_ptr<std::int64_t>() : nullptr;
+  const auto relation = [&](std::int64_t v, std::int64_t e) {
+    return rel != nullptr ? static_cast<int>(rel[e]) : schema.relation_between(static_cast<int>(ty[v]), static_cast<int>(ty[s[e]]));
+  };
   std::vector<std::int64_t> count(static_cast<std::size_t>(R + 1), 0);
   for (std::int64_t v = 0; v < b.num_dst; ++v)
     for (std::int64_t e = ip[v]; e < ip[v + 1]; ++e)

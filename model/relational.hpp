@@ -37,7 +37,9 @@ struct RelationBlocks {
   std::vector<BlockTensors> relations, compact;
   std::vector<torch::Tensor> src_rows, dst_rows;
 };
-// `node_type`: int64 [num_src], the block's src nodes' types (its dst nodes are their prefix).
+// `node_type`: int64 [num_src], the block's src nodes' types (its dst nodes are their prefix). An
+// edge's relation is b.relation's where defined (a graph with relation ids), else the one joining
+// its end types.
 // `whole` and `compact` say which of the two forms to build (R-GCN reads the whole sub-blocks,
 // R-GAT the compact ones); a form not built is left empty.
 RelationBlocks split_by_relation(const BlockTensors& b, const torch::Tensor& node_type, const GraphSchema& schema, bool whole = true, bool compact = true);

@@ -12,7 +12,6 @@ void load_input(const comm::Communicator& world, const std::string& dir, const s
   comm::agree(world, [&] {
     if (fs::exists(fs::path(dir) / "partition.json")) {
       auto info = std::make_shared<const PartitionInfo>(load_partition_info(dir));
-      require_relations_by_type(info->dataset.schema, dir, "training, predict and the Python loaders");
       in.shard = load_shard_for_rank(*info, world.rank(), world.size(), scratch);
       in.meta = info->dataset;
       in.name = info->dataset.name;
@@ -24,7 +23,6 @@ void load_input(const comm::Communicator& world, const std::string& dir, const s
         throw InputError(dir + ": a dataset folder " + verb + " in one process; for " + std::to_string(world.size()) + " ranks partition it first (shardgnn partition " +
                          dir + " --parts " + std::to_string(world.size()) + " --out DIR)");
       in.dataset = load_dataset(dir);
-      require_relations_by_type(in.dataset.schema, dir, "training, predict and the Python loaders");
       in.shard = shard_from_dataset(in.dataset);
       in.meta = meta_of(in.dataset);
       in.name = in.dataset.name;

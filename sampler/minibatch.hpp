@@ -21,6 +21,9 @@ struct Block {
   std::int64_t num_dst = 0;
   std::vector<std::int64_t> indptr;   // num_dst + 1
   std::vector<std::int64_t> indices;  // positions in the src node list
+  // Each edge's relation, aligned with indices, on a graph with relation ids (GraphSchema); empty
+  // otherwise (a typed graph's relation then follows from the end types).
+  std::vector<std::int32_t> relations;
 };
 
 // What a batch's examples are to learn, in the encoding of the task that reads them (and only it

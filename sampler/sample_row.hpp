@@ -170,6 +170,38 @@ void sample_typed_rows_of(const CsrView<Idx>& graph, std::span<const OrigId> ori
   }
 }
 
+// Graphs with relation ids: each row is one run per relation (ordered by relation, then
+// neighbour), so a relation's neighbours are a range found by binary search on the row's ids, and
+// each is sampled as choose_neighbors samples a row, with its relation's fanout, keyed by (node
+// key, relation). Emits each row's choice run by run, in relation order, and each pick's relation
+// into `out_rel`. O(relations in the row x log degree + picks) a row.
+template <class Idx, class OrigId, class Rel>
+void sample_relation_rows_of(const CsrView<Idx>& graph, std::span<const Rel> rel, std::span<const OrigId> orig, std::span<const NodeId> rows,
+                             std::span<const int> fanouts, bool replace, std::uint64_t key, std::vector<NodeId>& out, std::vector<std::int64_t>& ends,
+                             std::vector<std::int32_t>& out_rel, std::vector<std::int64_t>& pos) {
+  const auto indices = graph.indices();
+  for (const NodeId u : rows) {
+    const EdgeId b = graph.indptr()[u], e = graph.indptr()[u + 1];
+    const std::uint64_t nk = node_key(key, orig.empty() ? u : static_cast<std::int64_t>(orig[static_cast<std::size_t>(u)]));
+    for (EdgeId a = b; a < e;) {
+      const Rel r = rel[static_cast<std::size_t>(a)];
+      const auto run_end = static_cast<EdgeId>(std::upper_bound(rel.begin() + a, rel.begin() + e, r) - rel.begin());
+      const int fanout = fanouts[static_cast<std::size_t>(r)];
+      pos.resize(static_cast<std::size_t>(std::max(fanout, 0)));
+      const int k = choose_neighbors(run_end - a, fanout, replace, splitmix64(nk ^ static_cast<std::uint64_t>(r)), pos.data());
+      const std::size_t before = out.size();
+      if (k < 0) {
+        out.insert(out.end(), indices.begin() + a, indices.begin() + run_end);
+      } else {
+        for (int q = 0; q < k; ++q) out.push_back(indices[static_cast<std::size_t>(a + pos[static_cast<std::size_t>(q)])]);
+      }
+      out_rel.insert(out_rel.end(), out.size() - before, static_cast<std::int32_t>(r));
+      a = run_end;
+    }
+    ends.push_back(static_cast<std::int64_t>(out.size()));
+  }
+}
+
 inline void sample_rows(const CsrGraph& graph, std::span<const NodeId> orig, std::span<const NodeId> rows, int fanout, bool replace, std::uint64_t key,
                         std::vector<NodeId>& out, std::vector<std::int64_t>& ends, std::vector<std::int64_t>& scratch) {
   graph.visit([&](const auto& g) { sample_rows_of(g, orig, rows, fanout, replace, key, out, ends, scratch); });

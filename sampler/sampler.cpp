@@ -126,6 +126,7 @@ DistSampler::DistSampler(const ShardView& shards, const comm::Communicator& comm
       train_(shard_.train_idx.begin(), shard_.train_idx.end()) {
   validate(config_);
   if (types_.typed()) relation_fanouts_ = relation_fanouts_of(config_, shard_.schema);
+  relation_ids_ = shard_.schema.relation_ids();
 }
 
 std::vector<std::vector<int>> relation_fanouts_of(const SamplerConfig& config, const GraphSchema& schema) {
@@ -143,9 +144,19 @@ std::vector<std::vector<int>> relation_fanouts_of(const SamplerConfig& config, c
 }
 
 void DistSampler::draw_rows(const Shard& s, std::span<const NodeId> rows, int hop, std::uint64_t key, std::vector<NodeId>& out,
-                            std::vector<std::int64_t>& ends) {
+                            std::vector<std::int64_t>& ends, std::vector<std::int32_t>& relations) {
   if (!types_.typed()) {
     sample_rows(s.graph, s.orig_ids, rows, config_.fanouts[static_cast<std::size_t>(hop)], config_.replace, key, out, ends, scratch_);
+    return;
+  }
+  if (relation_ids_) {
+    s.orig_ids.visit([&](auto ids) {
+      s.edge_relations.visit([&](auto rel) {
+        s.graph.visit([&](const auto& g) {
+          sample_relation_rows_of(g, rel, ids, rows, relation_fanouts_[static_cast<std::size_t>(hop)], config_.replace, key, out, ends, relations, scratch_);
+        });
+      });
+    });
     return;
   }
   const NodeId first = s.book.begin(s.part);
@@ -301,14 +312,17 @@ void DistSampler::serve_requests(const comm::AlltoallvResult<NodeId>& incoming, 
   serve_rows_.clear();
   for (NodeId v : incoming.data) serve_rows_.push_back(v - first);
   served_.clear();
+  served_relations_.clear();
   served_ends_.assign(1, 0);  // with the rows' ends after it: an indptr over served_
-  draw_rows(shard_, serve_rows_, hop, key, served_, served_ends_);
+  draw_rows(shard_, serve_rows_, hop, key, served_, served_ends_, served_relations_);
   reply_counts_.assign(P, 0);
   reply_.clear();
   for (std::size_t r = 0, row = 0; r < P; ++r) {
     const std::size_t before = reply_.size(), rows = static_cast<std::size_t>(incoming.counts[r]);
     for (std::size_t k = row; k < row + rows; ++k) reply_.push_back(served_ends_[k + 1] - served_ends_[k]);
     reply_.insert(reply_.end(), served_.begin() + served_ends_[row], served_.begin() + served_ends_[row + rows]);
+    if (relation_ids_)
+      reply_.insert(reply_.end(), served_relations_.begin() + served_ends_[row], served_relations_.begin() + served_ends_[row + rows]);
     row += rows;
     reply_counts_[r] = static_cast<std::int64_t>(reply_.size() - before);
     counters_.rows_served += incoming.counts[r];
@@ -323,9 +337,10 @@ void DistSampler::draw_readable(int hop, std::uint64_t key) {
     if (s == nullptr) continue;
     Drawn& d = drawn_[p];
     d.picked.clear();
+    d.relations.clear();
     d.ends.assign(1, 0);
     if (d.rows.empty()) continue;
-    draw_rows(*s, d.rows, hop, key, d.picked, d.ends);
+    draw_rows(*s, d.rows, hop, key, d.picked, d.ends, d.relations);
     (static_cast<PartId>(p) == shard_.part ? counters_.local_rows_sampled : counters_.node_local_rows_sampled) += static_cast<std::int64_t>(d.rows.size());
   }
   counters_.sample_s += since(t0);
@@ -340,15 +355,23 @@ Block DistSampler::assemble_block(std::size_t n, const comm::AlltoallvResult<Nod
                                    });
   if (own.rows.size() == n) {  // every row owned here: the draw is the block
     Block b = make_block(own.ends, std::move(own.picked), compactor);
+    b.relations = std::move(own.relations);
     own.picked = {};
+    own.relations = {};
     counters_.sample_s += since(t0);
     return b;
   }
   std::vector<std::int64_t> ids, indptr = {0};
+  std::vector<std::int32_t> relations;
   ids.reserve(answers.data.size() + own.picked.size());
   indptr.reserve(n + 1);
-  std::vector<std::int64_t> count_at(answers.displs.begin(), answers.displs.end()), nbr_at(count_at);
-  for (int r = 0; r < P; ++r) nbr_at[r] += send_counts_[r];
+  // Where each reply's counts, neighbours and (with relation ids) relations are read next: a
+  // reply of c rows and m neighbours holds c + m values, or c + 2m with relations.
+  std::vector<std::int64_t> count_at(answers.displs.begin(), answers.displs.end()), nbr_at(count_at), rel_at(count_at);
+  for (int r = 0; r < P; ++r) {
+    nbr_at[r] += send_counts_[r];
+    rel_at[r] = nbr_at[r] + (relation_ids_ ? (answers.counts[r] - send_counts_[r]) / 2 : 0);
+  }
   std::vector<std::size_t> next_row(drawn_.size(), 0);
   for (std::size_t i = 0; i < n; ++i) {
     const auto p = static_cast<std::size_t>(owner_[i]);
@@ -356,17 +379,23 @@ Block DistSampler::assemble_block(std::size_t n, const comm::AlltoallvResult<Nod
       const Drawn& d = drawn_[p];
       const std::size_t k = next_row[p]++;
       ids.insert(ids.end(), d.picked.begin() + d.ends[k], d.picked.begin() + d.ends[k + 1]);
+      if (relation_ids_) relations.insert(relations.end(), d.relations.begin() + d.ends[k], d.relations.begin() + d.ends[k + 1]);
     } else {
       const auto c = answers.data[static_cast<std::size_t>(count_at[p]++)];
       ids.insert(ids.end(), answers.data.begin() + nbr_at[p], answers.data.begin() + nbr_at[p] + c);
       nbr_at[p] += c;
+      if (relation_ids_) {
+        for (std::int64_t j = 0; j < c; ++j) relations.push_back(static_cast<std::int32_t>(answers.data[static_cast<std::size_t>(rel_at[p] + j)]));
+        rel_at[p] += c;
+      }
     }
     indptr.push_back(static_cast<std::int64_t>(ids.size()));
   }
   for (int r = 0; r < P; ++r)
-    if (nbr_at[r] != answers.displs[r] + answers.counts[r])  // after the hop's collectives: a throw here cannot strand a peer
+    if ((relation_ids_ ? rel_at[r] : nbr_at[r]) != answers.displs[r] + answers.counts[r])  // after the hop's collectives: a throw here cannot strand a peer
       throw std::logic_error("DistSampler: rank " + std::to_string(r) + "'s reply does not match its " + std::to_string(send_counts_[r]) + " rows");
   Block b = make_block(std::move(indptr), std::move(ids), compactor);
+  b.relations = std::move(relations);
   counters_.sample_s += since(t0);
   return b;
 }
@@ -398,7 +427,15 @@ MiniBatch reference_sample(const Dataset& ds, const SamplerConfig& config, std::
     std::vector<std::int64_t> indptr = {0};
     const std::span<const NodeId> rows(nodes.data(), n);
     const std::uint64_t key = hop_key(config.seed, epoch, step, hop);
-    if (types.typed()) {
+    std::vector<std::int32_t> relations;
+    if (ds.schema.relation_ids()) {
+      ds.edge_relations.visit([&](auto rel) {
+        ds.graph.visit([&](const auto& g) {
+          sample_relation_rows_of(g, rel, std::span<const NodeId>(), rows, relation_fanouts[static_cast<std::size_t>(hop)], config.replace, key, picked, indptr,
+                                  relations, scratch);
+        });
+      });
+    } else if (types.typed()) {
       ds.graph.visit([&](const auto& g) {
         sample_typed_rows_of(g, std::span<const NodeId>(), 0, rows, types, ds.schema, relation_fanouts[static_cast<std::size_t>(hop)], config.replace, key,
                              picked, indptr, groups, scratch);
@@ -407,6 +444,7 @@ MiniBatch reference_sample(const Dataset& ds, const SamplerConfig& config, std::
       sample_rows(ds.graph, std::span<const NodeId>(), rows, config.fanouts[static_cast<std::size_t>(hop)], config.replace, key, picked, indptr, scratch);
     }
     mb.blocks.push_back(make_block(std::move(indptr), std::move(picked), compactor));
+    mb.blocks.back().relations = std::move(relations);
     sizes.push_back(nodes.size());
   }
   for (std::size_t size : sizes) mb.layer_nodes.emplace_back(nodes.begin(), nodes.begin() + static_cast<std::ptrdiff_t>(size));

@@ -114,18 +114,22 @@ class DistSampler {
   struct Drawn {
     std::vector<NodeId> rows, picked;
     std::vector<std::int64_t> ends;
+    std::vector<std::int32_t> relations;  // each pick's, on a graph with relation ids
   };
   // One hop's routing of the frontier: each node's owner, the rows of readable parts (drawn_),
   // and the requests for the other owners, grouped by owner.
   void route_frontier(std::span<const NodeId> frontier);
   // Draws the rows the other ranks asked of this one and lays out the reply: to each asker the
-  // neighbour count of each of its nodes, in request order, then their neighbours.
+  // neighbour count of each of its nodes, in request order, then their neighbours, then (on a
+  // graph with relation ids) each neighbour's relation.
   void serve_requests(const comm::AlltoallvResult<NodeId>& incoming, int hop, std::uint64_t key);
   // Draws the rows of the readable parts from their shards, exactly as their owners would.
   void draw_readable(int hop, std::uint64_t key);
   // Draws `rows` (local ids of shard `s`) at `hop`: the hop's fanout, or on a typed graph each
-  // relation's (sample_typed_rows_of).
-  void draw_rows(const Shard& s, std::span<const NodeId> rows, int hop, std::uint64_t key, std::vector<NodeId>& out, std::vector<std::int64_t>& ends);
+  // relation's (sample_typed_rows_of; with relation ids sample_relation_rows_of, each pick's
+  // relation into `relations`).
+  void draw_rows(const Shard& s, std::span<const NodeId> rows, int hop, std::uint64_t key, std::vector<NodeId>& out, std::vector<std::int64_t>& ends,
+                 std::vector<std::int32_t>& relations);
   // The hop's block, in frontier order: rows drawn here from drawn_, the others from `answers`.
   Block assemble_block(std::size_t n, const comm::AlltoallvResult<NodeId>& answers, Compactor& compactor);
   // The hop's exchange of `send` (requests or replies), timed; nothing when no rank exchanges.
@@ -153,6 +157,8 @@ class DistSampler {
   std::vector<PartId> owner_;       // per frontier node
   std::vector<Drawn> drawn_;        // per part, used for the readable ones
   std::vector<NodeId> requests_, serve_rows_, served_, reply_;
+  std::vector<std::int32_t> served_relations_;
+  bool relation_ids_ = false;  // the graph stores a relation per edge: replies carry them
   std::vector<std::int64_t> send_counts_, reply_counts_, served_ends_, scratch_;
   mutable std::int64_t batches_epoch_ = INT64_MIN;  // none yet (-1 is a real epoch: presampling)
   mutable std::vector<std::vector<NodeId>> batches_;  // epoch_batches of batches_epoch_, computed on first use

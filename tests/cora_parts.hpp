@@ -5,15 +5,20 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
+#include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.hpp"
 #include "datasets/feature_dtype.hpp"
 #include "datasets/hetero.hpp"
+#include "datasets/npy.hpp"
 #include "datasets/readers.hpp"
+#include "datasets/writers.hpp"
 #include "partition/partitioner.hpp"
 #include "partition/shards.hpp"
 #include "test_paths.hpp"
@@ -38,14 +43,49 @@ inline std::string shared_folder(const comm::Communicator& world, const std::str
   return dir;
 }
 
-// The hetero generator's graph `o` saved in DIR/h and partitioned by METIS with one balance
-// constraint per node type (and the training split) into a part per rank (or `parts`, which the
-// ranks share) in DIR/parts, features stored as `dtype`: a folder every rank sees (shared_folder),
-// returned.
+// Hetero graph `h` with a second relation between papers, "mentions" (no reverse), that repeats
+// some citations, so that rows list some papers twice, under two relations: read back through the
+// IGB-Het layout (written under `scratch`), so it stores a relation id per edge. h's training
+// nodes kept.
+inline Dataset with_mentions(const Dataset& h, const std::string& scratch) {
+  namespace fs = std::filesystem;
+  write_igbh_layout(h, scratch + "/igbh");
+  const int paper = h.schema.type_named("paper");
+  const NodeId first = h.schema.begin(paper), papers = h.schema.types()[static_cast<std::size_t>(paper)].count;
+  std::mt19937_64 rng(7);
+  std::set<std::pair<NodeId, NodeId>> mentions;
+  for (NodeId p = 0; p < papers; p += 3) {
+    h.graph.visit([&](const auto& g) {
+      for (const auto v : g.neighbors(first + p))  // some of its cited papers again
+        if (v >= first && v < first + papers && rng() % 2 == 0) mentions.insert({p, static_cast<NodeId>(v) - first});
+    });
+    mentions.insert({p, static_cast<NodeId>(rng() % static_cast<std::uint64_t>(papers))});
+  }
+  std::vector<std::int64_t> pairs;
+  for (const auto& [u, v] : mentions) pairs.push_back(u), pairs.push_back(v);
+  fs::create_directories(scratch + "/igbh/processed/paper__mentions__paper");
+  write_npy(scratch + "/igbh/processed/paper__mentions__paper/edge_index.npy", DType::kInt64, pairs.data(),
+            std::vector<std::int64_t>{static_cast<std::int64_t>(mentions.size()), 2});
+  Dataset kg = read_dataset(scratch + "/igbh", ReadOptions{});
+  // The layout's types come in folder order, not h's: each training node moved to its type's range.
+  std::vector<std::int64_t> train;
+  for (const std::int64_t v : h.train_idx) {
+    const int t = h.schema.type_of(v);
+    train.push_back(kg.schema.begin(kg.schema.type_named(h.schema.types()[static_cast<std::size_t>(t)].name)) + (v - h.schema.begin(t)));
+  }
+  std::sort(train.begin(), train.end());
+  kg.train_idx = IntArray(Array<std::int64_t>(std::move(train)));
+  return kg;
+}
+
+// The hetero generator's graph `o` (with_mentions when `relation_ids`) saved in DIR/h and
+// partitioned by METIS with one balance constraint per node type (and the training split) into a
+// part per rank (or `parts`, which the ranks share) in DIR/parts, features stored as `dtype`: a
+// folder every rank sees (shared_folder), returned.
 inline std::string typed_parts_folder(const comm::Communicator& world, const std::string& prefix, const HeteroOptions& o,
-                                      FeatureDtype dtype = FeatureDtype::kFloat32, int parts = 0) {
+                                      FeatureDtype dtype = FeatureDtype::kFloat32, int parts = 0, bool relation_ids = false) {
   return shared_folder(world, prefix, [&](const std::string& dir) {
-    save_dataset(generate_hetero(o), dir + "/h");
+    save_dataset(relation_ids ? with_mentions(generate_hetero(o), dir) : generate_hetero(o), dir + "/h");
     const Dataset d = load_dataset(dir + "/h");
     PartitionResult r;
     r.config.parts = parts > 0 ? parts : world.size();

@@ -93,6 +93,8 @@ std::shared_ptr<Partition> open_partition(const std::string& dir, const std::str
   auto p = std::make_shared<Partition>();
   p->dir = dir;
   load_input(world(), dir, scratch, "is read", p->in);
+  // Every rank read the same description, so every rank refuses alike (no collective needed).
+  require_relations_by_type(p->in.meta.schema, dir, "the Python loaders");
   return p;
 }
 

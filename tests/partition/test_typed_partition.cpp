@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <set>
 
 #include "datasets/error.hpp"
@@ -15,11 +14,10 @@
 #include "datasets/hetero.hpp"
 #include "datasets/json_util.hpp"
 #include "datasets/npy.hpp"
-#include "datasets/readers.hpp"
-#include "datasets/writers.hpp"
 #include "graph_rows.hpp"
 #include "partition/partitioner.hpp"
 #include "partition/shards.hpp"
+#include "cora_parts.hpp"
 #include "test_paths.hpp"
 
 using namespace shardgnn;
@@ -37,30 +35,10 @@ Dataset saved_hetero(const test::ScratchDir& dir) {
   return load_dataset(dir / "h");
 }
 
-// saved_hetero's graph with a second relation between papers, "mentions" (no reverse), that
-// repeats some citations: rows list some papers twice, under two relations. Read through the
-// IGB-Het layout, so the relations are stored per edge; saved and loaded back mapped.
+// saved_hetero's graph with_mentions: rows list some papers twice, under two relations; saved
+// and loaded back mapped.
 Dataset saved_relational(const test::ScratchDir& dir) {
-  const Dataset h = saved_hetero(dir);
-  write_igbh_layout(h, dir / "igbh");
-  const int paper = h.schema.type_named("paper");
-  const NodeId first = h.schema.begin(paper), papers = h.schema.types()[static_cast<std::size_t>(paper)].count;
-  std::mt19937_64 rng(7);
-  std::set<std::pair<NodeId, NodeId>> mentions;
-  for (NodeId p = 0; p < papers; p += 3) {
-    const auto row = row_of(h.graph, first + p);
-    for (const NodeId v : row)  // some of its cited papers again
-      if (v >= first && v < first + papers && rng() % 2 == 0) mentions.insert({p, v - first});
-    mentions.insert({p, static_cast<NodeId>(rng() % static_cast<std::uint64_t>(papers))});
-  }
-  std::vector<std::int64_t> pairs;
-  for (const auto& [u, v] : mentions) pairs.push_back(u), pairs.push_back(v);
-  fs::create_directories(dir / "igbh/processed/paper__mentions__paper");
-  write_npy(dir / "igbh/processed/paper__mentions__paper/edge_index.npy", DType::kInt64, pairs.data(),
-            std::vector<std::int64_t>{static_cast<std::int64_t>(mentions.size()), 2});
-  Dataset kg = read_dataset(dir / "igbh", ReadOptions{});
-  kg.train_idx = h.train_idx.visit([](auto ids) { return IntArray(Array<std::int64_t>(std::vector<std::int64_t>(ids.begin(), ids.end()))); });
-  save_dataset(kg, dir / "kg");
+  save_dataset(test::with_mentions(saved_hetero(dir), dir.path()), dir / "kg");
   return load_dataset(dir / "kg");
 }
 

@@ -35,11 +35,11 @@ struct TypedParts {
   Shard shard;
   std::vector<NodeId> old_of_new;
 
-  explicit TypedParts(FeatureDtype dtype = FeatureDtype::kFloat32, int parts = 0) {
+  explicit TypedParts(FeatureDtype dtype = FeatureDtype::kFloat32, int parts = 0, bool relation_ids = false) {
     HeteroOptions o;
     o.papers = 1500;
     o.feature_dim = 8;
-    root = test::typed_parts_folder(world, "shardgnn-typed-", o, dtype, parts);
+    root = test::typed_parts_folder(world, "shardgnn-typed-", o, dtype, parts, relation_ids);
     ds = load_dataset(root + "/h");
     info = load_partition_info(root + "/parts");
     shard = parts > 0 ? load_shard_for_rank(info, world.rank(), world.size()) : load_shard(info, world.rank());
@@ -111,6 +111,86 @@ TEST_CASE("a typed graph is sampled per relation: each neighbour type of a row g
   CHECK(wrong_type == 0);
   CHECK(not_edges == 0);
   CHECK(wrong_count == 0);
+}
+
+TEST_CASE("a graph with relation ids is sampled per relation: each relation's run of a row gets its fanout, every pick an entry of its relation",
+          "[sampler][mpi][typed][relation-ids]") {
+  for (const int parts : {0, 4}) {
+    TypedParts fx(FeatureDtype::kFloat32, parts, true);
+    const GraphSchema& s = fx.ds.schema;
+    const auto R = s.relations().size();
+    const auto relation = [&](const std::string& label) {
+      for (std::size_t r = 0; r < R; ++r)
+        if (s.relation_label(static_cast<int>(r)) == label) return static_cast<int>(r);
+      return -1;
+    };
+    const int mentions = relation("paper__mentions__paper");
+    SamplerConfig cfg;
+    cfg.fanouts = {3, 2};
+    cfg.batch_size = 40;
+    cfg.seed = 9;
+    // Hop 0: two of each relation, every citation and mention (so that a paper both cited and
+    // mentioned comes twice); hop 1: one of each, no citations.
+    const int cites = relation("paper__cites__paper");
+    cfg.relation_fanouts = {std::vector<int>(R, 2), std::vector<int>(R, 1)};
+    cfg.relation_fanouts[0][static_cast<std::size_t>(mentions)] = -1;
+    cfg.relation_fanouts[0][static_cast<std::size_t>(cites)] = -1;
+    cfg.relation_fanouts[1][static_cast<std::size_t>(cites)] = 0;
+    std::set<std::tuple<NodeId, NodeId, std::int64_t>> entries;
+    for (NodeId u = 0; u < fx.ds.num_nodes(); ++u) {
+      const auto row = row_of(fx.ds.graph, u);
+      for (std::size_t j = 0; j < row.size(); ++j) entries.insert({u, row[j], fx.ds.edge_relations[static_cast<std::size_t>(fx.ds.graph.indptr()[u]) + j]});
+    }
+    auto comm = fx.world.dup();
+    const ShardView shards(fx.shard);
+    DistSampler sampler(shards, comm, cfg);
+    const std::int64_t steps = sampler.steps_in_epoch(0);
+    std::int64_t not_entries = 0, wrong_count = 0, rows = 0, unaligned = 0, mentioned = 0, repeats = 0;
+    for (std::int64_t step = 0; step < steps; ++step) {
+      const auto seeds = sampler.seeds_for(0, step);
+      const MiniBatch mb = sampler.sample(seeds, 0, step);
+      if (fx.world.size() == 1 && parts == 0) {
+        // One part keeps the dataset's order: the serial reference, exactly, relations included.
+        const MiniBatch ref = reference_sample(fx.ds, cfg, seeds, 0, step);
+        CHECK(mb.layer_nodes == ref.layer_nodes);
+        for (std::size_t b = 0; b < mb.blocks.size(); ++b) {
+          CHECK(mb.blocks[b].indices == ref.blocks[b].indices);
+          CHECK(mb.blocks[b].relations == ref.blocks[b].relations);
+        }
+      }
+      const int L = static_cast<int>(cfg.fanouts.size());
+      for (int hop = 0; hop < L; ++hop) {
+        const Block& blk = mb.blocks[static_cast<std::size_t>(L - 1 - hop)];
+        unaligned += blk.relations.size() != blk.indices.size();
+        if (blk.relations.size() != blk.indices.size()) continue;
+        const auto& dst = mb.layer_nodes[static_cast<std::size_t>(hop)];
+        const auto& src = mb.layer_nodes[static_cast<std::size_t>(hop) + 1];
+        for (std::size_t i = 0; i < dst.size(); ++i, ++rows) {
+          const NodeId u = fx.old_of_new[static_cast<std::size_t>(dst[i])];
+          std::vector<std::int64_t> have(R, 0), drawn(R, 0);
+          for (EdgeId e = fx.ds.graph.indptr()[u]; e < fx.ds.graph.indptr()[u + 1]; ++e) ++have[static_cast<std::size_t>(fx.ds.edge_relations[static_cast<std::size_t>(e)])];
+          std::set<NodeId> picked;
+          for (auto e = blk.indptr[i]; e < blk.indptr[i + 1]; ++e) {
+            const NodeId v = fx.old_of_new[static_cast<std::size_t>(src[static_cast<std::size_t>(blk.indices[static_cast<std::size_t>(e)])])];
+            const std::int64_t r = blk.relations[static_cast<std::size_t>(e)];
+            not_entries += !entries.contains({u, v, r});
+            ++drawn[static_cast<std::size_t>(r)];
+            mentioned += r == mentions;
+            repeats += !picked.insert(v).second;  // the same paper under two relations
+          }
+          for (std::size_t r = 0; r < R; ++r)
+            if (const int f = cfg.relation_fanouts[static_cast<std::size_t>(hop)][r]; drawn[r] != (f < 0 ? have[r] : std::min<std::int64_t>(f, have[r]))) ++wrong_count;
+        }
+      }
+    }
+    INFO(parts << " parts");
+    CHECK(rows > 0);
+    CHECK(unaligned == 0);
+    CHECK(not_entries == 0);
+    CHECK(wrong_count == 0);
+    CHECK(mentioned > 0);
+    CHECK(repeats > 0);
+  }
 }
 
 TEST_CASE("each relation's neighbours are drawn uniformly at every rank count, remote rows included", "[sampler][mpi][typed][statistics]") {

@@ -49,6 +49,28 @@ TEST_CASE("a block splits by relation: each edge goes with the relation from its
   CHECK(ints(rb.relations[2].dst) == std::vector<std::int64_t>{1, 1});
 }
 
+TEST_CASE("a block with relation ids splits by each edge's stored relation, two relations joining one pair of types", "[relational][relation-ids]") {
+  // cites and mentions both join papers: the end types cannot tell them apart, the ids do.
+  const GraphSchema schema({{"paper", 3, 2}, {"author", 2, 0}},
+                           {{"paper", "cites", "paper"}, {"paper", "mentions", "paper"}, {"paper", "written_by", "author"}, {"author", "writes", "paper"}},
+                           "test", /*relation_ids=*/true);
+  TinyBlock t;
+  // dst 0 <- src 2 (cites), 1 (written_by), 4 (mentions); dst 1 <- src 0, 2 (writes).
+  t.block.relation = torch::tensor({0, 2, 1, 3, 3}, torch::kInt64);
+  for (const bool ops : {false, true}) {
+    INFO((ops ? "torch ops" : "CPU loops"));
+    const RelationBlocks rb = ops ? split_by_relation_ops(t.block, t.types, schema) : split_by_relation(t.block, t.types, schema);
+    REQUIRE(rb.relations.size() == 4);
+    CHECK(ints(rb.relations[0].src) == std::vector<std::int64_t>{2});
+    CHECK(ints(rb.relations[1].src) == std::vector<std::int64_t>{4});
+    CHECK(ints(rb.relations[1].indptr) == std::vector<std::int64_t>{0, 1, 1});
+    CHECK(ints(rb.relations[2].src) == std::vector<std::int64_t>{1});
+    CHECK(ints(rb.relations[3].src) == std::vector<std::int64_t>{0, 2});
+    CHECK(ints(rb.compact[1].src) == std::vector<std::int64_t>{0});
+    CHECK(ints(rb.src_rows[1]) == std::vector<std::int64_t>{4});
+  }
+}
+
 TEST_CASE("the CPU split by relation gives the torch ops' sub-blocks, edge for edge", "[relational]") {
   // Random blocks over the tiny schema, with edges of no relation (author -> author) and
   // relations some blocks lack.
