@@ -149,7 +149,7 @@ void check_entry_order(Rel rel, Ids indices, NodeId u, EdgeId row_begin, EdgeId 
   const std::int64_t r = rel[i];
   if (r < 0 || r >= relations)
     throw InputError(relations_file, "element " + std::to_string(e), "relation id " + std::to_string(r) + ", expected 0 to " + std::to_string(relations - 1));
-  if (e > row_begin && (rel[i - 1] > r || (rel[i - 1] == r && indices[i - 1] >= indices[i])))
+  if (e > row_begin && (rel[i - 1] > r || (rel[i - 1] == r && indices[i - 1] > indices[i])))
     throw InputError(indices_file, "element " + std::to_string(e),
                      "row " + std::to_string(u) + " is not ordered by (relation, neighbour): (" + std::to_string(rel[i - 1]) + ", " +
                          std::to_string(indices[i - 1]) + ") comes before (" + std::to_string(r) + ", " + std::to_string(indices[i]) + ")");

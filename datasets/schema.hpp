@@ -90,9 +90,10 @@ void schema_to_json(const GraphSchema& s, boost::json::object& meta);
 // first that is not (its position in `indices_file`). O(entries), one comparison per entry.
 void check_relations(const CsrGraph& g, const GraphSchema& s, const std::string& indices_file);
 
-// `ids` holds one relation id per entry of `g`, each in [0, relations), and each row is strictly
-// increasing in (relation, neighbour); throws InputError naming the first entry that is not. What
-// a shard's rows (global ids, types not at hand) are checked against. O(entries).
+// `ids` holds one relation id per entry of `g`, each in [0, relations), and each row is ordered by
+// (relation, neighbour) (a repeated entry allowed, as a row without relation ids may repeat a
+// neighbour unless conversion dropped duplicates); throws InputError naming the first entry that
+// is not. What a shard's rows (global ids, types not at hand) are checked against. O(entries).
 void check_relation_order(const CsrGraph& g, std::int64_t relations, const IntArray& ids, const std::string& relations_file, const std::string& indices_file);
 
 // With relation ids: check_relation_order, and each entry u -> v of a relation from u's type to

@@ -53,9 +53,10 @@ import torch.nn.functional as F
 class Graph:
     """A graph's CSR (``indptr``, ``indices``) as edge lists, messages from ``src`` to ``dst`` (a
     node's row lists the neighbours it receives from). A typed graph also takes its ``node_types``
-    and ``relations`` (meta.json's): the entry u in v's row is of the relation from v's type to u's."""
+    and ``relations`` (meta.json's): the entry u in v's row is of the relation from v's type to u's,
+    or, where the graph stores them (``edge_relations``, aligned with ``indices``), its own."""
 
-    def __init__(self, indptr, indices, node_types=None, relations=None):
+    def __init__(self, indptr, indices, node_types=None, relations=None, edge_relations=None):
         # Copies: a dataset's arrays are read-only memory maps, which torch will not wrap.
         indptr = torch.from_numpy(np.array(indptr, dtype=np.int64))
         self.src = torch.from_numpy(np.array(indices, dtype=np.int64))
@@ -70,7 +71,11 @@ class Graph:
             pair = torch.full((len(names), len(names)), -1, dtype=torch.int64)
             for r, rel in enumerate(relations):
                 pair[names.index(rel["src"]), names.index(rel["dst"])] = r
-            self.rel = pair[ntype[self.dst], ntype[self.src]]
+            # Two relations may join one pair of types: then only the stored ids tell them apart.
+            if edge_relations is not None:
+                self.rel = torch.from_numpy(np.array(edge_relations, dtype=np.int64))
+            else:
+                self.rel = pair[ntype[self.dst], ntype[self.src]]
             self._parts = {}
 
     def relation(self, r):
@@ -427,7 +432,7 @@ def load_inputs(folder):
         meta = json.load(f)
     d = load_dataset(folder)
     types = meta.get("node_types")
-    g = Graph(d["indptr"], d["indices"], types, meta.get("relations"))
+    g = Graph(d["indptr"], d["indices"], types, meta.get("relations"), d.get("edge_relations"))
     if types:
         x = {t["name"]: torch.from_numpy(np.array(d["features_" + t["name"]], dtype=np.float32)) for t in types if t["feature_dim"] > 0}
     else:

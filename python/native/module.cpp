@@ -93,8 +93,6 @@ std::shared_ptr<Partition> open_partition(const std::string& dir, const std::str
   auto p = std::make_shared<Partition>();
   p->dir = dir;
   load_input(world(), dir, scratch, "is read", p->in);
-  // Every rank read the same description, so every rank refuses alike (no collective needed).
-  require_relations_by_type(p->in.meta.schema, dir, "the Python loaders");
   return p;
 }
 
@@ -103,6 +101,7 @@ struct Batch {
   MiniBatch mb;
   std::int64_t num_classes = 0;
   bool multilabel = false;
+  bool relation_ids = false;  // its blocks carry each edge's relation
 };
 
 // A loader's sampling over a partition: the shards as this rank reads them, the distributed
@@ -173,6 +172,7 @@ class Epochs {
     b->mb = std::move(*mb);
     b->num_classes = s.part->shard().num_classes;
     b->multilabel = s.part->shard().multilabel;
+    b->relation_ids = s.part->shard().schema.relation_ids();
     return b;
   }
   // Collective: ends the epoch before its last batch (every rank after the same number of next()),
@@ -632,6 +632,14 @@ PYBIND11_MODULE(_shardgnn, m) {
         const Block& k = b.mb.blocks[static_cast<std::size_t>(h)];
         return py::make_tuple(view(k.indptr.data(), static_cast<std::int64_t>(k.indptr.size()), 0, self),
                               view(k.indices.data(), static_cast<std::int64_t>(k.indices.size()), 0, self), k.num_src, k.num_dst);
+      }, py::arg("layer"))
+      .def("relations", [](py::object self, std::int64_t h) -> py::object {
+        // Block h's edges' relations (int32, aligned with its indices) on a graph with relation ids.
+        const Batch& b = self.cast<const Batch&>();
+        if (h < 0 || h >= static_cast<std::int64_t>(b.mb.blocks.size())) throw py::index_error("block " + std::to_string(h));
+        const Block& k = b.mb.blocks[static_cast<std::size_t>(h)];
+        if (!b.relation_ids) return py::none();
+        return view(k.relations.data(), static_cast<std::int64_t>(k.relations.size()), 0, self);
       }, py::arg("layer"))
       .def("edge_index", [](const Batch& b, std::int64_t h) {
         // Block h as PyG's [2, E] (source row, destination row), made in one pass: a new array,

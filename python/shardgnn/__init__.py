@@ -267,7 +267,8 @@ class Batch:
     unlabelled), or for label sets their bits, 64 a word; ``blocks``: per layer, input layer first
     (as DGL's), ``(indptr, indices, num_src, num_dst)`` with positions in ``n_id``;
     ``edge_index(h)``: block h's edges as PyG's ``[2, E]`` (source row, destination row), local
-    positions in ``n_id``."""
+    positions in ``n_id``; ``relations(h)``: on a graph with relation ids, each of those edges'
+    relation (an index into the partition's ``relations``), else None."""
 
     def __init__(self, native, node_types=(), relations=()):
         self._b = native
@@ -326,9 +327,18 @@ class Batch:
     def edge_index(self, h):
         return self._b.edge_index(h)
 
+    def relations(self, h):
+        return self._b.relations(h)
+
     def edges(self):
         """Every layer's sampled edges together, each once, ``[2, E]`` positions in ``n_id``."""
         edges = np.concatenate([self.edge_index(h) for h in range(self.num_layers)], axis=1)
+        return np.unique(edges, axis=1) if edges.shape[1] else edges
+
+    def _related_edges(self):
+        """On a graph with relation ids: every layer's (source, destination, relation), each once,
+        ``[3, E]`` (a pair joined by two relations is two edges)."""
+        edges = np.concatenate([np.vstack([self.edge_index(h), self.relations(h)[None, :]]) for h in range(self.num_layers)], axis=1)
         return np.unique(edges, axis=1) if edges.shape[1] else edges
 
     def to_hetero(self):
@@ -336,7 +346,10 @@ class Batch:
         type name ``{"n_id", "x" or "type_ids"}``, and per edge type ``(src, relation, dst)`` its
         ``[2, E]`` positions within the two types' nodes. A message edge from a neighbour of type
         B to a node of type A is filed under the relation from B to A (as PyG reads edge types),
-        else under the stored relation from A to B with ``rev_`` before its name."""
+        else under the stored relation from A to B with ``rev_`` before its name. On a graph with
+        relation ids, an edge drawn from A's row as relation r (from A to B) is filed under r's
+        reverse, ``(B, rev_<r>, A)``, or ``(B, <s>, A)`` where r is named ``rev_<s>``: the reverse
+        relation's own key where ``data convert --add-reverse`` made it."""
         if self.node_type is None:
             raise ValueError("to_hetero: the batch is of a graph with one node type")
         nt = self.node_type
@@ -350,10 +363,18 @@ class Batch:
                 nodes[name]["x"] = self.type_x(t)
             else:
                 nodes[name]["type_ids"] = self.type_ids(t)
+        edges = {}
+        if self.num_layers and self.relations(0) is not None:
+            src, dst, rel = self._related_edges()
+            for r in sorted({int(x) for x in rel}):
+                s, name, d = self._relations[r]
+                keep = rel == r
+                key = (d, name[4:] if name.startswith("rev_") else "rev_" + name, s)
+                edges[key] = np.stack([local[src[keep]], local[dst[keep]]])
+            return nodes, edges
         index = {name: t for t, (name, _, _) in enumerate(self._types)}
         by_pair = {(index[s], index[d]): (s, r, d) for s, r, d in self._relations}
         src, dst = self.edges()
-        edges = {}
         for a, b in sorted({(int(x), int(y)) for x, y in zip(nt[dst], nt[src])}):
             keep = (nt[dst] == a) & (nt[src] == b)
             if (b, a) in by_pair:

@@ -10,6 +10,8 @@ environment variables:
     SHARDGNN_TEST_SPLIT_PARTS   its partition into K parts
     SHARDGNN_TEST_HETERO        the hetero generator's typed graph
     SHARDGNN_TEST_HETERO_PARTS  its partition into K parts
+    SHARDGNN_TEST_KG            the same with a second relation between papers (relation ids)
+    SHARDGNN_TEST_KG_PARTS      its partition into K parts
     SHARDGNN_TEST_STOP          where test_stop.py's stopped job left its states
     SHARDGNN_TEST_WORK          a scratch folder
     SHARDGNN_TEST_NATIVE        bench sampler's --json on the Cora partition (fanouts 5,3, batch 64,
@@ -162,6 +164,16 @@ def hetero():
 @pytest.fixture(scope="session")
 def hetero_parts():
     return Parted(_env("SHARDGNN_TEST_HETERO_PARTS"))
+
+
+@pytest.fixture(scope="session")
+def kg():
+    return Reference(_env("SHARDGNN_TEST_KG"))
+
+
+@pytest.fixture(scope="session")
+def kg_parts():
+    return Parted(_env("SHARDGNN_TEST_KG_PARTS"))
 
 
 @pytest.fixture(scope="session")

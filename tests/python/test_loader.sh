@@ -16,11 +16,17 @@ export OMP_NUM_THREADS=1
 "$SHARDGNN" data convert "$SAMPLES/cora.npz" --out "$work/cora" >/dev/null
 "$SHARDGNN" data split-edges "$work/cora" --seed 0 --out "$work/cora-split" >/dev/null
 "$SHARDGNN" data generate hetero --papers 600 --feature-dim 8 --featureless institute --out "$work/het" >/dev/null
-export SHARDGNN_TEST_CORA="$work/cora" SHARDGNN_TEST_SPLIT="$work/cora-split" SHARDGNN_TEST_HETERO="$work/het" SHARDGNN_TEST_WORK="$work"
+# The same with a second relation between papers (a random "mentions"): a graph with relation ids.
+"$SHARDGNN" data export "$work/het" --format igbh --out "$work/het-igbh" >/dev/null
+mkdir "$work/het-igbh/processed/paper__mentions__paper"
+"$py" -c 'import sys, numpy as np; np.save(sys.argv[1], np.random.default_rng(5).integers(0, 600, size=(900, 2)))' "$work/het-igbh/processed/paper__mentions__paper/edge_index.npy"
+"$SHARDGNN" data convert "$work/het-igbh" --split random:0.6,0.2 --out "$work/kg" >/dev/null
+export SHARDGNN_TEST_CORA="$work/cora" SHARDGNN_TEST_SPLIT="$work/cora-split" SHARDGNN_TEST_HETERO="$work/het" SHARDGNN_TEST_KG="$work/kg" SHARDGNN_TEST_WORK="$work"
 for k in 1 2 4; do
   "$SHARDGNN" partition "$work/cora" --parts "$k" --method metis --out "$work/p$k" >/dev/null
   "$SHARDGNN" partition "$work/cora-split" --parts "$k" --method metis --out "$work/s$k" >/dev/null
   "$SHARDGNN" partition "$work/het" --parts "$k" --balance ntypes,train --out "$work/h$k" >/dev/null
+  "$SHARDGNN" partition "$work/kg" --parts "$k" --balance ntypes,train --out "$work/kg$k" >/dev/null
   # A stop signal: every rank stops after the same step with status 75 (test_stop.py says why this
   # is a script and not a pytest test); the tests below resume from what it saved.
   mkdir -p "$work/stop$k"
@@ -34,9 +40,9 @@ for k in 1 2 4; do
   timeout 300 "$MPIEXEC" -n "$k" "$SHARDGNN" bench sampler "$work/p$k" --fanouts 5,3 --batch 64 --epochs 2 --seed 3 --json "$work/native$k.json" >/dev/null
   # One pytest session a rank count for the modules (one start of Python, MPI and pytest).
   echo "test_loader.sh: $k rank(s)"
-  SHARDGNN_TEST_CORA_PARTS="$work/p$k" SHARDGNN_TEST_NATIVE="$work/native$k.json" SHARDGNN_TEST_SPLIT_PARTS="$work/s$k" SHARDGNN_TEST_HETERO_PARTS="$work/h$k" SHARDGNN_TEST_STOP="$work/stop$k" \
+  SHARDGNN_TEST_CORA_PARTS="$work/p$k" SHARDGNN_TEST_NATIVE="$work/native$k.json" SHARDGNN_TEST_SPLIT_PARTS="$work/s$k" SHARDGNN_TEST_HETERO_PARTS="$work/h$k" SHARDGNN_TEST_KG_PARTS="$work/kg$k" SHARDGNN_TEST_STOP="$work/stop$k" \
     timeout 300 "$MPIEXEC" -n "$k" "$py" -m pytest -q -p no:cacheprovider \
-      "$here/test_loader.py" "$here/test_link_loader.py" "$here/test_typed_loader.py" "$here/test_stop.py" "$here/test_pipeline.py"
+      "$here/test_loader.py" "$here/test_link_loader.py" "$here/test_typed_loader.py" "$here/test_relation_loader.py" "$here/test_stop.py" "$here/test_pipeline.py"
 done
 # Ctrl-C (SIGINT) stops as SIGTERM does: every rank after the same step, status 75.
 mkdir -p "$work/int2"

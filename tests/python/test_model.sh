@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # python/shardgnn_model.py against `shardgnn predict`: on Cora for GraphSAGE, GCN, GAT and the
 # declared examples (GIN with jumping knowledge, GATv2, GraphSAGE with batch norm and residuals),
-# and on the hetero generator for R-GCN, R-GAT and a mixed typed spec, the module's hidden rows
+# and on the hetero generator for R-GCN, R-GAT and a mixed typed spec (R-GCN and R-GAT again with
+# relation ids: two relations between papers), the module's hidden rows
 # equal predict's within 1e-5 (relative to the value, at least 1e-5 absolute) and its classes are
 # predict's. A weights file from before cards still loads; weights that are not the card's are
 # refused. Needs $PYTHON with torch (the PyPI torch stage of scripts/test.sh).
@@ -59,6 +60,15 @@ check sage3 cora 5,5,5 3 --model "$EXAMPLES/models/sage3-bn-res.json"
 check rgcn het 5,5 2 --model rgcn --hidden 16 --bases 2
 check rgat het 5,5 2 --model rgat --hidden 16 --heads 2
 check mixed het 5,5 2 --model "$work/mixed.json"
+# Two relations between papers (cites, and a random "mentions"): the stored relation ids, which
+# the end types cannot give, are what both compute with.
+"$SHARDGNN" data export "$work/het" --format igbh --out "$work/het-igbh" > /dev/null
+mkdir "$work/het-igbh/processed/paper__mentions__paper"
+"$PYTHON" -c 'import sys, numpy as np; np.save(sys.argv[1], np.random.default_rng(3).integers(0, 1000, size=(1500, 2)))' \
+  "$work/het-igbh/processed/paper__mentions__paper/edge_index.npy"
+"$SHARDGNN" data convert "$work/het-igbh" --split random:0.6,0.2 --out "$work/kg" > /dev/null
+check rgcn-kg kg 5,5 2 --model rgcn --hidden 16 --bases 2
+check rgat-kg kg 5,5 2 --model rgat --hidden 16 --heads 2
 
 # A weights file from before cards: the module reads it off its names.
 rm "$work/sage/model.json"
