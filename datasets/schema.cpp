@@ -232,12 +232,6 @@ std::vector<std::int64_t> relation_entries(const CsrGraph& g, const GraphSchema&
   return count;
 }
 
-void require_relations_by_type(const GraphSchema& s, const std::string& what, const std::string& command) {
-  if (!s.relation_ids()) return;
-  throw InputError(what, "", "its edges store their relations (" + std::to_string(s.relations().size()) + " relations, an id per edge): " +
-                                 command + " cannot take such graphs yet");
-}
-
 void require_untyped(const GraphSchema& s, const std::string& what, const std::string& command) {
   if (!s.typed()) return;
   throw InputError(what, "", "a typed graph (" + std::to_string(s.num_types()) + " node types, " + std::to_string(s.relations().size()) + " relations): " + command +

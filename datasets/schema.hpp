@@ -106,8 +106,6 @@ void check_relation_ids(const CsrGraph& g, const GraphSchema& s, const IntArray&
 // the stored ids, when the schema has relation_ids()).
 std::vector<std::int64_t> relation_entries(const CsrGraph& g, const GraphSchema& s, const IntArray& relations = {});
 
-// A graph with relation ids given to a command that does not carry them yet: one line saying so.
-void require_relations_by_type(const GraphSchema& s, const std::string& what, const std::string& command);
 
 // A typed graph given to a command that trains or partitions one node type: one line saying so.
 void require_untyped(const GraphSchema& s, const std::string& what, const std::string& command);

@@ -14,6 +14,19 @@ set -euo pipefail
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# Four parts on 2 ranks (each rank's two merged) trained an epoch with "${q[@]}" (whose run folder
+# is RUN), resumed on 1 rank, and predict on 2 ranks scoring what train printed. WHAT names the case.
+resume_then_predict() {  # DATA RUN OUT WHAT
+  local data=$1 run=$2 out=$3 what=$4
+  timeout 300 ${MPIEXEC:-mpiexec} -n 2 "$SHARDGNN" train "$data" "${q[@]}" --epochs 1 > "$work/out.txt" 2>&1 || fail "$what: $(cat "$work/out.txt")"
+  grep -q "4 parts merged 2 per rank" "$work/out.txt" || fail "$what: 4 parts on 2 ranks not said: $(cat "$work/out.txt")"
+  timeout 300 "$SHARDGNN" train "$data" "${q[@]}" --epochs 2 --resume > "$work/out.txt" 2>&1 || fail "$what, resumed on 1 rank: $(cat "$work/out.txt")"
+  grep -q "at epoch 2 of 2 (the checkpoint was written by 2 ranks" "$work/out.txt" || fail "$what: resume on 1 rank not said: $(cat "$work/out.txt")"
+  local want
+  want=$(sed -n 's/^test \(accuracy [0-9.]*\), .*(full neighbourhoods.*/\1/p' "$work/out.txt")
+  timeout 300 ${MPIEXEC:-mpiexec} -n 2 "$SHARDGNN" predict "$run" "$data" --out "$out" > "$work/pout.txt" 2>&1 || fail "$what: predict: $(cat "$work/pout.txt")"
+  grep -q "test $want, " "$work/pout.txt" || fail "$what: predict scored otherwise than train ($want): $(cat "$work/pout.txt")"
+}
 py=${NUMPY_PYTHON:-/usr/bin/python3}
 
 "$py" - "$work" <<'PY'
@@ -184,13 +197,7 @@ if [ "${WITH_TORCH:-OFF}" = ON ]; then
   # R-GAT sampled on 4 parts over 2 ranks, stopped after an epoch, resumed on 1 rank; predict
   # scores what train printed.
   q=(--model rgat --fanouts 3,3 --hidden 8 --heads 2 --batch 4 --run-dir "$work/kg-run")
-  timeout 300 ${MPIEXEC:-mpiexec} -n 2 "$SHARDGNN" train "$work/kg-p4" "${q[@]}" --epochs 1 > "$work/out.txt" 2>&1 || fail "rgat on relation ids: $(cat "$work/out.txt")"
-  timeout 300 "$SHARDGNN" train "$work/kg-p4" "${q[@]}" --epochs 2 --resume > "$work/out.txt" 2>&1 || fail "rgat on relation ids resumed: $(cat "$work/out.txt")"
-  grep -q "at epoch 2 of 2 (the checkpoint was written by 2 ranks" "$work/out.txt" || fail "resume on relation ids not said: $(cat "$work/out.txt")"
-  want=$(sed -n 's/^test \(accuracy [0-9.]*\), .*(full neighbourhoods.*/\1/p' "$work/out.txt")
-  timeout 300 ${MPIEXEC:-mpiexec} -n 2 "$SHARDGNN" predict "$work/kg-run" "$work/kg-p4" --out "$work/kg-pred" > "$work/pout.txt" 2>&1 ||
-    fail "predict on relation ids: $(cat "$work/pout.txt")"
-  grep -q "test $want, " "$work/pout.txt" || fail "predict on relation ids scored otherwise than train ($want): $(cat "$work/pout.txt")"
+  resume_then_predict "$work/kg-p4" "$work/kg-run" "$work/kg-pred" "rgat on relation ids"
 fi
 rm -r "$work/mag/raw/relations/author___reviews___paper"
 
@@ -216,15 +223,8 @@ if [ "${WITH_TORCH:-OFF}" = ON ]; then
   grep -q "test $want, " "$work/pout.txt" || fail "predict on 1 rank scored otherwise than train ($want): $(cat "$work/pout.txt")"
   # Four parts on 2 ranks (each rank's two merged), stopped after an epoch, resumed on 1 rank.
   q=(--model rgcn --fanouts 5,5 --hidden 16 --batch 64 --embedding-optimizer adagrad --run-dir "$work/four")
-  timeout 300 ${MPIEXEC:-mpiexec} -n 2 "$SHARDGNN" train "$work/gen-p1" "${q[@]}" --epochs 1 > "$work/out.txt" 2>&1 || fail "4 parts on 2 ranks: $(cat "$work/out.txt")"
-  grep -q "4 parts merged 2 per rank" "$work/out.txt" || fail "4 parts on 2 ranks not said: $(cat "$work/out.txt")"
-  timeout 300 "$SHARDGNN" train "$work/gen-p1" "${q[@]}" --epochs 2 --resume > "$work/out.txt" 2>&1 || fail "resumed on 1 rank: $(cat "$work/out.txt")"
-  grep -q "at epoch 2 of 2 (the checkpoint was written by 2 ranks" "$work/out.txt" || fail "resume on 1 rank not said: $(cat "$work/out.txt")"
   # predict reads the rows alone (the files hold Adagrad's state, predict's tables Adam's).
-  want=$(sed -n 's/^test \(accuracy [0-9.]*\), .*(full neighbourhoods.*/\1/p' "$work/out.txt")
-  timeout 300 ${MPIEXEC:-mpiexec} -n 2 "$SHARDGNN" predict "$work/four" "$work/gen-p1" --out "$work/pred4" > "$work/pout.txt" 2>&1 ||
-    fail "predict after adagrad on 2 ranks: $(cat "$work/pout.txt")"
-  grep -q "test $want, " "$work/pout.txt" || fail "predict after adagrad scored otherwise than train ($want): $(cat "$work/pout.txt")"
+  resume_then_predict "$work/gen-p1" "$work/four" "$work/pred4" "rgcn after adagrad"
   set +e
   timeout 120 ${MPIEXEC:-mpiexec} -n 2 "$SHARDGNN" predict "$work/ck/weights.pt" "$work/p16" --out "$work/pred2" > /dev/null 2> "$work/err.txt"
   status=$?

@@ -154,10 +154,6 @@ TEST_CASE("relation ids per edge: version 5, the narrowest width, through save, 
   CHECK(plain.at("version").as_int64() == 4);
   CHECK_FALSE(plain.contains("relation_ids"));
   CHECK_FALSE(plain.at("arrays").as_object().contains("edge_relations"));
-  // Commands that do not carry them yet say so.
-  CHECK_THROWS_WITH(require_relations_by_type(back.schema, "data/kg", "the Python loaders"),
-                    Contains("data/kg") && Contains("4 relations, an id per edge") && Contains("the Python loaders cannot take such graphs yet"));
-  CHECK_NOTHROW(require_relations_by_type(small_typed().schema, "data/mag", "the Python loaders"));
 }
 
 TEST_CASE("a typed dataset's per-type features store as float16 or bfloat16 and read back rounded", "[schema][feature-dtype]") {
