@@ -171,7 +171,7 @@ void sample_typed_rows_of(const CsrView<Idx>& graph, std::span<const OrigId> ori
 }
 
 // Graphs with relation ids: each row is one run per relation (ordered by relation, then
-// neighbour), so a relation's neighbours are a range found by binary search on the row's ids, and
+// neighbour), so a relation's neighbours are a range found by binary search on its relation ids, and
 // each is sampled as choose_neighbors samples a row, with its relation's fanout, keyed by (node
 // key, relation). Emits each row's choice run by run, in relation order, and each pick's relation
 // into `out_rel`. O(relations in the row x log degree + picks) a row.
