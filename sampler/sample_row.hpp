@@ -71,7 +71,7 @@ inline int choose_neighbors(std::int64_t d, int fanout, bool replace, std::uint6
     pos[k++] = taken ? j : t;
   }
   // Fanouts are small: an insertion sort stays inline in every caller, where std::sort was called
-  // out of line once a second sampler instantiated it (8% of bench sampler's time, perf).
+  // out of line once a second sampler instantiated it.
   if (k > 64) {
     std::sort(pos, pos + k);
     return k;
