@@ -17,8 +17,9 @@ import numpy as np
 FORMAT = "shardgnn-dataset"
 # The dataset format versions the peers read (datasets/dataset.hpp's kDatasetFormatVersion is the
 # newest): 2 stores ids as int32 where they fit, 3 labels in the narrowest type, 4 split ids as
-# int32. A build that writes a newer version fails the peers' input test until they learn it.
-VERSIONS = (1, 2, 3, 4)
+# int32, 5 a relation id per edge (edge_relations, written only for a graph that stores them). A
+# build that writes a newer version fails the peers' input test until they learn it.
+VERSIONS = (1, 2, 3, 4, 5)
 
 
 class InputError(Exception):
@@ -65,6 +66,9 @@ class Dataset:
             _fail(self.meta_path, f"key 'feature_dtype' is {self.feature_dtype!r}, expected float32, float16 or bfloat16")
         self.node_types = meta.get("node_types", [])
         self.relations = meta.get("relations", [])
+        self.relation_ids = bool(meta.get("relation_ids", False))
+        if self.relation_ids and version < 5:
+            _fail(self.meta_path, f"relation_ids: true in a version {version} folder, expected version 5 or later")
         self.arrays = meta.get("arrays")
         if not isinstance(self.arrays, dict):
             _fail(self.meta_path, "key 'arrays' missing or not an object")
@@ -125,6 +129,13 @@ class Dataset:
         if (np.diff(indptr) < 0).any():
             _fail(path, f"element {int(np.flatnonzero(np.diff(indptr) < 0)[0]) + 1} decreases")
         return indptr, self.ints("indices", (self.m,), 0, self.n, "node id")
+
+    def edge_relations(self):
+        """Each entry's relation (an index into `relations`) as int64, aligned with `indices`; a
+        folder without relation ids has none (its relation is its end types')."""
+        if not self.relation_ids:
+            _fail(self.meta_path, "no relation_ids: each entry's relation is its end types'")
+        return self.ints("edge_relations", (self.m,), 0, len(self.relations), "relation id")
 
     def _float32(self, name, rows, width):
         a = self.array(name, (rows, width))

@@ -6,7 +6,8 @@ parts shardgnn's RelGnn adds so that both train the same model: a linear encoder
 the hidden width first (the reference feeds IGB-Het's equal-width features straight in), a self
 term per layer (the reference relies on IGB-Het's cites self-loops), ELU between layers and the
 heads averaged at the output. An entry u -> v of relation (src, name, dst) in shardgnn's rows is
-v's message to u, so it becomes the DGL edge v -> u of type (dst, name, src). Writes one JSON
+v's message to u, so it becomes the DGL edge v -> u of type (dst, name, src); the relation is the
+entry's stored id where the folder has them (format 5), else its end types'. Writes one JSON
 object to --result: each epoch's seconds and validation accuracy (sampled with the training
 fanouts), and when --target is reached, the seconds of training until then. The dataset is read by
 bench/peers/dataset_input.py (any format version, id width and feature storage); --check-input
@@ -37,12 +38,21 @@ def read_input(dataset):
     tu, tv = type_of(rows), type_of(indices)
     edges, etypes = {}, {}
     covered = np.zeros(len(indices), dtype=bool)
-    for r in d.relations:
+    rel = d.edge_relations() if d.relation_ids else None
+    for i, r in enumerate(d.relations):
         s, t = names.index(r["src"]), names.index(r["dst"])
-        m = (tu == s) & (tv == t)
-        if covered[m].any():
-            raise InputError(f"{d.meta_path}: two relations join {r['src']} to {r['dst']}; this peer tells relations apart by their end types")
-        covered |= m
+        if rel is None:
+            m = (tu == s) & (tv == t)
+            if covered[m].any():
+                raise InputError(f"{d.meta_path}: two relations join {r['src']} to {r['dst']} and the folder stores no relation ids")
+            covered |= m
+        else:
+            # A stored relation (several may join one pair of types) names the entry's end types.
+            m = rel == i
+            wrong = np.flatnonzero(m & ((tu != s) | (tv != t)))
+            if wrong.size:
+                raise InputError(f"{os.path.join(d.folder, d.arrays['edge_relations']['file'])}: element {int(wrong[0])} is relation {i} "
+                                 f"({r['src']} to {r['dst']}), but the entry joins {names[tu[wrong[0]]]} to {names[tv[wrong[0]]]}")
         key = f'{r["src"]}__{r["name"]}__{r["dst"]}'
         edges[key] = {"src": indices[m] - offsets[t], "dst": rows[m] - offsets[s]}
         etypes[key] = (r["dst"], r["name"], r["src"])

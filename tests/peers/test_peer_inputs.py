@@ -4,7 +4,7 @@ folders of every dataset format version and width this project writes: Cora as t
 it (format 4: int32 ids and splits, int8 labels), rewritten as versions 1-3 and as a graph past
 2^31 nodes stores it (int64 ids), with float16 and bfloat16 features, 200 classes (int16 labels),
 Cora's edge split (link prediction) and a generated typed graph, each at several versions and
-widths. Each peer must read each folder it applies to as the same arrays (same dtypes, shapes and
+widths, and typed graphs with a relation id per edge (format 5), two relations between papers. Each peer must read each folder it applies to as the same arrays (same dtypes, shapes and
 sums) and refuse, in one line naming the file, what it cannot read: a newer format version, a typed
 graph where it trains one node type, label sets, a file that disagrees with meta.json. A build that
 writes a new format version fails here until the peers read it.
@@ -199,6 +199,38 @@ def run(exe, samples, work):
         sh(exe, "data", "convert", het, "--feature-dtype", dtype, "--out", typed[f"hetero v4 {dtype}"])
     same_reads(["dgl_rgat.py", "dgl_sampler.py"], typed, "hetero v4")
 
+    # The same graph with each edge's relation stored (format 5, int8 ids, rows by relation first),
+    # through the IGB-Het layout as a user's typed graph arrives.
+    sh(exe, "data", "export", het, "--format", "igbh", "--out", f"{work}/het-igbh")
+    ids = {"igbh v4": f"{work}/igbh-v4", "igbh v5 relation ids": f"{work}/igbh-v5"}
+    sh(exe, "data", "convert", f"{work}/het-igbh", "--split", "random:0.6,0.2", "--out", ids["igbh v4"])
+    sh(exe, "data", "convert", f"{work}/het-igbh", "--split", "random:0.6,0.2", "--relation-ids", "--out", ids["igbh v5 relation ids"])
+    check(json.load(open(f"{work}/igbh-v5/meta.json"))["version"] == 5, "relation ids are written as format version 5")
+    same_reads(["dgl_rgat.py", "dgl_sampler.py"], ids, "igbh v4")
+
+    # Two relations between papers (cites, and a random "mentions"): the peer files each entry
+    # under its stored relation, which the end types cannot tell, at either id width.
+    os.makedirs(f"{work}/het-igbh/processed/paper__mentions__paper")
+    np.save(f"{work}/het-igbh/processed/paper__mentions__paper/edge_index.npy", np.random.default_rng(5).integers(0, 800, size=(900, 2)))
+    kg = f"{work}/kg"
+    sh(exe, "data", "convert", f"{work}/het-igbh", "--split", "random:0.6,0.2", "--out", kg)
+    kgs = {"kg v5": kg, "kg v5 int64 ids": rewrite(kg, f"{work}/kg-wide", widen=["indices", "edge_relations", "train_idx", "val_idx", "test_idx"])}
+    same_reads(["dgl_rgat.py", "dgl_sampler.py"], kgs, "kg v5")
+    rc, read, err = peer("dgl_rgat.py", kg)
+    check(rc == 0 and "edges.paper__mentions__paper.src" in read and "edges.paper__cites__paper.src" in read, f"dgl_rgat reads two relations between papers ({err})")
+    if rc == 0:
+        meta = json.load(open(f"{kg}/meta.json"))
+        indptr, indices, rel = np.load(f"{kg}/indptr.npy"), np.load(f"{kg}/indices.npy"), np.load(f"{kg}/edge_relations.npy")
+        offsets = np.cumsum([0] + [t["count"] for t in meta["node_types"]])
+        names = [t["name"] for t in meta["node_types"]]
+        rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+        for i, r in enumerate(meta["relations"]):
+            key = f'{r["src"]}__{r["name"]}__{r["dst"]}'
+            m = rel == i
+            want = {"dtype": "<i8", "shape": [int(m.sum())], "sum": int((indices[m] - offsets[names.index(r["dst"])]).sum())}
+            got = read.get(f"edges.{key}.src")
+            check(got == want, f"dgl_rgat's {key} is edge_relations.npy's relation {i} ({got} vs {want})")
+
     # What a peer cannot read is refused in one line that names the file.
     future = rewrite(cora, f"{work}/cora-v{VERSIONS[-1] + 1}", VERSIONS[-1] + 1)
     for script in node_peers:
@@ -208,6 +240,12 @@ def run(exe, samples, work):
     refuses("dgl_train.py", het, "a typed graph", "meta.json", "features per node type")
     refuses("dgl_rgat.py", cora, "a graph of one node type", "meta.json", "not a typed graph")
     refuses("dgl_link.py", cora, "a graph without an edge split", "meta.json", "no edge_split")
+    def misfiled(m):
+        ids = np.load(f"{work}/kg-misfiled/edge_relations.npy")
+        ids[np.flatnonzero(ids == m["relations"].index(next(r for r in m["relations"] if r["name"] == "mentions")))[0]] = 0
+        np.save(f"{work}/kg-misfiled/edge_relations.npy", ids)
+    refuses("dgl_rgat.py", rewrite(kg, f"{work}/kg-misfiled", meta_edit=misfiled), "a relation id whose end types disagree", "edge_relations.npy", "but the entry joins")
+    refuses("dgl_rgat.py", rewrite(kg, f"{work}/kg-v4", 4), "relation ids in a version 4 folder", "meta.json", "relation_ids: true in a version 4 folder")
 
     # Label sets (GraphSAINT's layout, a multi-label class map): this peer trains one class a node.
     saint = f"{work}/saint"
