@@ -15,6 +15,8 @@
 #include <memory>
 #include <numeric>
 
+#include <boost/sort/pdqsort/pdqsort.hpp>
+
 #include "datasets/array_dir.hpp"
 #include "datasets/error.hpp"
 #include "datasets/npy.hpp"
@@ -42,11 +44,11 @@ struct RowResolver {
   template <class It, class Emit>
   void operator()(NodeId u, It first, It last, Emit&& emit) {
     for (auto it = first; it != last;) {
-      const std::int64_t nb = it->key >> 1;
+      const std::int64_t nb = key_of(*it) >> 1;
       auto run_end = it;
       std::int64_t originals = 0, reverses = 0;
-      while (run_end != last && (run_end->key >> 1) == nb) {
-        (run_end->key & 1 ? reverses : originals) += 1;
+      while (run_end != last && (key_of(*run_end) >> 1) == nb) {
+        (key_of(*run_end) & 1 ? reverses : originals) += 1;
         ++run_end;
       }
       std::int64_t keep;
@@ -62,10 +64,17 @@ struct RowResolver {
       saw_self_loop |= (nb & neighbour_mask) == u;
       saw_duplicate |= keep > 1;
       // Originals sort before reverses of the same neighbour, so `it` is the first original when one exists.
-      for (std::int64_t k = 0; k < keep; ++k) emit(nb, it->weight);
+      const std::int64_t w = weight_of(*it);
+      for (std::int64_t k = 0; k < keep; ++k) emit(nb, w);
       it = run_end;
     }
   }
+
+  static std::int64_t key_of(const RowEntry& e) { return e.key; }
+  static std::int64_t weight_of(const RowEntry& e) { return e.weight; }
+  // The external build's entries are bare keys: unweighted.
+  static std::int64_t key_of(std::uint64_t key) { return static_cast<std::int64_t>(key); }
+  static std::int64_t weight_of(std::uint64_t) { return 0; }
 };
 
 }  // namespace
@@ -179,12 +188,11 @@ BuiltGraph build_csr(EdgeList&& edges, const CleanOptions& opt) {
 
 namespace {
 
-// A staged entry of the external build: its row and its key (neighbour << 1 | is_reverse).
-struct BucketEntry {
-  std::int64_t row, key;
-  static constexpr std::int64_t weight = 0;  // unweighted: RowResolver's weight of a kept copy
-  bool operator<(const BucketEntry& o) const { return row != o.row ? row < o.row : key < o.key; }
-};
+// A staged entry of the external build, one integer: its row within its bucket above its key
+// (neighbour << 1 | is_reverse), so integer order is (row, key) order. Half the bytes of a (row,
+// key) pair through the bucket files' round trip, and an integer sort is several times faster
+// than a comparison of pairs (measured in docs/results/scale.md).
+using BucketEntry = std::uint64_t;
 
 using File = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
 
@@ -219,7 +227,12 @@ ExternalCsr build_csr_external(std::int64_t num_nodes, std::int64_t expected_edg
   const double expected_entries = static_cast<double>(std::max<std::int64_t>(expected_edges, 1)) * (opt.symmetrize ? 2 : 1);
   const auto budget = static_cast<double>(std::max<std::uint64_t>(memory_bytes, 4096));
   const auto wanted = static_cast<std::int64_t>(std::clamp(std::ceil(expected_entries * sizeof(BucketEntry) / budget), 1.0, static_cast<double>(std::max<std::int64_t>(n, 1))));
-  const std::int64_t rows_per_bucket = std::max<std::int64_t>(1, (n + wanted - 1) / wanted);
+  // A key takes the bits of 2n; a bucket's rows the rest of the 64 (all of a bucket's rows below
+  // 2^31 nodes, fewer rows a bucket past that).
+  const int key_bits = static_cast<int>(std::bit_width(static_cast<std::uint64_t>(std::max<std::int64_t>(2 * n - 1, 1))));
+  const std::uint64_t key_mask = (std::uint64_t{1} << key_bits) - 1;
+  const std::int64_t max_rows = key_bits >= 63 ? 1 : static_cast<std::int64_t>(std::min<std::uint64_t>(std::uint64_t{1} << (64 - key_bits), static_cast<std::uint64_t>(std::max<std::int64_t>(n, 1))));
+  const std::int64_t rows_per_bucket = std::min(max_rows, std::max<std::int64_t>(1, (n + wanted - 1) / wanted));
   // Recounted from the rounded-up range, so that every bucket starts at a row (else the last few
   // would begin past the end of indptr).
   const std::int64_t buckets = std::max<std::int64_t>(1, (n + rows_per_bucket - 1) / rows_per_bucket);
@@ -235,7 +248,7 @@ ExternalCsr build_csr_external(std::int64_t num_nodes, std::int64_t expected_edg
     auto stage = [&](std::int64_t row, std::int64_t key) {
       const auto b = static_cast<std::size_t>(row / rows_per_bucket);
       auto& buf = buffers[b];
-      buf.push_back({row, key});
+      buf.push_back(static_cast<std::uint64_t>(row - static_cast<std::int64_t>(b) * rows_per_bucket) << key_bits | static_cast<std::uint64_t>(key));
       if (buf.size() >= per_buffer) {
         write_all(files[b].get(), buf.data(), buf.size() * sizeof(BucketEntry), bucket_path(static_cast<std::int64_t>(b), "bucket"));
         buf.clear();
@@ -276,16 +289,19 @@ ExternalCsr build_csr_external(std::int64_t num_nodes, std::int64_t expected_edg
         throw InputError(in, "", std::string("read failed: ") + std::strerror(errno));
     }
     fs::remove(in);
-    std::sort(entries.begin(), entries.end());
+    boost::sort::pdqsort(entries.begin(), entries.end());
     // The neighbours overwrite the sorted entries from the front: never more of them than
-    // entries read so far, and each half the size, so no second buffer is needed.
+    // entries read so far, each the size of an entry, so no second buffer is needed. A row's
+    // entries lose their row bits first, leaving the keys RowResolver reads.
+    static_assert(sizeof(NodeId) <= sizeof(BucketEntry), "a neighbour fits where its entry was");
     auto* const out_bytes = reinterpret_cast<char*>(entries.data());
     std::size_t kept = 0;
     const std::int64_t first_row = b * rows_per_bucket, end_row = std::min(n, first_row + rows_per_bucket);
     auto it = entries.begin();
     for (std::int64_t u = first_row; u < end_row; ++u) {
+      const auto local = static_cast<std::uint64_t>(u - first_row);
       auto row_end = it;
-      while (row_end != entries.end() && row_end->row == u) ++row_end;
+      for (; row_end != entries.end() && *row_end >> key_bits == local; ++row_end) *row_end &= key_mask;
       resolve(u, it, row_end, [&](NodeId nb, std::int64_t) { std::memcpy(out_bytes + sizeof(NodeId) * kept++, &nb, sizeof(NodeId)); });
       indptr[static_cast<std::size_t>(u) + 1] = static_cast<EdgeId>(kept);
       it = row_end;
