@@ -5,8 +5,12 @@
 // peak anonymous memory (mapped shard and dataset files are page cache, not the process's own)
 // and the bytes it left on disk. A stage that fails ends the run there, with its exit status.
 // The training stage's epochs are split as the metrics file records them: waiting for batches,
-// compute and the gradient all-reduce (means over the ranks).
+// compute and the gradient all-reduce (means over the ranks). Last, the same pipeline projected
+// onto P nodes like this one from the steps' rates (Projection says how).
+#include <unistd.h>
+
 #include <boost/json.hpp>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -28,6 +32,8 @@ namespace {
 struct ScaleOptions {
   int scale = 0, edge_factor = 0, parts = 0, feature_dim = 0, epochs = 0, partition_ranks = 1, train_ranks = 0;
   double train = 0;
+  std::vector<double> project_edges;  // this graph's edges, then --project-edges
+  std::vector<int> project_nodes;
   std::string method, balance, memory_limit, feature_dtype;
   fs::path work;
   std::optional<std::string> json;
@@ -51,6 +57,8 @@ std::optional<ScaleOptions> parse_options(const std::vector<std::string>& args) 
       ("train-ranks", po::value<int>(), "MPI ranks of the training stage (default: one per part; fewer merge several parts each)")
       ("workdir", po::value<std::string>()->default_value((fs::temp_directory_path() / "shardgnn-bench-scale").string()),
        "scratch folder (its outputs are replaced on every run)")
+      ("project-edges", po::value<double>(), "also project the pipeline onto a graph of this many edges (beside the one it ran, 2^scale x edge factor; e.g. 1e10)")
+      ("project-nodes", po::value<std::string>()->default_value("1,2,4,8,16,32"), "project it onto these counts of nodes like this one")
       ("json", po::value<std::string>(), "also write the results as JSON here");
   po::variables_map vm;
   if (!parse(args, "shardgnn bench scale [options]", o, {}, vm)) return std::nullopt;
@@ -69,6 +77,13 @@ std::optional<ScaleOptions> parse_options(const std::vector<std::string>& args) 
   s.feature_dtype = vm["feature-dtype"].as<std::string>();
   s.work = vm["workdir"].as<std::string>();
   if (vm.count("json")) s.json = vm["json"].as<std::string>();
+  const double edges = std::ldexp(static_cast<double>(s.edge_factor), s.scale);
+  s.project_edges = {edges};
+  if (vm.count("project-edges")) {
+    s.project_edges.push_back(vm["project-edges"].as<double>());
+    if (!(s.project_edges.back() > 0)) throw UsageError("--project-edges must be positive");
+  }
+  s.project_nodes = split_int_list(vm["project-nodes"].as<std::string>(), "--project-nodes", 1);
   if (s.parts < 1) throw UsageError("--parts must be at least 1");
   if (s.epochs < 1) throw UsageError("--epochs must be at least 1");
   if (s.partition_ranks < 1) throw UsageError("--partition-ranks must be at least 1");
@@ -140,6 +155,39 @@ std::vector<StepRow> read_steps(const std::string& stage, const fs::path& base, 
     }
   }
   return rows;
+}
+
+// The pipeline of this run on P nodes like this one, from its steps' measured rates. Every step's
+// work grows with the edges. A partition step that each rank does for its own range of nodes is
+// divided over the ranks (as many a node as here), its memory too, which is a lower bound: a rank
+// also keeps a few arrays over all nodes of a level. METIS on the coarsest graph runs whole on
+// every rank, and that graph grows with the edges (R-MAT's levels stop shrinking at a tenth), so
+// neither its time nor its memory divides. Generation is one process. The interconnect and the
+// shared storage are taken to be as fast per node as this box's memory and disk: not modelled.
+struct Projection {
+  int nodes = 0;
+  double generate_s = 0, partition_s = 0, train_s = 0, generate_gib = 0, partition_gib_per_node = 0;
+  std::string largest;  // the partition step with the most memory per node
+};
+
+Projection project(const ScaleOptions& s, double edges, const std::vector<StepRow>& steps, double train_epoch_s, int nodes) {
+  const double f = edges / std::ldexp(static_cast<double>(s.edge_factor), s.scale);
+  Projection p;
+  p.nodes = nodes;
+  for (const StepRow& r : steps) {
+    if (r.stage == "generate") {
+      p.generate_s += r.wall_s * f;
+      p.generate_gib = std::max(p.generate_gib, r.anon_peak_mib * f / 1024);
+      continue;
+    }
+    const bool whole = r.step.find("METIS on the coarsest graph") != std::string::npos;
+    const double share = whole ? f : f / nodes;
+    p.partition_s += r.wall_s * share;
+    const double gib = r.anon_peak_mib * share / 1024 * s.partition_ranks;
+    if (gib > p.partition_gib_per_node) p.partition_gib_per_node = gib, p.largest = r.step;
+  }
+  p.train_s = train_epoch_s * f / nodes;
+  return p;
 }
 
 }  // namespace
@@ -225,8 +273,35 @@ int bench_scale_main(const std::vector<std::string>& args) {
                 x.wait_s, x.wait_s * pct, x.compute_s, x.compute_s * pct, x.allreduce_s, x.allreduce_s * pct);
     epoch_rows.push_back(boost::json::object{{"epoch_s", x.epoch_s}, {"wait_s", x.wait_s}, {"compute_s", x.compute_s}, {"allreduce_s", x.allreduce_s}});
   }
+  boost::json::array projections;
+  if (!steps.empty() && stages.size() >= 2 && stages[1].run.status == 0) {
+    const double node_gib = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE)) / (1 << 30);
+    const double epoch_s = epochs.empty() ? 0 : epochs.front().epoch_s;
+    for (std::size_t i = 0; i < s.project_edges.size(); ++i) {
+      const double edges = s.project_edges[i];
+      std::printf("\nprojected: %.3g edges (%s) on nodes like this one (%.1f GiB), %d partition rank%s a node, from this run's step rates (bench scale\n"
+                  " --help, docs/benchmarks.md): parallel steps divided over the nodes, METIS on the coarsest graph whole on every rank, generation\n"
+                  " one process; the interconnect and shared storage as fast per node as this box's memory and disk (not modelled)\n",
+                  edges, i == 0 ? "this graph" : "--project-edges", node_gib, s.partition_ranks, s.partition_ranks == 1 ? "" : "s");
+      std::printf("%6s %11s %12s %13s %14s %13s %14s  %s\n", "nodes", "generate s", "partition s", "gen+part min", "train epoch s", "generate GiB", "part GiB/node",
+                  "largest partition step");
+      boost::json::array rows_p;
+      for (const int n : s.project_nodes) {
+        const Projection p = project(s, edges, steps, epoch_s, n);
+        const bool fits = p.partition_gib_per_node <= node_gib && p.generate_gib <= node_gib;
+        std::printf("%6d %11.0f %12.0f %13.1f %14s %13.1f %14.1f  %s%s\n", n, p.generate_s, p.partition_s, (p.generate_s + p.partition_s) / 60,
+                    epoch_s > 0 ? std::to_string(std::lround(p.train_s)).c_str() : "-", p.generate_gib, p.partition_gib_per_node, p.largest.c_str(),
+                    fits ? "" : " (exceeds a node's memory)");
+        rows_p.push_back(boost::json::object{{"nodes", n}, {"generate_s", p.generate_s}, {"partition_s", p.partition_s}, {"train_epoch_s", p.train_s},
+                                             {"generate_gib", p.generate_gib}, {"partition_gib_per_node", p.partition_gib_per_node},
+                                             {"largest_step", p.largest}, {"fits", fits}});
+      }
+      projections.push_back(boost::json::object{{"edges", edges}, {"rows", rows_p}});
+    }
+  }
   if (s.json)
-    write_json_file(*s.json, boost::json::object{{"scale", s.scale}, {"edge_factor", s.edge_factor}, {"parts", s.parts}, {"method", s.method}, {"balance", s.balance}, {"partition_ranks", s.partition_ranks}, {"train_ranks", s.train_ranks}, {"feature_dtype", s.feature_dtype}, {"stages", rows}, {"steps", step_rows}, {"epochs", epoch_rows}});
+    write_json_file(*s.json, boost::json::object{{"scale", s.scale}, {"edge_factor", s.edge_factor}, {"parts", s.parts}, {"method", s.method}, {"balance", s.balance}, {"partition_ranks", s.partition_ranks}, {"train_ranks", s.train_ranks}, {"feature_dtype", s.feature_dtype}, {"stages", rows}, {"steps", step_rows}, {"epochs", epoch_rows},
+                                                  {"projections", projections}});
   return stages.size() == plan.size() && stages.back().run.status == 0 ? 0 : 1;
 }
 

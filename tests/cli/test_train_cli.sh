@@ -250,8 +250,11 @@ grep -qE "^generate +build: edges drawn and built in memory +[0-9.]+" "$work/out
   fail "bench scale: no step table: $(cat "$work/out.txt")"
 # The step table through files on disk and the multilevel partitioner over 2 ranks: each pass of
 # the build, each level, with its I/O and memory, every partition step logged by both ranks.
+# Then the pipeline projected onto 1, 2 and 4 nodes, for this graph and one 4x as large, from those steps.
 timeout 180 "$SHARDGNN" bench scale --scale 15 --edge-factor 8 --parts 2 --method metis-ml --partition-ranks 2 --memory-limit 1M --workdir "$work/scale2" \
-  --json "$work/scale2.json" > "$work/out.txt" 2>&1 || fail "bench scale on disk failed: $(cat "$work/out.txt")"
+  --project-edges $((4 * 8 << 15)) --project-nodes 1,2,4 --json "$work/scale2.json" > "$work/out.txt" 2>&1 || fail "bench scale on disk failed: $(cat "$work/out.txt")"
+grep -qE "^projected: 2.62e\+05 edges \(this graph\) on nodes like this one" "$work/out.txt" && grep -qE "^projected: 1.05e\+06 edges \(--project-edges\) on nodes like this one" "$work/out.txt" && grep -qE "^ +4 +[0-9]+ +[0-9]+ +[0-9.]+ +[0-9]+ +[0-9.]+ +[0-9.]+  metis-ml: " "$work/out.txt" ||
+  fail "bench scale: no projection: $(cat "$work/out.txt")"
 "$py" - "$work/scale2.json" <<'PY' || fail "bench scale's steps: $(cat "$work/out.txt")"
 import json, sys
 steps = json.load(open(sys.argv[1]))["steps"]
@@ -264,6 +267,24 @@ assert any(n.startswith("metis-ml: coarsen level 1 (from 32768 nodes)") for _, n
 by = {(s["stage"], s["step"]): s for s in steps}
 assert by[("generate", "build: entries to bucket files")]["wchar"] > 0 and by[("generate", "build: buckets sorted into rows")]["rchar"] > 0
 assert all(s["ranks"] == (2 if s["stage"] == "partition" else 1) and s["anon_peak_mib"] > 0 and s["wall_s"] >= 0 for s in steps), steps
+# The projection is the steps' sums: generation 4x (one process), partition steps 4x over the
+# nodes but METIS on the coarsest graph 4x on each, memory per node the ranks' peaks.
+projections = json.load(open(sys.argv[1]))["projections"]
+assert [p["edges"] for p in projections] == [8 << 15, 4 * 8 << 15], projections
+proj = projections[1]
+assert [r["nodes"] for r in proj["rows"]] == [1, 2, 4], proj
+close = lambda a, b: abs(a - b) <= 1e-9 * max(1.0, abs(b))
+gen = sum(s["wall_s"] for s in steps if s["stage"] == "generate")
+whole = sum(s["wall_s"] for s in steps if "METIS on the coarsest graph" in s["step"])
+split = sum(s["wall_s"] for s in steps if s["stage"] == "partition") - whole
+for r in proj["rows"]:
+    assert close(r["generate_s"], 4 * gen) and close(r["partition_s"], 4 * whole + 4 * split / r["nodes"]), (r, gen, whole, split)
+    mem = (0.0, "")
+    for s in steps:
+        if s["stage"] == "partition":
+            gib = s["anon_peak_mib"] * 4 * (1 if "METIS on the coarsest graph" in s["step"] else 1 / r["nodes"]) * 2 / 1024
+            mem = (gib, s["step"]) if gib > mem[0] else mem
+    assert close(r["partition_gib_per_node"], mem[0]) and r["largest_step"] == mem[1], (r, mem)
 PY
 # bench train: one rank on the graph, two on its partition by the method asked for, a row each.
 timeout 180 "$SHARDGNN" bench train --nodes 3000 --avg-degree 10 --feature-dim 8 --ranks 1,2 --method metis-ml --fanouts 5,5 --batch 64 --hidden 16 \
