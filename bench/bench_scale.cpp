@@ -61,7 +61,15 @@ std::optional<ScaleOptions> parse_options(const std::vector<std::string>& args) 
       ("project-nodes", po::value<std::string>()->default_value("1,2,4,8,16,32"), "project it onto these counts of nodes like this one")
       ("json", po::value<std::string>(), "also write the results as JSON here");
   po::variables_map vm;
-  if (!parse(args, "shardgnn bench scale [options]", o, {}, vm)) return std::nullopt;
+  if (!parse(args,
+             "shardgnn bench scale [options]\n\n"
+             "Generates an R-MAT graph, partitions it and trains one epoch, each stage its own process; prints each\n"
+             "stage's time and memory, each step's (datasets/step_log.hpp), then the same pipeline projected onto\n"
+             "--project-nodes nodes like this one from the steps' rates: every step grows with the edges; partition\n"
+             "steps divide over the nodes except METIS on the coarsest graph, which runs whole on every rank;\n"
+             "generation is one process; the network and shared storage are not modelled (a lower bound).",
+             o, {}, vm))
+    return std::nullopt;
   ScaleOptions s;
   s.scale = vm["scale"].as<int>();
   s.edge_factor = vm["edge-factor"].as<int>();
