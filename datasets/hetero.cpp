@@ -1,4 +1,4 @@
-// The IGB-Het-shaped generator (hetero.hpp).
+// The IGB-Het-shaped generator and the knowledge-graph generator (hetero.hpp).
 #include "datasets/hetero.hpp"
 
 #include <algorithm>
@@ -242,6 +242,80 @@ Dataset generate_hetero(const HeteroOptions& o, const std::string& scratch, std:
               (featureless.empty() ? "" : " featureless=" + featureless) + " separation=" + fmt(o.separation) +
               " noise=" + fmt(o.noise) + " train_fraction=" + fmt(o.train_fraction) + " val_fraction=" + fmt(o.val_fraction) +
               " seed=" + std::to_string(o.seed);
+  return ds;
+}
+
+double kg_expected_draws(const KgOptions& o) { return static_cast<double>(o.entities) * o.relations * o.degree; }
+
+Dataset generate_kg(const KgOptions& o) {
+  auto fail = [](const std::string& what) { throw InputError("kg generator: " + what); };
+  if (o.entities < 1 || o.entities > (std::int64_t{1} << 40)) fail("--entities must be in 1..2^40, got " + std::to_string(o.entities));
+  if (o.relations < 1 || o.relations > 16383) fail("--relations must be in 1..16383, got " + std::to_string(o.relations));
+  if (o.classes < 1 || o.classes > 32767) fail("--classes must be in 1..32767, got " + std::to_string(o.classes));
+  if (!std::isfinite(o.degree) || o.degree < 0 || o.degree > 1000) fail("--degree must be in [0, 1000], got " + fmt(o.degree));
+  if (!std::isfinite(o.signal) || o.signal < 0 || o.signal > 1) fail("--signal must be in [0, 1], got " + fmt(o.signal));
+  if (o.feature_dim < 1) fail("--feature-dim must be at least 1, got " + std::to_string(o.feature_dim));
+  if (!std::isfinite(o.separation) || o.separation < 0) fail("--separation must be a finite number >= 0, got " + fmt(o.separation));
+  if (!std::isfinite(o.noise) || o.noise < 0) fail("--noise must be a finite number >= 0, got " + fmt(o.noise));
+  if (!(o.train_fraction >= 0 && o.val_fraction >= 0 && o.train_fraction + o.val_fraction <= 1.0 + 1e-9))
+    fail("--train and --val must be fractions summing to at most 1, got " + fmt(o.train_fraction) + " and " + fmt(o.val_fraction));
+  const int K = o.classes, R = o.relations;
+  const TypeLayout layout{0, o.entities, K, Scatter(o.entities, derive_seed(o.seed, kLayout))};
+  std::vector<std::int32_t> cls(static_cast<std::size_t>(o.entities));
+  for (std::int64_t j = 0; j < o.entities; ++j) cls[static_cast<std::size_t>(layout.scatter(static_cast<std::uint64_t>(j)))] = static_cast<std::int32_t>(j % K);
+
+  EdgeList edges;
+  edges.num_nodes = o.entities;
+  const auto draws = static_cast<std::size_t>(std::ceil(kg_expected_draws(o)));
+  edges.src.reserve(draws);
+  edges.dst.reserve(draws);
+  edges.relation.reserve(draws);
+  Rng rng(derive_seed(o.seed, kEdges));
+  boost::random::uniform_real_distribution<double> unit(0.0, 1.0);
+  const int whole = static_cast<int>(o.degree);
+  for (NodeId u = 0; u < o.entities; ++u)
+    for (int r = 0; r < R; ++r)
+      for (int k = whole + (unit(rng) < o.degree - whole ? 1 : 0); k > 0; --k) {
+        const bool follows = unit(rng) < o.signal;
+        const double x = unit(rng);
+        edges.src.push_back(u);
+        edges.dst.push_back(follows ? layout.draw((cls[static_cast<std::size_t>(u)] + r) % K, x) : layout.draw_any(x));
+        edges.relation.push_back(r);
+      }
+  // Relation r's reverse is rev_r, R + r, and the other way round.
+  for (std::int32_t r = 0; r < 2 * R; ++r) edges.reverse_relation.push_back(r < R ? R + r : r - R);
+
+  Dataset ds;
+  std::vector<Relation> relations;
+  for (int r = 0; r < R; ++r) relations.push_back({"entity", "r" + std::to_string(r), "entity"});
+  for (int r = 0; r < R; ++r) relations.push_back({"entity", "rev_r" + std::to_string(r), "entity"});
+  ds.schema = GraphSchema({NodeType{"entity", o.entities, o.feature_dim}}, relations, "kg generator", true);
+  BuiltGraph built = build_csr(std::move(edges), kClean);
+  ds.graph = std::move(built.graph);
+  ds.edge_relations = Array<std::int32_t>(std::move(built.relations));
+  ds.cleaning = built.report;
+
+  const auto dim = static_cast<std::size_t>(o.feature_dim);
+  boost::random::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<double> means(static_cast<std::size_t>(K) * dim);
+  Rng mean_rng(derive_seed(o.seed, kMeans));
+  for (double& mu : means) mu = o.separation * normal(mean_rng);
+  Rng feature_rng(derive_seed(o.seed, kFeatures));
+  std::vector<float> x(static_cast<std::size_t>(o.entities) * dim);
+  for (std::int64_t i = 0; i < o.entities; ++i) {
+    const double* mu = means.data() + static_cast<std::size_t>(cls[static_cast<std::size_t>(i)]) * dim;
+    for (std::size_t d = 0; d < dim; ++d) x[static_cast<std::size_t>(i) * dim + d] = static_cast<float>(mu[d] + o.noise * normal(feature_rng));
+  }
+  ds.type_features.resize(1);
+  ds.type_features[0] = Array<float>(std::move(x));
+  ds.num_classes = K;
+  ds.labels = Array<std::int64_t>(std::vector<std::int64_t>(cls.begin(), cls.end()));
+  assign_random_split(ds, o.train_fraction, o.val_fraction, derive_seed(o.seed, kSplit));
+  ds.name = "kg-e" + std::to_string(o.entities) + "-r" + std::to_string(R);
+  ds.source = "generated: kg entities=" + std::to_string(o.entities) + " relations=" + std::to_string(R) + " classes=" + std::to_string(K) +
+              " degree=" + fmt(o.degree) + " signal=" + fmt(o.signal) + " feature_dim=" + std::to_string(o.feature_dim) +
+              " separation=" + fmt(o.separation) + " noise=" + fmt(o.noise) + " train_fraction=" + fmt(o.train_fraction) +
+              " val_fraction=" + fmt(o.val_fraction) + " seed=" + std::to_string(o.seed);
   return ds;
 }
 

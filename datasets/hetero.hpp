@@ -1,5 +1,5 @@
-// Typed graphs from outside and from a generator: the IGB-Het schema's synthetic graph, and the
-// readers of OGB's heterogeneous raw layout (ogbn-mag) and IGB-Het's numpy layout.
+// Typed graphs from outside and from generators: the IGB-Het schema's synthetic graph, a
+// knowledge graph of many relations on one type, and the readers of OGB's heterogeneous raw layout (ogbn-mag) and IGB-Het's numpy layout.
 #pragma once
 
 #include <cstdint>
@@ -45,5 +45,31 @@ std::vector<std::int64_t> hetero_type_counts(std::int64_t papers);
 Dataset generate_hetero(const HeteroOptions& options, const std::string& scratch = {}, std::uint64_t memory = 0);
 // Entries (directed, after symmetrising) the generator expects: sizes the in-memory check.
 double hetero_expected_draws(const HeteroOptions& options);
+
+// `data generate kg`: a knowledge graph of one type, `entity`, and `relations` relations r0, r1,
+// ... between entities, each with its reverse rev_r<i>, stored with a relation id per edge (several
+// relations join the one pair of types). Every entity has a latent class, its label. Relation r
+// joins an entity of class c to one of class (c + r) mod `classes` with probability `signal`, else
+// to any entity; features are the class's mean plus noise, weak alone. With as many relations as
+// classes (the default) an entity's neighbours over all relations, reverses included, hold every
+// class alike whatever its own, so only the relation an edge came by tells the class: a relational
+// model (R-GCN, R-GAT) can learn it, a model of features alone or one blind to relations cannot.
+struct KgOptions {
+  std::int64_t entities = 20000;
+  int relations = 8;
+  int classes = 8;
+  double degree = 2;          // edges drawn per entity and relation (floor(x) or floor(x) + 1)
+  double signal = 0.8;        // probability that an edge follows its relation's class shift
+  int feature_dim = 32;
+  double separation = 0.1;    // std-dev of the class means, per feature
+  double noise = 1.0;         // std-dev of an entity's features around its class mean
+  double train_fraction = 0.6, val_fraction = 0.2;
+  std::uint64_t seed = 1;
+};
+
+// The generated graph, built in memory (build_csr with relation ids).
+Dataset generate_kg(const KgOptions& options);
+// Edges the generator draws (before symmetrising): sizes the in-memory check.
+double kg_expected_draws(const KgOptions& options);
 
 }  // namespace shardgnn

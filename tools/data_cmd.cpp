@@ -276,18 +276,64 @@ int generate_hetero_cmd(const std::vector<std::string>& rest, po::options_descri
   return 0;
 }
 
+// `data generate kg`: the options of KgOptions; the graph is built in memory.
+int generate_kg_cmd(const std::vector<std::string>& rest, po::options_description& o, po::variables_map& vm) {
+  KgOptions k;
+  o.add_options()
+      ("seed", bound(k.seed), "random seed")
+      ("entities", bound(k.entities), "entity nodes")
+      ("relations", bound(k.relations), "relations between entities (each with its reverse rev_<name>)")
+      ("classes", bound(k.classes), "entity classes (the labels)")
+      ("degree", bound(k.degree), "edges drawn per entity and relation")
+      ("signal", bound(k.signal), "probability that an edge of relation r joins class c to class (c + r) mod classes (else any entity)")
+      ("feature-dim", bound(k.feature_dim), "feature width")
+      ("separation", bound(k.separation), "std-dev of the class means, per feature")
+      ("noise", bound(k.noise), "std-dev of an entity's features around its class mean")
+      ("train", bound(k.train_fraction), "training fraction of the entities")
+      ("val", bound(k.val_fraction), "validation fraction of the entities (the rest is test)")
+      ("memory-limit", po::value<std::string>(), kMemoryLimitHelp);
+  if (!parse(rest,
+             "shardgnn data generate kg --out <dir> [options]\n\n"
+             "A knowledge graph: one node type, entity, and --relations relations r0, r1, ... between entities,\n"
+             "each with its reverse rev_r<i>, stored with a relation id per edge. Every entity has a latent class,\n"
+             "its label; relation r joins class c to class (c + r) mod --classes with probability --signal, else\n"
+             "any entity; features are the class's mean plus noise, weak alone. With as many relations as\n"
+             "classes, an entity's neighbours over all relations hold every class alike, so only the relation\n"
+             "an edge came by tells the class: at the defaults (20,000 entities, 8 relations, 8 classes), R-GCN\n"
+             "and R-GAT (fanouts 10,5 per relation, 10 epochs) reach test accuracy 1.00 where GraphSAGE, blind to\n"
+             "relations, and the features alone (fanouts 0,0) reach 0.23; chance is 0.125 (docs/results/hetero.md).\n"
+             "A lower --signal makes it harder.",
+             o, {}, vm))
+    return 0;
+  if (!vm.count("out")) throw UsageError("missing --out");
+  const std::string out = vm["out"].as<std::string>();
+  check_output_dir(out, vm.count("force") > 0);  // before the work, not after
+  const FeatureDtype features_as = feature_dtype_option(vm);
+  const auto t0 = Clock::now();
+  const CleanOptions c{true, true, true};
+  // Four more bytes an edge for its relation than build_csr's unweighted estimate.
+  const double draws = kg_expected_draws(k);
+  if (build_on_disk(in_memory_build_bytes(draws, c) + 4 * draws * 3, memory_limit_option(vm)))
+    throw InputError("kg generator: " + std::to_string(k.entities) + " entities with " + std::to_string(k.relations) +
+                     " relations do not fit the memory limit, and this generator builds in memory");
+  const Dataset ds = generate_kg(k);
+  save_and_report(ds, out, vm.count("force") > 0, c, seconds_since(t0), features_as);
+  return 0;
+}
+
 int generate(const std::vector<std::string>& args) {
   g_command = "shardgnn data generate";
-  if (args.empty() || (args[0] != "rmat" && args[0] != "sbm" && args[0] != "hetero")) {
+  if (args.empty() || (args[0] != "rmat" && args[0] != "sbm" && args[0] != "hetero" && args[0] != "kg")) {
     if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-      std::cout << "usage: shardgnn data generate rmat|sbm|hetero --out <dir> [options]\n"
+      std::cout << "usage: shardgnn data generate rmat|sbm|hetero|kg --out <dir> [options]\n"
                    "  rmat    R-MAT graph with Graph500 parameters (structure only)\n"
                    "  sbm     stochastic block model with class-dependent Gaussian features and splits\n"
                    "  hetero  typed graph with IGB-Het's schema (papers, authors, institutes, fields of study)\n"
+                   "  kg      knowledge graph: one entity type, many relations, a relation id per edge\n"
                    "Run 'shardgnn data generate rmat --help' for the options.\n";
       return 0;
     }
-    throw UsageError("expected a generator: rmat, sbm or hetero");
+    throw UsageError("expected a generator: rmat, sbm, hetero or kg");
   }
   const std::string kind = args[0];
   const std::vector<std::string> rest(args.begin() + 1, args.end());
@@ -351,6 +397,7 @@ int generate(const std::vector<std::string>& args) {
     return 0;
   }
   if (kind == "hetero") return generate_hetero_cmd(rest, o, vm);
+  if (kind == "kg") return generate_kg_cmd(rest, o, vm);
   SbmOptions s;
   o.add_options()
       ("seed", bound(s.seed), "random seed")

@@ -255,4 +255,25 @@ if [ "${WITH_TORCH:-OFF}" = ON ]; then
   /usr/bin/python3 -c 'import json, sys; sys.exit(not any(r["who"] == "dgl" and r["failed"] and r["error"] for r in json.load(open(sys.argv[1]))["rows"]))' \
     "$work/bhet.json" || fail "bench hetero JSON: $(cat "$work/bhet.json")"
 fi
+# data generate kg: one entity type, 8 relations and their reverses with an id per edge (int8),
+# each relation's edges shifting the class by its number; partitioned at 2 parts and trained by
+# R-GCN at 2 ranks, which learns what the relations tell (the test accuracy well above 1/8).
+"$SHARDGNN" data generate kg --entities 1500 --feature-dim 8 --out "$work/kgg" > "$work/out.txt" || fail "generate kg: $(cat "$work/out.txt")"
+"$SHARDGNN" data validate "$work/kgg" > /dev/null || fail "validate the kg generator's folder"
+"$SHARDGNN" data info "$work/kgg" > "$work/info.txt"
+grep -q "^relation ids *one per edge (edge_relations.npy, |i1)" "$work/info.txt" && grep -qE "^relation *entity__rev_r7__entity: [0-9]+ entries$" "$work/info.txt" ||
+  fail "info of the kg generator's folder: $(cat "$work/info.txt")"
+set +e
+"$SHARDGNN" data generate kg --signal 2 --out "$work/kg-bad" > "$work/out.txt" 2> "$work/err.txt"
+status=$?
+set -e
+[ "$status" = 1 ] && [ "$(wc -l < "$work/err.txt")" = 1 ] && grep -q -- "--signal must be in \[0, 1\], got 2" "$work/err.txt" && [ ! -e "$work/kg-bad" ] ||
+  fail "generate kg --signal 2 ($status): $(cat "$work/err.txt")"
+"$SHARDGNN" partition "$work/kgg" --parts 2 --balance ntypes,train --out "$work/kgg-p2" --verify > "$work/out.txt" 2>&1 || fail "partition kg: $(cat "$work/out.txt")"
+if [ "${WITH_TORCH:-OFF}" = ON ]; then
+  timeout 300 ${MPIEXEC:-mpiexec} -n 2 "$SHARDGNN" train "$work/kgg-p2" --model rgcn --fanouts 10,5 --hidden 32 --batch 64 --epochs 6 --threads 1 > "$work/out.txt" 2>&1 ||
+    fail "train on the kg generator's graph: $(cat "$work/out.txt")"
+  acc=$(sed -n 's/^test accuracy \([0-9.]*\),.*/\1/p' "$work/out.txt" | tail -1)
+  "$py" -c "import sys; sys.exit(not float('$acc') > 0.5)" || fail "R-GCN on the kg generator's graph: test accuracy '$acc' (chance 0.125): $(cat "$work/out.txt")"
+fi
 echo "typed graphs: ok"

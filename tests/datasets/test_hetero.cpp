@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <numeric>
+
 #include "datasets/dataset.hpp"
 #include "datasets/error.hpp"
 #include "datasets/hetero.hpp"
@@ -83,4 +85,44 @@ TEST_CASE("the hetero generator refuses what it cannot make, in one line", "[het
   o = {};
   o.homophily = 1.5;
   CHECK_THROWS_WITH(generate_hetero(o), Contains("--homophily"));
+}
+
+TEST_CASE("the kg generator's relations shift the class as asked, and only together with the relation tell it", "[hetero]") {
+  KgOptions o;
+  o.entities = 4000;
+  const Dataset a = generate_kg(o);
+  const GraphSchema& s = a.schema;
+  REQUIRE(s.num_types() == 1);
+  REQUIRE(s.relations().size() == 16);
+  CHECK(s.relation_ids());
+  REQUIRE(a.edge_relations.size() == static_cast<std::size_t>(a.graph.num_edges()));
+  CHECK(a.cleaning.symmetric);
+  CHECK(a.train_idx.size() + a.val_idx.size() + a.test_idx.size() == 4000);
+  // Per relation: an edge of r joins class c to c + r with signal + (1 - signal) / classes; its
+  // reverse rev_r (8 + r) the other way; over all relations every shift is as common as any.
+  const int K = o.classes;
+  std::vector<std::vector<std::int64_t>> shift(16, std::vector<std::int64_t>(static_cast<std::size_t>(K), 0));
+  std::vector<std::int64_t> blind(static_cast<std::size_t>(K), 0);
+  const auto [indptr, indices] = rows(a.graph);
+  for (NodeId u = 0; u < 4000; ++u)
+    for (EdgeId e = indptr[static_cast<std::size_t>(u)]; e < indptr[static_cast<std::size_t>(u) + 1]; ++e) {
+      const auto r = static_cast<std::size_t>(a.edge_relations[static_cast<std::size_t>(e)]);
+      const auto d = static_cast<std::size_t>(((a.labels[static_cast<std::size_t>(indices[static_cast<std::size_t>(e)])] - a.labels[static_cast<std::size_t>(u)]) % K + K) % K);
+      ++shift[r][d];
+      ++blind[d];
+    }
+  for (std::size_t r = 0; r < 16; ++r) {
+    const std::int64_t total = std::accumulate(shift[r].begin(), shift[r].end(), std::int64_t{0});
+    const auto want = static_cast<std::size_t>(r < 8 ? r : (K - (r - 8) % K) % K);
+    INFO("relation " << r);
+    CHECK(static_cast<double>(shift[r][want]) / static_cast<double>(total) == Approx(o.signal + (1 - o.signal) / K).margin(0.03));
+  }
+  const std::int64_t all = std::accumulate(blind.begin(), blind.end(), std::int64_t{0});
+  for (const std::int64_t n : blind) CHECK(static_cast<double>(n) / static_cast<double>(all) == Approx(1.0 / K).margin(0.01));
+  // Seeded: the same options give the same graph and ids.
+  const Dataset b = generate_kg(o);
+  CHECK(rows(a.graph) == rows(b.graph));
+  CHECK(std::equal(a.edge_relations.begin(), a.edge_relations.end(), b.edge_relations.begin()));
+  o.signal = 1.5;
+  CHECK_THROWS_WITH(generate_kg(o), Contains("--signal"));
 }
