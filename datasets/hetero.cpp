@@ -30,6 +30,16 @@ std::string fmt(double x) {
   return std::string(buf, std::to_chars(buf, buf + sizeof buf, x).ptr);
 }
 
+// The class-mean features and the random split both generators make, checked alike.
+template <class Fail>
+void check_features_and_split(const Fail& fail, int feature_dim, double separation, double noise, double train, double val) {
+  if (feature_dim < 1) fail("--feature-dim must be at least 1, got " + std::to_string(feature_dim));
+  if (!std::isfinite(separation) || separation < 0) fail("--separation must be a finite number >= 0, got " + fmt(separation));
+  if (!std::isfinite(noise) || noise < 0) fail("--noise must be a finite number >= 0, got " + fmt(noise));
+  if (!(train >= 0 && val >= 0 && train + val <= 1.0 + 1e-9))
+    fail("--train and --val must be fractions summing to at most 1, got " + fmt(train) + " and " + fmt(val));
+}
+
 void check(const HeteroOptions& o) {
   auto fail = [](const std::string& what) { throw InputError("hetero generator: " + what); };
   if (o.papers < 1) fail("--papers must be at least 1, got " + std::to_string(o.papers));
@@ -38,11 +48,7 @@ void check(const HeteroOptions& o) {
   for (const auto& [name, x] : {std::pair{"--cites", o.cites}, {"--authors", o.authors}, {"--topics", o.topics}, {"--affiliations", o.affiliations}})
     if (!std::isfinite(x) || x < 0 || x > 1000) fail(std::string(name) + " must be in [0, 1000], got " + fmt(x));
   if (!std::isfinite(o.homophily) || o.homophily < 0 || o.homophily > 1) fail("--homophily must be in [0, 1], got " + fmt(o.homophily));
-  if (o.feature_dim < 1) fail("--feature-dim must be at least 1, got " + std::to_string(o.feature_dim));
-  if (!std::isfinite(o.separation) || o.separation < 0) fail("--separation must be a finite number >= 0, got " + fmt(o.separation));
-  if (!std::isfinite(o.noise) || o.noise < 0) fail("--noise must be a finite number >= 0, got " + fmt(o.noise));
-  if (!(o.train_fraction >= 0 && o.val_fraction >= 0 && o.train_fraction + o.val_fraction <= 1.0 + 1e-9))
-    fail("--train and --val must be fractions summing to at most 1, got " + fmt(o.train_fraction) + " and " + fmt(o.val_fraction));
+  check_features_and_split(fail, o.feature_dim, o.separation, o.noise, o.train_fraction, o.val_fraction);
   for (const std::string& t : o.featureless)
     if (std::find(std::begin(kTypeNames), std::end(kTypeNames), t) == std::end(kTypeNames))
       fail("--featureless names an unknown type '" + t + "' (paper, author, institute, fos)");
@@ -254,11 +260,7 @@ Dataset generate_kg(const KgOptions& o) {
   if (o.classes < 1 || o.classes > 32767) fail("--classes must be in 1..32767, got " + std::to_string(o.classes));
   if (!std::isfinite(o.degree) || o.degree < 0 || o.degree > 1000) fail("--degree must be in [0, 1000], got " + fmt(o.degree));
   if (!std::isfinite(o.signal) || o.signal < 0 || o.signal > 1) fail("--signal must be in [0, 1], got " + fmt(o.signal));
-  if (o.feature_dim < 1) fail("--feature-dim must be at least 1, got " + std::to_string(o.feature_dim));
-  if (!std::isfinite(o.separation) || o.separation < 0) fail("--separation must be a finite number >= 0, got " + fmt(o.separation));
-  if (!std::isfinite(o.noise) || o.noise < 0) fail("--noise must be a finite number >= 0, got " + fmt(o.noise));
-  if (!(o.train_fraction >= 0 && o.val_fraction >= 0 && o.train_fraction + o.val_fraction <= 1.0 + 1e-9))
-    fail("--train and --val must be fractions summing to at most 1, got " + fmt(o.train_fraction) + " and " + fmt(o.val_fraction));
+  check_features_and_split(fail, o.feature_dim, o.separation, o.noise, o.train_fraction, o.val_fraction);
   const int K = o.classes, R = o.relations;
   const TypeLayout layout{0, o.entities, K, Scatter(o.entities, derive_seed(o.seed, kLayout))};
   std::vector<std::int32_t> cls(static_cast<std::size_t>(o.entities));

@@ -224,6 +224,18 @@ int convert(const std::vector<std::string>& args) {
   return 0;
 }
 
+// The typed generators' class-mean features and random split (of `labelled`), and the memory limit.
+void add_typed_generator_options(po::options_description& o, int& feature_dim, double& separation, double& noise, double& train, double& val,
+                                 const std::string& labelled) {
+  o.add_options()
+      ("feature-dim", bound(feature_dim), "feature width of every type with features")
+      ("separation", bound(separation), "std-dev of the class means, per feature")
+      ("noise", bound(noise), "std-dev of a node's features around its class mean")
+      ("train", bound(train), ("training fraction of the " + labelled).c_str())
+      ("val", bound(val), ("validation fraction of the " + labelled + " (the rest is test)").c_str())
+      ("memory-limit", po::value<std::string>(), kMemoryLimitHelp);
+}
+
 // `data generate hetero`: the options of HeteroOptions, and the graph built through bucket files
 // when the in-memory build would not fit the memory limit.
 int generate_hetero_cmd(const std::vector<std::string>& rest, po::options_description& o, po::variables_map& vm) {
@@ -238,13 +250,8 @@ int generate_hetero_cmd(const std::vector<std::string>& rest, po::options_descri
       ("topics", bound(h.topics), "fields of study drawn per paper")
       ("affiliations", bound(h.affiliations), "institutes drawn per author")
       ("homophily", bound(h.homophily), "probability that a drawn neighbour has the drawing node's class")
-      ("feature-dim", bound(h.feature_dim), "feature width of every type with features")
-      ("featureless", po::value(&featureless), "comma-separated types stored without features (paper, author, institute, fos)")
-      ("separation", bound(h.separation), "std-dev of the class means, per feature")
-      ("noise", bound(h.noise), "std-dev of a node's features around its class mean")
-      ("train", bound(h.train_fraction), "training fraction of the papers")
-      ("val", bound(h.val_fraction), "validation fraction of the papers (the rest is test)")
-      ("memory-limit", po::value<std::string>(), kMemoryLimitHelp);
+      ("featureless", po::value(&featureless), "comma-separated types stored without features (paper, author, institute, fos)");
+  add_typed_generator_options(o, h.feature_dim, h.separation, h.noise, h.train_fraction, h.val_fraction, "papers");
   if (!parse(rest,
              "shardgnn data generate hetero --out <dir> [options]\n\n"
              "A typed graph with IGB-Het's schema: paper, author, institute and fos nodes; cites, written_by,\n"
@@ -285,13 +292,8 @@ int generate_kg_cmd(const std::vector<std::string>& rest, po::options_descriptio
       ("relations", bound(k.relations), "relations between entities (each with its reverse rev_<name>)")
       ("classes", bound(k.classes), "entity classes (the labels)")
       ("degree", bound(k.degree), "edges drawn per entity and relation")
-      ("signal", bound(k.signal), "probability that an edge of relation r joins class c to class (c + r) mod classes (else any entity)")
-      ("feature-dim", bound(k.feature_dim), "feature width")
-      ("separation", bound(k.separation), "std-dev of the class means, per feature")
-      ("noise", bound(k.noise), "std-dev of an entity's features around its class mean")
-      ("train", bound(k.train_fraction), "training fraction of the entities")
-      ("val", bound(k.val_fraction), "validation fraction of the entities (the rest is test)")
-      ("memory-limit", po::value<std::string>(), kMemoryLimitHelp);
+      ("signal", bound(k.signal), "probability that an edge of relation r joins class c to class (c + r) mod classes (else any entity)");
+  add_typed_generator_options(o, k.feature_dim, k.separation, k.noise, k.train_fraction, k.val_fraction, "entities");
   if (!parse(rest,
              "shardgnn data generate kg --out <dir> [options]\n\n"
              "A knowledge graph: one node type, entity, and --relations relations r0, r1, ... between entities,\n"
