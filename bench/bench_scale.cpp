@@ -9,6 +9,7 @@
 // onto P nodes like this one from the steps' rates (Projection says how).
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cmath>
 #include <cstdio>
@@ -65,9 +66,10 @@ std::optional<ScaleOptions> parse_options(const std::vector<std::string>& args) 
              "shardgnn bench scale [options]\n\n"
              "Generates an R-MAT graph, partitions it and trains one epoch, each stage its own process; prints each\n"
              "stage's time and memory, each step's (datasets/step_log.hpp), then the same pipeline projected onto\n"
-             "--project-nodes nodes like this one from the steps' rates: every step grows with the edges; partition\n"
-             "steps divide over the nodes except METIS on the coarsest graph, which runs whole on every rank;\n"
-             "generation is one process; the network and shared storage are not modelled (a lower bound).",
+             "--project-nodes nodes like this one from the steps' rates: every step grows with the edges; metis-ml's\n"
+             "steps and the shard writer divide over the nodes, METIS on the coarsest graph (or a partition that\n"
+             "ran in one process) runs whole on every rank; generation is one process; the network and shared\n"
+             "storage are not modelled (a lower bound).",
              o, {}, vm))
     return std::nullopt;
   ScaleOptions s;
@@ -89,7 +91,7 @@ std::optional<ScaleOptions> parse_options(const std::vector<std::string>& args) 
   s.project_edges = {edges};
   if (vm.count("project-edges")) {
     s.project_edges.push_back(vm["project-edges"].as<double>());
-    if (!(s.project_edges.back() > 0)) throw UsageError("--project-edges must be positive");
+    if (!(std::isfinite(s.project_edges.back()) && s.project_edges.back() > 0)) throw UsageError("--project-edges must be a positive number of edges");
   }
   s.project_nodes = split_int_list(vm["project-nodes"].as<std::string>(), "--project-nodes", 1);
   if (s.parts < 1) throw UsageError("--parts must be at least 1");
@@ -166,12 +168,14 @@ std::vector<StepRow> read_steps(const std::string& stage, const fs::path& base, 
 }
 
 // The pipeline of this run on P nodes like this one, from its steps' measured rates. Every step's
-// work grows with the edges. A partition step that each rank does for its own range of nodes is
-// divided over the ranks (as many a node as here), its memory too, which is a lower bound: a rank
-// also keeps a few arrays over all nodes of a level. METIS on the coarsest graph runs whole on
-// every rank, and that graph grows with the edges (R-MAT's levels stop shrinking at a tenth), so
-// neither its time nor its memory divides. Generation is one process. The interconnect and the
-// shared storage are taken to be as fast per node as this box's memory and disk: not modelled.
+// work grows with the edges. A step of the multilevel partitioner (metis-ml, which spreads its
+// levels over the ranks) and the shard writer are divided over the ranks (as many a node as
+// here), their memory too, which is a lower bound: a rank also keeps a few arrays over all nodes
+// of a level. METIS on the coarsest graph runs whole on every rank, and that graph grows with the
+// edges (R-MAT's coarsening stops once a level shrinks the graph by less than a tenth), so neither
+// its time nor its memory divides; neither does a partition that ran in one process (METIS on the
+// whole graph, the streaming methods). Generation is one process. The interconnect and the shared
+// storage are taken to be as fast per node as this box's memory and disk: not modelled.
 struct Projection {
   int nodes = 0;
   double generate_s = 0, partition_s = 0, train_s = 0, generate_gib = 0, partition_gib_per_node = 0;
@@ -182,13 +186,14 @@ Projection project(const ScaleOptions& s, double edges, const std::vector<StepRo
   const double f = edges / std::ldexp(static_cast<double>(s.edge_factor), s.scale);
   Projection p;
   p.nodes = nodes;
+  const bool multilevel = std::any_of(steps.begin(), steps.end(), [](const StepRow& r) { return r.step.starts_with("metis-ml:"); });
   for (const StepRow& r : steps) {
     if (r.stage == "generate") {
       p.generate_s += r.wall_s * f;
       p.generate_gib = std::max(p.generate_gib, r.anon_peak_mib * f / 1024);
       continue;
     }
-    const bool whole = r.step.find("METIS on the coarsest graph") != std::string::npos;
+    const bool whole = !multilevel || r.step.find("METIS on the coarsest graph") != std::string::npos;
     const double share = whole ? f : f / nodes;
     p.partition_s += r.wall_s * share;
     const double gib = r.anon_peak_mib * share / 1024 * s.partition_ranks;
@@ -288,8 +293,9 @@ int bench_scale_main(const std::vector<std::string>& args) {
     for (std::size_t i = 0; i < s.project_edges.size(); ++i) {
       const double edges = s.project_edges[i];
       std::printf("\nprojected: %.3g edges (%s) on nodes like this one (%.1f GiB), %d partition rank%s a node, from this run's step rates (bench scale\n"
-                  " --help, docs/benchmarks.md): parallel steps divided over the nodes, METIS on the coarsest graph whole on every rank, generation\n"
-                  " one process; the interconnect and shared storage as fast per node as this box's memory and disk (not modelled)\n",
+                  " --help, docs/benchmarks.md): metis-ml's steps and the shard writer divided over the nodes, METIS on the coarsest graph (or a\n"
+                  " partition in one process) whole on every rank, generation one process; the interconnect and shared storage as fast per node\n"
+                  " as this box's memory and disk (not modelled)\n",
                   edges, i == 0 ? "this graph" : "--project-edges", node_gib, s.partition_ranks, s.partition_ranks == 1 ? "" : "s");
       std::printf("%6s %11s %12s %13s %14s %13s %14s  %s\n", "nodes", "generate s", "partition s", "gen+part min", "train epoch s", "generate GiB", "part GiB/node",
                   "largest partition step");

@@ -248,6 +248,7 @@ ExternalCsr build_csr_external(std::int64_t num_nodes, std::int64_t expected_edg
     auto stage = [&](std::int64_t row, std::int64_t key) {
       const auto b = static_cast<std::size_t>(row / rows_per_bucket);
       auto& buf = buffers[b];
+      assert(static_cast<std::uint64_t>(key) <= key_mask);  // readers check ids against n first
       buf.push_back(static_cast<std::uint64_t>(row - static_cast<std::int64_t>(b) * rows_per_bucket) << key_bits | static_cast<std::uint64_t>(key));
       if (buf.size() >= per_buffer) {
         write_all(files[b].get(), buf.data(), buf.size() * sizeof(BucketEntry), bucket_path(static_cast<std::int64_t>(b), "bucket"));

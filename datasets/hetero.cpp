@@ -253,7 +253,7 @@ Dataset generate_hetero(const HeteroOptions& o, const std::string& scratch, std:
 
 double kg_expected_draws(const KgOptions& o) { return static_cast<double>(o.entities) * o.relations * o.degree; }
 
-Dataset generate_kg(const KgOptions& o) {
+void check_kg(const KgOptions& o) {
   auto fail = [](const std::string& what) { throw InputError("kg generator: " + what); };
   if (o.entities < 1 || o.entities > (std::int64_t{1} << 40)) fail("--entities must be in 1..2^40, got " + std::to_string(o.entities));
   if (o.relations < 1 || o.relations > 16383) fail("--relations must be in 1..16383, got " + std::to_string(o.relations));
@@ -261,6 +261,10 @@ Dataset generate_kg(const KgOptions& o) {
   if (!std::isfinite(o.degree) || o.degree < 0 || o.degree > 1000) fail("--degree must be in [0, 1000], got " + fmt(o.degree));
   if (!std::isfinite(o.signal) || o.signal < 0 || o.signal > 1) fail("--signal must be in [0, 1], got " + fmt(o.signal));
   check_features_and_split(fail, o.feature_dim, o.separation, o.noise, o.train_fraction, o.val_fraction);
+}
+
+Dataset generate_kg(const KgOptions& o) {
+  check_kg(o);
   const int K = o.classes, R = o.relations;
   const TypeLayout layout{0, o.entities, K, Scatter(o.entities, derive_seed(o.seed, kLayout))};
   std::vector<std::int32_t> cls(static_cast<std::size_t>(o.entities));

@@ -69,6 +69,8 @@ struct KgOptions {
 
 // The generated graph, built in memory (build_csr with relation ids).
 Dataset generate_kg(const KgOptions& options);
+// generate_kg's refusal of options it cannot make (one InputError), without the work.
+void check_kg(const KgOptions& options);
 // Edges the generator draws (before symmetrising): sizes the in-memory check.
 double kg_expected_draws(const KgOptions& options);
 

@@ -313,11 +313,15 @@ int generate_kg_cmd(const std::vector<std::string>& rest, po::options_descriptio
   const FeatureDtype features_as = feature_dtype_option(vm);
   const auto t0 = Clock::now();
   const CleanOptions c{true, true, true};
-  // Four more bytes an edge for its relation than build_csr's unweighted estimate.
-  const double draws = kg_expected_draws(k);
-  if (build_on_disk(in_memory_build_bytes(draws, c) + 4 * draws * 3, memory_limit_option(vm)))
-    throw InputError("kg generator: " + std::to_string(k.entities) + " entities with " + std::to_string(k.relations) +
-                     " relations do not fit the memory limit, and this generator builds in memory");
+  check_kg(k);
+  // Four more bytes an edge and entry for its relation than build_csr's unweighted estimate.
+  const double draws = kg_expected_draws(k), bytes = in_memory_build_bytes(draws, c) + 4 * draws * 3;
+  if (const std::uint64_t limit = memory_limit_option(vm); bytes > static_cast<double>(limit)) {
+    char what[160];
+    std::snprintf(what, sizeof what, "building in memory would take about %.1f GiB, over the %.1f GiB memory limit (this generator has no on-disk build)",
+                  bytes / (1 << 30), static_cast<double>(limit) / (1 << 30));
+    throw InputError(std::string("kg generator: ") + what);
+  }
   const Dataset ds = generate_kg(k);
   save_and_report(ds, out, vm.count("force") > 0, c, seconds_since(t0), features_as);
   return 0;

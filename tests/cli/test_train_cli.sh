@@ -256,7 +256,7 @@ timeout 180 "$SHARDGNN" bench scale --scale 15 --edge-factor 8 --parts 2 --metho
 grep -qE "^projected: 2.62e\+05 edges \(this graph\) on nodes like this one" "$work/out.txt" && grep -qE "^projected: 1.05e\+06 edges \(--project-edges\) on nodes like this one" "$work/out.txt" && grep -qE "^ +4 +[0-9]+ +[0-9]+ +[0-9.]+ +[0-9]+ +[0-9.]+ +[0-9.]+  metis-ml: " "$work/out.txt" ||
   fail "bench scale: no projection: $(cat "$work/out.txt")"
 "$py" - "$work/scale2.json" <<'PY' || fail "bench scale's steps: $(cat "$work/out.txt")"
-import json, sys
+import json, os, sys
 steps = json.load(open(sys.argv[1]))["steps"]
 names = [(s["stage"], s["step"]) for s in steps]
 for want in [("generate", "build: entries to bucket files"), ("generate", "build: buckets sorted into rows"), ("generate", "build: CSR files written"),
@@ -269,22 +269,28 @@ assert by[("generate", "build: entries to bucket files")]["wchar"] > 0 and by[("
 assert all(s["ranks"] == (2 if s["stage"] == "partition" else 1) and s["anon_peak_mib"] > 0 and s["wall_s"] >= 0 for s in steps), steps
 # The projection is the steps' sums: generation 4x (one process), partition steps 4x over the
 # nodes but METIS on the coarsest graph 4x on each, memory per node the ranks' peaks.
-projections = json.load(open(sys.argv[1]))["projections"]
+run = json.load(open(sys.argv[1]))
+projections = run["projections"]
 assert [p["edges"] for p in projections] == [8 << 15, 4 * 8 << 15], projections
-proj = projections[1]
-assert [r["nodes"] for r in proj["rows"]] == [1, 2, 4], proj
 close = lambda a, b: abs(a - b) <= 1e-9 * max(1.0, abs(b))
 gen = sum(s["wall_s"] for s in steps if s["stage"] == "generate")
+gen_gib = max(s["anon_peak_mib"] for s in steps if s["stage"] == "generate") / 1024
 whole = sum(s["wall_s"] for s in steps if "METIS on the coarsest graph" in s["step"])
 split = sum(s["wall_s"] for s in steps if s["stage"] == "partition") - whole
-for r in proj["rows"]:
-    assert close(r["generate_s"], 4 * gen) and close(r["partition_s"], 4 * whole + 4 * split / r["nodes"]), (r, gen, whole, split)
-    mem = (0.0, "")
-    for s in steps:
-        if s["stage"] == "partition":
-            gib = s["anon_peak_mib"] * 4 * (1 if "METIS on the coarsest graph" in s["step"] else 1 / r["nodes"]) * 2 / 1024
-            mem = (gib, s["step"]) if gib > mem[0] else mem
-    assert close(r["partition_gib_per_node"], mem[0]) and r["largest_step"] == mem[1], (r, mem)
+epoch = run["epochs"][0]["epoch_s"]
+node_gib = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGESIZE") / 2**30
+for f, proj in zip([1, 4], projections):
+    assert [r["nodes"] for r in proj["rows"]] == [1, 2, 4], proj
+    for r in proj["rows"]:
+        assert close(r["generate_s"], f * gen) and close(r["partition_s"], f * whole + f * split / r["nodes"]), (r, gen, whole, split)
+        assert close(r["train_epoch_s"], f * epoch / r["nodes"]) and close(r["generate_gib"], f * gen_gib), (r, epoch, gen_gib)
+        mem = (0.0, "")
+        for s in steps:
+            if s["stage"] == "partition":
+                gib = s["anon_peak_mib"] * f * (1 if "METIS on the coarsest graph" in s["step"] else 1 / r["nodes"]) * 2 / 1024
+                mem = (gib, s["step"]) if gib > mem[0] else mem
+        assert close(r["partition_gib_per_node"], mem[0]) and r["largest_step"] == mem[1], (r, mem)
+        assert r["fits"] == (mem[0] <= node_gib and f * gen_gib <= node_gib), r
 PY
 # bench train: one rank on the graph, two on its partition by the method asked for, a row each.
 timeout 180 "$SHARDGNN" bench train --nodes 3000 --avg-degree 10 --feature-dim 8 --ranks 1,2 --method metis-ml --fanouts 5,5 --batch 64 --hidden 16 \

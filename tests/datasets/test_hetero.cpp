@@ -96,7 +96,6 @@ TEST_CASE("the kg generator's relations shift the class as asked, and only toget
   REQUIRE(s.relations().size() == 16);
   CHECK(s.relation_ids());
   REQUIRE(a.edge_relations.size() == static_cast<std::size_t>(a.graph.num_edges()));
-  CHECK(a.cleaning.symmetric);
   CHECK(a.train_idx.size() + a.val_idx.size() + a.test_idx.size() == 4000);
   // Per relation: an edge of r joins class c to c + r with signal + (1 - signal) / classes; its
   // reverse rev_r (8 + r) the other way; over all relations every shift is as common as any.

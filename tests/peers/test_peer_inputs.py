@@ -241,8 +241,10 @@ def run(exe, samples, work):
     refuses("dgl_rgat.py", cora, "a graph of one node type", "meta.json", "not a typed graph")
     refuses("dgl_link.py", cora, "a graph without an edge split", "meta.json", "no edge_split")
     def misfiled(m):
+        # A mentions entry (paper to paper) relabelled as a relation between other types.
         ids = np.load(f"{work}/kg-misfiled/edge_relations.npy")
-        ids[np.flatnonzero(ids == m["relations"].index(next(r for r in m["relations"] if r["name"] == "mentions")))[0]] = 0
+        other = next(i for i, r in enumerate(m["relations"]) if (r["src"], r["dst"]) != ("paper", "paper"))
+        ids[np.flatnonzero(ids == next(i for i, r in enumerate(m["relations"]) if r["name"] == "mentions"))[0]] = other
         np.save(f"{work}/kg-misfiled/edge_relations.npy", ids)
     refuses("dgl_rgat.py", rewrite(kg, f"{work}/kg-misfiled", meta_edit=misfiled), "a relation id whose end types disagree", "edge_relations.npy", "but the entry joins")
     refuses("dgl_rgat.py", rewrite(kg, f"{work}/kg-v4", 4), "relation ids in a version 4 folder", "meta.json", "relation_ids: true in a version 4 folder")
