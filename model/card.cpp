@@ -64,7 +64,7 @@ ModelCard card_from_json(const json::value& v, const std::string& path) {
     c.task = json_string(task, "kind");
     if (c.task != "classes" && c.task != "label-sets" && c.task != "link") throw InputError("key 'task.kind': expected classes, label-sets or link, got " + quote_token(c.task));
     if (task.contains("scorer")) c.scorer = json_string(task, "scorer");
-    if (c.task == "link" && c.scorer != "dot" && c.scorer != "mlp") throw InputError("key 'task.scorer': expected dot or mlp");
+    if (c.task == "link" && c.scorer != "dot" && c.scorer != "mlp" && c.scorer != "distmult") throw InputError("key 'task.scorer': expected dot, mlp or distmult");
     const json::object& features = json_object(o, "features");
     c.feature_dtype = json_string(features, "dtype");
     // Cards from before it was recorded: the features as stored.

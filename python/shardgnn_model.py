@@ -252,11 +252,21 @@ class RelGATConv(nn.Module):
 
 
 class PairScorer(nn.Module):
-    """A link model's MLP scorer over h_u * h_v (loaded with the weights; the rows are the output)."""
+    """A link model's MLP scorer over h_u * h_v, or DistMult's diagonal per relation (loaded with the
+    weights; the rows are the output, and score(hu, hv) scores pairs as training did)."""
 
-    def __init__(self, width):
+    def __init__(self, width, kind="mlp"):
         super().__init__()
-        self.fc1, self.fc2 = nn.Linear(width, width), nn.Linear(width, 1)
+        self.kind = kind
+        if kind == "mlp":
+            self.fc1, self.fc2 = nn.Linear(width, width), nn.Linear(width, 1)
+        else:
+            self.relation = nn.Parameter(torch.ones(1, width))
+
+    def score(self, hu, hv):
+        if self.kind == "mlp":
+            return self.fc2(torch.relu(self.fc1(hu * hv))).squeeze(1)
+        return (hu * self.relation[0] * hv).sum(1)
 
 
 def make_layer(spec, in_feats, relations):
@@ -322,8 +332,8 @@ class Gnn(nn.Module):
             self.heads_n = head["layers"]
             for i in range(head["layers"]):
                 self.add_module(f"head{i}", nn.Linear(rw if i == 0 else head["width"], card["out"] if i + 1 == head["layers"] else head["width"]))
-        if card.get("task", {}).get("scorer") == "mlp":
-            self.scorer = PairScorer(card["out"])
+        if card.get("task", {}).get("scorer") in ("mlp", "distmult"):
+            self.scorer = PairScorer(card["out"], card["task"]["scorer"])
 
     @classmethod
     def from_weights(cls, path):

@@ -135,8 +135,9 @@ std::unique_ptr<Task> make_predict_task(TaskKind kind, const Gnn& gnn) {
   LinkConfig lc;
   const auto children = gnn->named_children();
   if (!children.contains("scorer")) return std::make_unique<LinkPrediction>(out, lc);  // the dot product
-  lc.mlp_scorer = true;
-  return std::make_unique<LinkPrediction>(out, lc, PairScorer(std::dynamic_pointer_cast<PairScorerImpl>(children["scorer"])));
+  PairScorer scorer(std::dynamic_pointer_cast<PairScorerImpl>(children["scorer"]));
+  lc.scorer = scorer->kind();
+  return std::make_unique<LinkPrediction>(out, lc, std::move(scorer));
 }
 
 }  // namespace

@@ -127,9 +127,9 @@ po::options_description train_options(TrainConfig& tc, SamplerConfig& sc, ExtraO
         "or link (link prediction on a dataset split by data split-edges; --batch counts edges). " + task_defaults_text()).c_str())
       ("negatives", bound(tc.link.negatives), "link: corrupted destinations drawn per training edge (uniform over the nodes)")
       ("scorer", po::value<std::string>()->notifier([&tc](const std::string& v) {
-         if (v != "dot" && v != "mlp") throw UsageError("unknown --scorer '" + v + "', expected dot or mlp");
-         tc.link.mlp_scorer = v == "mlp";
-       })->default_value("dot"), "link: dot (h_u . h_v) or mlp (a two-layer MLP over h_u * h_v)")
+         if (v != "dot" && v != "mlp" && v != "distmult") throw UsageError("unknown --scorer '" + v + "', expected dot, mlp or distmult");
+         tc.link.scorer = parse_scorer(v);
+       })->default_value("dot"), "link: dot (h_u . h_v), mlp (a two-layer MLP over h_u * h_v) or distmult (h_u . diag(r) h_v with r learnt)")
       ("select", po::value<std::string>()->notifier([&tc](const std::string& v) {
          if (v != "auc" && v != "mrr") throw UsageError("unknown --select '" + v + "', expected auc or mrr");
          tc.link.select_mrr = v == "mrr";

@@ -774,7 +774,7 @@ Gnn load_legacy_weights(const std::string& path, const std::map<std::string, tor
   mc.hidden = static_cast<int>(hidden);
   Gnn model(GnnOptions(mc, in, out, layers));
   // A link-prediction model's MLP pair scorer (its weights saved with the layers').
-  if (has("scorer.fc1.weight")) model->register_module("scorer", PairScorer(out, /*mlp=*/true));
+  if (has("scorer.fc1.weight")) model->register_module("scorer", PairScorer(out, ScorerKind::kMlp));
   // Every parameter the widths imply must be there with its shape, and nothing else may be.
   fill_model(model, w, path, "a " + model_name(mc.kind) + " of " + std::to_string(layers) + " layers", device);
   return model;
@@ -786,8 +786,8 @@ Gnn model_from_card(const ModelCard& card, const std::string& card_file) {
   GnnOptions o(card.spec, card.in, card.out);
   o.schema(card.schema).precision(card.precision).spec_file(card_file);
   Gnn model(o);
-  // A link model's MLP pair scorer trains and is saved with the layers.
-  if (card.task == "link" && card.scorer == "mlp") model->register_module("scorer", PairScorer(card.out, /*mlp=*/true));
+  // A link model's MLP or DistMult pair scorer trains and is saved with the layers.
+  if (card.task == "link" && card.scorer != "dot") model->register_module("scorer", PairScorer(card.out, parse_scorer(card.scorer)));
   return model;
 }
 

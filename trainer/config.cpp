@@ -20,6 +20,7 @@ constexpr EnumName<OptimizerKind> kOptimizers[] = {{OptimizerKind::kAdam, "adam"
 constexpr EnumName<LrSchedule> kLrSchedules[] = {{LrSchedule::kNone, "none"}, {LrSchedule::kStep, "step"}, {LrSchedule::kCosine, "cosine"}};
 constexpr EnumName<EvalMode> kEvalModes[] = {{EvalMode::kSampled, "sampled"}, {EvalMode::kFull, "full"}};
 constexpr EnumName<TaskKind> kTasks[] = {{TaskKind::kAuto, "auto"}, {TaskKind::kClasses, "classes"}, {TaskKind::kLabelSets, "label-sets"}, {TaskKind::kLink, "link"}};
+constexpr EnumName<ScorerKind> kScorers[] = {{ScorerKind::kDot, "dot"}, {ScorerKind::kMlp, "mlp"}, {ScorerKind::kDistMult, "distmult"}};
 constexpr EnumName<SparseOptimizer> kSparseOptimizers[] = {{SparseOptimizer::kAdam, "adam"}, {SparseOptimizer::kAdagrad, "adagrad"}};
 }  // namespace
 
@@ -37,6 +38,8 @@ LrSchedule parse_lr_schedule(const std::string& name) { return parse_enum(kLrSch
 std::string lr_schedule_name(LrSchedule s) { return enum_name(kLrSchedules, s); }
 TaskKind parse_task(const std::string& name) { return parse_enum(kTasks, name, "--task"); }
 std::string task_name(TaskKind t) { return enum_name(kTasks, t); }
+ScorerKind parse_scorer(const std::string& name) { return parse_enum(kScorers, name, "--scorer"); }
+std::string scorer_name(ScorerKind s) { return enum_name(kScorers, s); }
 EvalMode parse_eval_mode(const std::string& name) { return parse_enum(kEvalModes, name, "--eval"); }
 std::string eval_mode_name(EvalMode m) { return enum_name(kEvalModes, m); }
 SparseOptimizer parse_sparse_optimizer(const std::string& name) { return parse_enum(kSparseOptimizers, name, "--embedding-optimizer"); }

@@ -19,6 +19,8 @@ enum class LrSchedule {
 // What the labels are read as: auto follows the data (label_bits.npy: label sets, labels.npy:
 // classes); the others say what the user expects, and a dataset that differs is refused.
 enum class TaskKind { kAuto, kClasses, kLabelSets, kLink };
+// How link prediction scores a pair from its two embeddings (PairScorerImpl).
+enum class ScorerKind { kDot, kMlp, kDistMult };
 
 enum class EvalMode {
   kSampled,  // per-epoch validation through the sampler (same fanouts as training)
@@ -87,7 +89,7 @@ struct LeverConfig {
 // corrupted destinations; pairs are scored from their endpoints' embeddings.
 struct LinkConfig {
   int negatives = 1;             // per positive
-  bool mlp_scorer = false;       // an MLP over h_u * h_v, else their dot product
+  ScorerKind scorer = ScorerKind::kDot;  // how a pair's two embeddings make its score
   bool select_mrr = false;       // validation MRR picks the best model, else AUC
   std::int64_t hits_k = 50;      // Hits@K with the ranking negatives
   std::int64_t embedding_dim = 0;  // the last layer's width (0: --hidden)
@@ -151,6 +153,8 @@ LrSchedule parse_lr_schedule(const std::string& name);
 std::string lr_schedule_name(LrSchedule s);
 TaskKind parse_task(const std::string& name);
 std::string task_name(TaskKind t);
+ScorerKind parse_scorer(const std::string& name);
+std::string scorer_name(ScorerKind s);
 EvalMode parse_eval_mode(const std::string& name);
 std::string eval_mode_name(EvalMode m);
 SparseOptimizer parse_sparse_optimizer(const std::string& name);

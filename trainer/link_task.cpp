@@ -13,19 +13,23 @@
 
 namespace shardgnn {
 
-PairScorerImpl::PairScorerImpl(std::int64_t width, bool mlp) {
-  if (!mlp) return;
+PairScorerImpl::PairScorerImpl(std::int64_t width, ScorerKind kind, std::int64_t relations) {
+  if (kind == ScorerKind::kDistMult) relation = register_parameter("relation", torch::ones({relations, width}));
+  if (kind != ScorerKind::kMlp) return;
   fc1 = register_module("fc1", torch::nn::Linear(width, width));
   fc2 = register_module("fc2", torch::nn::Linear(width, 1));
 }
 
 torch::Tensor PairScorerImpl::forward(const torch::Tensor& hu, const torch::Tensor& hv) {
-  const torch::Tensor h = hu * hv;
-  if (!mlp()) return h.sum(1);
-  return fc2->forward(torch::relu(fc1->forward(h))).squeeze(1);
+  switch (kind()) {
+    case ScorerKind::kDot: return (hu * hv).sum(1);
+    case ScorerKind::kDistMult: return (hu * relation[0] * hv).sum(1);
+    case ScorerKind::kMlp: break;
+  }
+  return fc2->forward(torch::relu(fc1->forward(hu * hv))).squeeze(1);
 }
 
-LinkPrediction::LinkPrediction(std::int64_t width, const LinkConfig& config) : width_(width), config_(config), scorer_(width, config.mlp_scorer) {}
+LinkPrediction::LinkPrediction(std::int64_t width, const LinkConfig& config) : width_(width), config_(config), scorer_(width, config.scorer) {}
 LinkPrediction::LinkPrediction(std::int64_t width, const LinkConfig& config, PairScorer scorer) : width_(width), config_(config), scorer_(std::move(scorer)) {}
 
 void LinkPrediction::do_check(const Shard& shard, const std::string& dataset) const {

@@ -177,15 +177,19 @@ class MultiLabelClassification final : public Task {
   std::int64_t labels_;
 };
 
-// Scores node pairs from their endpoints' rows [n, D]: the dot product, or (mlp) a two-layer
+// Scores node pairs from their endpoints' rows [n, D]: the dot product; (mlp) a two-layer
 // perceptron over their elementwise product, D -> D -> 1 with a ReLU between (PyG's and DGL's
-// link-prediction examples' MLP predictor). Returns logits [n].
+// link-prediction examples' MLP predictor); or (distmult) sum_d h_u[d] r[d] h_v[d] with a learnt
+// diagonal r per relation (Yang et al. 2015; R-GCN's link-prediction decoder), `relation` [R, D]
+// holding one row for an untyped graph's one relation, starting at ones (the dot product).
+// Returns logits [n].
 class PairScorerImpl : public torch::nn::Module {
  public:
-  PairScorerImpl(std::int64_t width, bool mlp);
+  PairScorerImpl(std::int64_t width, ScorerKind kind, std::int64_t relations = 1);
   torch::Tensor forward(const torch::Tensor& hu, const torch::Tensor& hv);
-  bool mlp() const noexcept { return !fc1.is_empty(); }
+  ScorerKind kind() const noexcept { return !fc1.is_empty() ? ScorerKind::kMlp : relation.defined() ? ScorerKind::kDistMult : ScorerKind::kDot; }
   torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+  torch::Tensor relation;
 };
 TORCH_MODULE(PairScorer);
 

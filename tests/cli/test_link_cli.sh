@@ -70,6 +70,24 @@ above "$(auc "$work/mlp.jsonl")" 0.8 || fail "GraphSAGE + MLP scorer on Cora: te
   --metrics "$work/mlp-b.jsonl" -q > /dev/null 2>&1 || fail "sage + mlp, 2 epochs, again"
 [ "$(auc "$work/mlp-a.jsonl")" = "$(auc "$work/mlp-b.jsonl")" ] || fail "the MLP scorer's run twice: test AUC $(auc "$work/mlp-a.jsonl") then $(auc "$work/mlp-b.jsonl")"
 
+# DistMult (a learnt diagonal between the two embeddings): GAE's encoder at 1 rank and over 2
+# ranks, the card says so, the diagonal moved from its start (ones), and predict on the 2-rank
+# run (its weights loaded with the diagonal, every parameter checked) scores as training did.
+"$SHARDGNN" train "$work/cl" "${gae[@]}" --epochs 30 --scorer distmult --metrics "$work/dm1.jsonl" --weights "$work/dm.pt" -q > "$work/out.txt" 2>&1 ||
+  fail "distmult: $(tail -3 "$work/out.txt")"
+above "$(auc "$work/dm1.jsonl")" 0.85 || fail "GCN + DistMult on Cora: test AUC $(auc "$work/dm1.jsonl")"
+"$py" -c 'import json, sys; c = json.load(open(sys.argv[1])); assert c["task"] == {"kind": "link", "scorer": "distmult", "outputs": 16}, c["task"]' "$work/dm.model.json" ||
+  fail "the DistMult model's card: $(cat "$work/dm.model.json")"
+timeout 300 "$MPIEXEC" -n 2 "$SHARDGNN" train "$work/cl-2" "${gae[@]}" --epochs 30 --scorer distmult --run-dir "$work/dm2" -q > "$work/out.txt" 2>&1 ||
+  fail "distmult, 2 ranks: $(tail -3 "$work/out.txt")"
+above "$(auc "$work/dm2/metrics.jsonl")" 0.85 || fail "GCN + DistMult on Cora, 2 ranks: test AUC $(auc "$work/dm2/metrics.jsonl")"
+# The diagonal starts at ones, where DistMult is the dot product and this run would be GAE's above
+# to the last bit: a different score says it trained.
+[ "$(auc "$work/dm1.jsonl")" != "$a1" ] || fail "DistMult scored as the dot product ($a1): its diagonal never trained"
+"$SHARDGNN" predict "$work/dm2" "$work/cl-2" --out "$work/dmpred" > "$work/out.txt" 2>&1 || fail "predict distmult: $(tail -3 "$work/out.txt")"
+want=$("$py" -c "import json, sys; r = json.loads(open(sys.argv[1]).read().splitlines()[-1])['result']['full']; print('test AUC %.4f, AP %.4f' % (r['auc'], r['ap']))" "$work/dm2/metrics.jsonl")
+grep -qF "$want" "$work/out.txt" || fail "predict scored the DistMult run otherwise than training ($want): $(cat "$work/out.txt")"
+
 # Stopped during step 3 of epoch 2, resumed: the uninterrupted run's weights, byte for byte.
 short=("${gae[@]}" --epochs 3 --select mrr)
 "$SHARDGNN" train "$work/cl" "${short[@]}" --run-dir "$work/whole" -q > /dev/null 2>&1 || fail "the uninterrupted short run"
@@ -126,6 +144,6 @@ expect_error "has no held-out edges; split it first (shardgnn data split-edges" 
 expect_error "--select mrr: dataset 'er' has no ranking negatives" "$work/er-split" --task link --select mrr --epochs 1
 expect_error "--task link trains edges: --seed-sampling class-balanced or global and --personalize are node tasks' options" "$work/cl" --task link --seed-sampling class-balanced --epochs 1
 expect_error "--task link trains edges: --seed-sampling class-balanced or global and --personalize are node tasks' options" "$work/cl" --task link --seed-sampling global --epochs 1
-expect_error "unknown --scorer 'cosine', expected dot or mlp" "$work/cl" --task link --scorer cosine
+expect_error "unknown --scorer 'cosine', expected dot, mlp or distmult" "$work/cl" --task link --scorer cosine
 expect_error "unknown --exclude 'self', expected reverse or none" "$work/cl" --task link --exclude self
 echo "link CLI OK"

@@ -2,7 +2,8 @@
 # python/shardgnn_model.py against `shardgnn predict`: on Cora for GraphSAGE, GCN, GAT and the
 # declared examples (GIN with jumping knowledge, GATv2, GraphSAGE with batch norm and residuals),
 # and on the hetero generator for R-GCN, R-GAT and a mixed typed spec (R-GCN and R-GAT again with
-# relation ids: two relations between papers), the module's hidden rows
+# relation ids: two relations between papers), and for link models' MLP and DistMult scorers (their
+# scores of predict's embeddings give predict's test AUC), the module's hidden rows
 # equal predict's within 1e-5 (relative to the value, at least 1e-5 absolute) and its classes are
 # predict's. A weights file from before cards still loads; weights that are not the card's are
 # refused. Needs $PYTHON with torch (the PyPI torch stage of scripts/test.sh).
@@ -69,6 +70,36 @@ mkdir "$work/het-igbh/processed/paper__mentions__paper"
 "$SHARDGNN" data convert "$work/het-igbh" --split random:0.6,0.2 --out "$work/kg" > /dev/null
 check rgcn-kg kg 5,5 2 --model rgcn --hidden 16 --bases 2
 check rgat-kg kg 5,5 2 --model rgat --hidden 16 --heads 2
+
+# Link prediction with the MLP and DistMult scorers: the module loads the scorer with the weights,
+# and its scores of predict's embeddings give the test AUC predict printed.
+"$SHARDGNN" data split-edges "$work/cora" --seed 0 --out "$work/cl" > /dev/null
+for scorer in mlp distmult; do
+  timeout 300 "$SHARDGNN" train "$work/cl" --task link --model gcn --hidden 32 --embedding-dim 16 --fanouts -1,-1 --batch 256 --epochs 5 --scorer "$scorer" \
+    --run-dir "$work/link-$scorer" -q > "$work/out.txt" 2>&1 || fail "link $scorer training: $(tail -3 "$work/out.txt")"
+  timeout 120 "$SHARDGNN" predict "$work/link-$scorer" "$work/cl" --out "$work/link-$scorer-pred" > "$work/out.txt" 2>&1 || fail "link $scorer predict: $(cat "$work/out.txt")"
+  auc=$(sed -n 's/.*, test AUC \([0-9.]*\), .*/\1/p' "$work/out.txt")
+  PYTHONPATH="$MODULE_DIR" "$PYTHON" - "$work/link-$scorer" "$work/cl" "$auc" "$scorer" <<'PY' || fail "the module's $scorer scorer differs from predict's"
+import sys
+import numpy as np
+import torch
+import shardgnn_model
+run, data, want, kind = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+model = shardgnn_model.Gnn.from_weights(run + "/weights.pt")
+assert model.scorer.kind == kind, model.scorer.kind
+if kind == "distmult":
+    assert model.scorer.relation.shape == (1, 16) and (model.scorer.relation - 1).abs().max() > 1e-4, model.scorer.relation
+h = torch.from_numpy(np.load(run + "-pred/predictions.npy"))
+def scores(name):
+    p = torch.from_numpy(np.load(f"{data}/{name}.npy").astype(np.int64))
+    with torch.no_grad():
+        return model.scorer.score(h[p[:, 0]], h[p[:, 1]]).numpy()
+pos, neg = scores("test_pos_edges"), scores("test_neg_edges")
+auc = ((pos[:, None] > neg[None, :]).mean() + 0.5 * (pos[:, None] == neg[None, :]).mean())
+print(f"{kind}: the module's test AUC {auc:.4f}, predict's {want:.4f}")
+assert abs(auc - want) <= 1e-4, (auc, want)
+PY
+done
 
 # A weights file from before cards: the module reads it off its names.
 rm "$work/sage/model.json"

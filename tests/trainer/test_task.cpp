@@ -165,7 +165,7 @@ TEST_CASE("link prediction: binary cross-entropy over the batch's pairs, scored 
   torch::NoGradGuard no_grad;
   CHECK(task.train_stat_sum(rows_, t).item<std::int64_t>() == 2);  // 2 > 0 right, 0 <= 0 right
   // The MLP scorer's weights are the task's modules, for the trainer to register in the model.
-  lc.mlp_scorer = true;
+  lc.scorer = ScorerKind::kMlp;
   const LinkPrediction mlp(2, lc);
   const auto modules = mlp.modules();
   REQUIRE(modules.size() == 1);
