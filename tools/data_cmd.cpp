@@ -224,6 +224,15 @@ int convert(const std::vector<std::string>& args) {
   return 0;
 }
 
+// A generator's --out: required, and checked before the work rather than after (an existing
+// folder only with --force).
+std::string required_out(const po::variables_map& vm) {
+  if (!vm.count("out")) throw UsageError("missing --out");
+  const std::string out = vm["out"].as<std::string>();
+  check_output_dir(out, vm.count("force") > 0);
+  return out;
+}
+
 // The typed generators' class-mean features and random split (of `labelled`), and the memory limit.
 void add_typed_generator_options(po::options_description& o, int& feature_dim, double& separation, double& noise, double& train, double& val,
                                  const std::string& labelled) {
@@ -263,9 +272,7 @@ int generate_hetero_cmd(const std::vector<std::string>& rest, po::options_descri
              "where the same model on features alone (fanouts 0,0) reaches 0.20 (docs/results/hetero.md).",
              o, {}, vm))
     return 0;
-  if (!vm.count("out")) throw UsageError("missing --out");
-  const std::string out = vm["out"].as<std::string>();
-  check_output_dir(out, vm.count("force") > 0);  // before the work, not after
+  const std::string out = required_out(vm);
   const FeatureDtype features_as = feature_dtype_option(vm);
   if (!featureless.empty()) boost::algorithm::split(h.featureless, featureless, boost::algorithm::is_any_of(","));
   const auto t0 = Clock::now();
@@ -307,9 +314,7 @@ int generate_kg_cmd(const std::vector<std::string>& rest, po::options_descriptio
              "A lower --signal makes it harder.",
              o, {}, vm))
     return 0;
-  if (!vm.count("out")) throw UsageError("missing --out");
-  const std::string out = vm["out"].as<std::string>();
-  check_output_dir(out, vm.count("force") > 0);  // before the work, not after
+  const std::string out = required_out(vm);
   const FeatureDtype features_as = feature_dtype_option(vm);
   const auto t0 = Clock::now();
   const CleanOptions c{true, true, true};
@@ -423,9 +428,7 @@ int generate(const std::vector<std::string>& args) {
       ("labels-per-node", bound(s.labels_per_node), "with --multilabel: the labels of each block's profile")
       ("memory-limit", po::value<std::string>(), kMemoryLimitHelp);
   if (!parse(rest, "shardgnn data generate sbm --out <dir> [options]", o, {}, vm)) return 0;
-  if (!vm.count("out")) throw UsageError("missing --out");
-  const std::string out = vm["out"].as<std::string>();
-  check_output_dir(out, vm.count("force") > 0);  // before the work, not after
+  const std::string out = required_out(vm);
   const FeatureDtype features_as = feature_dtype_option(vm);
   s.feature_dtype = features_as;
   const auto t0 = Clock::now();
