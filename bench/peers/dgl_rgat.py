@@ -131,6 +131,7 @@ def main():
             self.drop = nn.Dropout(a.dropout)
 
         def forward(self, blocks, input_nodes):
+            input_nodes = by_type(input_nodes)
             h = {t: (self.enc[t](feats[t][ids]) if t in self.enc else self.emb[t](ids)) for t, ids in input_nodes.items()}
             for l, (conv, block) in enumerate(zip(self.convs, blocks)):
                 h = {t: self.drop(x) for t, x in h.items()}
@@ -148,6 +149,10 @@ def main():
                 h = out
             return h[target_type]
 
+    def by_type(ids):
+        # DGL hands a graph of one node type (a knowledge graph's entities) its ids bare, not by type.
+        return ids if isinstance(ids, dict) else {target_type: ids}
+
     model = RGAT()
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
     sampler = dgl.dataloading.NeighborSampler(fanouts)
@@ -159,7 +164,7 @@ def main():
         model.train()
         t0 = time.perf_counter()
         for input_nodes, output_nodes, blocks in loader:
-            loss = F.cross_entropy(model(blocks, input_nodes), labels[output_nodes[target_type]])
+            loss = F.cross_entropy(model(blocks, input_nodes), labels[by_type(output_nodes)[target_type]])
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -169,7 +174,7 @@ def main():
         correct = 0
         with torch.no_grad():
             for input_nodes, output_nodes, blocks in val_loader:
-                correct += int((model(blocks, input_nodes).argmax(1) == labels[output_nodes[target_type]]).sum())
+                correct += int((model(blocks, input_nodes).argmax(1) == labels[by_type(output_nodes)[target_type]]).sum())
         val_accs.append(correct / len(val))
         if to_target is None and a.target > 0 and val_accs[-1] >= a.target:
             to_target = trained
