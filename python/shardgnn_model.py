@@ -65,16 +65,16 @@ class Graph:
         self.dst = torch.repeat_interleave(torch.arange(self.num_nodes), indptr[1:] - indptr[:-1])
         self.rel = None
         if node_types:
-            names = [t["name"] for t in node_types]
-            counts = torch.tensor([t["count"] for t in node_types])
-            ntype = torch.repeat_interleave(torch.arange(len(names)), counts)
-            pair = torch.full((len(names), len(names)), -1, dtype=torch.int64)
-            for r, rel in enumerate(relations):
-                pair[names.index(rel["src"]), names.index(rel["dst"])] = r
             # Two relations may join one pair of types: then only the stored ids tell them apart.
             if edge_relations is not None:
                 self.rel = torch.from_numpy(np.array(edge_relations, dtype=np.int64))
             else:
+                names = [t["name"] for t in node_types]
+                counts = torch.tensor([t["count"] for t in node_types])
+                ntype = torch.repeat_interleave(torch.arange(len(names)), counts)
+                pair = torch.full((len(names), len(names)), -1, dtype=torch.int64)
+                for r, rel in enumerate(relations):
+                    pair[names.index(rel["src"]), names.index(rel["dst"])] = r
                 self.rel = pair[ntype[self.dst], ntype[self.src]]
             self._parts = {}
 

@@ -21,12 +21,8 @@ PairScorerImpl::PairScorerImpl(std::int64_t width, ScorerKind kind, std::int64_t
 }
 
 torch::Tensor PairScorerImpl::forward(const torch::Tensor& hu, const torch::Tensor& hv) {
-  switch (kind()) {
-    case ScorerKind::kDot: return (hu * hv).sum(1);
-    case ScorerKind::kDistMult: return (hu * relation[0] * hv).sum(1);
-    case ScorerKind::kMlp: break;
-  }
-  return fc2->forward(torch::relu(fc1->forward(hu * hv))).squeeze(1);
+  if (kind() == ScorerKind::kMlp) return fc2->forward(torch::relu(fc1->forward(hu * hv))).squeeze(1);
+  return (kind() == ScorerKind::kDistMult ? hu * relation[0] * hv : hu * hv).sum(1);
 }
 
 LinkPrediction::LinkPrediction(std::int64_t width, const LinkConfig& config) : width_(width), config_(config), scorer_(width, config.scorer) {}

@@ -195,7 +195,7 @@ ModelCard model_card(const TrainConfig& cfg, const GnnImpl& model, const Shard& 
   card.out = model.options.out();
   card.precision = model.options.precision();
   card.task = cfg.task == TaskKind::kLink ? "link" : shard.multilabel ? "label-sets" : "classes";
-  if (cfg.task == TaskKind::kLink) card.scorer = std::string(scorer_name(cfg.link.scorer));
+  if (cfg.task == TaskKind::kLink) card.scorer = scorer_name(cfg.link.scorer);
   card.schema = shard.schema;
   card.feature_dtype = feature_dtype_name(shard.feature_dtype);
   card.feature_norm = feature_norm_name(shard.feature_norm);
